@@ -1,0 +1,86 @@
+# Cadence entry points. On a fresh machine with only rustup/cargo, git, make
+# and gcc, `make run` and `make test` install what is missing (`setup`).
+#
+#   make setup                 pinned Rust toolchain, QEMU and OVMF (idempotent)
+#   make kernel                release build of kernel/
+#   make run [SMP=8] [UEFI=1] [ARGS='poweroff ...'] [TRACE=file] [WORKLOAD='a b'] [TIMEOUT=s]
+#   make test                  host unit tests, in-kernel tests, QEMU scenario tests
+#   make bench BENCH=name      boots with ARGS='run="bench NAME" poweroff'
+#   make clean
+#
+# Host crates are built with --release everywhere so the bootloader crate's
+# slow build script (nested `cargo install`s) runs only once.
+
+SHELL := /bin/bash
+ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+CHANNEL := $(shell sed -n 's/^channel *= *"\(.*\)".*/\1/p' '$(ROOT)/rust-toolchain.toml')
+# A CARGO_TARGET_DIR in the environment would deadlock the bootloader crate's
+# nested `cargo install` on our own build lock: always use ./target.
+unexport CARGO_TARGET_DIR CARGO_BUILD_TARGET_DIR
+CADENCE_BOOT := $(ROOT)/target/release/cadence-boot
+KERNEL ?= $(ROOT)/kernel/target/x86_64-unknown-none/release/cadence-kernel
+
+SMP ?=
+UEFI ?=
+ARGS ?=
+TRACE ?=
+WORKLOAD ?=
+TIMEOUT ?=
+BENCH ?=
+
+# The kernel command line travels through the environment so that any quotes
+# in it reach cadence-boot untouched.
+export CADENCE_RUN_ARGS = $(ARGS)
+
+.PHONY: help setup kernel boot-tool run test bench clean
+
+help:
+	@sed -n '4,10s/^# \{0,1\}//p' '$(ROOT)/Makefile'
+
+setup:
+	@set -e; \
+	if [ -z "$(CHANNEL)" ]; then echo "setup: no channel in rust-toolchain.toml" >&2; exit 1; fi; \
+	have=$$(rustup component list --installed --toolchain '$(CHANNEL)' 2>/dev/null || true); \
+	if ! grep -q '^rust-src' <<<"$$have" || ! grep -q '^llvm-tools' <<<"$$have" \
+	   || ! grep -q 'x86_64-unknown-none' <<<"$$have"; then \
+	  echo "setup: installing Rust $(CHANNEL)"; \
+	  rustup toolchain install '$(CHANNEL)' --profile minimal -c rust-src -c llvm-tools \
+	    -c rustfmt -c clippy -t x86_64-unknown-none; \
+	fi; \
+	pkgs=; \
+	command -v qemu-system-x86_64 >/dev/null || pkgs="qemu-system-x86"; \
+	[ -e /usr/share/ovmf/OVMF.fd ] || [ -e /usr/share/OVMF/OVMF_CODE.fd ] || pkgs="$$pkgs ovmf"; \
+	if [ -n "$$pkgs" ]; then \
+	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  echo "setup: installing $$pkgs"; \
+	  $$sudo apt-get update -qq; \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkgs; \
+	fi
+
+kernel: setup
+	cd '$(ROOT)/kernel' && cargo build --release
+
+boot-tool: setup
+	cd '$(ROOT)' && cargo build --release -p cadence-boot
+
+run: kernel boot-tool
+	'$(CADENCE_BOOT)' run --kernel '$(KERNEL)' --args "$$CADENCE_RUN_ARGS" \
+	  $(if $(filter 1 yes true,$(UEFI)),--uefi) $(if $(SMP),--smp '$(SMP)') \
+	  $(if $(TRACE),--trace '$(TRACE)') $(foreach w,$(WORKLOAD),--workload '$(w)') \
+	  $(if $(TIMEOUT),--timeout '$(TIMEOUT)')
+
+bench: override ARGS = run="bench $(BENCH)" poweroff
+bench: run
+
+# Runs all three suites even if one fails, then fails if any did.
+test: kernel
+	@cd '$(ROOT)'; failed=; \
+	step() { echo "+ $$*"; "$$@" || failed="$$failed [$$*]"; }; \
+	step cargo test --release --workspace --exclude cadence-tests; \
+	step bash -c 'cd kernel && cargo test'; \
+	step cargo test --release -p cadence-tests; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi
+
+clean:
+	cd '$(ROOT)' && cargo clean
+	-cd '$(ROOT)/kernel' && cargo clean

@@ -1,0 +1,33 @@
+//! Host-side boot tooling for the Cadence kernel.
+//!
+//! This crate turns a kernel ELF (built for `x86_64-unknown-none` against
+//! `bootloader_api` 0.11) into a bootable disk image and runs it under QEMU.
+//! It is used three ways:
+//!
+//! * the `cadence-boot` binary (`run`, `runner`, `image` subcommands; see `main.rs`),
+//! * `boot/runner.sh`, the cargo runner for the kernel's in-kernel tests,
+//! * the `cadence-tests` crate, which boots whole scenarios through [`Qemu`]
+//!   and checks the serial output with [`BootReport`].
+//!
+//! # Contracts with the kernel
+//!
+//! * COM1 is the console; it is wired to QEMU's stdout (`-serial stdio`).
+//! * The kernel ends a run by writing to the `isa-debug-exit` port 0xf4:
+//!   `0x10` means success (QEMU exits 33), `0x11` failure (QEMU exits 35).
+//!   Any other way out (triple fault with `-no-reboot`, reset, `quit`) makes
+//!   QEMU exit 0, which is reported as [`KernelExit::NoExit`] and is *not* a
+//!   success.
+//! * The kernel command line is the raw contents of the fw_cfg file
+//!   `opt/cadence/cmdline` (no NUL terminator; absent when the line is empty).
+//! * Workloads are fw_cfg files `opt/cadence/workload/<basename>`.
+//! * `--trace FILE` adds COM2 as a second serial port written to FILE.
+
+mod error;
+mod image;
+mod qemu;
+mod report;
+
+pub use error::{Error, Result};
+pub use image::{build_image, disk_image, Firmware};
+pub use qemu::{find_ovmf, KernelExit, Outcome, Ovmf, Qemu, DEFAULT_MEMORY, DEFAULT_SMP};
+pub use report::{BootReport, CpuOnline, SmpSummary, Timing};

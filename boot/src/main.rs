@@ -1,0 +1,252 @@
+//! `cadence-boot`: build disk images for the Cadence kernel and boot them in QEMU.
+//!
+//! ```text
+//! cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--args STR]
+//!                  [--timeout SECS] [--trace FILE] [--workload FILE]... [--qemu-arg ARG]...
+//! cadence-boot runner ELF [IGNORED...]      # cargo runner for the kernel's tests
+//! cadence-boot image --kernel ELF [--uefi] -o OUT
+//! ```
+//!
+//! Exit status: 0 kernel success (QEMU 33), 1 kernel failure (QEMU 35),
+//! 2 QEMU exited 0 without a kernel exit code (triple fault, reset, quit),
+//! 124 timeout, 3 could not run (missing kernel, QEMU, OVMF, ...), 64 bad
+//! usage; any other QEMU status is passed through.
+//!
+//! Timeouts: `run` defaults to 600 s, except that an interactive session
+//! (stdin is a terminal and the command line lacks `poweroff`) has none;
+//! `--timeout 0` disables it. `runner` defaults to 300 s
+//! (`CADENCE_TEST_TIMEOUT` overrides) and takes the kernel command line from
+//! `CADENCE_TEST_ARGS`.
+
+use cadence_boot::{build_image, Firmware, KernelExit, Qemu};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+const USAGE: &str = "\
+usage: cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--args STR]
+                        [--timeout SECS] [--trace FILE] [--workload FILE]... [--qemu-arg ARG]...
+       cadence-boot runner ELF [IGNORED...]
+       cadence-boot image --kernel ELF [--uefi] -o OUT";
+
+/// How `main` ends: a status plus an optional message for stderr.
+struct Exit(u8, Option<String>);
+
+fn usage(msg: impl std::fmt::Display) -> Exit {
+    Exit(64, Some(format!("{msg}\n{USAGE}")))
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = match std::env::args_os()
+        .skip(1)
+        .map(|a| a.into_string())
+        .collect()
+    {
+        Ok(a) => a,
+        Err(bad) => return finish(usage(format!("argument {bad:?} is not valid UTF-8"))),
+    };
+    let result = match args.first().map(String::as_str) {
+        Some("run") => cmd_run(&args[1..]),
+        Some("runner") => cmd_runner(&args[1..]),
+        Some("image") => cmd_image(&args[1..]),
+        Some("-h" | "--help" | "help") => Exit(0, Some(USAGE.into())),
+        Some(other) => usage(format!("unknown subcommand '{other}'")),
+        None => usage("missing subcommand"),
+    };
+    finish(result)
+}
+
+fn finish(Exit(code, msg): Exit) -> ExitCode {
+    if let Some(msg) = msg {
+        if code == 0 {
+            println!("{msg}");
+        } else {
+            eprintln!("cadence-boot: {msg}");
+        }
+    }
+    ExitCode::from(code)
+}
+
+/// Parsed `--flag value` / `--flag=value` options.
+#[derive(Default)]
+struct Opts {
+    kernel: Option<PathBuf>,
+    uefi: bool,
+    smp: Option<String>,
+    memory: Option<String>,
+    args: Option<String>,
+    timeout: Option<Option<Duration>>,
+    trace: Option<PathBuf>,
+    workloads: Vec<PathBuf>,
+    qemu_args: Vec<String>,
+    out: Option<PathBuf>,
+}
+
+fn parse_opts(argv: &[String], allowed: &[&str]) -> Result<Opts, Exit> {
+    let mut o = Opts::default();
+    let mut it = argv.iter();
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        if !allowed.contains(&flag) {
+            return Err(usage(format!("unexpected argument '{arg}'")));
+        }
+        if flag == "--uefi" {
+            if inline.is_some() {
+                return Err(usage("--uefi takes no value"));
+            }
+            o.uefi = true;
+            continue;
+        }
+        let value = match inline.or_else(|| it.next().cloned()) {
+            Some(v) => v,
+            None => return Err(usage(format!("{flag} needs a value"))),
+        };
+        match flag {
+            "--kernel" => o.kernel = Some(value.into()),
+            "--smp" if value.is_empty() => {
+                return Err(usage("--smp needs a non-empty QEMU -smp spec"))
+            }
+            "--smp" => o.smp = Some(value),
+            "--memory" => o.memory = Some(value),
+            "--args" => o.args = Some(value),
+            "--timeout" => o.timeout = Some(parse_timeout(&value)?),
+            "--trace" => o.trace = Some(value.into()),
+            "--workload" => o.workloads.push(value.into()),
+            "--qemu-arg" => o.qemu_args.push(value),
+            "-o" | "--output" => o.out = Some(value.into()),
+            _ => unreachable!("flag {flag} allowed but not handled"),
+        }
+    }
+    Ok(o)
+}
+
+/// Seconds (integer or fraction); 0 means no timeout.
+fn parse_timeout(v: &str) -> Result<Option<Duration>, Exit> {
+    match v.parse::<f64>() {
+        Ok(0.0) => Ok(None),
+        Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Some(Duration::from_secs_f64(s))),
+        _ => Err(usage(format!(
+            "--timeout wants a number of seconds, got '{v}'"
+        ))),
+    }
+}
+
+fn cmd_run(argv: &[String]) -> Exit {
+    let flags = [
+        "--kernel",
+        "--uefi",
+        "--smp",
+        "--memory",
+        "--args",
+        "--timeout",
+        "--trace",
+        "--workload",
+        "--qemu-arg",
+    ];
+    let o = match parse_opts(argv, &flags) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    let Some(kernel) = o.kernel else {
+        return usage("run needs --kernel ELF");
+    };
+    let args = o.args.unwrap_or_default();
+    let interactive = std::io::stdin().is_terminal();
+    let powers_off = args.split_whitespace().any(|w| w == "poweroff");
+    let default = (!interactive || powers_off).then(|| Duration::from_secs(600));
+    let timeout = o.timeout.unwrap_or(default);
+    let mut q = Qemu::new(kernel)
+        .uefi(o.uefi)
+        .args(args)
+        .timeout(timeout)
+        .interactive(interactive);
+    if let Some(smp) = o.smp {
+        q = q.smp(smp);
+    }
+    if let Some(m) = o.memory {
+        q = q.memory(m);
+    }
+    if let Some(t) = o.trace {
+        q = q.trace(t);
+    }
+    for w in o.workloads {
+        q = q.workload(w);
+    }
+    for a in o.qemu_args {
+        q = q.qemu_arg(a);
+    }
+    boot(&q, timeout)
+}
+
+fn cmd_runner(argv: &[String]) -> Exit {
+    let Some(kernel) = argv.first() else {
+        return usage("runner needs the kernel ELF path");
+    };
+    if argv.len() > 1 {
+        eprintln!(
+            "cadence-boot: note: ignoring test-harness arguments {:?}",
+            &argv[1..]
+        );
+    }
+    let timeout = match std::env::var("CADENCE_TEST_TIMEOUT") {
+        Ok(v) => match parse_timeout(&v) {
+            Ok(t) => t,
+            Err(_) => {
+                return Exit(
+                    64,
+                    Some(format!(
+                        "CADENCE_TEST_TIMEOUT='{v}' is not a number of seconds"
+                    )),
+                )
+            }
+        },
+        Err(_) => Some(Duration::from_secs(300)),
+    };
+    let args = std::env::var("CADENCE_TEST_ARGS").unwrap_or_default();
+    boot(&Qemu::new(kernel).args(args).timeout(timeout), timeout)
+}
+
+fn cmd_image(argv: &[String]) -> Exit {
+    let o = match parse_opts(argv, &["--kernel", "--uefi", "-o", "--output"]) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    let (Some(kernel), Some(out)) = (o.kernel, o.out) else {
+        return usage("image needs --kernel ELF and -o OUT");
+    };
+    let fw = if o.uefi {
+        Firmware::Uefi
+    } else {
+        Firmware::Bios
+    };
+    match build_image(&kernel, fw, &out) {
+        Ok(()) => Exit(0, Some(format!("{}", out.display()))),
+        Err(e) => Exit(3, Some(e.to_string())),
+    }
+}
+
+/// Runs QEMU with inherited stdio and maps the outcome to our exit status.
+fn boot(q: &Qemu, timeout: Option<Duration>) -> Exit {
+    let exit = match q.run() {
+        Ok(exit) => exit,
+        Err(e) => return Exit(3, Some(e.to_string())),
+    };
+    let code = exit.exit_code().clamp(0, 255) as u8;
+    let msg = match exit {
+        KernelExit::Success => None,
+        KernelExit::Failure => Some("kernel reported failure".to_string()),
+        KernelExit::NoExit => {
+            Some("QEMU exited without a kernel exit code (triple fault, reset or quit)".to_string())
+        }
+        KernelExit::Timeout => Some(format!(
+            "timeout after {} s",
+            timeout.map_or(0.0, |t| t.as_secs_f64())
+        )),
+        KernelExit::Other(c) => Some(format!("QEMU exited with status {c}")),
+    };
+    Exit(code, msg)
+}

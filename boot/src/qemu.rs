@@ -1,0 +1,575 @@
+//! Launching the kernel under QEMU.
+//!
+//! [`Qemu`] is a builder for one QEMU run. Every run uses TCG and these flags:
+//!
+//! ```text
+//! -accel tcg -cpu max,vendor=GenuineIntel -smp 4,sockets=1,cores=2,threads=2 -m 512M
+//! -serial stdio -display none -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04
+//! -drive format=raw,file=IMG,snapshot=on
+//! ```
+//!
+//! plus OVMF for UEFI, `-fw_cfg name=opt/cadence/cmdline,file=TMP` for a
+//! non-empty kernel command line (the string is written verbatim to a private
+//! temp file, so quotes, commas and spaces survive), `-serial file:TRACE` for
+//! a trace port (COM2), `-fw_cfg name=opt/cadence/workload/<basename>,file=ABS`
+//! per workload and then any pass-through arguments.
+//!
+//! A run either inherits stdio ([`Qemu::run`], used by the CLI) or captures
+//! COM1 through a pipe ([`Qemu::run_capture`], used by tests). Both enforce the
+//! optional timeout by stopping QEMU (SIGTERM, then SIGKILL after 3 s) and
+//! report [`KernelExit::Timeout`]. Both print the QEMU command line to stderr.
+//!
+//! Environment: `CADENCE_QEMU` overrides the QEMU binary, `CADENCE_OVMF`
+//! names a combined OVMF image to use instead of the detected one.
+
+use crate::image::{disk_image, Firmware};
+use crate::{Error, Result};
+use std::ffi::{OsStr, OsString};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Default `-smp` value: one package, two cores, two threads per core.
+pub const DEFAULT_SMP: &str = "4,sockets=1,cores=2,threads=2";
+/// Default `-m` value.
+pub const DEFAULT_MEMORY: &str = "512M";
+
+/// Longest fw_cfg file name QEMU accepts (56 bytes including the NUL).
+const FW_CFG_MAX_NAME: usize = 55;
+const WORKLOAD_PREFIX: &str = "opt/cadence/workload/";
+
+/// How a run ended, from the kernel's point of view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelExit {
+    /// The kernel wrote 0x10 to the debug-exit port (QEMU status 33).
+    Success,
+    /// The kernel wrote 0x11 to the debug-exit port (QEMU status 35).
+    Failure,
+    /// QEMU exited 0: triple fault (with `-no-reboot`), reset or `quit`,
+    /// i.e. the kernel never reported a result. Not a success.
+    NoExit,
+    /// The run hit its timeout and QEMU was stopped.
+    Timeout,
+    /// Any other QEMU status (QEMU errors, other debug-exit values);
+    /// 128 + signal number when QEMU was killed by a signal.
+    Other(i32),
+}
+
+impl KernelExit {
+    fn from_status(status: ExitStatus) -> Self {
+        use std::os::unix::process::ExitStatusExt;
+        match (status.code(), status.signal()) {
+            (Some(33), _) => KernelExit::Success,
+            (Some(35), _) => KernelExit::Failure,
+            (Some(0), _) => KernelExit::NoExit,
+            (Some(code), _) => KernelExit::Other(code),
+            (None, Some(sig)) => KernelExit::Other(128 + sig),
+            (None, None) => KernelExit::Other(-1),
+        }
+    }
+
+    /// The exit status `cadence-boot` uses for this outcome: 0 success,
+    /// 1 failure, 2 no kernel exit code, 124 timeout, otherwise QEMU's status.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            KernelExit::Success => 0,
+            KernelExit::Failure => 1,
+            KernelExit::NoExit => 2,
+            KernelExit::Timeout => 124,
+            KernelExit::Other(code) => code,
+        }
+    }
+}
+
+/// Result of a captured run.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// How the run ended.
+    pub exit: KernelExit,
+    /// Everything the kernel wrote to COM1 (lossily decoded as UTF-8).
+    pub output: String,
+    /// QEMU's own stderr (warnings, errors).
+    pub stderr: String,
+    /// Wall-clock time of the QEMU run (excluding image building).
+    pub elapsed: Duration,
+}
+
+/// Where the UEFI firmware lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ovmf {
+    /// A combined code+vars image, passed with `-bios`.
+    Combined(PathBuf),
+    /// Split images: code is mapped read-only, a private copy of vars writable.
+    Split { code: PathBuf, vars: PathBuf },
+}
+
+/// Finds OVMF: `$CADENCE_OVMF`, then Debian's `/usr/share/ovmf/OVMF.fd`, then
+/// split `/usr/share/OVMF/OVMF_CODE*.fd` + `OVMF_VARS*.fd` images.
+pub fn find_ovmf() -> Result<Ovmf> {
+    if let Some(path) = std::env::var_os("CADENCE_OVMF") {
+        let path = PathBuf::from(path);
+        return if path.is_file() {
+            Ok(Ovmf::Combined(path))
+        } else {
+            Err(Error::new(format!(
+                "CADENCE_OVMF={} is not a file",
+                path.display()
+            )))
+        };
+    }
+    for combined in ["/usr/share/ovmf/OVMF.fd", "/usr/share/qemu/OVMF.fd"] {
+        if Path::new(combined).is_file() {
+            return Ok(Ovmf::Combined(combined.into()));
+        }
+    }
+    for (code, vars) in [
+        (
+            "/usr/share/OVMF/OVMF_CODE.fd",
+            "/usr/share/OVMF/OVMF_VARS.fd",
+        ),
+        (
+            "/usr/share/OVMF/OVMF_CODE_4M.fd",
+            "/usr/share/OVMF/OVMF_VARS_4M.fd",
+        ),
+    ] {
+        if Path::new(code).is_file() && Path::new(vars).is_file() {
+            return Ok(Ovmf::Split {
+                code: code.into(),
+                vars: vars.into(),
+            });
+        }
+    }
+    Err(Error::new(
+        "UEFI firmware (OVMF) not found in /usr/share/ovmf or /usr/share/OVMF; \
+         install it with `apt-get install ovmf` (or `make setup`), or set CADENCE_OVMF=<OVMF.fd>",
+    ))
+}
+
+/// Builder for one QEMU run of a kernel ELF. See the module docs.
+#[derive(Debug, Clone)]
+pub struct Qemu {
+    kernel: PathBuf,
+    firmware: Firmware,
+    smp: String,
+    memory: String,
+    args: String,
+    timeout: Option<Duration>,
+    trace: Option<PathBuf>,
+    workloads: Vec<PathBuf>,
+    extra: Vec<OsString>,
+    interactive: bool,
+    echo: bool,
+}
+
+impl Qemu {
+    /// A BIOS run of `kernel` with the default flags, no command line and
+    /// no timeout.
+    pub fn new(kernel: impl Into<PathBuf>) -> Self {
+        Qemu {
+            kernel: kernel.into(),
+            firmware: Firmware::Bios,
+            smp: DEFAULT_SMP.into(),
+            memory: DEFAULT_MEMORY.into(),
+            args: String::new(),
+            timeout: None,
+            trace: None,
+            workloads: Vec::new(),
+            extra: Vec::new(),
+            interactive: false,
+            echo: false,
+        }
+    }
+
+    /// Boots through UEFI (OVMF) instead of BIOS when `yes`.
+    pub fn uefi(mut self, yes: bool) -> Self {
+        self.firmware = if yes { Firmware::Uefi } else { Firmware::Bios };
+        self
+    }
+
+    /// Replaces the `-smp` value (any QEMU spec, e.g. `8` or `4,cores=2,threads=2`).
+    pub fn smp(mut self, spec: impl Into<String>) -> Self {
+        self.smp = spec.into();
+        self
+    }
+
+    /// Replaces the `-m` value.
+    pub fn memory(mut self, size: impl Into<String>) -> Self {
+        self.memory = size.into();
+        self
+    }
+
+    /// Sets the kernel command line (passed verbatim through fw_cfg).
+    pub fn args(mut self, cmdline: impl Into<String>) -> Self {
+        self.args = cmdline.into();
+        self
+    }
+
+    /// Sets (or, with `None`, removes) the run's timeout.
+    pub fn timeout(mut self, limit: impl Into<Option<Duration>>) -> Self {
+        self.timeout = limit.into();
+        self
+    }
+
+    /// Adds COM2 as a serial port written to `file`.
+    pub fn trace(mut self, file: impl Into<PathBuf>) -> Self {
+        self.trace = Some(file.into());
+        self
+    }
+
+    /// Adds a workload file, visible to the kernel as
+    /// `opt/cadence/workload/<basename>`.
+    pub fn workload(mut self, file: impl Into<PathBuf>) -> Self {
+        self.workloads.push(file.into());
+        self
+    }
+
+    /// Appends a raw QEMU argument.
+    pub fn qemu_arg(mut self, arg: impl Into<OsString>) -> Self {
+        self.extra.push(arg.into());
+        self
+    }
+
+    /// For [`Qemu::run`]: let QEMU read our stdin (typing into COM1).
+    /// Otherwise QEMU's stdin is /dev/null.
+    pub fn interactive(mut self, yes: bool) -> Self {
+        self.interactive = yes;
+        self
+    }
+
+    /// For [`Qemu::run_capture`]: also copy COM1 output live to our stderr.
+    pub fn echo(mut self, yes: bool) -> Self {
+        self.echo = yes;
+        self
+    }
+
+    /// The kernel command line.
+    pub fn cmdline(&self) -> &str {
+        &self.args
+    }
+
+    /// Builds (or reuses) the disk image and assembles the QEMU command.
+    /// The returned [`Prepared`] owns the temp files the command refers to.
+    fn prepare(&self) -> Result<Prepared> {
+        let image = disk_image(&self.kernel, self.firmware)?;
+        let ovmf = match self.firmware {
+            Firmware::Uefi => Some(find_ovmf()?),
+            Firmware::Bios => None,
+        };
+        let workloads = self.checked_workloads()?;
+        let tmp = TempDir::new()?;
+        let qemu = std::env::var_os("CADENCE_QEMU").unwrap_or_else(|| "qemu-system-x86_64".into());
+
+        let mut args: Vec<OsString> = Vec::new();
+        let mut push = |parts: &[&OsStr]| args.extend(parts.iter().map(|p| p.to_os_string()));
+        for a in ["-accel", "tcg", "-cpu", "max,vendor=GenuineIntel", "-smp"] {
+            push(&[a.as_ref()]);
+        }
+        push(&[self.smp.as_ref(), "-m".as_ref(), self.memory.as_ref()]);
+        for a in [
+            "-serial",
+            "stdio",
+            "-display",
+            "none",
+            "-no-reboot",
+            "-device",
+        ] {
+            push(&[a.as_ref()]);
+        }
+        push(&["isa-debug-exit,iobase=0xf4,iosize=0x04".as_ref()]);
+        match &ovmf {
+            None => {}
+            Some(Ovmf::Combined(fd)) => push(&["-bios".as_ref(), fd.as_os_str()]),
+            Some(Ovmf::Split { code, vars }) => {
+                let vars_copy = tmp.path.join("OVMF_VARS.fd");
+                std::fs::copy(vars, &vars_copy).map_err(|e| {
+                    Error::new(format!(
+                        "cannot copy {} to {}: {e}",
+                        vars.display(),
+                        vars_copy.display()
+                    ))
+                })?;
+                push(&[
+                    "-drive".as_ref(),
+                    &opt("if=pflash,format=raw,readonly=on,file=", code),
+                ]);
+                push(&[
+                    "-drive".as_ref(),
+                    &opt("if=pflash,format=raw,file=", &vars_copy),
+                ]);
+            }
+        }
+        // snapshot=on: writes go to a throwaway overlay, so parallel runs can share
+        // the cached image (otherwise QEMU refuses: "Failed to get \"write\" lock").
+        let mut drive = opt("format=raw,file=", &image);
+        drive.push(",snapshot=on");
+        push(&["-drive".as_ref(), &drive]);
+        if !self.args.is_empty() {
+            let file = tmp.path.join("cmdline");
+            std::fs::write(&file, self.args.as_bytes())
+                .map_err(|e| Error::new(format!("cannot write {}: {e}", file.display())))?;
+            push(&[
+                "-fw_cfg".as_ref(),
+                &opt("name=opt/cadence/cmdline,file=", &file),
+            ]);
+        }
+        if let Some(trace) = &self.trace {
+            let mut spec = OsString::from("file:");
+            spec.push(trace);
+            push(&["-serial".as_ref(), &spec]);
+        }
+        for (name, path) in &workloads {
+            let mut spec = OsString::from(format!("name={WORKLOAD_PREFIX}{name},"));
+            spec.push(opt("file=", path));
+            push(&["-fw_cfg".as_ref(), &spec]);
+        }
+        args.extend(self.extra.iter().cloned());
+
+        let display = std::iter::once(qemu.as_os_str())
+            .chain(args.iter().map(|a| a.as_os_str()))
+            .map(shell_quote)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut command = Command::new(&qemu);
+        command.args(&args);
+        Ok(Prepared {
+            command,
+            display,
+            qemu: qemu.to_string_lossy().into_owned(),
+            _tmp: tmp,
+        })
+    }
+
+    /// Validates workloads: existing files with distinct, short-enough names.
+    fn checked_workloads(&self) -> Result<Vec<(String, PathBuf)>> {
+        let mut out: Vec<(String, PathBuf)> = Vec::new();
+        for path in &self.workloads {
+            let abs = std::fs::canonicalize(path)
+                .map_err(|e| Error::new(format!("workload {}: {e}", path.display())))?;
+            if !abs.is_file() {
+                return Err(Error::new(format!(
+                    "workload {} is not a regular file",
+                    path.display()
+                )));
+            }
+            let name = abs
+                .file_name()
+                .and_then(|n| n.to_str())
+                .filter(|n| !n.contains(','))
+                .ok_or_else(|| {
+                    Error::new(format!(
+                        "workload {}: name must be UTF-8 without commas",
+                        path.display()
+                    ))
+                })?
+                .to_string();
+            if WORKLOAD_PREFIX.len() + name.len() > FW_CFG_MAX_NAME {
+                return Err(Error::new(format!(
+                    "workload name '{name}' is too long for fw_cfg (at most {} bytes)",
+                    FW_CFG_MAX_NAME - WORKLOAD_PREFIX.len()
+                )));
+            }
+            if out.iter().any(|(n, _)| *n == name) {
+                return Err(Error::new(format!("two workloads are named '{name}'")));
+            }
+            out.push((name, abs));
+        }
+        Ok(out)
+    }
+
+    /// Runs QEMU with inherited stdout/stderr (COM1 appears live on stdout).
+    pub fn run(&self) -> Result<KernelExit> {
+        let mut prepared = self.prepare()?;
+        eprintln!("cadence-boot: {}", prepared.display);
+        let stdin = if self.interactive {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        };
+        prepared.command.stdin(stdin);
+        let mut child = prepared.spawn()?;
+        let (exit, _) = wait_with_timeout(&mut child, self.timeout)?;
+        Ok(exit)
+    }
+
+    /// Runs QEMU with COM1 captured through a pipe and stdin from /dev/null.
+    pub fn run_capture(&self) -> Result<Outcome> {
+        let mut prepared = self.prepare()?;
+        eprintln!("cadence-boot: {}", prepared.display);
+        prepared
+            .command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = prepared.spawn()?;
+        let echo = self.echo;
+        let out = child.stdout.take().map(|s| collect(s, echo));
+        let err = child.stderr.take().map(|s| collect(s, false));
+        let (exit, elapsed) = wait_with_timeout(&mut child, self.timeout)?;
+        let join = |h: Option<thread::JoinHandle<Vec<u8>>>| {
+            h.and_then(|h| h.join().ok())
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default()
+        };
+        Ok(Outcome {
+            exit,
+            output: join(out),
+            stderr: join(err),
+            elapsed,
+        })
+    }
+}
+
+/// A ready-to-spawn QEMU command and the temp files it refers to.
+struct Prepared {
+    command: Command,
+    display: String,
+    qemu: String,
+    _tmp: TempDir,
+}
+
+impl Prepared {
+    fn spawn(&mut self) -> Result<Child> {
+        self.command.spawn().map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Error::new(format!(
+                    "{} not found; install it with `apt-get install qemu-system-x86` (or `make setup`)",
+                    self.qemu
+                ))
+            } else {
+                Error::new(format!("cannot start {}: {e}", self.qemu))
+            }
+        })
+    }
+}
+
+/// Reads a pipe to the end on a thread, optionally echoing to stderr.
+fn collect(mut pipe: impl Read + Send + 'static, echo: bool) -> thread::JoinHandle<Vec<u8>> {
+    thread::spawn(move || {
+        let mut all = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if echo {
+                        let _ = std::io::stderr().write_all(&buf[..n]);
+                    }
+                    all.extend_from_slice(&buf[..n]);
+                }
+            }
+        }
+        all
+    })
+}
+
+/// Waits for QEMU, stopping it when `timeout` passes.
+fn wait_with_timeout(
+    child: &mut Child,
+    timeout: Option<Duration>,
+) -> Result<(KernelExit, Duration)> {
+    let start = Instant::now();
+    let werr = |e: std::io::Error| Error::new(format!("waiting for QEMU failed: {e}"));
+    loop {
+        if let Some(status) = child.try_wait().map_err(werr)? {
+            return Ok((KernelExit::from_status(status), start.elapsed()));
+        }
+        if timeout.is_some_and(|t| start.elapsed() >= t) {
+            stop(child);
+            return Ok((KernelExit::Timeout, start.elapsed()));
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SIGTERM (lets QEMU restore the terminal), then SIGKILL after 3 s.
+fn stop(child: &mut Child) {
+    // SAFETY: plain kill(2) on our own child's pid, which has not been reaped yet.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// `prefix` + `path` with commas doubled, as QEMU's option parser wants.
+fn opt(prefix: &str, path: &Path) -> OsString {
+    let mut s = OsString::from(prefix);
+    s.push(path.to_string_lossy().replace(',', ",,"));
+    s
+}
+
+/// Quotes an argument for display in a POSIX shell.
+fn shell_quote(arg: &OsStr) -> String {
+    let s = arg.to_string_lossy();
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_=,./:+@%".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s.into_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// A private temp directory, removed on drop.
+struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    fn new() -> Result<Self> {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "cadence-boot-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&path)
+            .map_err(|e| Error::new(format!("cannot create {}: {e}", path.display())))?;
+        Ok(TempDir { path })
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_mapping() {
+        use std::os::unix::process::ExitStatusExt;
+        let st = |code: i32| ExitStatus::from_raw(code << 8);
+        assert_eq!(KernelExit::from_status(st(33)), KernelExit::Success);
+        assert_eq!(KernelExit::from_status(st(35)), KernelExit::Failure);
+        assert_eq!(KernelExit::from_status(st(0)), KernelExit::NoExit);
+        assert_eq!(KernelExit::from_status(st(1)), KernelExit::Other(1));
+        assert_eq!(
+            KernelExit::from_status(ExitStatus::from_raw(9)),
+            KernelExit::Other(137)
+        );
+        assert_eq!(KernelExit::NoExit.exit_code(), 2);
+        assert_eq!(KernelExit::Timeout.exit_code(), 124);
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(shell_quote("-smp".as_ref()), "-smp");
+        assert_eq!(shell_quote("a b".as_ref()), "'a b'");
+        assert_eq!(shell_quote("it's".as_ref()), r"'it'\''s'");
+        assert_eq!(
+            opt("file=", Path::new("/a,b")),
+            OsString::from("file=/a,,b")
+        );
+    }
+}

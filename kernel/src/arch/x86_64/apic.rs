@@ -1,0 +1,183 @@
+//! The local APIC in xAPIC mode, through MMIO (TCG has no x2APIC).
+//!
+//! Every CPU's LAPIC appears at the same physical address (from the MADT or IA32_APIC_BASE),
+//! reached through the kernel's physical-memory mapping. Registers are the typed [`Reg`]
+//! constants; all accesses are 32-bit volatile reads/writes done in [`read`]/[`write`].
+//!
+//! Vectors (see also `idt`): timer 0x20, reschedule IPI 0x21, call-function IPI 0x22, error
+//! 0xfe, spurious 0xff.
+//!
+//! Timer: calibrated once on the BSP against the TSC (divide-by-16, count down for 10 ms),
+//! giving `timer_hz` = LAPIC timer input clock. Every CPU then runs its timers (the periodic tick
+//! among them) in one-shot mode: see `timer`.
+
+use super::msr::{self, Msr};
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use volatile::VolatilePtr;
+
+pub const TIMER_VECTOR: u8 = 0x20;
+pub const RESCHEDULE_VECTOR: u8 = 0x21;
+pub const CALL_FUNCTION_VECTOR: u8 = 0x22;
+pub const ERROR_VECTOR: u8 = 0xfe;
+pub const SPURIOUS_VECTOR: u8 = 0xff;
+
+/// xAPIC register offsets (Intel SDM vol. 3A, table 11-1).
+#[derive(Clone, Copy, Debug)]
+#[repr(usize)]
+pub enum Reg {
+    Id = 0x20,
+    Version = 0x30,
+    TaskPriority = 0x80,
+    Eoi = 0xb0,
+    SpuriousVector = 0xf0,
+    ErrorStatus = 0x280,
+    IcrLow = 0x300,
+    IcrHigh = 0x310,
+    LvtTimer = 0x320,
+    LvtLint0 = 0x350,
+    LvtLint1 = 0x360,
+    LvtError = 0x370,
+    TimerInitialCount = 0x380,
+    TimerCurrentCount = 0x390,
+    TimerDivide = 0x3e0,
+}
+
+const LVT_MASKED: u32 = 1 << 16;
+const ICR_DELIVERY_PENDING: u32 = 1 << 12;
+const ICR_LEVEL_ASSERT: u32 = 1 << 14;
+const ICR_INIT: u32 = 0b101 << 8;
+const ICR_STARTUP: u32 = 0b110 << 8;
+const ICR_NMI: u32 = 0b100 << 8;
+const TIMER_DIVIDE_BY_16: u32 = 0b0011;
+const TIMER_DIVIDER: u64 = 16;
+
+/// Virtual address of the LAPIC MMIO page (same on every CPU).
+static LAPIC_VIRT: AtomicU64 = AtomicU64::new(0);
+/// LAPIC timer input clock in Hz (before the divider).
+static TIMER_HZ: AtomicU64 = AtomicU64::new(0);
+/// Periodic tick rate in Hz.
+static TICK_HZ: AtomicU32 = AtomicU32::new(250);
+
+/// Records where the LAPIC is mapped. `phys` 0 means "read it from IA32_APIC_BASE".
+pub fn set_base(phys: u64, phys_offset: u64) {
+    let phys = if phys == 0 { msr::read(Msr::ApicBase) & 0xf_ffff_f000 } else { phys };
+    LAPIC_VIRT.store(phys_offset + phys, Ordering::Relaxed);
+}
+
+fn reg_ptr(reg: Reg) -> VolatilePtr<'static, u32> {
+    let addr = LAPIC_VIRT.load(Ordering::Relaxed) + reg as u64;
+    let ptr = NonNull::new(addr as *mut u32).expect("LAPIC base set before use");
+    // SAFETY: `addr` lies in the LAPIC's 4 KiB MMIO page inside the physical-memory mapping
+    // (set by `set_base` at boot); every `Reg` offset is a 16-byte aligned 32-bit register.
+    unsafe { VolatilePtr::new(ptr) }
+}
+
+pub fn read(reg: Reg) -> u32 {
+    reg_ptr(reg).read()
+}
+
+pub fn write(reg: Reg, value: u32) {
+    reg_ptr(reg).write(value)
+}
+
+/// This CPU's APIC id (xAPIC: bits 24..31 of the ID register).
+pub fn id() -> u32 {
+    read(Reg::Id) >> 24
+}
+
+/// Enables this CPU's LAPIC: software enable with the spurious vector, accept all priorities,
+/// mask LINT0/1, route errors to `ERROR_VECTOR`.
+pub fn enable() {
+    write(Reg::TaskPriority, 0);
+    write(Reg::LvtLint0, LVT_MASKED);
+    write(Reg::LvtLint1, LVT_MASKED);
+    write(Reg::LvtError, ERROR_VECTOR as u32);
+    write(Reg::ErrorStatus, 0);
+    write(Reg::SpuriousVector, 0x100 | SPURIOUS_VECTOR as u32);
+    eoi();
+}
+
+/// Signals end of interrupt for the in-service interrupt.
+#[inline]
+pub fn eoi() {
+    write(Reg::Eoi, 0);
+}
+
+/// Calibrates the LAPIC timer against the TSC; returns its input clock in Hz.
+pub fn calibrate_timer() -> u64 {
+    write(Reg::TimerDivide, TIMER_DIVIDE_BY_16);
+    write(Reg::LvtTimer, LVT_MASKED);
+    write(Reg::TimerInitialCount, u32::MAX);
+    let start = super::tsc::rdtsc();
+    super::tsc::delay_us(10_000);
+    let end = super::tsc::rdtsc();
+    let remaining = read(Reg::TimerCurrentCount);
+    write(Reg::TimerInitialCount, 0);
+    let counted = (u32::MAX - remaining) as u64;
+    let elapsed_ns = super::tsc::ticks_to_ns(end - start).max(1);
+    let hz = (counted as u128 * TIMER_DIVIDER as u128 * 1_000_000_000 / elapsed_ns as u128) as u64;
+    TIMER_HZ.store(hz, Ordering::Relaxed);
+    hz
+}
+
+/// LAPIC timer input clock in Hz (after calibration).
+pub fn timer_hz() -> u64 {
+    TIMER_HZ.load(Ordering::Relaxed)
+}
+
+pub fn tick_hz() -> u32 {
+    TICK_HZ.load(Ordering::Relaxed)
+}
+
+pub fn set_tick_hz(hz: u32) {
+    TICK_HZ.store(hz, Ordering::Relaxed);
+}
+
+/// Arms the timer once, `ns` from now (one-shot mode).
+pub fn arm_oneshot_ns(ns: u64) {
+    let count = (ns as u128 * (timer_hz() / TIMER_DIVIDER) as u128 / 1_000_000_000).clamp(1, u32::MAX as u128);
+    write(Reg::TimerDivide, TIMER_DIVIDE_BY_16);
+    write(Reg::LvtTimer, TIMER_VECTOR as u32);
+    write(Reg::TimerInitialCount, count as u32);
+}
+
+fn wait_icr_idle() {
+    let mut spins = 0u32;
+    while read(Reg::IcrLow) & ICR_DELIVERY_PENDING != 0 && spins < 10_000_000 {
+        core::hint::spin_loop();
+        spins += 1;
+    }
+}
+
+fn send_icr(apic_id: u32, low: u32) {
+    let flags = ::x86_64::instructions::interrupts::are_enabled();
+    ::x86_64::instructions::interrupts::disable();
+    wait_icr_idle();
+    write(Reg::IcrHigh, apic_id << 24);
+    write(Reg::IcrLow, low);
+    wait_icr_idle();
+    if flags {
+        ::x86_64::instructions::interrupts::enable();
+    }
+}
+
+/// Sends a fixed-delivery IPI with `vector` to the CPU with `apic_id`.
+pub fn send_ipi(apic_id: u32, vector: u8) {
+    send_icr(apic_id, vector as u32 | ICR_LEVEL_ASSERT);
+}
+
+/// Sends an NMI to the CPU with `apic_id` (used to stop other CPUs on panic).
+pub fn send_nmi(apic_id: u32) {
+    send_icr(apic_id, ICR_NMI | ICR_LEVEL_ASSERT);
+}
+
+/// INIT IPI (first step of waking an AP).
+pub fn send_init(apic_id: u32) {
+    send_icr(apic_id, ICR_INIT | ICR_LEVEL_ASSERT);
+}
+
+/// STARTUP IPI: the AP starts in real mode at `page << 12`.
+pub fn send_startup(apic_id: u32, page: u8) {
+    send_icr(apic_id, ICR_STARTUP | page as u32);
+}

@@ -1,0 +1,90 @@
+//! What the kernel does on each interrupt (the IDT stubs in `arch::x86_64::idt` call these).
+//! The scheduler hooks into [`timer_tick`] and the IPIs.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+static UNEXPECTED: AtomicU64 = AtomicU64::new(0);
+static CALL_FUNCTION_IPIS: AtomicU64 = AtomicU64::new(0);
+static RESCHEDULE_IPIS: AtomicU64 = AtomicU64::new(0);
+
+/// The LAPIC timer interrupt: expire this CPU's timers (the tick is one of them).
+pub fn lapic_timer() {
+    crate::timer::interrupt();
+    crate::sched::irq_exit();
+}
+
+/// The periodic tick (every CPU, `hz` times a second).
+pub fn timer_tick() {
+    crate::percpu::current().ticks.fetch_add(1, Ordering::Relaxed);
+    crate::sched::scheduler_tick();
+}
+
+/// A reschedule IPI arrived.
+pub fn reschedule_ipi() {
+    RESCHEDULE_IPIS.fetch_add(1, Ordering::Relaxed);
+    crate::sched::irq_exit();
+}
+
+/// A call-function IPI arrived.
+pub fn call_function_ipi() {
+    CALL_FUNCTION_IPIS.fetch_add(1, Ordering::Relaxed);
+    let cpu = crate::percpu::current();
+    let req = cpu.ipi_requests.swap(0, Ordering::AcqRel);
+    if req & crate::percpu::IPI_REQ_TIMER != 0 {
+        crate::timer::reprogram_this_cpu();
+    }
+    if req & crate::percpu::IPI_REQ_TLB != 0 {
+        x86_64::instructions::tlb::flush_all();
+        cpu.tlb_gen.store(TLB_GEN.load(Ordering::Acquire), Ordering::Release);
+    }
+}
+
+static TLB_GEN: AtomicU64 = AtomicU64::new(0);
+static SHOOTDOWN: spin::Mutex<()> = spin::Mutex::new(());
+
+/// Flushes every online CPU's TLB and waits until they all did. Must be called with
+/// interrupts enabled (another CPU may be waiting for *our* flush). Returns false if some CPU
+/// did not answer within a second (the caller must then not reuse the unmapped addresses).
+pub fn tlb_shootdown_all() -> bool {
+    if !x86_64::instructions::interrupts::are_enabled() {
+        return false;
+    }
+    let _one_at_a_time = SHOOTDOWN.lock();
+    let gen = TLB_GEN.fetch_add(1, Ordering::AcqRel) + 1;
+    x86_64::instructions::tlb::flush_all();
+    let me = crate::percpu::cpu_id();
+    for cpu in crate::percpu::online_cpus().filter(|c| c.cpu_id != me) {
+        cpu.ipi_requests.fetch_or(crate::percpu::IPI_REQ_TLB, Ordering::AcqRel);
+        crate::arch::apic::send_ipi(cpu.apic_id, crate::arch::apic::CALL_FUNCTION_VECTOR);
+    }
+    let deadline = crate::time::uptime_ns() + 1_000_000_000;
+    for cpu in crate::percpu::online_cpus().filter(|c| c.cpu_id != me) {
+        while cpu.tlb_gen.load(Ordering::Acquire) < gen {
+            if crate::time::uptime_ns() > deadline {
+                return false;
+            }
+            core::hint::spin_loop();
+        }
+    }
+    true
+}
+
+/// Asks `cpu` to re-program its timer (a timer earlier than its programmed one was armed).
+pub fn kick_timer(cpu: &crate::percpu::PerCpu) {
+    cpu.ipi_requests.fetch_or(crate::percpu::IPI_REQ_TIMER, Ordering::AcqRel);
+    crate::arch::apic::send_ipi(cpu.apic_id, crate::arch::apic::CALL_FUNCTION_VECTOR);
+}
+
+/// An interrupt nobody asked for (counted; `info` is vector-specific, e.g. the APIC ESR).
+pub fn count_unexpected(_vector: u8, _info: u32) {
+    UNEXPECTED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Counters for tests and diagnostics: (unexpected, reschedule IPIs, call-function IPIs).
+pub fn counters() -> (u64, u64, u64) {
+    (
+        UNEXPECTED.load(Ordering::Relaxed),
+        RESCHEDULE_IPIS.load(Ordering::Relaxed),
+        CALL_FUNCTION_IPIS.load(Ordering::Relaxed),
+    )
+}

@@ -1,0 +1,190 @@
+//! Cadence: a bare-metal x86_64 kernel built around its scheduler.
+//!
+//! Boot sequence (BSP, [`kernel_main`]): console → TSC clock → frames and heap → per-CPU area,
+//! GDT/TSS/IDT → command line (fw_cfg) → legacy PIC masked, ACPI MADT, LAPIC + I/O APIC →
+//! LAPIC timer calibrated, periodic tick → APs started → boot report → (tests | run= | idle).
+//!
+//! Module map: `arch` (all hardware access), `mm` (frames, heap, paging, stacks), `percpu`
+//! (GS-based per-CPU data), `smp` (AP bring-up, topology), `cmdline`, `platform` (ACPI),
+//! `console`, `sync` (interrupt-safe locks), `interrupts` (what each vector does), `testing`.
+#![no_std]
+#![no_main]
+#![feature(abi_x86_interrupt)]
+#![feature(custom_test_frameworks)]
+#![test_runner(crate::testing::run_tests)]
+#![reexport_test_harness_main = "test_main"]
+
+extern crate alloc;
+
+pub mod arch;
+pub mod cmdline;
+pub mod console;
+pub mod interrupts;
+pub mod mm;
+pub mod panic;
+pub mod percpu;
+pub mod platform;
+pub mod sched;
+pub mod smp;
+pub mod sync;
+pub mod testing;
+pub mod time;
+pub mod timer;
+
+use bootloader_api::config::{BootloaderConfig, Mapping};
+use bootloader_api::BootInfo;
+
+/// Bootloader configuration: map all physical memory (dynamic address), keep the bootloader's
+/// own dynamic mappings out of the stack region (`mm::stack`).
+pub const BOOTLOADER_CONFIG: BootloaderConfig = {
+    let mut config = BootloaderConfig::new_default();
+    config.mappings.physical_memory = Some(Mapping::Dynamic);
+    config.mappings.dynamic_range_start = Some(0xffff_8000_0000_0000);
+    config.mappings.dynamic_range_end = Some(0xffff_9fff_ffff_ffff);
+    config.kernel_stack_size = 256 * 1024;
+    config
+};
+
+bootloader_api::entry_point!(kernel_main, config = &BOOTLOADER_CONFIG);
+
+/// Heap size: a quarter of usable memory, between 16 and 256 MiB.
+fn heap_size(usable: u64) -> u64 {
+    (usable / 4).clamp(16 << 20, 256 << 20) & !0xfff
+}
+
+fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
+    console::init();
+    let (tsc_hz, tsc_source) = arch::tsc::init();
+
+    let Some(phys_offset) = boot_info.physical_memory_offset.into_option() else {
+        kprintln!("cadence: fatal: the bootloader did not map physical memory");
+        arch::qemu::exit(arch::qemu::ExitCode::Failure);
+    };
+    mm::set_phys_offset(phys_offset);
+    let (usable, _frames) = mm::frame::init(&boot_info.memory_regions, phys_offset);
+    let heap = mm::heap::init(heap_size(usable));
+    if !mm::stack::init() {
+        kprintln!("cadence: fatal: the stack region is already mapped by the bootloader");
+        arch::qemu::exit(arch::qemu::ExitCode::Failure);
+    }
+
+    // Interrupt controllers before the per-CPU LAPIC setup.
+    arch::pic::remap_and_mask();
+    let platform = platform::discover(boot_info.rsdp_addr.into_option());
+    if let Some(err) = &platform.error {
+        kprintln!("cadence: warning: {}; running on the boot cpu only", err);
+    }
+    arch::apic::set_base(platform.lapic_address, phys_offset);
+
+    let line = cmdline::read();
+    let opts = cmdline::parse(&line);
+    arch::apic::set_tick_hz(opts.hz);
+
+    let bsp = smp::init_bsp();
+    let lapic_hz = arch::apic::calibrate_timer();
+    timer::start_tick();
+    klog!(
+        "memory: {} MiB usable, heap {} MiB, tsc via {:?}, cmdline '{}'",
+        usable >> 20,
+        heap >> 20,
+        tsc_source,
+        line
+    );
+    for io in &platform.io_apics {
+        // SAFETY: the MADT gives the I/O APIC's MMIO address; it is inside the physical mapping.
+        let ioapic = unsafe { arch::ioapic::IoApic::new(mm::phys_to_virt(io.address as u64), io.id, io.gsi_base) };
+        ioapic.mask_all();
+        klog!("ioapic id {} at {:#x}: {} inputs from gsi {}, masked", io.id, io.address, ioapic.max_entries(), io.gsi_base);
+    }
+    sched::init_this_cpu();
+    smp::announce_online(bsp);
+    x86_64::instructions::interrupts::enable();
+
+    if let Some(fault) = opts.test_fault {
+        provoke_fault(fault);
+    }
+
+    let max_cpus = opts.maxcpus.unwrap_or(percpu::MAX_CPUS as u32);
+    smp::start_aps(&platform.ap_apic_ids, max_cpus);
+
+    let (cpus, packages, cores, threads) = smp::topology_summary();
+    kprintln!("cadence: smp: {} cpus online ({} packages, {} cores, {} threads per core)", cpus, packages, cores, threads);
+    for cpu in percpu::online_cpus() {
+        let sib = smp::smt_siblings(cpu);
+        kprintln!("cadence: cpu {} smt-siblings {:?}", cpu.cpu_id, sib);
+    }
+    kprintln!(
+        "cadence: tsc {} MHz, lapic timer {} MHz, hz {}",
+        tsc_hz / 1_000_000,
+        lapic_hz / 1_000_000,
+        arch::apic::tick_hz()
+    );
+    sched::balance::init_topology();
+    sched::init_tunables(cpus);
+    kprintln!("cadence: boot ok in {} ms", time::uptime_ms());
+
+    let init = sched::task::SpawnOptions::new("init").stack_size(128 * 1024).detached();
+    if let Err(e) = sched::spawn(init, move || init_main(opts)) {
+        kprintln!("cadence: fatal: cannot start init: {:?}", e);
+        arch::qemu::exit(arch::qemu::ExitCode::Failure);
+    }
+    // The boot context is CPU 0's idle task from here on.
+    sched::idle_loop()
+}
+
+/// The first task (pid 1): runs the kernel tests under `cargo test`, else the `run=` commands,
+/// then powers off if asked.
+fn init_main(opts: cmdline::BootOptions) -> i32 {
+    #[cfg(test)]
+    test_main();
+
+    for cmd in cmdline::run_commands(&opts) {
+        kprintln!("cadence: warning: run: no shell yet, '{}' not run", cmd);
+    }
+    if opts.poweroff {
+        kprintln!("cadence: poweroff");
+        arch::qemu::exit(arch::qemu::ExitCode::Success);
+    }
+    0
+}
+
+/// Where every AP ends up after bring-up: its idle task.
+pub fn ap_main() -> ! {
+    x86_64::instructions::interrupts::enable();
+    sched::idle_loop()
+}
+
+#[allow(unconditional_recursion)]
+fn recurse_forever(depth: u64) -> u64 {
+    let buf = [depth; 64];
+    core::hint::black_box(&buf);
+    recurse_forever(depth + 1) + buf[3]
+}
+
+fn provoke_fault(kind: cmdline::TestFault) {
+    use cmdline::TestFault::*;
+    kprintln!("cadence: provoking {:?} as asked (test_fault=)", kind);
+    match kind {
+        // SAFETY (all arms): deliberately faulting is the point; the exception handler reports
+        // the fault and stops the machine, so nothing runs on after undefined state.
+        PageFault => unsafe { core::ptr::read_volatile(0xdead_0000_0000usize as *const u64) }
+            .pipe(|v| core::hint::black_box(v)),
+        GeneralProtection => unsafe { core::ptr::read_volatile(0x8000_0000_0000_0000usize as *const u64) }
+            .pipe(|v| core::hint::black_box(v)),
+        InvalidOpcode => unsafe { core::arch::asm!("ud2") }.pipe(|_| 0),
+        Breakpoint => {
+            x86_64::instructions::interrupts::int3();
+            0
+        }
+        DivideError => unsafe { core::arch::asm!("xor ecx, ecx", "div ecx", out("eax") _, out("edx") _, out("ecx") _) }
+            .pipe(|_| 0),
+        StackOverflow => recurse_forever(0),
+    };
+}
+
+trait Pipe: Sized {
+    fn pipe<R>(self, f: impl FnOnce(Self) -> R) -> R {
+        f(self)
+    }
+}
+impl<T> Pipe for T {}

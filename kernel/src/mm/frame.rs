@@ -1,0 +1,201 @@
+//! Physical frame allocator: a bitmap over all of physical memory (1 bit per 4 KiB frame,
+//! set = in use), built from the bootloader's memory map.
+//!
+//! Invariants: only `Usable` regions are ever handed out; frame 0 and everything below 1 MiB are
+//! kept back (real-mode memory: the SMP trampoline page is chosen there explicitly with
+//! [`take_low_page`]); the bitmap's own frames are marked used. `free_frames()` is exact, so
+//! tests can check that memory returns to its baseline.
+
+use crate::sync::IrqLock;
+use bootloader_api::info::{MemoryRegionKind, MemoryRegions};
+
+pub const FRAME_SIZE: u64 = 4096;
+const LOW_MEMORY_END: u64 = 0x10_0000;
+
+struct Bitmap {
+    bits: &'static mut [u64],
+    frames: u64,
+    free: u64,
+    next: u64,
+}
+
+impl Bitmap {
+    fn is_used(&self, f: u64) -> bool {
+        self.bits[(f / 64) as usize] & (1 << (f % 64)) != 0
+    }
+    fn set_used(&mut self, f: u64) {
+        if !self.is_used(f) {
+            self.bits[(f / 64) as usize] |= 1 << (f % 64);
+            self.free -= 1;
+        }
+    }
+    fn set_free(&mut self, f: u64) {
+        if self.is_used(f) {
+            self.bits[(f / 64) as usize] &= !(1 << (f % 64));
+            self.free += 1;
+        }
+    }
+}
+
+static FRAMES: IrqLock<Option<Bitmap>> = IrqLock::new(None);
+/// Usable low (< 1 MiB) pages, remembered for `take_low_page`.
+static LOW_PAGES: IrqLock<[u64; 8]> = IrqLock::new([0; 8]);
+
+/// Builds the allocator from the memory map. Returns (usable bytes, total frames).
+pub fn init(regions: &MemoryRegions, phys_offset: u64) -> (u64, u64) {
+    let max_phys = regions
+        .iter()
+        .filter(|r| r.kind == MemoryRegionKind::Usable)
+        .map(|r| r.end)
+        .max()
+        .unwrap_or(0);
+    let frames = max_phys / FRAME_SIZE;
+    let words = frames.div_ceil(64);
+    let bitmap_bytes = (words * 8).div_ceil(FRAME_SIZE) * FRAME_SIZE;
+    // Put the bitmap in the first usable region above 1 MiB that can hold it.
+    let home = regions
+        .iter()
+        .filter(|r| r.kind == MemoryRegionKind::Usable)
+        .map(|r| (r.start.max(LOW_MEMORY_END).next_multiple_of(FRAME_SIZE), r.end))
+        .find(|&(s, e)| e > s && e - s >= bitmap_bytes)
+        .map(|(s, _)| s)
+        .expect("no usable memory region can hold the frame bitmap");
+    // SAFETY: `home..home+bitmap_bytes` is usable RAM (from the memory map) that nothing else
+    // owns yet; it is reachable through the physical-memory mapping, and becomes the bitmap's
+    // exclusively (marked used below).
+    let bits = unsafe { core::slice::from_raw_parts_mut((phys_offset + home) as *mut u64, words as usize) };
+    bits.fill(u64::MAX);
+    // Every bit starts set (used); usable frames are freed below.
+    let mut map = Bitmap { bits, frames, free: 0, next: LOW_MEMORY_END / FRAME_SIZE };
+    let mut usable = 0;
+    let mut low = [0u64; 8];
+    let mut nlow = 0;
+    for r in regions.iter().filter(|r| r.kind == MemoryRegionKind::Usable) {
+        let start = r.start.next_multiple_of(FRAME_SIZE);
+        let mut f = start / FRAME_SIZE;
+        while (f + 1) * FRAME_SIZE <= r.end {
+            let addr = f * FRAME_SIZE;
+            usable += FRAME_SIZE;
+            if addr >= LOW_MEMORY_END {
+                map.set_free(f);
+            } else if addr != 0 && nlow < low.len() {
+                low[nlow] = addr;
+                nlow += 1;
+            }
+            f += 1;
+        }
+    }
+    for f in home / FRAME_SIZE..(home + bitmap_bytes) / FRAME_SIZE {
+        map.set_used(f);
+    }
+    *LOW_PAGES.lock() = low;
+    *FRAMES.lock() = Some(map);
+    (usable, frames)
+}
+
+/// Allocates one frame; returns its physical address.
+pub fn alloc() -> Option<u64> {
+    let mut guard = FRAMES.lock();
+    let map = guard.as_mut()?;
+    if map.free == 0 {
+        return None;
+    }
+    for i in 0..map.frames {
+        let f = (map.next + i) % map.frames;
+        if !map.is_used(f) {
+            map.set_used(f);
+            map.next = f + 1;
+            return Some(f * FRAME_SIZE);
+        }
+    }
+    None
+}
+
+/// Allocates `n` physically contiguous frames; returns the first one's address.
+pub fn alloc_contiguous(n: u64) -> Option<u64> {
+    let mut guard = FRAMES.lock();
+    let map = guard.as_mut()?;
+    let mut run = 0;
+    for f in LOW_MEMORY_END / FRAME_SIZE..map.frames {
+        if map.is_used(f) {
+            run = 0;
+            continue;
+        }
+        run += 1;
+        if run == n {
+            let first = f + 1 - n;
+            for g in first..=f {
+                map.set_used(g);
+            }
+            return Some(first * FRAME_SIZE);
+        }
+    }
+    None
+}
+
+/// Returns a frame to the allocator.
+pub fn free(phys: u64) {
+    if let Some(map) = FRAMES.lock().as_mut() {
+        let f = phys / FRAME_SIZE;
+        if f < map.frames && phys >= LOW_MEMORY_END {
+            map.set_free(f);
+        }
+    }
+}
+
+/// Number of free frames.
+pub fn free_frames() -> u64 {
+    FRAMES.lock().as_ref().map(|m| m.free).unwrap_or(0)
+}
+
+/// Takes the highest usable page below 1 MiB (for the real-mode SMP trampoline).
+pub fn take_low_page() -> Option<u64> {
+    let mut low = LOW_PAGES.lock();
+    let (i, addr) = low.iter().enumerate().filter(|(_, &a)| a != 0 && a < 0xa_0000).max_by_key(|(_, &a)| a)?;
+    let addr = *addr;
+    low[i] = 0;
+    Some(addr)
+}
+
+/// Adapter so the `x86_64` crate's mapper can take page-table frames from us.
+pub struct PageTableFrames;
+
+// SAFETY: `alloc` only returns frames that are unused and marked used before being returned.
+unsafe impl x86_64::structures::paging::FrameAllocator<x86_64::structures::paging::Size4KiB> for PageTableFrames {
+    fn allocate_frame(&mut self) -> Option<x86_64::structures::paging::PhysFrame> {
+        let phys = alloc()?;
+        // Page tables must start zeroed.
+        // SAFETY: the frame was just allocated to us and is mapped through the physical-memory
+        // mapping.
+        unsafe { core::ptr::write_bytes(super::phys_to_virt(phys) as *mut u8, 0, FRAME_SIZE as usize) };
+        Some(x86_64::structures::paging::PhysFrame::containing_address(x86_64::PhysAddr::new(phys)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test_case]
+    fn alloc_free_restores_count() {
+        let before = super::free_frames();
+        let a = super::alloc().expect("frame");
+        let b = super::alloc().expect("frame");
+        assert_ne!(a, b);
+        assert_eq!(a % super::FRAME_SIZE, 0);
+        assert_eq!(super::free_frames(), before - 2);
+        super::free(a);
+        super::free(b);
+        super::free(b); // double free is ignored, not corrupting the count
+        assert_eq!(super::free_frames(), before);
+    }
+
+    #[test_case]
+    fn contiguous_allocation() {
+        let before = super::free_frames();
+        let p = super::alloc_contiguous(16).expect("16 contiguous frames");
+        assert_eq!(super::free_frames(), before - 16);
+        for i in 0..16 {
+            super::free(p + i * super::FRAME_SIZE);
+        }
+        assert_eq!(super::free_frames(), before);
+    }
+}

@@ -1,0 +1,182 @@
+//! Guarded kernel stacks.
+//!
+//! The stack region starts at [`STACK_REGION`]; it is carved into [`SLOT_SIZE`] slots. A stack
+//! of `size` bytes occupies the top of its slot; the rest of the slot below it stays unmapped,
+//! so running off the bottom faults on a guard page (reported by the double-fault handler on its
+//! IST stack) instead of corrupting a neighbour.
+//!
+//! Freeing is deferred, because other CPUs may still cache translations of a dead task's stack
+//! (it may have run anywhere): a dropped stack goes to a cache of still-mapped stacks that
+//! [`KernelStack::allocate`] reuses as is (same mapping: no TLB hazard). [`reclaim`] empties the
+//! cache: it unmaps the pages and frees their frames, then flushes every CPU's TLB
+//! (`interrupts::tlb_shootdown_all`) and only then lets the slots be reused.
+//! [`reclaim_if_needed`] does that when more than [`CACHE_LIMIT`] stacks are cached.
+
+use crate::sync::IrqLock;
+use alloc::vec::Vec;
+use x86_64::structures::paging::PageTableFlags;
+
+pub const STACK_REGION: u64 = 0xffff_c000_0000_0000;
+pub const SLOT_SIZE: u64 = 256 * 1024;
+const PAGE: u64 = 4096;
+
+struct Slots {
+    next: u64,
+    free: Vec<u64>,
+    /// Dropped stacks, still mapped: (base, size).
+    cached: Vec<(u64, u64)>,
+}
+
+static SLOTS: IrqLock<Slots> = IrqLock::new(Slots { next: STACK_REGION, free: Vec::new(), cached: Vec::new() });
+
+/// Cached stacks kept mapped before `reclaim_if_needed` unmaps them.
+pub const CACHE_LIMIT: usize = 64;
+
+/// A kernel stack; unmapped and its frames freed on drop.
+#[derive(Debug)]
+pub struct KernelStack {
+    base: u64,
+    size: u64,
+}
+
+/// Why a stack could not be made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StackError {
+    TooLarge,
+    OutOfMemory,
+}
+
+/// Checks that the stack region is ours (its level-4 entry is unused at boot).
+pub fn init() -> bool {
+    super::paging::l4_entry_unused(STACK_REGION)
+}
+
+impl KernelStack {
+    /// Maps a stack of `size` bytes (rounded up to pages; at most one slot minus a guard page).
+    pub fn allocate(size: usize) -> Result<Self, StackError> {
+        let size = (size as u64).next_multiple_of(PAGE);
+        if size == 0 || size > SLOT_SIZE - PAGE {
+            return Err(StackError::TooLarge);
+        }
+        let slot = {
+            let mut slots = SLOTS.lock();
+            if let Some(i) = slots.cached.iter().position(|&(_, s)| s == size) {
+                let (base, size) = slots.cached.swap_remove(i);
+                return Ok(KernelStack { base, size });
+            }
+            match slots.free.pop() {
+                Some(s) => s,
+                None => {
+                    let s = slots.next;
+                    slots.next += SLOT_SIZE;
+                    s
+                }
+            }
+        };
+        let base = slot + SLOT_SIZE - size;
+        let stack = KernelStack { base, size: 0 };
+        let mut stack = stack;
+        for page in (base..base + size).step_by(PAGE as usize) {
+            let Some(frame) = super::frame::alloc() else {
+                return Err(StackError::OutOfMemory); // drop unmaps what was mapped so far
+            };
+            if super::paging::map_page(page, frame, PageTableFlags::WRITABLE | PageTableFlags::NO_EXECUTE).is_err() {
+                super::frame::free(frame);
+                return Err(StackError::OutOfMemory);
+            }
+            stack.size += PAGE;
+        }
+        Ok(stack)
+    }
+
+    /// Highest address (exclusive): the initial stack pointer.
+    pub fn top(&self) -> u64 {
+        self.base + self.size
+    }
+
+    /// Lowest mapped address.
+    pub fn bottom(&self) -> u64 {
+        self.base
+    }
+
+    /// Mapped size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+impl Drop for KernelStack {
+    fn drop(&mut self) {
+        SLOTS.lock().cached.push((self.base, self.size));
+    }
+}
+
+fn unmap(base: u64, size: u64) {
+    for page in (base..base + size).step_by(PAGE as usize) {
+        if let Ok(frame) = super::paging::unmap_page(page) {
+            super::frame::free(frame);
+        }
+    }
+}
+
+/// Unmaps every cached stack, frees its frames and, after a TLB shootdown on all CPUs, makes
+/// its slot reusable. Returns how many stacks were reclaimed.
+pub fn reclaim() -> usize {
+    let cached = core::mem::take(&mut SLOTS.lock().cached);
+    for &(base, size) in &cached {
+        unmap(base, size);
+    }
+    let smp = crate::percpu::online_cpus().count() > 1;
+    if smp && !crate::interrupts::tlb_shootdown_all() {
+        // Some CPU may still see the old pages: never hand these slots out again.
+        return cached.len();
+    }
+    let mut slots = SLOTS.lock();
+    for &(base, _) in &cached {
+        slots.free.push(base - (base - STACK_REGION) % SLOT_SIZE);
+    }
+    cached.len()
+}
+
+/// Reclaims when the cache is over its limit and this context may wait for other CPUs.
+pub fn reclaim_if_needed() {
+    if SLOTS.lock().cached.len() > CACHE_LIMIT && x86_64::instructions::interrupts::are_enabled() {
+        reclaim();
+    }
+}
+
+/// Stacks currently cached (dropped but still mapped).
+pub fn cached() -> usize {
+    SLOTS.lock().cached.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KernelStack;
+
+    #[test_case]
+    fn stacks_are_mapped_guarded_and_freed() {
+        let frames_before = crate::mm::frame::free_frames();
+        let s = KernelStack::allocate(16 * 1024).expect("stack");
+        assert_eq!(s.size(), 16 * 1024);
+        assert!(crate::mm::paging::translate(s.bottom()).is_some());
+        assert!(crate::mm::paging::translate(s.top() - 8).is_some());
+        assert!(crate::mm::paging::translate(s.bottom() - 8).is_none(), "guard page must be unmapped");
+        // SAFETY: inside the mapped stack.
+        unsafe { ((s.top() - 8) as *mut u64).write_volatile(42) };
+        let base = s.bottom();
+        drop(s);
+        // A dropped stack is cached, mapped, and handed out again for the same size.
+        let again = KernelStack::allocate(16 * 1024).expect("stack");
+        assert_eq!(again.bottom(), base);
+        drop(again);
+        let s2 = KernelStack::allocate(8 * 1024).expect("stack");
+        drop(s2);
+        super::reclaim();
+        assert_eq!(super::cached(), 0);
+        assert!(crate::mm::paging::translate(base).is_none());
+        // Page-table frames created for the region stay; data frames come back.
+        assert!(crate::mm::frame::free_frames() + 8 >= frames_before);
+        assert_eq!(KernelStack::allocate(10 << 20).err(), Some(super::StackError::TooLarge));
+    }
+}

@@ -1,0 +1,82 @@
+//! Platform discovery from ACPI (the `acpi` crate): the MADT's local APIC address, I/O APICs and
+//! the list of processors. Without usable ACPI tables Cadence degrades to the boot CPU alone,
+//! with the LAPIC at the address IA32_APIC_BASE reports, and says so.
+
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::ptr::NonNull;
+
+#[derive(Clone, Copy, Debug)]
+pub struct IoApicInfo {
+    pub id: u8,
+    pub address: u32,
+    pub gsi_base: u32,
+}
+
+/// What the firmware told us about the machine.
+#[derive(Clone, Debug, Default)]
+pub struct Platform {
+    /// LAPIC physical address (0 = use IA32_APIC_BASE).
+    pub lapic_address: u64,
+    pub io_apics: Vec<IoApicInfo>,
+    /// APIC ids of the application processors that are enabled or online-capable, MADT order.
+    pub ap_apic_ids: Vec<u32>,
+    pub bsp_apic_id: Option<u32>,
+    /// Why discovery failed, if it did.
+    pub error: Option<String>,
+}
+
+/// Maps ACPI tables through the kernel's physical-memory mapping (no page-table changes).
+#[derive(Clone, Copy)]
+struct PhysMapHandler;
+
+impl acpi::AcpiHandler for PhysMapHandler {
+    unsafe fn map_physical_region<T>(&self, physical_address: usize, size: usize) -> acpi::PhysicalMapping<Self, T> {
+        let virt = crate::mm::phys_to_virt(physical_address as u64) as *mut T;
+        // SAFETY: all physical memory (including ACPI tables) is mapped at phys_offset, so the
+        // region is readable for `size` bytes; the mapping is never torn down.
+        unsafe {
+            acpi::PhysicalMapping::new(physical_address, NonNull::new(virt).expect("non-null"), size, size, *self)
+        }
+    }
+
+    fn unmap_physical_region<T>(_region: &acpi::PhysicalMapping<Self, T>) {}
+}
+
+/// Reads the MADT through the RSDP the bootloader found.
+pub fn discover(rsdp_addr: Option<u64>) -> Platform {
+    let Some(rsdp) = rsdp_addr else {
+        return Platform { error: Some("no RSDP from the bootloader".to_string()), ..Default::default() };
+    };
+    // SAFETY: the bootloader hands us the physical address of a valid RSDP; the handler maps it.
+    let tables = match unsafe { acpi::AcpiTables::from_rsdp(PhysMapHandler, rsdp as usize) } {
+        Ok(t) => t,
+        Err(e) => return Platform { error: Some(alloc::format!("ACPI tables unusable: {:?}", e)), ..Default::default() },
+    };
+    let info = match tables.platform_info() {
+        Ok(i) => i,
+        Err(e) => return Platform { error: Some(alloc::format!("no usable MADT: {:?}", e)), ..Default::default() },
+    };
+    let mut p = Platform::default();
+    match info.interrupt_model {
+        acpi::InterruptModel::Apic(apic) => {
+            p.lapic_address = apic.local_apic_address;
+            p.io_apics = apic
+                .io_apics
+                .iter()
+                .map(|io| IoApicInfo { id: io.id, address: io.address, gsi_base: io.global_system_interrupt_base })
+                .collect();
+        }
+        _ => p.error = Some("the MADT describes no APIC interrupt model".to_string()),
+    }
+    if let Some(procs) = info.processor_info {
+        p.bsp_apic_id = Some(procs.boot_processor.local_apic_id);
+        p.ap_apic_ids = procs
+            .application_processors
+            .iter()
+            .filter(|c| c.state != acpi::platform::ProcessorState::Disabled)
+            .map(|c| c.local_apic_id)
+            .collect();
+    }
+    p
+}

@@ -1,0 +1,172 @@
+//! The scheduling API, with Linux's semantics and errno values (kernel functions now, the
+//! bodies of syscalls later). `pid` 0 means the calling task.
+//!
+//! | function | Linux | errors |
+//! |---|---|---|
+//! | [`sched_setattr`] | sched_setattr(2) | EINVAL bad policy / priority / nice / flags, ESRCH |
+//! | [`sched_getattr`] | sched_getattr(2) | ESRCH |
+//! | [`sched_setscheduler`] | sched_setscheduler(2) (keeps nice) | EINVAL, ESRCH |
+//! | [`setpriority`] | setpriority(PRIO_PROCESS) (nice clamped to −20..19) | ESRCH |
+//! | [`nice`] | nice(2) (increment, clamped) | — |
+//! | [`sched_yield`] | sched_yield(2) | — |
+//! | [`sched_setaffinity`] / [`sched_getaffinity`] | (2) | EINVAL empty / offline-only mask, ESRCH |
+//! | [`sched_get_priority_min`] / `max` | (2) | EINVAL unknown policy |
+//!
+//! Changing a queued or running task's attributes follows Linux's `__sched_setscheduler`:
+//! take it off its queue (saving its fair lag), change class / priority / weight, put it back,
+//! and reschedule its CPU.
+
+use super::task::{self, SchedParams, Task, Tid};
+use super::{class, online_mask, rq_of, set_need_resched, update_counts, update_curr};
+use alloc::sync::Arc;
+use cadence_sched::eevdf::{DEQUEUE_SAVE, ENQUEUE_RESTORE};
+use cadence_sched::{CpuMask, Errno, SchedAttr, ValidAttr};
+
+fn task_of(pid: Tid) -> Result<Arc<Task>, Errno> {
+    let t = if pid == 0 { Some(super::current()) } else { task::find(pid) };
+    match t {
+        Some(t) if t.state() != task::TaskState::Dead && !t.is_idle => Ok(t),
+        _ => Err(Errno::ESRCH),
+    }
+}
+
+/// Applies new parameters to `t` (caller holds nothing).
+fn change_params(t: &Arc<Task>, f: impl FnOnce(&mut SchedParams)) {
+    let mut p = t.params.lock();
+    loop {
+        let cpu = t.cpu();
+        let rq = rq_of(cpu);
+        let mut g = rq.lock.lock();
+        if t.cpu() != cpu {
+            continue;
+        }
+        let now = crate::time::uptime_ns();
+        update_curr(&mut g, now);
+        let queued = t.is_on_rq();
+        let running = g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, t));
+        if queued {
+            super::dequeue_task(&mut g, t, DEQUEUE_SAVE);
+        }
+        if running {
+            class::of(t).put_prev(&mut g, t);
+        }
+        let old = p.attr;
+        f(&mut p);
+        t.cache_params(&p);
+        // The fair entity follows the class: gone for RT, fresh (or reweighted) for fair.
+        {
+            let mut se = t.parked_se.lock();
+            if !p.attr.policy.is_fair() {
+                *se = None;
+            } else if se.is_none() || old.weight() != p.attr.weight() || !old.policy.is_fair() {
+                *se = Some(class::new_entity(&p.attr));
+            }
+        }
+        if queued {
+            super::enqueue_task(&mut g, t, ENQUEUE_RESTORE, now);
+        }
+        if running {
+            class::of(t).set_next(&mut g, t);
+            rq.curr_prio.store(super::cpu_prio(t), core::sync::atomic::Ordering::Release);
+        }
+        update_counts(rq, &g);
+        drop(g);
+        set_need_resched(cpu);
+        break;
+    }
+}
+
+/// `sched_setattr(pid, attr, 0)`.
+pub fn sched_setattr(pid: Tid, attr: &SchedAttr) -> Result<(), Errno> {
+    let t = task_of(pid)?;
+    let current = t.attr();
+    let new = attr.resolve_keep(&current).validate()?;
+    change_params(&t, |p| p.attr = new);
+    Ok(())
+}
+
+/// `sched_getattr(pid)`.
+pub fn sched_getattr(pid: Tid) -> Result<ValidAttr, Errno> {
+    Ok(task_of(pid)?.attr())
+}
+
+/// `sched_setscheduler(pid, policy, {sched_priority})`: the nice value is kept.
+pub fn sched_setscheduler(pid: Tid, policy: i32, priority: i32) -> Result<(), Errno> {
+    if priority < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let t = task_of(pid)?;
+    let nice = t.attr().nice;
+    let attr = SchedAttr { policy, nice, rt_priority: priority as u32, slice_ns: 0, flags: 0 };
+    let new = attr.validate()?;
+    change_params(&t, |p| p.attr = ValidAttr { custom_slice_ns: p.attr.custom_slice_ns, ..new });
+    Ok(())
+}
+
+/// `setpriority(PRIO_PROCESS, pid, nice)`: nice is clamped to −20..19 as Linux does.
+pub fn setpriority(pid: Tid, nice: i64) -> Result<(), Errno> {
+    let t = task_of(pid)?;
+    let nice = cadence_sched::attr::clamp_nice(nice);
+    change_params(&t, |p| p.attr.nice = nice);
+    Ok(())
+}
+
+/// `getpriority(PRIO_PROCESS, pid)` as a nice value.
+pub fn getpriority(pid: Tid) -> Result<i32, Errno> {
+    Ok(task_of(pid)?.attr().nice)
+}
+
+/// `nice(inc)` for the calling task; returns the new nice value.
+pub fn nice(increment: i64) -> i32 {
+    let t = super::current();
+    let new = cadence_sched::attr::nice_after_increment(t.attr().nice, increment);
+    change_params(&t, |p| p.attr.nice = new);
+    new
+}
+
+/// `sched_yield()`.
+pub fn sched_yield() {
+    super::yield_now();
+}
+
+/// `sched_setaffinity(pid, mask)`. A task running on a CPU it may no longer use is moved
+/// at its next switch (its CPU is kicked now).
+pub fn sched_setaffinity(pid: Tid, mask: CpuMask) -> Result<(), Errno> {
+    let effective = mask & online_mask();
+    if effective.is_empty() {
+        return Err(Errno::EINVAL);
+    }
+    let t = task_of(pid)?;
+    change_params(&t, |p| p.affinity = effective);
+    // A queued task on a now-forbidden CPU is requeued where it may run; a running one is
+    // moved by `schedule()` when its CPU (kicked by `change_params`) switches it out.
+    let _params = t.params.lock();
+    let cpu = t.cpu();
+    if effective.contains(cpu as usize) {
+        return Ok(());
+    }
+    let rq = rq_of(cpu);
+    let mut g = rq.lock.lock();
+    let running = g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, &t));
+    if t.cpu() == cpu && t.is_on_rq() && !running {
+        super::dequeue_task(&mut g, &t, DEQUEUE_SAVE);
+        update_counts(rq, &g);
+        drop(g);
+        let target = super::balance::select_cpu(&t, crate::percpu::cpu_id());
+        super::activate_on(&t, target, cadence_sched::eevdf::ENQUEUE_MIGRATED);
+    }
+    Ok(())
+}
+
+/// `sched_getaffinity(pid)`.
+pub fn sched_getaffinity(pid: Tid) -> Result<CpuMask, Errno> {
+    Ok(task_of(pid)?.affinity() & online_mask())
+}
+
+pub fn sched_get_priority_max(policy: i32) -> Result<i32, Errno> {
+    cadence_sched::attr::sched_get_priority_max(policy)
+}
+
+pub fn sched_get_priority_min(policy: i32) -> Result<i32, Errno> {
+    cadence_sched::attr::sched_get_priority_min(policy)
+}

@@ -1,0 +1,738 @@
+//! The scheduler: per-CPU run queues, the scheduling classes, `schedule()`, wakeups,
+//! preemption, load balancing and migration.
+//!
+//! # Shape (Linux's)
+//! Each CPU has one [`Rq`] (in its `PerCpu`), holding the classes' queues in fixed order:
+//! **rt > fair > idle** (see [`class`]). Policy decisions (EEVDF math, RT priority arrays,
+//! CPU selection, imbalance) come from the pure `cadence-sched` crate; this module owns the
+//! mechanism: locks, context switches, IPIs, timers.
+//!
+//! # Invariants
+//! * A task is on at most one run queue: `task.cpu` names it, `task.on_rq` says it is queued
+//!   (the running task counts as queued while it is runnable).
+//! * `rq.curr` is the task whose context is live on that CPU; `task.on_cpu` is set from
+//!   switch-in until *after* switch-out completes (`finish_task_switch`), so no other CPU can
+//!   resume a task whose stack is still in use.
+//! * A fair task's EEVDF entity lives in its run queue's `FairRq` while queued, and in
+//!   `task.parked_se` while it is not (sleeping, migrating).
+//! * SCHED_FIFO/RR tasks stay in the RT priority array while they run (like Linux).
+//!
+//! # Lock order
+//! 1. `task.params` (Linux `pi_lock`)
+//! 2. run-queue locks, two of them always in ascending CPU order ([`rqlock::lock_two`])
+//! 3. leaf locks: `task.parked_se`, wait-queue lists, timer queues, the task table.
+//!
+//! Interrupts are disabled while any of these is held.
+//!
+//! # Preemption
+//! `need_resched` is per CPU. It is acted upon at preemption points: the end of an interrupt
+//! handler (timer, reschedule IPI) and whenever an interrupt-disabling lock is released back
+//! to interrupts-enabled with `preempt_count == 0` (see [`preempt_point`]).
+
+pub mod api;
+pub mod balance;
+pub mod class;
+pub mod pipe;
+pub mod rqlock;
+pub mod task;
+pub mod wait;
+
+use crate::percpu::{self, PerCpu};
+use alloc::boxed::Box;
+use alloc::collections::BTreeMap;
+use alloc::sync::Arc;
+use cadence_sched::eevdf::{DEQUEUE_SLEEP, ENQUEUE_INITIAL, ENQUEUE_WAKEUP};
+use cadence_sched::rt::RrTimeslice;
+use cadence_sched::{CpuMask, FairRq, FairTunables, Policy, RtPrioArray, ValidAttr};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use rqlock::RqLock;
+use task::{ClassId, SchedParams, SpawnOptions, Task, TaskState, Tid};
+
+pub use task::{find, wait};
+
+/// Key of a schedulable entity in a fair queue: a task, or (with group scheduling) a group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SeKey {
+    Task(Tid),
+}
+
+/// The locked part of a run queue.
+pub struct RqInner {
+    pub cpu: u32,
+    pub curr: Option<Arc<Task>>,
+    pub idle: Option<Arc<Task>>,
+    pub rt: RtPrioArray<Tid>,
+    pub fair: FairRq<SeKey>,
+    /// Every task queued here (RT and fair), by tid.
+    pub tasks: BTreeMap<Tid, Arc<Task>>,
+    /// When `curr` last had its runtime accounted.
+    pub exec_start: u64,
+    /// The task switched away from, for `finish_task_switch` on the next task.
+    prev: Option<Arc<Task>>,
+    /// A runnable task switched out because it may no longer run here (affinity change):
+    /// moved to an allowed CPU after the switch.
+    migrate_out: Option<Arc<Task>>,
+}
+
+/// One CPU's run queue.
+pub struct Rq {
+    pub lock: RqLock<RqInner>,
+    /// Runnable RT + fair tasks (running one included); lock-free snapshot for balancing.
+    pub nr_running: AtomicU32,
+    /// Sum of the fair weights queued here.
+    pub fair_load: AtomicU64,
+    /// Priority of what runs: 0 idle, 1 fair, 2 + rt_priority for RT (see [`cpu_prio`]).
+    pub curr_prio: AtomicU8,
+    /// RT tasks queued here that are not running (push/pull candidates).
+    pub rt_waiting: AtomicU32,
+    pub need_resched: AtomicBool,
+    pub preempt_count: AtomicU32,
+    /// Set once the CPU runs its idle task under the scheduler.
+    pub ready: AtomicBool,
+    /// The running task (same as `curr`), readable without the lock.
+    pub current: AtomicPtr<Task>,
+    pub nr_switches: AtomicU64,
+    pub ticks: AtomicU64,
+}
+
+impl Rq {
+    pub fn new(cpu: u32) -> Self {
+        Rq {
+            lock: RqLock::new(RqInner {
+                cpu,
+                curr: None,
+                idle: None,
+                rt: RtPrioArray::new(),
+                fair: FairRq::new(FairTunables::default()),
+                tasks: BTreeMap::new(),
+                exec_start: 0,
+                prev: None,
+                migrate_out: None,
+            }),
+            nr_running: AtomicU32::new(0),
+            fair_load: AtomicU64::new(0),
+            curr_prio: AtomicU8::new(0),
+            rt_waiting: AtomicU32::new(0),
+            need_resched: AtomicBool::new(false),
+            preempt_count: AtomicU32::new(0),
+            ready: AtomicBool::new(false),
+            current: AtomicPtr::new(core::ptr::null_mut()),
+            nr_switches: AtomicU64::new(0),
+            ticks: AtomicU64::new(0),
+        }
+    }
+}
+
+// ----- tunables ---------------------------------------------------------------------------
+
+static RR_TIMESLICE_MS: AtomicU64 = AtomicU64::new(cadence_sched::rt::RR_TIMESLICE_MS);
+static WAKEUP_GRANULARITY_NS: AtomicU64 = AtomicU64::new(cadence_sched::eevdf::SCHED_WAKEUP_GRANULARITY_NS);
+static BASE_SLICE_NS: AtomicU64 = AtomicU64::new(cadence_sched::eevdf::SCHED_BASE_SLICE_NS);
+
+pub fn rr_timeslice_ns() -> u64 {
+    RR_TIMESLICE_MS.load(Ordering::Relaxed) * 1_000_000
+}
+
+pub fn rr_timeslice_ms() -> u64 {
+    RR_TIMESLICE_MS.load(Ordering::Relaxed)
+}
+
+/// `kernel.sched_rr_timeslice_ms`: values ≤ 0 reset to the default (100 ms), as in Linux.
+pub fn set_rr_timeslice_ms(ms: i64) {
+    let mut t = RrTimeslice::default();
+    t.set_ms(ms);
+    RR_TIMESLICE_MS.store(t.ms(), Ordering::Relaxed);
+}
+
+/// Fair tunables in force (base slice scaled for the CPU count, tick from `hz`).
+pub fn fair_tunables() -> FairTunables {
+    FairTunables {
+        base_slice_ns: BASE_SLICE_NS.load(Ordering::Relaxed),
+        tick_nsec: crate::timer::tick_period_ns(),
+        wakeup_granularity_ns: WAKEUP_GRANULARITY_NS.load(Ordering::Relaxed),
+        ..FairTunables::default()
+    }
+}
+
+pub fn set_wakeup_granularity_ns(ns: u64) {
+    WAKEUP_GRANULARITY_NS.store(ns, Ordering::Relaxed);
+    refresh_tunables();
+}
+
+pub fn set_base_slice_ns(ns: u64) {
+    BASE_SLICE_NS.store(ns, Ordering::Relaxed);
+    refresh_tunables();
+}
+
+fn refresh_tunables() {
+    let t = fair_tunables();
+    for cpu in percpu::online_cpus() {
+        cpu.rq.lock.lock().fair.set_tunables(t);
+    }
+}
+
+// ----- helpers ----------------------------------------------------------------------------
+
+/// Encodes what a CPU runs for RT placement: 0 idle, 1 fair, 2 + rt_priority.
+pub fn cpu_prio(task: &Task) -> u8 {
+    match task.class() {
+        ClassId::Idle => 0,
+        ClassId::Fair => 1,
+        ClassId::Rt => 2 + task.rt_priority(),
+    }
+}
+
+fn this_cpu() -> &'static PerCpu {
+    percpu::current()
+}
+
+fn rq_of(cpu: u32) -> &'static Rq {
+    &percpu::get(cpu).expect("run queue of an existing CPU").rq
+}
+
+/// The running task.
+pub fn current() -> Arc<Task> {
+    let ptr = this_cpu().rq.current.load(Ordering::Acquire);
+    assert!(!ptr.is_null(), "current() before the scheduler runs on this CPU");
+    // SAFETY: `current` points at the task running on this CPU; the run queue holds an Arc to
+    // it (as `curr`), so it is alive; we add one reference for the returned Arc.
+    unsafe {
+        Arc::increment_strong_count(ptr);
+        Arc::from_raw(ptr)
+    }
+}
+
+/// The running task's id (0 for idle or before the scheduler runs).
+pub fn current_tid() -> Tid {
+    let cpu = this_cpu();
+    let ptr = cpu.rq.current.load(Ordering::Acquire);
+    if ptr.is_null() {
+        0
+    } else {
+        // SAFETY: as in `current`.
+        unsafe { (*ptr).tid }
+    }
+}
+
+fn set_need_resched(cpu: u32) {
+    rq_of(cpu).need_resched.store(true, Ordering::Release);
+    if cpu != percpu::cpu_id() {
+        if let Some(c) = percpu::get(cpu) {
+            crate::arch::apic::send_ipi(c.apic_id, crate::arch::apic::RESCHEDULE_VECTOR);
+        }
+    }
+}
+
+fn update_counts(rq: &Rq, g: &RqInner) {
+    let nr = g.rt.nr_running() + g.fair.nr_queued();
+    rq.nr_running.store(nr as u32, Ordering::Release);
+    rq.fair_load.store(g.fair.load(), Ordering::Release);
+    let running_rt = g.curr.as_ref().is_some_and(|c| c.class() == ClassId::Rt && c.is_on_rq());
+    let waiting = g.rt.nr_running().saturating_sub(running_rt as usize);
+    rq.rt_waiting.store(waiting as u32, Ordering::Release);
+    let prev_overload = RT_OVERLOAD.load(Ordering::Relaxed);
+    let bit = 1u64 << g.cpu;
+    if waiting > 0 && prev_overload & bit == 0 {
+        RT_OVERLOAD.fetch_or(bit, Ordering::AcqRel);
+    } else if waiting == 0 && prev_overload & bit != 0 {
+        RT_OVERLOAD.fetch_and(!bit, Ordering::AcqRel);
+    }
+}
+
+/// CPUs with RT tasks waiting (pull sources).
+static RT_OVERLOAD: AtomicU64 = AtomicU64::new(0);
+
+/// Accounts the running task's time up to `now`. Returns true if the fair class wants a
+/// reschedule (slice used up with others waiting).
+fn update_curr(g: &mut RqInner, now: u64) -> bool {
+    let delta = now.saturating_sub(g.exec_start);
+    g.exec_start = now;
+    let Some(curr) = g.curr.clone() else { return false };
+    if curr.is_idle {
+        return false;
+    }
+    curr.stats.sum_exec_runtime.fetch_add(delta, Ordering::Relaxed);
+    match curr.class() {
+        ClassId::Fair if g.fair.curr() == Some(curr.key()) => g.fair.update_curr(delta),
+        _ => false,
+    }
+}
+
+fn start_wait(task: &Task, now: u64) {
+    task.stats.wait_start.store(now.max(1), Ordering::Relaxed);
+}
+
+fn end_wait(task: &Task, now: u64) {
+    let start = task.stats.wait_start.swap(0, Ordering::Relaxed);
+    if start != 0 {
+        let w = now.saturating_sub(start);
+        task.stats.wait_sum.fetch_add(w, Ordering::Relaxed);
+        task.stats.wait_max.fetch_max(w, Ordering::Relaxed);
+        task.stats.wait_count.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Puts a runnable task on `g`'s queues (Linux `activate_task` → class `enqueue`).
+fn enqueue_task(g: &mut RqInner, task: &Arc<Task>, flags: u32, now: u64) {
+    task.cpu.store(g.cpu, Ordering::Release);
+    class::of(task).enqueue(g, task, flags);
+    task.on_rq.store(true, Ordering::Release);
+    g.tasks.insert(task.tid, task.clone());
+    if !g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, task)) {
+        start_wait(task, now);
+    }
+}
+
+/// Takes a task off `g`'s queues (Linux `deactivate_task`).
+fn dequeue_task(g: &mut RqInner, task: &Arc<Task>, flags: u32) {
+    class::of(task).dequeue(g, task, flags);
+    task.on_rq.store(false, Ordering::Release);
+    g.tasks.remove(&task.tid);
+}
+
+/// Should `task`, just queued on `g`, preempt what runs there?
+fn wakeup_preempt(g: &mut RqInner, task: &Arc<Task>) -> bool {
+    let Some(curr) = g.curr.clone() else { return false };
+    if Arc::ptr_eq(&curr, task) {
+        return false;
+    }
+    match (task.class(), curr.class()) {
+        (_, ClassId::Idle) => true,
+        (ClassId::Rt, ClassId::Fair) => true,
+        (ClassId::Rt, ClassId::Rt) => task.rt_priority() > curr.rt_priority(),
+        (ClassId::Fair, ClassId::Fair) => {
+            let now = crate::time::uptime_ns();
+            if update_curr(g, now) {
+                return true;
+            }
+            g.fair.check_preempt_wakeup(task.key(), curr.policy(), task.policy())
+        }
+        _ => false,
+    }
+}
+
+// ----- schedule -----------------------------------------------------------------------------
+
+fn pick_next(g: &mut RqInner) -> Arc<Task> {
+    for c in class::CLASSES {
+        if let Some(t) = c.pick_next(g) {
+            return t;
+        }
+    }
+    g.idle.clone().expect("idle task exists")
+}
+
+/// Gives the CPU to the best runnable task (the current one may keep it).
+pub fn schedule() {
+    __schedule(false);
+}
+
+fn __schedule(preempted: bool) {
+    let irq_was_enabled = x86_64::instructions::interrupts::are_enabled();
+    x86_64::instructions::interrupts::disable();
+    let cpu = this_cpu();
+    let rq = &cpu.rq;
+    let mut g = rq.lock.lock();
+    let now = crate::time::uptime_ns();
+    let prev = g.curr.clone().expect("curr exists");
+    update_curr(&mut g, now);
+    rq.need_resched.store(false, Ordering::Relaxed);
+
+    let mut migrate = false;
+    if !prev.is_idle && prev.is_on_rq() {
+        if !preempted && prev.state() != TaskState::Running {
+            dequeue_task(&mut g, &prev, DEQUEUE_SLEEP);
+        } else if !prev.affinity().contains(g.cpu as usize) {
+            dequeue_task(&mut g, &prev, 0);
+            migrate = true;
+        }
+    }
+    class::of(&prev).put_prev(&mut g, &prev);
+    if prev.is_on_rq() && !prev.is_idle {
+        start_wait(&prev, now);
+    }
+    let next = pick_next(&mut g);
+    class::of(&next).set_next(&mut g, &next);
+    end_wait(&next, now);
+    if migrate {
+        g.migrate_out = Some(prev.clone());
+    }
+    rq.curr_prio.store(cpu_prio(&next), Ordering::Release);
+
+    if Arc::ptr_eq(&prev, &next) {
+        update_counts(rq, &g);
+        drop(g);
+        if irq_was_enabled {
+            x86_64::instructions::interrupts::enable();
+        }
+        return;
+    }
+    if prev.is_on_rq() || prev.is_idle {
+        prev.stats.nr_involuntary_switches.fetch_add(1, Ordering::Relaxed);
+    } else {
+        prev.stats.nr_voluntary_switches.fetch_add(1, Ordering::Relaxed);
+    }
+    rq.nr_switches.fetch_add(1, Ordering::Relaxed);
+    next.on_cpu.store(true, Ordering::Release);
+    rq.current.store(Arc::as_ptr(&next) as *mut Task, Ordering::Release);
+    let prev_ctx = prev.ctx.get();
+    let next_ctx = next.ctx.get();
+    g.curr = Some(next);
+    g.prev = Some(prev);
+    g.exec_start = now;
+    update_counts(rq, &g);
+    let _ = g.keep_locked();
+    // SAFETY: interrupts are off and this CPU holds its run-queue lock; `prev` is the task
+    // running here; `next` is queued here and not running anywhere (a queued task that is not
+    // `curr` has `on_cpu == false`: see the module invariants). Both stay alive: the run queue
+    // holds Arcs to them (`curr`, `prev`).
+    unsafe { crate::arch::context::switch_to(prev_ctx, next_ctx) };
+    // We are `prev` again, possibly on another CPU, resumed by some other task's schedule().
+    finish_task_switch();
+    if irq_was_enabled {
+        x86_64::instructions::interrupts::enable();
+    }
+}
+
+/// Completes a switch on the new task's side: releases the run-queue lock the switching
+/// CPU kept, lets the previous task be run elsewhere, and disposes of a dead one.
+fn finish_task_switch() {
+    let cpu = this_cpu();
+    let rq = &cpu.rq;
+    // SAFETY: the task that switched to us kept this CPU's run-queue lock (`keep_locked`);
+    // nothing else references the data until we release it below.
+    let g = unsafe { rq.lock.data_while_held() };
+    let prev = g.prev.take();
+    let migrate = g.migrate_out.take();
+    if let Some(p) = &prev {
+        p.on_cpu.store(false, Ordering::Release);
+    }
+    // SAFETY: held since before the switch (see above); no guard exists.
+    unsafe { rq.lock.unlock_after_switch() };
+    if let Some(p) = prev {
+        if p.state() == TaskState::Dead {
+            task_dead(p);
+        }
+    }
+    if let Some(t) = migrate {
+        let _p = t.params.lock();
+        activate_on(&t, select_cpu(&t, cpu.cpu_id), 0);
+    }
+    if RT_OVERLOAD.load(Ordering::Relaxed) != 0 && rq.curr_prio.load(Ordering::Relaxed) < 2 {
+        balance::pull_rt(cpu.cpu_id);
+    }
+}
+
+/// The first code a new task runs (from `cadence_task_entry`).
+extern "C" fn task_start(arg: u64) -> ! {
+    finish_task_switch();
+    x86_64::instructions::interrupts::enable();
+    // SAFETY: `arg` is the task's own address (see `task::init_context`); the task is alive
+    // while it runs (its run queue holds it).
+    let task = unsafe { &*(arg as *const Task) };
+    let code = match task.take_entry() {
+        Some(f) => f(),
+        None => 0,
+    };
+    exit(code)
+}
+
+/// Ends the calling task with `code`.
+pub fn exit(code: i32) -> ! {
+    let me = current();
+    me.set_exit_code(code);
+    me.set_state(TaskState::Dead);
+    drop(me);
+    schedule();
+    unreachable!("a dead task was scheduled again");
+}
+
+/// A task finished switching out for the last time.
+fn task_dead(task: Arc<Task>) {
+    if let Some(se) = task.parked_se.lock().take() {
+        drop(se);
+    }
+    drop(task.take_stack());
+    if task.detached.load(Ordering::Acquire) {
+        task::remove(task.tid);
+    }
+    task.exited.wake_all();
+}
+
+// ----- wakeups --------------------------------------------------------------------------------
+
+/// Queues a runnable (not queued) task on `cpu` and preempts if it should. Caller holds
+/// `task.params`.
+fn activate_on(task: &Arc<Task>, cpu: u32, flags: u32) {
+    // Wait until the task's context is off every CPU (it may still be switching out).
+    while task.on_cpu.load(Ordering::Acquire) {
+        core::hint::spin_loop();
+    }
+    let rq = rq_of(cpu);
+    let mut g = rq.lock.lock();
+    let now = crate::time::uptime_ns();
+    if task.cpu() != cpu {
+        task.stats.nr_migrations.fetch_add(1, Ordering::Relaxed);
+    }
+    update_curr(&mut g, now);
+    enqueue_task(&mut g, task, flags, now);
+    let preempt = wakeup_preempt(&mut g, task);
+    update_counts(rq, &g);
+    let push = task.class() == ClassId::Rt && !preempt;
+    drop(g);
+    if preempt {
+        set_need_resched(cpu);
+    }
+    if push {
+        balance::push_rt(cpu);
+    }
+}
+
+/// Linux `try_to_wake_up`: makes a sleeping task runnable. Returns false if it already was.
+pub fn try_to_wake_up(task: &Arc<Task>) -> bool {
+    let _params = task.params.lock();
+    if task.state() == TaskState::Running || task.state() == TaskState::Dead {
+        return false;
+    }
+    // Still queued (it set itself Sleeping but has not switched out yet)? Then just mark it
+    // running, under its run queue's lock, which `schedule()` holds when it decides to dequeue.
+    loop {
+        let cpu = task.cpu();
+        let rq = rq_of(cpu);
+        let g = rq.lock.lock();
+        if task.cpu() != cpu {
+            continue;
+        }
+        if task.is_on_rq() {
+            task.set_state(TaskState::Running);
+            drop(g);
+            task.stats.nr_wakeups.fetch_add(1, Ordering::Relaxed);
+            return true;
+        }
+        break;
+    }
+    task.set_state(TaskState::Running);
+    task.stats.nr_wakeups.fetch_add(1, Ordering::Relaxed);
+    let target = select_cpu(task, percpu::cpu_id());
+    activate_on(task, target, ENQUEUE_WAKEUP);
+    true
+}
+
+/// Wakes a task (no-op if it is runnable).
+pub fn wake_up(task: &Arc<Task>) {
+    try_to_wake_up(task);
+}
+
+/// Picks the CPU a waking or new task should run on (affinity first).
+fn select_cpu(task: &Task, waker_cpu: u32) -> u32 {
+    balance::select_cpu(task, waker_cpu)
+}
+
+// ----- task creation -------------------------------------------------------------------------
+
+/// Why a task could not be created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpawnError {
+    NoMemory,
+    /// The affinity mask names no online CPU.
+    BadAffinity,
+}
+
+/// Creates and starts a kernel task running `f`; its return value is the exit code.
+pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Result<Arc<Task>, SpawnError> {
+    let parent = current();
+    let inherited = *parent.params.lock();
+    let mut attr = opts.attr.unwrap_or(inherited.attr);
+    if opts.attr.is_none() && inherited.attr.reset_on_fork {
+        // Linux: reset-on-fork children get SCHED_NORMAL (and nice 0 if the parent's was < 0).
+        attr = ValidAttr { nice: attr.nice.max(0), ..ValidAttr::default() };
+    }
+    let online = online_mask();
+    let affinity = opts.affinity.unwrap_or(inherited.affinity) & online;
+    if affinity.is_empty() {
+        return Err(SpawnError::BadAffinity);
+    }
+    crate::mm::stack::reclaim_if_needed();
+    let stack = crate::mm::stack::KernelStack::allocate(opts.stack_size).map_err(|_| SpawnError::NoMemory)?;
+    let params = SchedParams { attr, affinity };
+    let task = task::new_task(&opts, Some(&parent), params, Some(stack), false, parent.cpu());
+    task::set_entry(&task, Box::new(f));
+    task::init_context(&task, task_start);
+    if attr.policy.is_fair() {
+        *task.parked_se.lock() = Some(class::new_entity(&attr));
+    }
+    {
+        let _p = task.params.lock();
+        let cpu = select_cpu(&task, percpu::cpu_id());
+        activate_on(&task, cpu, ENQUEUE_INITIAL);
+    }
+    Ok(task)
+}
+
+/// Mask of the CPUs that run the scheduler.
+pub fn online_mask() -> CpuMask {
+    CpuMask(ONLINE_MASK.load(Ordering::Acquire))
+}
+
+static ONLINE_MASK: AtomicU64 = AtomicU64::new(0);
+
+/// Turns the calling context into this CPU's idle task and starts scheduling on it.
+pub fn init_this_cpu() {
+    let cpu = this_cpu();
+    let mut opts = SpawnOptions::new("swapper");
+    opts.name = alloc::format!("swapper/{}", cpu.cpu_id);
+    // The idle task is never queued, so its mask only matters as what its children inherit.
+    let params = SchedParams { attr: ValidAttr::default(), affinity: CpuMask(u64::MAX) };
+    let idle = task::new_task(&opts, None, params, None, true, cpu.cpu_id);
+    {
+        let mut g = cpu.rq.lock.lock();
+        g.fair.set_tunables(fair_tunables());
+        g.curr = Some(idle.clone());
+        g.idle = Some(idle.clone());
+        g.exec_start = crate::time::uptime_ns();
+        cpu.rq.current.store(Arc::as_ptr(&idle) as *mut Task, Ordering::Release);
+    }
+    ONLINE_MASK.fetch_or(1 << cpu.cpu_id, Ordering::AcqRel);
+    cpu.rq.ready.store(true, Ordering::Release);
+}
+
+/// Sets the base slice from the number of CPUs (Linux: 0.75 ms × (1 + ilog2(ncpus))).
+pub fn init_tunables(ncpus: u32) {
+    set_base_slice_ns(cadence_sched::eevdf::scaled_base_slice(ncpus));
+}
+
+/// The idle loop of every CPU (never returns).
+pub fn idle_loop() -> ! {
+    let cpu = this_cpu();
+    loop {
+        x86_64::instructions::interrupts::disable();
+        if cpu.rq.need_resched.load(Ordering::Acquire) {
+            schedule();
+            continue;
+        }
+        x86_64::instructions::interrupts::enable();
+        if balance::idle_balance(cpu.cpu_id) {
+            continue;
+        }
+        x86_64::instructions::interrupts::disable();
+        if cpu.rq.need_resched.load(Ordering::Acquire) {
+            continue;
+        }
+        // `sti; hlt`: a wakeup IPI cannot slip in between the check and the halt.
+        crate::arch::wait_for_interrupt();
+    }
+}
+
+// ----- tick and preemption --------------------------------------------------------------------
+
+/// The scheduler tick (from the periodic timer, interrupts off).
+pub fn scheduler_tick() {
+    let cpu = this_cpu();
+    if !cpu.rq.ready.load(Ordering::Acquire) {
+        return;
+    }
+    let ticks = cpu.rq.ticks.fetch_add(1, Ordering::Relaxed);
+    let resched = {
+        let mut g = cpu.rq.lock.lock();
+        let now = crate::time::uptime_ns();
+        let mut resched = update_curr(&mut g, now);
+        if let Some(curr) = g.curr.clone() {
+            resched |= class::of(&curr).task_tick(&mut g, &curr);
+        }
+        resched
+    };
+    if resched {
+        cpu.rq.need_resched.store(true, Ordering::Release);
+    }
+    if ticks % balance::BALANCE_INTERVAL_TICKS == (cpu.cpu_id as u64 % balance::BALANCE_INTERVAL_TICKS) {
+        balance::periodic_balance(cpu.cpu_id);
+    }
+}
+
+/// At the end of an interrupt: preempt the interrupted task if a reschedule is due.
+pub fn irq_exit() {
+    let cpu = this_cpu();
+    if cpu.rq.ready.load(Ordering::Acquire)
+        && cpu.rq.need_resched.load(Ordering::Acquire)
+        && cpu.rq.preempt_count.load(Ordering::Relaxed) == 0
+    {
+        __schedule(true);
+    }
+}
+
+/// A preemption point in task context (called when interrupts are re-enabled).
+pub fn preempt_point() {
+    if !percpu::gs_ready() {
+        return;
+    }
+    let cpu = this_cpu();
+    if cpu.rq.need_resched.load(Ordering::Acquire)
+        && cpu.rq.preempt_count.load(Ordering::Relaxed) == 0
+        && cpu.rq.ready.load(Ordering::Acquire)
+    {
+        __schedule(true);
+    }
+}
+
+/// Disables preemption on this CPU until the guard drops.
+pub struct PreemptGuard(());
+
+pub fn preempt_disable() -> PreemptGuard {
+    this_cpu().rq.preempt_count.fetch_add(1, Ordering::AcqRel);
+    PreemptGuard(())
+}
+
+impl Drop for PreemptGuard {
+    fn drop(&mut self) {
+        if this_cpu().rq.preempt_count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            preempt_point();
+        }
+    }
+}
+
+/// `sched_yield()`: gives up the CPU to tasks of equal priority.
+pub fn yield_now() {
+    {
+        let cpu = this_cpu();
+        let mut g = cpu.rq.lock.lock();
+        let now = crate::time::uptime_ns();
+        update_curr(&mut g, now);
+        if let Some(curr) = g.curr.clone() {
+            class::of(&curr).yield_task(&mut g, &curr);
+        }
+    }
+    schedule();
+}
+
+/// Sleeps until `uptime_ns() >= deadline_ns`.
+pub fn sleep_until(deadline_ns: u64) {
+    let me = current();
+    while crate::time::uptime_ns() < deadline_ns {
+        me.set_state(TaskState::Sleeping);
+        let raw = Arc::into_raw(me.clone()) as u64;
+        if crate::timer::arm(percpu::cpu_id(), deadline_ns, wake_from_timer, raw).is_none() {
+            // SAFETY: not handed to a timer: take the reference back.
+            drop(unsafe { Arc::from_raw(raw as *const Task) });
+            me.set_state(TaskState::Running);
+            return;
+        }
+        schedule();
+    }
+    me.set_state(TaskState::Running);
+}
+
+/// Sleeps for `ns` nanoseconds.
+pub fn sleep_ns(ns: u64) {
+    sleep_until(crate::time::uptime_ns().saturating_add(ns));
+}
+
+fn wake_from_timer(_cpu: u32, data: u64) {
+    // SAFETY: `data` is an `Arc<Task>` leaked by `sleep_until` for this timer alone.
+    let task = unsafe { Arc::from_raw(data as *const Task) };
+    wake_up(&task);
+}
+
+/// Policy of a fair or RT attribute set (helper for callers).
+pub fn is_rt(p: Policy) -> bool {
+    p.is_rt()
+}

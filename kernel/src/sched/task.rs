@@ -1,0 +1,402 @@
+//! Tasks: kernel threads with their own guarded stacks.
+//!
+//! A [`Task`] is shared as `Arc<Task>`: by the task table (until reaped), by the run queue
+//! it is queued on, by wait queues and timers it sleeps on. Identity: `tid` (unique), `tgid`
+//! (thread group: a task spawned with [`SpawnOptions::thread`] joins its parent's), process group
+//! `pgid` and session `sid` (inherited; `setpgid`/`setsid` change them).
+//!
+//! States follow Linux: `Running` means runnable or running (`TASK_RUNNING`), `Sleeping` is
+//! `TASK_INTERRUPTIBLE`, `Stopped`, and `Dead` once it has exited (a zombie until reaped by
+//! [`wait`]). Scheduling attributes are inherited at spawn (fork-like), unless
+//! `reset_on_fork` is set. Accounting follows Linux schedstat: `sum_exec_runtime`, run-queue
+//! wait time (sum, max, count) and voluntary / involuntary context switches.
+
+use super::SeKey;
+use crate::arch::context::Context;
+use crate::mm::stack::KernelStack;
+use crate::sync::IrqLock;
+use alloc::boxed::Box;
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use cadence_sched::{CpuMask, Errno, FairEntity, Policy, ValidAttr};
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
+
+pub type Tid = u32;
+
+/// Linux-style task states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum TaskState {
+    Running = 0,
+    Sleeping = 1,
+    Stopped = 2,
+    Dead = 3,
+}
+
+impl TaskState {
+    fn from_u8(v: u8) -> TaskState {
+        match v {
+            0 => TaskState::Running,
+            1 => TaskState::Sleeping,
+            2 => TaskState::Stopped,
+            _ => TaskState::Dead,
+        }
+    }
+
+    /// `ps`-style letter: R, S, T, Z.
+    pub fn letter(self) -> char {
+        match self {
+            TaskState::Running => 'R',
+            TaskState::Sleeping => 'S',
+            TaskState::Stopped => 'T',
+            TaskState::Dead => 'Z',
+        }
+    }
+}
+
+/// Scheduling class of a task (order: rt > fair > idle).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ClassId {
+    Rt = 0,
+    Fair = 1,
+    Idle = 2,
+}
+
+/// Linux schedstat-style counters (all ns).
+#[derive(Default)]
+pub struct TaskStats {
+    pub sum_exec_runtime: AtomicU64,
+    pub wait_sum: AtomicU64,
+    pub wait_max: AtomicU64,
+    pub wait_count: AtomicU64,
+    pub nr_voluntary_switches: AtomicU64,
+    pub nr_involuntary_switches: AtomicU64,
+    pub nr_migrations: AtomicU64,
+    pub nr_wakeups: AtomicU64,
+    /// When the task last became runnable-but-waiting (0 = not waiting).
+    pub(super) wait_start: AtomicU64,
+}
+
+/// Attributes protected by [`Task::params`] (Linux's `pi_lock` role).
+#[derive(Clone, Copy, Debug)]
+pub struct SchedParams {
+    pub attr: ValidAttr,
+    pub affinity: CpuMask,
+}
+
+pub struct Task {
+    pub tid: Tid,
+    pub tgid: Tid,
+    pub parent: Tid,
+    pub pgid: AtomicU32,
+    pub sid: AtomicU32,
+    pub name: String,
+    state: AtomicU8,
+    /// Scheduling attributes. Lock order: before any run-queue lock.
+    pub params: IrqLock<SchedParams>,
+    // Cached copies of `params`, written under `params` + the run-queue lock, readable anywhere.
+    pub(super) class: AtomicU8,
+    pub(super) policy: AtomicU8,
+    pub(super) rt_priority: AtomicU8,
+    pub(super) nice: AtomicI32,
+    pub(super) affinity: AtomicU64,
+    /// CPU whose run queue the task belongs to (changed only with that run queue locked).
+    pub(super) cpu: AtomicU32,
+    /// Queued on (or running from) `cpu`'s run queue.
+    pub(super) on_rq: AtomicBool,
+    /// Its context is live on some CPU (set at switch-in, cleared after switch-out).
+    pub(super) on_cpu: AtomicBool,
+    /// Fair entity while the task is not queued (a queued task's lives in the run queue).
+    pub(super) parked_se: IrqLock<Option<FairEntity>>,
+    /// SCHED_RR quantum left.
+    pub(super) rr_remaining_ns: AtomicU64,
+    pub(super) ctx: UnsafeCell<Context>,
+    stack: IrqLock<Option<KernelStack>>,
+    entry: IrqLock<Option<Box<dyn FnOnce() -> i32 + Send>>>,
+    pub stats: TaskStats,
+    exit_code: AtomicI32,
+    /// Woken when the task exits.
+    pub exited: super::wait::WaitQueue,
+    /// Reaped automatically at exit (nobody will `wait` for it).
+    pub detached: AtomicBool,
+    pub is_idle: bool,
+    pub created_ns: u64,
+}
+
+// SAFETY: `ctx` is only touched by the context-switch code on the CPU that owns the task's
+// run-queue lock while the task is not running elsewhere (on_cpu protocol); everything else is
+// atomics or locks.
+unsafe impl Sync for Task {}
+// SAFETY: as above.
+unsafe impl Send for Task {}
+
+impl Task {
+    pub fn state(&self) -> TaskState {
+        TaskState::from_u8(self.state.load(Ordering::SeqCst))
+    }
+
+    pub(super) fn set_state(&self, s: TaskState) {
+        self.state.store(s as u8, Ordering::SeqCst);
+    }
+
+    pub fn class(&self) -> ClassId {
+        match self.class.load(Ordering::Acquire) {
+            0 => ClassId::Rt,
+            1 => ClassId::Fair,
+            _ => ClassId::Idle,
+        }
+    }
+
+    pub fn policy(&self) -> Policy {
+        match self.policy.load(Ordering::Acquire) {
+            1 => Policy::Fifo,
+            2 => Policy::RR,
+            3 => Policy::Batch,
+            5 => Policy::Idle,
+            _ => Policy::Normal,
+        }
+    }
+
+    pub fn rt_priority(&self) -> u8 {
+        self.rt_priority.load(Ordering::Acquire)
+    }
+
+    /// Fair weight from the cached attributes (for balancing decisions).
+    pub fn attr_weight_cached(&self) -> u64 {
+        self.params_snapshot().weight()
+    }
+
+    pub fn nice(&self) -> i32 {
+        self.nice.load(Ordering::Acquire)
+    }
+
+    pub fn affinity(&self) -> CpuMask {
+        CpuMask(self.affinity.load(Ordering::Acquire))
+    }
+
+    pub fn cpu(&self) -> u32 {
+        self.cpu.load(Ordering::Acquire)
+    }
+
+    pub fn is_on_rq(&self) -> bool {
+        self.on_rq.load(Ordering::Acquire)
+    }
+
+    pub fn exit_code(&self) -> i32 {
+        self.exit_code.load(Ordering::Acquire)
+    }
+
+    /// Current attributes (takes `params`: not under a run-queue lock... except as a leaf read
+    /// through the cached copies; see `params_snapshot`).
+    pub fn attr(&self) -> ValidAttr {
+        self.params.lock().attr
+    }
+
+    /// Attributes rebuilt from the cached copies (usable under a run-queue lock, where taking
+    /// `params` would invert the lock order).
+    pub fn params_snapshot(&self) -> ValidAttr {
+        ValidAttr {
+            policy: self.policy(),
+            nice: self.nice.load(Ordering::Acquire),
+            rt_priority: self.rt_priority(),
+            custom_slice_ns: None,
+            reset_on_fork: false,
+        }
+    }
+
+    pub(super) fn key(&self) -> SeKey {
+        SeKey::Task(self.tid)
+    }
+
+    /// Updates the cached attribute copies (caller holds `params` and the run-queue lock).
+    pub(super) fn cache_params(&self, p: &SchedParams) {
+        let class = if self.is_idle {
+            ClassId::Idle
+        } else if p.attr.policy.is_rt() {
+            ClassId::Rt
+        } else {
+            ClassId::Fair
+        };
+        self.class.store(class as u8, Ordering::Release);
+        self.policy.store(p.attr.policy.raw() as u8, Ordering::Release);
+        self.rt_priority.store(p.attr.rt_priority, Ordering::Release);
+        self.nice.store(p.attr.nice, Ordering::Release);
+        self.affinity.store(p.affinity.0, Ordering::Release);
+    }
+
+    pub(super) fn take_stack(&self) -> Option<KernelStack> {
+        self.stack.lock().take()
+    }
+
+    pub(super) fn take_entry(&self) -> Option<Box<dyn FnOnce() -> i32 + Send>> {
+        self.entry.lock().take()
+    }
+
+    pub(super) fn set_exit_code(&self, code: i32) {
+        self.exit_code.store(code, Ordering::Release);
+    }
+}
+
+/// Linux name of a policy (as `chrt -p` prints it).
+pub fn policy_name(p: Policy) -> &'static str {
+    match p {
+        Policy::Normal => "SCHED_OTHER",
+        Policy::Fifo => "SCHED_FIFO",
+        Policy::RR => "SCHED_RR",
+        Policy::Batch => "SCHED_BATCH",
+        Policy::Idle => "SCHED_IDLE",
+    }
+}
+
+// ----- the task table -----------------------------------------------------------------
+
+static TASKS: IrqLock<BTreeMap<Tid, Arc<Task>>> = IrqLock::new(BTreeMap::new());
+static NEXT_TID: AtomicU32 = AtomicU32::new(1);
+
+/// Finds a live (or zombie) task.
+pub fn find(tid: Tid) -> Option<Arc<Task>> {
+    TASKS.lock().get(&tid).cloned()
+}
+
+/// Snapshot of every task (for `ps` and group-wide operations).
+pub fn all() -> Vec<Arc<Task>> {
+    TASKS.lock().values().cloned().collect()
+}
+
+/// Number of tasks in the table (zombies included).
+pub fn count() -> usize {
+    TASKS.lock().len()
+}
+
+pub(super) fn remove(tid: Tid) {
+    TASKS.lock().remove(&tid);
+}
+
+/// How to create a task.
+pub struct SpawnOptions {
+    pub name: String,
+    /// `None`: inherit the creator's attributes (fork-like; reset_on_fork honoured).
+    pub attr: Option<ValidAttr>,
+    /// `None`: inherit the creator's affinity.
+    pub affinity: Option<CpuMask>,
+    pub stack_size: usize,
+    /// Join the creator's thread group instead of starting a new one.
+    pub thread: bool,
+    /// Reap automatically at exit (no `wait`).
+    pub detached: bool,
+}
+
+impl SpawnOptions {
+    pub fn new(name: &str) -> Self {
+        SpawnOptions { name: name.into(), attr: None, affinity: None, stack_size: 32 * 1024, thread: false, detached: false }
+    }
+    pub fn attr(mut self, attr: ValidAttr) -> Self {
+        self.attr = Some(attr);
+        self
+    }
+    pub fn policy(self, policy: Policy, rt_priority: u8, nice: i32) -> Self {
+        self.attr(ValidAttr { policy, nice, rt_priority, custom_slice_ns: None, reset_on_fork: false })
+    }
+    pub fn affinity(mut self, mask: CpuMask) -> Self {
+        self.affinity = Some(mask);
+        self
+    }
+    pub fn pin(self, cpu: u32) -> Self {
+        self.affinity(CpuMask(1 << cpu))
+    }
+    pub fn detached(mut self) -> Self {
+        self.detached = true;
+        self
+    }
+    pub fn thread(mut self) -> Self {
+        self.thread = true;
+        self
+    }
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = bytes;
+        self
+    }
+}
+
+pub(super) fn new_task(
+    opts: &SpawnOptions,
+    parent: Option<&Task>,
+    params: SchedParams,
+    stack: Option<KernelStack>,
+    is_idle: bool,
+    cpu: u32,
+) -> Arc<Task> {
+    let tid = if is_idle { 0 } else { NEXT_TID.fetch_add(1, Ordering::Relaxed) };
+    let (tgid, pgid, sid, ptid) = match parent {
+        Some(p) => (
+            if opts.thread { p.tgid } else { tid },
+            p.pgid.load(Ordering::Relaxed),
+            p.sid.load(Ordering::Relaxed),
+            p.tid,
+        ),
+        None => (tid, tid, tid, 0),
+    };
+    let task = Arc::new(Task {
+        tid,
+        tgid,
+        parent: ptid,
+        pgid: AtomicU32::new(pgid),
+        sid: AtomicU32::new(sid),
+        name: opts.name.clone(),
+        state: AtomicU8::new(TaskState::Running as u8),
+        params: IrqLock::new(params),
+        class: AtomicU8::new(0),
+        policy: AtomicU8::new(0),
+        rt_priority: AtomicU8::new(0),
+        nice: AtomicI32::new(0),
+        affinity: AtomicU64::new(0),
+        cpu: AtomicU32::new(cpu),
+        on_rq: AtomicBool::new(false),
+        on_cpu: AtomicBool::new(is_idle),
+        parked_se: IrqLock::new(None),
+        rr_remaining_ns: AtomicU64::new(super::rr_timeslice_ns()),
+        ctx: UnsafeCell::new(Context::default()),
+        stack: IrqLock::new(stack),
+        entry: IrqLock::new(None),
+        stats: TaskStats::default(),
+        exit_code: AtomicI32::new(0),
+        exited: super::wait::WaitQueue::new(),
+        detached: AtomicBool::new(opts.detached),
+        is_idle,
+        created_ns: crate::time::uptime_ns(),
+    });
+    task.cache_params(&params);
+    if !is_idle {
+        TASKS.lock().insert(tid, task.clone());
+    }
+    task
+}
+
+pub(super) fn set_entry(task: &Task, f: Box<dyn FnOnce() -> i32 + Send>) {
+    *task.entry.lock() = Some(f);
+}
+
+/// Prepares the new task's first context (its stack starts in `start`).
+pub(super) fn init_context(task: &Task, start: extern "C" fn(u64) -> !) {
+    let top = task.stack.lock().as_ref().map(|s| s.top()).unwrap_or(0);
+    // SAFETY: the stack was just allocated for this task alone; `start` never returns; the
+    // task is not running anywhere yet, so writing its context is exclusive.
+    unsafe { *task.ctx.get() = Context::new_task(top, start, task as *const Task as u64) };
+}
+
+/// Waits for task `tid` (a child or any task) to exit and reaps it; returns its exit code.
+/// `ESRCH` if there is no such task, `EINVAL` if it is detached.
+pub fn wait(tid: Tid) -> Result<i32, Errno> {
+    let task = find(tid).ok_or(Errno::ESRCH)?;
+    if task.detached.load(Ordering::Acquire) {
+        return Err(Errno::EINVAL);
+    }
+    task.exited.wait_until(|| task.state() == TaskState::Dead && !task.on_cpu.load(Ordering::Acquire));
+    remove(tid);
+    Ok(task.exit_code())
+}
+

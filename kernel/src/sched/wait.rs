@@ -1,0 +1,184 @@
+//! Blocking primitives: wait queues, a sleeping mutex and a counting semaphore.
+//!
+//! No lost wakeups: a waiter marks itself `Sleeping` and joins the queue *before* it checks
+//! its condition, and only then calls `schedule()`; a waker changes the condition first and
+//! then wakes. If the wakeup lands between the check and `schedule()`, the task is already
+//! `Running` again and `schedule()` keeps it on the CPU (see `sched::try_to_wake_up`).
+//! Spurious wakeups are harmless: every wait re-checks its condition.
+
+use super::task::{Task, TaskState};
+use crate::sync::IrqLock;
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+use core::cell::UnsafeCell;
+use core::ops::{Deref, DerefMut};
+use core::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
+/// Tasks waiting for something.
+pub struct WaitQueue {
+    waiters: IrqLock<VecDeque<Arc<Task>>>,
+}
+
+impl Default for WaitQueue {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl WaitQueue {
+    pub const fn new() -> Self {
+        Self { waiters: IrqLock::new(VecDeque::new()) }
+    }
+
+    /// Blocks until `cond()` is true.
+    pub fn wait_until(&self, mut cond: impl FnMut() -> bool) {
+        if cond() {
+            return;
+        }
+        let me = super::current();
+        loop {
+            me.set_state(TaskState::Sleeping);
+            {
+                let mut w = self.waiters.lock();
+                if !w.iter().any(|t| Arc::ptr_eq(t, &me)) {
+                    w.push_back(me.clone());
+                }
+            }
+            if cond() {
+                break;
+            }
+            super::schedule();
+        }
+        me.set_state(TaskState::Running);
+        self.waiters.lock().retain(|t| !Arc::ptr_eq(t, &me));
+    }
+
+    /// Wakes one waiter. Returns whether there was one.
+    pub fn wake_one(&self) -> bool {
+        let t = self.waiters.lock().pop_front();
+        match t {
+            Some(t) => {
+                super::wake_up(&t);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Wakes every waiter; returns how many.
+    pub fn wake_all(&self) -> usize {
+        let all: VecDeque<Arc<Task>> = core::mem::take(&mut *self.waiters.lock());
+        let n = all.len();
+        for t in all {
+            super::wake_up(&t);
+        }
+        n
+    }
+
+    pub fn len(&self) -> usize {
+        self.waiters.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A sleeping mutual-exclusion lock (tasks block instead of spinning).
+pub struct Mutex<T> {
+    locked: AtomicBool,
+    wq: WaitQueue,
+    data: UnsafeCell<T>,
+}
+
+// SAFETY: the data is only reachable through a guard, and `locked` admits one guard at a time.
+unsafe impl<T: Send> Sync for Mutex<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Send for Mutex<T> {}
+
+pub struct MutexGuard<'a, T> {
+    m: &'a Mutex<T>,
+}
+
+impl<T> Mutex<T> {
+    pub const fn new(v: T) -> Self {
+        Self { locked: AtomicBool::new(false), wq: WaitQueue::new(), data: UnsafeCell::new(v) }
+    }
+
+    fn try_acquire(&self) -> bool {
+        self.locked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, T> {
+        if !self.try_acquire() {
+            self.wq.wait_until(|| self.try_acquire());
+        }
+        MutexGuard { m: self }
+    }
+
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        self.try_acquire().then_some(MutexGuard { m: self })
+    }
+}
+
+impl<T> Deref for MutexGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the guard holds the lock.
+        unsafe { &*self.m.data.get() }
+    }
+}
+
+impl<T> DerefMut for MutexGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: the guard holds the lock exclusively.
+        unsafe { &mut *self.m.data.get() }
+    }
+}
+
+impl<T> Drop for MutexGuard<'_, T> {
+    fn drop(&mut self) {
+        self.m.locked.store(false, Ordering::Release);
+        self.m.wq.wake_one();
+    }
+}
+
+/// A counting semaphore.
+pub struct Semaphore {
+    count: AtomicI64,
+    wq: WaitQueue,
+}
+
+impl Semaphore {
+    pub const fn new(count: i64) -> Self {
+        Self { count: AtomicI64::new(count), wq: WaitQueue::new() }
+    }
+
+    fn try_down(&self) -> bool {
+        let mut c = self.count.load(Ordering::Acquire);
+        while c > 0 {
+            match self.count.compare_exchange_weak(c, c - 1, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return true,
+                Err(now) => c = now,
+            }
+        }
+        false
+    }
+
+    /// P: waits until the count is positive, then decrements it.
+    pub fn down(&self) {
+        if !self.try_down() {
+            self.wq.wait_until(|| self.try_down());
+        }
+    }
+
+    /// V: increments the count and wakes a waiter.
+    pub fn up(&self) {
+        self.count.fetch_add(1, Ordering::AcqRel);
+        self.wq.wake_one();
+    }
+
+    pub fn count(&self) -> i64 {
+        self.count.load(Ordering::Acquire)
+    }
+}

@@ -1,0 +1,73 @@
+//! Locks.
+//!
+//! Contract: any lock that an interrupt handler may take must be an [`IrqLock`]: taking it
+//! disables interrupts on this CPU for as long as the guard lives (restoring the previous
+//! interrupt flag on drop), so a handler can never spin on a lock its own CPU holds.
+//! Plain `spin::Mutex` is only for data never touched from interrupt context.
+
+use core::ops::{Deref, DerefMut};
+use x86_64::instructions::interrupts;
+
+/// A spin lock that keeps interrupts disabled on the holding CPU.
+pub struct IrqLock<T> {
+    inner: spin::Mutex<T>,
+}
+
+/// Guard of an [`IrqLock`]; restores the interrupt flag when dropped.
+pub struct IrqLockGuard<'a, T> {
+    guard: Option<spin::MutexGuard<'a, T>>,
+    were_enabled: bool,
+}
+
+impl<T> IrqLock<T> {
+    pub const fn new(value: T) -> Self {
+        Self { inner: spin::Mutex::new(value) }
+    }
+
+    pub fn lock(&self) -> IrqLockGuard<'_, T> {
+        let were_enabled = interrupts::are_enabled();
+        interrupts::disable();
+        IrqLockGuard { guard: Some(self.inner.lock()), were_enabled }
+    }
+
+    /// Takes the lock only if it is free (used by the panic and exception paths, which must
+    /// not deadlock on a lock the faulting code held).
+    pub fn try_lock(&self) -> Option<IrqLockGuard<'_, T>> {
+        let were_enabled = interrupts::are_enabled();
+        interrupts::disable();
+        match self.inner.try_lock() {
+            Some(g) => Some(IrqLockGuard { guard: Some(g), were_enabled }),
+            None => {
+                if were_enabled {
+                    interrupts::enable();
+                }
+                None
+            }
+        }
+    }
+}
+
+impl<T> Deref for IrqLockGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.guard.as_ref().expect("guard present until drop")
+    }
+}
+
+impl<T> DerefMut for IrqLockGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.guard.as_mut().expect("guard present until drop")
+    }
+}
+
+impl<T> Drop for IrqLockGuard<'_, T> {
+    fn drop(&mut self) {
+        // Release the lock before re-enabling interrupts.
+        self.guard.take();
+        if self.were_enabled {
+            interrupts::enable();
+            // Interrupts back on: a reschedule requested meanwhile happens now.
+            crate::sched::preempt_point();
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! The in-kernel test harness (`#![feature(custom_test_frameworks)]`).
+//!
+//! `cargo test` (in `kernel/`) builds the kernel with every `#[test_case]` function; the runner in
+//! `boot/` boots it under QEMU (4 CPUs, 2 cores × 2 threads). After full bring-up, `kernel_main`
+//! calls [`run_tests`], which prints `test <name> ... ok` per test and closes with
+//! `kernel: N passed, M failed`, then exits QEMU with success only if M is 0.
+//!
+//! A failing test panics; the panic handler calls [`report_panic`], which prints the test as
+//! `FAILED` and the closing line (the remaining tests are counted as not run: a panicked kernel
+//! cannot unwind), and the run exits with failure.
+
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+static TOTAL: AtomicUsize = AtomicUsize::new(0);
+static PASSED: AtomicUsize = AtomicUsize::new(0);
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+/// Something the harness can run and name.
+pub trait Testable {
+    fn run(&self);
+}
+
+impl<T: Fn()> Testable for T {
+    fn run(&self) {
+        let name = core::any::type_name::<T>();
+        let name = name.strip_prefix("cadence_kernel::").unwrap_or(name);
+        crate::kprint!("test {} ... ", name);
+        self();
+        crate::kprintln!("ok");
+    }
+}
+
+pub fn run_tests(tests: &[&dyn Testable]) {
+    TOTAL.store(tests.len(), Ordering::SeqCst);
+    crate::kprintln!("running {} kernel tests", tests.len());
+    for (i, test) in tests.iter().enumerate() {
+        RUNNING.store(i + 1, Ordering::SeqCst);
+        test.run();
+        PASSED.fetch_add(1, Ordering::SeqCst);
+    }
+    crate::kprintln!("kernel: {} passed, 0 failed", PASSED.load(Ordering::SeqCst));
+    crate::arch::qemu::exit(crate::arch::qemu::ExitCode::Success);
+}
+
+/// Called by the panic handler under `cargo test`.
+pub fn report_panic() {
+    if RUNNING.load(Ordering::SeqCst) == 0 {
+        return; // panicked before the tests started: the panic line says it all
+    }
+    let passed = PASSED.load(Ordering::SeqCst);
+    let not_run = TOTAL.load(Ordering::SeqCst).saturating_sub(passed + 1);
+    crate::console::emergency_print(format_args!("FAILED\n"));
+    crate::console::emergency_print(format_args!("kernel: {} passed, 1 failed ({} not run)\n", passed, not_run));
+}

@@ -1,0 +1,184 @@
+//! Kernel command-line tokenizer.
+//!
+//! Grammar: words separated by ASCII whitespace. A word is `key` or `key=value`. Double or
+//! single quotes group characters (including spaces and `;`) anywhere in a word and are removed:
+//! `run="a; b"` → key `run`, value `a; b`. Inside double quotes a backslash escapes `"` and `\`.
+//! An unterminated quote is an error naming its byte offset; an empty key (`=x`) is an error.
+//!
+//! `#![forbid(unsafe_code)]`, no_std + alloc, host-tested.
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+
+/// One `key[=value]` word.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Param {
+    pub key: String,
+    pub value: Option<String>,
+}
+
+/// A malformed command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParseError {
+    /// A quote opened at this byte offset is never closed.
+    UnterminatedQuote { offset: usize },
+    /// A word starting at this byte offset has `=` but no key.
+    EmptyKey { offset: usize },
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParseError::UnterminatedQuote { offset } => write!(f, "unterminated quote at byte {offset}"),
+            ParseError::EmptyKey { offset } => write!(f, "option without a name at byte {offset}"),
+        }
+    }
+}
+
+/// Splits a command line into words, honouring quotes (quotes removed).
+pub fn split_words(line: &str) -> Result<Vec<(usize, String)>, ParseError> {
+    let mut words = Vec::new();
+    let mut chars = line.char_indices().peekable();
+    loop {
+        while let Some(&(_, c)) = chars.peek() {
+            if c.is_ascii_whitespace() {
+                chars.next();
+            } else {
+                break;
+            }
+        }
+        let Some(&(start, _)) = chars.peek() else { break };
+        let mut word = String::new();
+        while let Some(&(i, c)) = chars.peek() {
+            if c.is_ascii_whitespace() {
+                break;
+            }
+            chars.next();
+            if c == '"' || c == '\'' {
+                let mut closed = false;
+                while let Some((_, q)) = chars.next() {
+                    if q == c {
+                        closed = true;
+                        break;
+                    }
+                    if c == '"' && q == '\\' {
+                        match chars.peek() {
+                            Some(&(_, n)) if n == '"' || n == '\\' => {
+                                word.push(n);
+                                chars.next();
+                                continue;
+                            }
+                            _ => {}
+                        }
+                    }
+                    word.push(q);
+                }
+                if !closed {
+                    return Err(ParseError::UnterminatedQuote { offset: i });
+                }
+            } else {
+                word.push(c);
+            }
+        }
+        words.push((start, word));
+    }
+    Ok(words)
+}
+
+/// Parses a command line into `key[=value]` parameters, in order.
+pub fn parse(line: &str) -> Result<Vec<Param>, ParseError> {
+    split_words(line)?
+        .into_iter()
+        .map(|(offset, word)| match word.split_once('=') {
+            Some(("", _)) => Err(ParseError::EmptyKey { offset }),
+            Some((k, v)) => Ok(Param { key: k.into(), value: Some(v.into()) }),
+            None => Ok(Param { key: word, value: None }),
+        })
+        .collect()
+}
+
+/// Splits a shell-style command list on `;` outside quotes (for `run="a; b"`). Empty commands
+/// are dropped; whitespace around each is trimmed.
+pub fn split_commands(list: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    for c in list.chars() {
+        match (quote, c) {
+            (None, ';') => {
+                let t = cur.trim();
+                if !t.is_empty() {
+                    out.push(t.into());
+                }
+                cur.clear();
+            }
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                cur.push(c);
+            }
+            (Some(q), _) if q == c => {
+                quote = None;
+                cur.push(c);
+            }
+            _ => cur.push(c),
+        }
+    }
+    let t = cur.trim();
+    if !t.is_empty() {
+        out.push(t.into());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(k: &str, v: Option<&str>) -> Param {
+        Param { key: k.into(), value: v.map(Into::into) }
+    }
+
+    #[test]
+    fn plain_words_and_values() {
+        assert_eq!(parse("poweroff hz=1000").unwrap(), vec![p("poweroff", None), p("hz", Some("1000"))]);
+        assert_eq!(parse("   ").unwrap(), vec![]);
+        assert_eq!(parse("").unwrap(), vec![]);
+    }
+
+    #[test]
+    fn quoted_values_keep_spaces_semicolons_commas() {
+        let got = parse(r#"run="trace start; bench pipe -l 20000, x" poweroff"#).unwrap();
+        assert_eq!(got, vec![p("run", Some("trace start; bench pipe -l 20000, x")), p("poweroff", None)]);
+        assert_eq!(parse("a='b c'").unwrap(), vec![p("a", Some("b c"))]);
+        assert_eq!(parse(r#"a="say \"hi\"""#).unwrap(), vec![p("a", Some(r#"say "hi""#))]);
+        assert_eq!(parse(r#"a="x=y""#).unwrap(), vec![p("a", Some("x=y"))]);
+        assert_eq!(parse("a=").unwrap(), vec![p("a", Some(""))]);
+    }
+
+    #[test]
+    fn errors_name_offsets() {
+        assert_eq!(parse(r#"ok run="abc"#), Err(ParseError::UnterminatedQuote { offset: 7 }));
+        assert_eq!(parse("x =y"), Err(ParseError::EmptyKey { offset: 2 }));
+        assert_eq!(ParseError::UnterminatedQuote { offset: 3 }.to_string(), "unterminated quote at byte 3");
+    }
+
+    #[test]
+    fn command_lists() {
+        assert_eq!(split_commands("a; b ;; c"), vec!["a", "b", "c"]);
+        assert_eq!(split_commands(r#"echo "x;y"; z"#), vec![r#"echo "x;y""#, "z"]);
+        assert!(split_commands(" ; ").is_empty());
+    }
+
+    #[test]
+    fn never_panics_on_odd_input() {
+        for s in ["\"", "'", "\\", "=", "a\"b", "\u{0}\u{7f}é=ü", "a=\"\\", "\"\"=1"] {
+            let _ = parse(s);
+            let _ = split_commands(s);
+        }
+    }
+}

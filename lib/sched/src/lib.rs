@@ -1,0 +1,33 @@
+//! `cadence-sched`: the scheduling *policy* of the Cadence kernel.
+//!
+//! Pure data structures and decisions, no hardware access, no `unsafe`, no clock: time
+//! always comes in as `now_ns` / `delta_ns: u64`. Semantics, names and constants follow
+//! Linux's scheduler (kernel/sched/fair.c EEVDF from 6.6 on, rt.c, core.c, syscalls.c).
+//! The kernel wraps these types in per-CPU run queues behind its `SchedClass` trait.
+//!
+//! * [`errno`], [`consts`]: Linux errno values, policy numbers, priority constants.
+//! * [`weight`]: nice → weight tables, `calc_delta_fair`, group shares.
+//! * [`attr`]: `Policy`, `sched_setattr` validation and permission checks.
+//! * [`eevdf`]: the fair run queue (`FairRq`).
+//! * [`rt`]: the real-time priority array (`RtPrioArray`) and SCHED_RR timeslices.
+//! * [`cpumask`], [`balance`]: CPU sets and SMP placement / balancing decisions.
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+extern crate alloc;
+
+pub mod attr;
+pub mod balance;
+pub mod consts;
+pub mod cpumask;
+pub mod eevdf;
+pub mod errno;
+pub mod rt;
+pub mod weight;
+
+pub use attr::{Policy, SchedAttr, ValidAttr};
+pub use cpumask::CpuMask;
+pub use eevdf::{FairEntity, FairRq, FairTunables};
+pub use errno::Errno;
+pub use rt::RtPrioArray;

@@ -1,0 +1,127 @@
+//! Helpers for Cadence's whole-system scenario tests (`tests/tests/*.rs`).
+//!
+//! * The kernel under test is `$CADENCE_KERNEL`, or else the release build
+//!   `kernel/target/x86_64-unknown-none/release/cadence-kernel` of this repo;
+//!   a missing kernel fails the test with a hint to run `make kernel`.
+//! * At most `$CADENCE_TEST_QEMUS` (default 2) QEMUs run at once in one test
+//!   binary, whatever `--test-threads` is: TCG is CPU-bound and the machine
+//!   small. Each run has a timeout (`$CADENCE_SCENARIO_TIMEOUT` seconds,
+//!   default 300).
+//! * [`Run::fail`] panics with the QEMU command's outcome and full COM1
+//!   output, so a failing assertion shows what the kernel said.
+
+use cadence_boot::{BootReport, KernelExit, Outcome, Qemu};
+use std::path::PathBuf;
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+pub use cadence_boot;
+
+/// Path of the kernel ELF under test (panics with a hint when it is missing).
+pub fn kernel() -> PathBuf {
+    let path = match std::env::var_os("CADENCE_KERNEL") {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../kernel/target/x86_64-unknown-none/release/cadence-kernel"),
+    };
+    if !path.is_file() {
+        panic!(
+            "kernel ELF {} not found: run `make kernel` first (or set CADENCE_KERNEL=<elf>)",
+            path.display()
+        );
+    }
+    path
+}
+
+/// A QEMU builder for the kernel under test with the scenario timeout set.
+pub fn qemu() -> Qemu {
+    let secs = std::env::var("CADENCE_SCENARIO_TIMEOUT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    Qemu::new(kernel()).timeout(Duration::from_secs(secs))
+}
+
+/// Counting semaphore bounding concurrent QEMUs.
+struct Slots {
+    free: Mutex<usize>,
+    cv: Condvar,
+}
+
+static SLOTS: Slots = Slots {
+    free: Mutex::new(usize::MAX),
+    cv: Condvar::new(),
+};
+
+struct SlotGuard;
+
+impl SlotGuard {
+    fn acquire() -> SlotGuard {
+        let mut free = SLOTS.free.lock().unwrap_or_else(|e| e.into_inner());
+        if *free == usize::MAX {
+            *free = std::env::var("CADENCE_TEST_QEMUS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .filter(|&n: &usize| n > 0)
+                .unwrap_or(2);
+        }
+        while *free == 0 {
+            free = SLOTS.cv.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+        *free -= 1;
+        SlotGuard
+    }
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        *SLOTS.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        SLOTS.cv.notify_one();
+    }
+}
+
+/// One finished scenario: the raw outcome and its parsed boot report.
+pub struct Run {
+    pub outcome: Outcome,
+    pub report: BootReport,
+}
+
+impl Run {
+    /// Panics with `msg` followed by the exit and the complete COM1 output.
+    pub fn fail(&self, msg: impl std::fmt::Display) -> ! {
+        panic!(
+            "{msg}\n--- exit: {:?} after {:.1} s\n--- COM1 output:\n{}\n--- QEMU stderr:\n{}",
+            self.outcome.exit,
+            self.outcome.elapsed.as_secs_f64(),
+            self.outcome.output,
+            self.outcome.stderr
+        )
+    }
+
+    /// Fails unless `cond` holds.
+    pub fn check(&self, cond: bool, msg: impl std::fmt::Display) {
+        if !cond {
+            self.fail(msg)
+        }
+    }
+
+    /// Fails unless the kernel exited the given way.
+    pub fn expect_exit(&self, want: KernelExit) {
+        self.check(
+            self.outcome.exit == want,
+            format!("expected kernel exit {want:?}"),
+        );
+    }
+}
+
+/// Boots `q` (waiting for a free QEMU slot) and parses the output.
+pub fn boot(q: Qemu) -> Run {
+    let _slot = SlotGuard::acquire();
+    match q.run_capture() {
+        Ok(outcome) => Run {
+            report: BootReport::parse(&outcome.output),
+            outcome,
+        },
+        Err(e) => panic!("could not run QEMU: {e}"),
+    }
+}
