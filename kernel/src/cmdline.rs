@@ -36,13 +36,15 @@ pub struct BootOptions {
     pub test_fault: Option<TestFault>,
     /// Commands to run at boot (`run="cmd1; cmd2"`).
     pub run: Option<String>,
+    /// Under `cargo test`: run only kernel tests whose name contains this (`test=NAME`).
+    pub test_filter: Option<String>,
     /// The raw line, for `cat /proc/cmdline`-style display.
     pub raw: String,
 }
 
 impl Default for BootOptions {
     fn default() -> Self {
-        Self { poweroff: false, hz: 250, maxcpus: None, test_fault: None, run: None, raw: String::new() }
+        Self { poweroff: false, hz: 250, maxcpus: None, test_fault: None, run: None, test_filter: None, raw: String::new() }
     }
 }
 
@@ -52,6 +54,7 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("hz=N", "periodic tick rate, 10..=10000 (default 250)"),
     ("maxcpus=N", "bring up at most N CPUs"),
     ("run=\"c1; c2\"", "commands to run at boot"),
+    ("test=NAME", "under cargo test: only kernel tests whose name contains NAME"),
     ("test_fault=KIND", "provoke a fault: pagefault, gpf, ud, breakpoint, divide, stackoverflow"),
 ];
 
@@ -101,6 +104,7 @@ pub fn parse(line: &str) -> BootOptions {
                 Some(v) => opts.run = Some(v.to_string()),
                 None => warn(format_args!("run: needs a value, e.g. run=\"cmd1; cmd2\"")),
             },
+            "test" => opts.test_filter = value.map(|v| v.to_string()),
             "test_fault" => {
                 opts.test_fault = match value {
                     Some("pagefault") => Some(TestFault::PageFault),

@@ -17,6 +17,7 @@
 extern crate alloc;
 
 pub mod arch;
+pub mod bench;
 pub mod cmdline;
 pub mod console;
 pub mod interrupts;
@@ -25,6 +26,7 @@ pub mod panic;
 pub mod percpu;
 pub mod platform;
 pub mod sched;
+pub mod shell;
 pub mod smp;
 pub mod sync;
 pub mod testing;
@@ -136,10 +138,16 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
 /// then powers off if asked.
 fn init_main(opts: cmdline::BootOptions) -> i32 {
     #[cfg(test)]
-    test_main();
+    {
+        if let Some(f) = &opts.test_filter {
+            testing::set_filter(f);
+        }
+        test_main();
+    }
 
     for cmd in cmdline::run_commands(&opts) {
-        kprintln!("cadence: warning: run: no shell yet, '{}' not run", cmd);
+        kprintln!("cadence> {}", cmd);
+        shell::execute(&cmd);
     }
     if opts.poweroff {
         kprintln!("cadence: poweroff");

@@ -17,23 +17,42 @@ static RUNNING: AtomicUsize = AtomicUsize::new(0);
 
 /// Something the harness can run and name.
 pub trait Testable {
+    fn name(&self) -> &'static str;
     fn run(&self);
 }
 
 impl<T: Fn()> Testable for T {
-    fn run(&self) {
+    fn name(&self) -> &'static str {
         let name = core::any::type_name::<T>();
-        let name = name.strip_prefix("cadence_kernel::").unwrap_or(name);
-        crate::kprint!("test {} ... ", name);
+        name.strip_prefix("cadence_kernel::").unwrap_or(name)
+    }
+
+    fn run(&self) {
+        crate::kprint!("test {} ... ", self.name());
+        let start = crate::time::uptime_ns();
         self();
-        crate::kprintln!("ok");
+        let ms = (crate::time::uptime_ns() - start) / 1_000_000;
+        if ms >= 1000 {
+            crate::kprintln!("ok ({} ms)", ms);
+        } else {
+            crate::kprintln!("ok");
+        }
     }
 }
 
+static FILTER: spin::Once<alloc::string::String> = spin::Once::new();
+
+/// Restricts the run to tests whose name contains `filter` (the `test=` option).
+pub fn set_filter(filter: &str) {
+    FILTER.call_once(|| filter.into());
+}
+
 pub fn run_tests(tests: &[&dyn Testable]) {
-    TOTAL.store(tests.len(), Ordering::SeqCst);
-    crate::kprintln!("running {} kernel tests", tests.len());
-    for (i, test) in tests.iter().enumerate() {
+    let selected: alloc::vec::Vec<&&dyn Testable> =
+        tests.iter().filter(|t| FILTER.get().is_none_or(|f| t.name().contains(f.as_str()))).collect();
+    TOTAL.store(selected.len(), Ordering::SeqCst);
+    crate::kprintln!("running {} kernel tests", selected.len());
+    for (i, test) in selected.iter().enumerate() {
         RUNNING.store(i + 1, Ordering::SeqCst);
         test.run();
         PASSED.fetch_add(1, Ordering::SeqCst);

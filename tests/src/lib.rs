@@ -7,6 +7,7 @@
 //!   binary, whatever `--test-threads` is: TCG is CPU-bound and the machine
 //!   small. Each run has a timeout (`$CADENCE_SCENARIO_TIMEOUT` seconds,
 //!   default 300).
+//! * `CADENCE_TEST_ECHO=1` copies each run's COM1 output live to stderr.
 //! * [`Run::fail`] panics with the QEMU command's outcome and full COM1
 //!   output, so a failing assertion shows what the kernel said.
 
@@ -39,7 +40,10 @@ pub fn qemu() -> Qemu {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(300);
-    Qemu::new(kernel()).timeout(Duration::from_secs(secs))
+    let echo = std::env::var_os("CADENCE_TEST_ECHO").is_some_and(|v| v == "1");
+    Qemu::new(kernel())
+        .timeout(Duration::from_secs(secs))
+        .echo(echo)
 }
 
 /// Counting semaphore bounding concurrent QEMUs.

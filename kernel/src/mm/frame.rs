@@ -160,10 +160,19 @@ pub fn take_low_page() -> Option<u64> {
 /// Adapter so the `x86_64` crate's mapper can take page-table frames from us.
 pub struct PageTableFrames;
 
+/// Frames ever given out as page tables. Page tables are kept when their pages are unmapped
+/// (the stack region reuses them), so leak checks compare `free_frames() + page_table_frames()`.
+static PAGE_TABLE_FRAMES: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+pub fn page_table_frames() -> u64 {
+    PAGE_TABLE_FRAMES.load(core::sync::atomic::Ordering::Relaxed)
+}
+
 // SAFETY: `alloc` only returns frames that are unused and marked used before being returned.
 unsafe impl x86_64::structures::paging::FrameAllocator<x86_64::structures::paging::Size4KiB> for PageTableFrames {
     fn allocate_frame(&mut self) -> Option<x86_64::structures::paging::PhysFrame> {
         let phys = alloc()?;
+        PAGE_TABLE_FRAMES.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
         // Page tables must start zeroed.
         // SAFETY: the frame was just allocated to us and is mapped through the physical-memory
         // mapping.

@@ -20,6 +20,11 @@ use core::sync::atomic::Ordering;
 
 /// Ticks between periodic balancing passes on a CPU (staggered by CPU id).
 pub const BALANCE_INTERVAL_TICKS: u64 = 4;
+/// Tasks examined per balancing pass (Linux `sysctl_sched_nr_migrate`): bounds the work done
+/// with two run-queue locks held, whatever the queue length.
+pub const NR_MIGRATE_SCAN: usize = 32;
+/// Longest back-off (in balancing passes) after passes that found nothing movable.
+const MAX_BACKOFF: u32 = 64;
 
 static TOPOLOGY: spin::Once<Topology> = spin::Once::new();
 
@@ -123,6 +128,13 @@ fn movable(g: &RqInner, task: &Arc<Task>, dst: u32) -> bool {
 /// Pulls fair tasks to `this` from the busiest CPU if the imbalance is worth it. Returns how
 /// many moved.
 fn pull_fair(this: u32, idle: bool) -> usize {
+    // Back off after fruitless passes (everything pinned), like Linux's balance_interval.
+    let me = rq_of(this);
+    let skip = me.balance_skip.load(Ordering::Relaxed);
+    if skip > 0 {
+        me.balance_skip.store(skip - 1, Ordering::Relaxed);
+        return 0;
+    }
     let n = percpu::nr_cpus() as usize;
     let nr: Vec<u32> = (0..n as u32).map(|c| rq_of(c).nr_running.load(Ordering::Acquire)).collect();
     let load: Vec<u64> = (0..n as u32).map(|c| rq_of(c).fair_load.load(Ordering::Acquire)).collect();
@@ -131,12 +143,20 @@ fn pull_fair(this: u32, idle: bool) -> usize {
     let (this_rq, src_rq) = (rq_of(this), rq_of(src_cpu));
     let mut guards = lock_two(&this_rq.lock, this, &src_rq.lock, src_cpu);
     let (dst, src) = guards.pair();
-    let candidates: Vec<Arc<Task>> = src
+    // Examine at most NR_MIGRATE_SCAN tasks, starting after where the last pass stopped.
+    let cursor = src.balance_cursor;
+    let scanned: Vec<Arc<Task>> = src
         .tasks
-        .values()
-        .filter(|t| t.class() == ClassId::Fair && movable(src, t, this))
-        .cloned()
+        .range(cursor..)
+        .chain(src.tasks.range(..cursor))
+        .take(NR_MIGRATE_SCAN)
+        .map(|(_, t)| t.clone())
         .collect();
+    if let Some(last) = scanned.last() {
+        src.balance_cursor = last.tid.wrapping_add(1);
+    }
+    let candidates: Vec<Arc<Task>> =
+        scanned.into_iter().filter(|t| t.class() == ClassId::Fair && movable(src, t, this)).collect();
     let mut moved = 0;
     let mut remaining = imb.load_imbalance;
     for t in candidates {
@@ -154,6 +174,11 @@ fn pull_fair(this: u32, idle: bool) -> usize {
     if moved > 0 {
         update_counts(src_rq, src);
         update_counts(this_rq, dst);
+        this_rq.balance_backoff.store(0, Ordering::Relaxed);
+    } else {
+        let b = (this_rq.balance_backoff.load(Ordering::Relaxed) * 2).clamp(1, MAX_BACKOFF);
+        this_rq.balance_backoff.store(b, Ordering::Relaxed);
+        this_rq.balance_skip.store(b, Ordering::Relaxed);
     }
     drop(guards);
     if moved > 0 {
@@ -169,6 +194,11 @@ pub fn periodic_balance(this: u32) {
 
 /// New-idle balancing from the idle loop: pull RT, then fair work. True if something moved.
 pub fn idle_balance(this: u32) -> bool {
+    let rq = rq_of(this);
+    let tick = rq.ticks.load(Ordering::Relaxed);
+    if rq.last_idle_balance.swap(tick, Ordering::Relaxed) == tick {
+        return false; // at most once per tick
+    }
     if super::RT_OVERLOAD.load(Ordering::Acquire) != 0 && pull_rt(this) {
         return true;
     }

@@ -37,6 +37,9 @@ pub mod rqlock;
 pub mod task;
 pub mod wait;
 
+#[cfg(test)]
+mod tests;
+
 use crate::percpu::{self, PerCpu};
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
@@ -67,6 +70,8 @@ pub struct RqInner {
     pub tasks: BTreeMap<Tid, Arc<Task>>,
     /// When `curr` last had its runtime accounted.
     pub exec_start: u64,
+    /// Where the next load-balancing scan of this queue starts (a tid).
+    pub balance_cursor: Tid,
     /// The task switched away from, for `finish_task_switch` on the next task.
     prev: Option<Arc<Task>>,
     /// A runnable task switched out because it may no longer run here (affinity change):
@@ -93,6 +98,11 @@ pub struct Rq {
     pub current: AtomicPtr<Task>,
     pub nr_switches: AtomicU64,
     pub ticks: AtomicU64,
+    /// Balancing passes to skip (back-off after fruitless passes) and the current back-off.
+    pub balance_skip: AtomicU32,
+    pub balance_backoff: AtomicU32,
+    /// Tick count at the last new-idle balance (at most one per tick).
+    pub last_idle_balance: AtomicU64,
 }
 
 impl Rq {
@@ -106,6 +116,7 @@ impl Rq {
                 fair: FairRq::new(FairTunables::default()),
                 tasks: BTreeMap::new(),
                 exec_start: 0,
+                balance_cursor: 0,
                 prev: None,
                 migrate_out: None,
             }),
@@ -119,6 +130,9 @@ impl Rq {
             current: AtomicPtr::new(core::ptr::null_mut()),
             nr_switches: AtomicU64::new(0),
             ticks: AtomicU64::new(0),
+            balance_skip: AtomicU32::new(0),
+            balance_backoff: AtomicU32::new(0),
+            last_idle_balance: AtomicU64::new(u64::MAX),
         }
     }
 }
@@ -453,6 +467,7 @@ fn task_dead(task: Arc<Task>) {
         drop(se);
     }
     drop(task.take_stack());
+    task.released.store(true, Ordering::Release);
     if task.detached.load(Ordering::Acquire) {
         task::remove(task.tid);
     }

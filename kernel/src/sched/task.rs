@@ -123,6 +123,8 @@ pub struct Task {
     pub exited: super::wait::WaitQueue,
     /// Reaped automatically at exit (nobody will `wait` for it).
     pub detached: AtomicBool,
+    /// Set once the dead task's stack and entity are released (it can be reaped).
+    pub(super) released: AtomicBool,
     pub is_idle: bool,
     pub created_ns: u64,
 }
@@ -366,6 +368,7 @@ pub(super) fn new_task(
         exit_code: AtomicI32::new(0),
         exited: super::wait::WaitQueue::new(),
         detached: AtomicBool::new(opts.detached),
+        released: AtomicBool::new(false),
         is_idle,
         created_ns: crate::time::uptime_ns(),
     });
@@ -395,7 +398,7 @@ pub fn wait(tid: Tid) -> Result<i32, Errno> {
     if task.detached.load(Ordering::Acquire) {
         return Err(Errno::EINVAL);
     }
-    task.exited.wait_until(|| task.state() == TaskState::Dead && !task.on_cpu.load(Ordering::Acquire));
+    task.exited.wait_until(|| task.released.load(Ordering::Acquire));
     remove(tid);
     Ok(task.exit_code())
 }

@@ -105,7 +105,7 @@ mod tests {
         // SAFETY: reading back what new_task wrote.
         let words = unsafe { core::slice::from_raw_parts(ctx.rsp as *const u64, 8) };
         assert_eq!(words[3], 77, "r12 = argument");
-        assert_eq!(words[2], never as usize as u64, "r13 = start function");
+        assert_eq!(words[2], never as *const () as u64, "r13 = start function");
         assert_eq!(words[6], cadence_task_entry as *const () as u64);
     }
 }

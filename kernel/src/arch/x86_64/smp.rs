@@ -165,8 +165,9 @@ impl Trampoline {
     }
 
     fn write_u32(&self, offset: u64, value: u32) {
-        // SAFETY: `offset` is one of the data block's fields inside the installed page.
-        unsafe { (crate::mm::phys_to_virt(self.phys + offset) as *mut u32).write_volatile(value) }
+        // SAFETY: `offset` is one of the data block's fields inside the installed page (the
+        // GDTR base is only 2-byte aligned, hence unaligned writes).
+        unsafe { (crate::mm::phys_to_virt(self.phys + offset) as *mut u32).write_unaligned(value) }
     }
 
     fn write_u64(&self, offset: u64, value: u64) {

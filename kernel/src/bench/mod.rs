@@ -1,0 +1,197 @@
+//! Benchmarks: commands that print numbers in the formats of the Linux tools they mirror, so a
+//! Cadence figure can sit next to the Linux peer's (`../shared/peer`). Never timed tests.
+//!
+//! * `bench pipe [-l LOOPS]`: pipe ping-pong between two tasks, first on one CPU, then on two
+//!   CPUs of different cores; the peer's `pipetest` line:
+//!   `pipetest: <n> round trips in <s> s: <r> round trips/s, <u> us per switch`.
+//! * `bench scale [-d MS] [-n N,N,...]`: context-switch rate with N runnable tasks yielding on
+//!   one CPU (default 2, 100, 1000, 10000): `scale: tasks=<n> switches_per_s=<r> us_per_switch=<u>`.
+
+use crate::sched::pipe::pipe;
+use crate::sched::task::SpawnOptions;
+use crate::sched::{self, spawn, wait};
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+/// Parses `-x VALUE` style options; returns an error message naming the bad one.
+pub struct Args<'a> {
+    words: Vec<&'a str>,
+}
+
+impl<'a> Args<'a> {
+    pub fn new(words: &[&'a str]) -> Self {
+        Args { words: words.to_vec() }
+    }
+
+    /// Value of option `flag` (e.g. "-l"), also accepted glued ("-l20000").
+    pub fn value(&self, flag: &str) -> Option<&'a str> {
+        let mut it = self.words.iter();
+        while let Some(w) = it.next() {
+            if *w == flag {
+                return it.next().copied();
+            }
+            if let Some(rest) = w.strip_prefix(flag) {
+                if !rest.is_empty() && flag.len() == 2 {
+                    return Some(rest);
+                }
+            }
+        }
+        None
+    }
+
+    pub fn has(&self, flag: &str) -> bool {
+        self.words.iter().any(|w| *w == flag)
+    }
+
+    /// Numeric option in `min..=max`, `default` when absent.
+    pub fn num(&self, flag: &str, default: u64, min: u64, max: u64) -> Result<u64, String> {
+        match self.value(flag) {
+            None => Ok(default),
+            Some(v) => match v.parse::<u64>() {
+                Ok(n) if (min..=max).contains(&n) => Ok(n),
+                _ => Err(alloc::format!("{} needs a number in {}..={}, got '{}'", flag, min, max, v)),
+            },
+        }
+    }
+}
+
+/// One pipe ping-pong run between tasks pinned to `cpu_a` and `cpu_b`; returns seconds.
+pub fn pipe_round_trips(loops: u64, cpu_a: u32, cpu_b: u32) -> Result<f64, String> {
+    let (r1, w1) = pipe();
+    let (r2, w2) = pipe();
+    let ponger = spawn(SpawnOptions::new("pipe-pong").pin(cpu_b), move || {
+        let mut b = [0u8; 1];
+        for _ in 0..loops {
+            if r1.read(&mut b) != 1 || w2.write(&b).is_err() {
+                return 1;
+            }
+        }
+        0
+    })
+    .map_err(|e| alloc::format!("cannot start pong: {:?}", e))?;
+    let pinger = spawn(SpawnOptions::new("pipe-ping").pin(cpu_a), move || {
+        let mut b = [0u8; 1];
+        let t0 = crate::time::uptime_ns();
+        for _ in 0..loops {
+            if w1.write(&b).is_err() || r2.read(&mut b) != 1 {
+                return -1;
+            }
+        }
+        // Elapsed µs as the exit code would overflow: report via a shared slot instead.
+        LAST_NS.store(crate::time::uptime_ns() - t0, Ordering::SeqCst);
+        0
+    })
+    .map_err(|e| alloc::format!("cannot start ping: {:?}", e))?;
+    let a = wait(pinger.tid).unwrap_or(-1);
+    let b = wait(ponger.tid).unwrap_or(-1);
+    if a != 0 || b != 0 {
+        return Err(String::from("ping-pong failed (a pipe closed early)"));
+    }
+    Ok(LAST_NS.load(Ordering::SeqCst) as f64 / 1e9)
+}
+
+static LAST_NS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// Prints the peer's pipetest line.
+pub fn print_pipetest(loops: u64, secs: f64) {
+    let secs = if secs > 0.0 { secs } else { 1e-9 };
+    crate::kprintln!(
+        "pipetest: {} round trips in {:.3} s: {:.0} round trips/s, {:.2} us per switch",
+        loops,
+        secs,
+        loops as f64 / secs,
+        secs / loops as f64 / 2.0 * 1e6
+    );
+}
+
+/// Two CPUs on different cores (or 0 and 1 on a 2-CPU machine), and one CPU for same-CPU runs.
+fn bench_cpus() -> (u32, u32, u32) {
+    let online: Vec<u32> = sched::online_mask().iter().map(|c| c as u32).collect();
+    let same = *online.get(1).or(online.first()).unwrap_or(&0);
+    let a = same;
+    let b = online
+        .iter()
+        .copied()
+        .find(|&c| {
+            c != a
+                && crate::percpu::get(c)
+                    .zip(crate::percpu::get(a))
+                    .is_some_and(|(x, y)| x.topology.core != y.topology.core || x.topology.package != y.topology.package)
+        })
+        .or_else(|| online.iter().copied().find(|&c| c != a))
+        .unwrap_or(a);
+    (same, a, b)
+}
+
+pub fn cmd_pipe(args: &[&str]) -> Result<(), String> {
+    let a = Args::new(args);
+    let loops = a.num("-l", 100_000, 1, 100_000_000)?;
+    let (same, x, y) = bench_cpus();
+    crate::kprintln!("bench pipe: 2 tasks on cpu {}", same);
+    let s = pipe_round_trips(loops, same, same)?;
+    print_pipetest(loops, s);
+    if x != y {
+        crate::kprintln!("bench pipe: 2 tasks on cpus {} and {}", x, y);
+        let s = pipe_round_trips(loops, x, y)?;
+        print_pipetest(loops, s);
+    }
+    Ok(())
+}
+
+pub fn cmd_scale(args: &[&str]) -> Result<(), String> {
+    let a = Args::new(args);
+    let ms = a.num("-d", 1000, 10, 600_000)?;
+    let counts: Vec<u64> = match a.value("-n") {
+        None => alloc::vec![2, 100, 1000, 10000],
+        Some(list) => list
+            .split(',')
+            .map(|n| n.parse::<u64>().ok().filter(|&n| (1..=20_000).contains(&n)))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| alloc::format!("-n needs task counts in 1..=20000 separated by commas, got '{}'", list))?,
+    };
+    let (cpu, _, _) = bench_cpus();
+    for n in counts {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut tasks = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            let flag = stop.clone();
+            match spawn(SpawnOptions::new("yielder").pin(cpu).stack_size(8 * 1024), move || {
+                while !flag.load(Ordering::Relaxed) {
+                    sched::yield_now();
+                }
+                0
+            }) {
+                Ok(t) => tasks.push(t),
+                Err(e) => {
+                    stop.store(true, Ordering::SeqCst);
+                    for t in &tasks {
+                        let _ = wait(t.tid);
+                    }
+                    return Err(alloc::format!("could only start {} of {} tasks: {:?}", tasks.len(), n, e));
+                }
+            }
+        }
+        let rq = &crate::percpu::get(cpu).ok_or("bench cpu vanished")?.rq;
+        sched::sleep_ns(20_000_000);
+        let s0 = rq.nr_switches.load(Ordering::Relaxed);
+        let t0 = crate::time::uptime_ns();
+        sched::sleep_ns(ms * 1_000_000);
+        let switches = rq.nr_switches.load(Ordering::Relaxed) - s0;
+        let secs = (crate::time::uptime_ns() - t0) as f64 / 1e9;
+        stop.store(true, Ordering::SeqCst);
+        for t in &tasks {
+            let _ = wait(t.tid);
+        }
+        crate::mm::stack::reclaim();
+        let rate = switches as f64 / secs;
+        crate::kprintln!(
+            "scale: tasks={} switches_per_s={:.0} us_per_switch={:.2}",
+            n,
+            rate,
+            if rate > 0.0 { 1e6 / rate } else { 0.0 }
+        );
+    }
+    Ok(())
+}
