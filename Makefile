@@ -77,7 +77,7 @@ test: kernel
 	@cd '$(ROOT)'; failed=; \
 	step() { echo "+ $$*"; "$$@" || failed="$$failed [$$*]"; }; \
 	step cargo test --release --workspace --exclude cadence-tests; \
-	step bash -c 'cd kernel && cargo test'; \
+	step env CADENCE_TEST_TIMEOUT=$${CADENCE_TEST_TIMEOUT:-1800} bash -c 'cd kernel && cargo test'; \
 	step cargo test --release -p cadence-tests; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi
 

@@ -24,7 +24,7 @@ pub const BALANCE_INTERVAL_TICKS: u64 = 4;
 /// with two run-queue locks held, whatever the queue length.
 pub const NR_MIGRATE_SCAN: usize = 32;
 /// Longest back-off (in balancing passes) after passes that found nothing movable.
-const MAX_BACKOFF: u32 = 64;
+const MAX_BACKOFF: u32 = 8;
 
 static TOPOLOGY: spin::Once<Topology> = spin::Once::new();
 

@@ -79,6 +79,11 @@ pub struct TaskStats {
     pub nr_wakeups: AtomicU64,
     /// When the task last became runnable-but-waiting (0 = not waiting).
     pub(super) wait_start: AtomicU64,
+    /// When the last wakeup made it runnable (0 = not since it last ran).
+    pub(super) woken_at: AtomicU64,
+    /// Wakeup latency (wakeup → running) of its last wakeup, and the worst one, in ns.
+    pub last_wakeup_latency: AtomicU64,
+    pub max_wakeup_latency: AtomicU64,
 }
 
 /// Attributes protected by [`Task::params`] (Linux's `pi_lock` role).

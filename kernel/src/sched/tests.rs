@@ -182,14 +182,12 @@ fn rr_tasks_rotate_in_order() {
 fn fifo_wakeup_preempts_a_fair_hog_within_a_tick() {
     let stop = Arc::new(AtomicBool::new(false));
     let fair = hog("fair", SpawnOptions::new("fairhog").policy(Policy::Normal, 0, 0).pin(1), &stop);
-    let worst = Arc::new(AtomicU64::new(0));
-    let w = worst.clone();
+    // Latency is measured from the wakeup (in the timer interrupt) to the switch-in, as the
+    // tracer does: host scheduling of QEMU's vCPU threads can delay the interrupt itself, but
+    // not what the kernel does once it runs.
     let rt = spawn(SpawnOptions::new("fifo").policy(Policy::Fifo, 60, 0).pin(1), move || {
         for _ in 0..20 {
-            let at = crate::time::uptime_ns() + 3 * MS;
-            super::sleep_until(at);
-            let late = crate::time::uptime_ns().saturating_sub(at);
-            w.fetch_max(late, Ordering::Relaxed);
+            super::sleep_ns(3 * MS);
         }
         0
     })
@@ -197,8 +195,9 @@ fn fifo_wakeup_preempts_a_fair_hog_within_a_tick() {
     wait(rt.tid).expect("fifo done");
     stop_and_reap(&stop, &[fair]);
     let tick = crate::timer::tick_period_ns();
-    let late = worst.load(Ordering::Relaxed);
-    assert!(late < tick, "FIFO task ran {} ns after its wakeup (tick {} ns)", late, tick);
+    let late = rt.stats.max_wakeup_latency.load(Ordering::Relaxed);
+    assert!(rt.stats.nr_wakeups.load(Ordering::Relaxed) >= 20);
+    assert!(late < tick / 4, "FIFO task ran {} ns after its wakeup (tick {} ns)", late, tick);
 }
 
 #[test_case]
