@@ -72,6 +72,7 @@ pub fn tlb_shootdown_all() -> bool {
 /// Asks `cpu` to re-program its timer (a timer earlier than its programmed one was armed).
 pub fn kick_timer(cpu: &crate::percpu::PerCpu) {
     cpu.ipi_requests.fetch_or(crate::percpu::IPI_REQ_TIMER, Ordering::AcqRel);
+    crate::trace::ipi_send(cpu.cpu_id, crate::arch::apic::CALL_FUNCTION_VECTOR, crate::time::uptime_ns());
     crate::arch::apic::send_ipi(cpu.apic_id, crate::arch::apic::CALL_FUNCTION_VECTOR);
 }
 

@@ -32,6 +32,8 @@ pub mod sync;
 pub mod testing;
 pub mod time;
 pub mod timer;
+pub mod trace;
+pub mod sysctl;
 
 use bootloader_api::config::{BootloaderConfig, Mapping};
 use bootloader_api::BootInfo;

@@ -114,6 +114,8 @@ pub fn interrupt() {
         };
         let Some((_, (f, data))) = due else { break };
         q.fired.fetch_add(1, Ordering::Relaxed);
+        let what = if core::ptr::fn_addr_eq(f, tick as TimerFn) { "tick" } else { "timer" };
+        crate::trace::timer_expire(what, now, crate::time::uptime_ns());
         f(cpu.cpu_id, data);
     }
     reprogram_local(q);

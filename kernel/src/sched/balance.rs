@@ -116,6 +116,7 @@ fn move_task(src: &mut RqInner, dst: &mut RqInner, task: &Arc<Task>) {
     // The fair entity is parked by the dequeue and carries its lag to `dst`.
     super::dequeue_task(src, task, DEQUEUE_MIGRATING);
     task.stats.nr_migrations.fetch_add(1, Ordering::Relaxed);
+    crate::trace::sched_migrate_task(task, src.cpu, dst.cpu, now);
     super::enqueue_task(dst, task, ENQUEUE_MIGRATED, now);
 }
 

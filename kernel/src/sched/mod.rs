@@ -34,6 +34,7 @@ pub mod balance;
 pub mod class;
 pub mod pipe;
 pub mod rqlock;
+pub mod signal;
 pub mod task;
 pub mod wait;
 
@@ -250,6 +251,7 @@ fn set_need_resched(cpu: u32) {
     // A CPU polling in its idle loop sees the flag without an IPI (Linux's TIF_POLLING_NRFLAG).
     if cpu != percpu::cpu_id() && !rq.polling.load(Ordering::SeqCst) {
         if let Some(c) = percpu::get(cpu) {
+            crate::trace::ipi_send(cpu, crate::arch::apic::RESCHEDULE_VECTOR, crate::time::uptime_ns());
             crate::arch::apic::send_ipi(c.apic_id, crate::arch::apic::RESCHEDULE_VECTOR);
         }
     }
@@ -411,6 +413,7 @@ fn __schedule(preempted: bool) {
         prev.stats.nr_voluntary_switches.fetch_add(1, Ordering::Relaxed);
     }
     rq.nr_switches.fetch_add(1, Ordering::Relaxed);
+    crate::trace::sched_switch(&prev, prev.state(), &next, now);
     next.on_cpu.store(true, Ordering::Release);
     rq.current.store(Arc::as_ptr(&next) as *mut Task, Ordering::Release);
     let prev_ctx = prev.ctx.get();
@@ -479,6 +482,7 @@ extern "C" fn task_start(arg: u64) -> ! {
 pub fn exit(code: i32) -> ! {
     let me = current();
     me.set_exit_code(code);
+    crate::trace::sched_process_exit(&me, crate::time::uptime_ns());
     me.set_state(TaskState::Dead);
     drop(me);
     schedule();
@@ -510,11 +514,18 @@ fn activate_on(task: &Arc<Task>, cpu: u32, flags: u32) {
     let rq = rq_of(cpu);
     let mut g = rq.lock.lock();
     let now = crate::time::uptime_ns();
-    if task.cpu() != cpu {
+    let orig = task.cpu();
+    if orig != cpu {
         task.stats.nr_migrations.fetch_add(1, Ordering::Relaxed);
+        if flags & ENQUEUE_INITIAL == 0 {
+            crate::trace::sched_migrate_task(task, orig, cpu, now);
+        }
     }
     update_curr(&mut g, now);
     enqueue_task(&mut g, task, flags, now);
+    if flags & (ENQUEUE_WAKEUP | ENQUEUE_INITIAL) != 0 {
+        crate::trace::sched_wakeup(task, cpu, flags & ENQUEUE_INITIAL != 0, now);
+    }
     let preempt = wakeup_preempt(&mut g, task);
     update_counts(rq, &g);
     let push = task.class() == ClassId::Rt && !preempt;
@@ -530,7 +541,7 @@ fn activate_on(task: &Arc<Task>, cpu: u32, flags: u32) {
 /// Linux `try_to_wake_up`: makes a sleeping task runnable. Returns false if it already was.
 pub fn try_to_wake_up(task: &Arc<Task>) -> bool {
     let _params = task.params.lock();
-    if task.state() == TaskState::Running || task.state() == TaskState::Dead {
+    if matches!(task.state(), TaskState::Running | TaskState::Dead | TaskState::Stopped) {
         return false;
     }
     // Still queued (it set itself Sleeping but has not switched out yet)? Then just mark it
@@ -544,6 +555,7 @@ pub fn try_to_wake_up(task: &Arc<Task>) -> bool {
         }
         if task.is_on_rq() {
             task.set_state(TaskState::Running);
+            crate::trace::sched_wakeup(task, cpu, false, crate::time::uptime_ns());
             drop(g);
             task.stats.nr_wakeups.fetch_add(1, Ordering::Relaxed);
             return true;
@@ -556,6 +568,14 @@ pub fn try_to_wake_up(task: &Arc<Task>) -> bool {
     let target = select_cpu(task, percpu::cpu_id());
     activate_on(task, target, ENQUEUE_WAKEUP);
     true
+}
+
+/// Makes `task`'s CPU reschedule if it is running there, so it reaches a preemption point
+/// (where pending signals are acted upon).
+pub fn kick_task(task: &Arc<Task>) {
+    if task.on_cpu.load(Ordering::Acquire) {
+        set_need_resched(task.cpu());
+    }
 }
 
 /// Wakes a task (no-op if it is runnable).
@@ -706,6 +726,8 @@ pub fn irq_exit() {
         && cpu.rq.preempt_count.load(Ordering::Relaxed) == 0
     {
         __schedule(true);
+        // Back in the interrupted task: act on its signals before returning to it.
+        signal::handle_pending();
     }
 }
 
@@ -759,6 +781,12 @@ pub fn sleep_until(deadline_ns: u64) {
     while crate::time::uptime_ns() < deadline_ns {
         me.set_state(TaskState::Sleeping);
         let raw = Arc::into_raw(me.clone()) as u64;
+        if signal::fatal_pending(&me) {
+            me.set_state(TaskState::Running);
+            drop(me);
+            signal::handle_pending();
+            unreachable!("a fatal signal ends the task");
+        }
         if crate::timer::arm(percpu::cpu_id(), deadline_ns, wake_from_timer, raw).is_none() {
             // SAFETY: not handed to a timer: take the reference back.
             drop(unsafe { Arc::from_raw(raw as *const Task) });

@@ -124,6 +124,8 @@ pub struct Task {
     entry: IrqLock<Option<Box<dyn FnOnce() -> i32 + Send>>>,
     pub stats: TaskStats,
     exit_code: AtomicI32,
+    /// Pending signals (bit n = signal n).
+    pub pending: AtomicU64,
     /// Woken when the task exits.
     pub exited: super::wait::WaitQueue,
     /// Reaped automatically at exit (nobody will `wait` for it).
@@ -146,7 +148,7 @@ impl Task {
         TaskState::from_u8(self.state.load(Ordering::SeqCst))
     }
 
-    pub(super) fn set_state(&self, s: TaskState) {
+    pub fn set_state(&self, s: TaskState) {
         self.state.store(s as u8, Ordering::SeqCst);
     }
 
@@ -371,6 +373,7 @@ pub(super) fn new_task(
         entry: IrqLock::new(None),
         stats: TaskStats::default(),
         exit_code: AtomicI32::new(0),
+        pending: AtomicU64::new(0),
         exited: super::wait::WaitQueue::new(),
         detached: AtomicBool::new(opts.detached),
         released: AtomicBool::new(false),

@@ -47,6 +47,13 @@ impl WaitQueue {
             if cond() {
                 break;
             }
+            if super::signal::fatal_pending(&me) {
+                me.set_state(TaskState::Running);
+                self.waiters.lock().retain(|t| !Arc::ptr_eq(t, &me));
+                drop(me);
+                super::signal::handle_pending();
+                unreachable!("a fatal signal ends the task");
+            }
             super::schedule();
         }
         me.set_state(TaskState::Running);

@@ -1,0 +1,88 @@
+//! Run-time tunables under Linux's sysctl names (`sysctl kernel.sched_rr_timeslice_ms=10`).
+//!
+//! Each entry reads its value as text and parses writes itself, returning Linux's errno on bad
+//! input (EINVAL for unparsable or out-of-range values). Subsystems add their entries to
+//! [`SYSCTLS`]; the shell's `sysctl` command only calls [`get`], [`set`] and [`list`].
+
+use alloc::format;
+use alloc::string::String;
+use cadence_sched::Errno;
+
+pub struct Sysctl {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub get: fn() -> String,
+    pub set: fn(&str) -> Result<(), Errno>,
+}
+
+fn parse_i64(v: &str) -> Result<i64, Errno> {
+    v.trim().parse::<i64>().map_err(|_| Errno::EINVAL)
+}
+
+fn parse_u64_range(v: &str, min: u64, max: u64) -> Result<u64, Errno> {
+    match parse_i64(v)? {
+        n if n >= min as i64 && n as u64 <= max => Ok(n as u64),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+pub static SYSCTLS: &[Sysctl] = &[
+    Sysctl {
+        name: "kernel.sched_rr_timeslice_ms",
+        help: "SCHED_RR quantum in ms (<= 0 resets to 100)",
+        get: || format!("{}", crate::sched::rr_timeslice_ms()),
+        set: |v| {
+            crate::sched::set_rr_timeslice_ms(parse_i64(v)?);
+            Ok(())
+        },
+    },
+    Sysctl {
+        name: "kernel.sched_base_slice_ns",
+        help: "EEVDF base slice in ns (100000..=100000000)",
+        get: || format!("{}", crate::sched::fair_tunables().base_slice_ns),
+        set: |v| {
+            crate::sched::set_base_slice_ns(parse_u64_range(v, 100_000, 100_000_000)?);
+            Ok(())
+        },
+    },
+    Sysctl {
+        name: "kernel.sched_wakeup_granularity_ns",
+        help: "a waking task preempts only when ahead by this much (0..=1000000000; 0 = off)",
+        get: || format!("{}", crate::sched::fair_tunables().wakeup_granularity_ns),
+        set: |v| {
+            crate::sched::set_wakeup_granularity_ns(parse_u64_range(v, 0, 1_000_000_000)?);
+            Ok(())
+        },
+    },
+    Sysctl {
+        name: "kernel.sched_idle_poll_ns",
+        help: "idle CPUs poll this long before halting (0..=10000000; 0 = halt at once)",
+        get: || format!("{}", crate::sched::idle_poll_ns()),
+        set: |v| {
+            crate::sched::set_idle_poll_ns(parse_u64_range(v, 0, 10_000_000)?);
+            Ok(())
+        },
+    },
+];
+
+/// Looks an entry up by its name (`kernel.x` or `kernel/x`, as `sysctl` accepts).
+pub fn find(name: &str) -> Option<&'static Sysctl> {
+    let name = name.replace('/', ".");
+    SYSCTLS.iter().find(|s| s.name == name)
+}
+
+/// Reads a sysctl. ENOENT-like lookup failures are EINVAL-free: `None` means unknown.
+pub fn get(name: &str) -> Option<String> {
+    find(name).map(|s| (s.get)())
+}
+
+/// Writes a sysctl: `Err(None)` unknown name, `Err(Some(errno))` bad value.
+pub fn set(name: &str, value: &str) -> Result<(), Option<Errno>> {
+    let s = find(name).ok_or(None)?;
+    (s.set)(value).map_err(Some)
+}
+
+/// Every sysctl, in table order.
+pub fn list() -> impl Iterator<Item = &'static Sysctl> {
+    SYSCTLS.iter()
+}
