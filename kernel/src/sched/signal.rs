@@ -20,8 +20,9 @@ pub const SIGTERM: u32 = 15;
 pub const SIGCONT: u32 = 18;
 pub const SIGSTOP: u32 = 19;
 pub const SIGXCPU: u32 = 24;
-/// Highest signal number accepted (Linux `_NSIG - 1`).
-pub const SIGMAX: u32 = 64;
+/// Highest signal number accepted (Linux has 64; Cadence keeps pending signals in one u64
+/// with bit n = signal n, so 63).
+pub const SIGMAX: u32 = 63;
 
 /// Linux signal name (without the `SIG` prefix) for the common ones.
 pub fn name(sig: u32) -> Option<&'static str> {
