@@ -53,6 +53,7 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("poweroff", "exit QEMU (success) when boot and run= commands are done"),
     ("hz=N", "periodic tick rate, 10..=10000 (default 250)"),
     ("maxcpus=N", "bring up at most N CPUs"),
+    ("hrtick=0|1", "preempt exactly at slice end with one-shot timers (default 1)"),
     ("run=\"c1; c2\"", "commands to run at boot"),
     ("test=NAME", "under cargo test: only kernel tests whose name contains NAME"),
     ("test_fault=KIND", "provoke a fault: pagefault, gpf, ud, breakpoint, divide, stackoverflow"),
@@ -103,6 +104,11 @@ pub fn parse(line: &str) -> BootOptions {
             "run" => match value {
                 Some(v) => opts.run = Some(v.to_string()),
                 None => warn(format_args!("run: needs a value, e.g. run=\"cmd1; cmd2\"")),
+            },
+            "hrtick" => match value {
+                Some("0") => crate::sched::hrtick::set_enabled(false),
+                Some("1") => crate::sched::hrtick::set_enabled(true),
+                _ => warn(format_args!("hrtick: needs 0 or 1")),
             },
             "test" => opts.test_filter = value.map(|v| v.to_string()),
             "test_fault" => {

@@ -86,12 +86,14 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
 
     let bsp = smp::init_bsp();
     let lapic_hz = arch::apic::calibrate_timer();
+    let tsc_deadline = arch::apic::detect_timer_mode();
     timer::start_tick();
     klog!(
-        "memory: {} MiB usable, heap {} MiB, tsc via {:?}, cmdline '{}'",
+        "memory: {} MiB usable, heap {} MiB, tsc via {:?}, timer {}, cmdline '{}'",
         usable >> 20,
         heap >> 20,
         tsc_source,
+        if tsc_deadline { "tsc-deadline" } else { "lapic one-shot" },
         line
     );
     for io in &platform.io_apics {

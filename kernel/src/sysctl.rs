@@ -63,6 +63,40 @@ pub static SYSCTLS: &[Sysctl] = &[
             Ok(())
         },
     },
+    Sysctl {
+        name: "kernel.sched_features",
+        help: "scheduler features: HRTICK or NO_HRTICK",
+        get: || String::from(if crate::sched::hrtick::enabled() { "HRTICK" } else { "NO_HRTICK" }),
+        set: |v| match v.trim() {
+            "HRTICK" => {
+                crate::sched::hrtick::set_enabled(true);
+                Ok(())
+            }
+            "NO_HRTICK" => {
+                crate::sched::hrtick::set_enabled(false);
+                Ok(())
+            }
+            _ => Err(Errno::EINVAL),
+        },
+    },
+    Sysctl {
+        name: "kernel.sched_rt_period_us",
+        help: "RT throttling period in µs (1..=2147483647, >= runtime)",
+        get: || format!("{}", crate::sched::rt_limits::rt_period_us()),
+        set: |v| crate::sched::rt_limits::set_rt_period_us(parse_i64(v)?),
+    },
+    Sysctl {
+        name: "kernel.sched_rt_runtime_us",
+        help: "RT runtime per period in µs (-1 = no throttling, else 0..=period)",
+        get: || format!("{}", crate::sched::rt_limits::rt_runtime_us()),
+        set: |v| crate::sched::rt_limits::set_rt_runtime_us(parse_i64(v)?),
+    },
+    Sysctl {
+        name: "kernel.sched_rt_watchdog_action",
+        help: "what the RLIMIT_RTTIME soft limit does: demote or signal",
+        get: || String::from(crate::sched::rt_limits::watchdog_action_name()),
+        set: |v| crate::sched::rt_limits::set_watchdog_action(v),
+    },
 ];
 
 /// Looks an entry up by its name (`kernel.x` or `kernel/x`, as `sysctl` accepts).

@@ -74,7 +74,7 @@ fn reprogram_local(q: &TimerQueue) {
     let now = crate::time::uptime_ns();
     let delay = next.saturating_sub(now).max(MIN_DELAY_NS);
     q.programmed.store(next, Ordering::Relaxed);
-    crate::arch::apic::arm_oneshot_ns(delay);
+    crate::arch::apic::arm_ns(delay);
 }
 
 /// Arms `f(cpu, data)` to run on `cpu` at `expires_ns`.

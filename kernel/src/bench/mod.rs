@@ -7,6 +7,8 @@
 //! * `bench scale [-d MS] [-n N,N,...]`: context-switch rate with N runnable tasks yielding on
 //!   one CPU (default 2, 100, 1000, 10000): `scale: tasks=<n> switches_per_s=<r> us_per_switch=<u>`.
 
+pub mod slice;
+
 use crate::sched::pipe::pipe;
 use crate::sched::task::SpawnOptions;
 use crate::sched::{self, spawn, wait};

@@ -76,6 +76,11 @@ fn change_params(t: &Arc<Task>, f: impl FnOnce(&mut SchedParams)) {
     }
 }
 
+/// The RT watchdog's soft-limit action: SCHED_NORMAL, nice 0.
+pub fn demote_to_normal(t: &Arc<Task>) {
+    change_params(t, |p| p.attr = ValidAttr::default());
+}
+
 /// `sched_setattr(pid, attr, 0)`.
 pub fn sched_setattr(pid: Tid, attr: &SchedAttr) -> Result<(), Errno> {
     let t = task_of(pid)?;

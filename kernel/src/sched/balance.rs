@@ -250,6 +250,9 @@ pub fn push_rt(cpu: u32) {
 
 /// Pulls the highest waiting RT task that outranks what `this` runs. True if one moved.
 pub fn pull_rt(this: u32) -> bool {
+    if rq_of(this).rt_throttled.load(Ordering::Relaxed) {
+        return false; // could not run it here anyway
+    }
     let overloaded = CpuMask(super::RT_OVERLOAD.load(Ordering::Acquire)).without(this as usize);
     for src_cpu in overloaded.iter() {
         let src_cpu = src_cpu as u32;

@@ -11,7 +11,6 @@ use super::task::{ClassId, Task};
 use super::RqInner;
 use alloc::sync::Arc;
 use cadence_sched::{FairEntity, ValidAttr};
-use core::sync::atomic::Ordering;
 
 pub trait SchedClass: Sync {
     fn name(&self) -> &'static str;
@@ -77,6 +76,9 @@ impl SchedClass for RtClass {
     }
 
     fn pick_next(&self, rq: &mut RqInner) -> Option<Arc<Task>> {
+        if rq.rt_throttled {
+            return None; // RT bandwidth used up for this period: fair tasks run
+        }
         rq.rt.pick_highest().and_then(|tid| lookup(rq, tid))
     }
 
@@ -84,19 +86,9 @@ impl SchedClass for RtClass {
 
     fn set_next(&self, _rq: &mut RqInner, _task: &Arc<Task>) {}
 
-    fn task_tick(&self, rq: &mut RqInner, task: &Arc<Task>) -> bool {
-        if task.policy() != cadence_sched::Policy::RR {
-            return false; // SCHED_FIFO runs until it blocks or yields
-        }
-        let tick = crate::timer::tick_period_ns();
-        let left = task.rr_remaining_ns.load(Ordering::Relaxed);
-        let (left, expired) = cadence_sched::rt::rr_tick(left, tick, super::rr_timeslice_ns());
-        task.rr_remaining_ns.store(left, Ordering::Relaxed);
-        if expired && rq.rt.nr_at_prio(task.rt_priority()) > 1 {
-            // Round robin: to the tail of its priority level.
-            let _ = rq.rt.requeue(task.tid, false);
-            return true;
-        }
+    fn task_tick(&self, _rq: &mut RqInner, _task: &Arc<Task>) -> bool {
+        // The RR quantum, the watchdog and throttling are accounted in `update_curr`
+        // (`rt_limits::account`), which the tick calls first.
         false
     }
 

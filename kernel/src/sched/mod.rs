@@ -32,8 +32,10 @@
 pub mod api;
 pub mod balance;
 pub mod class;
+pub mod hrtick;
 pub mod pipe;
 pub mod rqlock;
+pub mod rt_limits;
 pub mod signal;
 pub mod task;
 pub mod wait;
@@ -73,6 +75,12 @@ pub struct RqInner {
     pub exec_start: u64,
     /// Where the next load-balancing scan of this queue starts (a tid).
     pub balance_cursor: Tid,
+    /// The pending hrtick timer, if armed.
+    pub hrtick_timer: Option<crate::timer::TimerId>,
+    /// RT throttling: RT time used in the current period, the period's start, throttled flag.
+    pub rt_time: u64,
+    pub rt_period_start: u64,
+    pub rt_throttled: bool,
     /// The task switched away from, for `finish_task_switch` on the next task.
     prev: Option<Arc<Task>>,
     /// A runnable task switched out because it may no longer run here (affinity change):
@@ -106,6 +114,8 @@ pub struct Rq {
     pub last_idle_balance: AtomicU64,
     /// The idle loop is polling `need_resched` (no IPI needed to wake it).
     pub polling: AtomicBool,
+    /// This CPU's RT class is throttled (lock-free copy of `RqInner::rt_throttled`).
+    pub rt_throttled: AtomicBool,
 }
 
 /// How long an idle CPU polls for work before halting (Linux's haltpoll idea: under
@@ -133,6 +143,10 @@ impl Rq {
                 tasks: BTreeMap::new(),
                 exec_start: 0,
                 balance_cursor: 0,
+                hrtick_timer: None,
+                rt_time: 0,
+                rt_period_start: 0,
+                rt_throttled: false,
                 prev: None,
                 migrate_out: None,
             }),
@@ -150,6 +164,7 @@ impl Rq {
             balance_backoff: AtomicU32::new(0),
             last_idle_balance: AtomicU64::new(u64::MAX),
             polling: AtomicBool::new(false),
+            rt_throttled: AtomicBool::new(false),
         }
     }
 }
@@ -287,7 +302,22 @@ fn update_curr(g: &mut RqInner, now: u64) -> bool {
     }
     curr.stats.sum_exec_runtime.fetch_add(delta, Ordering::Relaxed);
     match curr.class() {
-        ClassId::Fair if g.fair.curr() == Some(curr.key()) => g.fair.update_curr(delta),
+        ClassId::Fair if g.fair.curr() == Some(curr.key()) => {
+            let key = curr.key();
+            let old_deadline = g.fair.entity(key).map(|e| e.deadline());
+            let resched = g.fair.update_curr(delta);
+            if hrtick::stats_on() {
+                if let (Some(d0), Some(se)) = (old_deadline, g.fair.entity(key)) {
+                    if se.deadline() != d0 {
+                        // The slice ended at virtual time d0; it ran (vruntime − d0) past it.
+                        let over = se.vruntime().wrapping_sub(d0) as i64;
+                        hrtick::record_overshoot(hrtick::virtual_to_real(over.max(0) as u64, se.weight()));
+                    }
+                }
+            }
+            resched
+        }
+        ClassId::Rt => rt_limits::account(g, &curr, delta, now),
         _ => false,
     }
 }
@@ -387,6 +417,7 @@ fn __schedule(preempted: bool) {
     }
     let next = pick_next(&mut g);
     class::of(&next).set_next(&mut g, &next);
+    hrtick::update(&mut g, &next, now);
     end_wait(&next, now);
     let woken = next.stats.woken_at.swap(0, Ordering::Relaxed);
     if woken != 0 {
@@ -527,6 +558,12 @@ fn activate_on(task: &Arc<Task>, cpu: u32, flags: u32) {
         crate::trace::sched_wakeup(task, cpu, flags & ENQUEUE_INITIAL != 0, now);
     }
     let preempt = wakeup_preempt(&mut g, task);
+    if !preempt {
+        // The running task may now share its CPU: end its slice on time.
+        if let Some(curr) = g.curr.clone() {
+            hrtick::update(&mut g, &curr, now);
+        }
+    }
     update_counts(rq, &g);
     let push = task.class() == ClassId::Rt && !preempt;
     drop(g);
@@ -563,6 +600,7 @@ pub fn try_to_wake_up(task: &Arc<Task>) -> bool {
         break;
     }
     task.set_state(TaskState::Running);
+    task.watchdog.reset();
     task.stats.nr_wakeups.fetch_add(1, Ordering::Relaxed);
     task.stats.woken_at.store(crate::time::uptime_ns().max(1), Ordering::Relaxed);
     let target = select_cpu(task, percpu::cpu_id());
@@ -705,6 +743,7 @@ pub fn scheduler_tick() {
         let mut g = cpu.rq.lock.lock();
         let now = crate::time::uptime_ns();
         let mut resched = update_curr(&mut g, now);
+        resched |= rt_limits::check_throttle(&mut g, now);
         if let Some(curr) = g.curr.clone() {
             resched |= class::of(&curr).task_tick(&mut g, &curr);
         }
@@ -728,6 +767,9 @@ pub fn irq_exit() {
         __schedule(true);
         // Back in the interrupted task: act on its signals before returning to it.
         signal::handle_pending();
+    }
+    if cpu.rq.ready.load(Ordering::Acquire) {
+        rt_limits::act_on_current();
     }
 }
 

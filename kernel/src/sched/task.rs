@@ -126,6 +126,8 @@ pub struct Task {
     exit_code: AtomicI32,
     /// Pending signals (bit n = signal n).
     pub pending: AtomicU64,
+    /// RLIMIT_RTTIME and the watchdog's count (see `rt_limits`).
+    pub watchdog: super::rt_limits::RtWatchdog,
     /// Woken when the task exits.
     pub exited: super::wait::WaitQueue,
     /// Reaped automatically at exit (nobody will `wait` for it).
@@ -374,6 +376,7 @@ pub(super) fn new_task(
         stats: TaskStats::default(),
         exit_code: AtomicI32::new(0),
         pending: AtomicU64::new(0),
+        watchdog: super::rt_limits::RtWatchdog::new(),
         exited: super::wait::WaitQueue::new(),
         detached: AtomicBool::new(opts.detached),
         released: AtomicBool::new(false),
@@ -381,6 +384,13 @@ pub(super) fn new_task(
         created_ns: crate::time::uptime_ns(),
     });
     task.cache_params(&params);
+    if let Some(p) = parent {
+        // rlimits are inherited over fork.
+        let (soft, hard) = (p.watchdog.soft_us.load(Ordering::Relaxed), p.watchdog.hard_us.load(Ordering::Relaxed));
+        task.watchdog.soft_us.store(soft, Ordering::Relaxed);
+        task.watchdog.hard_us.store(hard, Ordering::Relaxed);
+    }
+    task.watchdog.reset();
     if !is_idle {
         TASKS.lock().insert(tid, task.clone());
     }

@@ -351,3 +351,85 @@ fn errno_cases_match_linux() {
     let a = api::sched_getattr(me).expect("getattr");
     assert_eq!((a.policy, a.nice), (Policy::Normal, 0));
 }
+
+// ----- RT watchdog and throttling (issue: hrtick, watchdog, throttling) ----------------------
+
+use super::rt_limits::{self, RLIMIT_RTTIME, RLIM_INFINITY};
+
+/// A SCHED_FIFO spinner pinned to `cpu` that limits its own RT time to `soft_ms`/`hard_ms`
+/// and records its runtime when it is demoted or sees SIGXCPU.
+fn watchdog_spinner(cpu: u32, soft_ms: u64, hard_ms: Option<u64>, seen_at: Arc<AtomicU64>, stop: Arc<AtomicBool>) -> Arc<Task> {
+    spawn(SpawnOptions::new("rt-spinner").policy(Policy::Fifo, 50, 0).pin(cpu), move || {
+        let hard = hard_ms.map(|h| h * 1000).unwrap_or(RLIM_INFINITY);
+        rt_limits::prlimit(0, RLIMIT_RTTIME, Some((soft_ms * 1000, hard))).expect("prlimit");
+        let me = super::current();
+        while !stop.load(Ordering::Relaxed) {
+            let demoted = me.class() != task::ClassId::Rt;
+            if (demoted || super::signal::take_pending(super::signal::SIGXCPU)) && seen_at.load(Ordering::Relaxed) == 0 {
+                seen_at.store(runtime(&me), Ordering::SeqCst);
+            }
+        }
+        0
+    })
+    .expect("spinner")
+}
+
+#[test_case]
+fn rttime_soft_limit_demotes_then_shares_fairly() {
+    rt_limits::set_watchdog_action("demote").expect("action");
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(AtomicU64::new(0));
+    let fair = hog("fair", SpawnOptions::new("fairhog").policy(Policy::Normal, 0, 0).pin(3), &stop);
+    let rt = watchdog_spinner(3, 50, None, seen.clone(), stop.clone());
+    super::sleep_ns(150 * MS);
+    let at = seen.load(Ordering::SeqCst);
+    let tick = crate::timer::tick_period_ns();
+    assert!(at >= 50 * MS && at <= 50 * MS + tick + MS, "demoted after {} ns of RT time", at);
+    assert_eq!(rt.policy(), Policy::Normal);
+    assert_eq!(rt.watchdog.demotions.load(Ordering::Relaxed), 1);
+    let (r0, f0) = (runtime(&rt), runtime(&fair));
+    super::sleep_ns(400 * MS);
+    let (r1, f1) = (runtime(&rt) - r0, runtime(&fair) - f0);
+    stop_and_reap(&stop, &[rt, fair]);
+    let share = r1 as f64 / (r1 + f1).max(1) as f64;
+    assert!((share - 0.5).abs() < 0.1, "demoted task got {:.2} of the CPU", share);
+}
+
+#[test_case]
+fn rttime_signal_mode_sends_sigxcpu_and_hard_limit_kills() {
+    rt_limits::set_watchdog_action("signal").expect("action");
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(AtomicU64::new(0));
+    let rt = watchdog_spinner(3, 50, Some(120), seen.clone(), stop.clone());
+    let code = wait(rt.tid).expect("reaped");
+    rt_limits::set_watchdog_action("demote").expect("action");
+    let at = seen.load(Ordering::SeqCst);
+    let tick = crate::timer::tick_period_ns();
+    assert!(at >= 50 * MS && at <= 50 * MS + tick + MS, "SIGXCPU after {} ns", at);
+    assert_eq!(code, 128 + 9, "killed by SIGKILL at the hard limit");
+    let ran = runtime(&rt);
+    assert!(ran >= 120 * MS && ran <= 120 * MS + tick + MS, "killed after {} ns", ran);
+}
+
+fn fair_share_beside_fifo_spinner(measure_ms: u64) -> f64 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let fair = hog("fair", SpawnOptions::new("fairhog").policy(Policy::Normal, 0, 0).pin(3), &stop);
+    let rt = hog("fifo", SpawnOptions::new("fifohog").policy(Policy::Fifo, 10, 0).pin(3), &stop);
+    super::sleep_ns(100 * MS);
+    let (f0, t0) = (runtime(&fair), crate::time::uptime_ns());
+    super::sleep_ns(measure_ms * MS);
+    let share = (runtime(&fair) - f0) as f64 / (crate::time::uptime_ns() - t0) as f64;
+    stop_and_reap(&stop, &[rt, fair]);
+    share
+}
+
+#[test_case]
+fn rt_throttling_leaves_five_percent_to_fair_tasks() {
+    // Whole periods (1 s each) make the share independent of where the window starts.
+    let share = fair_share_beside_fifo_spinner(2000);
+    assert!((share - 0.05).abs() <= 0.01, "fair hog got {:.4} of the CPU with throttling on", share);
+    rt_limits::set_rt_runtime_us(-1).expect("throttling off");
+    let share = fair_share_beside_fifo_spinner(500);
+    rt_limits::set_rt_runtime_us(950_000).expect("throttling back on");
+    assert!(share < 0.005, "fair hog got {:.4} of the CPU with throttling off", share);
+}

@@ -18,9 +18,15 @@ const COMMANDS: &[Command] = &[
     Command { name: "help", usage: "help", help: "list commands", run: cmd_help },
     Command {
         name: "bench",
-        usage: "bench pipe [-l LOOPS] | bench scale [-d MS] [-n N,N,...]",
+        usage: "bench pipe [-l LOOPS] | bench scale [-d MS] [-n N,N,...] | bench slice [-d MS] [-n HOGS] [--wakers K]",
         help: "run a benchmark",
         run: cmd_bench,
+    },
+    Command {
+        name: "prlimit",
+        usage: "prlimit --pid PID [--rttime=SOFT[:HARD]]  (µs or 'unlimited')",
+        help: "show or set RLIMIT_RTTIME of a task",
+        run: crate::sched::rt_limits::cmd_prlimit,
     },
     Command { name: "poweroff", usage: "poweroff", help: "exit QEMU (success)", run: cmd_poweroff },
 ];
@@ -41,6 +47,7 @@ fn cmd_bench(args: &[&str]) -> Result<(), String> {
     match args.first().copied() {
         Some("pipe") => crate::bench::cmd_pipe(&args[1..]),
         Some("scale") => crate::bench::cmd_scale(&args[1..]),
+        Some("slice") => crate::bench::slice::cmd_slice(&args[1..]),
         _ => Err(String::from("usage")),
     }
 }

@@ -28,6 +28,14 @@ pub fn sched_process_exit(_task: &Task, _now_ns: u64) {}
 #[inline]
 pub fn timer_expire(_what: &'static str, _expires_ns: u64, _now_ns: u64) {}
 
+/// `hrtick_start`: `cpu`'s slice-end timer armed `delay_ns` ahead.
+#[inline]
+pub fn hrtick_start(_cpu: u32, _delay_ns: u64, _now_ns: u64) {}
+
+/// `hrtick_fire`: `cpu`'s slice-end timer fired.
+#[inline]
+pub fn hrtick_fire(_cpu: u32, _now_ns: u64) {}
+
 /// `ipi_send`: this CPU sends `vector` to `target_cpu`.
 #[inline]
 pub fn ipi_send(_target_cpu: u32, _vector: u8, _now_ns: u64) {}

@@ -74,6 +74,24 @@ impl Errno {
     }
 }
 
+impl Errno {
+    /// The C library's `strerror` text (what Linux tools print).
+    pub const fn strerror(self) -> &'static str {
+        match self {
+            Errno::EPERM => "Operation not permitted",
+            Errno::ESRCH => "No such process",
+            Errno::EINTR => "Interrupted system call",
+            Errno::EAGAIN => "Resource temporarily unavailable",
+            Errno::ENOMEM => "Cannot allocate memory",
+            Errno::EBUSY => "Device or resource busy",
+            Errno::ENODEV => "No such device",
+            Errno::EINVAL => "Invalid argument",
+            Errno::ERANGE => "Numerical result out of range",
+            Errno::EOPNOTSUPP => "Operation not supported",
+        }
+    }
+}
+
 impl fmt::Display for Errno {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({})", self.name(), self.code())

@@ -134,6 +134,32 @@ pub fn set_tick_hz(hz: u32) {
     TICK_HZ.store(hz, Ordering::Relaxed);
 }
 
+const LVT_TIMER_TSC_DEADLINE: u32 = 0b10 << 17;
+/// Use TSC-deadline mode (CPUID.1:ECX.TSC_Deadline; QEMU TCG does not offer it).
+static TSC_DEADLINE: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Chooses the timer mode once at boot: TSC-deadline when CPUID reports it, else one-shot.
+/// Returns whether TSC-deadline mode is used.
+pub fn detect_timer_mode() -> bool {
+    let tscd = super::cpuid::has_tsc_deadline();
+    TSC_DEADLINE.store(tscd, Ordering::Relaxed);
+    tscd
+}
+
+/// Arms this CPU's timer for `ns` from now: TSC-deadline mode writes the absolute TSC target
+/// to IA32_TSC_DEADLINE; one-shot mode loads the count-down register.
+pub fn arm_ns(ns: u64) {
+    if TSC_DEADLINE.load(Ordering::Relaxed) {
+        write(Reg::LvtTimer, TIMER_VECTOR as u32 | LVT_TIMER_TSC_DEADLINE);
+        let target = super::tsc::rdtsc() + super::tsc::ns_to_ticks(ns).max(1);
+        // SAFETY: TSC-deadline mode was detected through CPUID, so the MSR exists; writing a
+        // future TSC value only arms this CPU's timer.
+        unsafe { super::msr::write(super::msr::Msr::TscDeadline, target) };
+    } else {
+        arm_oneshot_ns(ns);
+    }
+}
+
 /// Arms the timer once, `ns` from now (one-shot mode).
 pub fn arm_oneshot_ns(ns: u64) {
     let count = (ns as u128 * (timer_hz() / TIMER_DIVIDER) as u128 / 1_000_000_000).clamp(1, u32::MAX as u128);

@@ -1,0 +1,129 @@
+//! hrtick: preempt exactly when a slice ends, instead of at the next periodic tick
+//! (Linux `kernel/sched/core.c` hrtick_*, `fair.c` hrtick_start_fair).
+//!
+//! When the running task is fair and more than one fair entity is queued on its CPU, a one-shot
+//! timer (the CPU's timer queue, see `timer`) is armed for the rest of its slice:
+//! `delay = (deadline − vruntime) × weight / 1024` (virtual → real time), at least
+//! [`HRTICK_MIN_DELAY_NS`]; if that is already ≤ 0 the CPU reschedules at once. For SCHED_RR
+//! with peers at its priority, the timer is armed for the rest of the RR quantum. The timer is
+//! re-armed whenever the CPU picks a task or a task is queued on it, and cancelled when the
+//! running task is alone. When it fires, the runtime is accounted (`update_curr`) and the CPU
+//! reschedules if the slice is used up (otherwise it re-arms for what is left).
+//!
+//! Switch: `sysctl kernel.sched_features=HRTICK|NO_HRTICK`, boot `hrtick=0|1` (default on,
+//! unlike Linux, where reprogramming cost in VMs keeps it off by default).
+//!
+//! Slice-overshoot statistics for `bench slice`: while enabled, every time a fair task's slice
+//! ends, how far it ran past the end (real ns) is recorded per CPU.
+
+use super::task::{ClassId, Task};
+use super::{rq_of, update_curr, RqInner};
+use crate::sync::IrqLock;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+/// Linux's minimum hrtick delay (10 µs).
+pub const HRTICK_MIN_DELAY_NS: u64 = 10_000;
+
+static HRTICK: AtomicBool = AtomicBool::new(true);
+
+pub fn enabled() -> bool {
+    HRTICK.load(Ordering::Relaxed)
+}
+
+pub fn set_enabled(on: bool) {
+    HRTICK.store(on, Ordering::Relaxed);
+}
+
+/// Real time for `vdelta` of virtual time at `weight` (inverse of `calc_delta_fair`).
+pub fn virtual_to_real(vdelta: u64, weight: u64) -> u64 {
+    ((vdelta as u128 * weight as u128) / cadence_sched::weight::NICE_0_LOAD as u128).min(u64::MAX as u128) as u64
+}
+
+/// Cancels the CPU's hrtick timer and arms it again if `curr` (the task running, or about
+/// to run, on `g`'s CPU) needs one. Called with the run-queue lock held.
+pub(super) fn update(g: &mut RqInner, curr: &Task, now: u64) {
+    if let Some(id) = g.hrtick_timer.take() {
+        crate::timer::cancel(g.cpu, id);
+    }
+    if !enabled() {
+        return;
+    }
+    let delay = match curr.class() {
+        ClassId::Fair if g.fair.nr_queued() > 1 => {
+            let Some(se) = g.fair.entity(curr.key()) else { return };
+            let vleft = se.deadline().wrapping_sub(se.vruntime()) as i64;
+            if vleft <= 0 {
+                rq_of(g.cpu).need_resched.store(true, Ordering::Release);
+                return;
+            }
+            virtual_to_real(vleft as u64, se.weight())
+        }
+        ClassId::Rt if curr.policy() == cadence_sched::Policy::RR && g.rt.nr_at_prio(curr.rt_priority()) > 1 => {
+            curr.rr_remaining_ns.load(Ordering::Relaxed)
+        }
+        _ => return,
+    };
+    let delay = delay.max(HRTICK_MIN_DELAY_NS);
+    crate::trace::hrtick_start(g.cpu, delay, now);
+    g.hrtick_timer = crate::timer::arm(g.cpu, now + delay, fire, 0);
+}
+
+/// The hrtick timer fired on `cpu`.
+fn fire(cpu: u32, _data: u64) {
+    let now = crate::time::uptime_ns();
+    crate::trace::hrtick_fire(cpu, now);
+    let rq = rq_of(cpu);
+    let mut g = rq.lock.lock();
+    g.hrtick_timer = None;
+    if update_curr(&mut g, now) {
+        rq.need_resched.store(true, Ordering::Release);
+    } else if let Some(curr) = g.curr.clone() {
+        update(&mut g, &curr, now);
+    }
+}
+
+// ----- slice-overshoot statistics ---------------------------------------------------------
+
+static STATS_ON: AtomicBool = AtomicBool::new(false);
+static SAMPLES: IrqLock<Vec<u32>> = IrqLock::new(Vec::new());
+const MAX_SAMPLES: usize = 200_000;
+
+/// Starts recording overshoot samples (clearing old ones).
+pub fn stats_start() {
+    SAMPLES.lock().clear();
+    STATS_ON.store(true, Ordering::SeqCst);
+}
+
+/// Stops recording and returns the samples (ns past the slice end, one per expired slice).
+pub fn stats_take() -> Vec<u32> {
+    STATS_ON.store(false, Ordering::SeqCst);
+    core::mem::take(&mut *SAMPLES.lock())
+}
+
+/// Records that a fair slice ended `overshoot_ns` late (called under the run-queue lock).
+pub(super) fn record_overshoot(overshoot_ns: u64) {
+    if STATS_ON.load(Ordering::Relaxed) {
+        let mut s = SAMPLES.lock();
+        if s.len() < MAX_SAMPLES {
+            s.push(overshoot_ns.min(u32::MAX as u64) as u32);
+        }
+    }
+}
+
+pub(super) fn stats_on() -> bool {
+    STATS_ON.load(Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test_case]
+    fn virtual_to_real_inverts_calc_delta_fair() {
+        for w in [15u64, 335, 1024, 3121, 88761] {
+            let real = 3_000_000u64;
+            let v = cadence_sched::weight::calc_delta_fair(real, w);
+            let back = super::virtual_to_real(v, w);
+            assert!(back.abs_diff(real) <= 1 + w / 1024, "w={} real={} back={}", w, real, back);
+        }
+    }
+}
