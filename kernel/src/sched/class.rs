@@ -97,61 +97,272 @@ impl SchedClass for RtClass {
     }
 }
 
+// ----- the fair class, hierarchical -----------------------------------------------------------
+//
+// A fair task's entity sits in the queue of its group on this CPU (`se_group`); each non-root
+// group on the path to the root has one entity in its parent's queue. Levels are walked with
+// [`level_up`]: (queue owner, key) pairs from the task's own level up to the root's.
+
+use super::group::{GroupId, GroupRq, ROOT_GROUP};
+use super::SeKey;
+use cadence_sched::FairRq;
+
+/// The fair queue of group `gid` on this CPU (root: the run queue's own).
+pub fn fair_rq(rq: &RqInner, gid: GroupId) -> Option<&FairRq<SeKey>> {
+    if gid == ROOT_GROUP {
+        Some(&rq.fair)
+    } else {
+        rq.group_rqs.get(&gid).map(|g| &g.rq)
+    }
+}
+
+pub fn fair_rq_mut(rq: &mut RqInner, gid: GroupId) -> Option<&mut FairRq<SeKey>> {
+    if gid == ROOT_GROUP {
+        Some(&mut rq.fair)
+    } else {
+        rq.group_rqs.get_mut(&gid).map(|g| &mut g.rq)
+    }
+}
+
+/// The parent of `gid` as recorded in this CPU's group queue.
+fn parent_of(rq: &RqInner, gid: GroupId) -> GroupId {
+    rq.group_rqs.get(&gid).map(|g| g.tg.parent).unwrap_or(ROOT_GROUP)
+}
+
+/// Creates this CPU's queues for `gid` and its ancestors if missing. False if the group no
+/// longer exists (the caller then uses the root group).
+fn ensure_group_rq(rq: &mut RqInner, gid: GroupId) -> bool {
+    let mut id = gid;
+    while id != ROOT_GROUP {
+        if let Some(grq) = rq.group_rqs.get(&id) {
+            id = grq.tg.parent;
+            continue;
+        }
+        let Some(tg) = super::group::lookup(id) else { return false };
+        let parent = tg.parent;
+        let mut t = super::fair_tunables();
+        t.base_slice_ns = rq.fair.tunables().base_slice_ns;
+        rq.group_rqs.insert(id, GroupRq::new(tg, t));
+        id = parent;
+    }
+    true
+}
+
+/// The group whose queue a fair task should join now: its manual group, or with autogroup on
+/// and the task in the root group, its autogroup.
+pub fn effective_group(task: &Task) -> GroupId {
+    let manual = task.group.load(core::sync::atomic::Ordering::Acquire);
+    if manual != ROOT_GROUP {
+        return manual;
+    }
+    if super::autogroup::enabled() {
+        let ag = task.autogroup.load(core::sync::atomic::Ordering::Acquire);
+        if ag != 0 {
+            return ag;
+        }
+    }
+    ROOT_GROUP
+}
+
+/// (queue owner, key) for every level from the task up to the root.
+fn level_up(rq: &RqInner, task: &Task) -> alloc::vec::Vec<(GroupId, SeKey)> {
+    let mut levels = alloc::vec::Vec::with_capacity(4);
+    let mut gid = task.se_group.load(core::sync::atomic::Ordering::Relaxed);
+    levels.push((gid, task.key()));
+    while gid != ROOT_GROUP {
+        let parent = parent_of(rq, gid);
+        levels.push((parent, SeKey::Group(gid)));
+        gid = parent;
+    }
+    levels
+}
+
+/// Re-weights the group entities from `gid` up to the root after `gid`'s queue changed, and
+/// queues/dequeues them as their queues become non-empty/empty.
+fn propagate(rq: &mut RqInner, mut gid: GroupId, flags: u32, enqueue: bool) {
+    while gid != ROOT_GROUP {
+        let Some(grq) = rq.group_rqs.get_mut(&gid) else { return };
+        grq.sync_load();
+        let weight = grq.entity_weight();
+        let empty = grq.rq.nr_queued() == 0;
+        let parent = grq.tg.parent;
+        if !ensure_group_rq(rq, parent) {
+            return;
+        }
+        let Some(prq) = fair_rq_mut(rq, parent) else { return };
+        let key = SeKey::Group(gid);
+        if prq.entity(key).is_none() {
+            let _ = prq.attach(key, cadence_sched::FairEntity::new(weight).unwrap_or_else(|_| new_entity(&ValidAttr::default())));
+        }
+        let on_rq = prq.entity(key).is_some_and(|e| e.on_rq());
+        let _ = prq.reweight(key, weight);
+        if enqueue && !on_rq && !empty {
+            let _ = prq.enqueue(key, flags & (cadence_sched::eevdf::ENQUEUE_WAKEUP | cadence_sched::eevdf::ENQUEUE_INITIAL));
+        } else if !enqueue && on_rq && empty {
+            let _ = prq.dequeue(key, flags & cadence_sched::eevdf::DEQUEUE_SLEEP);
+        }
+        gid = parent;
+    }
+}
+
+/// Charges `delta` ns to the running fair task at every level of its path. Returns true if
+/// some level's slice ended with others waiting (reschedule).
+pub fn update_curr_fair(rq: &mut RqInner, task: &Task, delta: u64) -> bool {
+    let mut resched = false;
+    for (i, (gid, key)) in level_up(rq, task).into_iter().enumerate() {
+        let Some(frq) = fair_rq_mut(rq, gid) else { continue };
+        if frq.curr() != Some(key) {
+            continue;
+        }
+        let old_deadline = frq.entity(key).map(|e| e.deadline());
+        resched |= frq.update_curr(delta);
+        if i == 0 && super::hrtick::stats_on() {
+            if let (Some(d0), Some(se)) = (old_deadline, frq.entity(key)) {
+                if se.deadline() != d0 {
+                    // The slice ended at virtual time d0; it ran (vruntime − d0) past it.
+                    let over = se.vruntime().wrapping_sub(d0) as i64;
+                    super::hrtick::record_overshoot(super::hrtick::virtual_to_real(over.max(0) as u64, se.weight()));
+                }
+            }
+        }
+    }
+    resched
+}
+
+/// Wakeup preemption between two fair tasks: decided at the first level where their paths
+/// differ (Linux `find_matching_se`), by that queue's EEVDF rule.
+pub fn check_preempt_fair(rq: &mut RqInner, curr: &Task, waking: &Task) -> bool {
+    let mut a = level_up(rq, curr);
+    let mut b = level_up(rq, waking);
+    a.reverse();
+    b.reverse();
+    for ((qa, ka), (qb, kb)) in a.iter().zip(b.iter()) {
+        if qa != qb {
+            return false;
+        }
+        if ka != kb {
+            return fair_rq(rq, *qa).is_some_and(|frq| frq.check_preempt_wakeup(*kb, curr.policy(), waking.policy()));
+        }
+    }
+    false
+}
+
+/// The running task's own entity (for hrtick): (entity, fair tasks queued on this CPU).
+pub fn task_entity<'a>(rq: &'a RqInner, task: &Task) -> Option<&'a cadence_sched::FairEntity> {
+    fair_rq(rq, task.se_group.load(core::sync::atomic::Ordering::Relaxed))?.entity(task.key())
+}
+
+/// Re-weights group `gid`'s entities on this CPU (after its shares changed).
+pub fn refresh_group_weights(rq: &mut RqInner, gid: GroupId) {
+    if rq.group_rqs.contains_key(&gid) {
+        propagate(rq, gid, 0, true);
+    }
+}
+
+/// Drops this CPU's queue of a destroyed (empty) group and its entity in the parent queue.
+pub fn forget_group(rq: &mut RqInner, gid: GroupId) {
+    let Some(grq) = rq.group_rqs.get(&gid) else { return };
+    if grq.rq.nr_queued() > 0 || grq.rq.curr().is_some() {
+        return; // cannot happen for a group without members; keep it rather than corrupt
+    }
+    let parent = grq.tg.parent;
+    if let Some(prq) = fair_rq_mut(rq, parent) {
+        let _ = prq.detach(SeKey::Group(gid));
+    }
+    rq.group_rqs.remove(&gid);
+}
+
 impl SchedClass for FairClass {
     fn name(&self) -> &'static str {
         "fair"
     }
 
     fn enqueue(&self, rq: &mut RqInner, task: &Arc<Task>, flags: u32) {
-        let key = task.key();
-        if rq.fair.entity(key).is_none() {
-            let se = task.parked_se.lock().take().unwrap_or_else(|| new_entity(&task.params_snapshot()));
-            let _ = rq.fair.attach(key, se);
+        let mut gid = effective_group(task);
+        if !ensure_group_rq(rq, gid) {
+            gid = ROOT_GROUP;
         }
-        let _ = rq.fair.enqueue(key, flags);
+        task.se_group.store(gid, core::sync::atomic::Ordering::Relaxed);
+        let key = task.key();
+        let Some(frq) = fair_rq_mut(rq, gid) else { return };
+        if frq.entity(key).is_none() {
+            let se = task.parked_se.lock().take().unwrap_or_else(|| new_entity(&task.params_snapshot()));
+            let _ = frq.attach(key, se);
+        }
+        let _ = frq.enqueue(key, flags);
+        rq.nr_fair_tasks += 1;
+        propagate(rq, gid, flags, true);
     }
 
     fn dequeue(&self, rq: &mut RqInner, task: &Arc<Task>, flags: u32) {
+        let gid = task.se_group.load(core::sync::atomic::Ordering::Relaxed);
         let key = task.key();
-        let _ = rq.fair.dequeue(key, flags);
-        if rq.fair.curr() != Some(key) {
-            if let Ok(se) = rq.fair.detach(key) {
+        let Some(frq) = fair_rq_mut(rq, gid) else { return };
+        if frq.dequeue(key, flags).is_ok() {
+            rq.nr_fair_tasks = rq.nr_fair_tasks.saturating_sub(1);
+        }
+        let Some(frq) = fair_rq_mut(rq, gid) else { return };
+        if frq.curr() != Some(key) {
+            if let Ok(se) = frq.detach(key) {
                 *task.parked_se.lock() = Some(se);
             }
         }
+        propagate(rq, gid, flags, false);
     }
 
     fn pick_next(&self, rq: &mut RqInner) -> Option<Arc<Task>> {
-        match rq.fair.pick_next()? {
-            super::SeKey::Task(tid) => lookup(rq, tid),
+        let mut gid = ROOT_GROUP;
+        for _ in 0..64 {
+            match fair_rq(rq, gid)?.pick_next()? {
+                SeKey::Task(tid) => return lookup(rq, tid),
+                SeKey::Group(child) => gid = child,
+            }
         }
+        None
     }
 
     fn put_prev(&self, rq: &mut RqInner, task: &Arc<Task>) {
-        let key = task.key();
-        if rq.fair.curr() == Some(key) {
-            let _ = rq.fair.put_prev(key);
+        for (gid, key) in level_up(rq, task) {
+            if let Some(frq) = fair_rq_mut(rq, gid) {
+                if frq.curr() == Some(key) {
+                    let _ = frq.put_prev(key);
+                }
+            }
         }
         // A task dequeued while running (sleep, exit, migration) parks its entity now.
         if !task.is_on_rq() {
-            if let Ok(se) = rq.fair.detach(key) {
-                *task.parked_se.lock() = Some(se);
+            let gid = task.se_group.load(core::sync::atomic::Ordering::Relaxed);
+            if let Some(frq) = fair_rq_mut(rq, gid) {
+                if let Ok(se) = frq.detach(task.key()) {
+                    *task.parked_se.lock() = Some(se);
+                }
             }
         }
     }
 
     fn set_next(&self, rq: &mut RqInner, task: &Arc<Task>) {
-        let _ = rq.fair.set_next(task.key());
+        for (gid, key) in level_up(rq, task) {
+            if let Some(frq) = fair_rq_mut(rq, gid) {
+                let _ = frq.set_next(key);
+            }
+        }
     }
 
-    fn task_tick(&self, _rq: &mut RqInner, _task: &Arc<Task>) -> bool {
+    fn task_tick(&self, rq: &mut RqInner, task: &Arc<Task>) -> bool {
         // `update_curr` (called by the tick before this) already asked for a reschedule when
-        // the slice ran out.
+        // a slice ran out; keep the group weights on the path fresh.
+        let gid = task.se_group.load(core::sync::atomic::Ordering::Relaxed);
+        if gid != ROOT_GROUP {
+            propagate(rq, gid, 0, true);
+        }
         false
     }
 
-    fn yield_task(&self, rq: &mut RqInner, _task: &Arc<Task>) {
-        rq.fair.yield_curr();
+    fn yield_task(&self, rq: &mut RqInner, task: &Arc<Task>) {
+        let gid = task.se_group.load(core::sync::atomic::Ordering::Relaxed);
+        if let Some(frq) = fair_rq_mut(rq, gid) {
+            frq.yield_curr();
+        }
     }
 }
 
@@ -168,7 +379,7 @@ impl SchedClass for IdleClass {
     fn set_next(&self, _rq: &mut RqInner, _task: &Arc<Task>) {}
     fn task_tick(&self, rq: &mut RqInner, _task: &Arc<Task>) -> bool {
         // Something became runnable without a wakeup preemption (e.g. pulled): run it.
-        rq.rt.nr_running() + rq.fair.nr_queued() > 0
+        rq.rt.nr_running() + rq.nr_fair_tasks > 0
     }
     fn yield_task(&self, _rq: &mut RqInner, _task: &Arc<Task>) {}
 }

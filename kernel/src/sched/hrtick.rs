@@ -50,8 +50,8 @@ pub(super) fn update(g: &mut RqInner, curr: &Task, now: u64) {
         return;
     }
     let delay = match curr.class() {
-        ClassId::Fair if g.fair.nr_queued() > 1 => {
-            let Some(se) = g.fair.entity(curr.key()) else { return };
+        ClassId::Fair if g.nr_fair_tasks > 1 => {
+            let Some(se) = super::class::task_entity(g, curr) else { return };
             let vleft = se.deadline().wrapping_sub(se.vruntime()) as i64;
             if vleft <= 0 {
                 rq_of(g.cpu).need_resched.store(true, Ordering::Release);

@@ -30,8 +30,10 @@
 //! to interrupts-enabled with `preempt_count == 0` (see [`preempt_point`]).
 
 pub mod api;
+pub mod autogroup;
 pub mod balance;
 pub mod class;
+pub mod group;
 pub mod hrtick;
 pub mod pipe;
 pub mod rqlock;
@@ -60,6 +62,7 @@ pub use task::{find, wait};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum SeKey {
     Task(Tid),
+    Group(group::GroupId),
 }
 
 /// The locked part of a run queue.
@@ -71,6 +74,10 @@ pub struct RqInner {
     pub fair: FairRq<SeKey>,
     /// Every task queued here (RT and fair), by tid.
     pub tasks: BTreeMap<Tid, Arc<Task>>,
+    /// Non-root task groups' queues on this CPU (see `group`).
+    pub group_rqs: BTreeMap<group::GroupId, group::GroupRq>,
+    /// Fair tasks queued on this CPU at any level of the group tree.
+    pub nr_fair_tasks: usize,
     /// When `curr` last had its runtime accounted.
     pub exec_start: u64,
     /// Where the next load-balancing scan of this queue starts (a tid).
@@ -141,6 +148,8 @@ impl Rq {
                 rt: RtPrioArray::new(),
                 fair: FairRq::new(FairTunables::default()),
                 tasks: BTreeMap::new(),
+                group_rqs: BTreeMap::new(),
+                nr_fair_tasks: 0,
                 exec_start: 0,
                 balance_cursor: 0,
                 hrtick_timer: None,
@@ -273,7 +282,7 @@ fn set_need_resched(cpu: u32) {
 }
 
 fn update_counts(rq: &Rq, g: &RqInner) {
-    let nr = g.rt.nr_running() + g.fair.nr_queued();
+    let nr = g.rt.nr_running() + g.nr_fair_tasks;
     rq.nr_running.store(nr as u32, Ordering::Release);
     rq.fair_load.store(g.fair.load(), Ordering::Release);
     let running_rt = g.curr.as_ref().is_some_and(|c| c.class() == ClassId::Rt && c.is_on_rq());
@@ -302,21 +311,7 @@ fn update_curr(g: &mut RqInner, now: u64) -> bool {
     }
     curr.stats.sum_exec_runtime.fetch_add(delta, Ordering::Relaxed);
     match curr.class() {
-        ClassId::Fair if g.fair.curr() == Some(curr.key()) => {
-            let key = curr.key();
-            let old_deadline = g.fair.entity(key).map(|e| e.deadline());
-            let resched = g.fair.update_curr(delta);
-            if hrtick::stats_on() {
-                if let (Some(d0), Some(se)) = (old_deadline, g.fair.entity(key)) {
-                    if se.deadline() != d0 {
-                        // The slice ended at virtual time d0; it ran (vruntime − d0) past it.
-                        let over = se.vruntime().wrapping_sub(d0) as i64;
-                        hrtick::record_overshoot(hrtick::virtual_to_real(over.max(0) as u64, se.weight()));
-                    }
-                }
-            }
-            resched
-        }
+        ClassId::Fair => class::update_curr_fair(g, &curr, delta),
         ClassId::Rt => rt_limits::account(g, &curr, delta, now),
         _ => false,
     }
@@ -369,7 +364,7 @@ fn wakeup_preempt(g: &mut RqInner, task: &Arc<Task>) -> bool {
             if update_curr(g, now) {
                 return true;
             }
-            g.fair.check_preempt_wakeup(task.key(), curr.policy(), task.policy())
+            class::check_preempt_fair(g, &curr, task)
         }
         _ => false,
     }

@@ -117,6 +117,12 @@ pub struct Task {
     pub(super) on_cpu: AtomicBool,
     /// Fair entity while the task is not queued (a queued task's lives in the run queue).
     pub(super) parked_se: IrqLock<Option<FairEntity>>,
+    /// Manual task group (`group move`; root = 0), like a cgroup.
+    pub group: AtomicU32,
+    /// Autogroup this task belongs to (0 = none; see `autogroup`).
+    pub autogroup: AtomicU32,
+    /// Group whose queue holds (or last held) the fair entity.
+    pub(super) se_group: AtomicU32,
     /// SCHED_RR quantum left.
     pub(super) rr_remaining_ns: AtomicU64,
     pub(super) ctx: UnsafeCell<Context>,
@@ -369,6 +375,9 @@ pub(super) fn new_task(
         on_rq: AtomicBool::new(false),
         on_cpu: AtomicBool::new(is_idle),
         parked_se: IrqLock::new(None),
+        group: AtomicU32::new(0),
+        autogroup: AtomicU32::new(0),
+        se_group: AtomicU32::new(0),
         rr_remaining_ns: AtomicU64::new(super::rr_timeslice_ns()),
         ctx: UnsafeCell::new(Context::default()),
         stack: IrqLock::new(stack),

@@ -1,0 +1,223 @@
+//! Task groups: hierarchical fair group scheduling (Linux `CONFIG_FAIR_GROUP_SCHED`).
+//!
+//! A [`TaskGroup`] is a node of a tree rooted at the root group (id [`ROOT_GROUP`], whose
+//! per-CPU queue is the run queue's own `fair`). Each non-root group has, on every CPU where it
+//! has runnable tasks, its own fair queue ([`GroupRq`], in that CPU's `RqInner::group_rqs`,
+//! protected by the run-queue lock) and **one entity** (`SeKey::Group(id)`) in its parent's
+//! queue on that CPU. Picking descends from the root queue through group entities to a task.
+//!
+//! **Shares** (Linux `cpu.weight` semantics): `weight` 1..=10000, default 100, gives
+//! `shares = weight × 1024 / 100`. A group's entity on CPU *c* weighs
+//! `calc_group_shares(shares, load_total, load_c)` = `shares × load_c / load_total`, clamped
+//! to `[MIN_SHARES, shares]` (Linux's calc_group_shares idea). Load here is simplified to the
+//! **instantaneous queued weight** (Σ weights of the group's queued entities on a CPU) instead of
+//! PELT's decayed average: `load_total` is kept exact by every enqueue/dequeue (per-CPU
+//! contributions in `GroupRq::contrib`). Weights are refreshed on every enqueue, dequeue and tick
+//! along the affected path.
+//!
+//! **Membership**: a task's *manual* group is `Task::group` (what `group move` sets, like a
+//! cgroup); with autogroup on, a fair task in the root group runs in its autogroup instead
+//! (see `autogroup`). RT tasks ignore groups (Cadence has no RT group scheduling): they are
+//! scheduled as if in the root group. `TaskGroup::nr_tasks` counts members; a group can be
+//! destroyed only when it has none and no child groups (EBUSY).
+//!
+//! Lock order: the registry ([`GROUPS`]) is a leaf lock: it may be taken under a run-queue
+//! lock, and nothing is locked while holding it.
+
+use crate::sync::IrqLock;
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use cadence_sched::{Errno, FairRq};
+use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+
+pub type GroupId = u32;
+pub const ROOT_GROUP: GroupId = 0;
+/// Linux `cpu.weight` default and range.
+pub const DEFAULT_WEIGHT: u64 = 100;
+pub const MAX_WEIGHT: u64 = 10_000;
+
+/// What made the group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupKind {
+    Root,
+    Manual,
+    /// An autogroup (per tty or per session).
+    Auto,
+}
+
+pub struct TaskGroup {
+    pub id: GroupId,
+    pub name: String,
+    pub parent: GroupId,
+    pub kind: GroupKind,
+    /// Shares (Linux `tg->shares`): `cpu.weight × 1024 / 100`, or a nice's weight for an
+    /// autogroup whose nice was set.
+    shares: AtomicU64,
+    /// Σ over CPUs of the group's queued weight.
+    load_total: AtomicU64,
+    /// Member tasks (any state).
+    pub nr_tasks: AtomicU32,
+    /// Autogroup nice (what `/proc/<pid>/autogroup` shows).
+    pub nice: AtomicI32,
+}
+
+impl TaskGroup {
+    /// `cpu.weight` (shares × 100 / 1024, rounded).
+    pub fn weight(&self) -> u64 {
+        (self.shares() * DEFAULT_WEIGHT + 512) / cadence_sched::weight::NICE_0_LOAD as u64
+    }
+
+    pub fn shares(&self) -> u64 {
+        self.shares.load(Ordering::Relaxed).max(1)
+    }
+
+    pub fn load_total(&self) -> u64 {
+        self.load_total.load(Ordering::Relaxed)
+    }
+
+    /// Path-like name: `/` for the root, `/<name>` otherwise.
+    pub fn path(&self) -> String {
+        if self.id == ROOT_GROUP {
+            "/".into()
+        } else {
+            alloc::format!("/{}", self.name)
+        }
+    }
+}
+
+/// A group's queue on one CPU.
+pub struct GroupRq {
+    pub tg: Arc<TaskGroup>,
+    pub rq: FairRq<super::SeKey>,
+    /// This CPU's contribution to `tg.load_total`.
+    contrib: u64,
+}
+
+impl GroupRq {
+    pub fn new(tg: Arc<TaskGroup>, tunables: cadence_sched::FairTunables) -> Self {
+        GroupRq { tg, rq: FairRq::new(tunables), contrib: 0 }
+    }
+
+    /// Brings this CPU's contribution to the group's total load up to date.
+    pub fn sync_load(&mut self) {
+        let now = self.rq.load();
+        if now != self.contrib {
+            if now > self.contrib {
+                self.tg.load_total.fetch_add(now - self.contrib, Ordering::Relaxed);
+            } else {
+                self.tg.load_total.fetch_sub(self.contrib - now, Ordering::Relaxed);
+            }
+            self.contrib = now;
+        }
+    }
+
+    /// Weight of the group's entity on this CPU.
+    pub fn entity_weight(&self) -> u64 {
+        cadence_sched::weight::calc_group_shares(self.tg.shares(), self.tg.load_total(), self.rq.load()).max(2)
+    }
+}
+
+static GROUPS: IrqLock<BTreeMap<GroupId, Arc<TaskGroup>>> = IrqLock::new(BTreeMap::new());
+static NEXT_ID: AtomicU32 = AtomicU32::new(1);
+
+/// The group with id `id` (None for the root or an unknown/destroyed id).
+pub fn lookup(id: GroupId) -> Option<Arc<TaskGroup>> {
+    GROUPS.lock().get(&id).cloned()
+}
+
+/// Finds a group by name (`name` or `/name`).
+pub fn by_name(name: &str) -> Option<Arc<TaskGroup>> {
+    let name = name.strip_prefix('/').unwrap_or(name);
+    GROUPS.lock().values().find(|g| g.name == name).cloned()
+}
+
+/// Every group (root excluded), by id.
+pub fn all() -> Vec<Arc<TaskGroup>> {
+    GROUPS.lock().values().cloned().collect()
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 32 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+}
+
+/// Creates a group under `parent` with `cpu.weight` `weight`.
+/// EINVAL: bad name or weight outside 1..=10000; EBUSY: the name exists; ESRCH: no parent.
+pub fn create(name: &str, parent: GroupId, weight: u64, kind: GroupKind) -> Result<Arc<TaskGroup>, Errno> {
+    if !valid_name(name) || !(1..=MAX_WEIGHT).contains(&weight) {
+        return Err(Errno::EINVAL);
+    }
+    let mut groups = GROUPS.lock();
+    if parent != ROOT_GROUP && !groups.contains_key(&parent) {
+        return Err(Errno::ESRCH);
+    }
+    if groups.values().any(|g| g.name == name) {
+        return Err(Errno::EBUSY);
+    }
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let tg = Arc::new(TaskGroup {
+        id,
+        name: name.into(),
+        parent,
+        kind,
+        shares: AtomicU64::new(weight * cadence_sched::weight::NICE_0_LOAD as u64 / DEFAULT_WEIGHT),
+        load_total: AtomicU64::new(0),
+        nr_tasks: AtomicU32::new(0),
+        nice: AtomicI32::new(0),
+    });
+    groups.insert(id, tg.clone());
+    Ok(tg)
+}
+
+/// Removes a group. EBUSY while it has member tasks or child groups; ESRCH if unknown.
+pub fn destroy(id: GroupId) -> Result<(), Errno> {
+    {
+        let mut groups = GROUPS.lock();
+        let tg = groups.get(&id).ok_or(Errno::ESRCH)?;
+        if tg.nr_tasks.load(Ordering::Acquire) > 0 || groups.values().any(|g| g.parent == id) {
+            return Err(Errno::EBUSY);
+        }
+        groups.remove(&id);
+    }
+    // Drop its (empty) per-CPU queues and their entities in the parent queues.
+    for cpu in crate::percpu::online_cpus() {
+        let mut g = cpu.rq.lock.lock();
+        super::class::forget_group(&mut g, id);
+    }
+    Ok(())
+}
+
+/// Sets a group's `cpu.weight` (1..=10000, else EINVAL) and re-weights its entities.
+pub fn set_weight(id: GroupId, weight: u64) -> Result<(), Errno> {
+    if !(1..=MAX_WEIGHT).contains(&weight) {
+        return Err(Errno::EINVAL);
+    }
+    set_shares(id, weight * cadence_sched::weight::NICE_0_LOAD as u64 / DEFAULT_WEIGHT)
+}
+
+/// Sets a group's shares directly (autogroup nice) and re-weights its entities.
+pub fn set_shares(id: GroupId, shares: u64) -> Result<(), Errno> {
+    let tg = lookup(id).ok_or(Errno::ESRCH)?;
+    tg.shares.store(shares.max(2), Ordering::Relaxed);
+    for cpu in crate::percpu::online_cpus() {
+        let mut g = cpu.rq.lock.lock();
+        let now = crate::time::uptime_ns();
+        super::update_curr(&mut g, now);
+        super::class::refresh_group_weights(&mut g, id);
+    }
+    Ok(())
+}
+
+/// Joins/leaves membership counts.
+pub fn join(id: GroupId) {
+    if let Some(tg) = lookup(id) {
+        tg.nr_tasks.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+pub fn leave(id: GroupId) {
+    if let Some(tg) = lookup(id) {
+        tg.nr_tasks.fetch_sub(1, Ordering::AcqRel);
+    }
+}
