@@ -11,6 +11,8 @@
 //! * [`eevdf`]: the fair run queue (`FairRq`).
 //! * [`rt`]: the real-time priority array (`RtPrioArray`) and SCHED_RR timeslices.
 //! * [`cpumask`], [`balance`]: CPU sets and SMP placement / balancing decisions.
+//! * [`core_sched`]: SMT core scheduling: cookies, `PR_SCHED_CORE`, the core-wide pick,
+//!   forced-idle accounting and the trace checker.
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -20,6 +22,7 @@ extern crate alloc;
 pub mod attr;
 pub mod balance;
 pub mod consts;
+pub mod core_sched;
 pub mod cpumask;
 pub mod eevdf;
 pub mod errno;
