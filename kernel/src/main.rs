@@ -33,6 +33,7 @@ pub mod testing;
 pub mod time;
 pub mod timer;
 pub mod trace;
+pub mod tty;
 pub mod sysctl;
 
 use bootloader_api::config::{BootloaderConfig, Mapping};

@@ -19,7 +19,7 @@
 use super::task::{self, SchedParams, Task, Tid};
 use super::{class, online_mask, rq_of, set_need_resched, update_counts, update_curr};
 use alloc::sync::Arc;
-use cadence_sched::eevdf::{DEQUEUE_SAVE, ENQUEUE_RESTORE};
+use cadence_sched::eevdf::DEQUEUE_SAVE;
 use cadence_sched::{CpuMask, Errno, SchedAttr, ValidAttr};
 
 fn task_of(pid: Tid) -> Result<Arc<Task>, Errno> {
@@ -42,34 +42,18 @@ fn change_params(t: &Arc<Task>, f: impl FnOnce(&mut SchedParams)) {
         }
         let now = crate::time::uptime_ns();
         update_curr(&mut g, now);
-        let queued = t.is_on_rq();
-        let running = g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, t));
-        if queued {
-            super::dequeue_task(&mut g, t, DEQUEUE_SAVE);
-        }
-        if running {
-            class::of(t).put_prev(&mut g, t);
-        }
-        let old = p.attr;
-        f(&mut p);
-        t.cache_params(&p);
-        // The fair entity follows the class: gone for RT, fresh (or reweighted) for fair.
-        {
+        super::requeue_locked(&mut g, t, now, || {
+            let old = p.attr;
+            f(&mut p);
+            t.cache_params(&p);
+            // The fair entity follows the class: gone for RT, fresh (or reweighted) for fair.
             let mut se = t.parked_se.lock();
             if !p.attr.policy.is_fair() {
                 *se = None;
             } else if se.is_none() || old.weight() != p.attr.weight() || !old.policy.is_fair() {
                 *se = Some(class::new_entity(&p.attr));
             }
-        }
-        if queued {
-            super::enqueue_task(&mut g, t, ENQUEUE_RESTORE, now);
-        }
-        if running {
-            class::of(t).set_next(&mut g, t);
-            rq.curr_prio.store(super::cpu_prio(t), core::sync::atomic::Ordering::Release);
-        }
-        update_counts(rq, &g);
+        });
         drop(g);
         set_need_resched(cpu);
         break;

@@ -221,3 +221,36 @@ pub fn leave(id: GroupId) {
         tg.nr_tasks.fetch_sub(1, Ordering::AcqRel);
     }
 }
+
+/// Moves task `tid` into manual group `gid` (root = 0): Linux's `sched_move_task`. A queued
+/// or running fair task leaves its old group's queue and joins the new one keeping its lag.
+/// ESRCH: no such task or group; EINVAL: `gid` is an autogroup (membership there is automatic).
+pub fn move_task(tid: super::Tid, gid: GroupId) -> Result<(), Errno> {
+    let t = super::task::find(tid).filter(|t| !t.is_idle && t.state() != super::task::TaskState::Dead).ok_or(Errno::ESRCH)?;
+    if gid != ROOT_GROUP {
+        let tg = lookup(gid).ok_or(Errno::ESRCH)?;
+        if tg.kind == GroupKind::Auto {
+            return Err(Errno::EINVAL);
+        }
+    }
+    let _params = t.params.lock();
+    let old = t.group.load(Ordering::Acquire);
+    if old == gid {
+        return Ok(());
+    }
+    join(gid);
+    super::with_task_rq(&t, |g, now| {
+        super::requeue_locked(g, &t, now, || t.group.store(gid, Ordering::Release));
+    });
+    leave(old);
+    Ok(())
+}
+
+/// The group a task runs in now (for `ps`): its effective fair group, or the root for RT tasks.
+pub fn task_group_path(t: &super::task::Task) -> String {
+    if t.class() != super::task::ClassId::Fair {
+        return "/".into();
+    }
+    let gid = super::class::effective_group(t);
+    lookup(gid).map(|g| g.path()).unwrap_or_else(|| "/".into())
+}

@@ -43,6 +43,8 @@ pub mod task;
 pub mod wait;
 
 #[cfg(test)]
+mod group_tests;
+#[cfg(test)]
 mod tests;
 
 use crate::percpu::{self, PerCpu};
@@ -257,6 +259,14 @@ pub fn current() -> Arc<Task> {
     }
 }
 
+/// The running task's id, for the exception path (no locks; `None` before per-CPU setup).
+pub fn current_tid_checked() -> Option<Tid> {
+    percpu::cpu_id_checked()?;
+    let ptr = this_cpu().rq.current.load(Ordering::Acquire);
+    // SAFETY: as in `current`.
+    (!ptr.is_null()).then(|| unsafe { (*ptr).tid })
+}
+
 /// The running task's id (0 for idle or before the scheduler runs).
 pub fn current_tid() -> Tid {
     let cpu = this_cpu();
@@ -347,6 +357,49 @@ fn dequeue_task(g: &mut RqInner, task: &Arc<Task>, flags: u32) {
     class::of(task).dequeue(g, task, flags);
     task.on_rq.store(false, Ordering::Release);
     g.tasks.remove(&task.tid);
+}
+
+/// Takes `t` (on `g`'s CPU) off its queue — and off the CPU's "current" bookkeeping if it is
+/// running — lets `change` alter it, and puts it back: Linux's DEQUEUE_SAVE / ENQUEUE_RESTORE
+/// dance (`__sched_setscheduler`, `sched_move_task`), which keeps a fair task's lag, so it
+/// keeps its place fairly wherever it lands (another class, group or weight).
+pub(super) fn requeue_locked(g: &mut RqInner, t: &Arc<Task>, now: u64, change: impl FnOnce()) {
+    let queued = t.is_on_rq();
+    let running = g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, t));
+    if queued {
+        dequeue_task(g, t, cadence_sched::eevdf::DEQUEUE_SAVE | cadence_sched::eevdf::DEQUEUE_MOVE);
+    }
+    if running {
+        class::of(t).put_prev(g, t);
+    }
+    change();
+    if queued {
+        enqueue_task(g, t, cadence_sched::eevdf::ENQUEUE_RESTORE | cadence_sched::eevdf::ENQUEUE_MOVE, now);
+    }
+    if running {
+        class::of(t).set_next(g, t);
+        rq_of(g.cpu).curr_prio.store(cpu_prio(t), Ordering::Release);
+    }
+    update_counts(rq_of(g.cpu), g);
+}
+
+/// Runs `f` with `t`'s run queue locked (retrying if the task moves meanwhile) and its runtime
+/// accounted up to now, then reschedules that CPU.
+pub(super) fn with_task_rq<R>(t: &Arc<Task>, f: impl FnOnce(&mut RqInner, u64) -> R) -> R {
+    loop {
+        let cpu = t.cpu();
+        let rq = rq_of(cpu);
+        let mut g = rq.lock.lock();
+        if t.cpu() != cpu {
+            continue;
+        }
+        let now = crate::time::uptime_ns();
+        update_curr(&mut g, now);
+        let r = f(&mut g, now);
+        drop(g);
+        set_need_resched(cpu);
+        return r;
+    }
 }
 
 /// Should `task`, just queued on `g`, preempt what runs there?
@@ -477,7 +530,10 @@ fn finish_task_switch() {
     // SAFETY: held since before the switch (see above); no guard exists.
     unsafe { rq.lock.unlock_after_switch() };
     if let Some(p) = prev {
-        if p.state() == TaskState::Dead {
+        // A dead task that was *preempted* on its way out (between setting Dead and its final
+        // `schedule()`) is still queued and will run again to finish exiting: only one that has
+        // left its run queue is gone.
+        if p.state() == TaskState::Dead && !p.is_on_rq() {
             task_dead(p);
         }
     }
@@ -520,6 +576,9 @@ fn task_dead(task: Arc<Task>) {
     if let Some(se) = task.parked_se.lock().take() {
         drop(se);
     }
+    autogroup::exit(&task);
+    group::leave(task.group.swap(group::ROOT_GROUP, Ordering::AcqRel));
+    crate::tty::task_exit(&task);
     drop(task.take_stack());
     task.released.store(true, Ordering::Release);
     if task.detached.load(Ordering::Acquire) {
@@ -650,6 +709,14 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Re
     let params = SchedParams { attr, affinity };
     let task = task::new_task(&opts, Some(&parent), params, Some(stack), false, parent.cpu());
     task::set_entry(&task, Box::new(f));
+    // Groups, like cgroups and autogroups, are inherited.
+    let manual = parent.group.load(Ordering::Acquire);
+    if manual != group::ROOT_GROUP && group::lookup(manual).is_some() {
+        group::join(manual);
+        task.group.store(manual, Ordering::Release);
+    }
+    autogroup::inherit(&task, &parent);
+    task.tty.store(parent.tty.load(Ordering::Acquire), Ordering::Release);
     task::init_context(&task, task_start);
     if attr.policy.is_fair() {
         *task.parked_se.lock() = Some(class::new_entity(&attr));

@@ -121,6 +121,8 @@ pub struct Task {
     pub group: AtomicU32,
     /// Autogroup this task belongs to (0 = none; see `autogroup`).
     pub autogroup: AtomicU32,
+    /// Controlling tty (0 = none; see `tty`).
+    pub tty: AtomicU32,
     /// Group whose queue holds (or last held) the fair entity.
     pub(super) se_group: AtomicU32,
     /// SCHED_RR quantum left.
@@ -377,6 +379,7 @@ pub(super) fn new_task(
         parked_se: IrqLock::new(None),
         group: AtomicU32::new(0),
         autogroup: AtomicU32::new(0),
+        tty: AtomicU32::new(0),
         se_group: AtomicU32::new(0),
         rr_remaining_ns: AtomicU64::new(super::rr_timeslice_ns()),
         ctx: UnsafeCell::new(Context::default()),

@@ -1,0 +1,259 @@
+//! Terminals, sessions and process groups.
+//!
+//! * ttys: `ttyS0` (id [`CONSOLE`], COM1, always open) and virtual terminals `tty1..tty63`
+//!   opened on demand ([`open`]). Each has a line discipline: bytes written to its input
+//!   ([`input`]) are edited canonically (backspace erases, a newline completes a line) and
+//!   readers get whole lines ([`read_line`], blocking). Output from a virtual tty goes to the
+//!   console prefixed `[ttyN] `.
+//! * Sessions and process groups follow POSIX: [`setsid`] makes the caller the leader of a new
+//!   session and process group, without a controlling tty (EPERM if it already leads a process
+//!   group); [`setpgid`] moves a task to a process group of its own session; a session leader
+//!   that opens a tty with no session acquires it as its controlling tty ([`acquire`]).
+//!   Children inherit session, process group and tty.
+//! * Autogroup (see `sched::autogroup`): in tty mode a tty's autogroup is created when the tty
+//!   is opened and a task joins it when the tty becomes its controlling tty (or by inheritance);
+//!   in session mode `setsid` creates the autogroup.
+
+use crate::sched::task::{self, Task, TaskState, Tid};
+use crate::sched::wait::WaitQueue;
+use crate::sched::{autogroup, current};
+use crate::sync::IrqLock;
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use cadence_sched::Errno;
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+pub type TtyId = u32;
+/// The console, `ttyS0`.
+pub const CONSOLE: TtyId = 64;
+pub const MAX_VT: TtyId = 63;
+
+pub struct Tty {
+    pub id: TtyId,
+    /// Controlling session (0 = none).
+    pub session: AtomicU32,
+    /// Its autogroup in tty mode (0 = none).
+    pub autogroup: AtomicU32,
+    edit: IrqLock<String>,
+    lines: IrqLock<VecDeque<String>>,
+    readable: WaitQueue,
+    closed: AtomicBool,
+}
+
+impl Tty {
+    pub fn name(&self) -> String {
+        if self.id == CONSOLE {
+            "ttyS0".into()
+        } else {
+            alloc::format!("tty{}", self.id)
+        }
+    }
+}
+
+static TTYS: IrqLock<BTreeMap<TtyId, Arc<Tty>>> = IrqLock::new(BTreeMap::new());
+
+/// Parses `tty3`, `3`, `ttyS0`.
+pub fn parse(name: &str) -> Option<TtyId> {
+    if name == "ttyS0" || name == "console" {
+        return Some(CONSOLE);
+    }
+    let n = name.strip_prefix("tty").unwrap_or(name).parse::<u32>().ok()?;
+    (1..=MAX_VT).contains(&n).then_some(n)
+}
+
+pub fn get(id: TtyId) -> Option<Arc<Tty>> {
+    TTYS.lock().get(&id).cloned()
+}
+
+pub fn all() -> Vec<Arc<Tty>> {
+    TTYS.lock().values().cloned().collect()
+}
+
+/// Opens (creating if needed) tty `id`; in tty autogroup mode a new tty gets its autogroup.
+pub fn open(id: TtyId) -> Result<Arc<Tty>, Errno> {
+    if !(1..=MAX_VT).contains(&id) && id != CONSOLE {
+        return Err(Errno::EINVAL);
+    }
+    if let Some(t) = get(id) {
+        return Ok(t);
+    }
+    let ag = if autogroup::session_mode() { 0 } else { autogroup::create(1)?.id };
+    let tty = Arc::new(Tty {
+        id,
+        session: AtomicU32::new(0),
+        autogroup: AtomicU32::new(ag),
+        edit: IrqLock::new(String::new()),
+        lines: IrqLock::new(VecDeque::new()),
+        readable: WaitQueue::new(),
+        closed: AtomicBool::new(false),
+    });
+    let mut ttys = TTYS.lock();
+    if let Some(existing) = ttys.get(&id) {
+        let existing = existing.clone();
+        drop(ttys);
+        autogroup::put(ag);
+        return Ok(existing);
+    }
+    ttys.insert(id, tty.clone());
+    Ok(tty)
+}
+
+/// Closes a virtual tty: readers get end-of-file, its tty-mode autogroup loses the tty's
+/// reference (and goes once no task uses it). EINVAL for the console, ENODEV if not open.
+pub fn close(id: TtyId) -> Result<(), Errno> {
+    if id == CONSOLE {
+        return Err(Errno::EINVAL);
+    }
+    let tty = TTYS.lock().remove(&id).ok_or(Errno::ENODEV)?;
+    tty.closed.store(true, Ordering::Release);
+    tty.readable.wake_all();
+    autogroup::put(tty.autogroup.swap(0, Ordering::AcqRel));
+    Ok(())
+}
+
+/// Feeds bytes to a tty's line discipline (as if typed).
+pub fn input(id: TtyId, bytes: &[u8]) -> Result<(), Errno> {
+    let tty = get(id).ok_or(Errno::ENODEV)?;
+    let mut completed = false;
+    {
+        let mut edit = tty.edit.lock();
+        for &b in bytes {
+            match b {
+                b'\r' | b'\n' => {
+                    let line = core::mem::take(&mut *edit);
+                    tty.lines.lock().push_back(line);
+                    completed = true;
+                }
+                0x08 | 0x7f => {
+                    edit.pop();
+                }
+                b if b.is_ascii() && !b.is_ascii_control() => edit.push(b as char),
+                _ => {}
+            }
+        }
+    }
+    if completed {
+        tty.readable.wake_all();
+    }
+    Ok(())
+}
+
+/// Reads one line (blocking); `None` at end of file (tty closed).
+pub fn read_line(id: TtyId) -> Option<String> {
+    let tty = get(id)?;
+    let mut line = None;
+    tty.readable.wait_until(|| {
+        line = tty.lines.lock().pop_front();
+        line.is_some() || tty.closed.load(Ordering::Acquire)
+    });
+    line
+}
+
+/// Writes text to a tty (virtual ttys show on the console with a `[ttyN] ` prefix).
+pub fn write(id: TtyId, text: &str) {
+    if id == CONSOLE {
+        crate::kprint!("{}", text);
+    } else {
+        for line in text.lines() {
+            crate::kprintln!("[tty{}] {}", id, line);
+        }
+    }
+}
+
+fn task_of(pid: Tid) -> Result<Arc<Task>, Errno> {
+    let t = if pid == 0 { Some(current()) } else { task::find(pid) };
+    t.filter(|t| !t.is_idle && t.state() != TaskState::Dead).ok_or(Errno::ESRCH)
+}
+
+/// `setsid()`: the caller leads a new session and process group, without a controlling tty.
+/// EPERM if it already leads a process group. In session autogroup mode it gets a new
+/// autogroup; in tty mode it leaves its tty's autogroup.
+pub fn setsid() -> Result<Tid, Errno> {
+    let me = current();
+    if me.pgid.load(Ordering::Acquire) == me.tid {
+        return Err(Errno::EPERM);
+    }
+    me.sid.store(me.tid, Ordering::Release);
+    me.pgid.store(me.tid, Ordering::Release);
+    me.tty.store(0, Ordering::Release);
+    let ag = if autogroup::session_mode() { autogroup::create(0).map(|g| g.id).unwrap_or(0) } else { 0 };
+    autogroup::assign(&me, ag);
+    Ok(me.tid)
+}
+
+/// `setpgid(pid, pgid)`: pgid 0 means "pid itself". EINVAL for a negative pgid, ESRCH for no
+/// such task, EPERM for a session leader or a target group in another session.
+pub fn setpgid(pid: Tid, pgid: i64) -> Result<(), Errno> {
+    if pgid < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let t = task_of(pid)?;
+    let pgid = if pgid == 0 { t.tid } else { pgid as Tid };
+    let sid = t.sid.load(Ordering::Acquire);
+    if sid == t.tid {
+        return Err(Errno::EPERM);
+    }
+    if pgid != t.tid && !task::all().iter().any(|o| o.pgid.load(Ordering::Acquire) == pgid && o.sid.load(Ordering::Acquire) == sid) {
+        return Err(Errno::EPERM);
+    }
+    t.pgid.store(pgid, Ordering::Release);
+    Ok(())
+}
+
+pub fn getsid(pid: Tid) -> Result<Tid, Errno> {
+    Ok(task_of(pid)?.sid.load(Ordering::Acquire))
+}
+
+pub fn getpgid(pid: Tid) -> Result<Tid, Errno> {
+    Ok(task_of(pid)?.pgid.load(Ordering::Acquire))
+}
+
+/// The calling session leader opens tty `id` and, if the tty has no session, acquires it as
+/// its controlling tty (and, in tty mode, joins its autogroup). EPERM if not a session leader
+/// or the tty belongs to another session.
+pub fn acquire(id: TtyId) -> Result<(), Errno> {
+    let me = current();
+    let tty = open(id)?;
+    if me.sid.load(Ordering::Acquire) != me.tid {
+        return Err(Errno::EPERM);
+    }
+    match tty.session.compare_exchange(0, me.tid, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => {}
+        Err(s) if s == me.tid => {}
+        Err(_) => return Err(Errno::EPERM),
+    }
+    me.tty.store(id, Ordering::Release);
+    if !autogroup::session_mode() {
+        autogroup::assign(&me, tty.autogroup.load(Ordering::Acquire));
+    }
+    Ok(())
+}
+
+/// A task exited: a session leader's tty becomes free for another session.
+pub fn task_exit(t: &Task) {
+    let id = t.tty.load(Ordering::Acquire);
+    if id != 0 && t.sid.load(Ordering::Acquire) == t.tid {
+        if let Some(tty) = get(id) {
+            let _ = tty.session.compare_exchange(t.tid, 0, Ordering::AcqRel, Ordering::Acquire);
+        }
+    }
+}
+
+/// Spawns `f` as the leader of a new session on tty `id` (like `setsid` + opening the tty):
+/// the shell's `spawn --tty N`.
+pub fn spawn_on_tty(
+    id: TtyId,
+    opts: crate::sched::task::SpawnOptions,
+    f: impl FnOnce() -> i32 + Send + 'static,
+) -> Result<Arc<Task>, Errno> {
+    open(id)?;
+    crate::sched::spawn(opts, move || {
+        if setsid().is_err() || acquire(id).is_err() {
+            return 1;
+        }
+        f()
+    })
+    .map_err(|_| Errno::ENOMEM)
+}
