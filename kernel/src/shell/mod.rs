@@ -98,6 +98,7 @@ pub const COMMANDS: &[Command] = &[
         help: "read or write tunables (Linux names)",
         run: cmds::sysctl,
     },
+    Command { name: "echo", usage: "echo [WORD...]", help: "print the words", run: cmd_echo },
     Command { name: "sleep", usage: "sleep MS", help: "sleep for MS milliseconds", run: cmds::sleep },
     Command { name: "jobs", usage: "jobs", help: "list background jobs", run: cmd_jobs },
     Command {
@@ -165,6 +166,11 @@ fn cmd_help(args: &[&str]) -> CmdResult {
         shout!("  {:<9} {}", c.name, c.help);
     }
     shout!("`help COMMAND` shows its usage. Line editing: <- -> Home End, Up/Down history, ^U ^C.");
+    Ok(())
+}
+
+fn cmd_echo(args: &[&str]) -> CmdResult {
+    shout!("{}", args.join(" "));
     Ok(())
 }
 
