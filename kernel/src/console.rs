@@ -14,7 +14,6 @@
 
 use crate::sched::wait::WaitQueue;
 use crate::sync::IrqLock;
-use alloc::collections::VecDeque;
 use core::fmt::{self, Write};
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use uart_16550::SerialPort;
@@ -80,8 +79,35 @@ pub fn try_read_byte() -> Option<u8> {
     CONSOLE.lock().as_mut().and_then(|p| p.try_receive().ok())
 }
 
+/// A fixed ring of received bytes (the interrupt handler must not allocate).
+struct Ring {
+    buf: [u8; RX_CAPACITY],
+    head: usize,
+    len: usize,
+}
+
+impl Ring {
+    fn push(&mut self, b: u8) -> bool {
+        if self.len == RX_CAPACITY {
+            return false;
+        }
+        self.buf[(self.head + self.len) % RX_CAPACITY] = b;
+        self.len += 1;
+        true
+    }
+    fn pop(&mut self) -> Option<u8> {
+        if self.len == 0 {
+            return None;
+        }
+        let b = self.buf[self.head];
+        self.head = (self.head + 1) % RX_CAPACITY;
+        self.len -= 1;
+        Some(b)
+    }
+}
+
 /// Received bytes not yet read, and the tasks waiting for them.
-static RX: IrqLock<VecDeque<u8>> = IrqLock::new(VecDeque::new());
+static RX: IrqLock<Ring> = IrqLock::new(Ring { buf: [0; RX_CAPACITY], head: 0, len: 0 });
 static RX_WAIT: WaitQueue = WaitQueue::new();
 static RX_IRQ: AtomicBool = AtomicBool::new(false);
 /// Bytes dropped because the input buffer was full.
@@ -92,10 +118,7 @@ const RX_CAPACITY: usize = 4096;
 fn drain_uart() -> bool {
     let mut any = false;
     while let Some(b) = try_read_byte() {
-        let mut rx = RX.lock();
-        if rx.len() < RX_CAPACITY {
-            rx.push_back(b);
-        } else {
+        if !RX.lock().push(b) {
             RX_DROPPED.fetch_add(1, Ordering::Relaxed);
         }
         any = true;
@@ -141,7 +164,8 @@ pub fn enable_rx_irq(platform: &crate::platform::Platform, apic_id: u32) -> bool
 /// Next input byte, blocking the calling task while there is none.
 pub fn read_byte() -> u8 {
     loop {
-        if let Some(b) = RX.lock().pop_front() {
+        let next = RX.lock().pop();
+        if let Some(b) = next {
             return b;
         }
         if !RX_IRQ.load(Ordering::Acquire) {
@@ -152,7 +176,7 @@ pub fn read_byte() -> u8 {
         }
         // Check the UART too: a byte that raced the interrupt routing is not lost.
         RX_WAIT.wait_until(|| {
-            let queued = !RX.lock().is_empty();
+            let queued = RX.lock().len > 0;
             queued || drain_uart()
         });
     }
@@ -160,7 +184,12 @@ pub fn read_byte() -> u8 {
 
 /// Queues bytes as if they had been typed (for tests of the line editor and the shell).
 pub fn inject_input(bytes: &[u8]) {
-    RX.lock().extend(bytes.iter().copied());
+    {
+        let mut rx = RX.lock();
+        for &b in bytes {
+            rx.push(b);
+        }
+    }
     RX_WAIT.wake_all();
 }
 
