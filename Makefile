@@ -6,6 +6,7 @@
 #   make run [SMP=8] [UEFI=1] [ARGS='poweroff ...'] [TRACE=file] [WORKLOAD='a b'] [TIMEOUT=s]
 #   make test                  host unit tests, in-kernel tests, QEMU scenario tests
 #   make bench BENCH=name      boots with ARGS='run="bench NAME" poweroff'
+#   make compare               benchmarks on Cadence and the Linux peer, one table of ratios
 #   make clean
 #
 # Host crates are built with --release everywhere so the bootloader crate's
@@ -32,10 +33,10 @@ BENCH ?=
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool run test bench clean
+.PHONY: help setup kernel boot-tool run test bench compare clean
 
 help:
-	@sed -n '4,10s/^# \{0,1\}//p' '$(ROOT)/Makefile'
+	@sed -n '4,11s/^# \{0,1\}//p' '$(ROOT)/Makefile'
 
 setup:
 	@set -e; \
@@ -71,6 +72,9 @@ run: kernel boot-tool
 
 bench: override ARGS = run="bench $(BENCH)" poweroff
 bench: run
+
+compare: kernel boot-tool
+	'$(ROOT)/tools/compare.sh'
 
 # Runs all three suites even if one fails, then fails if any did.
 test: kernel

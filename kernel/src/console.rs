@@ -5,9 +5,17 @@
 //! like dmesg: `[    0.012345] cpu0: text`. Output is serialised by an [`IrqLock`], one
 //! `write_fmt` at a time, so lines from different CPUs never interleave mid-line.
 //! The exception and panic paths use [`emergency_print`], which does not wait for the lock.
+//!
+//! Input: COM1's receive interrupt (ISA IRQ 4, routed by [`enable_rx_irq`] through the I/O
+//! APIC to the boot CPU, vector `interrupts::COM1_VECTOR`) moves received bytes into a
+//! 4 KiB buffer (bytes beyond it are dropped and counted) and wakes the reader;
+//! [`read_byte`] blocks the calling task until a byte is there (no busy-spinning). Without an
+//! I/O APIC the reader polls the UART every 10 ms instead.
 
+use crate::sched::wait::WaitQueue;
 use crate::sync::IrqLock;
 use core::fmt::{self, Write};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use uart_16550::SerialPort;
 
 const COM1: u16 = 0x3f8;
@@ -69,6 +77,120 @@ pub fn emergency_print(args: fmt::Arguments) {
 /// Reads one byte from COM1 if one is waiting (non-blocking).
 pub fn try_read_byte() -> Option<u8> {
     CONSOLE.lock().as_mut().and_then(|p| p.try_receive().ok())
+}
+
+/// A fixed ring of received bytes (the interrupt handler must not allocate).
+struct Ring {
+    buf: [u8; RX_CAPACITY],
+    head: usize,
+    len: usize,
+}
+
+impl Ring {
+    fn push(&mut self, b: u8) -> bool {
+        if self.len == RX_CAPACITY {
+            return false;
+        }
+        self.buf[(self.head + self.len) % RX_CAPACITY] = b;
+        self.len += 1;
+        true
+    }
+    fn pop(&mut self) -> Option<u8> {
+        if self.len == 0 {
+            return None;
+        }
+        let b = self.buf[self.head];
+        self.head = (self.head + 1) % RX_CAPACITY;
+        self.len -= 1;
+        Some(b)
+    }
+}
+
+/// Received bytes not yet read, and the tasks waiting for them.
+static RX: IrqLock<Ring> = IrqLock::new(Ring { buf: [0; RX_CAPACITY], head: 0, len: 0 });
+static RX_WAIT: WaitQueue = WaitQueue::new();
+static RX_IRQ: AtomicBool = AtomicBool::new(false);
+/// Bytes dropped because the input buffer was full.
+pub static RX_DROPPED: AtomicU64 = AtomicU64::new(0);
+const RX_CAPACITY: usize = 4096;
+
+/// Moves every byte the UART holds into the input buffer; true if any arrived.
+fn drain_uart() -> bool {
+    let mut any = false;
+    while let Some(b) = try_read_byte() {
+        if !RX.lock().push(b) {
+            RX_DROPPED.fetch_add(1, Ordering::Relaxed);
+        }
+        any = true;
+    }
+    any
+}
+
+/// The COM1 receive interrupt (interrupt context).
+pub fn rx_interrupt() {
+    if drain_uart() {
+        RX_WAIT.wake_all();
+    }
+}
+
+/// Routes COM1's IRQ 4 (or the GSI an MADT override names) to `apic_id`, and sets the UART's
+/// receive trigger to one byte. Returns false (input is then polled) without an I/O APIC.
+pub fn enable_rx_irq(platform: &crate::platform::Platform, apic_id: u32) -> bool {
+    let gsi = platform.isa_overrides.iter().find(|(isa, _)| *isa == 4).map(|&(_, g)| g).unwrap_or(4);
+    let Some(io) = platform.io_apics.iter().find(|io| gsi >= io.gsi_base && gsi < io.gsi_base + 24) else {
+        return false;
+    };
+    // SAFETY: the MADT gives the I/O APIC's MMIO address; it is inside the physical mapping.
+    let ioapic =
+        unsafe { crate::arch::ioapic::IoApic::new(crate::mm::phys_to_virt(io.address as u64), io.id, io.gsi_base) };
+    if gsi - io.gsi_base >= ioapic.max_entries() {
+        return false;
+    }
+    {
+        let _c = CONSOLE.lock();
+        // SAFETY: FCR (COM1 + 2) belongs to the UART this module owns (lock held): FIFO on,
+        // both FIFOs cleared, receive trigger level 1 byte. IER (COM1 + 1) = 1: receive interrupt.
+        unsafe {
+            x86_64::instructions::port::Port::<u8>::new(COM1 + 2).write(0x07);
+            x86_64::instructions::port::Port::<u8>::new(COM1 + 1).write(0x01);
+        }
+    }
+    ioapic.route(gsi - io.gsi_base, crate::interrupts::COM1_VECTOR, apic_id);
+    RX_IRQ.store(true, Ordering::Release);
+    drain_uart();
+    true
+}
+
+/// Next input byte, blocking the calling task while there is none.
+pub fn read_byte() -> u8 {
+    loop {
+        let next = RX.lock().pop();
+        if let Some(b) = next {
+            return b;
+        }
+        if !RX_IRQ.load(Ordering::Acquire) {
+            if !drain_uart() {
+                crate::sched::sleep_ns(10_000_000);
+            }
+            continue;
+        }
+        // Check the UART too: a byte that raced the interrupt routing is not lost.
+        RX_WAIT.wait_until(|| {
+            let queued = RX.lock().len > 0;
+            queued || drain_uart()
+        });
+    }
+}
+
+/// Queues bytes as if they had been typed (for tests of the line editor and the shell).
+pub fn inject_input(bytes: &[u8]) {
+    {
+        let mut rx = RX.lock();
+        for &b in bytes {
+            rx.push(b);
+        }
+    }
+    RX_WAIT.wake_all();
 }
 
 #[macro_export]

@@ -7,6 +7,15 @@ static UNEXPECTED: AtomicU64 = AtomicU64::new(0);
 static CALL_FUNCTION_IPIS: AtomicU64 = AtomicU64::new(0);
 static RESCHEDULE_IPIS: AtomicU64 = AtomicU64::new(0);
 
+/// Vector of the COM1 receive interrupt (ISA IRQ 4, routed through the I/O APIC to CPU 0).
+pub const COM1_VECTOR: u8 = 0x30;
+
+/// COM1 has received bytes: move them to the console's input buffer and wake its reader.
+/// (The IDT stub acknowledges the LAPIC and calls `sched::irq_exit` afterwards.)
+pub fn com1() {
+    crate::console::rx_interrupt();
+}
+
 /// The LAPIC timer interrupt: expire this CPU's timers (the tick is one of them).
 pub fn lapic_timer() {
     crate::timer::interrupt();

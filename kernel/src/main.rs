@@ -103,6 +103,9 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
         ioapic.mask_all();
         klog!("ioapic id {} at {:#x}: {} inputs from gsi {}, masked", io.id, io.address, ioapic.max_entries(), io.gsi_base);
     }
+    if !console::enable_rx_irq(&platform, bsp.apic_id) {
+        klog!("console: no I/O APIC for COM1: the shell polls for input");
+    }
     sched::init_this_cpu();
     smp::announce_online(bsp);
     x86_64::instructions::interrupts::enable();
@@ -158,7 +161,8 @@ fn init_main(opts: cmdline::BootOptions) -> i32 {
         kprintln!("cadence: poweroff");
         arch::qemu::exit(arch::qemu::ExitCode::Success);
     }
-    0
+    // No `poweroff`: the interactive shell on COM1 (it never returns).
+    shell::console::run()
 }
 
 /// Where every AP ends up after bring-up: its idle task.

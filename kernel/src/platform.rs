@@ -22,6 +22,8 @@ pub struct Platform {
     /// APIC ids of the application processors that are enabled or online-capable, MADT order.
     pub ap_apic_ids: Vec<u32>,
     pub bsp_apic_id: Option<u32>,
+    /// MADT interrupt source overrides: (ISA IRQ, global system interrupt).
+    pub isa_overrides: Vec<(u8, u32)>,
     /// Why discovery failed, if it did.
     pub error: Option<String>,
 }
@@ -66,6 +68,8 @@ pub fn discover(rsdp_addr: Option<u64>) -> Platform {
                 .iter()
                 .map(|io| IoApicInfo { id: io.id, address: io.address, gsi_base: io.global_system_interrupt_base })
                 .collect();
+            p.isa_overrides =
+                apic.interrupt_source_overrides.iter().map(|o| (o.isa_source, o.global_system_interrupt)).collect();
         }
         _ => p.error = Some("the MADT describes no APIC interrupt model".to_string()),
     }

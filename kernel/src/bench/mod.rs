@@ -6,6 +6,12 @@
 //!   `pipetest: <n> round trips in <s> s: <r> round trips/s, <u> us per switch`.
 //! * `bench scale [-d MS] [-n N,N,...]`: context-switch rate with N runnable tasks yielding on
 //!   one CPU (default 2, 100, 1000, 10000): `scale: tasks=<n> switches_per_s=<r> us_per_switch=<u>`.
+//! * `bench cyclic`, `bench wakeup-latency`, `bench pert`: timer and service latency
+//!   ([`latency`]: cyclictest's `-q` lines, the seed's wakeup-latency summary and `pert` lines).
+//! * `bench hackbench`: rt-tests hackbench in pipe mode ([`hackbench`]).
+
+pub mod hackbench;
+pub mod latency;
 
 pub mod slice;
 

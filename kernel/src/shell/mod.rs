@@ -1,24 +1,109 @@
-//! Command execution for `run="cmd1; cmd2"` (and, later, the interactive console shell).
+//! The Cadence shell: command execution for `run="cmd1; cmd2"` and the interactive console
+//! (`cadence> ` on COM1, see [`console`]).
 //!
-//! A command line is split into words (quotes group, as on the kernel command line);
-//! the first word names the command. Unknown commands and bad arguments print a usage line
-//! (`usage: ...`) or an error (`<cmd>: <reason>`), never panic. `execute` returns 0 on success.
+//! Grammar: a line is a list of commands separated by `;`; a command ending in `&` runs in the
+//! background (a spawned task named after the command; the shell prints `[<job>] <tid>` and,
+//! at a later prompt, `[<job>]+  Done                    <command>`). Words are split as on the
+//! kernel command line (`"` and `'` group, quotes removed); the first word names the command.
+//!
+//! Contract: nothing typed can panic the kernel. Unknown commands print
+//! `<name>: command not found`, bad arguments print the Linux tool's message (util-linux /
+//! procps / coreutils wording, errno as `strerror` text, e.g.
+//! `chrt: failed to set pid 99's policy: Invalid argument`) followed by a `usage: ...` line.
+//! [`execute`] returns the exit status: 0 success, 1 error, 2 usage error, 127 unknown command.
+//!
+//! Output of the shell's own commands goes through [`print`] (macro `shout!`), which tests can
+//! capture per task ([`capture`]); benchmarks print straight to the console.
 
+pub mod cmds;
+pub mod console;
+#[cfg(test)]
+mod tests;
+
+use crate::sched::task::{SpawnOptions, Tid};
+use crate::sync::IrqLock;
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::fmt::Write;
 
-struct Command {
-    name: &'static str,
-    usage: &'static str,
-    help: &'static str,
-    run: fn(&[&str]) -> Result<(), String>,
+/// Why a command failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// Bad usage: print the command's usage line (after the message, if any).
+    Usage(Option<String>),
+    /// A runtime failure: print the message (already prefixed with the command's name).
+    Failed(String),
 }
 
-const COMMANDS: &[Command] = &[
-    Command { name: "help", usage: "help", help: "list commands", run: cmd_help },
+pub type CmdResult = Result<(), Error>;
+
+/// `Error::Usage` with a message `"<cmd>: <msg>"`.
+pub fn usage_err(cmd: &str, msg: impl core::fmt::Display) -> Error {
+    Error::Usage(Some(alloc::format!("{}: {}", cmd, msg)))
+}
+
+/// `Error::Failed` with a message `"<cmd>: <msg>"`.
+pub fn fail(cmd: &str, msg: impl core::fmt::Display) -> Error {
+    Error::Failed(alloc::format!("{}: {}", cmd, msg))
+}
+
+pub struct Command {
+    pub name: &'static str,
+    pub usage: &'static str,
+    pub help: &'static str,
+    pub run: fn(&[&str]) -> CmdResult,
+}
+
+pub const COMMANDS: &[Command] = &[
+    Command { name: "help", usage: "help [COMMAND]", help: "list commands", run: cmd_help },
+    Command {
+        name: "ps",
+        usage: "ps [-e] [-L]",
+        help: "list tasks (PID=thread group, TID, class, rtprio, nice, cpu, state, runtime)",
+        run: cmds::ps,
+    },
+    Command {
+        name: "chrt",
+        usage: "chrt -p PID | chrt [-f|-r|-o|-b|-i] [-R] -p PRIO PID | chrt [-f|-r|-o|-b|-i] PRIO COMMAND... | chrt -m",
+        help: "show or set a task's scheduling policy and priority",
+        run: cmds::chrt,
+    },
+    Command {
+        name: "nice",
+        usage: "nice [-n N | -N] [COMMAND...]",
+        help: "print the shell's niceness, or run a command with an adjusted niceness (default +10)",
+        run: cmds::nice,
+    },
+    Command {
+        name: "renice",
+        usage: "renice [-n] PRIORITY [-p] PID...",
+        help: "set the niceness of tasks",
+        run: cmds::renice,
+    },
+    Command {
+        name: "taskset",
+        usage: "taskset -p [MASK] PID | taskset -cp [LIST] PID | taskset [-c] MASK|LIST COMMAND...",
+        help: "show or set CPU affinity",
+        run: cmds::taskset,
+    },
+    Command {
+        name: "kill",
+        usage: "kill [-s SIG | -SIG] PID|%JOB... | kill -l",
+        help: "send a signal (default TERM)",
+        run: cmds::kill,
+    },
+    Command {
+        name: "sysctl",
+        usage: "sysctl [-n] NAME... | sysctl [-w] NAME=VALUE... | sysctl -a",
+        help: "read or write tunables (Linux names)",
+        run: cmds::sysctl,
+    },
+    Command { name: "echo", usage: "echo [WORD...]", help: "print the words", run: cmd_echo },
+    Command { name: "sleep", usage: "sleep MS", help: "sleep for MS milliseconds", run: cmds::sleep },
+    Command { name: "jobs", usage: "jobs", help: "list background jobs", run: cmd_jobs },
     Command {
         name: "bench",
-        usage: "bench pipe [-l LOOPS] | bench scale [-d MS] [-n N,N,...] | bench slice [-d MS] [-n HOGS] [--wakers K]",
+        usage: "bench pipe|scale|slice|cyclic|hackbench|pert|wakeup-latency [OPTIONS] (bench NAME -h for options)",
         help: "run a benchmark",
         run: cmd_bench,
     },
@@ -26,56 +111,264 @@ const COMMANDS: &[Command] = &[
         name: "prlimit",
         usage: "prlimit --pid PID [--rttime=SOFT[:HARD]]  (µs or 'unlimited')",
         help: "show or set RLIMIT_RTTIME of a task",
-        run: crate::sched::rt_limits::cmd_prlimit,
+        run: |a| adapt("prlimit", crate::sched::rt_limits::cmd_prlimit(a)),
+    },
+    Command {
+        name: "trace",
+        usage: "trace start|stop|clear|report|events",
+        help: "scheduler tracer (not built yet)",
+        run: cmd_trace,
     },
     Command { name: "poweroff", usage: "poweroff", help: "exit QEMU (success)", run: cmd_poweroff },
 ];
 
-fn cmd_help(_: &[&str]) -> Result<(), String> {
-    for c in COMMANDS {
-        crate::kprintln!("  {:<10} {}  ({})", c.name, c.help, c.usage);
+// ----- output (capturable) -----------------------------------------------------------------
+
+/// Per-task output capture (tests): while a task's tid is registered here, its `shout!`
+/// output is appended to the string instead of printed.
+static CAPTURE: IrqLock<Vec<(Tid, String)>> = IrqLock::new(Vec::new());
+
+#[doc(hidden)]
+pub fn print(args: core::fmt::Arguments) {
+    let tid = crate::sched::current_tid();
+    {
+        let mut c = CAPTURE.lock();
+        if let Some((_, s)) = c.iter_mut().find(|(t, _)| *t == tid) {
+            let _ = s.write_fmt(args);
+            return;
+        }
     }
+    crate::console::_print(args);
+}
+
+/// Prints a line through [`print`].
+#[macro_export]
+macro_rules! shout {
+    () => ($crate::shell::print(format_args!("\n")));
+    ($($arg:tt)*) => ($crate::shell::print(format_args!("{}\n", format_args!($($arg)*))));
+}
+
+/// Runs `f` with the calling task's `shout!` output captured; returns its result and the text.
+pub fn capture<R>(f: impl FnOnce() -> R) -> (R, String) {
+    let tid = crate::sched::current_tid();
+    CAPTURE.lock().push((tid, String::new()));
+    let r = f();
+    let mut c = CAPTURE.lock();
+    let i = c.iter().position(|(t, _)| *t == tid).unwrap_or(0);
+    let out = if c.is_empty() { String::new() } else { c.remove(i).1 };
+    (r, out)
+}
+
+// ----- built-in commands -----------------------------------------------------------------------
+
+fn cmd_help(args: &[&str]) -> CmdResult {
+    if let Some(name) = args.first() {
+        let c = COMMANDS.iter().find(|c| c.name == *name).ok_or_else(|| usage_err("help", alloc::format!("no help topics match '{}'", name)))?;
+        shout!("{}: {}\nusage: {}", c.name, c.help, c.usage);
+        return Ok(());
+    }
+    shout!("Cadence shell. Commands (`cmd &` runs in the background, `a; b` runs both):");
+    for c in COMMANDS {
+        shout!("  {:<9} {}", c.name, c.help);
+    }
+    shout!("`help COMMAND` shows its usage. Line editing: <- -> Home End, Up/Down history, ^U ^C.");
     Ok(())
 }
 
-fn cmd_poweroff(_: &[&str]) -> Result<(), String> {
+fn cmd_echo(args: &[&str]) -> CmdResult {
+    shout!("{}", args.join(" "));
+    Ok(())
+}
+
+fn cmd_poweroff(_: &[&str]) -> CmdResult {
     crate::kprintln!("cadence: poweroff");
     crate::arch::qemu::exit(crate::arch::qemu::ExitCode::Success)
 }
 
-fn cmd_bench(args: &[&str]) -> Result<(), String> {
-    match args.first().copied() {
-        Some("pipe") => crate::bench::cmd_pipe(&args[1..]),
-        Some("scale") => crate::bench::cmd_scale(&args[1..]),
-        Some("slice") => crate::bench::slice::cmd_slice(&args[1..]),
-        _ => Err(String::from("usage")),
+/// Adapts a `Result<(), String>` command body (`"usage"` = bad usage) to [`CmdResult`].
+pub fn adapt(cmd: &str, r: Result<(), String>) -> CmdResult {
+    r.map_err(|e| if e == "usage" { Error::Usage(None) } else { fail(cmd, e) })
+}
+
+fn cmd_trace(_: &[&str]) -> CmdResult {
+    Err(fail("trace", "tracing is not built yet"))
+}
+
+fn cmd_bench(args: &[&str]) -> CmdResult {
+    let rest = args.get(1..).unwrap_or(&[]);
+    let r = match args.first().copied() {
+        Some("pipe") => crate::bench::cmd_pipe(rest),
+        Some("scale") => crate::bench::cmd_scale(rest),
+        Some("slice") => crate::bench::slice::cmd_slice(rest),
+        Some("cyclic") => crate::bench::latency::cmd_cyclic(rest),
+        Some("wakeup-latency") => crate::bench::latency::cmd_wakeup_latency(rest),
+        Some("pert") => crate::bench::latency::cmd_pert(rest),
+        Some("hackbench") => crate::bench::hackbench::cmd_hackbench(rest),
+        Some(other) => return Err(usage_err("bench", alloc::format!("unknown benchmark '{}'", other))),
+        None => return Err(Error::Usage(None)),
+    };
+    r.map_err(|e| if e == "usage" { Error::Usage(None) } else { usage_err("bench", e) })
+}
+
+// ----- jobs ------------------------------------------------------------------------------------
+
+struct Job {
+    id: u32,
+    tid: Tid,
+    line: String,
+}
+
+static JOBS: IrqLock<Vec<Job>> = IrqLock::new(Vec::new());
+
+/// Tid of background job `%n`.
+pub fn job_tid(id: u32) -> Option<Tid> {
+    JOBS.lock().iter().find(|j| j.id == id).map(|j| j.tid)
+}
+
+fn cmd_jobs(args: &[&str]) -> CmdResult {
+    if !args.is_empty() {
+        return Err(Error::Usage(None));
+    }
+    let jobs: Vec<(u32, Tid, String)> = JOBS.lock().iter().map(|j| (j.id, j.tid, j.line.clone())).collect();
+    for (id, tid, line) in jobs {
+        let state = match crate::sched::task::find(tid).map(|t| t.state()) {
+            Some(crate::sched::task::TaskState::Stopped) => "Stopped",
+            Some(crate::sched::task::TaskState::Dead) | None => "Done",
+            _ => "Running",
+        };
+        shout!("[{}]  {:<24}{} &  (tid {})", id, state, line, tid);
+    }
+    Ok(())
+}
+
+/// Reaps finished background jobs and reports them as bash does (`[1]+  Done   cmd`).
+pub fn reap_jobs() {
+    let done: Vec<Job> = {
+        let mut jobs = JOBS.lock();
+        let mut done = Vec::new();
+        let mut i = 0;
+        while i < jobs.len() {
+            let dead = crate::sched::task::find(jobs[i].tid)
+                .is_none_or(|t| t.state() == crate::sched::task::TaskState::Dead);
+            if dead {
+                done.push(jobs.remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        done
+    };
+    for j in done {
+        let status = match crate::sched::task::wait(j.tid) {
+            Ok(0) => String::from("Done"),
+            Ok(137) => String::from("Killed"),
+            Ok(143) => String::from("Terminated"),
+            Ok(130) => String::from("Interrupt"),
+            Ok(c) => alloc::format!("Exit {}", c),
+            Err(_) => String::from("Done"),
+        };
+        shout!("[{}]+  {:<24}{}", j.id, status, j.line);
     }
 }
 
-/// Runs one command line; returns 0 on success, 1 on error, 127 for an unknown command.
+fn spawn_background(line: &str) -> i32 {
+    let owned = String::from(line);
+    let name = line.split_whitespace().next().unwrap_or("job");
+    let name = if name.len() > 15 { &name[..15] } else { name };
+    match crate::sched::spawn(SpawnOptions::new(name).stack_size(64 * 1024), move || run_one(&owned)) {
+        Ok(t) => {
+            let mut jobs = JOBS.lock();
+            let id = jobs.iter().map(|j| j.id).max().unwrap_or(0) + 1;
+            jobs.push(Job { id, tid: t.tid, line: String::from(line) });
+            drop(jobs);
+            shout!("[{}] {}", id, t.tid);
+            0
+        }
+        Err(e) => {
+            shout!("cadence: fork: {}", match e {
+                crate::sched::SpawnError::NoMemory => "Cannot allocate memory",
+                crate::sched::SpawnError::BadAffinity => "Invalid argument",
+            });
+            1
+        }
+    }
+}
+
+// ----- execution -------------------------------------------------------------------------------
+
+/// Splits a line into `(command, background)` pairs on `;` and `&` outside quotes.
+pub fn split_line(line: &str) -> Vec<(String, bool)> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    let mut push = |cur: &mut String, bg: bool| {
+        let t = cur.trim();
+        if !t.is_empty() {
+            out.push((String::from(t), bg));
+        }
+        cur.clear();
+    };
+    for c in line.chars() {
+        match (quote, c) {
+            (None, ';') => push(&mut cur, false),
+            (None, '&') => push(&mut cur, true),
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                cur.push(c);
+            }
+            (Some(q), _) if q == c => {
+                quote = None;
+                cur.push(c);
+            }
+            _ => cur.push(c),
+        }
+    }
+    push(&mut cur, false);
+    out
+}
+
+/// Runs one command line (possibly `a; b &`); returns the status of the last command.
 pub fn execute(line: &str) -> i32 {
+    let mut status = 0;
+    for (cmd, bg) in split_line(line) {
+        status = if bg { spawn_background(&cmd) } else { run_one(&cmd) };
+    }
+    status
+}
+
+/// Runs one command (no `;` or `&` handling).
+pub fn run_one(line: &str) -> i32 {
     let words = match cadence_cmdline::split_words(line) {
         Ok(w) => w.into_iter().map(|(_, w)| w).collect::<Vec<String>>(),
         Err(e) => {
-            crate::kprintln!("cadence: {}", e);
-            return 1;
+            shout!("cadence: syntax error: {}", e);
+            return 2;
         }
     };
+    let args: Vec<&str> = words.iter().map(|s| s.as_str()).collect();
+    run_words(&args)
+}
+
+/// Runs a command given as words.
+pub fn run_words(words: &[&str]) -> i32 {
     let Some(name) = words.first() else { return 0 };
-    let args: Vec<&str> = words[1..].iter().map(|s| s.as_str()).collect();
-    let Some(cmd) = COMMANDS.iter().find(|c| c.name == name) else {
-        crate::kprintln!("{}: command not found (try 'help')", name);
+    let Some(cmd) = COMMANDS.iter().find(|c| c.name == *name) else {
+        shout!("{}: command not found (try 'help')", name);
         return 127;
     };
-    match (cmd.run)(&args) {
+    match (cmd.run)(&words[1..]) {
         Ok(()) => 0,
-        Err(e) if e == "usage" => {
-            crate::kprintln!("usage: {}", cmd.usage);
-            1
+        Err(Error::Usage(msg)) => {
+            if let Some(m) = msg {
+                shout!("{}", m);
+            }
+            shout!("usage: {}", cmd.usage);
+            2
         }
-        Err(e) => {
-            crate::kprintln!("{}: {}", cmd.name, e);
-            crate::kprintln!("usage: {}", cmd.usage);
+        Err(Error::Failed(m)) => {
+            if !m.is_empty() {
+                shout!("{}", m);
+            }
             1
         }
     }

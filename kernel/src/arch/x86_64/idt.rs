@@ -6,7 +6,9 @@
 //! Double fault and NMI run on their own IST stacks.
 //!
 //! Device/IPI vectors: `apic::TIMER_VECTOR` → [`crate::interrupts::timer_tick`],
-//! `RESCHEDULE_VECTOR` and `CALL_FUNCTION_VECTOR` → `crate::interrupts`, spurious ignored.
+//! `RESCHEDULE_VECTOR` and `CALL_FUNCTION_VECTOR` → `crate::interrupts`,
+//! `interrupts::COM1_VECTOR` (COM1 receive, ISA IRQ 4 through the I/O APIC) → `crate::interrupts::com1`,
+//! spurious ignored.
 //! Any other vector is counted and acknowledged.
 
 use super::apic;
@@ -113,6 +115,12 @@ extern "x86-interrupt" fn call_function_ipi(_frame: InterruptStackFrame) {
     crate::interrupts::call_function_ipi();
 }
 
+extern "x86-interrupt" fn com1(_frame: InterruptStackFrame) {
+    crate::interrupts::com1();
+    apic::eoi();
+    crate::sched::irq_exit();
+}
+
 extern "x86-interrupt" fn apic_error(_frame: InterruptStackFrame) {
     apic::write(apic::Reg::ErrorStatus, 0);
     let esr = apic::read(apic::Reg::ErrorStatus);
@@ -164,6 +172,7 @@ fn build() -> InterruptDescriptorTable {
     idt[apic::TIMER_VECTOR].set_handler_fn(timer);
     idt[apic::RESCHEDULE_VECTOR].set_handler_fn(reschedule_ipi);
     idt[apic::CALL_FUNCTION_VECTOR].set_handler_fn(call_function_ipi);
+    idt[crate::interrupts::COM1_VECTOR].set_handler_fn(com1);
     idt[apic::ERROR_VECTOR].set_handler_fn(apic_error);
     idt[apic::SPURIOUS_VECTOR].set_handler_fn(spurious);
     idt

@@ -1,0 +1,400 @@
+//! Latency benchmarks, in the output formats of the Linux tools they mirror.
+//!
+//! * `bench cyclic [-t [N]] [-p PRIO] [-i INTERVAL_US] [-d DISTANCE_US] [-l LOOPS | -D SECONDS] [-a] [-m] [-q]`:
+//!   cyclictest (rt-tests). N threads (default 1; `-t` alone = one per CPU), thread i wakes every
+//!   INTERVAL + i × DISTANCE µs (defaults 1000 and 500, as cyclictest) at absolute deadlines
+//!   (`sleep_until`, cyclictest's `clock_nanosleep(TIMER_ABSTIME)`) and measures how late it
+//!   woke, in whole µs. PRIO > 0: SCHED_FIFO at PRIO, 0: SCHED_OTHER. `-a` pins thread i to CPU
+//!   i (mod the number of CPUs). The run ends when any thread has done LOOPS cycles (default
+//!   1000; cyclictest's rule) or after SECONDS. `-m`/`-q` are accepted (always quiet). Output,
+//!   one line per thread, cyclictest's `-q` format (printf `T:%2d (%5d) P:%2d I:%ld C:%7lu
+//!   Min:%7ld Act:%5ld Avg:%5ld Max:%8ld`):
+//!   `T: 0 (   17) P:90 I:1000 C:   1000 Min:      5 Act:   12 Avg:    9 Max:      57`.
+//! * `bench wakeup-latency [-d SECONDS] [-i INTERVAL_US] [-p PRIO]`: one periodic task (policy
+//!   inherited, or SCHED_FIFO at PRIO) measuring its own lateness at each absolute deadline
+//!   (defaults 5 s, 1000 µs); periods that passed entirely before it woke are *missed*:
+//!   `maximum latency: <us> µs` / `average latency: <us> µs` / `missed timer events: <n>`
+//!   (µs with one decimal).
+//! * `bench pert [-d SECONDS] [-c CPU] [-t THRESHOLD_US] [-T BIG_US]`: the seed's hog-overhead
+//!   measurement. A task pinned to CPU (default: the last online CPU) spins reading the clock;
+//!   every gap between two reads longer than THRESHOLD (default 2 µs) is a *perturbation*: time
+//!   the CPU gave to someone else (interrupts, other tasks). Once a second it prints
+//!   `pert/s: <n> ><BIG>us: <n> min: <us> max:<us> avg:<us> sum/s:<us>us overhead:<pct>%`:
+//!   perturbations that second, how many exceeded BIG (default 10 × THRESHOLD), the smallest /
+//!   largest / mean perturbation, their total and its share of the second. [`pert`] is the
+//!   reusable core (runs in the calling task, so a caller can place it in any group / CPU).
+//!
+//! Long runs (> 5 s) print a progress line every 5 s (lines start with the benchmark's name).
+
+use super::Args;
+use crate::sched::task::SpawnOptions;
+use crate::sched::{self, spawn, wait};
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use cadence_sched::Policy;
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+/// Rejects options outside `with_value` / `bare` (values may be glued: `-t4`).
+pub fn check_flags(args: &[&str], with_value: &[&str], bare: &[&str]) -> Result<(), String> {
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i];
+        if with_value.contains(&a) {
+            match args.get(i + 1) {
+                Some(v) if !v.starts_with('-') || v.parse::<i64>().is_ok() => {
+                    i += 2;
+                    continue;
+                }
+                _ if bare.contains(&a) => {}
+                _ => return Err(alloc::format!("option {} needs a value", a)),
+            }
+        }
+        if bare.contains(&a) {
+            i += 1;
+            continue;
+        }
+        if a.len() > 2 && with_value.contains(&&a[..2]) {
+            i += 1;
+            continue;
+        }
+        return Err(alloc::format!("unexpected argument '{}'", a));
+    }
+    Ok(())
+}
+
+fn online_cpus() -> Vec<u32> {
+    sched::online_mask().iter().map(|c| c as u32).collect()
+}
+
+// ----- cyclic ----------------------------------------------------------------------------------
+
+#[derive(Default)]
+struct CycStat {
+    tid: AtomicU32,
+    cycles: AtomicU64,
+    min: AtomicU64,
+    act: AtomicU64,
+    max: AtomicU64,
+    sum: AtomicU64,
+    done: AtomicBool,
+}
+
+/// One cyclictest thread's result.
+#[derive(Clone, Copy, Debug)]
+pub struct CyclicResult {
+    pub tid: u32,
+    pub prio: u32,
+    pub interval_us: u64,
+    pub cycles: u64,
+    pub min_us: u64,
+    pub act_us: u64,
+    pub avg_us: u64,
+    pub max_us: u64,
+}
+
+impl CyclicResult {
+    /// cyclictest's quiet-mode line for thread `index`.
+    pub fn line(&self, index: usize) -> String {
+        alloc::format!(
+            "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:5} Avg:{:5} Max:{:8}",
+            index,
+            self.tid,
+            self.prio,
+            self.interval_us,
+            self.cycles,
+            self.min_us,
+            self.act_us,
+            self.avg_us,
+            self.max_us
+        )
+    }
+}
+
+/// Parameters of a cyclictest run.
+#[derive(Clone, Copy, Debug)]
+pub struct CyclicConfig {
+    pub threads: usize,
+    pub prio: u8,
+    pub interval_us: u64,
+    pub distance_us: u64,
+    pub loops: u64,
+    pub duration_s: u64,
+    pub affine: bool,
+}
+
+/// Runs cyclictest's measurement; one result per thread.
+pub fn cyclic(cfg: CyclicConfig) -> Result<Vec<CyclicResult>, String> {
+    let cpus = online_cpus();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stats: Arc<Vec<CycStat>> = Arc::new((0..cfg.threads).map(|_| CycStat { min: AtomicU64::new(u64::MAX), ..Default::default() }).collect());
+    let mut tids = Vec::new();
+    for i in 0..cfg.threads {
+        let interval_ns = (cfg.interval_us + i as u64 * cfg.distance_us) * 1000;
+        let mut opts = SpawnOptions::new("cyclictest").stack_size(16 * 1024);
+        if cfg.prio > 0 {
+            opts = opts.policy(Policy::Fifo, cfg.prio, 0);
+        }
+        if cfg.affine {
+            opts = opts.pin(cpus[i % cpus.len()]);
+        }
+        let (stop_t, stats_t, loops) = (stop.clone(), stats.clone(), cfg.loops);
+        let t = spawn(opts, move || {
+            let (stop, stats) = (stop_t, stats_t);
+            let st = &stats[i];
+            let mut next = crate::time::uptime_ns() + interval_ns;
+            while !stop.load(Ordering::Relaxed) {
+                sched::sleep_until(next);
+                let now = crate::time::uptime_ns();
+                let diff = now.saturating_sub(next) / 1000;
+                st.act.store(diff, Ordering::Relaxed);
+                st.min.fetch_min(diff, Ordering::Relaxed);
+                st.max.fetch_max(diff, Ordering::Relaxed);
+                st.sum.fetch_add(diff, Ordering::Relaxed);
+                let c = st.cycles.fetch_add(1, Ordering::Relaxed) + 1;
+                next += interval_ns;
+                while next < now {
+                    next += interval_ns;
+                }
+                if loops > 0 && c >= loops {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+            st.done.store(true, Ordering::Release);
+            0
+        });
+        match t {
+            Ok(t) => {
+                stats[i].tid.store(t.tid, Ordering::Relaxed);
+                tids.push(t.tid);
+            }
+            Err(e) => {
+                stop.store(true, Ordering::SeqCst);
+                for t in tids {
+                    let _ = wait(t);
+                }
+                return Err(alloc::format!("cannot start thread {}: {:?}", i, e));
+            }
+        }
+    }
+    let t0 = crate::time::uptime_ns();
+    let mut last_progress = t0;
+    let expected_s = if cfg.duration_s > 0 { cfg.duration_s } else { cfg.loops * cfg.interval_us / 1_000_000 };
+    while !stats.iter().all(|s| s.done.load(Ordering::Acquire)) {
+        sched::sleep_ns(200_000_000);
+        let now = crate::time::uptime_ns();
+        if cfg.duration_s > 0 && now - t0 >= cfg.duration_s * 1_000_000_000 {
+            stop.store(true, Ordering::SeqCst);
+        }
+        if expected_s > 5 && now - last_progress >= 5_000_000_000 {
+            last_progress = now;
+            crate::kprintln!(
+                "cyclic: {} s, T: 0 C: {} Max: {}",
+                (now - t0) / 1_000_000_000,
+                stats[0].cycles.load(Ordering::Relaxed),
+                stats.iter().map(|s| s.max.load(Ordering::Relaxed)).max().unwrap_or(0)
+            );
+        }
+    }
+    for t in tids {
+        let _ = wait(t);
+    }
+    Ok(stats
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let c = s.cycles.load(Ordering::Relaxed);
+            CyclicResult {
+                tid: s.tid.load(Ordering::Relaxed),
+                prio: cfg.prio as u32,
+                interval_us: cfg.interval_us + i as u64 * cfg.distance_us,
+                cycles: c,
+                min_us: if c == 0 { 0 } else { s.min.load(Ordering::Relaxed) },
+                act_us: s.act.load(Ordering::Relaxed),
+                avg_us: if c == 0 { 0 } else { s.sum.load(Ordering::Relaxed) / c },
+                max_us: s.max.load(Ordering::Relaxed),
+            }
+        })
+        .collect())
+}
+
+pub fn cmd_cyclic(args: &[&str]) -> Result<(), String> {
+    check_flags(args, &["-t", "-p", "-i", "-d", "-l", "-D"], &["-a", "-m", "-q", "-t"])?;
+    let a = Args::new(args);
+    let ncpus = online_cpus().len() as u64;
+    let threads = match a.value("-t") {
+        Some(v) if !v.starts_with('-') => a.num("-t", 1, 1, 64)?,
+        _ if a.has("-t") => ncpus,
+        _ => 1,
+    };
+    let cfg = CyclicConfig {
+        threads: threads as usize,
+        prio: a.num("-p", 0, 0, 99)? as u8,
+        interval_us: a.num("-i", 1000, 10, 10_000_000)?,
+        distance_us: a.num("-d", 500, 0, 10_000_000)?,
+        loops: a.num("-l", if a.value("-D").is_some() { 0 } else { 1000 }, 0, 100_000_000)?,
+        duration_s: a.num("-D", 0, 0, 86_400)?,
+        affine: a.has("-a"),
+    };
+    if cfg.loops == 0 && cfg.duration_s == 0 {
+        return Err(String::from("give a loop count (-l) or a duration (-D)"));
+    }
+    for (i, r) in cyclic(cfg)?.iter().enumerate() {
+        crate::kprintln!("{}", r.line(i));
+    }
+    Ok(())
+}
+
+// ----- wakeup-latency ---------------------------------------------------------------------------
+
+/// Summary of a periodic-timer run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WakeupLatency {
+    pub samples: u64,
+    pub max_ns: u64,
+    pub sum_ns: u64,
+    pub missed: u64,
+}
+
+/// Runs a periodic task for `secs` at `interval_us`; returns its lateness summary.
+pub fn wakeup_latency(secs: u64, interval_us: u64, prio: u8) -> Result<WakeupLatency, String> {
+    let out = Arc::new(crate::sync::IrqLock::new(WakeupLatency::default()));
+    let o = out.clone();
+    let mut opts = SpawnOptions::new("wakeup-latency").stack_size(16 * 1024);
+    if prio > 0 {
+        opts = opts.policy(Policy::Fifo, prio, 0);
+    }
+    let t = spawn(opts, move || {
+        let interval = interval_us * 1000;
+        let t0 = crate::time::uptime_ns();
+        let end = t0 + secs * 1_000_000_000;
+        let mut next = t0 + interval;
+        let mut r = WakeupLatency::default();
+        let mut last_progress = t0;
+        while next <= end {
+            sched::sleep_until(next);
+            let now = crate::time::uptime_ns();
+            let late = now.saturating_sub(next);
+            r.samples += 1;
+            r.sum_ns += late;
+            r.max_ns = r.max_ns.max(late);
+            next += interval;
+            while next <= now {
+                next += interval;
+                r.missed += 1;
+            }
+            if secs > 5 && now - last_progress >= 5_000_000_000 {
+                last_progress = now;
+                crate::kprintln!(
+                    "wakeup-latency: {}/{} s, max so far {:.1} µs",
+                    (now - t0) / 1_000_000_000,
+                    secs,
+                    r.max_ns as f64 / 1000.0
+                );
+            }
+        }
+        *o.lock() = r;
+        0
+    })
+    .map_err(|e| alloc::format!("cannot start the timer task: {:?}", e))?;
+    let _ = wait(t.tid);
+    let r = *out.lock();
+    Ok(r)
+}
+
+pub fn cmd_wakeup_latency(args: &[&str]) -> Result<(), String> {
+    check_flags(args, &["-d", "-i", "-p"], &[])?;
+    let a = Args::new(args);
+    let secs = a.num("-d", 5, 1, 86_400)?;
+    let interval = a.num("-i", 1000, 10, 10_000_000)?;
+    let prio = a.num("-p", 0, 0, 99)? as u8;
+    let r = wakeup_latency(secs, interval, prio)?;
+    let avg = if r.samples == 0 { 0.0 } else { r.sum_ns as f64 / r.samples as f64 / 1000.0 };
+    crate::kprintln!("maximum latency: {:.1} µs", r.max_ns as f64 / 1000.0);
+    crate::kprintln!("average latency: {:.1} µs", avg);
+    crate::kprintln!("missed timer events: {}", r.missed);
+    Ok(())
+}
+
+// ----- pert ------------------------------------------------------------------------------------
+
+/// One second of `pert`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PertSecond {
+    pub count: u64,
+    pub big: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    pub sum_ns: u64,
+    /// Length of the measured interval (about 1 s).
+    pub span_ns: u64,
+}
+
+impl PertSecond {
+    /// The seed's line.
+    pub fn line(&self, big_ns: u64) -> String {
+        let us = |ns: u64| ns as f64 / 1000.0;
+        let span = self.span_ns.max(1) as f64;
+        let per_s = |n: u64| (n as f64 * 1e9 / span) as u64;
+        alloc::format!(
+            "pert/s: {:>8} >{:.2}us: {:>8} min: {:.2} max:{:>8.2} avg:{:>8.2} sum/s:{:>7}us overhead:{:.2}%",
+            per_s(self.count),
+            us(big_ns),
+            per_s(self.big),
+            if self.count == 0 { 0.0 } else { us(self.min_ns) },
+            us(self.max_ns),
+            if self.count == 0 { 0.0 } else { us(self.sum_ns) / self.count as f64 },
+            (self.sum_ns as f64 / span * 1e6) as u64,
+            self.sum_ns as f64 / span * 100.0
+        )
+    }
+}
+
+/// Spins in the calling task for `secs` seconds, calling `each` with every second's figures.
+/// Gaps longer than `threshold_ns` between consecutive clock reads count as perturbations,
+/// those longer than `big_ns` also as big ones.
+pub fn pert(secs: u64, threshold_ns: u64, big_ns: u64, mut each: impl FnMut(&PertSecond)) {
+    let mut prev = crate::time::uptime_ns();
+    for _ in 0..secs {
+        let start = prev;
+        let end = start + 1_000_000_000;
+        let mut s = PertSecond { min_ns: u64::MAX, ..Default::default() };
+        while prev < end {
+            let now = crate::time::uptime_ns();
+            let gap = now - prev;
+            if gap > threshold_ns {
+                s.count += 1;
+                s.sum_ns += gap;
+                s.min_ns = s.min_ns.min(gap);
+                s.max_ns = s.max_ns.max(gap);
+                if gap > big_ns {
+                    s.big += 1;
+                }
+            }
+            prev = now;
+        }
+        s.span_ns = prev - start;
+        each(&s);
+    }
+}
+
+pub fn cmd_pert(args: &[&str]) -> Result<(), String> {
+    check_flags(args, &["-d", "-c", "-t", "-T"], &[])?;
+    let a = Args::new(args);
+    let secs = a.num("-d", 5, 1, 86_400)?;
+    let cpus = online_cpus();
+    let cpu = a.num("-c", *cpus.last().unwrap_or(&0) as u64, 0, 63)? as u32;
+    if !cpus.contains(&(cpu)) {
+        return Err(alloc::format!("cpu {} is not online", cpu));
+    }
+    let threshold_us = a.num("-t", 2, 1, 1_000_000)?;
+    let threshold = threshold_us * 1000;
+    let big = a.num("-T", threshold_us * 10, 1, 10_000_000)? * 1000;
+    let t = spawn(SpawnOptions::new("pert").pin(cpu).stack_size(16 * 1024), move || {
+        pert(secs, threshold, big, |s| crate::kprintln!("{}", s.line(big)));
+        0
+    })
+    .map_err(|e| alloc::format!("cannot start pert: {:?}", e))?;
+    let _ = wait(t.tid);
+    Ok(())
+}
