@@ -23,6 +23,13 @@ const COMMANDS: &[Command] = &[
         run: cmd_bench,
     },
     Command { name: "poweroff", usage: "poweroff", help: "exit QEMU (success)", run: cmd_poweroff },
+    Command { name: "ls", usage: "ls /workloads", help: "list workload files", run: crate::rtapp::cmd_ls },
+    Command {
+        name: "rtapp",
+        usage: "rtapp <workload> [-d SECONDS] [-q]",
+        help: "run an rt-app JSON workload",
+        run: crate::rtapp::cmd_rtapp,
+    },
 ];
 
 fn cmd_help(_: &[&str]) -> Result<(), String> {
