@@ -6,6 +6,7 @@
 #   make run [SMP=8] [UEFI=1] [ARGS='poweroff ...'] [TRACE=file] [WORKLOAD='a b'] [TIMEOUT=s]
 #   make test                  host unit tests, in-kernel tests, QEMU scenario tests
 #   make bench BENCH=name      boots with ARGS='run="bench NAME" poweroff'
+#   make compare-rtapp FILE=x.json [DURATION=s]  rt-app workload on Cadence and on the Linux peer
 #   make clean
 #
 # Host crates are built with --release everywhere so the bootloader crate's
@@ -32,10 +33,10 @@ BENCH ?=
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool run test bench clean
+.PHONY: help setup kernel boot-tool run test bench clean compare-rtapp
 
 help:
-	@sed -n '4,10s/^# \{0,1\}//p' '$(ROOT)/Makefile'
+	@sed -n '4,11s/^# \{0,1\}//p' '$(ROOT)/Makefile'
 
 setup:
 	@set -e; \
@@ -71,6 +72,12 @@ run: kernel boot-tool
 
 bench: override ARGS = run="bench $(BENCH)" poweroff
 bench: run
+
+FILE ?=
+DURATION ?= 2
+compare-rtapp: kernel boot-tool
+	@test -n '$(FILE)' || { echo 'usage: make compare-rtapp FILE=x.json [DURATION=s]' >&2; exit 2; }
+	'$(ROOT)/tools/compare-rtapp.sh' '$(FILE)' '$(DURATION)'
 
 # Runs all three suites even if one fails, then fails if any did.
 test: kernel

@@ -4,12 +4,14 @@
 //! (the runner sets it and then calls `wake_all` on every resource), so stopping never leaves a
 //! thread blocked.
 //!
-//! Condition-variable contract (pthread-like): `signal` releases at most one thread that was
-//! waiting when it was called, `broad` all of them; a signal with no waiter is lost (as with
-//! pthreads, which is why rt-app's `resume` before `suspend` is lost too).
+//! Condition-variable contract (pthread-like): `signal` releases the oldest thread waiting when
+//! it is called, `broad` all of them, never a thread that starts waiting afterwards; a signal
+//! with no waiter is lost (as with pthreads, which is why rt-app's `resume` before `suspend` is
+//! lost too).
 
 use crate::sched::wait::WaitQueue;
 use crate::sync::IrqLock;
+use alloc::collections::{BTreeSet, VecDeque};
 use core::sync::atomic::{AtomicBool, Ordering};
 
 /// A sleeping mutex without a guard: `lock` and `unlock` are separate workload events.
@@ -50,13 +52,15 @@ impl EvMutex {
 }
 
 struct CondState {
-    /// Threads inside `wait` not yet released.
-    waiters: u32,
-    /// Releases granted by signal/broad and not yet taken.
-    tokens: u32,
+    next_ticket: u64,
+    /// Tickets of the threads inside `wait`, oldest first.
+    waiting: VecDeque<u64>,
+    /// Tickets released by signal/broad and not yet seen by their waiter.
+    released: BTreeSet<u64>,
 }
 
-/// A condition variable used with an [`EvMutex`].
+/// A condition variable used with an [`EvMutex`]. Each waiter holds a ticket, so a signal
+/// releases exactly the oldest thread already waiting — never one that starts waiting later.
 pub struct EvCond {
     st: IrqLock<CondState>,
     wq: WaitQueue,
@@ -64,27 +68,26 @@ pub struct EvCond {
 
 impl EvCond {
     pub const fn new() -> Self {
-        EvCond { st: IrqLock::new(CondState { waiters: 0, tokens: 0 }), wq: WaitQueue::new() }
-    }
-
-    fn take(&self) -> bool {
-        let mut s = self.st.lock();
-        if s.tokens > 0 {
-            s.tokens -= 1;
-            true
-        } else {
-            false
+        EvCond {
+            st: IrqLock::new(CondState { next_ticket: 0, waiting: VecDeque::new(), released: BTreeSet::new() }),
+            wq: WaitQueue::new(),
         }
     }
 
     /// `pthread_cond_wait`: releases `m`, waits for a signal, takes `m` again. Returns `false`
     /// if `stop` ended the wait (then `m` is not held).
     pub fn wait(&self, m: &EvMutex, stop: &AtomicBool) -> bool {
-        self.st.lock().waiters += 1;
+        let ticket = {
+            let mut s = self.st.lock();
+            let t = s.next_ticket;
+            s.next_ticket = s.next_ticket.wrapping_add(1);
+            s.waiting.push_back(t);
+            t
+        };
         m.unlock();
         let mut got = false;
         self.wq.wait_until(|| {
-            got = self.take();
+            got = self.st.lock().released.remove(&ticket);
             got || stop.load(Ordering::Acquire)
         });
         if !got {
@@ -93,28 +96,26 @@ impl EvCond {
         m.lock(stop)
     }
 
-    /// Releases one waiter, if any.
+    /// Releases the oldest waiter, if any.
     pub fn signal(&self) {
         {
             let mut s = self.st.lock();
-            if s.waiters == 0 {
-                return;
-            }
-            s.waiters -= 1;
-            s.tokens += 1;
+            let Some(t) = s.waiting.pop_front() else { return };
+            s.released.insert(t);
         }
-        self.wq.wake_one();
+        self.wq.wake_all();
     }
 
     /// Releases every waiter.
     pub fn broadcast(&self) {
         {
             let mut s = self.st.lock();
-            if s.waiters == 0 {
+            if s.waiting.is_empty() {
                 return;
             }
-            s.tokens += s.waiters;
-            s.waiters = 0;
+            while let Some(t) = s.waiting.pop_front() {
+                s.released.insert(t);
+            }
         }
         self.wq.wake_all();
     }

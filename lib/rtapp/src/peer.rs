@@ -4,7 +4,8 @@
 //! * a bare `"suspend"` gets the thread's name;
 //! * comments and trailing commas disappear (strict JSON);
 //! * `global`: `duration`, `logdir`, `log_basename` are set, `ftrace`/`gnuplot` turned off and
-//!   `log_size` set to `"file"`; everything else is kept;
+//!   `log_size` removed (Debian's rt-app 1.0 writes empty logs with `"log_size": "file"`; without
+//!   the key it writes every row); everything else is kept;
 //! * the Cadence extensions `tty`, `session`, `group` and the legacy `resources` are dropped.
 //!
 //! Contract: the input must have loaded with [`crate::model::from_value`]; the output then
@@ -99,7 +100,6 @@ pub fn rewrite(doc: &Value, duration: Option<i64>, logdir: &str, basename: &str)
     g.push(member("duration", Kind::Int(duration.or(orig_duration).unwrap_or(-1))));
     g.push(member("logdir", Kind::Str(logdir.into())));
     g.push(member("log_basename", Kind::Str(basename.into())));
-    g.push(member("log_size", Kind::Str("file".into())));
     g.push(member("ftrace", Kind::Bool(false)));
     g.push(member("gnuplot", Kind::Bool(false)));
     top.push(Member { key: "global".into(), line: 0, value: obj(g, 0), bare: false });

@@ -60,7 +60,7 @@ fn main() {
             let (mut d, mut logdir, mut base) = (None, "/".to_string(), "rtapp".to_string());
             let mut i = 2;
             while i < args.len() {
-                let v = args.get(i + 1).cloned().unwrap_or_else(|| usage());
+                let Some(v) = args.get(i + 1).cloned() else { usage() };
                 match args[i].as_str() {
                     "-d" => d = Some(v.parse::<i64>().unwrap_or_else(|_| usage())),
                     "--logdir" => logdir = v,
@@ -70,7 +70,7 @@ fn main() {
                 i += 2;
             }
             let bytes = read(f);
-            let doc = json::parse(&bytes).and_then(|d| Ok(d)).unwrap_or_else(|e| {
+            let doc = json::parse(&bytes).unwrap_or_else(|e| {
                 eprintln!("{}: {}", f, e);
                 exit(1)
             });
