@@ -7,6 +7,7 @@
 #   make test                  host unit tests, in-kernel tests, QEMU scenario tests
 #   make bench BENCH=name      boots with ARGS='run="bench NAME" poweroff'
 #   make compare               benchmarks on Cadence and the Linux peer, one table of ratios
+#   make compare-rtapp FILE=x.json [DURATION=s]  rt-app workload on Cadence and on the Linux peer
 #   make clean
 #
 # Host crates are built with --release everywhere so the bootloader crate's
@@ -33,10 +34,10 @@ BENCH ?=
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool run test bench compare clean
+.PHONY: help setup kernel boot-tool run test bench compare compare-rtapp clean
 
 help:
-	@sed -n '4,11s/^# \{0,1\}//p' '$(ROOT)/Makefile'
+	@sed -n '4,12s/^# \{0,1\}//p' '$(ROOT)/Makefile'
 
 setup:
 	@set -e; \
@@ -75,6 +76,12 @@ bench: run
 
 compare: kernel boot-tool
 	'$(ROOT)/tools/compare.sh'
+
+FILE ?=
+DURATION ?= 2
+compare-rtapp: kernel boot-tool
+	@test -n '$(FILE)' || { echo 'usage: make compare-rtapp FILE=x.json [DURATION=s]' >&2; exit 2; }
+	'$(ROOT)/tools/compare-rtapp.sh' '$(FILE)' '$(DURATION)'
 
 # Runs all three suites even if one fails, then fails if any did.
 test: kernel

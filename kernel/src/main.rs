@@ -25,6 +25,7 @@ pub mod mm;
 pub mod panic;
 pub mod percpu;
 pub mod platform;
+pub mod rtapp;
 pub mod sched;
 pub mod shell;
 pub mod smp;

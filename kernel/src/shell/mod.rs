@@ -120,6 +120,13 @@ pub const COMMANDS: &[Command] = &[
         run: cmd_trace,
     },
     Command { name: "poweroff", usage: "poweroff", help: "exit QEMU (success)", run: cmd_poweroff },
+    Command { name: "ls", usage: "ls /workloads", help: "list workload files", run: |a| adapt("ls", crate::rtapp::cmd_ls(a)) },
+    Command {
+        name: "rtapp",
+        usage: "rtapp <workload> [-d SECONDS] [-q]",
+        help: "run an rt-app JSON workload",
+        run: |a| adapt("rtapp", crate::rtapp::cmd_rtapp(a)),
+    },
 ];
 
 // ----- output (capturable) -----------------------------------------------------------------
