@@ -22,6 +22,7 @@ const COMMANDS: &[Command] = &[
         help: "run a benchmark",
         run: cmd_bench,
     },
+    Command { name: "trace", usage: crate::trace::USAGE, help: "scheduler tracer", run: crate::trace::cmd_trace },
     Command { name: "poweroff", usage: "poweroff", help: "exit QEMU (success)", run: cmd_poweroff },
 ];
 
