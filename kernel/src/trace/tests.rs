@@ -72,7 +72,7 @@ fn concurrent_writers_on_four_cpus() {
             }
             for i in 0..N {
                 sched_core_force_idle(MAGIC, ((cpu as u64) << 32) | i);
-                if i % 1024 == 0 {
+                if i % 256 == 0 {
                     crate::sched::yield_now(); // let the reader (which may share this CPU) run
                 }
             }
@@ -92,7 +92,7 @@ fn concurrent_writers_on_four_cpus() {
             assert!(evs.iter().all(|&(seq, _)| seq >> 32 == cpu as u64), "event on the wrong CPU's ring");
         }
         snapshots += 1;
-        crate::sched::sleep_ns(200_000);
+        crate::sched::yield_now();
     }
     for t in &tids {
         assert_eq!(wait(t.tid), Ok(0));
@@ -102,12 +102,16 @@ fn concurrent_writers_on_four_cpus() {
     for cpu in 0..ncpus {
         let (written, held, dropped) = s.per_cpu[cpu as usize];
         assert_eq!(written + dropped, N, "cpu {}: every event written or counted as dropped", cpu);
-        assert_eq!(held, CAP as u64);
+        assert_eq!(held, written.min(CAP as u64));
         let evs = tagged(&s, cpu);
-        assert_eq!(evs.len(), CAP);
-        assert_eq!(evs.last().map(|e| e.0 & 0xffff_ffff), Some(N - 1), "the newest event survives");
+        assert_eq!(evs.len() as u64, held);
+        // The newest written event survives; only events dropped during a reader's pause
+        // can be newer.
+        let last = evs.last().map_or(0, |e| e.0 & 0xffff_ffff);
+        assert!(last <= N - 1 && last + dropped >= N - 1, "cpu {}: last {} dropped {}", cpu, last, dropped);
     }
-    crate::kprint!("({} concurrent snapshots) ", snapshots);
+    let dropped: u64 = s.per_cpu.iter().map(|c| c.2).sum();
+    crate::kprint!("({} concurrent snapshots, {} events dropped during them) ", snapshots, dropped);
     restore();
 }
 
