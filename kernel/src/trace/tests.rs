@@ -166,3 +166,26 @@ fn command_arguments() {
     assert_eq!(cmd_trace(&["report"]), Ok(()));
     restore();
 }
+
+/// Not a pass/fail test: prints what one hook costs, stopped and recording (TCG time).
+#[test_case]
+fn hook_cost() {
+    const N: u64 = 200_000;
+    let time = |n: u64| {
+        let _irq = crate::sched::preempt_disable();
+        let t0 = crate::arch::tsc::rdtsc();
+        for i in 0..n {
+            sched_core_force_idle(MAGIC, core::hint::black_box(i));
+        }
+        crate::arch::tsc::ticks_to_ns(crate::arch::tsc::rdtsc() - t0) / n
+    };
+    set_event_mask(EventType::CoreForceIdle.bit());
+    let off = time(N);
+    start(4096).expect("start");
+    let on = time(N);
+    set_event_mask(EventType::SchedSwitch.bit());
+    let other = time(N);
+    restore();
+    crate::kprint!("(per hook: stopped {} ns, recording {} ns, event off {} ns) ", off, on, other);
+    assert!(off <= on);
+}
