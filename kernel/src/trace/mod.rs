@@ -14,12 +14,14 @@
 //! arithmetic), allocated from the heap by `trace start` and kept until the next start with a
 //! different size. Invariants:
 //! * only CPU c writes ring c, with interrupts disabled (so never re-entered);
-//! * a writer sets its CPU's `busy` flag, then re-checks [`ACTIVE`] (both SeqCst) before touching
-//!   the ring; a reader first clears [`ACTIVE`] and waits until every `busy` flag is clear
-//!   ([`pause`]): after that no writer touches any ring until [`ACTIVE`] is set again, so the
-//!   reader may read, reset or free rings (Dekker-style handshake);
-//! * `written` counts events since the last clear; the ring holds the newest `min(written, cap)`,
-//!   the rest are lost (reported as Linux's `entries-in-buffer/entries-written`).
+//! * a writer sets its CPU's `busy` flag, then re-reads [`ACTIVE`] (both SeqCst) before touching
+//!   the ring; a reader sets [`PAUSED`] in [`ACTIVE`] (or clears it, to stop) and then waits until
+//!   every `busy` flag has been seen clear ([`pause`], [`halt`]): from then on no writer touches
+//!   any ring until [`PAUSED`] is cleared, so the reader may copy, reset or free rings
+//!   (Dekker-style handshake). Writers that find [`PAUSED`] count a drop instead;
+//! * `written` counts events since the last clear; the ring holds the newest `min(written, cap)`;
+//!   overwritten plus dropped events are reported as lost (Linux's
+//!   `entries-in-buffer/entries-written` header: held / held + lost).
 //!
 //! Timestamps are the hooks' `now_ns` (`time::uptime_ns()`: TSC converted to ns).
 //!

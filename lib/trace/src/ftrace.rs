@@ -177,7 +177,7 @@ fn task_column(line: &str) -> Option<(&str, u32, u32, &str)> {
         let p = from + off;
         from = p + 1;
         let after = &line[p + 1..];
-        let Some(close) = after.find(']') else { return None };
+        let close = after.find(']')?;
         let cpu = &after[..close];
         if !is_digits(cpu) {
             continue;
