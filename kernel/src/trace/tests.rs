@@ -133,8 +133,10 @@ fn report_of_pipe_ping_pong() {
     assert!(rep.all.min_ns <= rep.all.avg_ns() && rep.all.avg_ns() <= rep.all.max_ns);
     assert_eq!(rep.all.avg_ns(), rep.all.sum_ns / rep.all.count);
     assert_eq!(rep.hist.buckets.iter().sum::<u64>(), rep.all.count);
-    let ping = rep.tasks.iter().find(|t| t.comm.as_str() == "pipe-ping").expect("pipe-ping in the table");
-    assert!(ping.switches >= LOOPS);
+    // On one CPU the pinger must switch in every round trip (across CPUs it may be woken
+    // before it has switched out, so that run may show few switches).
+    let ping = rep.tasks.iter().filter(|t| t.comm.as_str() == "pipe-ping").map(|t| t.switches).max();
+    assert!(ping >= Some(LOOPS), "pipe-ping switches {:?}", ping);
     // The exported text reports the same.
     let mut text = String::new();
     let _ = ftrace::write_header(&mut text, s.events.len() as u64, s.written, crate::percpu::nr_cpus());
