@@ -4,7 +4,7 @@
 //! `bootloader_api` 0.11) into a bootable disk image and runs it under QEMU.
 //! It is used three ways:
 //!
-//! * the `cadence-boot` binary (`run`, `runner`, `image` subcommands; see `main.rs`),
+//! * the `cadence-boot` binary (`run`, `runner`, `image`, `trace` subcommands; see `main.rs`),
 //! * `boot/runner.sh`, the cargo runner for the kernel's in-kernel tests,
 //! * the `cadence-tests` crate, which boots whole scenarios through [`Qemu`]
 //!   and checks the serial output with [`BootReport`].
@@ -26,6 +26,7 @@ mod error;
 mod image;
 mod qemu;
 mod report;
+pub mod trace;
 
 pub use error::{Error, Result};
 pub use image::{build_image, disk_image, Firmware};

@@ -5,6 +5,7 @@
 //!                  [--timeout SECS] [--trace FILE] [--workload FILE]... [--qemu-arg ARG]...
 //! cadence-boot runner ELF [IGNORED...]      # cargo runner for the kernel's tests
 //! cadence-boot image --kernel ELF [--uefi] -o OUT
+//! cadence-boot trace report FILE [--svg OUT]  # tracer report of a COM2 ftrace capture
 //! ```
 //!
 //! Exit status: 0 kernel success (QEMU 33), 1 kernel failure (QEMU 35),
@@ -28,7 +29,8 @@ const USAGE: &str = "\
 usage: cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--args STR]
                         [--timeout SECS] [--trace FILE] [--workload FILE]... [--qemu-arg ARG]...
        cadence-boot runner ELF [IGNORED...]
-       cadence-boot image --kernel ELF [--uefi] -o OUT";
+       cadence-boot image --kernel ELF [--uefi] -o OUT
+       cadence-boot trace report FILE [--svg OUT]";
 
 /// How `main` ends: a status plus an optional message for stderr.
 struct Exit(u8, Option<String>);
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
         Some("run") => cmd_run(&args[1..]),
         Some("runner") => cmd_runner(&args[1..]),
         Some("image") => cmd_image(&args[1..]),
+        Some("trace") => cmd_trace(&args[1..]),
         Some("-h" | "--help" | "help") => Exit(0, Some(USAGE.into())),
         Some(other) => usage(format!("unknown subcommand '{other}'")),
         None => usage("missing subcommand"),
@@ -249,4 +252,34 @@ fn boot(q: &Qemu, timeout: Option<Duration>) -> Exit {
         KernelExit::Other(c) => Some(format!("QEMU exited with status {c}")),
     };
     Exit(code, msg)
+}
+
+/// `trace report FILE [--svg OUT]`: prints the report the kernel's `trace report` prints,
+/// computed from the ftrace text captured from COM2; `--svg` also draws the histogram.
+fn cmd_trace(argv: &[String]) -> Exit {
+    let (file, svg) = match argv {
+        [r, f] if r == "report" => (f, None),
+        [r, f, s, out] if r == "report" && s == "--svg" => (f, Some(out)),
+        [r, s, out, f] if r == "report" && s == "--svg" => (f, Some(out)),
+        _ => return usage("trace wants: report FILE [--svg OUT]"),
+    };
+    let bytes = match std::fs::read(file) {
+        Ok(b) => b,
+        Err(e) => return Exit(3, Some(format!("{file}: {e}"))),
+    };
+    let r = cadence_boot::trace::analyze_text(&String::from_utf8_lossy(&bytes));
+    for (line, err) in r.errors.iter().take(5) {
+        eprintln!("cadence-boot: {file}:{line}: {err} (line skipped)");
+    }
+    if r.errors.len() > 5 {
+        eprintln!("cadence-boot: {file}: {} more malformed lines skipped", r.errors.len() - 5);
+    }
+    print!("{}", cadence_boot::trace::report_text(&r.report));
+    if let Some(out) = svg {
+        let title = format!("wakeup latency: {} wakeups, {file}", r.report.all.count);
+        if let Err(e) = std::fs::write(out, cadence_boot::trace::histogram_svg(&r.report.hist, &title)) {
+            return Exit(3, Some(format!("{out}: {e}")));
+        }
+    }
+    Exit(0, None)
 }

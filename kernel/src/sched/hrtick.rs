@@ -65,14 +65,14 @@ pub(super) fn update(g: &mut RqInner, curr: &Task, now: u64) {
         _ => return,
     };
     let delay = delay.max(HRTICK_MIN_DELAY_NS);
-    crate::trace::hrtick_start(g.cpu, delay, now);
+    crate::trace::hrtick_start(delay);
     g.hrtick_timer = crate::timer::arm(g.cpu, now + delay, fire, 0);
 }
 
 /// The hrtick timer fired on `cpu`.
 fn fire(cpu: u32, _data: u64) {
     let now = crate::time::uptime_ns();
-    crate::trace::hrtick_fire(cpu, now);
+    crate::trace::hrtick_fire();
     let rq = rq_of(cpu);
     let mut g = rq.lock.lock();
     g.hrtick_timer = None;

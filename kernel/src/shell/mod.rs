@@ -113,12 +113,7 @@ pub const COMMANDS: &[Command] = &[
         help: "show or set RLIMIT_RTTIME of a task",
         run: |a| adapt("prlimit", crate::sched::rt_limits::cmd_prlimit(a)),
     },
-    Command {
-        name: "trace",
-        usage: "trace start|stop|clear|report|events",
-        help: "scheduler tracer (not built yet)",
-        run: cmd_trace,
-    },
+    Command { name: "trace", usage: crate::trace::USAGE, help: "scheduler tracer", run: |a| adapt("trace", crate::trace::cmd_trace(a)) },
     Command { name: "poweroff", usage: "poweroff", help: "exit QEMU (success)", run: cmd_poweroff },
     Command { name: "ls", usage: "ls /workloads", help: "list workload files", run: |a| adapt("ls", crate::rtapp::cmd_ls(a)) },
     Command {
@@ -197,9 +192,6 @@ pub fn adapt(cmd: &str, r: Result<(), String>) -> CmdResult {
     r.map_err(|e| if e == "usage" { Error::Usage(None) } else { fail(cmd, e) })
 }
 
-fn cmd_trace(_: &[&str]) -> CmdResult {
-    Err(fail("trace", "tracing is not built yet"))
-}
 
 fn cmd_bench(args: &[&str]) -> CmdResult {
     let rest = args.get(1..).unwrap_or(&[]);

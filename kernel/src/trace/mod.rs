@@ -1,41 +1,621 @@
-//! The latency tracer's hook points (stub: the tracer itself is being built; see issue
-//! "Latency tracer"). The scheduler calls these at Linux's tracepoints; each must be cheap
-//! when its event is disabled (one relaxed load and a branch).
+//! The scheduler tracer: Linux-tracepoint-shaped hooks recording into per-CPU ring buffers,
+//! reports in the kernel, and export in ftrace's text format over COM2.
 //!
-//! Contract for the implementation: called with interrupts disabled (or from interrupt
-//! context), possibly with a run-queue lock held: must not take run-queue locks, allocate, or
-//! block. `now_ns` is `time::uptime_ns()` at the event.
+//! # Hooks
+//! The scheduler calls [`sched_switch`], [`sched_wakeup`] (also `sched_wakeup_new`),
+//! [`sched_migrate_task`], [`sched_process_exit`], [`timer_expire`], [`ipi_send`]; later issues
+//! call [`hrtick_start`], [`hrtick_fire`], [`sched_core_force_idle`]. Contract: they may be called
+//! with interrupts off, from interrupt context and with a run-queue lock held, so they take no
+//! lock, never allocate and never block. Each starts with one relaxed load of [`ACTIVE`] (the
+//! enable mask, 0 while tracing is stopped) and a branch; the recording path is out of line.
+//!
+//! # Buffers
+//! One overwrite-oldest ring of fixed-size [`Event`] records per CPU (`cadence_trace::ring`
+//! arithmetic), allocated from the heap by `trace start` and kept until the next start with a
+//! different size. Invariants:
+//! * only CPU c writes ring c, with interrupts disabled (so never re-entered);
+//! * a writer sets its CPU's `busy` flag, then re-reads [`ACTIVE`] (both SeqCst) before touching
+//!   the ring; a reader sets [`PAUSED`] in [`ACTIVE`] (or clears it, to stop) and then waits until
+//!   every `busy` flag has been seen clear ([`pause`], [`halt`]): from then on no writer touches
+//!   any ring until [`PAUSED`] is cleared, so the reader may copy, reset or free rings
+//!   (Dekker-style handshake). Writers that find [`PAUSED`] count a drop instead;
+//! * `written` counts events since the last clear; the ring holds the newest `min(written, cap)`;
+//!   overwritten plus dropped events are reported as lost (Linux's
+//!   `entries-in-buffer/entries-written` header: held / held + lost).
+//!
+//! Timestamps are the hooks' `now_ns` (`time::uptime_ns()`: TSC converted to ns).
+//!
+//! # Commands (`trace ...`)
+//! * `start [-b ENTRIES]`: clear the rings (allocating ENTRIES records per CPU, default
+//!   [`DEFAULT_ENTRIES`]) and start recording the enabled events;
+//! * `stop`: stop, then stream the trace to COM2 (merged across CPUs in timestamp order);
+//! * `dump`: stream the trace to COM2 without stopping; `clear`: empty the rings;
+//! * `report`: print the wakeup-latency summary (all, rt, fair), the histogram and the per-task
+//!   table (see `cadence_trace::report`);
+//! * `events [NAME|all on|off]`: list or switch events (ftrace names, e.g. `sched_switch`).
+//!
+//! # Export
+//! COM2 (16550 at 0x2f8) receives the `nop`-tracer header and one line per event in ftrace text
+//! format (`cadence_trace::ftrace`); `make run TRACE=file` captures it. If no UART answers at
+//! 0x2f8 (its scratch register does not hold a value), nothing is streamed.
 
-use crate::sched::task::{Task, TaskState};
+use crate::percpu::MAX_CPUS;
+use crate::sched::task::{ClassId, Task, TaskState};
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::vec::Vec;
+use cadence_trace::event::{fair_prio, rt_prio};
+use cadence_trace::{ftrace, report, ring, Comm, Event, EventKind, EventType, TaskInfo};
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use x86_64::instructions::interrupts;
+
+#[cfg(test)]
+mod tests;
+
+const _: () = assert!(ftrace::RESCHEDULE_VECTOR == crate::arch::apic::RESCHEDULE_VECTOR);
+const _: () = assert!(ftrace::CALL_FUNCTION_VECTOR == crate::arch::apic::CALL_FUNCTION_VECTOR);
+
+/// Records per CPU unless `trace start -b` says otherwise.
+pub const DEFAULT_ENTRIES: usize = 65536;
+/// Largest `-b` accepted.
+pub const MAX_ENTRIES: usize = 1 << 22;
+
+/// Events recorded right now: [`EVENT_MASK`] while tracing, 0 while stopped; [`PAUSED`] is
+/// or-ed in while a reader copies the rings (writers then count a drop instead of writing).
+static ACTIVE: AtomicU32 = AtomicU32::new(0);
+/// [`ACTIVE`] bit: a reader holds the rings (no event type uses this bit).
+const PAUSED: u32 = 1 << 31;
+/// Events switched on (`trace events`); all by default.
+static EVENT_MASK: AtomicU32 = AtomicU32::new(EventType::ALL_MASK);
+/// Events that found no ring on their CPU (a CPU that came up after `trace start`).
+static NO_BUFFER: AtomicU64 = AtomicU64::new(0);
+
+/// One CPU's ring.
+struct CpuBuffer {
+    written: AtomicU64,
+    slots: Box<[UnsafeCell<Event>]>,
+}
+
+// SAFETY: slots are written only by the owning CPU under the busy/ACTIVE protocol and read only
+// while all writers are paused (see the module invariants); `written` is atomic.
+unsafe impl Sync for CpuBuffer {}
+// SAFETY: as above (the box is plain memory).
+unsafe impl Send for CpuBuffer {}
+
+/// Per-CPU writer state, one cache line each (writers never share a line).
+#[repr(align(64))]
+struct CpuSlot {
+    busy: AtomicBool,
+    buf: AtomicPtr<CpuBuffer>,
+    /// Events dropped because a reader had paused the rings (written by the owning CPU only).
+    dropped: AtomicU64,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY_SLOT: CpuSlot =
+    CpuSlot { busy: AtomicBool::new(false), buf: AtomicPtr::new(core::ptr::null_mut()), dropped: AtomicU64::new(0) };
+static SLOTS: [CpuSlot; MAX_CPUS] = [EMPTY_SLOT; MAX_CPUS];
+
+/// Tracer state changed by commands (never by hooks).
+struct Control {
+    running: bool,
+    entries: usize,
+}
+
+static CONTROL: spin::Mutex<Control> = spin::Mutex::new(Control { running: false, entries: 0 });
+
+// ----- hooks ---------------------------------------------------------------------------------
+
+#[inline(always)]
+fn on(ty: EventType) -> bool {
+    ACTIVE.load(Ordering::Relaxed) & ty.bit() != 0
+}
 
 /// `sched_switch`: `prev` (which leaves in `prev_state`) → `next` on this CPU.
 #[inline]
-pub fn sched_switch(_prev: &Task, _prev_state: TaskState, _next: &Task, _now_ns: u64) {}
+pub fn sched_switch(prev: &Task, prev_state: TaskState, next: &Task, now_ns: u64) {
+    if on(EventType::SchedSwitch) {
+        record_switch(prev, prev_state, next, now_ns);
+    }
+}
 
 /// `sched_wakeup` (`new == false`) or `sched_wakeup_new`: `task` made runnable on `target_cpu`.
 #[inline]
-pub fn sched_wakeup(_task: &Task, _target_cpu: u32, _new: bool, _now_ns: u64) {}
+pub fn sched_wakeup(task: &Task, target_cpu: u32, new: bool, now_ns: u64) {
+    let ty = if new { EventType::SchedWakeupNew } else { EventType::SchedWakeup };
+    if on(ty) {
+        record_task(ty, now_ns, EventKind::Wakeup { task: info(task), target_cpu, new });
+    }
+}
 
 /// `sched_migrate_task`: `task` moves from `orig_cpu` to `dest_cpu`.
 #[inline]
-pub fn sched_migrate_task(_task: &Task, _orig_cpu: u32, _dest_cpu: u32, _now_ns: u64) {}
+pub fn sched_migrate_task(task: &Task, orig_cpu: u32, dest_cpu: u32, now_ns: u64) {
+    if on(EventType::SchedMigrateTask) {
+        record_task(EventType::SchedMigrateTask, now_ns, EventKind::Migrate { task: info(task), orig_cpu, dest_cpu });
+    }
+}
 
 /// `sched_process_exit`: `task` exited.
 #[inline]
-pub fn sched_process_exit(_task: &Task, _now_ns: u64) {}
+pub fn sched_process_exit(task: &Task, now_ns: u64) {
+    if on(EventType::SchedProcessExit) {
+        record_task(EventType::SchedProcessExit, now_ns, EventKind::Exit { task: info(task) });
+    }
+}
 
-/// `timer_expire`: a timer of this CPU fired (`what` names the handler).
+/// `timer_expire` (ftrace `hrtimer_expire_entry`): a timer of this CPU fired (`what` names the
+/// handler); `expires_ns` is the time the timer queue compared against.
 #[inline]
-pub fn timer_expire(_what: &'static str, _expires_ns: u64, _now_ns: u64) {}
+pub fn timer_expire(what: &'static str, expires_ns: u64, now_ns: u64) {
+    if on(EventType::TimerExpire) {
+        record(EventType::TimerExpire, now_ns, None, EventKind::TimerExpire { function: Comm::new(what), now_ns: expires_ns });
+    }
+}
 
-/// `hrtick_start`: `cpu`'s slice-end timer armed `delay_ns` ahead.
+/// `ipi_send` (ftrace `ipi_raise`): this CPU sends `vector` to `target_cpu`.
 #[inline]
-pub fn hrtick_start(_cpu: u32, _delay_ns: u64, _now_ns: u64) {}
+pub fn ipi_send(target_cpu: u32, vector: u8, now_ns: u64) {
+    if on(EventType::Ipi) {
+        record(EventType::Ipi, now_ns, None, EventKind::Ipi { target_cpu, vector });
+    }
+}
 
-/// `hrtick_fire`: `cpu`'s slice-end timer fired.
+/// `sched_hrtick_start`: the high-resolution tick is armed `delay_ns` from now on this CPU.
 #[inline]
-pub fn hrtick_fire(_cpu: u32, _now_ns: u64) {}
+pub fn hrtick_start(delay_ns: u64) {
+    if on(EventType::HrtickStart) {
+        record(EventType::HrtickStart, crate::time::uptime_ns(), None, EventKind::HrtickStart { delay_ns });
+    }
+}
 
-/// `ipi_send`: this CPU sends `vector` to `target_cpu`.
+/// `sched_hrtick_fire`: the high-resolution tick fired on this CPU.
 #[inline]
-pub fn ipi_send(_target_cpu: u32, _vector: u8, _now_ns: u64) {}
+pub fn hrtick_fire() {
+    if on(EventType::HrtickFire) {
+        record(EventType::HrtickFire, crate::time::uptime_ns(), None, EventKind::HrtickFire);
+    }
+}
+
+/// `sched_core_force_idle`: core scheduling kept `cpu` idle for `ns`.
+#[inline]
+pub fn sched_core_force_idle(cpu: u32, ns: u64) {
+    if on(EventType::CoreForceIdle) {
+        record(EventType::CoreForceIdle, crate::time::uptime_ns(), None, EventKind::CoreForceIdle { cpu, duration_ns: ns });
+    }
+}
+
+// ----- recording -----------------------------------------------------------------------------
+
+/// A task as events record it: idle is pid 0 `swapper/<cpu>` prio 120; RT prio is
+/// `99 - rt_priority`, fair `120 + nice` (Linux's `p->prio`).
+fn info(t: &Task) -> TaskInfo {
+    if t.is_idle {
+        return TaskInfo { comm: Comm::with_number("swapper/", t.cpu()), pid: 0, prio: 120 };
+    }
+    let prio = match t.class() {
+        ClassId::Rt => rt_prio(t.rt_priority()),
+        ClassId::Fair => fair_prio(t.nice()),
+        ClassId::Idle => 120,
+    };
+    TaskInfo { comm: Comm::new(&t.name), pid: t.tid, prio }
+}
+
+fn state_letter(s: TaskState) -> u8 {
+    match s {
+        TaskState::Running => b'R',
+        TaskState::Sleeping => b'S',
+        TaskState::Stopped => b'T',
+        TaskState::Dead => b'Z',
+    }
+}
+
+/// The task column: the task running on this CPU (`<idle>`/0 for idle). Interrupts are off.
+fn current_ctx() -> (Comm, u32) {
+    let ptr = crate::percpu::current().rq.current.load(Ordering::Acquire);
+    if ptr.is_null() {
+        return (Comm::new(ftrace::IDLE_COMM), 0);
+    }
+    // SAFETY: `rq.current` is this CPU's running task, kept alive by the run queue's `curr`
+    // Arc; with interrupts off on this CPU it cannot be switched away (and freed) meanwhile.
+    let t = unsafe { &*ptr };
+    if t.is_idle {
+        (Comm::new(ftrace::IDLE_COMM), 0)
+    } else {
+        (Comm::new(&t.name), t.tid)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn record_switch(prev: &Task, prev_state: TaskState, next: &Task, now_ns: u64) {
+    let p = info(prev);
+    let ctx = if prev.is_idle { Comm::new(ftrace::IDLE_COMM) } else { p.comm };
+    let kind = EventKind::Switch { prev: p, prev_state: state_letter(prev_state), next: info(next) };
+    record(EventType::SchedSwitch, now_ns, Some((ctx, p.pid)), kind);
+}
+
+#[cold]
+#[inline(never)]
+fn record_task(ty: EventType, now_ns: u64, kind: EventKind) {
+    record(ty, now_ns, None, kind);
+}
+
+/// Appends one event to this CPU's ring (see the module invariants).
+#[cold]
+#[inline(never)]
+fn record(ty: EventType, ts_ns: u64, ctx: Option<(Comm, u32)>, kind: EventKind) {
+    let were_enabled = interrupts::are_enabled();
+    interrupts::disable();
+    let cpu = crate::percpu::cpu_id();
+    if let Some(slot) = SLOTS.get(cpu as usize) {
+        slot.busy.store(true, Ordering::SeqCst);
+        let active = ACTIVE.load(Ordering::SeqCst);
+        if active & ty.bit() != 0 && active & PAUSED != 0 {
+            slot.dropped.fetch_add(1, Ordering::Relaxed);
+        } else if active & ty.bit() != 0 {
+            let buf = slot.buf.load(Ordering::Acquire);
+            if buf.is_null() {
+                NO_BUFFER.fetch_add(1, Ordering::Relaxed);
+            } else {
+                // SAFETY: a non-null ring is freed only while writers are held off, and we hold
+                // `busy` having seen ACTIVE set and not paused, so no reader is past its
+                // wait (module invariants).
+                let buf = unsafe { &*buf };
+                let (comm, pid) = ctx.unwrap_or_else(current_ctx);
+                let n = buf.written.load(Ordering::Relaxed);
+                if let Some(cell) = buf.slots.get(ring::slot(n, buf.slots.len())) {
+                    // SAFETY: only this CPU writes this ring, with interrupts off (no
+                    // re-entry), and no reader reads it while we hold `busy` (as above).
+                    unsafe { *cell.get() = Event { ts_ns, cpu, comm, pid, kind } };
+                    buf.written.store(n + 1, Ordering::Release);
+                }
+            }
+        }
+        slot.busy.store(false, Ordering::Release);
+    }
+    if were_enabled {
+        interrupts::enable();
+    }
+}
+
+// ----- control -------------------------------------------------------------------------------
+
+/// Waits until every CPU that may have seen the old [`ACTIVE`] has left [`record`]; a writer
+/// entering later sees the new value (SeqCst busy-store / ACTIVE-load against our
+/// ACTIVE-store / busy-load).
+fn wait_writers() {
+    for slot in SLOTS.iter() {
+        while slot.busy.load(Ordering::SeqCst) {
+            core::hint::spin_loop();
+        }
+    }
+}
+
+/// Holds writers off the rings (they count drops meanwhile). Caller holds CONTROL.
+fn pause() {
+    ACTIVE.fetch_or(PAUSED, Ordering::SeqCst);
+    wait_writers();
+}
+
+/// Ends [`pause`].
+fn unpause() {
+    ACTIVE.fetch_and(!PAUSED, Ordering::SeqCst);
+}
+
+/// Stops recording altogether (hooks back to one load and a branch). Caller holds CONTROL.
+fn halt() {
+    ACTIVE.store(0, Ordering::SeqCst);
+    wait_writers();
+}
+
+fn cpu_buffer(cpu: usize) -> Option<&'static CpuBuffer> {
+    let p = SLOTS.get(cpu)?.buf.load(Ordering::Acquire);
+    // SAFETY: rings are freed only by `install_buffers` under CONTROL while paused; callers hold
+    // CONTROL (or run with writers paused) for as long as they use the reference.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+fn new_buffer(entries: usize) -> Result<*mut CpuBuffer, String> {
+    let mut v: Vec<UnsafeCell<Event>> = Vec::new();
+    v.try_reserve_exact(entries).map_err(|_| alloc::format!("cannot allocate {} trace records", entries))?;
+    v.resize_with(entries, || UnsafeCell::new(Event::EMPTY));
+    Ok(Box::into_raw(Box::new(CpuBuffer { written: AtomicU64::new(0), slots: v.into_boxed_slice() })))
+}
+
+/// Gives every online CPU an empty ring of `entries` records (reusing rings of that size).
+/// Caller holds CONTROL, writers paused.
+fn install_buffers(ctl: &mut Control, entries: usize) -> Result<(), String> {
+    for cpu in crate::percpu::online_cpus() {
+        let slot = &SLOTS[cpu.cpu_id as usize];
+        let old = slot.buf.load(Ordering::Acquire);
+        if !old.is_null() && ctl.entries == entries {
+            // SAFETY: non-null ring, writers paused (we may reset it).
+            unsafe { (*old).written.store(0, Ordering::Release) };
+            continue;
+        }
+        let new = match new_buffer(entries) {
+            Ok(b) => b,
+            Err(e) => {
+                ctl.entries = 0; // rings of mixed sizes now: the next start reallocates all
+                return Err(e);
+            }
+        };
+        slot.buf.store(new, Ordering::Release);
+        if !old.is_null() {
+            // SAFETY: `old` came from `Box::into_raw` in `new_buffer`; writers are paused and
+            // the slot no longer points at it, so nothing else references it.
+            drop(unsafe { Box::from_raw(old) });
+        }
+    }
+    ctl.entries = entries;
+    reset_counts();
+    Ok(())
+}
+
+/// Empties every ring and zeroes the loss counters. Writers held off.
+fn reset_counts() {
+    for (cpu, slot) in SLOTS.iter().enumerate() {
+        if let Some(b) = cpu_buffer(cpu) {
+            b.written.store(0, Ordering::Release);
+        }
+        slot.dropped.store(0, Ordering::Relaxed);
+    }
+    NO_BUFFER.store(0, Ordering::Relaxed);
+}
+
+/// Starts a fresh trace with `entries` records per CPU.
+pub fn start(entries: usize) -> Result<(), String> {
+    let mut ctl = CONTROL.lock();
+    if ctl.running {
+        return Err(String::from("already running (trace stop first)"));
+    }
+    halt();
+    install_buffers(&mut ctl, entries)?;
+    ctl.running = true;
+    ACTIVE.store(EVENT_MASK.load(Ordering::SeqCst), Ordering::SeqCst);
+    Ok(())
+}
+
+/// Stops recording (keeps the rings). Returns false if it was not running.
+pub fn stop() -> bool {
+    let mut ctl = CONTROL.lock();
+    halt();
+    core::mem::replace(&mut ctl.running, false)
+}
+
+/// Empties the rings.
+pub fn clear() {
+    let _ctl = CONTROL.lock();
+    pause();
+    reset_counts();
+    unpause();
+}
+
+/// Sets the enabled-event mask (takes effect at once if tracing).
+pub fn set_event_mask(mask: u32) {
+    let ctl = CONTROL.lock();
+    EVENT_MASK.store(mask & EventType::ALL_MASK, Ordering::SeqCst);
+    if ctl.running {
+        ACTIVE.store(mask & EventType::ALL_MASK, Ordering::SeqCst);
+    }
+}
+
+pub fn event_mask() -> u32 {
+    EVENT_MASK.load(Ordering::SeqCst)
+}
+
+/// A copy of the trace: every CPU's events merged in timestamp order.
+pub struct Snapshot {
+    pub events: Vec<Event>,
+    /// Events that occurred since the last clear (held + overwritten + dropped).
+    pub written: u64,
+    /// Per CPU: (written to the ring, held, dropped while paused).
+    pub per_cpu: Vec<(u64, u64, u64)>,
+}
+
+impl Snapshot {
+    pub fn lost(&self) -> u64 {
+        self.written.saturating_sub(self.events.len() as u64)
+    }
+}
+
+/// Copies the rings (pausing writers meanwhile) and merges them by timestamp (stable: ties keep
+/// CPU order, then ring order).
+pub fn snapshot() -> Result<Snapshot, String> {
+    let _ctl = CONTROL.lock();
+    pause();
+    let result = copy_rings();
+    unpause();
+    let mut s = result?;
+    s.events.sort_by_key(|e| e.ts_ns);
+    Ok(s)
+}
+
+fn copy_rings() -> Result<Snapshot, String> {
+    let ncpus = crate::percpu::nr_cpus() as usize;
+    let mut total = 0usize;
+    for cpu in 0..ncpus {
+        if let Some(b) = cpu_buffer(cpu) {
+            let r = ring::live(b.written.load(Ordering::Acquire), b.slots.len());
+            total += (r.end - r.start) as usize;
+        }
+    }
+    let mut events = Vec::new();
+    events.try_reserve_exact(total).map_err(|_| alloc::format!("cannot allocate a copy of {} events", total))?;
+    let mut per_cpu = Vec::new();
+    let mut written = NO_BUFFER.load(Ordering::Relaxed);
+    for cpu in 0..ncpus {
+        let dropped = SLOTS[cpu].dropped.load(Ordering::Relaxed);
+        written += dropped;
+        let Some(b) = cpu_buffer(cpu) else {
+            per_cpu.push((0, 0, dropped));
+            continue;
+        };
+        let w = b.written.load(Ordering::Acquire);
+        let r = ring::live(w, b.slots.len());
+        per_cpu.push((w, r.end - r.start, dropped));
+        written += w;
+        for n in r {
+            if let Some(cell) = b.slots.get(ring::slot(n, b.slots.len())) {
+                // SAFETY: writers are paused (module invariants), so nobody writes the slot.
+                events.push(unsafe { *cell.get() });
+            }
+        }
+    }
+    Ok(Snapshot { events, written, per_cpu })
+}
+
+/// The report of the current trace, as text.
+pub fn report_text() -> Result<String, String> {
+    let s = snapshot()?;
+    let rep = report::analyze(s.events.iter(), s.lost());
+    let mut out = String::new();
+    let _ = rep.write(&mut out);
+    Ok(out)
+}
+
+// ----- export (COM2) ------------------------------------------------------------------------
+
+const COM2: u16 = 0x2f8;
+
+static COM2_PORT: spin::Mutex<Option<uart_16550::SerialPort>> = spin::Mutex::new(None);
+
+/// Is a UART decoded at `base`? (Its scratch register keeps what we write.)
+fn uart_present(base: u16) -> bool {
+    let mut scratch = x86_64::instructions::port::Port::<u8>::new(base + 7);
+    // SAFETY: the scratch register of a 16550 has no side effects; if nothing decodes the port,
+    // writes vanish and reads return 0xff.
+    unsafe {
+        scratch.write(0x5a);
+        let a = scratch.read();
+        scratch.write(0xa5);
+        a == 0x5a && scratch.read() == 0xa5
+    }
+}
+
+/// A line buffer on the stack (formatting must not allocate per event); overlong lines are cut.
+struct LineBuf {
+    buf: [u8; 512],
+    len: usize,
+}
+
+impl core::fmt::Write for LineBuf {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let n = s.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        Ok(())
+    }
+}
+
+/// Streams `s` to COM2 in ftrace text. Returns false if there is no COM2.
+fn stream(s: &Snapshot) -> bool {
+    let mut guard = COM2_PORT.lock();
+    if guard.is_none() {
+        if !uart_present(COM2) {
+            return false;
+        }
+        // SAFETY: 0x2f8 is the standard COM2 base; this module is the only user of those ports.
+        let mut port = unsafe { uart_16550::SerialPort::new(COM2) };
+        port.init();
+        *guard = Some(port);
+    }
+    let Some(port) = guard.as_mut() else { return false };
+    let mut send = |l: &LineBuf| {
+        for &b in &l.buf[..l.len] {
+            port.send_raw(b);
+        }
+    };
+    let mut line = LineBuf { buf: [0; 512], len: 0 };
+    let mut header = String::new();
+    let _ = ftrace::write_header(&mut header, s.events.len() as u64, s.written, crate::percpu::nr_cpus());
+    for chunk in header.as_bytes().chunks(line.buf.len()) {
+        line.buf[..chunk.len()].copy_from_slice(chunk);
+        line.len = chunk.len();
+        send(&line);
+    }
+    for e in &s.events {
+        line.len = 0;
+        let _ = ftrace::write_event(&mut line, e);
+        if line.len == line.buf.len() {
+            line.buf[line.len - 1] = b'\n';
+        }
+        send(&line);
+    }
+    true
+}
+
+fn dump(s: &Snapshot) {
+    let t0 = crate::time::uptime_ns();
+    if stream(s) {
+        let ms = (crate::time::uptime_ns() - t0) / 1_000_000;
+        crate::kprintln!("trace: {} events ({} lost) streamed to COM2 in {} ms", s.events.len(), s.lost(), ms);
+    } else {
+        crate::kprintln!("trace: {} events ({} lost); no COM2 to stream to", s.events.len(), s.lost());
+    }
+}
+
+// ----- the command ----------------------------------------------------------------------------
+
+fn parse_on_off(w: &str) -> Option<bool> {
+    match w {
+        "on" | "1" | "enable" => Some(true),
+        "off" | "0" | "disable" => Some(false),
+        _ => None,
+    }
+}
+
+/// `trace start [-b ENTRIES] | stop | clear | report | dump | events [NAME|all on|off]`.
+pub fn cmd_trace(args: &[&str]) -> Result<(), String> {
+    match args {
+        ["start"] => start(DEFAULT_ENTRIES),
+        ["start", "-b", n] => match n.parse::<usize>() {
+            Ok(n) if (16..=MAX_ENTRIES).contains(&n) => start(n),
+            _ => Err(alloc::format!("-b needs a number of records in 16..={}, got '{}'", MAX_ENTRIES, n)),
+        },
+        ["stop"] => {
+            if !stop() {
+                return Err(String::from("not running"));
+            }
+            dump(&snapshot()?);
+            Ok(())
+        }
+        ["dump"] => {
+            dump(&snapshot()?);
+            Ok(())
+        }
+        ["clear"] => {
+            clear();
+            Ok(())
+        }
+        ["report"] => {
+            let text = report_text()?;
+            crate::kprint!("{}", text);
+            Ok(())
+        }
+        ["events"] => {
+            let mask = event_mask();
+            for e in EventType::ALL {
+                crate::kprintln!("  {:<22} {}", e.name(), if mask & e.bit() != 0 { "on" } else { "off" });
+            }
+            Ok(())
+        }
+        ["events", name, state] => {
+            let on = parse_on_off(state).ok_or_else(|| String::from("usage"))?;
+            let bits = if *name == "all" {
+                EventType::ALL_MASK
+            } else {
+                EventType::from_name(name).ok_or_else(|| alloc::format!("unknown event '{}'", name))?.bit()
+            };
+            let mask = event_mask();
+            set_event_mask(if on { mask | bits } else { mask & !bits });
+            Ok(())
+        }
+        _ => Err(String::from("usage")),
+    }
+}
+
+/// Usage line of `trace` (for the shell's command table).
+pub const USAGE: &str = "trace start [-b ENTRIES] | stop | clear | report | dump | events [NAME|all on|off]";

@@ -1,0 +1,161 @@
+//! `cadence-boot trace report FILE [--svg OUT]`: the kernel tracer's report, computed on the
+//! host from the ftrace text the kernel streamed over COM2 (`make run TRACE=FILE`).
+//!
+//! Parsing, the analysis and the report text come from `cadence-trace`, the code the kernel's
+//! `trace report` runs, so for the same trace both print the same report (timestamps are
+//! microseconds in the text and the analysis truncates the kernel's to microseconds too).
+//! The SVG is a hand-written bar chart of the log2 wakeup-latency histogram.
+
+use cadence_trace::ftrace::{self, ParseError};
+use cadence_trace::report::{self, Histogram, Report};
+use std::fmt::Write;
+
+/// A report computed from trace text, with the lines that did not parse (1-based line number).
+pub struct TraceReport {
+    pub report: Report,
+    pub errors: Vec<(usize, ParseError)>,
+}
+
+/// Parses ftrace text (events in file order, as the kernel writes them: merged by time) and
+/// analyzes it; lost events come from the `entries-in-buffer/entries-written` header line.
+pub fn analyze_text(text: &str) -> TraceReport {
+    let parsed = ftrace::parse_text(text);
+    let report = report::analyze(parsed.events.iter(), parsed.lost());
+    TraceReport { report, errors: parsed.errors }
+}
+
+/// The report text (identical to the kernel's `trace report`).
+pub fn report_text(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = r.write(&mut s);
+    s
+}
+
+/// `ns` in the largest unit that keeps it whole-ish: `512ns`, `4us`, `2ms`, `1s`.
+fn human_ns(ns: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")];
+    for (div, unit) in UNITS {
+        if ns >= div {
+            let v = ns as f64 / div as f64;
+            return if v >= 10.0 { format!("{:.0}{}", v, unit) } else { format!("{:.1}{}", v, unit) };
+        }
+    }
+    format!("{}ns", ns)
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// An SVG bar chart of `hist` (one bar per log2 bucket from the first to the last non-empty
+/// one, labelled with the bucket's lower bound, the count above each bar).
+pub fn histogram_svg(hist: &Histogram, title: &str) -> String {
+    let (first, last) = hist.span().unwrap_or((0, 0));
+    let n = last - first + 1;
+    let (bar_w, gap, left, top, plot_h) = (40.0, 8.0, 60.0, 50.0, 300.0);
+    let width = left + n as f64 * (bar_w + gap) + 20.0;
+    let height = top + plot_h + 70.0;
+    let peak = hist.buckets[first..=last].iter().copied().max().unwrap_or(0).max(1) as f64;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(s, r#"<text x="{left}" y="25" font-size="15">{}</text>"#, xml_escape(title));
+    let base = top + plot_h;
+    let _ = writeln!(
+        s,
+        r#"<line x1="{left}" y1="{base}" x2="{:.0}" y2="{base}" stroke="black"/>"#,
+        width - 10.0
+    );
+    let _ = writeln!(s, r#"<line x1="{left}" y1="{top}" x2="{left}" y2="{base}" stroke="black"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="15" y="{:.0}" transform="rotate(-90 15 {:.0})" text-anchor="middle">wakeups</text>"#,
+        top + plot_h / 2.0,
+        top + plot_h / 2.0
+    );
+    for (k, i) in (first..=last).enumerate() {
+        let c = hist.buckets[i];
+        let h = (c as f64 / peak * plot_h).max(if c > 0 { 1.0 } else { 0.0 });
+        let x = left + gap / 2.0 + k as f64 * (bar_w + gap);
+        let _ = writeln!(
+            s,
+            r##"<rect x="{x:.1}" y="{:.1}" width="{bar_w}" height="{h:.1}" fill="#4878d0"><title>[{}, {}) ns: {}</title></rect>"##,
+            base - h,
+            Histogram::lower(i),
+            Histogram::upper(i),
+            c
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{c}</text>"#,
+            x + bar_w / 2.0,
+            base - h - 4.0
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            x + bar_w / 2.0,
+            base + 15.0,
+            human_ns(Histogram::lower(i))
+        );
+    }
+    let _ = writeln!(
+        s,
+        r#"<text x="{:.0}" y="{:.0}" text-anchor="middle">wakeup latency (log2 buckets, lower bound)</text>"#,
+        left + (width - left) / 2.0,
+        base + 40.0
+    );
+    s.push_str("</svg>\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn fixture(name: &str) -> String {
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures").join(name);
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    }
+
+    /// The host's report of the recorded trace is, line for line, what the kernel printed.
+    #[test]
+    fn recorded_trace_reports_like_the_kernel() {
+        let r = analyze_text(&fixture("trace-pipe-200.txt"));
+        assert!(r.errors.is_empty(), "{:?}", &r.errors[..r.errors.len().min(5)]);
+        assert!(r.report.all.count > 0);
+        let kernel = fixture("trace-pipe-200.report.txt");
+        assert_eq!(report_text(&r.report), kernel);
+    }
+
+    #[test]
+    fn svg_has_a_bar_per_bucket() {
+        let r = analyze_text(&fixture("trace-pipe-200.txt"));
+        let svg = histogram_svg(&r.report.hist, "wakeup latency");
+        let (first, last) = r.report.hist.span().expect("samples");
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
+        assert_eq!(svg.matches("<rect x=").count(), last - first + 1);
+        // Empty histogram: still a valid document.
+        let empty = histogram_svg(&Histogram::default(), "a<b");
+        assert!(empty.contains("a&lt;b") && empty.ends_with("</svg>\n"));
+    }
+
+    #[test]
+    fn garbage_is_reported_not_fatal() {
+        let r = analyze_text("# tracer: nop\nnot a trace line\n\u{0}\u{1}-[]\n");
+        assert_eq!(r.errors.len(), 2);
+        assert_eq!(r.report.events, 0);
+    }
+
+    #[test]
+    fn human_units() {
+        assert_eq!(human_ns(512), "512ns");
+        assert_eq!(human_ns(2048), "2.0us");
+        assert_eq!(human_ns(131072), "131us");
+        assert_eq!(human_ns(1 << 30), "1.1s");
+    }
+}
