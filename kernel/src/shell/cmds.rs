@@ -178,7 +178,7 @@ pub fn ps(args: &[&str]) -> CmdResult {
             return Err(usage_err("ps", alloc::format!("unsupported option '{}'", a)));
         }
     }
-    shout!("  PID   TID CLS RTPRIO  NI PSR S    TIME(ms) GROUP COMMAND");
+    shout!("  PID   TID CLS RTPRIO  NI PSR S    TIME(ms) {:<14} COMMAND", "GROUP");
     for t in task::all() {
         let st = t.state();
         if st == task::TaskState::Dead && t.detached.load(core::sync::atomic::Ordering::Relaxed) {
@@ -192,7 +192,7 @@ pub fn ps(args: &[&str]) -> CmdResult {
         };
         let ns = t.stats.sum_exec_runtime.load(core::sync::atomic::Ordering::Relaxed);
         shout!(
-            "{:>5} {:>5} {:<3} {:>6} {:>3} {:>3} {} {:>11} {:>5} {}",
+            "{:>5} {:>5} {:<3} {:>6} {:>3} {:>3} {} {:>11} {:<14} {}{}",
             t.tgid,
             t.tid,
             class_abbrev(p),
@@ -201,8 +201,9 @@ pub fn ps(args: &[&str]) -> CmdResult {
             t.cpu(),
             st.letter(),
             alloc::format!("{}.{:03}", ns / 1_000_000, (ns / 1000) % 1000),
-            "-",
-            t.name
+            crate::sched::group::task_group_path(&t),
+            t.name,
+            if t.watchdog.demotions.load(core::sync::atomic::Ordering::Relaxed) > 0 { " (demoted by RT watchdog)" } else { "" }
         );
     }
     Ok(())

@@ -17,6 +17,7 @@
 
 pub mod cmds;
 pub mod console;
+pub mod groups;
 #[cfg(test)]
 mod tests;
 
@@ -115,6 +116,19 @@ pub const COMMANDS: &[Command] = &[
     },
     Command { name: "trace", usage: crate::trace::USAGE, help: "scheduler tracer", run: |a| adapt("trace", crate::trace::cmd_trace(a)) },
     Command { name: "poweroff", usage: "poweroff", help: "exit QEMU (success)", run: cmd_poweroff },
+    Command {
+        name: "group",
+        usage: "group create NAME [WEIGHT] | group move PID NAME|/ | group weight NAME W | group list | group destroy NAME",
+        help: "manual task groups (cpu.weight 1..=10000, default 100)",
+        run: groups::cmd_group,
+    },
+    Command { name: "autogroup", usage: "autogroup PID [NICE]", help: "show or set a task's autogroup nice", run: groups::cmd_autogroup },
+    Command { name: "open", usage: "open ttyN", help: "open a virtual terminal with a shell session", run: groups::cmd_open },
+    Command { name: "close", usage: "close ttyN", help: "close a virtual terminal", run: groups::cmd_close },
+    Command { name: "type", usage: "type ttyN TEXT...", help: "type a line into a tty", run: groups::cmd_type },
+    Command { name: "ttys", usage: "ttys", help: "list ttys, their sessions and autogroups", run: groups::cmd_ttys },
+    Command { name: "spawn", usage: "spawn --tty N COMMAND...", help: "run a command as a new session on ttyN", run: groups::cmd_spawn },
+    Command { name: "setsid", usage: "setsid COMMAND...", help: "run a command in a new session", run: groups::cmd_setsid },
     Command { name: "ls", usage: "ls /workloads", help: "list workload files", run: |a| adapt("ls", crate::rtapp::cmd_ls(a)) },
     Command {
         name: "rtapp",
