@@ -13,6 +13,7 @@
 pub mod hackbench;
 pub mod latency;
 
+pub mod autogroup;
 pub mod slice;
 
 use crate::sched::pipe::pipe;
@@ -137,6 +138,9 @@ pub fn cmd_pipe(args: &[&str]) -> Result<(), String> {
     let a = Args::new(args);
     let loops = a.num("-l", 100_000, 1, 100_000_000)?;
     let (same, x, y) = bench_cpus();
+    if a.has("-g") {
+        return pipe_group_overhead(loops, same);
+    }
     crate::kprintln!("bench pipe: 2 tasks on cpu {}", same);
     let s = pipe_round_trips(loops, same, same)?;
     print_pipetest(loops, s);
@@ -145,6 +149,63 @@ pub fn cmd_pipe(args: &[&str]) -> Result<(), String> {
         let s = pipe_round_trips(loops, x, y)?;
         print_pipetest(loops, s);
     }
+    Ok(())
+}
+
+/// `bench pipe -g`: group-scheduling overhead (the seed measured ~5%): the same-CPU ping-pong
+/// with both tasks in the root group, then both inside a nested group (`/pipe-outer/…`
+/// two levels deep), alternating three times; prints each pipetest line and the overhead.
+fn pipe_group_overhead(loops: u64, cpu: u32) -> Result<(), String> {
+    use crate::sched::group::{self, GroupKind, ROOT_GROUP};
+    let me = sched::current_tid();
+    let home = sched::find(me).map(|t| t.group.load(Ordering::Relaxed)).unwrap_or(ROOT_GROUP);
+    let outer = group::create("pipe-outer", ROOT_GROUP, 100, GroupKind::Manual).map_err(|e| alloc::format!("pipe-outer: {}", e.strerror()))?;
+    let inner = match group::create("pipe-inner", outer.id, 100, GroupKind::Manual) {
+        Ok(g) => g,
+        Err(e) => {
+            let _ = group::destroy(outer.id);
+            return Err(alloc::format!("pipe-inner: {}", e.strerror()));
+        }
+    };
+    let (mut root_s, mut group_s) = (0.0, 0.0);
+    let mut result = Ok(());
+    for _ in 0..3 {
+        let _ = group::move_task(me, ROOT_GROUP);
+        crate::kprintln!("bench pipe: 2 tasks on cpu {}, root group", cpu);
+        match pipe_round_trips(loops, cpu, cpu) {
+            Ok(s) => {
+                print_pipetest(loops, s);
+                root_s += s;
+            }
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+        // Children inherit the spawner's group: both ping and pong land in /pipe-outer/pipe-inner.
+        let _ = group::move_task(me, inner.id);
+        crate::kprintln!("bench pipe: 2 tasks on cpu {}, nested group /pipe-outer/pipe-inner", cpu);
+        match pipe_round_trips(loops, cpu, cpu) {
+            Ok(s) => {
+                print_pipetest(loops, s);
+                group_s += s;
+            }
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    let _ = group::move_task(me, home);
+    let _ = group::destroy(inner.id);
+    let _ = group::destroy(outer.id);
+    result?;
+    crate::kprintln!(
+        "pipe group overhead: root {:.3} s, nested group {:.3} s: {:+.1}%",
+        root_s,
+        group_s,
+        (group_s / root_s.max(1e-9) - 1.0) * 100.0
+    );
     Ok(())
 }
 

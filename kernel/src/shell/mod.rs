@@ -104,7 +104,7 @@ pub const COMMANDS: &[Command] = &[
     Command { name: "jobs", usage: "jobs", help: "list background jobs", run: cmd_jobs },
     Command {
         name: "bench",
-        usage: "bench pipe|scale|slice|cyclic|hackbench|pert|wakeup-latency [OPTIONS] (bench NAME -h for options)",
+        usage: "bench pipe|scale|slice|autogroup|cyclic|hackbench|pert|wakeup-latency [OPTIONS] (bench NAME -h for options)",
         help: "run a benchmark",
         run: cmd_bench,
     },
@@ -213,6 +213,7 @@ fn cmd_bench(args: &[&str]) -> CmdResult {
         Some("pipe") => crate::bench::cmd_pipe(rest),
         Some("scale") => crate::bench::cmd_scale(rest),
         Some("slice") => crate::bench::slice::cmd_slice(rest),
+        Some("autogroup") => crate::bench::autogroup::cmd_autogroup(rest),
         Some("cyclic") => crate::bench::latency::cmd_cyclic(rest),
         Some("wakeup-latency") => crate::bench::latency::cmd_wakeup_latency(rest),
         Some("pert") => crate::bench::latency::cmd_pert(rest),
