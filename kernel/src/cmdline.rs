@@ -36,6 +36,8 @@ pub struct BootOptions {
     pub test_fault: Option<TestFault>,
     /// Commands to run at boot (`run="cmd1; cmd2"`).
     pub run: Option<String>,
+    /// Keep SMT sibling threads offline (`nosmt`).
+    pub nosmt: bool,
     /// Under `cargo test`: run only kernel tests whose name contains this (`test=NAME`).
     pub test_filter: Option<String>,
     /// The raw line, for `cat /proc/cmdline`-style display.
@@ -44,7 +46,7 @@ pub struct BootOptions {
 
 impl Default for BootOptions {
     fn default() -> Self {
-        Self { poweroff: false, hz: 250, maxcpus: None, test_fault: None, run: None, test_filter: None, raw: String::new() }
+        Self { poweroff: false, hz: 250, maxcpus: None, test_fault: None, run: None, nosmt: false, test_filter: None, raw: String::new() }
     }
 }
 
@@ -53,6 +55,10 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("poweroff", "exit QEMU (success) when boot and run= commands are done"),
     ("hz=N", "periodic tick rate, 10..=10000 (default 250)"),
     ("maxcpus=N", "bring up at most N CPUs"),
+    ("nosmt", "keep SMT sibling threads offline (one thread per core)"),
+    ("nosmt_sched", "start with core scheduling off (kernel.sched_core=0)"),
+    ("noautogroup", "start with autogroup off (kernel.sched_autogroup_enabled=0)"),
+    ("autogroup=tty|session", "autogroup per tty (default, the seed) or per session (mainline)"),
     ("hrtick=0|1", "preempt exactly at slice end with one-shot timers (default 1)"),
     ("run=\"c1; c2\"", "commands to run at boot"),
     ("test=NAME", "under cargo test: only kernel tests whose name contains NAME"),
@@ -104,6 +110,13 @@ pub fn parse(line: &str) -> BootOptions {
             "run" => match value {
                 Some(v) => opts.run = Some(v.to_string()),
                 None => warn(format_args!("run: needs a value, e.g. run=\"cmd1; cmd2\"")),
+            },
+            "nosmt_sched" => crate::sched::coresched::set_enabled(false),
+            "nosmt" => opts.nosmt = true,
+            "noautogroup" => crate::sched::autogroup::set_boot_default(false),
+            "autogroup" => match value.map(crate::sched::autogroup::set_mode) {
+                Some(Ok(())) => {}
+                _ => warn(format_args!("autogroup: needs tty or session")),
             },
             "hrtick" => match value {
                 Some("0") => crate::sched::hrtick::set_enabled(false),

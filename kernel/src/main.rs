@@ -116,7 +116,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     }
 
     let max_cpus = opts.maxcpus.unwrap_or(percpu::MAX_CPUS as u32);
-    smp::start_aps(&platform.ap_apic_ids, max_cpus);
+    smp::start_aps(&platform.ap_apic_ids, max_cpus, opts.nosmt);
 
     let (cpus, packages, cores, threads) = smp::topology_summary();
     kprintln!("cadence: smp: {} cpus online ({} packages, {} cores, {} threads per core)", cpus, packages, cores, threads);

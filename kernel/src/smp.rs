@@ -64,7 +64,8 @@ extern "C" fn ap_entry(arg: u64) -> ! {
 
 /// Starts every AP listed by the platform (at most `max_cpus` CPUs in all). Returns how many
 /// APs came up.
-pub fn start_aps(ap_apic_ids: &[u32], max_cpus: u32) -> u32 {
+pub fn start_aps(ap_apic_ids: &[u32], max_cpus: u32, nosmt: bool) -> u32 {
+    let smt_mask = (1u32 << cpuid::smt_shift()) - 1;
     if ap_apic_ids.is_empty() || max_cpus <= 1 {
         return 0;
     }
@@ -83,6 +84,10 @@ pub fn start_aps(ap_apic_ids: &[u32], max_cpus: u32) -> u32 {
     for &apic_id in ap_apic_ids {
         if next_id >= max_cpus || next_id as usize >= percpu::MAX_CPUS {
             crate::kprintln!("cadence: cpu limit {} reached; apic {} left offline", max_cpus, apic_id);
+            continue;
+        }
+        if nosmt && apic_id & smt_mask != 0 {
+            crate::kprintln!("cadence: nosmt: apic {} is an SMT sibling thread, left offline", apic_id);
             continue;
         }
         let stack = match KernelStack::allocate(AP_STACK_SIZE) {

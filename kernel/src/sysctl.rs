@@ -64,6 +64,38 @@ pub static SYSCTLS: &[Sysctl] = &[
         },
     },
     Sysctl {
+        name: "kernel.sched_core",
+        help: "SMT core scheduling: 1 on, 0 off (cookies are kept)",
+        get: || format!("{}", crate::sched::coresched::enabled() as u8),
+        set: |v| match v.trim() {
+            "0" => {
+                crate::sched::coresched::set_enabled(false);
+                Ok(())
+            }
+            "1" => {
+                crate::sched::coresched::set_enabled(true);
+                Ok(())
+            }
+            _ => Err(Errno::EINVAL),
+        },
+    },
+    Sysctl {
+        name: "kernel.sched_autogroup_enabled",
+        help: "autogroup: 1 on, 0 off (moves every runnable fair task at once)",
+        get: || format!("{}", crate::sched::autogroup::enabled() as u8),
+        set: |v| match v.trim() {
+            "0" => {
+                crate::sched::autogroup::set_enabled(false);
+                Ok(())
+            }
+            "1" => {
+                crate::sched::autogroup::set_enabled(true);
+                Ok(())
+            }
+            _ => Err(Errno::EINVAL),
+        },
+    },
+    Sysctl {
         name: "kernel.sched_features",
         help: "scheduler features: HRTICK or NO_HRTICK",
         get: || String::from(if crate::sched::hrtick::enabled() { "HRTICK" } else { "NO_HRTICK" }),

@@ -57,6 +57,11 @@ pub fn mode_name() -> &'static str {
     }
 }
 
+/// Boot option `noautogroup`: just the flag (no task exists yet).
+pub fn set_boot_default(on: bool) {
+    ENABLED.store(on, Ordering::SeqCst);
+}
+
 /// Turns autogroup on or off and moves every queued fair task whose group changes. Returns
 /// (tasks moved, ns the switch took).
 pub fn set_enabled(on: bool) -> (usize, u64) {

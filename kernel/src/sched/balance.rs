@@ -55,6 +55,12 @@ fn topology() -> Option<&'static Topology> {
     TOPOLOGY.get()
 }
 
+/// The SMT siblings of `cpu` (itself included), once the topology is known.
+pub fn smt_siblings(cpu: u32) -> Option<CpuMask> {
+    let t = topology()?;
+    ((cpu as usize) < t.nr_cpus()).then(|| t.smt_siblings(cpu as usize))
+}
+
 fn prio_snapshot() -> Vec<CpuPrio> {
     (0..percpu::nr_cpus())
         .map(|id| {

@@ -33,6 +33,7 @@ pub mod api;
 pub mod autogroup;
 pub mod balance;
 pub mod class;
+pub mod coresched;
 pub mod group;
 pub mod hrtick;
 pub mod pipe;
@@ -42,6 +43,8 @@ pub mod signal;
 pub mod task;
 pub mod wait;
 
+#[cfg(test)]
+mod coresched_tests;
 #[cfg(test)]
 mod group_tests;
 #[cfg(test)]
@@ -90,6 +93,8 @@ pub struct RqInner {
     pub rt_time: u64,
     pub rt_period_start: u64,
     pub rt_throttled: bool,
+    /// Forced idle by core scheduling since (0 = not forced idle).
+    pub forced_since: u64,
     /// The task switched away from, for `finish_task_switch` on the next task.
     prev: Option<Arc<Task>>,
     /// A runnable task switched out because it may no longer run here (affinity change):
@@ -125,6 +130,12 @@ pub struct Rq {
     pub polling: AtomicBool,
     /// This CPU's RT class is throttled (lock-free copy of `RqInner::rt_throttled`).
     pub rt_throttled: AtomicBool,
+    /// Queued tasks with a core-scheduling cookie (see `core::active`).
+    pub nr_cookied: AtomicU32,
+    /// This CPU waits for a sibling to leave an incompatible task (core scheduling).
+    pub core_wait: AtomicBool,
+    /// Time this CPU was forced idle by core scheduling (ns).
+    pub forced_idle_ns: AtomicU64,
 }
 
 /// How long an idle CPU polls for work before halting (Linux's haltpoll idea: under
@@ -158,6 +169,7 @@ impl Rq {
                 rt_time: 0,
                 rt_period_start: 0,
                 rt_throttled: false,
+                forced_since: 0,
                 prev: None,
                 migrate_out: None,
             }),
@@ -176,6 +188,9 @@ impl Rq {
             last_idle_balance: AtomicU64::new(u64::MAX),
             polling: AtomicBool::new(false),
             rt_throttled: AtomicBool::new(false),
+            nr_cookied: AtomicU32::new(0),
+            core_wait: AtomicBool::new(false),
+            forced_idle_ns: AtomicU64::new(0),
         }
     }
 }
@@ -346,6 +361,9 @@ fn enqueue_task(g: &mut RqInner, task: &Arc<Task>, flags: u32, now: u64) {
     task.cpu.store(g.cpu, Ordering::Release);
     class::of(task).enqueue(g, task, flags);
     task.on_rq.store(true, Ordering::Release);
+    if task.core_cookie.load(Ordering::Relaxed) != 0 {
+        rq_of(g.cpu).nr_cookied.fetch_add(1, Ordering::SeqCst);
+    }
     g.tasks.insert(task.tid, task.clone());
     if !g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, task)) {
         start_wait(task, now);
@@ -356,6 +374,9 @@ fn enqueue_task(g: &mut RqInner, task: &Arc<Task>, flags: u32, now: u64) {
 fn dequeue_task(g: &mut RqInner, task: &Arc<Task>, flags: u32) {
     class::of(task).dequeue(g, task, flags);
     task.on_rq.store(false, Ordering::Release);
+    if task.core_cookie.load(Ordering::Relaxed) != 0 {
+        rq_of(g.cpu).nr_cookied.fetch_sub(1, Ordering::SeqCst);
+    }
     g.tasks.remove(&task.tid);
 }
 
@@ -445,10 +466,21 @@ fn __schedule(preempted: bool) {
     let cpu = this_cpu();
     let rq = &cpu.rq;
     let mut g = rq.lock.lock();
+    // On a core where cookies are in play, pick for the whole core with every sibling's run
+    // queue locked (lock order: release ours, take the core's in CPU order).
+    let mut core_guards = None;
+    let cookie_change = coresched::has_pending(g.curr.as_ref().expect("curr exists"));
+    if coresched::active(cpu) || (cookie_change && coresched::enabled() && coresched::siblings(cpu.cpu_id).count() > 1) {
+        drop(g);
+        let (mine, others) = coresched::lock_core(cpu.cpu_id);
+        g = mine;
+        core_guards = Some(others);
+    }
     let now = crate::time::uptime_ns();
     let prev = g.curr.clone().expect("curr exists");
     update_curr(&mut g, now);
     rq.need_resched.store(false, Ordering::Relaxed);
+    let cookie_changed = cookie_change && coresched::apply_pending(&prev, cpu.cpu_id);
 
     let mut migrate = false;
     if !prev.is_idle && prev.is_on_rq() {
@@ -463,7 +495,25 @@ fn __schedule(preempted: bool) {
     if prev.is_on_rq() && !prev.is_idle {
         start_wait(&prev, now);
     }
-    let next = pick_next(&mut g);
+    let (next, forced_idle) = match core_guards.as_mut() {
+        Some(others) => coresched::pick(cpu.cpu_id, &mut g, others),
+        None => (pick_next(&mut g), false),
+    };
+    if forced_idle {
+        if g.forced_since == 0 {
+            g.forced_since = now;
+        }
+    } else {
+        coresched::account_forced_idle(cpu.cpu_id, &mut g, core_guards.as_deref(), now);
+    }
+    if coresched::cookies_exist() {
+        if !Arc::ptr_eq(&prev, &next) || cookie_changed {
+            let pid = if next.is_idle { 0 } else { next.tid };
+            crate::trace::sched_core_switch(pid, next.core_cookie.load(Ordering::Relaxed), forced_idle);
+        }
+        coresched::kick_waiters(cpu.cpu_id);
+    }
+    drop(core_guards);
     class::of(&next).set_next(&mut g, &next);
     hrtick::update(&mut g, &next, now);
     end_wait(&next, now);
@@ -577,6 +627,7 @@ fn task_dead(task: Arc<Task>) {
         drop(se);
     }
     autogroup::exit(&task);
+    coresched::exit(&task);
     group::leave(task.group.swap(group::ROOT_GROUP, Ordering::AcqRel));
     crate::tty::task_exit(&task);
     drop(task.take_stack());
@@ -716,6 +767,7 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Re
         task.group.store(manual, Ordering::Release);
     }
     autogroup::inherit(&task, &parent);
+    coresched::fork(&task, &parent);
     task.tty.store(parent.tty.load(Ordering::Acquire), Ordering::Release);
     task::init_context(&task, task_start);
     if attr.policy.is_fair() {

@@ -134,6 +134,13 @@ pub struct Task {
     exit_code: AtomicI32,
     /// Pending signals (bit n = signal n).
     pub pending: AtomicU64,
+    /// Core-scheduling cookie the scheduler uses (0 = none; see `coresched`).
+    pub core_cookie: AtomicU64,
+    /// A new cookie for a running task, applied at its next `schedule()` under the core's
+    /// locks (`coresched::NO_PENDING` = none).
+    pub core_cookie_pending: AtomicU64,
+    /// Forced idle charged to this task by core scheduling (ns).
+    pub core_forceidle_ns: AtomicU64,
     /// RLIMIT_RTTIME and the watchdog's count (see `rt_limits`).
     pub watchdog: super::rt_limits::RtWatchdog,
     /// Woken when the task exits.
@@ -388,6 +395,9 @@ pub(super) fn new_task(
         stats: TaskStats::default(),
         exit_code: AtomicI32::new(0),
         pending: AtomicU64::new(0),
+        core_cookie: AtomicU64::new(0),
+        core_cookie_pending: AtomicU64::new(u64::MAX),
+        core_forceidle_ns: AtomicU64::new(0),
         watchdog: super::rt_limits::RtWatchdog::new(),
         exited: super::wait::WaitQueue::new(),
         detached: AtomicBool::new(opts.detached),

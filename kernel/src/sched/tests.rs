@@ -211,7 +211,10 @@ fn affinity_is_honoured_through_balancing_and_changes() {
         tasks.push(
             spawn(SpawnOptions::new("pinned").affinity(CpuMask(m)), move || {
                 while !stop.load(Ordering::Relaxed) {
-                    seen[i].fetch_or(1 << crate::percpu::cpu_id(), Ordering::Relaxed);
+                    // Interrupts off: no migration between reading the CPU and recording it.
+                    x86_64::instructions::interrupts::without_interrupts(|| {
+                        seen[i].fetch_or(1 << crate::percpu::cpu_id(), Ordering::Relaxed);
+                    });
                 }
                 0
             })

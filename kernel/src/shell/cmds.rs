@@ -23,20 +23,9 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use cadence_sched::{CpuMask, Errno, Policy, ValidAttr};
 
-/// `strerror(errno)` as glibc words it.
+/// `strerror(errno)` as glibc words it (`Errno::strerror`).
 pub fn strerror(e: Errno) -> &'static str {
-    match e {
-        Errno::EPERM => "Operation not permitted",
-        Errno::ESRCH => "No such process",
-        Errno::EINTR => "Interrupted system call",
-        Errno::EAGAIN => "Resource temporarily unavailable",
-        Errno::ENOMEM => "Cannot allocate memory",
-        Errno::EBUSY => "Device or resource busy",
-        Errno::ENODEV => "No such device",
-        Errno::EINVAL => "Invalid argument",
-        Errno::ERANGE => "Numerical result out of range",
-        Errno::EOPNOTSUPP => "Operation not supported",
-    }
+    e.strerror()
 }
 
 /// Short options parsed getopt-style with a leading `+` (stop at the first non-option):

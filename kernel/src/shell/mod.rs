@@ -17,6 +17,7 @@
 
 pub mod cmds;
 pub mod console;
+pub mod coresched;
 pub mod groups;
 #[cfg(test)]
 mod tests;
@@ -129,6 +130,12 @@ pub const COMMANDS: &[Command] = &[
     Command { name: "ttys", usage: "ttys", help: "list ttys, their sessions and autogroups", run: groups::cmd_ttys },
     Command { name: "spawn", usage: "spawn --tty N COMMAND...", help: "run a command as a new session on ttyN", run: groups::cmd_spawn },
     Command { name: "setsid", usage: "setsid COMMAND...", help: "run a command in a new session", run: groups::cmd_setsid },
+    Command {
+        name: "coresched",
+        usage: "coresched get|create|share-to|share-from PID [--type pid|tgid|pgid] | coresched stat",
+        help: "SMT core-scheduling cookies (PR_SCHED_CORE)",
+        run: coresched::cmd_coresched,
+    },
     Command { name: "ls", usage: "ls /workloads", help: "list workload files", run: |a| adapt("ls", crate::rtapp::cmd_ls(a)) },
     Command {
         name: "rtapp",

@@ -180,6 +180,14 @@ pub fn hrtick_fire() {
 
 /// `sched_core_force_idle`: core scheduling kept `cpu` idle for `ns`.
 #[inline]
+pub fn sched_core_switch(pid: u32, cookie: u64, forced: bool) {
+    if on(EventType::CoreSwitch) {
+        record(EventType::CoreSwitch, crate::time::uptime_ns(), None, EventKind::CoreSwitch { pid, cookie, forced });
+    }
+}
+
+/// `sched_core_force_idle`: `cpu` was forced idle for `ns`.
+#[inline]
 pub fn sched_core_force_idle(cpu: u32, ns: u64) {
     if on(EventType::CoreForceIdle) {
         record(EventType::CoreForceIdle, crate::time::uptime_ns(), None, EventKind::CoreForceIdle { cpu, duration_ns: ns });
@@ -421,6 +429,31 @@ impl Snapshot {
     }
 }
 
+/// The SMT sibling groups of the online CPUs (one mask per core).
+pub fn smt_groups() -> Vec<cadence_sched::CpuMask> {
+    let mut groups: Vec<cadence_sched::CpuMask> = Vec::new();
+    for cpu in crate::percpu::online_cpus() {
+        let m = crate::sched::coresched::siblings(cpu.cpu_id);
+        if !groups.contains(&m) {
+            groups.push(m);
+        }
+    }
+    groups
+}
+
+/// `trace check coresched`: every interval in which two siblings ran tasks with different
+/// cookies, over the trace's `sched_core_switch` events. Errors if events were lost (the
+/// check would not be sound).
+pub fn check_coresched() -> Result<cadence_sched::core_sched::CheckReport, String> {
+    let s = snapshot()?;
+    if s.lost() > 0 {
+        return Err(alloc::format!("{} events were lost: enlarge the buffers (trace start -b N)", s.lost()));
+    }
+    let end = s.events.last().map(|e| e.ts_ns).unwrap_or(0);
+    cadence_trace::coresched::check(&s.events, &smt_groups(), Some(end))
+        .map_err(|e| alloc::format!("cannot check: {}", e.strerror()))
+}
+
 /// Copies the rings (pausing writers meanwhile) and merges them by timestamp (stable: ties keep
 /// CPU order, then ring order).
 pub fn snapshot() -> Result<Snapshot, String> {
@@ -595,6 +628,17 @@ pub fn cmd_trace(args: &[&str]) -> Result<(), String> {
             crate::kprint!("{}", text);
             Ok(())
         }
+        ["check", "coresched"] => {
+            let r = check_coresched()?;
+            for v in r.violations.iter().take(10) {
+                crate::kprintln!(
+                    "violation: {}..{} ns cpus {} and {} cookies {:#x} and {:#x}",
+                    v.start_ns, v.end_ns, v.cpu_a, v.cpu_b, v.cookie_a.0, v.cookie_b.0
+                );
+            }
+            crate::kprintln!("{}", r);
+            Ok(())
+        }
         ["events"] => {
             let mask = event_mask();
             for e in EventType::ALL {
@@ -618,4 +662,4 @@ pub fn cmd_trace(args: &[&str]) -> Result<(), String> {
 }
 
 /// Usage line of `trace` (for the shell's command table).
-pub const USAGE: &str = "trace start [-b ENTRIES] | stop | clear | report | dump | events [NAME|all on|off]";
+pub const USAGE: &str = "trace start [-b ENTRIES] | stop | clear | report | check coresched | dump | events [NAME|all on|off]";

@@ -21,6 +21,8 @@ pub enum Errno {
     EAGAIN = 11,
     /// Out of memory.
     ENOMEM = 12,
+    /// Bad address (a `uaddr` the value cannot be stored at).
+    EFAULT = 14,
     /// Device or resource busy (entity already queued / running).
     EBUSY = 16,
     /// No such device.
@@ -50,6 +52,7 @@ impl Errno {
             Errno::ENOMEM => "ENOMEM",
             Errno::EBUSY => "EBUSY",
             Errno::ENODEV => "ENODEV",
+            Errno::EFAULT => "EFAULT",
             Errno::EINVAL => "EINVAL",
             Errno::ERANGE => "ERANGE",
             Errno::EOPNOTSUPP => "EOPNOTSUPP",
@@ -66,6 +69,7 @@ impl Errno {
             12 => Errno::ENOMEM,
             16 => Errno::EBUSY,
             19 => Errno::ENODEV,
+            14 => Errno::EFAULT,
             22 => Errno::EINVAL,
             34 => Errno::ERANGE,
             95 => Errno::EOPNOTSUPP,
@@ -85,6 +89,7 @@ impl Errno {
             Errno::ENOMEM => "Cannot allocate memory",
             Errno::EBUSY => "Device or resource busy",
             Errno::ENODEV => "No such device",
+            Errno::EFAULT => "Bad address",
             Errno::EINVAL => "Invalid argument",
             Errno::ERANGE => "Numerical result out of range",
             Errno::EOPNOTSUPP => "Operation not supported",

@@ -122,10 +122,12 @@ pub enum EventType {
     HrtickStart = 7,
     HrtickFire = 8,
     CoreForceIdle = 9,
+    /// Cadence: what a CPU runs after a switch, for the core-scheduling checker.
+    CoreSwitch = 10,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 10] = [
+    pub const ALL: [EventType; 11] = [
         EventType::SchedSwitch,
         EventType::SchedWakeup,
         EventType::SchedWakeupNew,
@@ -136,10 +138,11 @@ impl EventType {
         EventType::HrtickStart,
         EventType::HrtickFire,
         EventType::CoreForceIdle,
+        EventType::CoreSwitch,
     ];
 
     /// Mask with every event enabled.
-    pub const ALL_MASK: u32 = (1 << 10) - 1;
+    pub const ALL_MASK: u32 = (1 << 11) - 1;
 
     pub fn bit(self) -> u32 {
         1 << self as u32
@@ -158,6 +161,7 @@ impl EventType {
             EventType::HrtickStart => "sched_hrtick_start",
             EventType::HrtickFire => "sched_hrtick_fire",
             EventType::CoreForceIdle => "sched_core_force_idle",
+            EventType::CoreSwitch => "sched_core_switch",
         }
     }
 
@@ -184,6 +188,9 @@ pub enum EventKind {
     HrtickFire,
     /// CPU `cpu` was forced idle by core scheduling for `duration_ns`.
     CoreForceIdle { cpu: u32, duration_ns: u64 },
+    /// After a switch this CPU runs task `pid` with core cookie `cookie` (`pid` 0: idle;
+    /// `forced`: idle although tasks are runnable, i.e. forced idle by core scheduling).
+    CoreSwitch { pid: u32, cookie: u64, forced: bool },
 }
 
 impl EventKind {
@@ -199,6 +206,7 @@ impl EventKind {
             EventKind::HrtickStart { .. } => EventType::HrtickStart,
             EventKind::HrtickFire => EventType::HrtickFire,
             EventKind::CoreForceIdle { .. } => EventType::CoreForceIdle,
+            EventKind::CoreSwitch { .. } => EventType::CoreSwitch,
         }
     }
 }

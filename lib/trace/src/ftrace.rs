@@ -23,6 +23,7 @@
 //! | `sched_hrtick_start` (Cadence) | `delay_ns=%llu` |
 //! | `sched_hrtick_fire` (Cadence) | `cpu=%03d` |
 //! | `sched_core_force_idle` (Cadence) | `cpu=%d duration_ns=%llu` |
+//! | `sched_core_switch` (Cadence) | `pid=%d cookie=%#llx forced=%d` (what the CPU runs after a switch) |
 //!
 //! Parsing ([`parse_line`]) accepts what [`write_event`] writes (and Linux lines of the same
 //! events): `parse_line(write_event(e)) == e` for any event whose timestamp is a whole number of
@@ -122,6 +123,7 @@ pub fn write_event(out: &mut impl Write, e: &Event) -> fmt::Result {
         EventKind::HrtickStart { delay_ns } => write!(out, "delay_ns={}", delay_ns)?,
         EventKind::HrtickFire => write!(out, "cpu={:03}", e.cpu)?,
         EventKind::CoreForceIdle { cpu, duration_ns } => write!(out, "cpu={} duration_ns={}", cpu, duration_ns)?,
+        EventKind::CoreSwitch { pid, cookie, forced } => write!(out, "pid={} cookie={:#x} forced={}", pid, cookie, *forced as u8)?,
     }
     out.write_char('\n')
 }
@@ -321,6 +323,15 @@ pub fn parse_line(line: &str) -> Result<Option<Event>, ParseError> {
             let f = split_fields(args, ["cpu=", " duration_ns="])?;
             EventKind::CoreForceIdle { cpu: num(f[0], "cpu")?, duration_ns: num(f[1], "duration_ns")? }
         }
+        EventType::CoreSwitch => {
+            let f = split_fields(args, ["pid=", " cookie=", " forced="])?;
+            let cookie = f[1]
+                .strip_prefix("0x")
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+                .or_else(|| f[1].parse().ok())
+                .ok_or(ParseError::BadField("cookie"))?;
+            EventKind::CoreSwitch { pid: num(f[0], "pid")?, cookie, forced: num::<u32>(f[2], "forced")? != 0 }
+        }
     };
     Ok(Some(Event { ts_ns, cpu, comm: Comm::new(comm), pid, kind }))
 }
@@ -422,6 +433,8 @@ mod tests {
             EventKind::HrtickStart { delay_ns: 750_000 },
             EventKind::HrtickFire,
             EventKind::CoreForceIdle { cpu: 1, duration_ns: 42 },
+            EventKind::CoreSwitch { pid: 7, cookie: 0x2a, forced: false },
+            EventKind::CoreSwitch { pid: 0, cookie: 0, forced: true },
         ];
         for (i, k) in kinds.into_iter().enumerate() {
             let e = ev(987_654_321_000 + i as u64 * 1000, i as u32, "task-with-dash", 1234567, k);

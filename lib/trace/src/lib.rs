@@ -19,6 +19,7 @@
 
 extern crate alloc;
 
+pub mod coresched;
 pub mod event;
 pub mod ftrace;
 pub mod report;

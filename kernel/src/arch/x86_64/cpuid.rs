@@ -68,6 +68,19 @@ fn decode(apic_id: u32, smt_shift: u32, core_shift: u32) -> Topology {
     Topology { apic_id, package, core, thread }
 }
 
+/// Number of low APIC-id bits that number SMT threads within a core (0 without SMT).
+pub fn smt_shift() -> u32 {
+    let cpuid = CpuId::new();
+    if let Some(iter) = cpuid.get_extended_topology_info() {
+        for level in iter {
+            if level.level_type() == TopologyType::SMT {
+                return level.shift_right_for_next_apic_id();
+            }
+        }
+    }
+    0
+}
+
 /// TSC frequency from CPUID: `Some((hz, true))` from leaf 0x15, `Some((hz, false))` from 0x16.
 pub fn tsc_hz_from_cpuid() -> Option<(u64, bool)> {
     let cpuid = CpuId::new();

@@ -1,0 +1,353 @@
+//! SMT core scheduling (Linux 5.14's `CONFIG_SCHED_CORE`): tasks carry cookies, and SMT
+//! siblings never run tasks with different cookies at the same time.
+//!
+//! **Cookies**: `Task::core_cookie` holds a [`CookieId`] from the global [`COOKIES`] registry
+//! (refcounted; 0 = no cookie, what kernel threads and the idle task have). Inherited at spawn,
+//! released at exit. Set with [`prctl`] (`PR_SCHED_CORE` GET / CREATE / SHARE_TO / SHARE_FROM
+//! over PIDTYPE_PID / TGID / PGID, Linux's checks and errno, in `cadence_sched::core_sched`).
+//!
+//! **Core-wide pick**: while cookies are in play on a core (`kernel.sched_core=1`, some cookie
+//! exists, and a task with a cookie is queued on one of the core's CPUs — [`active`]), every
+//! `schedule()` on that core locks *all* the siblings' run queues and picks for the whole core
+//! (`cadence_sched::core_sched::pick_core`): the core-wide highest-priority task, then for each
+//! sibling its best task with the same cookie, or forced idle. Siblings whose current task no
+//! longer fits get a reschedule IPI.
+//!
+//! **The invariant** ("no two siblings run tasks with different cookies", the strict model of
+//! Documentation/admin-guide/hw-vuln/core-scheduling.rst; the idle task matches everything):
+//! a CPU switches to a task only after checking, with every sibling's run-queue lock held,
+//! that each sibling's *current* task is idle or has the same cookie. If one does not, the CPU
+//! runs idle (forced) meanwhile, marks itself waiting and kicks that sibling; the sibling's next
+//! switch kicks the waiter back. A sibling's current task can change only in its own
+//! `schedule()`, which (on an active core) needs our lock too; on a core that looks inactive a
+//! CPU may pick alone, but whoever makes the core active by starting a cookied task checks the
+//! others' current tasks first. So an overlap never starts.
+//!
+//! **Lock order** (extends `sched`'s): the run-queue locks of a core's siblings are taken in
+//! ascending CPU id ([`lock_core`]); a CPU holding only its own lock releases it before taking
+//! the core's. The cookie registry is a leaf lock.
+//!
+//! **Forced idle** is accounted per CPU (`Rq::forced_idle_ns`, shown by `coresched stat`) and
+//! charged to the cookied tasks that ran on the siblings meanwhile
+//! (`Task::core_forceidle_ns`, Linux's `forceidle_sum`), and traced (`sched_core_force_idle`).
+
+use super::rqlock::RqGuard;
+use super::task::{ClassId, Task, Tid};
+use super::{rq_of, set_need_resched, RqInner};
+use crate::percpu::{self, PerCpu};
+use crate::sync::IrqLock;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use cadence_sched::core_sched::{self as policy, Candidate, CookieId, CookieRegistry, Pick, PrctlOutcome, Rank};
+use cadence_sched::{CpuMask, Errno};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// The cookie registry (leaf lock).
+pub static COOKIES: IrqLock<CookieRegistry> = IrqLock::new(CookieRegistry::new());
+/// Live cookies (lock-free copy of the registry's count).
+static LIVE: AtomicU64 = AtomicU64::new(0);
+/// `kernel.sched_core`.
+static ENABLED: AtomicBool = AtomicBool::new(true);
+
+const MAX_CANDIDATES: usize = 8;
+
+pub fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// `kernel.sched_core=0|1` (boot: `nosmt_sched` turns it off).
+pub fn set_enabled(on: bool) {
+    ENABLED.store(on, Ordering::SeqCst);
+    // Re-evaluate every CPU: waiting or forced-idle CPUs may run again.
+    for cpu in percpu::online_cpus() {
+        set_need_resched(cpu.cpu_id);
+    }
+}
+
+fn sync_live(reg: &CookieRegistry) {
+    LIVE.store(reg.live() as u64, Ordering::SeqCst);
+}
+
+/// Are cookies in play anywhere (tracing uses it to emit `sched_core_switch`)?
+pub fn cookies_exist() -> bool {
+    LIVE.load(Ordering::Relaxed) > 0
+}
+
+/// The SMT siblings of `cpu` (itself included).
+pub fn siblings(cpu: u32) -> CpuMask {
+    super::balance::smt_siblings(cpu).unwrap_or(CpuMask(1 << cpu)) & super::online_mask()
+}
+
+/// Does any online CPU have an SMT sibling? (prctl fails with ENODEV otherwise.)
+pub fn smt_present() -> bool {
+    percpu::online_cpus().any(|c| siblings(c.cpu_id).count() > 1)
+}
+
+/// Must `schedule()` on `cpu` pick for the whole core?
+pub fn active(cpu: &PerCpu) -> bool {
+    if !enabled() || LIVE.load(Ordering::SeqCst) == 0 {
+        return false;
+    }
+    let sib = siblings(cpu.cpu_id);
+    sib.count() > 1 && sib.iter().any(|c| rq_of(c as u32).nr_cookied.load(Ordering::SeqCst) > 0)
+}
+
+/// Locks every sibling's run queue of `cpu`'s core, in ascending CPU order. Returns this CPU's
+/// guard and the others'. Interrupts must already be disabled.
+pub fn lock_core(cpu: u32) -> (RqGuard<'static, RqInner>, Vec<(u32, RqGuard<'static, RqInner>)>) {
+    let mut mine = None;
+    let mut others = Vec::new();
+    for c in siblings(cpu).iter() {
+        let c = c as u32;
+        let g = rq_of(c).lock.lock();
+        if c == cpu {
+            mine = Some(g);
+        } else {
+            others.push((c, g));
+        }
+    }
+    let mine = mine.unwrap_or_else(|| rq_of(cpu).lock.lock());
+    (mine, others)
+}
+
+/// `core_cookie_pending` when no change is pending.
+pub const NO_PENDING: u64 = u64::MAX;
+
+/// The cookie the scheduler uses for `t` now.
+pub fn cookie_of(t: &Task) -> CookieId {
+    CookieId(t.core_cookie.load(Ordering::Acquire))
+}
+
+/// The cookie `t` has as far as `prctl` is concerned (a pending change counts).
+pub fn logical_cookie(t: &Task) -> CookieId {
+    match t.core_cookie_pending.load(Ordering::Acquire) {
+        NO_PENDING => cookie_of(t),
+        c => CookieId(c),
+    }
+}
+
+/// Does `t` (the running task of its CPU) have a cookie change waiting?
+pub fn has_pending(t: &Task) -> bool {
+    t.core_cookie_pending.load(Ordering::Acquire) != NO_PENDING
+}
+
+/// Applies `prev`'s pending cookie change (in `schedule()`, its CPU's — and, with SMT, its
+/// core's — run-queue locks held), keeping the queued-cookie count right. True if it changed.
+pub(super) fn apply_pending(prev: &Task, cpu: u32) -> bool {
+    let new = prev.core_cookie_pending.swap(NO_PENDING, Ordering::AcqRel);
+    if new == NO_PENDING {
+        return false;
+    }
+    let old = prev.core_cookie.swap(new, Ordering::AcqRel);
+    if prev.is_on_rq() && !prev.is_idle {
+        let n = &rq_of(cpu).nr_cookied;
+        if old != 0 {
+            n.fetch_sub(1, Ordering::SeqCst);
+        }
+        if new != 0 {
+            n.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    old != new
+}
+
+/// Runnable tasks of one run queue, best first (RT by priority, fair by relative deadline).
+fn candidates(g: &RqInner) -> Vec<Candidate<Tid>> {
+    let mut out = Vec::new();
+    if !g.rt_throttled {
+        for (tid, prio) in g.rt.iter().take(MAX_CANDIDATES) {
+            if let Some(t) = g.tasks.get(&tid) {
+                out.push(Candidate { task: tid, rank: Rank::Rt { rt_priority: prio }, cookie: cookie_of(t) });
+            }
+        }
+    }
+    let mut fair: Vec<Candidate<Tid>> = g
+        .tasks
+        .values()
+        .filter(|t| t.class() == ClassId::Fair)
+        .filter_map(|t| {
+            let gid = t.se_group.load(Ordering::Relaxed);
+            let frq = super::class::fair_rq(g, gid)?;
+            let se = frq.entity(t.key())?;
+            let key = se.deadline().wrapping_sub(frq.min_vruntime()) as i64;
+            Some(Candidate { task: t.tid, rank: Rank::Fair { key }, cookie: cookie_of(t) })
+        })
+        .collect();
+    fair.sort_by_key(|c| match c.rank {
+        Rank::Fair { key } => key,
+        _ => 0,
+    });
+    out.extend(fair.into_iter().take(MAX_CANDIDATES));
+    out
+}
+
+fn compatible(a: &Task, cookie: CookieId) -> bool {
+    a.is_idle || cookie_of(a) == cookie
+}
+
+/// The core-wide pick for `cpu` (all sibling locks held). Returns the task this CPU runs
+/// (its idle task when forced idle or waiting) and whether it is *forced* idle.
+pub(super) fn pick(cpu: u32, g: &mut RqInner, others: &mut [(u32, RqGuard<'static, RqInner>)]) -> (Arc<Task>, bool) {
+    let idle = g.idle.clone().expect("idle task exists");
+    // Siblings in CPU order, with this CPU's index.
+    let mut order: Vec<u32> = others.iter().map(|(c, _)| *c).collect();
+    order.push(cpu);
+    order.sort_unstable();
+    let this = order.iter().position(|&c| c == cpu).unwrap_or(0);
+    let lists: Vec<Vec<Candidate<Tid>>> = order
+        .iter()
+        .map(|&c| if c == cpu { candidates(g) } else { others.iter().find(|(o, _)| *o == c).map(|(_, og)| candidates(og)).unwrap_or_default() })
+        .collect();
+    let res = policy::pick_core(&lists, this);
+    // Siblings whose current task no longer fits the core's choice must reschedule.
+    for (i, &c) in order.iter().enumerate() {
+        if c == cpu {
+            continue;
+        }
+        let Some((_, og)) = others.iter().find(|(o, _)| *o == c) else { continue };
+        let curr_tid = og.curr.as_ref().map(|t| if t.is_idle { 0 } else { t.tid }).unwrap_or(0);
+        let wanted = match res.picks[i] {
+            Pick::Task(t) => t,
+            _ => 0,
+        };
+        if curr_tid != wanted || rq_of(c).core_wait.load(Ordering::Relaxed) {
+            set_need_resched(c);
+        }
+    }
+    let mine = match res.picks[this] {
+        Pick::Task(tid) => g.tasks.get(&tid).cloned(),
+        Pick::Idle => return (idle, false),
+        Pick::ForceIdle => return (idle, true),
+    };
+    let Some(next) = mine else { return (idle, true) };
+    // The invariant: start `next` only if every sibling's current task fits its cookie.
+    let cookie = cookie_of(&next);
+    let mut wait = false;
+    for (c, og) in others.iter() {
+        if let Some(cur) = &og.curr {
+            if !compatible(cur, cookie) {
+                wait = true;
+                set_need_resched(*c);
+            }
+        }
+    }
+    rq_of(cpu).core_wait.store(wait, Ordering::Relaxed);
+    if wait {
+        (idle, true)
+    } else {
+        (next, false)
+    }
+}
+
+/// Kicks siblings of `cpu` that wait for it to leave an incompatible task.
+pub(super) fn kick_waiters(cpu: u32) {
+    for c in siblings(cpu).iter() {
+        let c = c as u32;
+        if c != cpu && rq_of(c).core_wait.load(Ordering::Relaxed) {
+            set_need_resched(c);
+        }
+    }
+}
+
+/// Forced idle ends (or continues) at `now` on `cpu`: account and trace it, charging the
+/// cookied tasks that ran on the siblings meanwhile.
+pub(super) fn account_forced_idle(cpu: u32, g: &mut RqInner, others: Option<&[(u32, RqGuard<'static, RqInner>)]>, now: u64) {
+    if g.forced_since == 0 {
+        return;
+    }
+    let d = now.saturating_sub(g.forced_since);
+    g.forced_since = 0;
+    rq_of(cpu).forced_idle_ns.fetch_add(d, Ordering::Relaxed);
+    crate::trace::sched_core_force_idle(cpu, d);
+    if let Some(others) = others {
+        let running: Vec<&Arc<Task>> = others.iter().filter_map(|(_, og)| og.curr.as_ref()).filter(|t| !t.is_idle && cookie_of(t) != CookieId::NONE).collect();
+        let occupation = running.len() as u32;
+        for t in running {
+            t.core_forceidle_ns.fetch_add(policy::forceidle_charge(d, 1, occupation.max(1)), Ordering::Relaxed);
+        }
+    }
+}
+
+// ----- cookies on tasks -------------------------------------------------------------------------
+
+/// A new task inherits its parent's cookie.
+pub fn fork(child: &Task, parent: &Task) {
+    let c = logical_cookie(parent);
+    if c != CookieId::NONE {
+        let mut reg = COOKIES.lock();
+        if let Ok(c) = reg.fork(c) {
+            child.core_cookie.store(c.0, Ordering::Release);
+        }
+    }
+}
+
+/// A task exited: drop its cookie reference.
+pub fn exit(t: &Task) {
+    let pending = t.core_cookie_pending.swap(NO_PENDING, Ordering::AcqRel);
+    let effective = t.core_cookie.swap(0, Ordering::AcqRel);
+    let c = CookieId(if pending != NO_PENDING { pending } else { effective });
+    if c != CookieId::NONE {
+        let mut reg = COOKIES.lock();
+        let _ = reg.exit(c);
+        sync_live(&reg);
+    }
+}
+
+/// Gives `t` cookie `new` (refcounts already moved) and reschedules its core. A task that is
+/// not running changes at once (requeued, so counts and the core-wide pick see it); a running
+/// one changes at its next `schedule()`, under the core's locks — so a cookie never changes
+/// under a sibling that runs an incompatible task.
+fn apply(t: &Arc<Task>, new: CookieId) {
+    let cpu = super::with_task_rq(t, |g, now| {
+        if g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, t)) {
+            t.core_cookie_pending.store(new.0, Ordering::Release);
+        } else {
+            t.core_cookie_pending.store(NO_PENDING, Ordering::Release);
+            super::requeue_locked(g, t, now, || t.core_cookie.store(new.0, Ordering::Release));
+        }
+        g.cpu
+    });
+    for c in siblings(cpu).iter() {
+        set_need_resched(c as u32);
+    }
+}
+
+/// `prctl(PR_SCHED_CORE, cmd, pid, pidtype, uaddr)` for the calling task. GET returns the
+/// cookie's value (Linux stores it at `uaddr`: a non-zero, 8-byte aligned address is required,
+/// 0 gives EFAULT); the other commands return 0.
+pub fn prctl(cmd: u64, pid: u64, pidtype: u64, uaddr: u64) -> Result<u64, Errno> {
+    let me = super::current();
+    let tasks: Vec<Arc<Task>> = super::task::all().into_iter().filter(|t| t.state() != super::task::TaskState::Dead).collect();
+    let infos: Vec<policy::TaskInfo> = tasks
+        .iter()
+        .map(|t| policy::TaskInfo {
+            tid: t.tid as i32,
+            tgid: t.tgid as i32,
+            pgid: t.pgid.load(Ordering::Relaxed) as i32,
+            cookie: logical_cookie(t),
+        })
+        .collect();
+    let outcome = {
+        let mut reg = COOKIES.lock();
+        let r = policy::sched_core_share_pid(&mut reg, &infos, me.tid as i32, [cmd, pid, pidtype, uaddr], smt_present(), |_| true);
+        sync_live(&reg);
+        r?
+    };
+    match outcome {
+        PrctlOutcome::Get { value, uaddr } => {
+            if uaddr == 0 {
+                Err(Errno::EFAULT)
+            } else {
+                Ok(value)
+            }
+        }
+        PrctlOutcome::Assign(list) => {
+            for a in list {
+                if let Some(t) = tasks.iter().find(|t| t.tid as i32 == a.tid) {
+                    apply(t, a.new);
+                }
+            }
+            Ok(0)
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! In-kernel tests of core scheduling (on `-smp 4,cores=2,threads=2`): Linux's
+//! `tools/testing/selftests/sched/cs_prctl_test.c` ported in spirit, and a stress test checked
+//! by the trace checker.
+
+use super::coresched::{self, prctl};
+use super::task::{SpawnOptions, Task};
+use super::{spawn, wait};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use cadence_sched::core_sched::*;
+use cadence_sched::{Errno, Policy};
+use core::sync::atomic::{AtomicBool, Ordering};
+
+const MS: u64 = 1_000_000;
+
+fn get(pid: u32) -> u64 {
+    prctl(PR_SCHED_CORE_GET as u64, pid as u64, PIDTYPE_PID as u64, 8).expect("GET")
+}
+
+fn sleeper(opts: SpawnOptions, stop: &Arc<AtomicBool>) -> Arc<Task> {
+    let stop = stop.clone();
+    spawn(opts, move || {
+        while !stop.load(Ordering::Relaxed) {
+            super::sleep_ns(2 * MS);
+        }
+        0
+    })
+    .expect("spawn")
+}
+
+#[test_case]
+fn cs_prctl_cases_match_linux() {
+    let stop = Arc::new(AtomicBool::new(false));
+    // A "process" (session + process group leader) with two threads and a child process in
+    // its process group, and an unrelated process in another group.
+    let (s2, stop2) = (stop.clone(), stop.clone());
+    let ids = Arc::new(crate::sync::IrqLock::new(Vec::new()));
+    let ids2 = ids.clone();
+    let leader = spawn(SpawnOptions::new("cs-parent"), move || {
+        let _ = crate::tty::setsid();
+        let t1 = sleeper(SpawnOptions::new("cs-thread").thread(), &s2);
+        let t2 = sleeper(SpawnOptions::new("cs-thread").thread(), &s2);
+        let child = sleeper(SpawnOptions::new("cs-child"), &s2);
+        ids2.lock().extend([t1.tid, t2.tid, child.tid]);
+        while !stop2.load(Ordering::Relaxed) {
+            super::sleep_ns(2 * MS);
+        }
+        for t in [t1, t2, child] {
+            let _ = wait(t.tid);
+        }
+        0
+    })
+    .expect("leader");
+    let other = sleeper(SpawnOptions::new("cs-other"), &stop);
+    // Made before the test task takes a cookie (children inherit cookies).
+    let plain = sleeper(SpawnOptions::new("cs-plain"), &stop);
+    while ids.lock().len() < 3 {
+        super::sleep_ns(MS);
+    }
+    let (t1, t2, child) = {
+        let v = ids.lock();
+        (v[0], v[1], v[2])
+    };
+    let me = super::current_tid();
+    // Cookies start at 0.
+    for pid in [leader.tid, t1, t2, child, other.tid, me] {
+        assert_eq!(get(pid), 0, "pid {} starts without a cookie", pid);
+    }
+    // CREATE over the thread group: the leader and its threads share one new cookie; the child
+    // process (another thread group) does not get it.
+    prctl(PR_SCHED_CORE_CREATE as u64, leader.tid as u64, PIDTYPE_TGID as u64, 0).expect("CREATE tgid");
+    let c1 = get(leader.tid);
+    assert_ne!(c1, 0);
+    assert_eq!((get(t1), get(t2)), (c1, c1));
+    assert_eq!(get(child), 0);
+    // CREATE over the process group reaches every member, with one new cookie.
+    prctl(PR_SCHED_CORE_CREATE as u64, leader.tid as u64, PIDTYPE_PGID as u64, 0).expect("CREATE pgid");
+    let c2 = get(leader.tid);
+    assert!(c2 != 0 && c2 != c1);
+    for pid in [t1, t2, child] {
+        assert_eq!(get(pid), c2, "pgid member {}", pid);
+    }
+    assert_eq!(get(other.tid), 0, "outside the process group");
+    // SHARE_FROM: the caller takes the target's cookie; SHARE_TO: gives its own.
+    prctl(PR_SCHED_CORE_SHARE_FROM as u64, child as u64, PIDTYPE_PID as u64, 0).expect("SHARE_FROM");
+    assert_eq!(get(me), c2);
+    prctl(PR_SCHED_CORE_SHARE_TO as u64, other.tid as u64, PIDTYPE_PID as u64, 0).expect("SHARE_TO");
+    assert_eq!(get(other.tid), c2);
+    // CREATE for one pid only.
+    prctl(PR_SCHED_CORE_CREATE as u64, other.tid as u64, PIDTYPE_PID as u64, 0).expect("CREATE pid");
+    let c3 = get(other.tid);
+    assert!(c3 != 0 && c3 != c2);
+    // Errors: invalid command, non-zero uaddr, bad types, GET with a bad scope or address,
+    // no such task.
+    assert_eq!(prctl(PR_SCHED_CORE_MAX as u64, 0, 0, 0), Err(Errno::EINVAL));
+    assert_eq!(prctl(PR_SCHED_CORE_CREATE as u64, other.tid as u64, 0, 8), Err(Errno::EINVAL));
+    assert_eq!(prctl(PR_SCHED_CORE_CREATE as u64, other.tid as u64, 3, 0), Err(Errno::EINVAL));
+    assert_eq!(prctl(PR_SCHED_CORE_GET as u64, other.tid as u64, PIDTYPE_TGID as u64, 8), Err(Errno::EINVAL));
+    assert_eq!(prctl(PR_SCHED_CORE_GET as u64, other.tid as u64, PIDTYPE_PID as u64, 7), Err(Errno::EINVAL));
+    assert_eq!(prctl(PR_SCHED_CORE_GET as u64, other.tid as u64, PIDTYPE_PID as u64, 0), Err(Errno::EFAULT));
+    assert_eq!(prctl(PR_SCHED_CORE_SHARE_FROM as u64, other.tid as u64, PIDTYPE_PGID as u64, 0), Err(Errno::EINVAL));
+    assert_eq!(prctl(PR_SCHED_CORE_CREATE as u64, 999_999, 0, 0), Err(Errno::ESRCH));
+    // Back to no cookie for the test task (share from a task without one).
+    prctl(PR_SCHED_CORE_SHARE_FROM as u64, plain.tid as u64, PIDTYPE_PID as u64, 0).expect("reset");
+    assert_eq!(get(me), 0);
+    stop.store(true, Ordering::SeqCst);
+    for t in [leader, other, plain] {
+        wait(t.tid).expect("reap");
+    }
+    assert_eq!(coresched::COOKIES.lock().live(), 0, "cookies freed with their last task");
+}
+
+/// Deterministic pseudo-random numbers (xorshift) for the stress test.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+#[test_case]
+fn stress_never_runs_different_cookies_on_siblings() {
+    crate::trace::set_event_mask(cadence_trace::event::EventType::CoreSwitch.bit() | cadence_trace::event::EventType::CoreForceIdle.bit());
+    crate::trace::start(200_000).expect("trace start");
+    let stop = Arc::new(AtomicBool::new(false));
+    let switches0: u64 = crate::percpu::online_cpus().map(|c| c.rq.nr_switches.load(Ordering::Relaxed)).sum();
+    let forced0: u64 = crate::percpu::online_cpus().map(|c| c.rq.forced_idle_ns.load(Ordering::Relaxed)).sum();
+    // Three cookie groups of four tasks and four cookie-0 tasks: random bursts and sleeps,
+    // random migrations (affinity changes) and cookie changes.
+    let mut tasks = Vec::new();
+    for i in 0..16u64 {
+        let stop = stop.clone();
+        let policy = if i % 7 == 3 { Policy::Fifo } else { Policy::Normal };
+        let opts = SpawnOptions::new("cs-stress").policy(policy, if policy == Policy::Fifo { 10 } else { 0 }, 0).stack_size(16 * 1024);
+        tasks.push(
+            spawn(opts, move || {
+                let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (i + 1) * 0x1000_0001);
+                while !stop.load(Ordering::Relaxed) {
+                    let burst = 20_000 + rng.next() % 300_000;
+                    let until = crate::time::uptime_ns() + burst;
+                    while crate::time::uptime_ns() < until {
+                        core::hint::spin_loop();
+                    }
+                    super::sleep_ns(50_000 + rng.next() % 400_000);
+                    if rng.next() % 16 == 0 {
+                        let mask = (rng.next() % 15) + 1;
+                        let _ = super::api::sched_setaffinity(0, cadence_sched::CpuMask(mask));
+                    }
+                }
+                0
+            })
+            .expect("stress task"),
+        );
+    }
+    // Made before the test task takes cookies (children inherit them).
+    let reset = sleeper(SpawnOptions::new("cs-plain"), &stop);
+    // Cookies: groups {0..4}, {4..8}, {8..12}; 12..16 keep none. Each leader gets a new
+    // cookie; the test task takes it (SHARE_FROM) and gives it to the members (SHARE_TO).
+    for g in 0..3 {
+        prctl(PR_SCHED_CORE_CREATE as u64, tasks[g * 4].tid as u64, PIDTYPE_PID as u64, 0).expect("create");
+    }
+    // Share within groups: the test task takes each leader's cookie and shares it to members.
+    for g in 0..3 {
+        prctl(PR_SCHED_CORE_SHARE_FROM as u64, tasks[g * 4].tid as u64, PIDTYPE_PID as u64, 0).expect("share from");
+        for k in 1..4 {
+            prctl(PR_SCHED_CORE_SHARE_TO as u64, tasks[g * 4 + k].tid as u64, PIDTYPE_PID as u64, 0).expect("share to");
+        }
+    }
+    prctl(PR_SCHED_CORE_SHARE_FROM as u64, reset.tid as u64, PIDTYPE_PID as u64, 0).expect("reset");
+    // Run, changing cookies now and then, until 200,000 switches happened.
+    let mut rng = Rng(12345);
+    let deadline = crate::time::uptime_ns() + 120_000 * MS;
+    loop {
+        super::sleep_ns(100 * MS);
+        let switches: u64 = crate::percpu::online_cpus().map(|c| c.rq.nr_switches.load(Ordering::Relaxed)).sum::<u64>() - switches0;
+        if switches >= 200_000 || crate::time::uptime_ns() > deadline {
+            break;
+        }
+        let t = &tasks[(rng.next() % 12) as usize];
+        let _ = prctl(PR_SCHED_CORE_CREATE as u64, t.tid as u64, PIDTYPE_PID as u64, 0);
+    }
+    let switches: u64 = crate::percpu::online_cpus().map(|c| c.rq.nr_switches.load(Ordering::Relaxed)).sum::<u64>() - switches0;
+    // Stop first: a snapshot taken while tracing drops events that arrive during its pause.
+    crate::trace::stop();
+    let report = crate::trace::check_coresched();
+    crate::trace::set_event_mask(cadence_trace::event::EventType::ALL_MASK);
+    stop.store(true, Ordering::SeqCst);
+    for t in tasks.iter().chain(core::iter::once(&reset)) {
+        wait(t.tid).expect("reap");
+    }
+    let forced: u64 = crate::percpu::online_cpus().map(|c| c.rq.forced_idle_ns.load(Ordering::Relaxed)).sum::<u64>() - forced0;
+    let report = report.expect("checkable trace");
+    crate::kprint!("({} switches, {}) ", switches, report);
+    assert!(switches >= 200_000, "only {} switches", switches);
+    assert_eq!(report.violations.len(), 0, "first violation: {:?}", report.violations.first());
+    assert!(forced > 0 && report.forced_idle_ns > 0, "forced idle was not accounted");
+    assert_eq!(coresched::COOKIES.lock().live(), 0);
+}
