@@ -53,9 +53,9 @@ pub const BOOTLOADER_CONFIG: BootloaderConfig = {
 
 bootloader_api::entry_point!(kernel_main, config = &BOOTLOADER_CONFIG);
 
-/// Heap size: a quarter of usable memory, between 16 and 256 MiB.
+/// Heap size: half of usable memory, between 16 and 256 MiB (trace rings live on the heap).
 fn heap_size(usable: u64) -> u64 {
-    (usable / 4).clamp(16 << 20, 256 << 20) & !0xfff
+    (usable / 2).clamp(16 << 20, 256 << 20) & !0xfff
 }
 
 fn kernel_main(boot_info: &'static mut BootInfo) -> ! {

@@ -14,6 +14,7 @@ pub mod hackbench;
 pub mod latency;
 
 pub mod autogroup;
+pub mod coresched;
 pub mod slice;
 
 use crate::sched::pipe::pipe;

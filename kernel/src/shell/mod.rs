@@ -105,7 +105,7 @@ pub const COMMANDS: &[Command] = &[
     Command { name: "jobs", usage: "jobs", help: "list background jobs", run: cmd_jobs },
     Command {
         name: "bench",
-        usage: "bench pipe|scale|slice|autogroup|cyclic|hackbench|pert|wakeup-latency [OPTIONS] (bench NAME -h for options)",
+        usage: "bench pipe|scale|slice|autogroup|coresched|cyclic|hackbench|pert|wakeup-latency [OPTIONS] (bench NAME -h for options)",
         help: "run a benchmark",
         run: cmd_bench,
     },
@@ -221,6 +221,7 @@ fn cmd_bench(args: &[&str]) -> CmdResult {
         Some("scale") => crate::bench::cmd_scale(rest),
         Some("slice") => crate::bench::slice::cmd_slice(rest),
         Some("autogroup") => crate::bench::autogroup::cmd_autogroup(rest),
+        Some("coresched") => crate::bench::coresched::cmd_coresched(rest),
         Some("cyclic") => crate::bench::latency::cmd_cyclic(rest),
         Some("wakeup-latency") => crate::bench::latency::cmd_wakeup_latency(rest),
         Some("pert") => crate::bench::latency::cmd_pert(rest),

@@ -13,7 +13,35 @@ use cadence_sched::{CpuMask, Errno};
 
 /// Checks `events` (any events; only `sched_core_switch` ones are used) for SMT sibling groups
 /// `smt` (one mask per core), up to `end_ns` (the last event's time if `None`).
+///
+/// Rings overwrite their oldest events, so each CPU's events are complete only from its first
+/// retained event on: the check covers the window from the latest of those (each CPU's state
+/// at the window's start is its last `sched_core_switch` before it), which is the whole trace
+/// when nothing was lost.
 pub fn check(events: &[Event], smt: &[CpuMask], end_ns: Option<u64>) -> Result<CheckReport, Errno> {
+    let mut first: alloc::collections::BTreeMap<u32, u64> = alloc::collections::BTreeMap::new();
+    for e in events {
+        first.entry(e.cpu).and_modify(|t| *t = (*t).min(e.ts_ns)).or_insert(e.ts_ns);
+    }
+    let start = first.values().copied().max().unwrap_or(0);
+    let mut at_start: alloc::collections::BTreeMap<u32, Event> = alloc::collections::BTreeMap::new();
+    let mut window: Vec<Event> = Vec::new();
+    for e in events {
+        if !matches!(e.kind, EventKind::CoreSwitch { .. }) {
+            continue;
+        }
+        if e.ts_ns < start {
+            at_start.insert(e.cpu, Event { ts_ns: start, ..*e });
+        } else {
+            window.push(*e);
+        }
+    }
+    let mut all: Vec<Event> = at_start.into_values().collect();
+    all.extend(window);
+    check_all(&all, smt, end_ns)
+}
+
+fn check_all(events: &[Event], smt: &[CpuMask], end_ns: Option<u64>) -> Result<CheckReport, Errno> {
     let mut v: Vec<TraceEvent> = events
         .iter()
         .filter_map(|e| match e.kind {
