@@ -257,11 +257,14 @@ fn boot(q: &Qemu, timeout: Option<Duration>) -> Exit {
 /// `trace report FILE [--svg OUT]`: prints the report the kernel's `trace report` prints,
 /// computed from the ftrace text captured from COM2; `--svg` also draws the histogram.
 fn cmd_trace(argv: &[String]) -> Exit {
+    if argv.first().map(String::as_str) == Some("check") {
+        return cmd_trace_check(&argv[1..]);
+    }
     let (file, svg) = match argv {
         [r, f] if r == "report" => (f, None),
         [r, f, s, out] if r == "report" && s == "--svg" => (f, Some(out)),
         [r, s, out, f] if r == "report" && s == "--svg" => (f, Some(out)),
-        _ => return usage("trace wants: report FILE [--svg OUT]"),
+        _ => return usage("trace wants: report FILE [--svg OUT] | check coresched FILE [--smt 0,1:2,3]"),
     };
     let bytes = match std::fs::read(file) {
         Ok(b) => b,
@@ -282,4 +285,33 @@ fn cmd_trace(argv: &[String]) -> Exit {
         }
     }
     Exit(0, None)
+}
+
+/// `trace check coresched FILE [--smt GROUPS]`: the core-scheduling checker on an exported trace.
+fn cmd_trace_check(argv: &[String]) -> Exit {
+    let (file, smt) = match argv {
+        [c, f] if c == "coresched" => (f, None),
+        [c, f, s, g] if c == "coresched" && s == "--smt" => (f, Some(g.as_str())),
+        _ => return usage("trace wants: check coresched FILE [--smt 0,1:2,3]"),
+    };
+    let bytes = match std::fs::read(file) {
+        Ok(b) => b,
+        Err(e) => return Exit(3, Some(format!("{file}: {e}"))),
+    };
+    match cadence_boot::trace::check_coresched_text(&String::from_utf8_lossy(&bytes), smt) {
+        Ok((r, errors)) => {
+            if !errors.is_empty() {
+                eprintln!("cadence-boot: {file}: {} malformed lines skipped", errors.len());
+            }
+            for v in r.violations.iter().take(10) {
+                println!(
+                    "violation: {}..{} ns cpus {} and {} cookies {:#x} and {:#x}",
+                    v.start_ns, v.end_ns, v.cpu_a, v.cpu_b, v.cookie_a.0, v.cookie_b.0
+                );
+            }
+            println!("{r}");
+            Exit(if r.violations.is_empty() { 0 } else { 1 }, None)
+        }
+        Err(e) => Exit(3, Some(e)),
+    }
 }

@@ -24,6 +24,35 @@ pub fn analyze_text(text: &str) -> TraceReport {
     TraceReport { report, errors: parsed.errors }
 }
 
+/// `cadence-boot trace check coresched FILE [--smt 0,1:2,3]`: the kernel's
+/// `trace check coresched` on an exported trace. SMT groups default to pairs (0-1, 2-3, …,
+/// QEMU's `threads=2` numbering) over the CPUs the trace shows. Returns the report and the
+/// malformed lines.
+pub fn check_coresched_text(
+    text: &str,
+    smt: Option<&str>,
+) -> Result<(cadence_sched::core_sched::CheckReport, Vec<(usize, ParseError)>), String> {
+    let parsed = ftrace::parse_text(text);
+    let groups = match smt {
+        Some(spec) => spec
+            .split(':')
+            .map(|g| {
+                g.split(',')
+                    .map(|c| c.trim().parse::<usize>().ok().filter(|&c| c < 64))
+                    .collect::<Option<cadence_sched::CpuMask>>()
+                    .ok_or_else(|| format!("bad --smt group '{g}' (want e.g. 0,1:2,3)"))
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        None => {
+            let ncpus = parsed.events.iter().map(|e| e.cpu as usize + 1).max().unwrap_or(0);
+            cadence_trace::coresched::pairs(ncpus)
+        }
+    };
+    let end = parsed.events.iter().map(|e| e.ts_ns).max();
+    let r = cadence_trace::coresched::check(&parsed.events, &groups, end).map_err(|e| format!("cannot check: {e}"))?;
+    Ok((r, parsed.errors))
+}
+
 /// The report text (identical to the kernel's `trace report`).
 pub fn report_text(r: &Report) -> String {
     let mut s = String::new();
