@@ -11,39 +11,33 @@
 //! context on the owning CPU, with the queue lock released.
 
 use crate::sync::IrqLock;
-use alloc::collections::BTreeMap;
+use cadence_sched::timerq::TimerQueue as Ordered;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// What happens when a timer fires.
 pub type TimerFn = fn(cpu: u32, data: u64);
 
 /// A timer's identity (to cancel it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct TimerId {
-    pub expires_ns: u64,
-    seq: u64,
-}
+pub type TimerId = cadence_sched::timerq::TimerKey;
 
 /// One CPU's pending timers.
 pub struct TimerQueue {
-    timers: IrqLock<BTreeMap<TimerId, (TimerFn, u64)>>,
+    timers: IrqLock<Ordered<(TimerFn, u64)>>,
     /// Expiry currently programmed into the LAPIC (u64::MAX = none).
     programmed: AtomicU64,
     pub fired: AtomicU64,
 }
-
-static SEQ: AtomicU64 = AtomicU64::new(0);
 
 /// Shortest delay programmed into the LAPIC (keeps a storm of tiny timers from livelocking).
 pub const MIN_DELAY_NS: u64 = 2_000;
 
 impl TimerQueue {
     pub const fn new() -> Self {
-        Self { timers: IrqLock::new(BTreeMap::new()), programmed: AtomicU64::new(u64::MAX), fired: AtomicU64::new(0) }
+        Self { timers: IrqLock::new(Ordered::new()), programmed: AtomicU64::new(u64::MAX), fired: AtomicU64::new(0) }
     }
 
     fn earliest(&self) -> Option<u64> {
-        self.timers.lock().keys().next().map(|k| k.expires_ns)
+        self.timers.lock().earliest()
     }
 
     pub fn len(&self) -> usize {
@@ -80,8 +74,7 @@ fn reprogram_local(q: &TimerQueue) {
 /// Arms `f(cpu, data)` to run on `cpu` at `expires_ns`.
 pub fn arm(cpu: u32, expires_ns: u64, f: TimerFn, data: u64) -> Option<TimerId> {
     let q = queue_of(cpu)?;
-    let id = TimerId { expires_ns, seq: SEQ.fetch_add(1, Ordering::Relaxed) };
-    q.timers.lock().insert(id, (f, data));
+    let id = q.timers.lock().arm(expires_ns, (f, data));
     if expires_ns < q.programmed.load(Ordering::Relaxed) {
         if cpu == crate::percpu::cpu_id() {
             let _irq = IrqOff::new();
@@ -95,7 +88,7 @@ pub fn arm(cpu: u32, expires_ns: u64, f: TimerFn, data: u64) -> Option<TimerId> 
 
 /// Cancels a timer; returns whether it was still pending.
 pub fn cancel(cpu: u32, id: TimerId) -> bool {
-    queue_of(cpu).is_some_and(|q| q.timers.lock().remove(&id).is_some())
+    queue_of(cpu).is_some_and(|q| q.timers.lock().cancel(id).is_some())
 }
 
 /// The LAPIC timer interrupt: runs every expired timer of this CPU, then re-programs.
@@ -105,13 +98,7 @@ pub fn interrupt() {
     q.programmed.store(u64::MAX, Ordering::Relaxed);
     loop {
         let now = crate::time::uptime_ns();
-        let due = {
-            let mut timers = q.timers.lock();
-            match timers.first_key_value() {
-                Some((k, _)) if k.expires_ns <= now => timers.pop_first(),
-                _ => None,
-            }
-        };
+        let due = q.timers.lock().pop_expired(now);
         let Some((_, (f, data))) = due else { break };
         q.fired.fetch_add(1, Ordering::Relaxed);
         let what = if core::ptr::fn_addr_eq(f, tick as TimerFn) { "tick" } else { "timer" };

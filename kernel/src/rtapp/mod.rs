@@ -26,9 +26,10 @@
 //! header, one row per phase execution; `-q` leaves the rows out) and finally one summary line
 //! per thread (`cadence_rtapp::log::Summary`).
 //!
-//! Cadence extensions: `session: true` makes each instance a session and process-group leader
-//! (setsid); `tty` and `group` are validated and reported, but this kernel has no terminals or
-//! manual groups yet, so they do not change scheduling.
+//! Cadence extensions (for autogroup experiments): `session: true` makes each instance the
+//! leader of a new session (`setsid`: in session autogroup mode, its own autogroup); `tty: N`
+//! makes each instance a session on ttyN (opened if needed; in tty mode, the tty's autogroup);
+//! `group: "NAME"` puts each instance in manual group NAME (created if needed).
 
 mod sync;
 
@@ -372,10 +373,20 @@ fn apply_sched(policy: Policy, prio: i32) {
 
 fn thread_body(sh: Arc<Shared>, idx: usize, ti: usize) -> i32 {
     let Some(task) = sh.w.tasks.get(ti) else { return 1 };
-    if task.session {
-        let me = sched::current();
-        me.sid.store(me.tid, Ordering::Release);
-        me.pgid.store(me.tid, Ordering::Release);
+    if task.session || task.tty.is_some() {
+        let _ = crate::tty::setsid();
+    }
+    if let Some(n) = task.tty {
+        let _ = crate::tty::open(n).and_then(|_| crate::tty::acquire(n));
+    }
+    if let Some(name) = &task.group {
+        use crate::sched::group::{self, GroupKind, ROOT_GROUP};
+        let gid = group::by_name(name)
+            .map(|g| g.id)
+            .or_else(|| group::create(name, ROOT_GROUP, group::DEFAULT_WEIGHT, GroupKind::Manual).ok().map(|g| g.id));
+        if let Some(gid) = gid {
+            let _ = group::move_task(sched::current_tid(), gid);
+        }
     }
     let mut th = Thread { sh: sh.clone(), timers: BTreeMap::new(), mem: Vec::new() };
     if task.phases.iter().any(|p| p.events.iter().any(|e| matches!(e.kind, EventKind::Mem { .. }))) {
@@ -502,14 +513,6 @@ fn run(file: &str, w: Workload, duration: Option<i64>, quiet: bool) -> Result<()
     let online = sched::online_mask();
     let threads = w.threads();
     let dur = duration.unwrap_or(w.global.duration);
-    for t in &w.tasks {
-        if t.tty.is_some() || t.group.is_some() {
-            crate::kprintln!(
-                "rtapp: note: {}: tty/group are recorded but this kernel has no terminals or manual groups yet",
-                t.name
-            );
-        }
-    }
     if dur <= 0 && w.has_endless_thread() {
         crate::kprintln!("rtapp: note: no duration and endless threads: runs until stopped (use -d SECONDS)");
     }

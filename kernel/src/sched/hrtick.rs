@@ -35,10 +35,7 @@ pub fn set_enabled(on: bool) {
     HRTICK.store(on, Ordering::Relaxed);
 }
 
-/// Real time for `vdelta` of virtual time at `weight` (inverse of `calc_delta_fair`).
-pub fn virtual_to_real(vdelta: u64, weight: u64) -> u64 {
-    ((vdelta as u128 * weight as u128) / cadence_sched::weight::NICE_0_LOAD as u128).min(u64::MAX as u128) as u64
-}
+pub use cadence_sched::eevdf::virtual_to_real;
 
 /// Cancels the CPU's hrtick timer and arms it again if `curr` (the task running, or about
 /// to run, on `g`'s CPU) needs one. Called with the run-queue lock held.
@@ -52,12 +49,13 @@ pub(super) fn update(g: &mut RqInner, curr: &Task, now: u64) {
     let delay = match curr.class() {
         ClassId::Fair if g.nr_fair_tasks > 1 => {
             let Some(se) = super::class::task_entity(g, curr) else { return };
-            let vleft = se.deadline().wrapping_sub(se.vruntime()) as i64;
-            if vleft <= 0 {
-                rq_of(g.cpu).need_resched.store(true, Ordering::Release);
-                return;
+            match cadence_sched::eevdf::slice_remaining_ns(se) {
+                Some(ns) => ns,
+                None => {
+                    rq_of(g.cpu).need_resched.store(true, Ordering::Release);
+                    return;
+                }
             }
-            virtual_to_real(vleft as u64, se.weight())
         }
         ClassId::Rt if curr.policy() == cadence_sched::Policy::RR && g.rt.nr_at_prio(curr.rt_priority()) > 1 => {
             curr.rr_remaining_ns.load(Ordering::Relaxed)
@@ -113,17 +111,4 @@ pub(super) fn record_overshoot(overshoot_ns: u64) {
 
 pub(super) fn stats_on() -> bool {
     STATS_ON.load(Ordering::Relaxed)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test_case]
-    fn virtual_to_real_inverts_calc_delta_fair() {
-        for w in [15u64, 335, 1024, 3121, 88761] {
-            let real = 3_000_000u64;
-            let v = cadence_sched::weight::calc_delta_fair(real, w);
-            let back = super::virtual_to_real(v, w);
-            assert!(back.abs_diff(real) <= 1 + w / 1024, "w={} real={} back={}", w, real, back);
-        }
-    }
 }

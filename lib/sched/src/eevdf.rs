@@ -838,6 +838,57 @@ impl<K: Copy + Ord> FairRq<K> {
     }
 }
 
+/// Real time for `vdelta` of virtual time at `weight` (inverse of
+/// [`calc_delta_fair`](crate::weight::calc_delta_fair)): `vdelta × weight / 1024`.
+pub fn virtual_to_real(vdelta: u64, weight: u64) -> u64 {
+    ((vdelta as u128 * weight as u128) / crate::weight::NICE_0_LOAD as u128).min(u64::MAX as u128) as u64
+}
+
+/// hrtick's delay for a running entity (Linux `hrtick_start_fair`: slice − ran): the real time
+/// until its virtual deadline, `(deadline − vruntime) × weight / 1024`; `None` when the
+/// deadline has already passed (reschedule now).
+pub fn slice_remaining_ns(se: &FairEntity) -> Option<u64> {
+    let vleft = se.deadline().wrapping_sub(se.vruntime()) as i64;
+    (vleft > 0).then(|| virtual_to_real(vleft as u64, se.weight()))
+}
+
+#[cfg(test)]
+mod slice_remainder_tests {
+    use super::*;
+
+    #[test]
+    fn remainder_is_the_slice_at_start_and_shrinks_in_real_time() {
+        for nice in [-20, -5, 0, 5, 19] {
+            let w = crate::weight::nice_to_weight(nice) as u64;
+            let mut rq: FairRq<u32> = FairRq::new(FairTunables::default());
+            rq.attach_new(1, w).unwrap();
+            rq.attach_new(2, 1024).unwrap();
+            rq.enqueue(1, 0).unwrap();
+            rq.enqueue(2, 0).unwrap();
+            rq.set_next(1).unwrap();
+            let start = slice_remaining_ns(rq.entity(1).unwrap()).unwrap();
+            let slice = rq.entity(1).unwrap().slice();
+            assert!(start <= slice + 2, "nice {}: {} > slice {}", nice, start, slice);
+            rq.update_curr(start / 2);
+            let left = slice_remaining_ns(rq.entity(1).unwrap()).unwrap();
+            assert!(left.abs_diff(start - start / 2) <= 2 + w / 1024, "nice {}: {} left after half", nice, left);
+            rq.update_curr(left + 1);
+            // The slice ended: a new deadline was set, and the remainder is a whole slice again.
+            let renewed = slice_remaining_ns(rq.entity(1).unwrap()).unwrap();
+            assert!(renewed.abs_diff(slice) <= 2 + w / 1024, "nice {}: renewed {}", nice, renewed);
+        }
+    }
+
+    #[test]
+    fn past_deadline_means_reschedule_now() {
+        let se = FairEntity::new(1024).unwrap();
+        // A fresh entity has deadline == vruntime until placed: nothing left.
+        assert_eq!(slice_remaining_ns(&se), None);
+        assert_eq!(virtual_to_real(1000, 2048), 2000);
+        assert_eq!(virtual_to_real(u64::MAX, 88761), u64::MAX);
+    }
+}
+
 impl FairEntity {
     /// Orders by virtual deadline (wrapping), like Linux `entity_before`.
     pub fn deadline_cmp(&self, other: &FairEntity) -> Ordering {

@@ -11,6 +11,7 @@
 //! * [`eevdf`]: the fair run queue (`FairRq`).
 //! * [`rt`]: the real-time priority array (`RtPrioArray`) and SCHED_RR timeslices.
 //! * [`cpumask`], [`balance`]: CPU sets and SMP placement / balancing decisions.
+//! * [`timerq`]: timer-queue ordering (the kernel's per-CPU timers, tick, sleeps, hrtick).
 //! * [`core_sched`]: SMT core scheduling: cookies, `PR_SCHED_CORE`, the core-wide pick,
 //!   forced-idle accounting and the trace checker.
 #![cfg_attr(not(test), no_std)]
@@ -27,6 +28,7 @@ pub mod cpumask;
 pub mod eevdf;
 pub mod errno;
 pub mod rt;
+pub mod timerq;
 pub mod weight;
 
 pub use attr::{Policy, SchedAttr, ValidAttr};
