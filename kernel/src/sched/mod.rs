@@ -274,14 +274,6 @@ pub fn current() -> Arc<Task> {
     }
 }
 
-/// The running task's id, for the exception path (no locks; `None` before per-CPU setup).
-pub fn current_tid_checked() -> Option<Tid> {
-    percpu::cpu_id_checked()?;
-    let ptr = this_cpu().rq.current.load(Ordering::Acquire);
-    // SAFETY: as in `current`.
-    (!ptr.is_null()).then(|| unsafe { (*ptr).tid })
-}
-
 /// The running task's id (0 for idle or before the scheduler runs).
 pub fn current_tid() -> Tid {
     let cpu = this_cpu();
@@ -588,8 +580,13 @@ fn finish_task_switch() {
         }
     }
     if let Some(t) = migrate {
+        // The task left a CPU it may no longer use and is on no run queue. A wakeup may have
+        // queued it meanwhile (it could have been preempted while going to sleep): both paths
+        // hold its `params` lock, so whoever comes second sees it queued and leaves it.
         let _p = t.params.lock();
-        activate_on(&t, select_cpu(&t, cpu.cpu_id), 0);
+        if !t.is_on_rq() && t.state() != TaskState::Dead {
+            activate_on(&t, select_cpu(&t, cpu.cpu_id), 0);
+        }
     }
     if RT_OVERLOAD.load(Ordering::Relaxed) != 0 && rq.curr_prio.load(Ordering::Relaxed) < 2 {
         balance::pull_rt(cpu.cpu_id);

@@ -37,12 +37,8 @@ fn exception_report(name: &str, vector: u8, error: Option<u64>, frame: &Interrup
             name, vector, rip, cr2, cpu
         )),
     }
-    let rsp = frame.stack_pointer.as_u64();
-    crate::console::emergency_print(format_args!(
-        "cadence: exception context: rsp={:#x} task={}\n",
-        rsp,
-        crate::sched::current_tid_checked().map(|t| t as i64).unwrap_or(-1)
-    ));
+    // Only raw values here: the faulting context's data structures may be what is broken.
+    crate::console::emergency_print(format_args!("cadence: exception context: rsp={:#x}\n", frame.stack_pointer.as_u64()));
     crate::console::emergency_print(format_args!("cadence: stopped after exception\n"));
     super::qemu::exit(super::qemu::ExitCode::Failure)
 }
