@@ -6,8 +6,8 @@
 //! released at exit. Set with [`prctl`] (`PR_SCHED_CORE` GET / CREATE / SHARE_TO / SHARE_FROM
 //! over PIDTYPE_PID / TGID / PGID, Linux's checks and errno, in `cadence_sched::core_sched`).
 //!
-//! **Core-wide pick**: while cookies are in play (`kernel.sched_core=1` and some cookie
-//! exists — [`active`]), every
+//! **Core-wide pick**: while cookies are in play on a core (`kernel.sched_core=1`, some cookie
+//! exists, and a task with a cookie is queued on one of the core's CPUs — [`active`]), every
 //! `schedule()` on that core locks *all* the siblings' run queues and picks for the whole core
 //! (`cadence_sched::core_sched::pick_core`): the core-wide highest-priority task, then for each
 //! sibling its best task with the same cookie, or forced idle. Siblings whose current task no
@@ -19,7 +19,9 @@
 //! that each sibling's *current* task is idle or has the same cookie. If one does not, the CPU
 //! runs idle (forced) meanwhile, marks itself waiting and kicks that sibling; the sibling's next
 //! switch kicks the waiter back. A sibling's current task can change only in its own
-//! `schedule()`, which needs our lock too. So an overlap never starts.
+//! `schedule()`, which (on an active core) needs our lock too; on a core that looks inactive a
+//! CPU may pick alone, but whoever makes the core active by starting a cookied task checks the
+//! others' current tasks first. So an overlap never starts.
 //!
 //! **Lock order** (extends `sched`'s): the run-queue locks of a core's siblings are taken in
 //! ascending CPU id ([`lock_core`]); a CPU holding only its own lock releases it before taking
@@ -81,11 +83,13 @@ pub fn smt_present() -> bool {
     percpu::online_cpus().any(|c| siblings(c.cpu_id).count() > 1)
 }
 
-/// Must `schedule()` on `cpu` pick for the whole core? Yes whenever any cookie exists and the
-/// CPU has SMT siblings: every switch is then decided with all the siblings' run queues locked
-/// (no lock-free shortcut to reason about). Cores pay nothing while no cookie exists at all.
+/// Must `schedule()` on `cpu` pick for the whole core?
 pub fn active(cpu: &PerCpu) -> bool {
-    enabled() && LIVE.load(Ordering::SeqCst) > 0 && siblings(cpu.cpu_id).count() > 1
+    if !enabled() || LIVE.load(Ordering::SeqCst) == 0 {
+        return false;
+    }
+    let sib = siblings(cpu.cpu_id);
+    sib.count() > 1 && sib.iter().any(|c| rq_of(c as u32).nr_cookied.load(Ordering::SeqCst) > 0)
 }
 
 /// Locks every sibling's run queue of `cpu`'s core, in ascending CPU order. Returns this CPU's

@@ -68,8 +68,7 @@ fn stat() -> CmdResult {
         for c in sib.iter() {
             let ns = crate::percpu::get(c as u32).map(|p| p.rq.forced_idle_ns.load(Ordering::Relaxed)).unwrap_or(0);
             total += ns;
-            let queued = crate::percpu::get(c as u32).map(|p| p.rq.nr_cookied.load(Ordering::Relaxed)).unwrap_or(0);
-            shout!("cpu {}: forced idle {} us, cookied tasks queued {}", c, ns / 1000, queued);
+            shout!("cpu {}: forced idle {} us", c, ns / 1000);
         }
         shout!("core {:?}: forced idle {} us", sib.iter().collect::<alloc::vec::Vec<_>>(), total / 1000);
     }
