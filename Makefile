@@ -6,6 +6,7 @@
 #   make run [SMP=8] [UEFI=1] [ARGS='poweroff ...'] [TRACE=file] [WORKLOAD='a b'] [TIMEOUT=s]
 #   make test                  host unit tests, in-kernel tests, QEMU scenario tests
 #   make bench BENCH=name      boots with ARGS='run="bench NAME" poweroff'
+#   make test-stress           the long core-scheduling stress test (opt-in)
 #   make compare               benchmarks on Cadence and the Linux peer, one table of ratios
 #   make compare-rtapp FILE=x.json [DURATION=s]  rt-app workload on Cadence and on the Linux peer
 #   make clean
@@ -34,10 +35,10 @@ BENCH ?=
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool run test bench compare compare-rtapp clean
+.PHONY: help setup kernel boot-tool run test test-stress bench compare compare-rtapp clean
 
 help:
-	@sed -n '4,12s/^# \{0,1\}//p' '$(ROOT)/Makefile'
+	@sed -n '4,13s/^# \{0,1\}//p' '$(ROOT)/Makefile'
 
 setup:
 	@set -e; \
@@ -91,6 +92,10 @@ test: kernel
 	step env CADENCE_TEST_TIMEOUT=$${CADENCE_TEST_TIMEOUT:-1800} bash -c 'cd kernel && cargo test'; \
 	step cargo test --release -p cadence-tests; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi
+
+# The opt-in stress tests (kernel option test_stress), e.g. 200,000 core-scheduling switches.
+test-stress: kernel
+	cd '$(ROOT)/kernel' && CADENCE_TEST_TIMEOUT=$${CADENCE_TEST_TIMEOUT:-1800} CADENCE_TEST_ARGS='test_stress test=stress' cargo test
 
 clean:
 	cd '$(ROOT)' && cargo clean

@@ -36,6 +36,8 @@ pub struct BootOptions {
     pub test_fault: Option<TestFault>,
     /// Commands to run at boot (`run="cmd1; cmd2"`).
     pub run: Option<String>,
+    /// Under `cargo test`: also run the long stress tests (`test_stress`).
+    pub test_stress: bool,
     /// Keep SMT sibling threads offline (`nosmt`).
     pub nosmt: bool,
     /// Under `cargo test`: run only kernel tests whose name contains this (`test=NAME`).
@@ -46,7 +48,7 @@ pub struct BootOptions {
 
 impl Default for BootOptions {
     fn default() -> Self {
-        Self { poweroff: false, hz: 250, maxcpus: None, test_fault: None, run: None, nosmt: false, test_filter: None, raw: String::new() }
+        Self { poweroff: false, hz: 250, maxcpus: None, test_fault: None, run: None, nosmt: false, test_stress: false, test_filter: None, raw: String::new() }
     }
 }
 
@@ -123,6 +125,7 @@ pub fn parse(line: &str) -> BootOptions {
                 Some("1") => crate::sched::hrtick::set_enabled(true),
                 _ => warn(format_args!("hrtick: needs 0 or 1")),
             },
+            "test_stress" => opts.test_stress = true,
             "test" => opts.test_filter = value.map(|v| v.to_string()),
             "test_fault" => {
                 opts.test_fault = match value {

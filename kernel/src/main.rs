@@ -151,6 +151,9 @@ fn init_main(opts: cmdline::BootOptions) -> i32 {
         if let Some(f) = &opts.test_filter {
             testing::set_filter(f);
         }
+        if opts.test_stress {
+            testing::enable_stress();
+        }
         test_main();
     }
 

@@ -12,6 +12,30 @@
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 static TOTAL: AtomicUsize = AtomicUsize::new(0);
+static SKIPPED: AtomicUsize = AtomicUsize::new(0);
+static SKIP_CURRENT: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+static STRESS: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Long stress tests run only with the `test_stress` kernel option (`make test-stress`).
+pub fn stress_enabled() -> bool {
+    STRESS.load(Ordering::SeqCst)
+}
+
+pub fn enable_stress() {
+    STRESS.store(true, Ordering::SeqCst);
+}
+
+static LAST_SKIPPED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+fn last_was_skip() -> bool {
+    LAST_SKIPPED.swap(false, Ordering::SeqCst)
+}
+
+/// Marks the running test as skipped (it must return right after).
+pub fn skip(reason: &str) {
+    crate::kprint!("({}) ", reason);
+    SKIP_CURRENT.store(true, Ordering::SeqCst);
+}
 static PASSED: AtomicUsize = AtomicUsize::new(0);
 static RUNNING: AtomicUsize = AtomicUsize::new(0);
 
@@ -32,7 +56,10 @@ impl<T: Fn()> Testable for T {
         let start = crate::time::uptime_ns();
         self();
         let ms = (crate::time::uptime_ns() - start) / 1_000_000;
-        if ms >= 1000 {
+        if SKIP_CURRENT.swap(false, Ordering::SeqCst) {
+            LAST_SKIPPED.store(true, Ordering::SeqCst);
+            crate::kprintln!("skipped");
+        } else if ms >= 1000 {
             crate::kprintln!("ok ({} ms)", ms);
         } else {
             crate::kprintln!("ok");
@@ -54,10 +81,23 @@ pub fn run_tests(tests: &[&dyn Testable]) {
     crate::kprintln!("running {} kernel tests", selected.len());
     for (i, test) in selected.iter().enumerate() {
         RUNNING.store(i + 1, Ordering::SeqCst);
-        test.run();
-        PASSED.fetch_add(1, Ordering::SeqCst);
+        let skipped_before = SKIPPED.load(Ordering::SeqCst);
+        let was_skip = {
+            test.run();
+            last_was_skip()
+        };
+        if was_skip {
+            SKIPPED.store(skipped_before + 1, Ordering::SeqCst);
+        } else {
+            PASSED.fetch_add(1, Ordering::SeqCst);
+        }
     }
-    crate::kprintln!("kernel: {} passed, 0 failed", PASSED.load(Ordering::SeqCst));
+    let skipped = SKIPPED.load(Ordering::SeqCst);
+    if skipped > 0 {
+        crate::kprintln!("kernel: {} passed, 0 failed, {} skipped", PASSED.load(Ordering::SeqCst), skipped);
+    } else {
+        crate::kprintln!("kernel: {} passed, 0 failed", PASSED.load(Ordering::SeqCst));
+    }
     crate::arch::qemu::exit(crate::arch::qemu::ExitCode::Success);
 }
 
