@@ -185,27 +185,33 @@ fn recurse_forever(depth: u64) -> u64 {
 fn provoke_fault(kind: cmdline::TestFault) {
     use cmdline::TestFault::*;
     kprintln!("cadence: provoking {:?} as asked (test_fault=)", kind);
+    // Deliberately faulting is the point of every arm: the exception handler reports the
+    // fault and stops the machine, so nothing runs on after undefined state.
     match kind {
-        // SAFETY (all arms): deliberately faulting is the point; the exception handler reports
-        // the fault and stops the machine, so nothing runs on after undefined state.
-        PageFault => unsafe { core::ptr::read_volatile(0xdead_0000_0000usize as *const u64) }
-            .pipe(|v| core::hint::black_box(v)),
-        GeneralProtection => unsafe { core::ptr::read_volatile(0x8000_0000_0000_0000usize as *const u64) }
-            .pipe(|v| core::hint::black_box(v)),
-        InvalidOpcode => unsafe { core::arch::asm!("ud2") }.pipe(|_| 0),
+        PageFault => {
+            // SAFETY: see above (an unmapped address: a page fault is the intended outcome).
+            let v = unsafe { core::ptr::read_volatile(0xdead_0000_0000usize as *const u64) };
+            core::hint::black_box(v)
+        }
+        GeneralProtection => {
+            // SAFETY: see above (a non-canonical address: #GP is the intended outcome).
+            let v = unsafe { core::ptr::read_volatile(0x8000_0000_0000_0000usize as *const u64) };
+            core::hint::black_box(v)
+        }
+        InvalidOpcode => {
+            // SAFETY: see above (ud2 raises #UD).
+            unsafe { core::arch::asm!("ud2") };
+            0
+        }
         Breakpoint => {
             x86_64::instructions::interrupts::int3();
             0
         }
-        DivideError => unsafe { core::arch::asm!("xor ecx, ecx", "div ecx", out("eax") _, out("edx") _, out("ecx") _) }
-            .pipe(|_| 0),
+        DivideError => {
+            // SAFETY: see above (dividing by zero raises #DE).
+            unsafe { core::arch::asm!("xor ecx, ecx", "div ecx", out("eax") _, out("edx") _, out("ecx") _) };
+            0
+        }
         StackOverflow => recurse_forever(0),
     };
 }
-
-trait Pipe: Sized {
-    fn pipe<R>(self, f: impl FnOnce(Self) -> R) -> R {
-        f(self)
-    }
-}
-impl<T> Pipe for T {}

@@ -17,7 +17,7 @@
 //! and reschedule its CPU.
 
 use super::task::{self, SchedParams, Task, Tid};
-use super::{class, online_mask, rq_of, set_need_resched, update_counts, update_curr};
+use super::{class, online_mask, rq_of, update_counts};
 use alloc::sync::Arc;
 use cadence_sched::eevdf::DEQUEUE_SAVE;
 use cadence_sched::{CpuMask, Errno, SchedAttr, ValidAttr};
@@ -33,16 +33,8 @@ fn task_of(pid: Tid) -> Result<Arc<Task>, Errno> {
 /// Applies new parameters to `t` (caller holds nothing).
 fn change_params(t: &Arc<Task>, f: impl FnOnce(&mut SchedParams)) {
     let mut p = t.params.lock();
-    loop {
-        let cpu = t.cpu();
-        let rq = rq_of(cpu);
-        let mut g = rq.lock.lock();
-        if t.cpu() != cpu {
-            continue;
-        }
-        let now = crate::time::uptime_ns();
-        update_curr(&mut g, now);
-        super::requeue_locked(&mut g, t, now, || {
+    super::with_task_rq(t, |g, now| {
+        super::requeue_locked(g, t, now, || {
             let old = p.attr;
             f(&mut p);
             t.cache_params(&p);
@@ -54,10 +46,7 @@ fn change_params(t: &Arc<Task>, f: impl FnOnce(&mut SchedParams)) {
                 *se = Some(class::new_entity(&p.attr));
             }
         });
-        drop(g);
-        set_need_resched(cpu);
-        break;
-    }
+    });
 }
 
 /// The RT watchdog's soft-limit action: SCHED_NORMAL, nice 0.

@@ -544,10 +544,9 @@ fn __schedule(preempted: bool) {
     g.exec_start = now;
     update_counts(rq, &g);
     let _ = g.keep_locked();
-    // SAFETY: interrupts are off and this CPU holds its run-queue lock; `prev` is the task
-    // running here; `next` is queued here and not running anywhere (a queued task that is not
-    // `curr` has `on_cpu == false`: see the module invariants). Both stay alive: the run queue
-    // holds Arcs to them (`curr`, `prev`).
+    // Interrupts are off and this CPU holds its run-queue lock; `prev` runs here; `next` is
+    // queued here and runs nowhere (a queued task that is not `curr` has `on_cpu == false`).
+    // SAFETY: as above; both stay alive: the run queue holds Arcs to them (`curr`, `prev`).
     unsafe { crate::arch::context::switch_to(prev_ctx, next_ctx) };
     // We are `prev` again, possibly on another CPU, resumed by some other task's schedule().
     finish_task_switch();

