@@ -164,11 +164,12 @@ fn rr_tasks_rotate_in_order() {
         );
     }
     super::sleep_ns(300 * MS);
+    // The order while all three run (once they stop, they leave one by one).
+    let l = log.lock().clone();
     stop_and_reap(&stop, &tasks);
     api::sched_setscheduler(0, SCHED_NORMAL, 0).expect("referee back");
     super::set_rr_timeslice_ms(0);
     assert_eq!(super::rr_timeslice_ms(), 100, "writing 0 restores the default");
-    let l = log.lock().clone();
     assert!(l.len() >= 9, "too few rotations: {:?}", l);
     // Skip the start-up (tasks were started one by one), then the order must cycle.
     let tail = &l[3..];
