@@ -95,7 +95,7 @@ test: kernel
 
 # The opt-in stress tests (kernel option test_stress), e.g. 200,000 core-scheduling switches.
 test-stress: kernel
-	cd '$(ROOT)/kernel' && CADENCE_TEST_TIMEOUT=$${CADENCE_TEST_TIMEOUT:-1800} CADENCE_TEST_ARGS='test_stress test=stress' cargo test
+	cd '$(ROOT)/kernel' && CADENCE_TEST_TIMEOUT=$${CADENCE_TEST_TIMEOUT:-1800} CADENCE_TEST_ARGS='test_stress test=stress' cargo test && CADENCE_TEST_ARGS='test_stress test=rt_throttling' cargo test
 
 clean:
 	cd '$(ROOT)' && cargo clean

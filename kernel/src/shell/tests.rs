@@ -173,7 +173,7 @@ fn commands_report_linux_errors() {
         ("nosuch", 127, "nosuch: command not found"),
         ("ps \"unterminated", 2, "syntax error"),
         ("ps -Z", 2, "usage: ps"),
-        ("trace start", 1, "trace: tracing is not built yet"),
+        ("trace bogus", 2, "usage: trace"),
     ];
     for (line, code, want) in cases {
         let (c, out) = run(line);
