@@ -320,33 +320,7 @@ fn spawn_background(line: &str) -> i32 {
 
 /// Splits a line into `(command, background)` pairs on `;` and `&` outside quotes.
 pub fn split_line(line: &str) -> Vec<(String, bool)> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quote: Option<char> = None;
-    let mut push = |cur: &mut String, bg: bool| {
-        let t = cur.trim();
-        if !t.is_empty() {
-            out.push((String::from(t), bg));
-        }
-        cur.clear();
-    };
-    for c in line.chars() {
-        match (quote, c) {
-            (None, ';') => push(&mut cur, false),
-            (None, '&') => push(&mut cur, true),
-            (None, '"' | '\'') => {
-                quote = Some(c);
-                cur.push(c);
-            }
-            (Some(q), _) if q == c => {
-                quote = None;
-                cur.push(c);
-            }
-            _ => cur.push(c),
-        }
-    }
-    push(&mut cur, false);
-    out
+    cadence_cmdline::split_command_list(line, true)
 }
 
 /// Runs one command line (possibly `a; b &`); returns the status of the last command.

@@ -105,18 +105,27 @@ pub fn parse(line: &str) -> Result<Vec<Param>, ParseError> {
 /// Splits a shell-style command list on `;` outside quotes (for `run="a; b"`). Empty commands
 /// are dropped; whitespace around each is trimmed.
 pub fn split_commands(list: &str) -> Vec<String> {
+    split_command_list(list, false).into_iter().map(|(c, _)| c).collect()
+}
+
+/// Splits a command list into `(command, background)` pairs on `;` outside quotes and, when
+/// `background` is set, also on `&` (which marks the command before it as a background job,
+/// as in a shell). Empty commands are dropped; whitespace around each is trimmed.
+pub fn split_command_list(list: &str, background: bool) -> Vec<(String, bool)> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut quote: Option<char> = None;
+    let mut push = |cur: &mut String, bg: bool| {
+        let t = cur.trim();
+        if !t.is_empty() {
+            out.push((String::from(t), bg));
+        }
+        cur.clear();
+    };
     for c in list.chars() {
         match (quote, c) {
-            (None, ';') => {
-                let t = cur.trim();
-                if !t.is_empty() {
-                    out.push(t.into());
-                }
-                cur.clear();
-            }
+            (None, ';') => push(&mut cur, false),
+            (None, '&') if background => push(&mut cur, true),
             (None, '"' | '\'') => {
                 quote = Some(c);
                 cur.push(c);
@@ -128,10 +137,7 @@ pub fn split_commands(list: &str) -> Vec<String> {
             _ => cur.push(c),
         }
     }
-    let t = cur.trim();
-    if !t.is_empty() {
-        out.push(t.into());
-    }
+    push(&mut cur, false);
     out
 }
 
@@ -172,6 +178,11 @@ mod tests {
         assert_eq!(split_commands("a; b ;; c"), vec!["a", "b", "c"]);
         assert_eq!(split_commands(r#"echo "x;y"; z"#), vec![r#"echo "x;y""#, "z"]);
         assert!(split_commands(" ; ").is_empty());
+        assert_eq!(split_commands("a & b"), vec!["a & b"]);
+        assert_eq!(
+            split_command_list("a & b; 'c&d' &", true),
+            vec![("a".into(), true), ("b".into(), false), ("'c&d'".into(), true)]
+        );
     }
 
     #[test]
