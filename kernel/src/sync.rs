@@ -30,6 +30,11 @@ impl<T> IrqLock<T> {
         IrqLockGuard { guard: Some(self.inner.lock()), were_enabled }
     }
 
+    /// Is the lock held (by anyone)? For assertions of a caller's locking contract.
+    pub fn is_locked(&self) -> bool {
+        self.inner.is_locked()
+    }
+
     /// Takes the lock only if it is free (used by the panic and exception paths, which must
     /// not deadlock on a lock the faulting code held).
     pub fn try_lock(&self) -> Option<IrqLockGuard<'_, T>> {

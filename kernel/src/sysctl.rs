@@ -26,6 +26,15 @@ fn parse_u64_range(v: &str, min: u64, max: u64) -> Result<u64, Errno> {
     }
 }
 
+/// A boolean sysctl's value: exactly `0` or `1` (Linux `proc_dointvec_minmax` 0..=1), else EINVAL.
+fn parse_bool(v: &str) -> Result<bool, Errno> {
+    match v.trim() {
+        "0" => Ok(false),
+        "1" => Ok(true),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
 pub static SYSCTLS: &[Sysctl] = &[
     Sysctl {
         name: "kernel.sched_rr_timeslice_ms",
@@ -67,32 +76,18 @@ pub static SYSCTLS: &[Sysctl] = &[
         name: "kernel.sched_core",
         help: "SMT core scheduling: 1 on, 0 off (cookies are kept)",
         get: || format!("{}", crate::sched::coresched::enabled() as u8),
-        set: |v| match v.trim() {
-            "0" => {
-                crate::sched::coresched::set_enabled(false);
-                Ok(())
-            }
-            "1" => {
-                crate::sched::coresched::set_enabled(true);
-                Ok(())
-            }
-            _ => Err(Errno::EINVAL),
+        set: |v| {
+            crate::sched::coresched::set_enabled(parse_bool(v)?);
+            Ok(())
         },
     },
     Sysctl {
         name: "kernel.sched_autogroup_enabled",
         help: "autogroup: 1 on, 0 off (moves every runnable fair task at once)",
         get: || format!("{}", crate::sched::autogroup::enabled() as u8),
-        set: |v| match v.trim() {
-            "0" => {
-                crate::sched::autogroup::set_enabled(false);
-                Ok(())
-            }
-            "1" => {
-                crate::sched::autogroup::set_enabled(true);
-                Ok(())
-            }
-            _ => Err(Errno::EINVAL),
+        set: |v| {
+            crate::sched::autogroup::set_enabled(parse_bool(v)?);
+            Ok(())
         },
     },
     Sysctl {

@@ -111,3 +111,22 @@ pub fn report_panic() {
     crate::console::emergency_print(format_args!("FAILED\n"));
     crate::console::emergency_print(format_args!("kernel: {} passed, 1 failed ({} not run)\n", passed, not_run));
 }
+
+/// Deterministic pseudo-random numbers (xorshift64) for randomized in-kernel tests: the same
+/// seed gives the same run, so a failure can be replayed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next value (never 0 for a non-zero seed).
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// One of `xs`, uniformly (xs must not be empty).
+    pub fn pick<'a, T: ?Sized>(&mut self, xs: &[&'a T]) -> &'a T {
+        xs[(self.next() % xs.len() as u64) as usize]
+    }
+}

@@ -113,7 +113,7 @@ pub fn put(gid: GroupId) {
     }
 }
 
-/// Moves task `t` (held `params` lock not required) to autogroup `gid` (0 = none), adjusting
+/// Moves task `t` (caller must not hold its `params` lock) to autogroup `gid` (0 = none), adjusting
 /// references and requeueing it if it is queued.
 pub fn assign(t: &Arc<Task>, gid: GroupId) {
     if gid != ROOT_GROUP {
@@ -125,6 +125,7 @@ pub fn assign(t: &Arc<Task>, gid: GroupId) {
         return;
     }
     if t.is_on_rq() && t.class() == super::task::ClassId::Fair {
+        let _params = t.params.lock();
         super::with_task_rq(t, |g, now| {
             if t.is_on_rq() {
                 super::requeue_locked(g, t, now, || {});

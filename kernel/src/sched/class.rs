@@ -76,7 +76,7 @@ impl SchedClass for RtClass {
     }
 
     fn pick_next(&self, rq: &mut RqInner) -> Option<Arc<Task>> {
-        if rq.rt_throttled {
+        if rq.rt_bw.throttled {
             return None; // RT bandwidth used up for this period: fair tasks run
         }
         rq.rt.pick_highest().and_then(|tid| lookup(rq, tid))

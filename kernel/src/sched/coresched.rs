@@ -21,7 +21,9 @@
 //! switch kicks the waiter back. A sibling's current task can change only in its own
 //! `schedule()`, which (on an active core) needs our lock too; on a core that looks inactive a
 //! CPU may pick alone, but whoever makes the core active by starting a cookied task checks the
-//! others' current tasks first. So an overlap never starts.
+//! others' current tasks first, and a running cookied task keeps its core active (it is
+//! counted in `nr_cookied` without a gap, see [`active`]). So an overlap never starts.
+//! Picking alone never starts a cookied task ([`check_alone_pick`] counts it if it did).
 //!
 //! **Lock order** (extends `sched`'s): the run-queue locks of a core's siblings are taken in
 //! ascending CPU id ([`lock_core`]); a CPU holding only its own lock releases it before taking
@@ -84,8 +86,14 @@ pub fn smt_present() -> bool {
 }
 
 /// Must `schedule()` on `cpu` pick for the whole core?
+///
+/// Lock-free: it reads the siblings' queued-cookie counts (`Rq::nr_cookied`) without their
+/// locks. That is sound because a running cookied task is always counted on its CPU — even
+/// while `requeue_locked` takes it off and back on its queue (it holds an extra count) — so a
+/// CPU that sees 0 everywhere has no cookied task running beside it. (Not `LIVE`: the
+/// registry may drop a cookie before the tasks holding it have been switched off it.)
 pub fn active(cpu: &PerCpu) -> bool {
-    if !enabled() || LIVE.load(Ordering::SeqCst) == 0 {
+    if !enabled() {
         return false;
     }
     let sib = siblings(cpu.cpu_id);
@@ -154,7 +162,7 @@ pub(super) fn apply_pending(prev: &Task, cpu: u32) -> bool {
 /// Runnable tasks of one run queue, best first (RT by priority, fair by relative deadline).
 fn candidates(g: &RqInner) -> Vec<Candidate<Tid>> {
     let mut out = Vec::new();
-    if !g.rt_throttled {
+    if !g.rt_bw.throttled {
         for (tid, prio) in g.rt.iter().take(MAX_CANDIDATES) {
             if let Some(t) = g.tasks.get(&tid) {
                 out.push(Candidate { task: tid, rank: Rank::Rt { rt_priority: prio }, cookie: cookie_of(t) });
@@ -239,6 +247,23 @@ pub(super) fn pick(cpu: u32, g: &mut RqInner, others: &mut [(u32, RqGuard<'stati
     }
 }
 
+/// Cookied tasks a CPU started while picking alone (should stay 0: see [`check_alone_pick`]).
+static UNCHECKED_PICKS: AtomicU64 = AtomicU64::new(0);
+
+/// `schedule()` picked `next` on `cpu` without the core's locks. That is only sound if `next`
+/// has no cookie (a queued cookied task makes its core [`active`]); a violation means the
+/// queued-cookie counts are wrong. Counted, shown by `coresched stat`, asserted by the tests.
+pub(super) fn check_alone_pick(cpu: u32, next: &Task) {
+    if !next.is_idle && cookie_of(next) != CookieId::NONE && enabled() && siblings(cpu).count() > 1 {
+        UNCHECKED_PICKS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// How many times a cookied task was started without the core-wide check (0 unless a bug).
+pub fn unchecked_picks() -> u64 {
+    UNCHECKED_PICKS.load(Ordering::Relaxed)
+}
+
 /// Kicks siblings of `cpu` that wait for it to leave an incompatible task.
 pub(super) fn kick_waiters(cpu: u32) {
     for c in siblings(cpu).iter() {
@@ -298,6 +323,7 @@ pub fn exit(t: &Task) {
 /// one changes at its next `schedule()`, under the core's locks — so a cookie never changes
 /// under a sibling that runs an incompatible task.
 fn apply(t: &Arc<Task>, new: CookieId) {
+    let _params = t.params.lock();
     let cpu = super::with_task_rq(t, |g, now| {
         if g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, t)) {
             t.core_cookie_pending.store(new.0, Ordering::Release);

@@ -89,10 +89,8 @@ pub struct RqInner {
     pub balance_cursor: Tid,
     /// The pending hrtick timer, if armed.
     pub hrtick_timer: Option<crate::timer::TimerId>,
-    /// RT throttling: RT time used in the current period, the period's start, throttled flag.
-    pub rt_time: u64,
-    pub rt_period_start: u64,
-    pub rt_throttled: bool,
+    /// RT throttling: RT time charged in the current period, the period, throttled flag.
+    pub rt_bw: cadence_sched::rt_bandwidth::RtBandwidth,
     /// Forced idle by core scheduling since (0 = not forced idle).
     pub forced_since: u64,
     /// The task switched away from, for `finish_task_switch` on the next task.
@@ -166,9 +164,7 @@ impl Rq {
                 exec_start: 0,
                 balance_cursor: 0,
                 hrtick_timer: None,
-                rt_time: 0,
-                rt_period_start: 0,
-                rt_throttled: false,
+                rt_bw: cadence_sched::rt_bandwidth::RtBandwidth::new(),
                 forced_since: 0,
                 prev: None,
                 migrate_out: None,
@@ -379,6 +375,13 @@ fn dequeue_task(g: &mut RqInner, task: &Arc<Task>, flags: u32) {
 pub(super) fn requeue_locked(g: &mut RqInner, t: &Arc<Task>, now: u64, change: impl FnOnce()) {
     let queued = t.is_on_rq();
     let running = g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, t));
+    // Siblings read the queued-cookie count without our lock (`coresched::active`): it must
+    // not dip to 0 while the task is briefly off the queue, or a sibling could pick alone and
+    // start a cookie-0 task beside a cookied one that keeps running here.
+    let hold = queued && t.core_cookie.load(Ordering::Acquire) != 0;
+    if hold {
+        rq_of(g.cpu).nr_cookied.fetch_add(1, Ordering::SeqCst);
+    }
     if queued {
         dequeue_task(g, t, cadence_sched::eevdf::DEQUEUE_SAVE | cadence_sched::eevdf::DEQUEUE_MOVE);
     }
@@ -393,12 +396,21 @@ pub(super) fn requeue_locked(g: &mut RqInner, t: &Arc<Task>, now: u64, change: i
         class::of(t).set_next(g, t);
         rq_of(g.cpu).curr_prio.store(cpu_prio(t), Ordering::Release);
     }
+    if hold {
+        rq_of(g.cpu).nr_cookied.fetch_sub(1, Ordering::SeqCst);
+    }
     update_counts(rq_of(g.cpu), g);
 }
 
 /// Runs `f` with `t`'s run queue locked (retrying if the task moves meanwhile) and its runtime
 /// accounted up to now, then reschedules that CPU.
+///
+/// The caller holds `t.params` (Linux's `task_rq_lock` takes `pi_lock` first): a sleeping
+/// task's CPU changes only in a wakeup, which holds `params` from the state check to the
+/// enqueue. Without it a wakeup could queue the task on another CPU while `f` runs here, and
+/// `f` would see it queued on a run queue that is not the one it holds.
 pub(super) fn with_task_rq<R>(t: &Arc<Task>, f: impl FnOnce(&mut RqInner, u64) -> R) -> R {
+    debug_assert!(t.params.is_locked(), "with_task_rq without the task's params lock");
     loop {
         let cpu = t.cpu();
         let rq = rq_of(cpu);
@@ -472,6 +484,9 @@ fn __schedule(preempted: bool) {
     let prev = g.curr.clone().expect("curr exists");
     update_curr(&mut g, now);
     rq.need_resched.store(false, Ordering::Relaxed);
+    // Re-read: a prctl may have given `prev` a pending cookie while our lock was dropped to
+    // take the core's (a change applies only here, under the core's locks).
+    let cookie_change = if core_guards.is_some() { coresched::has_pending(&prev) } else { cookie_change };
     let cookie_changed = cookie_change && coresched::apply_pending(&prev, cpu.cpu_id);
 
     let mut migrate = false;
@@ -489,7 +504,11 @@ fn __schedule(preempted: bool) {
     }
     let (next, forced_idle) = match core_guards.as_mut() {
         Some(others) => coresched::pick(cpu.cpu_id, &mut g, others),
-        None => (pick_next(&mut g), false),
+        None => {
+            let next = pick_next(&mut g);
+            coresched::check_alone_pick(cpu.cpu_id, &next);
+            (next, false)
+        }
     };
     if forced_idle {
         if g.forced_since == 0 {
@@ -498,7 +517,7 @@ fn __schedule(preempted: bool) {
     } else {
         coresched::account_forced_idle(cpu.cpu_id, &mut g, core_guards.as_deref(), now);
     }
-    if coresched::cookies_exist() {
+    if coresched::cookies_exist() || core_guards.is_some() {
         if !Arc::ptr_eq(&prev, &next) || cookie_changed {
             let pid = if next.is_idle { 0 } else { next.tid };
             crate::trace::sched_core_switch(pid, next.core_cookie.load(Ordering::Relaxed), forced_idle);
@@ -679,11 +698,13 @@ fn activate_on(task: &Arc<Task>, cpu: u32, flags: u32) {
 /// Linux `try_to_wake_up`: makes a sleeping task runnable. Returns false if it already was.
 pub fn try_to_wake_up(task: &Arc<Task>) -> bool {
     let _params = task.params.lock();
-    if matches!(task.state(), TaskState::Running | TaskState::Dead | TaskState::Stopped) {
+    if task.state() != TaskState::Sleeping {
         return false;
     }
     // Still queued (it set itself Sleeping but has not switched out yet)? Then just mark it
     // running, under its run queue's lock, which `schedule()` holds when it decides to dequeue.
+    // Only a Sleeping task is woken: it may have woken itself meanwhile (a wait whose condition
+    // came true) and even exited, and `Dead` must never turn back into `Running`.
     loop {
         let cpu = task.cpu();
         let rq = rq_of(cpu);
@@ -692,7 +713,9 @@ pub fn try_to_wake_up(task: &Arc<Task>) -> bool {
             continue;
         }
         if task.is_on_rq() {
-            task.set_state(TaskState::Running);
+            if !task.transition(TaskState::Sleeping, TaskState::Running) {
+                return false;
+            }
             crate::trace::sched_wakeup(task, cpu, false, crate::time::uptime_ns());
             drop(g);
             task.stats.nr_wakeups.fetch_add(1, Ordering::Relaxed);
@@ -700,7 +723,10 @@ pub fn try_to_wake_up(task: &Arc<Task>) -> bool {
         }
         break;
     }
-    task.set_state(TaskState::Running);
+    // Off every run queue: only wakers (serialized by `params`) change its state now.
+    if !task.transition(TaskState::Sleeping, TaskState::Running) {
+        return false;
+    }
     task.watchdog.reset();
     task.stats.nr_wakeups.fetch_add(1, Ordering::Relaxed);
     task.stats.woken_at.store(crate::time::uptime_ns().max(1), Ordering::Relaxed);

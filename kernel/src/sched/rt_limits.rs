@@ -13,8 +13,10 @@
 //! 950,000, −1 = off): per CPU, RT tasks may run at most `runtime` per `period`. When a CPU's
 //! `rt_time` exceeds `runtime` its RT class is throttled (picks nothing, so fair tasks run);
 //! at each period boundary `rt_time -= runtime` (not below 0) and the class is unthrottled
-//! once `rt_time < runtime` (Linux `do_sched_rt_period_timer`). Checked at every accounting
-//! point and tick, so the error is at most one tick per period.
+//! once `rt_time < runtime` (Linux `do_sched_rt_period_timer`). The period goes idle on a
+//! CPU with no RT task and nothing charged, and restarts at the next RT activity (Linux's
+//! period timer). The arithmetic is `cadence_sched::rt_bandwidth` (host-tested); it is
+//! checked at every accounting point and tick, so the error is at most one tick per period.
 
 use super::task::{Task, TaskState, Tid};
 use super::{rq_of, RqInner};
@@ -157,7 +159,7 @@ pub(super) fn account(g: &mut RqInner, curr: &Arc<Task>, delta: u64, now: u64) -
         resched = true;
     }
     // Throttling.
-    g.rt_time = g.rt_time.saturating_add(delta);
+    g.rt_bw.account(delta);
     resched |= check_throttle(g, now);
     // SCHED_RR quantum.
     if curr.policy() == cadence_sched::Policy::RR {
@@ -179,35 +181,16 @@ pub(super) fn account(g: &mut RqInner, curr: &Arc<Task>, delta: u64, now: u64) -
 /// if what may run here changed.
 pub(super) fn check_throttle(g: &mut RqInner, now: u64) -> bool {
     let runtime = rt_runtime_us();
-    let rq = rq_of(g.cpu);
-    if runtime < 0 {
-        let was = g.rt_throttled;
-        g.rt_throttled = false;
-        g.rt_time = 0;
-        rq.rt_throttled.store(false, Ordering::Relaxed);
-        return was;
-    }
-    let period = rt_period_us() * 1000;
-    let runtime = runtime as u64 * 1000;
-    if g.rt_period_start == 0 {
-        g.rt_period_start = now;
-    }
-    let elapsed = now.saturating_sub(g.rt_period_start);
-    if elapsed >= period {
-        let periods = elapsed / period;
-        g.rt_period_start += periods * period;
-        g.rt_time = g.rt_time.saturating_sub(runtime.saturating_mul(periods));
-    }
-    let throttle = g.rt_time >= runtime && runtime < period;
-    if throttle != g.rt_throttled {
-        g.rt_throttled = throttle;
-        rq.rt_throttled.store(throttle, Ordering::Relaxed);
-        if throttle {
+    let runtime = (runtime >= 0).then(|| runtime as u64 * 1000);
+    let rt_queued = !g.rt.is_empty();
+    let changed = g.rt_bw.update(now, runtime, rt_period_us() * 1000, rt_queued);
+    if changed {
+        rq_of(g.cpu).rt_throttled.store(g.rt_bw.throttled, Ordering::Relaxed);
+        if g.rt_bw.throttled {
             crate::kprintln!("cadence: sched: RT throttling activated on cpu {}", g.cpu);
         }
-        return true;
     }
-    false
+    changed
 }
 
 /// At the end of an interrupt: carry out a watchdog action the accounting flagged for the

@@ -72,8 +72,7 @@ pub fn send(t: &Arc<Task>, sig: u32) {
     match sig {
         SIGCONT => {
             t.pending.fetch_and(!(1 << SIGSTOP), Ordering::AcqRel);
-            if t.state() == TaskState::Stopped {
-                t.set_state(TaskState::Sleeping);
+            if t.transition(TaskState::Stopped, TaskState::Sleeping) {
                 super::wake_up(t);
             }
         }
@@ -84,9 +83,7 @@ pub fn send(t: &Arc<Task>, sig: u32) {
         _ => {
             t.pending.fetch_or(1u64 << sig, Ordering::AcqRel);
             if is_fatal(sig) {
-                if t.state() == TaskState::Stopped {
-                    t.set_state(TaskState::Sleeping);
-                }
+                let _ = t.transition(TaskState::Stopped, TaskState::Sleeping);
                 super::wake_up(t);
                 super::kick_task(t);
             }

@@ -169,6 +169,13 @@ impl Task {
         self.state.store(s as u8, Ordering::SeqCst);
     }
 
+    /// Moves the state from `from` to `to` only if it is still `from` (a waker must never
+    /// overwrite a state the task itself set meanwhile, e.g. `Dead` on its way out: Linux's
+    /// `ttwu_state_match` under `pi_lock`). True if it did.
+    pub fn transition(&self, from: TaskState, to: TaskState) -> bool {
+        self.state.compare_exchange(from as u8, to as u8, Ordering::SeqCst, Ordering::SeqCst).is_ok()
+    }
+
     pub fn class(&self) -> ClassId {
         match self.class.load(Ordering::Acquire) {
             0 => ClassId::Rt,

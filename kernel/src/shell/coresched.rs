@@ -57,6 +57,7 @@ pub fn cmd_coresched(args: &[&str]) -> CmdResult {
 
 fn stat() -> CmdResult {
     shout!("core scheduling: {} (kernel.sched_core), smt {}", if coresched::enabled() { "on" } else { "off" }, if coresched::smt_present() { "present" } else { "absent" });
+    shout!("cookied tasks started without the core-wide check: {} (must be 0)", coresched::unchecked_picks());
     let mut seen = 0u64;
     for cpu in crate::percpu::online_cpus() {
         let sib = coresched::siblings(cpu.cpu_id);

@@ -23,18 +23,7 @@ fn feed(ed: &mut LineEditor, bytes: &[u8]) -> Vec<Event> {
     bytes.iter().map(|&b| ed.feed(b, &mut out)).filter(|e| *e != Event::Pending).collect()
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[(self.next() % xs.len() as u64) as usize]
-    }
-}
+use crate::testing::Rng;
 
 /// A sleeping task to aim commands at; stopped with the returned flag.
 fn sleeper() -> (u32, Arc<AtomicBool>) {

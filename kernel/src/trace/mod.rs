@@ -454,6 +454,18 @@ pub fn check_coresched() -> Result<cadence_sched::core_sched::CheckReport, Strin
         .map_err(|e| alloc::format!("cannot check: {}", e.strerror()))
 }
 
+/// Prints (ftrace text, on the console) the events of `cpus` between `from_ns` and `to_ns`:
+/// what a failing scenario test shows around the moment it points at.
+pub fn print_window(cpus: &[u32], from_ns: u64, to_ns: u64) {
+    let Ok(s) = snapshot() else { return };
+    for e in s.events.iter().filter(|e| cpus.contains(&e.cpu) && e.ts_ns >= from_ns && e.ts_ns <= to_ns) {
+        let mut line = String::new();
+        if ftrace::write_event(&mut line, e).is_ok() {
+            crate::kprintln!("{}", line.trim_end());
+        }
+    }
+}
+
 /// Copies the rings (pausing writers meanwhile) and merges them by timestamp (stable: ties keep
 /// CPU order, then ring order).
 pub fn snapshot() -> Result<Snapshot, String> {

@@ -389,6 +389,20 @@ fn not_bare(m: &Member, path: &str) -> Result<(), Error> {
 }
 
 /// Rejects a second occurrence of a non-event key.
+/// The members of an object-valued event (`timer`, `wait`, `sync`), each with its path: every
+/// key at most once, and each with a value.
+fn event_members<'a>(v: &'a Value, path: &str) -> Result<Vec<(&'a Member, String)>, Error> {
+    let mut once = Once::new();
+    let mut out = Vec::new();
+    for f in members(v, path)? {
+        let fp = join(path, &f.key);
+        once.check(f, &fp)?;
+        not_bare(f, &fp)?;
+        out.push((f, fp));
+    }
+    Ok(out)
+}
+
 struct Once(BTreeSet<String>);
 impl Once {
     fn new() -> Self {
@@ -760,11 +774,7 @@ fn parse_event(ev: &str, c: &Member, p: &str, thread: &str, ctx: &mut Ctx) -> Re
             let mut r = None;
             let mut period = None;
             let mut absolute = false;
-            let mut once = Once::new();
-            for f in members(v, p)? {
-                let fp = join(p, &f.key);
-                once.check(f, &fp)?;
-                not_bare(f, &fp)?;
+            for (f, fp) in event_members(v, p)? {
                 match f.key.as_str() {
                     "ref" => r = Some(name_str(&f.value, &fp)?),
                     "period" => period = Some(int_in(&f.value, &fp, 0, MAX_US)? as u64),
@@ -804,11 +814,7 @@ fn parse_event(ev: &str, c: &Member, p: &str, thread: &str, ctx: &mut Ctx) -> Re
         "wait" | "sync" => {
             let mut r = None;
             let mut mx = None;
-            let mut once = Once::new();
-            for f in members(v, p)? {
-                let fp = join(p, &f.key);
-                once.check(f, &fp)?;
-                not_bare(f, &fp)?;
+            for (f, fp) in event_members(v, p)? {
                 match f.key.as_str() {
                     "ref" => r = Some((name_str(&f.value, &fp)?, f.line)),
                     "mutex" => mx = Some((name_str(&f.value, &fp)?, f.line, fp)),

@@ -10,6 +10,7 @@
 //! * [`attr`]: `Policy`, `sched_setattr` validation and permission checks.
 //! * [`eevdf`]: the fair run queue (`FairRq`).
 //! * [`rt`]: the real-time priority array (`RtPrioArray`) and SCHED_RR timeslices.
+//! * [`rt_bandwidth`]: RT throttling (`sched_rt_runtime_us` per `sched_rt_period_us`).
 //! * [`cpumask`], [`balance`]: CPU sets and SMP placement / balancing decisions.
 //! * [`timerq`]: timer-queue ordering (the kernel's per-CPU timers, tick, sleeps, hrtick).
 //! * [`core_sched`]: SMT core scheduling: cookies, `PR_SCHED_CORE`, the core-wide pick,
@@ -28,6 +29,7 @@ pub mod cpumask;
 pub mod eevdf;
 pub mod errno;
 pub mod rt;
+pub mod rt_bandwidth;
 pub mod timerq;
 pub mod weight;
 
