@@ -101,7 +101,8 @@ impl SchedClass for RtClass {
 //
 // A fair task's entity sits in the queue of its group on this CPU (`se_group`); each non-root
 // group on the path to the root has one entity in its parent's queue. Levels are walked with
-// [`level_up`]: (queue owner, key) pairs from the task's own level up to the root's.
+// [`task_level`] / [`level_above`]: (queue owner, key) pairs from the task's own level up to
+// the root's.
 
 use super::group::{GroupId, GroupRq, ROOT_GROUP};
 use super::SeKey;
@@ -164,17 +165,30 @@ pub fn effective_group(task: &Task) -> GroupId {
     ROOT_GROUP
 }
 
-/// (queue owner, key) for every level from the task up to the root.
-fn level_up(rq: &RqInner, task: &Task) -> alloc::vec::Vec<(GroupId, SeKey)> {
-    let mut levels = alloc::vec::Vec::with_capacity(4);
-    let mut gid = task.se_group.load(core::sync::atomic::Ordering::Relaxed);
-    levels.push((gid, task.key()));
-    while gid != ROOT_GROUP {
-        let parent = parent_of(rq, gid);
-        levels.push((parent, SeKey::Group(gid)));
-        gid = parent;
+/// A level of a task's path: the queue owner (group id) and the entity's key in that queue.
+type Level = (GroupId, SeKey);
+
+/// The task's own level: its entity in its group's queue.
+fn task_level(task: &Task) -> Level {
+    (task.se_group.load(core::sync::atomic::Ordering::Relaxed), task.key())
+}
+
+/// The level above `level` (its group's entity in the parent queue), `None` at the root.
+/// Walking with this instead of collecting the path keeps the hot paths (`update_curr`,
+/// `put_prev`, `set_next`, wakeup preemption) free of allocation.
+fn level_above(rq: &RqInner, (gid, _): Level) -> Option<Level> {
+    (gid != ROOT_GROUP).then(|| (parent_of(rq, gid), SeKey::Group(gid)))
+}
+
+/// Number of levels above the task's own (0 for a task of the root group).
+fn depth(rq: &RqInner, task: &Task) -> usize {
+    let mut level = task_level(task);
+    let mut d = 0;
+    while let Some(up) = level_above(rq, level) {
+        level = up;
+        d += 1;
     }
-    levels
+    d
 }
 
 /// Re-weights the group entities from `gid` up to the root after `gid`'s queue changed, and
@@ -186,7 +200,7 @@ fn propagate(rq: &mut RqInner, mut gid: GroupId, flags: u32, enqueue: bool) {
         let weight = grq.entity_weight();
         let empty = grq.rq.nr_queued() == 0;
         let parent = grq.tg.parent;
-        if !ensure_group_rq(rq, parent) {
+        if fair_rq(rq, parent).is_none() && !ensure_group_rq(rq, parent) {
             return;
         }
         let Some(prq) = fair_rq_mut(rq, parent) else { return };
@@ -209,14 +223,18 @@ fn propagate(rq: &mut RqInner, mut gid: GroupId, flags: u32, enqueue: bool) {
 /// some level's slice ended with others waiting (reschedule).
 pub fn update_curr_fair(rq: &mut RqInner, task: &Task, delta: u64) -> bool {
     let mut resched = false;
-    for (i, (gid, key)) in level_up(rq, task).into_iter().enumerate() {
+    let mut next = Some(task_level(task));
+    let mut own_level = true;
+    while let Some(level @ (gid, key)) = next {
+        next = level_above(rq, level);
+        let first = core::mem::replace(&mut own_level, false);
         let Some(frq) = fair_rq_mut(rq, gid) else { continue };
         if frq.curr() != Some(key) {
             continue;
         }
         let old_deadline = frq.entity(key).map(|e| e.deadline());
         resched |= frq.update_curr(delta);
-        if i == 0 && super::hrtick::stats_on() {
+        if first && super::hrtick::stats_on() {
             if let (Some(d0), Some(se)) = (old_deadline, frq.entity(key)) {
                 if se.deadline() != d0 {
                     // The slice ended at virtual time d0; it ran (vruntime − d0) past it.
@@ -232,19 +250,24 @@ pub fn update_curr_fair(rq: &mut RqInner, task: &Task, delta: u64) -> bool {
 /// Wakeup preemption between two fair tasks: decided at the first level where their paths
 /// differ (Linux `find_matching_se`), by that queue's EEVDF rule.
 pub fn check_preempt_fair(rq: &mut RqInner, curr: &Task, waking: &Task) -> bool {
-    let mut a = level_up(rq, curr);
-    let mut b = level_up(rq, waking);
-    a.reverse();
-    b.reverse();
-    for ((qa, ka), (qb, kb)) in a.iter().zip(b.iter()) {
-        if qa != qb {
-            return false;
-        }
-        if ka != kb {
-            return fair_rq(rq, *qa).is_some_and(|frq| frq.check_preempt_wakeup(*kb, curr.policy(), waking.policy()));
-        }
+    // Bring both paths to the same depth, then walk up together until both entities sit in
+    // the same queue.
+    let (mut da, mut db) = (depth(rq, curr), depth(rq, waking));
+    let (mut a, mut b) = (task_level(curr), task_level(waking));
+    while da > db {
+        let Some(up) = level_above(rq, a) else { return false };
+        (a, da) = (up, da - 1);
     }
-    false
+    while db > da {
+        let Some(up) = level_above(rq, b) else { return false };
+        (b, db) = (up, db - 1);
+    }
+    while a.0 != b.0 {
+        let (Some(ua), Some(ub)) = (level_above(rq, a), level_above(rq, b)) else { return false };
+        (a, b) = (ua, ub);
+    }
+    let ((queue, ka), (_, kb)) = (a, b);
+    ka != kb && fair_rq(rq, queue).is_some_and(|frq| frq.check_preempt_wakeup(kb, curr.policy(), waking.policy()))
 }
 
 /// The running task's own entity (for hrtick): (entity, fair tasks queued on this CPU).
@@ -322,7 +345,9 @@ impl SchedClass for FairClass {
     }
 
     fn put_prev(&self, rq: &mut RqInner, task: &Arc<Task>) {
-        for (gid, key) in level_up(rq, task) {
+        let mut next = Some(task_level(task));
+        while let Some(level @ (gid, key)) = next {
+            next = level_above(rq, level);
             if let Some(frq) = fair_rq_mut(rq, gid) {
                 if frq.curr() == Some(key) {
                     let _ = frq.put_prev(key);
@@ -341,7 +366,9 @@ impl SchedClass for FairClass {
     }
 
     fn set_next(&self, rq: &mut RqInner, task: &Arc<Task>) {
-        for (gid, key) in level_up(rq, task) {
+        let mut next = Some(task_level(task));
+        while let Some(level @ (gid, key)) = next {
+            next = level_above(rq, level);
             if let Some(frq) = fair_rq_mut(rq, gid) {
                 let _ = frq.set_next(key);
             }

@@ -732,6 +732,11 @@ impl<K: Copy + Ord> FairRq<K> {
     pub fn reweight(&mut self, key: K, new_weight: u64) -> Result<(), Errno> {
         let new_weight = check_weight(new_weight)?;
         let se = self.entities.get(&key).ok_or(Errno::ESRCH)?;
+        if se.weight == new_weight {
+            // Linux `update_cfs_group` reweights only on a change: a same-weight reweight would
+            // re-place the entity (and drop its slice protection) for nothing.
+            return Ok(());
+        }
         let on_rq = se.on_rq;
         let is_curr = self.curr == Some(key);
         if on_rq {

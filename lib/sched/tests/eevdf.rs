@@ -219,6 +219,24 @@ fn reweight_preserves_weighted_lag() {
 }
 
 #[test]
+fn reweight_to_the_same_weight_changes_nothing() {
+    let mut rq = FairRq::new(no_parity());
+    for k in 1..=3u32 {
+        rq.attach_new(k, 1024).unwrap();
+        rq.enqueue(k, 0).unwrap();
+    }
+    schedule(&mut rq);
+    rq.update_curr(3 * MS);
+    let before: Vec<_> = (1..=3u32).map(|k| rq.entity(k).unwrap().clone()).collect();
+    for k in 1..=3u32 {
+        rq.reweight(k, 1024).unwrap();
+    }
+    let after: Vec<_> = (1..=3u32).map(|k| rq.entity(k).unwrap().clone()).collect();
+    assert_eq!(before, after, "no re-placement, slice protection kept");
+    rq.verify().unwrap();
+}
+
+#[test]
 fn wakeup_preemption_rules() {
     let t = FairTunables { wakeup_granularity_ns: 0, ..no_parity() };
     let mut rq = FairRq::new(t);
