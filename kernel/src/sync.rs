@@ -24,10 +24,26 @@ impl<T> IrqLock<T> {
         Self { inner: spin::Mutex::new(value) }
     }
 
+    /// Takes the lock with interrupts disabled. While the lock is busy, a caller that had
+    /// interrupts enabled waits with them enabled (Linux's old `_raw_spin_lock_flags`): a CPU
+    /// spinning on a contended lock (the heap's, under load) still takes its timer and IPIs,
+    /// so an RT wakeup due on it is not delayed by someone else's critical section. A caller
+    /// that already has interrupts disabled (it may hold another `IrqLock`) spins with them
+    /// disabled, so no handler can run into a lock it holds.
     pub fn lock(&self) -> IrqLockGuard<'_, T> {
         let were_enabled = interrupts::are_enabled();
-        interrupts::disable();
-        IrqLockGuard { guard: Some(self.inner.lock()), were_enabled }
+        loop {
+            interrupts::disable();
+            if let Some(g) = self.inner.try_lock() {
+                return IrqLockGuard { guard: Some(g), were_enabled };
+            }
+            if were_enabled {
+                interrupts::enable();
+            }
+            while self.inner.is_locked() {
+                core::hint::spin_loop();
+            }
+        }
     }
 
     /// Is the lock held (by anyone)? For assertions of a caller's locking contract.
