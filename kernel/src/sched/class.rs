@@ -101,8 +101,8 @@ impl SchedClass for RtClass {
 //
 // A fair task's entity sits in the queue of its group on this CPU (`se_group`); each non-root
 // group on the path to the root has one entity in its parent's queue. Levels are walked with
-// [`task_level`] / [`level_above`]: (queue owner, key) pairs from the task's own level up to
-// the root's.
+// [`for_each_level`] ([`task_level`], then [`level_above`]): (queue owner, key) pairs from the
+// task's own level up to the root's.
 
 use super::group::{GroupId, GroupRq, ROOT_GROUP};
 use super::SeKey;
@@ -180,6 +180,18 @@ fn level_above(rq: &RqInner, (gid, _): Level) -> Option<Level> {
     (gid != ROOT_GROUP).then(|| (parent_of(rq, gid), SeKey::Group(gid)))
 }
 
+/// Calls `f(rq, level, own)` for every level of the task's path, from its own (`own` = true)
+/// up to the root's entity. The next level is looked up before `f` runs, so `f` may change
+/// the queues.
+fn for_each_level(rq: &mut RqInner, task: &Task, mut f: impl FnMut(&mut RqInner, Level, bool)) {
+    let mut next = Some(task_level(task));
+    let mut own = true;
+    while let Some(level) = next {
+        next = level_above(rq, level);
+        f(rq, level, core::mem::replace(&mut own, false));
+    }
+}
+
 /// Number of levels above the task's own (0 for a task of the root group).
 fn depth(rq: &RqInner, task: &Task) -> usize {
     let mut level = task_level(task);
@@ -223,18 +235,14 @@ fn propagate(rq: &mut RqInner, mut gid: GroupId, flags: u32, enqueue: bool) {
 /// some level's slice ended with others waiting (reschedule).
 pub fn update_curr_fair(rq: &mut RqInner, task: &Task, delta: u64) -> bool {
     let mut resched = false;
-    let mut next = Some(task_level(task));
-    let mut own_level = true;
-    while let Some(level @ (gid, key)) = next {
-        next = level_above(rq, level);
-        let first = core::mem::replace(&mut own_level, false);
-        let Some(frq) = fair_rq_mut(rq, gid) else { continue };
+    for_each_level(rq, task, |rq, (gid, key), own| {
+        let Some(frq) = fair_rq_mut(rq, gid) else { return };
         if frq.curr() != Some(key) {
-            continue;
+            return;
         }
         let old_deadline = frq.entity(key).map(|e| e.deadline());
         resched |= frq.update_curr(delta);
-        if first && super::hrtick::stats_on() {
+        if own && super::hrtick::stats_on() {
             if let (Some(d0), Some(se)) = (old_deadline, frq.entity(key)) {
                 if se.deadline() != d0 {
                     // The slice ended at virtual time d0; it ran (vruntime − d0) past it.
@@ -243,7 +251,7 @@ pub fn update_curr_fair(rq: &mut RqInner, task: &Task, delta: u64) -> bool {
                 }
             }
         }
-    }
+    });
     resched
 }
 
@@ -345,15 +353,13 @@ impl SchedClass for FairClass {
     }
 
     fn put_prev(&self, rq: &mut RqInner, task: &Arc<Task>) {
-        let mut next = Some(task_level(task));
-        while let Some(level @ (gid, key)) = next {
-            next = level_above(rq, level);
+        for_each_level(rq, task, |rq, (gid, key), _| {
             if let Some(frq) = fair_rq_mut(rq, gid) {
                 if frq.curr() == Some(key) {
                     let _ = frq.put_prev(key);
                 }
             }
-        }
+        });
         // A task dequeued while running (sleep, exit, migration) parks its entity now.
         if !task.is_on_rq() {
             let gid = task.se_group.load(core::sync::atomic::Ordering::Relaxed);
@@ -366,13 +372,11 @@ impl SchedClass for FairClass {
     }
 
     fn set_next(&self, rq: &mut RqInner, task: &Arc<Task>) {
-        let mut next = Some(task_level(task));
-        while let Some(level @ (gid, key)) = next {
-            next = level_above(rq, level);
+        for_each_level(rq, task, |rq, (gid, key), _| {
             if let Some(frq) = fair_rq_mut(rq, gid) {
                 let _ = frq.set_next(key);
             }
-        }
+        });
     }
 
     fn task_tick(&self, rq: &mut RqInner, task: &Arc<Task>) -> bool {

@@ -6,8 +6,8 @@
 //! released at exit. Set with [`prctl`] (`PR_SCHED_CORE` GET / CREATE / SHARE_TO / SHARE_FROM
 //! over PIDTYPE_PID / TGID / PGID, Linux's checks and errno, in `cadence_sched::core_sched`).
 //!
-//! **Core-wide pick**: while cookies are in play on a core (`kernel.sched_core=1`, some cookie
-//! exists, and a task with a cookie is queued on one of the core's CPUs — [`active`]), every
+//! **Core-wide pick**: while cookies are in play on a core (`kernel.sched_core=1` and a task
+//! with a cookie is queued on one of the core's CPUs — [`active`]), every
 //! `schedule()` on that core locks *all* the siblings' run queues and picks for the whole core
 //! (`cadence_sched::core_sched::pick_core`): the core-wide highest-priority task, then for each
 //! sibling its best task with the same cookie, or forced idle. Siblings whose current task no
