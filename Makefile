@@ -7,7 +7,8 @@
 #   make test                  host unit tests, in-kernel tests, QEMU scenario tests
 #   make bench BENCH=name      boots with ARGS='run="bench NAME" poweroff'
 #   make test-stress           the core-scheduling stress with 1,000,000 switches
-#   make compare               benchmarks on Cadence and the Linux peer, one table of ratios
+#   make test-repeat TEST=name N=n [SMP=spec]  boots the matching in-kernel tests n times
+#   make compare [SITTINGS=n] [SMP=spec]  benchmarks on Cadence and the Linux peer: medians, ranges, ratios
 #   make compare-rtapp FILE=x.json [DURATION=s]  rt-app workload on Cadence and on the Linux peer
 #   make clean
 #
@@ -35,10 +36,10 @@ BENCH ?=
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool run test test-stress bench compare compare-rtapp clean
+.PHONY: help setup kernel boot-tool run test test-stress test-repeat bench compare compare-rtapp clean
 
 help:
-	@sed -n '4,13s/^# \{0,1\}//p' '$(ROOT)/Makefile'
+	@sed -n '4,14s/^# \{0,1\}//p' '$(ROOT)/Makefile'
 
 setup:
 	@set -e; \
@@ -75,8 +76,9 @@ run: kernel boot-tool
 bench: override ARGS = run="bench $(BENCH)" poweroff
 bench: run
 
+SITTINGS ?= 1
 compare: kernel boot-tool
-	'$(ROOT)/tools/compare.sh'
+	SMP='$(SMP)' SITTINGS='$(SITTINGS)' '$(ROOT)/tools/compare.sh'
 
 FILE ?=
 DURATION ?= 2
@@ -97,6 +99,12 @@ test: kernel
 # switches instead of make test's 200,000 (~12 min under TCG).
 test-stress: kernel
 	cd '$(ROOT)/kernel' && CADENCE_TEST_TIMEOUT=$${CADENCE_TEST_TIMEOUT:-2400} CADENCE_TEST_ARGS='test_stress test=stress' cargo test
+
+# A test that passed once is not a passing test: repeat the ones you touched.
+TEST ?=
+N ?= 10
+test-repeat: kernel boot-tool
+	'$(ROOT)/tools/test-repeat.sh' '$(TEST)' '$(N)' '$(SMP)'
 
 clean:
 	cd '$(ROOT)' && cargo clean

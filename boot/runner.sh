@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Cargo runner for the kernel (see .cargo/config.toml): boots the ELF given by
-# cargo in QEMU via `cadence-boot runner`. Exit 0 only if the kernel reported
-# success. Env: CADENCE_TEST_ARGS (kernel command line), CADENCE_TEST_TIMEOUT
-# (seconds, default 300).
+# cargo in QEMU via `cadence-boot runner`, again after each failing in-kernel
+# test (from the next test, kernel option test_skip=), and ends with the
+# failures and `kernel: N passed, M failed` over all boots. Exit 0 only if no
+# test failed. Env: CADENCE_TEST_ARGS (kernel command line), CADENCE_TEST_TIMEOUT
+# (seconds per boot, default 300), CADENCE_TEST_SMP (QEMU -smp spec).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="$root/target/release/cadence-boot"

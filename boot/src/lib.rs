@@ -5,7 +5,8 @@
 //! It is used three ways:
 //!
 //! * the `cadence-boot` binary (`run`, `runner`, `image`, `trace` subcommands; see `main.rs`),
-//! * `boot/runner.sh`, the cargo runner for the kernel's in-kernel tests,
+//! * `boot/runner.sh`, the cargo runner for the kernel's in-kernel tests (which
+//!   reboots after a failing test and reports every failure: [`harness`]),
 //! * the `cadence-tests` crate, which boots whole scenarios through [`Qemu`]
 //!   and checks the serial output with [`BootReport`].
 //!
@@ -23,6 +24,7 @@
 //! * `--trace FILE` adds COM2 as a second serial port written to FILE.
 
 mod error;
+pub mod harness;
 mod image;
 mod qemu;
 mod report;

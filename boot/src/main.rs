@@ -6,19 +6,29 @@
 //! cadence-boot runner ELF [IGNORED...]      # cargo runner for the kernel's tests
 //! cadence-boot image --kernel ELF [--uefi] -o OUT
 //! cadence-boot trace report FILE [--svg OUT]  # tracer report of a COM2 ftrace capture
+//! cadence-boot trace check coresched FILE [--smt 0,1:2,3]  # core-scheduling checker
+//! cadence-boot trace check rt FILE [-b US]   # RT-guarantee checker (exit 1 on violations)
 //! ```
 //!
-//! Exit status: 0 kernel success (QEMU 33), 1 kernel failure (QEMU 35),
+//! Exit status of `run`: 0 kernel success (QEMU 33), 1 kernel failure (QEMU 35),
 //! 2 QEMU exited 0 without a kernel exit code (triple fault, reset, quit),
 //! 124 timeout, 3 could not run (missing kernel, QEMU, OVMF, ...), 64 bad
 //! usage; any other QEMU status is passed through.
 //!
+//! `runner` boots the test kernel once, and again after each failing test
+//! from the test after it (`test_skip=`; see `cadence_boot::harness`), then
+//! prints the failures and `kernel: N passed, M failed` over all boots. Its
+//! exit status: 0 iff no test failed (M = 0), 1 if one did (a panic, an
+//! exception, a triple fault, a timeout all count) or the kernel rejected the
+//! test options (`test=NAME` matching no test), 3 could not run, 64 bad usage.
+//!
 //! Timeouts: `run` defaults to 600 s, except that an interactive session
 //! (stdin is a terminal and the command line lacks `poweroff`) has none;
-//! `--timeout 0` disables it. `runner` defaults to 300 s
+//! `--timeout 0` disables it. `runner` defaults to 300 s per boot
 //! (`CADENCE_TEST_TIMEOUT` overrides) and takes the kernel command line from
-//! `CADENCE_TEST_ARGS`.
+//! `CADENCE_TEST_ARGS` (and the `-smp` spec from `CADENCE_TEST_SMP`, if set).
 
+use cadence_boot::harness::{run_suite, Suite};
 use cadence_boot::{build_image, Firmware, KernelExit, Qemu};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -30,7 +40,9 @@ usage: cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--ar
                         [--timeout SECS] [--trace FILE] [--workload FILE]... [--qemu-arg ARG]...
        cadence-boot runner ELF [IGNORED...]
        cadence-boot image --kernel ELF [--uefi] -o OUT
-       cadence-boot trace report FILE [--svg OUT]";
+       cadence-boot trace report FILE [--svg OUT]
+       cadence-boot trace check coresched FILE [--smt 0,1:2,3]
+       cadence-boot trace check rt FILE [-b US]";
 
 /// How `main` ends: a status plus an optional message for stderr.
 struct Exit(u8, Option<String>);
@@ -210,7 +222,34 @@ fn cmd_runner(argv: &[String]) -> Exit {
         Err(_) => Some(Duration::from_secs(300)),
     };
     let args = std::env::var("CADENCE_TEST_ARGS").unwrap_or_default();
-    boot(&Qemu::new(kernel).args(args).timeout(timeout), timeout)
+    let mut q = Qemu::new(kernel).timeout(timeout);
+    // `make test-repeat SMP=spec` boots the test kernel with another topology.
+    match std::env::var("CADENCE_TEST_SMP") {
+        Ok(spec) if spec.trim().is_empty() => {}
+        Ok(spec) => q = q.smp(spec),
+        Err(_) => {}
+    }
+    // One boot per failing test: see `cadence_boot::harness`.
+    let mut suite = Suite::new(&args, timeout);
+    let boot_once = |cmdline: &str| {
+        let outcome = q.clone().args(cmdline).run_streaming()?;
+        Ok((outcome.exit, outcome.output))
+    };
+    if let Err(e) = run_suite(&mut suite, boot_once, &mut std::io::stdout()) {
+        return Exit(3, Some(e.to_string()));
+    }
+    match suite.error() {
+        Some(e) => Exit(1, Some(e.to_string())),
+        None if suite.success() => Exit(0, None),
+        None => {
+            let n = suite.failures().len();
+            let s = if n == 1 { "" } else { "s" };
+            Exit(
+                1,
+                Some(format!("{n} kernel test failure{s} (listed above)")),
+            )
+        }
+    }
 }
 
 fn cmd_image(argv: &[String]) -> Exit {
@@ -264,7 +303,7 @@ fn cmd_trace(argv: &[String]) -> Exit {
         [r, f] if r == "report" => (f, None),
         [r, f, s, out] if r == "report" && s == "--svg" => (f, Some(out)),
         [r, s, out, f] if r == "report" && s == "--svg" => (f, Some(out)),
-        _ => return usage("trace wants: report FILE [--svg OUT] | check coresched FILE [--smt 0,1:2,3]"),
+        _ => return usage("trace wants: report FILE [--svg OUT] | check coresched FILE [--smt 0,1:2,3] | check rt FILE [-b US]"),
     };
     let bytes = match std::fs::read(file) {
         Ok(b) => b,
@@ -289,10 +328,13 @@ fn cmd_trace(argv: &[String]) -> Exit {
 
 /// `trace check coresched FILE [--smt GROUPS]`: the core-scheduling checker on an exported trace.
 fn cmd_trace_check(argv: &[String]) -> Exit {
+    if argv.first().map(String::as_str) == Some("rt") {
+        return cmd_trace_check_rt(&argv[1..]);
+    }
     let (file, smt) = match argv {
         [c, f] if c == "coresched" => (f, None),
         [c, f, s, g] if c == "coresched" && s == "--smt" => (f, Some(g.as_str())),
-        _ => return usage("trace wants: check coresched FILE [--smt 0,1:2,3]"),
+        _ => return usage("trace wants: check coresched FILE [--smt 0,1:2,3] | check rt FILE [-b US]"),
     };
     let bytes = match std::fs::read(file) {
         Ok(b) => b,
@@ -314,4 +356,32 @@ fn cmd_trace_check(argv: &[String]) -> Exit {
         }
         Err(e) => Exit(3, Some(e)),
     }
+}
+
+/// `trace check rt FILE [-b US]`: the RT-guarantee checker on an exported trace (exit 1 when
+/// it finds violations, like `check coresched`).
+fn cmd_trace_check_rt(argv: &[String]) -> Exit {
+    let (file, bound) = match argv {
+        [f] => (f, None),
+        [f, b, us] if b == "-b" => (f, Some(us)),
+        [b, us, f] if b == "-b" => (f, Some(us)),
+        _ => return usage("trace wants: check rt FILE [-b US]"),
+    };
+    let bound_ns = match bound.map(|us| cadence_boot::trace::parse_bound_us(us)) {
+        None => cadence_trace::rtcheck::DEFAULT_BOUND_NS,
+        Some(Ok(ns)) => ns,
+        Some(Err(e)) => return usage(e),
+    };
+    let bytes = match std::fs::read(file) {
+        Ok(b) => b,
+        Err(e) => return Exit(3, Some(format!("{file}: {e}"))),
+    };
+    let (r, errors) = cadence_boot::trace::check_rt_text(&String::from_utf8_lossy(&bytes), bound_ns);
+    if !errors.is_empty() {
+        eprintln!("cadence-boot: {file}: {} malformed lines skipped", errors.len());
+    }
+    let mut out = String::new();
+    let _ = r.write(&mut out);
+    print!("{out}");
+    Exit(if r.violations == 0 { 0 } else { 1 }, None)
 }

@@ -14,10 +14,12 @@
 //! a trace port (COM2), `-fw_cfg name=opt/cadence/workload/<basename>,file=ABS`
 //! per workload and then any pass-through arguments.
 //!
-//! A run either inherits stdio ([`Qemu::run`], used by the CLI) or captures
-//! COM1 through a pipe ([`Qemu::run_capture`], used by tests). Both enforce the
-//! optional timeout by stopping QEMU (SIGTERM, then SIGKILL after 3 s) and
-//! report [`KernelExit::Timeout`]. Both print the QEMU command line to stderr.
+//! A run either inherits stdio ([`Qemu::run`], used by the CLI), captures
+//! COM1 through a pipe ([`Qemu::run_capture`], used by tests), or both copies
+//! COM1 live to our stdout and captures it ([`Qemu::run_streaming`], used by
+//! the test runner). All enforce the optional timeout by stopping QEMU
+//! (SIGTERM, then SIGKILL after 3 s) and report [`KernelExit::Timeout`]. All
+//! print the QEMU command line to stderr.
 //!
 //! Environment: `CADENCE_QEMU` overrides the QEMU binary, `CADENCE_OVMF`
 //! names a combined OVMF image to use instead of the detected one.
@@ -404,9 +406,9 @@ impl Qemu {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = prepared.spawn()?;
-        let echo = self.echo;
+        let echo = if self.echo { Echo::Stderr } else { Echo::None };
         let out = child.stdout.take().map(|s| collect(s, echo));
-        let err = child.stderr.take().map(|s| collect(s, false));
+        let err = child.stderr.take().map(|s| collect(s, Echo::None));
         let (exit, elapsed) = wait_with_timeout(&mut child, self.timeout)?;
         let join = |h: Option<thread::JoinHandle<Vec<u8>>>| {
             h.and_then(|h| h.join().ok())
@@ -417,6 +419,27 @@ impl Qemu {
             exit,
             output: join(out),
             stderr: join(err),
+            elapsed,
+        })
+    }
+
+    /// Runs QEMU with stdin from /dev/null, COM1 copied live to our stdout *and* captured
+    /// (in [`Outcome::output`]), and QEMU's stderr inherited ([`Outcome::stderr`] is empty).
+    pub fn run_streaming(&self) -> Result<Outcome> {
+        let mut prepared = self.prepare()?;
+        eprintln!("cadence-boot: {}", prepared.display);
+        prepared.command.stdin(Stdio::null()).stdout(Stdio::piped());
+        let mut child = prepared.spawn()?;
+        let out = child.stdout.take().map(|s| collect(s, Echo::Stdout));
+        let (exit, elapsed) = wait_with_timeout(&mut child, self.timeout)?;
+        let output = out
+            .and_then(|h| h.join().ok())
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        Ok(Outcome {
+            exit,
+            output,
+            stderr: String::new(),
             elapsed,
         })
     }
@@ -445,17 +468,36 @@ impl Prepared {
     }
 }
 
-/// Reads a pipe to the end on a thread, optionally echoing to stderr.
-fn collect(mut pipe: impl Read + Send + 'static, echo: bool) -> thread::JoinHandle<Vec<u8>> {
+/// Where [`collect`] copies what it reads, as it reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Echo {
+    None,
+    Stderr,
+    Stdout,
+}
+
+/// Reads a pipe to the end on a thread, optionally echoing each chunk (write errors, e.g. a
+/// closed stdout, are ignored: the capture goes on).
+fn collect(mut pipe: impl Read + Send + 'static, echo: Echo) -> thread::JoinHandle<Vec<u8>> {
     thread::spawn(move || {
         let mut all = Vec::new();
         let mut buf = [0u8; 4096];
         loop {
             match pipe.read(&mut buf) {
-                Ok(0) | Err(_) => break,
+                Ok(0) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
                 Ok(n) => {
-                    if echo {
-                        let _ = std::io::stderr().write_all(&buf[..n]);
+                    match echo {
+                        Echo::None => {}
+                        Echo::Stderr => {
+                            let _ = std::io::stderr().write_all(&buf[..n]);
+                        }
+                        Echo::Stdout => {
+                            let mut out = std::io::stdout().lock();
+                            let _ = out.write_all(&buf[..n]);
+                            let _ = out.flush();
+                        }
                     }
                     all.extend_from_slice(&buf[..n]);
                 }

@@ -53,6 +53,30 @@ pub fn check_coresched_text(
     Ok((r, parsed.errors))
 }
 
+/// Largest `-b` of `trace check rt` (µs): a minute, as the kernel's.
+pub const MAX_BOUND_US: u64 = 60_000_000;
+
+/// Parses the `-b US` of `trace check rt` into ns.
+pub fn parse_bound_us(us: &str) -> Result<u64, String> {
+    match us.parse::<u64>() {
+        Ok(n) if n <= MAX_BOUND_US => Ok(n * 1000),
+        _ => Err(format!("-b needs a bound in microseconds in 0..={MAX_BOUND_US}, got '{us}'")),
+    }
+}
+
+/// `cadence-boot trace check rt FILE [-b US]`: the kernel's `trace check rt` on an exported
+/// trace, with the affinities of its `# cadence-affinity:` lines (none in a Linux trace: every
+/// task may use every CPU). The CPU count is the header's `#P` (or the highest CPU seen + 1),
+/// the end the last event. Returns the report and the malformed lines.
+pub fn check_rt_text(text: &str, bound_ns: u64) -> (cadence_trace::rtcheck::RtReport, Vec<(usize, ParseError)>) {
+    let parsed = ftrace::parse_text(text);
+    let seen = parsed.events.iter().map(|e| e.cpu.saturating_add(1)).max().unwrap_or(0);
+    let ncpus = parsed.entries.map_or(seen, |(_, _, p)| p.max(seen));
+    let opts = cadence_trace::rtcheck::Options { ncpus, bound_ns, end_ns: parsed.events.iter().map(|e| e.ts_ns).max() };
+    let r = cadence_trace::rtcheck::check(&parsed.events, &opts, |pid| parsed.affinity.get(&pid).copied());
+    (r, parsed.errors)
+}
+
 /// The report text (identical to the kernel's `trace report`).
 pub fn report_text(r: &Report) -> String {
     let mut s = String::new();
@@ -178,6 +202,31 @@ mod tests {
         let r = analyze_text("# tracer: nop\nnot a trace line\n\u{0}\u{1}-[]\n");
         assert_eq!(r.errors.len(), 2);
         assert_eq!(r.report.events, 0);
+    }
+
+    #[test]
+    fn rt_check_of_text_uses_the_affinity_lines() {
+        // RT pid 3 (prio 9) waits 500 us on CPU 0 while CPU 1 idles.
+        let text = "\
+# tracer: nop
+#
+# entries-in-buffer/entries-written: 4/4   #P:2
+# cadence-affinity: pid=3 mask=0x1
+          <idle>-0       [000] d..2.     1.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=rt-a next_pid=2 next_prio=5
+          <idle>-0       [001] d..2.     1.000000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=burn next_pid=4 next_prio=120
+            rt-a-2       [000] d..2.     1.000100: sched_wakeup: comm=rt-b pid=3 prio=9 target_cpu=000
+            burn-4       [001] d..2.     1.000600: sched_switch: prev_comm=burn prev_pid=4 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+";
+        let (r, errors) = check_rt_text(text, 100_000);
+        assert!(errors.is_empty());
+        assert_eq!(r.to_string(), "rt check: violations=0 checked_ns=600000", "pid 3 may only use CPU 0");
+        let unpinned = text.replace("# cadence-affinity: pid=3 mask=0x1\n", "");
+        let (r, _) = check_rt_text(&unpinned, 100_000);
+        assert_eq!(r.to_string(), "rt check: violations=1 checked_ns=600000");
+        assert_eq!(r.worst[0].to_string(), "violation: 1.000100 cpu 1: rt rt-b:3 (prio 9) waited 500 us while burn:4 (prio 120) ran");
+        assert_eq!(check_rt_text(&unpinned, 500_000).0.violations, 0);
+        assert_eq!(parse_bound_us("250"), Ok(250_000));
+        assert!(parse_bound_us("x").is_err() && parse_bound_us("-1").is_err() && parse_bound_us("60000001").is_err());
     }
 
     #[test]

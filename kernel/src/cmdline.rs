@@ -5,7 +5,8 @@
 //! Every option is listed in [`OPTIONS`] with its help text. Bad input never stops the boot:
 //! an unknown option prints `cadence: warning: unknown option '<name>'`, a bad value prints
 //! `cadence: warning: <name>: <reason>` and keeps the default, and a malformed line (e.g. an
-//! unterminated quote) is reported and ignored as a whole.
+//! unterminated quote) is reported and ignored as a whole. (The test harness, after boot,
+//! is stricter: a `test=NAME` that matches no test fails the test run; see `testing`.)
 
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -40,15 +41,33 @@ pub struct BootOptions {
     pub test_stress: bool,
     /// Keep SMT sibling threads offline (`nosmt`).
     pub nosmt: bool,
-    /// Under `cargo test`: run only kernel tests whose name contains this (`test=NAME`).
-    pub test_filter: Option<String>,
+    /// Under `cargo test`: run only kernel tests whose name contains one of these (`test=NAME`,
+    /// repeatable; empty: all tests). A filter that matches no test fails the run.
+    pub test_filters: Vec<String>,
+    /// Under `cargo test`: skip the first N selected tests (`test_skip=N`, the last one wins).
+    /// The host runner reboots with it after a failing test; see `testing`.
+    pub test_skip: usize,
+    /// Under `cargo test`: make `testing::tests::fail_demo_when_asked` fail (`test_fail_demo`).
+    pub test_fail_demo: bool,
     /// The raw line, for `cat /proc/cmdline`-style display.
     pub raw: String,
 }
 
 impl Default for BootOptions {
     fn default() -> Self {
-        Self { poweroff: false, hz: 250, maxcpus: None, test_fault: None, run: None, nosmt: false, test_stress: false, test_filter: None, raw: String::new() }
+        Self {
+            poweroff: false,
+            hz: 250,
+            maxcpus: None,
+            test_fault: None,
+            run: None,
+            nosmt: false,
+            test_stress: false,
+            test_filters: Vec::new(),
+            test_skip: 0,
+            test_fail_demo: false,
+            raw: String::new(),
+        }
     }
 }
 
@@ -63,7 +82,10 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("autogroup=tty|session", "autogroup per tty (default, the seed) or per session (mainline)"),
     ("hrtick=0|1", "preempt exactly at slice end with one-shot timers (default 1)"),
     ("run=\"c1; c2\"", "commands to run at boot"),
-    ("test=NAME", "under cargo test: only kernel tests whose name contains NAME"),
+    ("test=NAME", "under cargo test: only kernel tests whose name contains NAME (repeatable: any of them); one matching no test fails the run"),
+    ("test_skip=N", "under cargo test: skip the first N selected tests (the runner reboots with it after a failure)"),
+    ("test_stress", "under cargo test: also run the long stress tests"),
+    ("test_fail_demo", "under cargo test: make testing::tests::fail_demo_when_asked fail (shows the runner going on)"),
     ("test_fault=KIND", "provoke a fault: pagefault, gpf, ud, breakpoint, divide, stackoverflow"),
 ];
 
@@ -126,7 +148,16 @@ pub fn parse(line: &str) -> BootOptions {
                 _ => warn(format_args!("hrtick: needs 0 or 1")),
             },
             "test_stress" => opts.test_stress = true,
-            "test" => opts.test_filter = value.map(|v| v.to_string()),
+            "test" => match value {
+                Some(v) if !v.is_empty() => opts.test_filters.push(v.to_string()),
+                _ => warn(format_args!("test: needs a NAME (a part of a test's name)")),
+            },
+            "test_skip" => {
+                if let Some(n) = parse_num("test_skip", value, 0, 1_000_000) {
+                    opts.test_skip = n as usize;
+                }
+            }
+            "test_fail_demo" => opts.test_fail_demo = true,
             "test_fault" => {
                 opts.test_fault = match value {
                     Some("pagefault") => Some(TestFault::PageFault),
@@ -181,5 +212,15 @@ mod tests {
         let bad = super::parse("run=\"unterminated");
         assert!(bad.run.is_none() && !bad.poweroff);
         assert_eq!(super::parse("test_fault=nope").test_fault, None);
+    }
+
+    #[test_case]
+    fn test_options_accumulate_and_last_skip_wins() {
+        let o = super::parse("test=a test_skip=7 test=b test= test_fail_demo test_skip=3");
+        assert_eq!(o.test_filters, ["a", "b"]);
+        assert_eq!(o.test_skip, 3);
+        assert!(o.test_fail_demo);
+        let d = super::parse("test_skip=x");
+        assert!(d.test_filters.is_empty() && d.test_skip == 0 && !d.test_fail_demo);
     }
 }

@@ -21,6 +21,7 @@ pub mod bench;
 pub mod cmdline;
 pub mod console;
 pub mod interrupts;
+pub mod irqflags;
 pub mod mm;
 pub mod panic;
 pub mod percpu;
@@ -109,7 +110,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     }
     sched::init_this_cpu();
     smp::announce_online(bsp);
-    x86_64::instructions::interrupts::enable();
+    irqflags::enable();
 
     if let Some(fault) = opts.test_fault {
         provoke_fault(fault);
@@ -148,12 +149,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
 fn init_main(opts: cmdline::BootOptions) -> i32 {
     #[cfg(test)]
     {
-        if let Some(f) = &opts.test_filter {
-            testing::set_filter(f);
-        }
-        if opts.test_stress {
-            testing::enable_stress();
-        }
+        testing::configure(&opts);
         test_main();
     }
 
@@ -171,7 +167,7 @@ fn init_main(opts: cmdline::BootOptions) -> i32 {
 
 /// Where every AP ends up after bring-up: its idle task.
 pub fn ap_main() -> ! {
-    x86_64::instructions::interrupts::enable();
+    irqflags::enable();
     sched::idle_loop()
 }
 

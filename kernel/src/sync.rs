@@ -6,7 +6,8 @@
 //! Plain `spin::Mutex` is only for data never touched from interrupt context.
 
 use core::ops::{Deref, DerefMut};
-use x86_64::instructions::interrupts;
+use crate::irqflags;
+use core::panic::Location;
 
 /// A spin lock that keeps interrupts disabled on the holding CPU.
 pub struct IrqLock<T> {
@@ -17,6 +18,8 @@ pub struct IrqLock<T> {
 pub struct IrqLockGuard<'a, T> {
     guard: Option<spin::MutexGuard<'a, T>>,
     were_enabled: bool,
+    /// Where the lock was taken (the irqsoff tracer's site for this section).
+    site: &'static Location<'static>,
 }
 
 impl<T> IrqLock<T> {
@@ -30,16 +33,16 @@ impl<T> IrqLock<T> {
     /// so an RT wakeup due on it is not delayed by someone else's critical section. A caller
     /// that already has interrupts disabled (it may hold another `IrqLock`) spins with them
     /// disabled, so no handler can run into a lock it holds.
+    #[track_caller]
     pub fn lock(&self) -> IrqLockGuard<'_, T> {
-        let were_enabled = interrupts::are_enabled();
+        let site = Location::caller();
+        let were_enabled = irqflags::are_enabled();
         loop {
-            interrupts::disable();
+            irqflags::save_at(site);
             if let Some(g) = self.inner.try_lock() {
-                return IrqLockGuard { guard: Some(g), were_enabled };
+                return IrqLockGuard { guard: Some(g), were_enabled, site };
             }
-            if were_enabled {
-                interrupts::enable();
-            }
+            irqflags::restore_at(were_enabled, site);
             while self.inner.is_locked() {
                 core::hint::spin_loop();
             }
@@ -53,15 +56,14 @@ impl<T> IrqLock<T> {
 
     /// Takes the lock only if it is free (used by the panic and exception paths, which must
     /// not deadlock on a lock the faulting code held).
+    #[track_caller]
     pub fn try_lock(&self) -> Option<IrqLockGuard<'_, T>> {
-        let were_enabled = interrupts::are_enabled();
-        interrupts::disable();
+        let site = Location::caller();
+        let were_enabled = irqflags::save_at(site);
         match self.inner.try_lock() {
-            Some(g) => Some(IrqLockGuard { guard: Some(g), were_enabled }),
+            Some(g) => Some(IrqLockGuard { guard: Some(g), were_enabled, site }),
             None => {
-                if were_enabled {
-                    interrupts::enable();
-                }
+                irqflags::restore_at(were_enabled, site);
                 None
             }
         }
@@ -86,7 +88,7 @@ impl<T> Drop for IrqLockGuard<'_, T> {
         // Release the lock before re-enabling interrupts.
         self.guard.take();
         if self.were_enabled {
-            interrupts::enable();
+            irqflags::restore_at(true, self.site);
             // Interrupts back on: a reschedule requested meanwhile happens now.
             crate::sched::preempt_point();
         }

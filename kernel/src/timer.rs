@@ -3,12 +3,16 @@
 //! Each CPU keeps its pending timers in a [`TimerQueue`] ordered by expiry (ns since boot) and
 //! programs its LAPIC timer, in one-shot mode, for the earliest one. The periodic scheduler tick
 //! is just a timer that re-arms itself every `1/hz` s (from its previous deadline, so it does
-//! not drift); sleeps and (later) hrtick share the same queue. With TSC-deadline support the
-//! same queue would program IA32_TSC_DEADLINE instead (TCG has none; see `arch::cpuid`).
+//! not drift); sleeps and hrtick share the same queue (see `arch::apic` for one-shot vs TSC-deadline).
 //!
 //! Contract: `arm` may be called from any CPU for any CPU; arming a remote CPU earlier than what
 //! it has programmed sends it a call-function IPI so it re-programs. Handlers run in interrupt
 //! context on the owning CPU, with the queue lock released.
+//!
+//! Invariant: `programmed` is read and written only under the queue lock, together with the
+//! queue it describes. A remote `arm` therefore either sees the owner's new `programmed` (and
+//! kicks it if its timer is earlier) or inserts before the owner looks for its earliest timer:
+//! no timer is left behind a later programmed expiry.
 
 use crate::sync::IrqLock;
 use cadence_sched::timerq::TimerQueue as Ordered;
@@ -36,10 +40,6 @@ impl TimerQueue {
         Self { timers: IrqLock::new(Ordered::new()), programmed: AtomicU64::new(u64::MAX), fired: AtomicU64::new(0) }
     }
 
-    fn earliest(&self) -> Option<u64> {
-        self.timers.lock().earliest()
-    }
-
     pub fn len(&self) -> usize {
         self.timers.lock().len()
     }
@@ -47,6 +47,15 @@ impl TimerQueue {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// Timers each CPU's queue holds without allocating (the tick, hrtick and sleepers): reserved
+/// at bring-up, in task context, because timers are re-armed from interrupt handlers.
+pub const RESERVED_TIMERS: usize = 1024;
+
+/// Reserves this CPU's timer storage (see [`RESERVED_TIMERS`]); call before its tick starts.
+pub fn reserve_this_cpu() {
+    crate::percpu::current().timers.timers.lock().reserve(RESERVED_TIMERS);
 }
 
 impl Default for TimerQueue {
@@ -61,7 +70,14 @@ fn queue_of(cpu: u32) -> Option<&'static TimerQueue> {
 
 /// Programs this CPU's LAPIC for its earliest timer. Call with the CPU's own queue.
 fn reprogram_local(q: &TimerQueue) {
-    let Some(next) = q.earliest() else {
+    let t = q.timers.lock();
+    program_locked(q, t.earliest());
+}
+
+/// Programs the LAPIC (of the CPU that owns `q`, which is the caller's) for `next`, with the
+/// queue lock held (see the module invariant).
+fn program_locked(q: &TimerQueue, next: Option<u64>) {
+    let Some(next) = next else {
         q.programmed.store(u64::MAX, Ordering::Relaxed);
         return;
     };
@@ -74,12 +90,21 @@ fn reprogram_local(q: &TimerQueue) {
 /// Arms `f(cpu, data)` to run on `cpu` at `expires_ns`.
 pub fn arm(cpu: u32, expires_ns: u64, f: TimerFn, data: u64) -> Option<TimerId> {
     let q = queue_of(cpu)?;
-    let id = q.timers.lock().arm(expires_ns, (f, data));
-    if expires_ns < q.programmed.load(Ordering::Relaxed) {
-        if cpu == crate::percpu::cpu_id() {
-            let _irq = IrqOff::new();
-            reprogram_local(q);
-        } else if let Some(target) = crate::percpu::get(cpu) {
+    // Interrupts off before reading our CPU id: a migration between the check and the
+    // programming would program another CPU's LAPIC from this queue.
+    let _irq = IrqOff::new();
+    let local = cpu == crate::percpu::cpu_id();
+    let (id, kick) = {
+        let mut t = q.timers.lock();
+        let id = t.arm(expires_ns, (f, data));
+        let earlier = expires_ns < q.programmed.load(Ordering::Relaxed);
+        if earlier && local {
+            program_locked(q, Some(expires_ns));
+        }
+        (id, earlier && !local)
+    };
+    if kick {
+        if let Some(target) = crate::percpu::get(cpu) {
             crate::interrupts::kick_timer(target);
         }
     }
@@ -95,7 +120,10 @@ pub fn cancel(cpu: u32, id: TimerId) -> bool {
 pub fn interrupt() {
     let cpu = crate::percpu::current();
     let q = &cpu.timers;
-    q.programmed.store(u64::MAX, Ordering::Relaxed);
+    {
+        let _t = q.timers.lock();
+        q.programmed.store(u64::MAX, Ordering::Relaxed);
+    }
     loop {
         let now = crate::time::uptime_ns();
         let due = q.timers.lock().pop_expired(now);
@@ -115,6 +143,7 @@ pub fn reprogram_this_cpu() {
 
 /// Starts the periodic tick on this CPU (a self re-arming timer, period `1/hz`).
 pub fn start_tick() {
+    reserve_this_cpu();
     let cpu = crate::percpu::cpu_id();
     arm(cpu, crate::time::uptime_ns() + tick_period_ns(), tick, crate::time::uptime_ns() + tick_period_ns());
 }
@@ -139,18 +168,15 @@ fn tick(cpu: u32, deadline: u64) {
 struct IrqOff(bool);
 
 impl IrqOff {
+    #[track_caller]
     fn new() -> Self {
-        let was = x86_64::instructions::interrupts::are_enabled();
-        x86_64::instructions::interrupts::disable();
-        IrqOff(was)
+        IrqOff(crate::irqflags::save())
     }
 }
 
 impl Drop for IrqOff {
     fn drop(&mut self) {
-        if self.0 {
-            x86_64::instructions::interrupts::enable();
-        }
+        crate::irqflags::restore(self.0);
     }
 }
 

@@ -7,6 +7,9 @@
 //!   binary, whatever `--test-threads` is: TCG is CPU-bound and the machine
 //!   small. Each run has a timeout (`$CADENCE_SCENARIO_TIMEOUT` seconds,
 //!   default 300).
+//! * The in-kernel *test* kernel (for scenarios of the test runner, see
+//!   [`test_kernel`]) is `$CADENCE_TEST_KERNEL`, or else built (or found up to
+//!   date) by `cargo test --no-run` in `kernel/`, as `make test-repeat` does.
 //! * `CADENCE_TEST_ECHO=1` copies each run's COM1 output live to stderr.
 //! * [`Run::fail`] panics with the QEMU command's outcome and full COM1
 //!   output, so a failing assertion shows what the kernel said.
@@ -34,16 +37,68 @@ pub fn kernel() -> PathBuf {
     path
 }
 
+/// Path of the in-kernel test kernel (`cd kernel && cargo test` builds it): `$CADENCE_TEST_KERNEL`,
+/// or else the executable `cargo test --no-run` in `kernel/` reports (building it if needed,
+/// once per test binary). Panics with cargo's output when that fails.
+pub fn test_kernel() -> PathBuf {
+    static ELF: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    let found = ELF.get_or_init(|| {
+        if let Some(p) = std::env::var_os("CADENCE_TEST_KERNEL") {
+            let p = PathBuf::from(p);
+            return if p.is_file() {
+                Ok(p)
+            } else {
+                Err(format!("CADENCE_TEST_KERNEL={} is not a file", p.display()))
+            };
+        }
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../kernel");
+        // As in boot/runner.sh: the kernel has its own workspace and target; none of the
+        // outer cargo's target settings may leak in.
+        let out = std::process::Command::new("cargo")
+            .args(["test", "--no-run"])
+            .current_dir(&dir)
+            .env_remove("CARGO_TARGET_DIR")
+            .env_remove("CARGO_BUILD_TARGET")
+            .env_remove("CARGO_BUILD_TARGET_DIR")
+            .output()
+            .map_err(|e| format!("cannot run cargo in {}: {e}", dir.display()))?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            return Err(format!("building the test kernel failed:\n{stderr}"));
+        }
+        // `  Executable unittests src/main.rs (target/.../deps/cadence_kernel-<hash>)`
+        let exe = stderr
+            .lines()
+            .filter(|l| l.trim_start().starts_with("Executable "))
+            .filter_map(|l| {
+                l.trim_end()
+                    .strip_suffix(')')?
+                    .rsplit_once('(')
+                    .map(|(_, p)| p)
+            })
+            .next_back()
+            .ok_or_else(|| format!("no `Executable` line in cargo's output:\n{stderr}"))?;
+        Ok(dir.join(exe))
+    });
+    match found {
+        Ok(p) => p.clone(),
+        Err(e) => panic!("{e}"),
+    }
+}
+
 /// A QEMU builder for the kernel under test with the scenario timeout set.
 pub fn qemu() -> Qemu {
+    qemu_for(kernel())
+}
+
+/// [`qemu`] for another kernel ELF (e.g. [`test_kernel`]).
+pub fn qemu_for(elf: PathBuf) -> Qemu {
     let secs = std::env::var("CADENCE_SCENARIO_TIMEOUT")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(300);
     let echo = std::env::var_os("CADENCE_TEST_ECHO").is_some_and(|v| v == "1");
-    Qemu::new(kernel())
-        .timeout(Duration::from_secs(secs))
-        .echo(echo)
+    Qemu::new(elf).timeout(Duration::from_secs(secs)).echo(echo)
 }
 
 /// Counting semaphore bounding concurrent QEMUs.

@@ -1,14 +1,18 @@
 //! Boot scenarios: the kernel comes up on several CPU topologies (BIOS and
 //! UEFI), reports them correctly, powers off on `poweroff`, fails cleanly on
-//! an injected fault and survives bad command-line options.
+//! an injected fault and survives bad command-line options. The last two
+//! scenarios boot the in-kernel *test* kernel through the test runner
+//! (`cadence_boot::harness`): it goes on after a failing test and reports
+//! every failure, and a filter that matches no test is an error.
 //!
 //! Topologies as QEMU 7.2 builds them: `-smp N` alone gives 1 socket with N
 //! cores of 1 thread (QEMU >= 6.2 prefers cores over sockets); with
 //! `threads=2` the APIC id is `core << 1 | thread`, so SMT siblings have
 //! thread ids 0 and 1 on the same core.
 
+use cadence_boot::harness::{run_suite, Suite};
 use cadence_boot::KernelExit;
-use cadence_tests::{boot, qemu, Run};
+use cadence_tests::{boot, qemu, qemu_for, test_kernel, Run};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Asserts a successful boot that reported `cpus` CPUs as `packages`
@@ -173,4 +177,86 @@ fn malformed_option_value_warns_and_boots() {
         run.report.warnings.iter().any(|w| w.contains("hz")),
         "expected a `cadence: warning:` line about hz",
     );
+}
+
+/// Runs the in-kernel test suite with kernel options `args` through the multi-boot runner, as
+/// `cd kernel && cargo test` does (2 CPUs, no runner timeout: the scenario timeout applies per
+/// boot), then hands `check` the finished suite, each boot's command line and the runner's own
+/// output; panics with all of that and every boot's COM1 output when `check` fails.
+fn run_test_kernel(args: &str, check: impl FnOnce(&Suite, &[String], &str) -> Result<(), String>) {
+    let elf = test_kernel();
+    let mut suite = Suite::new(args, None);
+    let mut cmdlines = Vec::new();
+    let mut logs = String::new();
+    let mut out = Vec::new();
+    let result = run_suite(
+        &mut suite,
+        |cmdline: &str| {
+            cmdlines.push(cmdline.to_string());
+            let run = boot(qemu_for(elf.clone()).smp("2").args(cmdline));
+            logs += &format!(
+                "--- boot {} ({cmdline}): {:?}\n{}\n",
+                cmdlines.len(),
+                run.outcome.exit,
+                run.outcome.output
+            );
+            Ok((run.outcome.exit, run.outcome.output))
+        },
+        &mut out,
+    );
+    let out = String::from_utf8_lossy(&out).into_owned();
+    if let Err(e) = result
+        .map_err(|e| e.to_string())
+        .and_then(|()| check(&suite, &cmdlines, &out))
+    {
+        panic!("{e}\n--- runner output:\n{out}{logs}");
+    }
+}
+
+#[test]
+fn test_runner_goes_on_after_a_failing_test() {
+    // `testing::tests` selects three quick tests; #1, fail_demo_when_asked, fails on purpose.
+    run_test_kernel(
+        "test=testing::tests test_fail_demo",
+        |suite, cmdlines, out| {
+            let failed: Vec<&str> = suite.failures().iter().map(|f| f.name.as_str()).collect();
+            if failed != ["testing::tests::fail_demo_when_asked"] {
+                return Err(format!(
+                    "expected only the demo test to fail, got {failed:?}"
+                ));
+            }
+            if !suite.failures()[0].reason.contains("fails on purpose") {
+                return Err("the failure should quote the demo's panic message".into());
+            }
+            if cmdlines.len() != 2 || !cmdlines[1].ends_with(" test_skip=2") {
+                return Err(format!(
+                    "expected a second boot with test_skip=2, got {cmdlines:?}"
+                ));
+            }
+            let want = "failures:\nfailed: testing::tests::fail_demo_when_asked\n";
+            if !out.contains(want) || !out.ends_with("\nkernel: 2 passed, 1 failed\n") {
+                return Err(format!(
+                    "expected `{want}` and a last line `kernel: 2 passed, 1 failed`"
+                ));
+            }
+            Ok(())
+        },
+    );
+}
+
+#[test]
+fn test_filter_matching_nothing_is_an_error() {
+    run_test_kernel("test=no_such_kernel_test", |suite, cmdlines, out| {
+        let error = suite.error().unwrap_or("");
+        if cmdlines.len() != 1 || !error.contains("test=no_such_kernel_test matches no kernel test")
+        {
+            return Err(format!(
+                "expected one boot and the kernel's error, got {error:?}"
+            ));
+        }
+        if suite.success() || out.contains(" passed, ") {
+            return Err("a filter matching nothing must fail without a `passed` line".into());
+        }
+        Ok(())
+    });
 }

@@ -116,6 +116,7 @@ pub fn sched_setaffinity(pid: Tid, mask: CpuMask) -> Result<(), Errno> {
     }
     let t = task_of(pid)?;
     change_params(&t, |p| p.affinity = effective);
+    crate::trace::task_affinity(t.tid, effective.0);
     // A queued task on a now-forbidden CPU is requeued where it may run; a running one is
     // moved by `schedule()` when its CPU (kicked by `change_params`) switches it out.
     let _params = t.params.lock();

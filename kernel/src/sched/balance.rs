@@ -1,19 +1,41 @@
 //! SMP placement and balancing: which CPU a waking task goes to, periodic and new-idle load
-//! balancing of fair tasks, and RT push/pull so that on N CPUs the N highest-priority runnable
-//! RT tasks are the ones running.
+//! balancing of fair tasks, and RT push/pull (Linux `rt.c`, `cpupri.c`).
 //!
-//! Decisions come from `cadence_sched::balance` (pure functions over snapshots of per-CPU
-//! atomics: `nr_running`, `fair_load`, `curr_prio`); this module re-checks them under the run
-//! queue locks (taken in CPU order with `lock_two`) before moving anything, and never moves a
-//! running task or one whose affinity excludes the destination.
+//! Decisions come from `cadence_sched` (`balance` for fair placement and imbalance, `cpupri`
+//! and `rt_smp` for RT), pure functions over snapshots of per-CPU atomics; this module
+//! re-checks them under the run-queue locks (taken in CPU order with `lock_two`) before moving
+//! anything, and never moves a running task or one whose affinity excludes the destination.
+//!
+//! # RT balancing
+//! Each CPU publishes its level (`Rq::rt_level`: the higher of what runs and its best queued
+//! RT task; see `cadence_sched::cpupri::cpu_level`) and, if it has a waiting RT task allowed
+//! elsewhere, its bit in `RT_OVERLOAD` and that task's level (`Rq::rt_pushable`). Pinned
+//! tasks never mark a CPU overloaded. Then, as in Linux:
+//! * a waking RT task goes to the lowest-level allowed CPU (`select_cpu`);
+//! * **push** (`push_rt`) runs after a wakeup that does not preempt, and after every
+//!   scheduling decision that leaves a pushable task waiting (a preempted RT task, a raised
+//!   priority, a widened affinity): each waiting task, most important first, goes to a CPU of
+//!   strictly lower level; a task without a target is skipped, not the end of the scan;
+//! * **pull** (`pull_rt`) runs whenever a CPU's level drops (to a lower RT priority, fair or
+//!   idle) and from the idle loop: it takes the best waiting task that beats its level and is
+//!   not about to run on its own CPU (`should_pull`), locking only sources whose published
+//!   pushable level beats its own.
+//!
+//! The lock-free protocol is in `update_counts` (store-load ordering between a CPU that
+//! becomes overloaded and one whose level drops). Result: no RT task waits while a CPU it may
+//! use runs something less important, beyond the time a push or pull takes (checked on traces
+//! by `trace check rt`; modelled by `cadence-sched`'s `rt_guarantee` proptest).
 
 use super::rqlock::lock_two;
-use super::task::{ClassId, Task};
+use super::task::{ClassId, Task, Tid};
 use super::{cpu_prio, online_mask, rq_of, set_need_resched, update_counts, RqInner};
-use crate::percpu;
+use crate::percpu::{self, MAX_CPUS};
+use core::cell::UnsafeCell;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use cadence_sched::balance::{self as policy, CpuPrio, Topology};
+use cadence_sched::rt_smp::{self, PullSource, WaitingRt};
+use cadence_sched::CpuPri;
 use cadence_sched::eevdf::{DEQUEUE_MIGRATING, ENQUEUE_MIGRATED};
 use cadence_sched::CpuMask;
 use core::sync::atomic::Ordering;
@@ -61,18 +83,110 @@ pub fn smt_siblings(cpu: u32) -> Option<CpuMask> {
     ((cpu as usize) < t.nr_cpus()).then(|| t.smt_siblings(cpu as usize))
 }
 
-fn prio_snapshot() -> Vec<CpuPrio> {
-    (0..percpu::nr_cpus())
-        .map(|id| {
-            let online = online_mask().contains(id as usize);
-            match percpu::get(id).map(|c| c.rq.curr_prio.load(Ordering::Acquire)) {
-                Some(0) if online => CpuPrio::Idle,
-                Some(1) if online => CpuPrio::Fair,
-                Some(p) if online => CpuPrio::Rt(p - 2),
-                _ => CpuPrio::Rt(u8::MAX), // offline: never a target
-            }
+/// Decodes a [`cpu_prio`]-encoded level (0 idle, 1 fair, 2 + rt_priority).
+fn level_prio(level: u8) -> CpuPrio {
+    match level {
+        0 => CpuPrio::Idle,
+        1 => CpuPrio::Fair,
+        p => CpuPrio::Rt(p - 2),
+    }
+}
+
+/// Per-CPU scratch space for balancing decisions: a `CpuPri` (~1 KiB) and the load snapshot.
+/// Not on the stack: these decisions run in wakeups, inside interrupt handlers, on top of
+/// whatever task stack was interrupted (16 KiB for some tasks).
+struct Scratch {
+    cpupri: CpuPri,
+    nr_running: [u32; MAX_CPUS],
+    fair_load: [u64; MAX_CPUS],
+}
+
+struct ScratchSlot(UnsafeCell<Scratch>);
+
+// SAFETY: a slot is only used by its own CPU with interrupts disabled (`with_scratch`), so it
+// is never accessed by two contexts at once.
+unsafe impl Sync for ScratchSlot {}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY_SCRATCH: ScratchSlot =
+    ScratchSlot(UnsafeCell::new(Scratch { cpupri: CpuPri::new(0), nr_running: [0; MAX_CPUS], fair_load: [0; MAX_CPUS] }));
+static SCRATCH: [ScratchSlot; MAX_CPUS] = [EMPTY_SCRATCH; MAX_CPUS];
+
+/// Runs `f` on this CPU's scratch space, with interrupts disabled meanwhile. `f` must not
+/// call `with_scratch` again (it only runs pure policy code).
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    let was = crate::irqflags::save();
+    let slot = &SCRATCH[percpu::cpu_id() as usize % MAX_CPUS];
+    // SAFETY: interrupts are off and the slot is this CPU's own (see `ScratchSlot`); `f` does
+    // not re-enter, so this is the only reference.
+    let r = f(unsafe { &mut *slot.0.get() });
+    crate::irqflags::restore(was);
+    r
+}
+
+/// Linux's cpupri (`cadence_sched::CpuPri`: per-level CPU masks), refreshed into `cp` from
+/// every online CPU's published level (`Rq::rt_level`: what runs or the best queued RT task,
+/// whichever is more important). The levels themselves are per-CPU atomics written under each
+/// run-queue lock, so placement takes no global lock; the structure is rebuilt (O(CPUs)) when
+/// a decision needs it.
+fn refresh_cpupri(cp: &mut CpuPri) {
+    let n = (percpu::nr_cpus() as usize).min(MAX_CPUS);
+    let online = online_mask();
+    *cp = CpuPri::new(n);
+    for id in online.iter().filter(|&id| id < n) {
+        if let Some(c) = percpu::get(id as u32) {
+            cp.set(id, Some(level_prio(c.rq.rt_level.load(Ordering::SeqCst))));
+        }
+    }
+}
+
+/// The lowest-level allowed CPU for an RT task of `rt_priority` (Linux `find_lowest_rq`).
+fn find_lowest_rt(rt_priority: u8, allowed: CpuMask, prev: u32) -> Option<u32> {
+    let hint = cache_hint(prev);
+    with_scratch(|s| {
+        refresh_cpupri(&mut s.cpupri);
+        s.cpupri.find_lowest(rt_priority, allowed, prev as usize, hint).map(|c| c as u32)
+    })
+}
+
+/// The cache siblings of `cpu` (a placement hint after `cpu` itself).
+fn cache_hint(cpu: u32) -> Option<CpuMask> {
+    topology().filter(|t| (cpu as usize) < t.nr_cpus()).map(|t| t.llc(cpu as usize))
+}
+
+/// What `g`'s CPU runs, as push/pull see it: a throttled CPU counts as running above every
+/// task, so its waiting RT tasks may be pushed to CPUs that can run them now.
+fn running_prio(g: &RqInner) -> CpuPrio {
+    if g.rt_bw.throttled {
+        return level_prio(THROTTLED_LEVEL);
+    }
+    level_prio(g.curr.as_ref().map(|c| if c.is_idle { 0 } else { cpu_prio(c) }).unwrap_or(0))
+}
+
+/// `g`'s waiting RT tasks (not `curr`) in run order, at most [`RT_SCAN`], as policy sees them.
+fn waiting_rt(g: &RqInner) -> impl Iterator<Item = WaitingRt<Tid>> + '_ {
+    g.rt
+        .iter()
+        .filter(move |(tid, _)| !g.curr.as_ref().is_some_and(|c| c.tid == *tid))
+        .take(RT_SCAN)
+        .filter_map(move |(tid, prio)| {
+            g.tasks.get(&tid).map(|t| WaitingRt { key: tid, rt_priority: prio, affinity: t.affinity() })
         })
-        .collect()
+}
+
+/// Level of an RT-throttled CPU: above every task, so nothing is pushed to a CPU that could
+/// not run it until its next period.
+pub const THROTTLED_LEVEL: u8 = u8::MAX;
+
+/// The level of `g`'s CPU under its lock (what `Rq::rt_level` publishes): the higher of what
+/// runs and its best queued RT task; [`THROTTLED_LEVEL`] while its RT class is throttled.
+pub fn locked_level(g: &RqInner) -> u8 {
+    if g.rt_bw.throttled {
+        return THROTTLED_LEVEL;
+    }
+    let curr = g.curr.as_ref().map(|c| if c.is_idle { 0 } else { cpu_prio(c) }).unwrap_or(0);
+    let queued = g.rt.highest_prio().map(|p| 2 + p).unwrap_or(0);
+    curr.max(queued)
 }
 
 fn idle_mask() -> CpuMask {
@@ -91,9 +205,7 @@ pub fn select_cpu(task: &Task, waker_cpu: u32) -> u32 {
     }
     match task.class() {
         ClassId::Rt => {
-            let prios = prio_snapshot();
-            policy::find_lowest_rq(task.rt_priority(), allowed, prev as usize, &prios)
-                .map(|c| c as u32)
+            find_lowest_rt(task.rt_priority(), allowed, prev)
                 .unwrap_or(if allowed.contains(prev as usize) { prev } else { allowed.first().unwrap_or(0) as u32 })
         }
         _ => {
@@ -142,31 +254,37 @@ fn pull_fair(this: u32, idle: bool) -> usize {
         me.balance_skip.store(skip - 1, Ordering::Relaxed);
         return 0;
     }
-    let n = percpu::nr_cpus() as usize;
-    let nr: Vec<u32> = (0..n as u32).map(|c| rq_of(c).nr_running.load(Ordering::Acquire)).collect();
-    let load: Vec<u64> = (0..n as u32).map(|c| rq_of(c).fair_load.load(Ordering::Acquire)).collect();
-    let Some(imb) = policy::find_busiest(this as usize, &nr, &load, online_mask()) else { return 0 };
+    // The snapshot goes to per-CPU scratch space: this runs from the timer interrupt (no heap,
+    // little stack).
+    let imb = with_scratch(|s| {
+        let n = (percpu::nr_cpus() as usize).min(MAX_CPUS);
+        for c in 0..n {
+            s.nr_running[c] = rq_of(c as u32).nr_running.load(Ordering::Acquire);
+            s.fair_load[c] = rq_of(c as u32).fair_load.load(Ordering::Acquire);
+        }
+        policy::find_busiest(this as usize, &s.nr_running[..n], &s.fair_load[..n], online_mask())
+    });
+    let Some(imb) = imb else { return 0 };
     let src_cpu = imb.busiest as u32;
     let (this_rq, src_rq) = (rq_of(this), rq_of(src_cpu));
     let mut guards = lock_two(&this_rq.lock, this, &src_rq.lock, src_cpu);
     let (dst, src) = guards.pair();
     // Examine at most NR_MIGRATE_SCAN tasks, starting after where the last pass stopped.
     let cursor = src.balance_cursor;
-    let scanned: Vec<Arc<Task>> = src
-        .tasks
-        .range(cursor..)
-        .chain(src.tasks.range(..cursor))
-        .take(NR_MIGRATE_SCAN)
-        .map(|(_, t)| t.clone())
-        .collect();
-    if let Some(last) = scanned.last() {
-        src.balance_cursor = last.tid.wrapping_add(1);
+    let mut candidates: [Option<Arc<Task>>; NR_MIGRATE_SCAN] = [const { None }; NR_MIGRATE_SCAN];
+    let mut last = None;
+    for (slot, (tid, t)) in candidates.iter_mut().zip(src.tasks.range(cursor..).chain(src.tasks.range(..cursor))) {
+        last = Some(*tid);
+        if t.class() == ClassId::Fair && movable(src, t, this) {
+            *slot = Some(t.clone());
+        }
     }
-    let candidates: Vec<Arc<Task>> =
-        scanned.into_iter().filter(|t| t.class() == ClassId::Fair && movable(src, t, this)).collect();
+    if let Some(last) = last {
+        src.balance_cursor = last.wrapping_add(1);
+    }
     let mut moved = 0;
     let mut remaining = imb.load_imbalance;
-    for t in candidates {
+    for t in candidates.into_iter().flatten() {
         if moved as u32 >= imb.nr_to_pull {
             break;
         }
@@ -212,39 +330,38 @@ pub fn idle_balance(this: u32) -> bool {
     pull_fair(this, true) > 0
 }
 
-/// Pushes waiting RT tasks of `cpu` to CPUs running something of lower priority.
+/// Most waiting RT tasks examined per push or pull (bounds the work under run-queue locks).
+const RT_SCAN: usize = 16;
+/// Most moves (or lost races) per push call.
+const RT_PUSH_ROUNDS: usize = 8;
+
+/// Pushes waiting RT tasks of `cpu` to CPUs running something less important (Linux
+/// `push_rt_tasks`), until none can go anywhere.
+///
+/// Unlike Linux, which stops at the first pushable task without a target, the scan goes on to
+/// the next waiting task: with affinities, a lower task may be allowed on a CPU the higher one
+/// is not. A move that loses a race (the target gained work, the task ran) is retried.
 pub fn push_rt(cpu: u32) {
-    for _ in 0..8 {
-        if rq_of(cpu).rt_waiting.load(Ordering::Acquire) == 0 {
+    for _ in 0..RT_PUSH_ROUNDS {
+        let src_rq = rq_of(cpu);
+        if src_rq.rt_pushable.load(Ordering::SeqCst) == 0 {
             return;
         }
-        // Pick the highest waiting RT task and a target for it.
         let candidate = {
-            let g = rq_of(cpu).lock.lock();
-            let found = g
-                .rt
-                .iter()
-                .filter_map(|(tid, _)| g.tasks.get(&tid).cloned())
-                .find(|t| !g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, t)));
-            found
+            let g = src_rq.lock.lock();
+            let hint = cache_hint(cpu);
+            let push = with_scratch(|s| {
+                refresh_cpupri(&mut s.cpupri);
+                rt_smp::push_candidate(cpu as usize, running_prio(&g), waiting_rt(&g), &s.cpupri, hint)
+            });
+            push.and_then(|m| g.tasks.get(&m.key).map(|t| (t.clone(), m.dst_cpu as u32)))
         };
-        let Some(task) = candidate else { return };
-        let prios = prio_snapshot();
-        let allowed = task.affinity() & online_mask();
-        let Some(target) = policy::find_lowest_rq(task.rt_priority(), allowed.without(cpu as usize), cpu as usize, &prios)
-        else {
-            return;
-        };
-        let target = target as u32;
-        if target == cpu {
-            return;
-        }
+        let Some((task, target)) = candidate else { return };
         let mut guards = lock_two(&rq_of(cpu).lock, cpu, &rq_of(target).lock, target);
         let (src, dst) = guards.pair();
         let still_there = src.tasks.get(&task.tid).is_some_and(|t| Arc::ptr_eq(t, &task));
-        let dst_prio = dst.curr.as_ref().map(|c| cpu_prio(c)).unwrap_or(0);
-        if !still_there || !movable(src, &task, target) || dst_prio >= cpu_prio(&task) {
-            return;
+        if !still_there || !movable(src, &task, target) || locked_level(dst) >= cpu_prio(&task) {
+            continue; // lost a race: look again
         }
         move_task(src, dst, &task);
         update_counts(rq_of(cpu), src);
@@ -254,35 +371,38 @@ pub fn push_rt(cpu: u32) {
     }
 }
 
-/// Pulls the highest waiting RT task that outranks what `this` runs. True if one moved.
+/// Pulls the most important waiting RT task that `this` should run (Linux `pull_rt_task`):
+/// from the overloaded CPUs whose best pushable task beats this CPU's level, a task allowed
+/// here that beats what runs or waits here and that its own CPU is not about to run
+/// (`should_pull`). True if one moved.
 pub fn pull_rt(this: u32) -> bool {
-    if rq_of(this).rt_throttled.load(Ordering::Relaxed) {
+    let me = rq_of(this);
+    if me.rt_throttled.load(Ordering::Relaxed) {
         return false; // could not run it here anyway
     }
-    let overloaded = CpuMask(super::RT_OVERLOAD.load(Ordering::Acquire)).without(this as usize);
-    for src_cpu in overloaded.iter() {
+    let mut moved = false;
+    let overloaded = CpuMask(super::RT_OVERLOAD.load(Ordering::SeqCst)).without(this as usize);
+    for src_cpu in overloaded.iter_wrap(this as usize + 1) {
         let src_cpu = src_cpu as u32;
-        let mut guards = lock_two(&rq_of(this).lock, this, &rq_of(src_cpu).lock, src_cpu);
+        let src_rq = rq_of(src_cpu);
+        // Lock-free pre-check: lock a remote queue only if it may have something for us.
+        if src_rq.rt_pushable.load(Ordering::SeqCst) <= me.rt_level.load(Ordering::SeqCst) {
+            continue;
+        }
+        let mut guards = lock_two(&me.lock, this, &src_rq.lock, src_cpu);
         let (dst, src) = guards.pair();
-        let this_prio = dst
-            .rt
-            .highest_prio()
-            .map(|p| p + 2)
-            .max(dst.curr.as_ref().map(|c| cpu_prio(c)))
-            .unwrap_or(if dst.fair.nr_queued() > 0 { 1 } else { 0 });
-        let best = src
-            .rt
-            .iter()
-            .filter_map(|(tid, _)| src.tasks.get(&tid).cloned())
-            .find(|t| movable(src, t, this) && cpu_prio(t) > this_prio);
-        if let Some(t) = best {
+        let source = PullSource { cpu: src_cpu as usize, running: running_prio(src), waiting: waiting_rt(src) };
+        let pick = rt_smp::pull_candidate(this as usize, level_prio(locked_level(dst)), [source]);
+        let task = pick.and_then(|m| src.tasks.get(&m.key).cloned());
+        if let Some(t) = task.filter(|t| movable(src, t, this)) {
             move_task(src, dst, &t);
-            update_counts(rq_of(src_cpu), src);
-            update_counts(rq_of(this), dst);
-            drop(guards);
-            set_need_resched(this);
-            return true;
+            update_counts(src_rq, src);
+            update_counts(me, dst);
+            moved = true;
         }
     }
-    false
+    if moved {
+        set_need_resched(this);
+    }
+    moved
 }

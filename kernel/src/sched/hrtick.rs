@@ -52,7 +52,9 @@ pub(super) fn update(g: &mut RqInner, curr: &Task, now: u64) {
             match cadence_sched::eevdf::slice_remaining_ns(se) {
                 Some(ns) => ns,
                 None => {
-                    rq_of(g.cpu).need_resched.store(true, Ordering::Release);
+                    // `g` may be another CPU's queue (a wakeup queued there): that CPU must
+                    // get the IPI, not just the flag.
+                    super::set_need_resched(g.cpu);
                     return;
                 }
             }
@@ -64,15 +66,22 @@ pub(super) fn update(g: &mut RqInner, curr: &Task, now: u64) {
     };
     let delay = delay.max(HRTICK_MIN_DELAY_NS);
     crate::trace::hrtick_start(delay);
-    g.hrtick_timer = crate::timer::arm(g.cpu, now + delay, fire, 0);
+    g.hrtick_seq = g.hrtick_seq.wrapping_add(1);
+    g.hrtick_timer = crate::timer::arm(g.cpu, now + delay, fire, g.hrtick_seq);
 }
 
-/// The hrtick timer fired on `cpu`.
-fn fire(cpu: u32, _data: u64) {
+/// The hrtick timer number `seq` fired on `cpu`.
+fn fire(cpu: u32, seq: u64) {
     let now = crate::time::uptime_ns();
     crate::trace::hrtick_fire();
     let rq = rq_of(cpu);
     let mut g = rq.lock.lock();
+    // Between its expiry and this lock another CPU may have re-armed (the cancel missed this
+    // one, already popped): then the newer timer is the CPU's hrtick and must stay recorded,
+    // or nothing would cancel it.
+    if g.hrtick_seq != seq {
+        return;
+    }
     g.hrtick_timer = None;
     if update_curr(&mut g, now) {
         rq.need_resched.store(true, Ordering::Release);
@@ -89,7 +98,13 @@ const MAX_SAMPLES: usize = 200_000;
 
 /// Starts recording overshoot samples (clearing old ones).
 pub fn stats_start() {
-    SAMPLES.lock().clear();
+    {
+        // Reserved here, in task context: samples are pushed under run-queue locks, where
+        // the heap must not be taken.
+        let mut s = SAMPLES.lock();
+        s.clear();
+        s.reserve(MAX_SAMPLES);
+    }
     STATS_ON.store(true, Ordering::SeqCst);
 }
 

@@ -89,6 +89,8 @@ pub struct RqInner {
     pub balance_cursor: Tid,
     /// The pending hrtick timer, if armed.
     pub hrtick_timer: Option<crate::timer::TimerId>,
+    /// Sequence number of the last hrtick timer armed (its `data`), so a stale one is ignored.
+    pub hrtick_seq: u64,
     /// RT throttling: RT time charged in the current period, the period, throttled flag.
     pub rt_bw: cadence_sched::rt_bandwidth::RtBandwidth,
     /// Forced idle by core scheduling since (0 = not forced idle).
@@ -109,8 +111,19 @@ pub struct Rq {
     pub fair_load: AtomicU64,
     /// Priority of what runs: 0 idle, 1 fair, 2 + rt_priority for RT (see [`cpu_prio`]).
     pub curr_prio: AtomicU8,
-    /// RT tasks queued here that are not running (push/pull candidates).
+    /// RT tasks queued here that are not running.
     pub rt_waiting: AtomicU32,
+    /// Level ([`cpu_prio`] encoding) of the most important waiting RT task that may run on
+    /// another CPU (Linux's head of `pushable_tasks`); 0 if none. Non-zero exactly when this
+    /// CPU's bit is set in `RT_OVERLOAD`.
+    pub rt_pushable: AtomicU8,
+    /// This CPU's level for RT placement (Linux's cpupri value): the higher of what runs and
+    /// the most important queued RT task (unless RT-throttled), so a CPU about to switch to a
+    /// queued RT task is not taken for one running something less important.
+    pub rt_level: AtomicU8,
+    /// `rt_level` when the last `__schedule` on this CPU began: `finish_task_switch` pulls RT
+    /// work when the switch lowered it.
+    level_before_switch: AtomicU8,
     pub need_resched: AtomicBool,
     pub preempt_count: AtomicU32,
     /// Set once the CPU runs its idle task under the scheduler.
@@ -134,11 +147,18 @@ pub struct Rq {
     pub core_wait: AtomicBool,
     /// Time this CPU was forced idle by core scheduling (ns).
     pub forced_idle_ns: AtomicU64,
+    /// The idle loop's current poll limit (ns), adapted by `cadence_sched::haltpoll`.
+    pub idle_poll_limit: AtomicU64,
+    /// Wakeups of tasks that were still switching out on this CPU, to be finished here once
+    /// the switch is complete (a lock-free stack through `Task::wake_next`, each entry holding
+    /// one `Arc` reference; see `queue_wakeup`).
+    wake_list: AtomicPtr<Task>,
 }
 
-/// How long an idle CPU polls for work before halting (Linux's haltpoll idea: under
-/// virtualization a halted vCPU is slow to wake). `kernel.sched_idle_poll_ns`, 0 = never poll
-/// (the default: with 4 vCPUs on 2 host cores, polling steals host time and measured slower).
+/// Ceiling of the adaptive poll-before-halt of idle CPUs (Linux's haltpoll governor, see
+/// `cadence_sched::haltpoll`: under virtualization a halted vCPU is slow to wake).
+/// `kernel.sched_idle_poll_ns`, 0 = never poll. The default is chosen by measurement (README,
+/// "Idle polling").
 static IDLE_POLL_NS: AtomicU64 = AtomicU64::new(0);
 
 pub fn idle_poll_ns() -> u64 {
@@ -164,6 +184,7 @@ impl Rq {
                 exec_start: 0,
                 balance_cursor: 0,
                 hrtick_timer: None,
+                hrtick_seq: 0,
                 rt_bw: cadence_sched::rt_bandwidth::RtBandwidth::new(),
                 forced_since: 0,
                 prev: None,
@@ -173,6 +194,9 @@ impl Rq {
             fair_load: AtomicU64::new(0),
             curr_prio: AtomicU8::new(0),
             rt_waiting: AtomicU32::new(0),
+            rt_pushable: AtomicU8::new(0),
+            rt_level: AtomicU8::new(0),
+            level_before_switch: AtomicU8::new(0),
             need_resched: AtomicBool::new(false),
             preempt_count: AtomicU32::new(0),
             ready: AtomicBool::new(false),
@@ -187,6 +211,8 @@ impl Rq {
             nr_cookied: AtomicU32::new(0),
             core_wait: AtomicBool::new(false),
             forced_idle_ns: AtomicU64::new(0),
+            idle_poll_limit: AtomicU64::new(0),
+            wake_list: AtomicPtr::new(core::ptr::null_mut()),
         }
     }
 }
@@ -284,7 +310,11 @@ pub fn current_tid() -> Tid {
 
 fn set_need_resched(cpu: u32) {
     let rq = rq_of(cpu);
-    rq.need_resched.store(true, Ordering::SeqCst);
+    // Already pending: the CPU acts on it at its next preemption point (it is cleared only by
+    // `__schedule` under the run-queue lock, after which any new work is visible), so no IPI.
+    if rq.need_resched.swap(true, Ordering::SeqCst) {
+        return;
+    }
     // A CPU polling in its idle loop sees the flag without an IPI (Linux's TIF_POLLING_NRFLAG).
     if cpu != percpu::cpu_id() && !rq.polling.load(Ordering::SeqCst) {
         if let Some(c) = percpu::get(cpu) {
@@ -294,24 +324,66 @@ fn set_need_resched(cpu: u32) {
     }
 }
 
+/// Publishes `g`'s counts for lock-free readers (balancing, RT placement). Called with `g`
+/// locked after every change of its queues or of `curr`.
+///
+/// RT placement reads `rt_level` and `RT_OVERLOAD` without locks, from both sides: a CPU that
+/// queues a pushable task sets its overload bit and then reads the others' levels (push),
+/// while a CPU whose level drops stores it and then reads the overload mask (pull). Both use
+/// `SeqCst`, so at least one side sees the other (store-load ordering), and the task is moved.
 fn update_counts(rq: &Rq, g: &RqInner) {
     let nr = g.rt.nr_running() + g.nr_fair_tasks;
     rq.nr_running.store(nr as u32, Ordering::Release);
     rq.fair_load.store(g.fair.load(), Ordering::Release);
-    let running_rt = g.curr.as_ref().is_some_and(|c| c.class() == ClassId::Rt && c.is_on_rq());
+    let curr = g.curr.as_ref();
+    let running_rt = curr.is_some_and(|c| c.class() == ClassId::Rt && c.is_on_rq());
     let waiting = g.rt.nr_running().saturating_sub(running_rt as usize);
     rq.rt_waiting.store(waiting as u32, Ordering::Release);
-    let prev_overload = RT_OVERLOAD.load(Ordering::Relaxed);
+    // The most important waiting RT task that is allowed elsewhere. Pinned tasks are never
+    // push or pull candidates, so they do not mark the CPU overloaded (Linux's
+    // `rt_nr_migratory`): otherwise every switch anywhere would lock this queue for nothing.
+    let mut pushable = 0u8;
+    if waiting > 0 {
+        let online = online_mask();
+        for (tid, prio) in g.rt.iter() {
+            let Some(t) = g.tasks.get(&tid) else { continue };
+            if curr.is_some_and(|c| Arc::ptr_eq(c, t)) {
+                continue;
+            }
+            if (t.affinity() & online).without(g.cpu as usize).is_empty() {
+                continue;
+            }
+            pushable = 2 + prio;
+            break;
+        }
+    }
+    rq.rt_level.store(balance::locked_level(g), Ordering::SeqCst);
+    rq.rt_pushable.store(pushable, Ordering::SeqCst);
     let bit = 1u64 << g.cpu;
-    if waiting > 0 && prev_overload & bit == 0 {
-        RT_OVERLOAD.fetch_or(bit, Ordering::AcqRel);
-    } else if waiting == 0 && prev_overload & bit != 0 {
-        RT_OVERLOAD.fetch_and(!bit, Ordering::AcqRel);
+    let overloaded = RT_OVERLOAD.load(Ordering::SeqCst) & bit != 0;
+    if pushable != 0 && !overloaded {
+        RT_OVERLOAD.fetch_or(bit, Ordering::SeqCst);
+    } else if pushable == 0 && overloaded {
+        RT_OVERLOAD.fetch_and(!bit, Ordering::SeqCst);
     }
 }
 
-/// CPUs with RT tasks waiting (pull sources).
+/// CPUs with a waiting RT task that may run elsewhere (Linux's `rto_mask`): pull sources.
 static RT_OVERLOAD: AtomicU64 = AtomicU64::new(0);
+
+/// After a scheduling decision on `cpu` (its lock released): push waiting RT tasks that may
+/// run elsewhere, and pull RT work if the CPU's level fell below `level_before` (Linux's
+/// `balance_rt`/`push_rt_tasks` balance callbacks). Both are cheap when there is nothing to do.
+fn rt_balance(cpu: u32, level_before: u8) {
+    let rq = rq_of(cpu);
+    if rq.rt_pushable.load(Ordering::SeqCst) != 0 {
+        balance::push_rt(cpu);
+    }
+    let level = rq.rt_level.load(Ordering::SeqCst);
+    if level < level_before && RT_OVERLOAD.load(Ordering::SeqCst) & !(1u64 << cpu) != 0 {
+        balance::pull_rt(cpu);
+    }
+}
 
 /// Accounts the running task's time up to `now`. Returns true if the fair class wants a
 /// reschedule (slice used up with others waiting).
@@ -465,8 +537,7 @@ pub fn schedule() {
 }
 
 fn __schedule(preempted: bool) {
-    let irq_was_enabled = x86_64::instructions::interrupts::are_enabled();
-    x86_64::instructions::interrupts::disable();
+    let irq_was_enabled = crate::irqflags::save();
     let cpu = this_cpu();
     let rq = &cpu.rq;
     let mut g = rq.lock.lock();
@@ -482,6 +553,7 @@ fn __schedule(preempted: bool) {
     }
     let now = crate::time::uptime_ns();
     let prev = g.curr.clone().expect("curr exists");
+    let level_before = rq.rt_level.load(Ordering::SeqCst);
     update_curr(&mut g, now);
     rq.need_resched.store(false, Ordering::Relaxed);
     // Re-read: a prctl may have given `prev` a pending cookie while our lock was dropped to
@@ -542,11 +614,11 @@ fn __schedule(preempted: bool) {
     if Arc::ptr_eq(&prev, &next) {
         update_counts(rq, &g);
         drop(g);
-        if irq_was_enabled {
-            x86_64::instructions::interrupts::enable();
-        }
+        rt_balance(cpu.cpu_id, level_before);
+        crate::irqflags::restore(irq_was_enabled);
         return;
     }
+    rq.level_before_switch.store(level_before, Ordering::Relaxed);
     if prev.is_on_rq() || prev.is_idle {
         prev.stats.nr_involuntary_switches.fetch_add(1, Ordering::Relaxed);
     } else {
@@ -569,9 +641,7 @@ fn __schedule(preempted: bool) {
     unsafe { crate::arch::context::switch_to(prev_ctx, next_ctx) };
     // We are `prev` again, possibly on another CPU, resumed by some other task's schedule().
     finish_task_switch();
-    if irq_was_enabled {
-        x86_64::instructions::interrupts::enable();
-    }
+    crate::irqflags::restore(irq_was_enabled);
 }
 
 /// Completes a switch on the new task's side: releases the run-queue lock the switching
@@ -606,15 +676,16 @@ fn finish_task_switch() {
             activate_on(&t, select_cpu(&t, cpu.cpu_id), 0);
         }
     }
-    if RT_OVERLOAD.load(Ordering::Relaxed) != 0 && rq.curr_prio.load(Ordering::Relaxed) < 2 {
-        balance::pull_rt(cpu.cpu_id);
-    }
+    // Wakeups handed to us while a task was switching out here (see `queue_wakeup`).
+    ttwu_pending();
+    // A preempted RT task may run elsewhere; a CPU that dropped in priority may pull.
+    rt_balance(cpu.cpu_id, rq.level_before_switch.load(Ordering::Relaxed));
 }
 
 /// The first code a new task runs (from `cadence_task_entry`).
 extern "C" fn task_start(arg: u64) -> ! {
     finish_task_switch();
-    x86_64::instructions::interrupts::enable();
+    crate::irqflags::enable();
     // SAFETY: `arg` is the task's own address (see `task::init_context`); the task is alive
     // while it runs (its run queue holds it).
     let task = unsafe { &*(arg as *const Task) };
@@ -685,12 +756,14 @@ fn activate_on(task: &Arc<Task>, cpu: u32, flags: u32) {
         }
     }
     update_counts(rq, &g);
-    let push = task.class() == ClassId::Rt && !preempt;
     drop(g);
     if preempt {
         set_need_resched(cpu);
     }
-    if push {
+    // A woken RT task that waits (or that waits elsewhere after the snapshot went stale)
+    // moves to a CPU running something less important now; one that preempts is pushed, if
+    // still waiting, by the switch it causes.
+    if !preempt && rq.rt_pushable.load(Ordering::SeqCst) != 0 {
         balance::push_rt(cpu);
     }
 }
@@ -730,9 +803,61 @@ pub fn try_to_wake_up(task: &Arc<Task>) -> bool {
     task.watchdog.reset();
     task.stats.nr_wakeups.fetch_add(1, Ordering::Relaxed);
     task.stats.woken_at.store(crate::time::uptime_ns().max(1), Ordering::Relaxed);
+    let cpu = task.cpu();
+    if task.on_cpu.load(Ordering::Acquire) && cpu != percpu::cpu_id() {
+        // Still switching out over there: rather than spin here (interrupts off, `params`
+        // held) until it is done, hand the wakeup to that CPU (Linux `ttwu_queue_wakelist`).
+        queue_wakeup(task, cpu);
+        return true;
+    }
     let target = select_cpu(task, percpu::cpu_id());
     activate_on(task, target, ENQUEUE_WAKEUP);
     true
+}
+
+/// Hands the wakeup of `task` (now `Running`, on no run queue, still switching out on `cpu`)
+/// to `cpu`: pushes it on that CPU's wake list and sends it a reschedule IPI, whose handler (or
+/// the CPU's next `finish_task_switch`, whichever comes first) queues it ([`ttwu_pending`]).
+///
+/// A task is on at most one wake list, once: only the waker that moved it from `Sleeping` to
+/// `Running` queues it, and it cannot sleep again before it has been queued and has run.
+fn queue_wakeup(task: &Arc<Task>, cpu: u32) {
+    let rq = rq_of(cpu);
+    let raw = Arc::into_raw(task.clone()) as *mut Task;
+    let mut head = rq.wake_list.load(Ordering::Acquire);
+    loop {
+        task.wake_next.store(head, Ordering::Relaxed);
+        match rq.wake_list.compare_exchange_weak(head, raw, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => break,
+            Err(h) => head = h,
+        }
+    }
+    if let Some(c) = percpu::get(cpu) {
+        crate::trace::ipi_send(cpu, crate::arch::apic::RESCHEDULE_VECTOR, crate::time::uptime_ns());
+        crate::arch::apic::send_ipi(c.apic_id, crate::arch::apic::RESCHEDULE_VECTOR);
+    }
+}
+
+/// Queues the tasks whose wakeups other CPUs handed to this one (Linux `sched_ttwu_pending`).
+/// Called with no lock held, after this CPU finished a switch and from the reschedule IPI.
+pub fn ttwu_pending() {
+    let cpu = this_cpu();
+    if cpu.rq.wake_list.load(Ordering::Relaxed).is_null() {
+        return;
+    }
+    let mut next = cpu.rq.wake_list.swap(core::ptr::null_mut(), Ordering::AcqRel);
+    while !next.is_null() {
+        // SAFETY: every entry was pushed by `queue_wakeup` with one leaked `Arc` reference,
+        // which taking the list (the swap above) made ours.
+        let task = unsafe { Arc::from_raw(next as *const Task) };
+        next = task.wake_next.swap(core::ptr::null_mut(), Ordering::Relaxed);
+        let _p = task.params.lock();
+        // Another path may have queued it meanwhile (a migration after an affinity change,
+        // which also holds `params`); a signal may have changed its state.
+        if !task.is_on_rq() && task.state() == TaskState::Running {
+            activate_on(&task, select_cpu(&task, cpu.cpu_id), ENQUEUE_WAKEUP);
+        }
+    }
 }
 
 /// Makes `task`'s CPU reschedule if it is running there, so it reaches a preemption point
@@ -781,6 +906,7 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Re
     let stack = crate::mm::stack::KernelStack::allocate(opts.stack_size).map_err(|_| SpawnError::NoMemory)?;
     let params = SchedParams { attr, affinity };
     let task = task::new_task(&opts, Some(&parent), params, Some(stack), false, parent.cpu());
+    crate::trace::task_affinity(task.tid, affinity.0);
     task::set_entry(&task, Box::new(f));
     // Groups, like cgroups and autogroups, are inherited.
     let manual = parent.group.load(Ordering::Acquire);
@@ -839,30 +965,36 @@ pub fn init_tunables(ncpus: u32) {
 pub fn idle_loop() -> ! {
     let cpu = this_cpu();
     loop {
-        x86_64::instructions::interrupts::disable();
+        crate::irqflags::disable();
         if cpu.rq.need_resched.load(Ordering::Acquire) {
             schedule();
             continue;
         }
-        x86_64::instructions::interrupts::enable();
+        crate::irqflags::enable();
         if balance::idle_balance(cpu.cpu_id) {
             continue;
         }
-        let poll = idle_poll_ns();
-        if poll > 0 {
+        let ceiling = idle_poll_ns();
+        let limit = cpu.rq.idle_poll_limit.load(Ordering::Relaxed).min(ceiling);
+        let idle_start = crate::time::uptime_ns();
+        if limit > 0 {
             cpu.rq.polling.store(true, Ordering::SeqCst);
-            let until = crate::time::uptime_ns() + poll;
+            let until = idle_start + limit;
             while !cpu.rq.need_resched.load(Ordering::SeqCst) && crate::time::uptime_ns() < until {
                 core::hint::spin_loop();
             }
             cpu.rq.polling.store(false, Ordering::SeqCst);
         }
-        x86_64::instructions::interrupts::disable();
-        if cpu.rq.need_resched.load(Ordering::SeqCst) {
-            continue;
+        crate::irqflags::disable();
+        if !cpu.rq.need_resched.load(Ordering::SeqCst) {
+            // `sti; hlt`: a wakeup IPI cannot slip in between the check and the halt.
+            crate::arch::wait_for_interrupt();
         }
-        // `sti; hlt`: a wakeup IPI cannot slip in between the check and the halt.
-        crate::arch::wait_for_interrupt();
+        if ceiling > 0 {
+            let block_ns = crate::time::uptime_ns().saturating_sub(idle_start);
+            let next = cadence_sched::haltpoll::adjust(limit, block_ns, ceiling);
+            cpu.rq.idle_poll_limit.store(next, Ordering::Relaxed);
+        }
     }
 }
 
@@ -909,9 +1041,16 @@ pub fn irq_exit() {
     }
 }
 
-/// A preemption point in task context (called when interrupts are re-enabled).
+/// A preemption point in task context (called when interrupts are re-enabled and when
+/// preemption is re-enabled).
+///
+/// Like Linux's `preemptible()`, it schedules only with interrupts enabled: a `PreemptGuard`
+/// dropped with interrupts off (in `finish_task_switch`, for instance, which wakes a dead
+/// task's waiters) must not switch from there, or every task resumed in that nested switch
+/// could nest another one on its stack. The pending reschedule happens at the next interrupt
+/// exit or preemption point instead.
 pub fn preempt_point() {
-    if !percpu::gs_ready() {
+    if !percpu::gs_ready() || !crate::irqflags::are_enabled() {
         return;
     }
     let cpu = this_cpu();
@@ -965,13 +1104,20 @@ pub fn sleep_until(deadline_ns: u64) {
             signal::handle_pending();
             unreachable!("a fatal signal ends the task");
         }
-        if crate::timer::arm(percpu::cpu_id(), deadline_ns, wake_from_timer, raw).is_none() {
+        let cpu = percpu::cpu_id();
+        let Some(timer) = crate::timer::arm(cpu, deadline_ns, wake_from_timer, raw) else {
             // SAFETY: not handed to a timer: take the reference back.
             drop(unsafe { Arc::from_raw(raw as *const Task) });
             me.set_state(TaskState::Running);
             return;
-        }
+        };
         schedule();
+        // Woken early (a signal, a spurious wakeup)? Cancel the timer so it neither wakes us
+        // later for nothing nor keeps our task alive in its queue.
+        if crate::timer::cancel(cpu, timer) {
+            // SAFETY: the cancelled timer will never run, so its reference is ours again.
+            drop(unsafe { Arc::from_raw(raw as *const Task) });
+        }
     }
     me.set_state(TaskState::Running);
 }

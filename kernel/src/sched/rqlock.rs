@@ -6,13 +6,20 @@
 //! turned into a raw held lock with [`RqGuard::keep_locked`] before the switch and released
 //! with [`RqLock::unlock_after_switch`] after it.
 //!
+//! A waiter that had interrupts enabled spins with them enabled (and preemption disabled, so
+//! it stays on its CPU), like Linux's old `_raw_spin_lock_flags`: under virtualization the
+//! holder's vCPU may be descheduled by the host for a whole host timeslice, and a waiter with
+//! interrupts off would keep its own timer and IPIs out all that time. A waiter that already
+//! holds an interrupt-disabling lock (interrupts off on entry) spins with them off.
+//!
 //! Lock order (see `sched` module docs): a task's `params` lock (Linux `pi_lock`) before any
 //! run-queue lock; two run-queue locks in ascending CPU order ([`lock_two`]).
 
 use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
 use core::sync::atomic::{AtomicBool, Ordering};
-use x86_64::instructions::interrupts;
+use crate::irqflags;
+use core::panic::Location;
 
 pub struct RqLock<T> {
     locked: AtomicBool,
@@ -27,11 +34,17 @@ unsafe impl<T: Send> Send for RqLock<T> {}
 pub struct RqGuard<'a, T> {
     lock: &'a RqLock<T>,
     irq_was_enabled: bool,
+    /// Where the lock was taken (the irqsoff tracer's site for this section).
+    site: &'static Location<'static>,
 }
 
 impl<T> RqLock<T> {
     pub const fn new(data: T) -> Self {
         Self { locked: AtomicBool::new(false), data: UnsafeCell::new(data) }
+    }
+
+    fn try_acquire(&self) -> bool {
+        self.locked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
     }
 
     fn acquire(&self) {
@@ -42,12 +55,43 @@ impl<T> RqLock<T> {
         }
     }
 
+    /// Spins with interrupts enabled and preemption disabled; returns with the lock held and
+    /// interrupts disabled. Called with interrupts disabled, by a caller that had them enabled.
+    fn acquire_interruptible(&self, site: &'static Location<'static>) {
+        if !crate::percpu::gs_ready() {
+            return self.acquire();
+        }
+        // Preemption off: an interrupt's exit path must not switch us away (and maybe to
+        // another CPU) while the caller believes it is locking its own CPU's queue.
+        let preempt = &crate::percpu::current().rq.preempt_count;
+        preempt.fetch_add(1, Ordering::AcqRel);
+        loop {
+            irqflags::restore_at(true, site);
+            while self.locked.load(Ordering::Relaxed) {
+                core::hint::spin_loop();
+            }
+            irqflags::save_at(site);
+            if self.try_acquire() {
+                break;
+            }
+        }
+        // No preemption point here: a pending reschedule is acted on when the guard drops.
+        preempt.fetch_sub(1, Ordering::AcqRel);
+    }
+
     /// Locks, disabling interrupts until the guard drops.
+    #[track_caller]
     pub fn lock(&self) -> RqGuard<'_, T> {
-        let irq_was_enabled = interrupts::are_enabled();
-        interrupts::disable();
-        self.acquire();
-        RqGuard { lock: self, irq_was_enabled }
+        let site = Location::caller();
+        let irq_was_enabled = irqflags::save_at(site);
+        if !self.try_acquire() {
+            if irq_was_enabled {
+                self.acquire_interruptible(site);
+            } else {
+                self.acquire();
+            }
+        }
+        RqGuard { lock: self, irq_was_enabled, site }
     }
 
     /// Releases a lock kept held across a context switch by [`RqGuard::keep_locked`].
@@ -104,7 +148,7 @@ impl<T> Drop for RqGuard<'_, T> {
     fn drop(&mut self) {
         self.lock.locked.store(false, Ordering::Release);
         if self.irq_was_enabled {
-            interrupts::enable();
+            irqflags::restore_at(true, self.site);
             crate::sched::preempt_point();
         }
     }
@@ -140,6 +184,7 @@ impl<T> Drop for TwoGuards<'_, T> {
 }
 
 /// Locks the run queues of CPUs `a_cpu` and `b_cpu` (distinct) in ascending CPU order.
+#[track_caller]
 pub fn lock_two<'a, T>(a: &'a RqLock<T>, a_cpu: u32, b: &'a RqLock<T>, b_cpu: u32) -> TwoGuards<'a, T> {
     if a_cpu < b_cpu {
         let first = a.lock();

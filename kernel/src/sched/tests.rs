@@ -239,6 +239,32 @@ fn affinity_is_honoured_through_balancing_and_changes() {
     super::sleep_ns(200 * MS);
     for (i, s) in seen.iter().enumerate() {
         let s = s.load(Ordering::Relaxed);
+        if s & !0b1000 != 0 {
+            // Say which way it went wrong: a CPU that never rescheduled (look at its
+            // need_resched, preempt_count and switch count) or a task placed there again.
+            let t = &tasks[i];
+            for c in crate::percpu::online_cpus() {
+                crate::kprintln!(
+                    "cpu {}: need_resched={} preempt_count={} switches={} current={}",
+                    c.cpu_id,
+                    c.rq.need_resched.load(Ordering::Relaxed),
+                    c.rq.preempt_count.load(Ordering::Relaxed),
+                    c.rq.nr_switches.load(Ordering::Relaxed),
+                    // SAFETY: only read for a diagnostic; `current` is always a live task.
+                    unsafe { c.rq.current.load(Ordering::Relaxed).as_ref().map_or(0, |t| t.tid) },
+                );
+            }
+            crate::kprintln!(
+                "task {}: tid {} cpu={} on_rq={} on_cpu={} affinity={:#b} migrations={}",
+                i,
+                t.tid,
+                t.cpu(),
+                t.is_on_rq(),
+                t.on_cpu.load(Ordering::Relaxed),
+                t.affinity().0,
+                t.stats.nr_migrations.load(Ordering::Relaxed)
+            );
+        }
         assert!(s & !0b1000 == 0, "task {} ran on {:#b} after moving to cpu 3", i, s);
     }
     stop_and_reap(&stop, &tasks);

@@ -61,7 +61,12 @@ impl WaitQueue {
     }
 
     /// Wakes one waiter. Returns whether there was one.
+    ///
+    /// Preemption stays disabled from the pop to the wakeup (as for `wake_all`): releasing the
+    /// list lock is a preemption point, and a waker preempted there would strand the popped
+    /// waiter (off the queue, still asleep) until the waker ran again.
     pub fn wake_one(&self) -> bool {
+        let _no_preempt = super::preempt_disable();
         let t = self.waiters.lock().pop_front();
         match t {
             Some(t) => {
@@ -73,13 +78,20 @@ impl WaitQueue {
     }
 
     /// Wakes every waiter; returns how many.
+    ///
+    /// The waiters are popped one at a time (the list keeps its storage, so a later waiter
+    /// does not allocate under the lock), at most as many as were waiting at the start: a
+    /// woken task that waits again at once is not woken twice.
     pub fn wake_all(&self) -> usize {
-        let all: VecDeque<Arc<Task>> = core::mem::take(&mut *self.waiters.lock());
-        let n = all.len();
-        for t in all {
+        let _no_preempt = super::preempt_disable();
+        let n = self.waiters.lock().len();
+        let mut woken = 0;
+        for _ in 0..n {
+            let Some(t) = self.waiters.lock().pop_front() else { break };
             super::wake_up(&t);
+            woken += 1;
         }
-        n
+        woken
     }
 
     pub fn len(&self) -> usize {

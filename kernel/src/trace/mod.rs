@@ -32,23 +32,47 @@
 //! * `dump`: stream the trace to COM2 without stopping; `clear`: empty the rings;
 //! * `report`: print the wakeup-latency summary (all, rt, fair), the histogram and the per-task
 //!   table (see `cadence_trace::report`);
+//! * `check coresched`: the core-scheduling checker (`cadence_trace::coresched`);
+//! * `check rt [-b US]`: the RT-guarantee checker (`cadence_trace::rtcheck`): every interval
+//!   longer than US µs (default 100) in which an RT task waited while a CPU it may use ran
+//!   something less important; affinities come from the side table below;
 //! * `events [NAME|all on|off]`: list or switch events (ftrace names, e.g. `sched_switch`).
 //!
+//! # Affinity side table
+//! Events carry no CPU affinity, which the RT checker needs. [`task_affinity`] records, per
+//! tid, the **union** of the masks a task has had since `trace start` (seeded then with every
+//! live task's mask; called by `sched::spawn` and `sched::api::sched_setaffinity`). One mask has
+//! to stand for a task's whole trace because the trace does not say when a mask changed: the
+//! union never hides a CPU the task was allowed on at some moment (no wait missed for want of
+//! a CPU) but may count a CPU it was not allowed on at that moment (a false report); the latest
+//! or the intersection would do the opposite. Neither choice is safe against both errors, so
+//! the checker's reports about a task whose affinity changed while tracing need a look.
+//! The table is a `BTreeMap` behind an [`IrqLock`](crate::sync::IrqLock), capped at
+//! [`MAX_AFFINITY_TASKS`] entries (more are counted, and treated as "all CPUs"). It allocates,
+//! so it is updated only in task context: both callers are (spawn allocates a stack, and
+//! `sched_setaffinity` is a syscall-like API); the hooks never touch it. Recording is on from
+//! `trace start` to `trace stop` (otherwise a call costs a fence and a load); the table is kept
+//! until the next start so exports and checks after the stop see it.
+//!
 //! # Export
-//! COM2 (16550 at 0x2f8) receives the `nop`-tracer header and one line per event in ftrace text
+//! COM2 (16550 at 0x2f8) receives the `nop`-tracer header, one `# cadence-affinity: pid=<n>
+//! mask=0x<hex>` comment line per task of the side table, and one line per event in ftrace text
 //! format (`cadence_trace::ftrace`); `make run TRACE=file` captures it. If no UART answers at
 //! 0x2f8 (its scratch register does not hold a value), nothing is streamed.
 
 use crate::percpu::MAX_CPUS;
 use crate::sched::task::{ClassId, Task, TaskState};
+use crate::sync::IrqLock;
 use alloc::boxed::Box;
+use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 use cadence_trace::event::{fair_prio, rt_prio};
-use cadence_trace::{ftrace, report, ring, Comm, Event, EventKind, EventType, TaskInfo};
+use cadence_trace::{ftrace, report, ring, rtcheck, Comm, Event, EventKind, EventType, TaskInfo};
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
-use x86_64::instructions::interrupts;
+
+pub mod irqsoff;
 
 #[cfg(test)]
 mod tests;
@@ -194,6 +218,58 @@ pub fn sched_core_force_idle(cpu: u32, ns: u64) {
     }
 }
 
+// ----- affinity side table ------------------------------------------------------------------
+
+/// Most tasks the affinity table holds (about 40 bytes each with the tree's overhead).
+pub const MAX_AFFINITY_TASKS: usize = 65536;
+
+/// Is [`task_affinity`] recording (from `trace start` to `trace stop`)?
+static AFFINITY_ON: AtomicBool = AtomicBool::new(false);
+/// tid → union of the masks it had while recording (see the module docs).
+static AFFINITY: IrqLock<BTreeMap<u32, u64>> = IrqLock::new(BTreeMap::new());
+/// Tasks not recorded because the table was full (since the last start).
+static AFFINITY_FULL: AtomicU64 = AtomicU64::new(0);
+
+/// Records that task `tid` may run on the CPUs of `mask` (or-ed into what it had). Task context
+/// only (it may allocate); called where a task is created and where its affinity changes.
+pub fn task_affinity(tid: u32, mask: u64) {
+    // Orders the caller's store of the task or its new mask before the load of AFFINITY_ON,
+    // against `affinity_start`'s store of AFFINITY_ON before its scan (store-buffer pattern:
+    // a fence on each side, so at least one of the two sees the other's store).
+    core::sync::atomic::fence(Ordering::SeqCst);
+    if !AFFINITY_ON.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut table = AFFINITY.lock();
+    if let Some(m) = table.get_mut(&tid) {
+        *m |= mask;
+    } else if table.len() < MAX_AFFINITY_TASKS {
+        table.insert(tid, mask);
+    } else {
+        AFFINITY_FULL.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Starts a fresh table: empty it, turn recording on, then add every live task's mask. (A task
+/// created or changed meanwhile either records itself, having seen recording on, or is seen by
+/// the scan, which comes after.)
+fn affinity_start() {
+    AFFINITY.lock().clear();
+    AFFINITY_FULL.store(0, Ordering::Relaxed);
+    AFFINITY_ON.store(true, Ordering::Relaxed);
+    core::sync::atomic::fence(Ordering::SeqCst);
+    for t in crate::sched::task::all() {
+        if !t.is_idle {
+            task_affinity(t.tid, t.affinity().0);
+        }
+    }
+}
+
+/// A copy of the table (tid order).
+fn affinity_table() -> Vec<(u32, u64)> {
+    AFFINITY.lock().iter().map(|(&t, &m)| (t, m)).collect()
+}
+
 // ----- recording -----------------------------------------------------------------------------
 
 /// A task as events record it: idle is pid 0 `swapper/<cpu>` prio 120; RT prio is
@@ -254,8 +330,7 @@ fn record_task(ty: EventType, now_ns: u64, kind: EventKind) {
 #[cold]
 #[inline(never)]
 fn record(ty: EventType, ts_ns: u64, ctx: Option<(Comm, u32)>, kind: EventKind) {
-    let were_enabled = interrupts::are_enabled();
-    interrupts::disable();
+    let were_enabled = crate::irqflags::save();
     let cpu = crate::percpu::cpu_id();
     if let Some(slot) = SLOTS.get(cpu as usize) {
         slot.busy.store(true, Ordering::SeqCst);
@@ -283,9 +358,7 @@ fn record(ty: EventType, ts_ns: u64, ctx: Option<(Comm, u32)>, kind: EventKind) 
         }
         slot.busy.store(false, Ordering::Release);
     }
-    if were_enabled {
-        interrupts::enable();
-    }
+    crate::irqflags::restore(were_enabled);
 }
 
 // ----- control -------------------------------------------------------------------------------
@@ -382,14 +455,17 @@ pub fn start(entries: usize) -> Result<(), String> {
     halt();
     install_buffers(&mut ctl, entries)?;
     ctl.running = true;
+    affinity_start();
     ACTIVE.store(EVENT_MASK.load(Ordering::SeqCst), Ordering::SeqCst);
     Ok(())
 }
 
-/// Stops recording (keeps the rings). Returns false if it was not running.
+/// Stops recording (keeps the rings and the affinity table). Returns false if it was not
+/// running.
 pub fn stop() -> bool {
     let mut ctl = CONTROL.lock();
     halt();
+    AFFINITY_ON.store(false, Ordering::SeqCst);
     core::mem::replace(&mut ctl.running, false)
 }
 
@@ -421,6 +497,8 @@ pub struct Snapshot {
     pub written: u64,
     /// Per CPU: (written to the ring, held, dropped while paused).
     pub per_cpu: Vec<(u64, u64, u64)>,
+    /// The affinity side table: (tid, union of its masks while tracing), tid order.
+    pub affinity: Vec<(u32, u64)>,
 }
 
 impl Snapshot {
@@ -454,6 +532,27 @@ pub fn check_coresched() -> Result<cadence_sched::core_sched::CheckReport, Strin
         .map_err(|e| alloc::format!("cannot check: {}", e.strerror()))
 }
 
+/// `trace check rt`: every interval longer than `bound_ns` in which an RT task waited while a
+/// CPU it may use (per the affinity table; unknown tasks: all CPUs) ran something less
+/// important, over the live rings (the window where every CPU's trace is complete).
+pub fn check_rt(bound_ns: u64) -> Result<rtcheck::RtReport, String> {
+    let s = snapshot()?;
+    if s.lost() > 0 {
+        crate::kprintln!("trace: {} events were lost: checking the window where every CPU's trace is complete", s.lost());
+    }
+    let full = AFFINITY_FULL.load(Ordering::Relaxed);
+    if full > 0 {
+        crate::kprintln!("trace: affinity of {} tasks not recorded (table full): taken as all CPUs", full);
+    }
+    let affinity: BTreeMap<u32, u64> = s.affinity.iter().copied().collect();
+    let opts = rtcheck::Options {
+        ncpus: crate::percpu::nr_cpus(),
+        bound_ns,
+        end_ns: s.events.last().map(|e| e.ts_ns),
+    };
+    Ok(rtcheck::check(&s.events, &opts, |pid| affinity.get(&pid).map(|&m| cadence_sched::CpuMask(m))))
+}
+
 /// Prints (ftrace text, on the console) the events of `cpus` between `from_ns` and `to_ns`:
 /// what a failing scenario test shows around the moment it points at.
 pub fn print_window(cpus: &[u32], from_ns: u64, to_ns: u64) {
@@ -474,6 +573,7 @@ pub fn snapshot() -> Result<Snapshot, String> {
     let result = copy_rings();
     unpause();
     let mut s = result?;
+    s.affinity = affinity_table();
     // In place (a stable sort would allocate half the trace again): CPU breaks ties, and each
     // CPU's ring is already in order.
     s.events.sort_unstable_by_key(|e| (e.ts_ns, e.cpu));
@@ -511,7 +611,7 @@ fn copy_rings() -> Result<Snapshot, String> {
             }
         }
     }
-    Ok(Snapshot { events, written, per_cpu })
+    Ok(Snapshot { events, written, per_cpu, affinity: Vec::new() })
 }
 
 /// The report of the current trace, as text.
@@ -578,6 +678,9 @@ fn stream(s: &Snapshot) -> bool {
     let mut line = LineBuf { buf: [0; 512], len: 0 };
     let mut header = String::new();
     let _ = ftrace::write_header(&mut header, s.events.len() as u64, s.written, crate::percpu::nr_cpus());
+    for &(tid, mask) in &s.affinity {
+        let _ = ftrace::write_affinity(&mut header, tid, cadence_sched::CpuMask(mask));
+    }
     for chunk in header.as_bytes().chunks(line.buf.len()) {
         line.buf[..chunk.len()].copy_from_slice(chunk);
         line.len = chunk.len();
@@ -614,7 +717,19 @@ fn parse_on_off(w: &str) -> Option<bool> {
     }
 }
 
-/// `trace start [-b ENTRIES] | stop | clear | report | dump | events [NAME|all on|off]`.
+/// Largest `trace check rt -b` (µs): a minute.
+pub const MAX_BOUND_US: u64 = 60_000_000;
+
+/// The `-b US` of `trace check rt`, in ns.
+fn parse_bound_us(us: &str) -> Result<u64, String> {
+    match us.parse::<u64>() {
+        Ok(n) if n <= MAX_BOUND_US => Ok(n * 1000),
+        _ => Err(alloc::format!("-b needs a bound in microseconds in 0..={}, got '{}'", MAX_BOUND_US, us)),
+    }
+}
+
+/// `trace start [-b ENTRIES] | stop | clear | report | check coresched | check rt [-b US] |
+/// irqsoff [start|stop|report] | dump | events [NAME|all on|off]`.
 pub fn cmd_trace(args: &[&str]) -> Result<(), String> {
     match args {
         ["start"] => start(DEFAULT_ENTRIES),
@@ -653,6 +768,32 @@ pub fn cmd_trace(args: &[&str]) -> Result<(), String> {
             crate::kprintln!("{}", r);
             Ok(())
         }
+        ["check", "rt", rest @ ..] => {
+            let bound_ns = match rest {
+                [] => rtcheck::DEFAULT_BOUND_NS,
+                ["-b", us] => parse_bound_us(us)?,
+                _ => return Err(String::from("usage")),
+            };
+            let r = check_rt(bound_ns)?;
+            let mut out = String::new();
+            let _ = r.write(&mut out);
+            crate::kprint!("{}", out);
+            Ok(())
+        }
+        ["irqsoff"] | ["irqsoff", "report"] => {
+            let mut out = String::new();
+            let _ = irqsoff::report(&mut out);
+            crate::kprint!("{}", out);
+            Ok(())
+        }
+        ["irqsoff", "start"] => {
+            irqsoff::start();
+            Ok(())
+        }
+        ["irqsoff", "stop"] => {
+            irqsoff::stop();
+            Ok(())
+        }
         ["events"] => {
             let mask = event_mask();
             for e in EventType::ALL {
@@ -676,4 +817,5 @@ pub fn cmd_trace(args: &[&str]) -> Result<(), String> {
 }
 
 /// Usage line of `trace` (for the shell's command table).
-pub const USAGE: &str = "trace start [-b ENTRIES] | stop | clear | report | check coresched | dump | events [NAME|all on|off]";
+pub const USAGE: &str =
+    "trace start [-b ENTRIES] | stop | clear | report | check coresched | check rt [-b US] | irqsoff [start|stop|report] | dump | events [NAME|all on|off]";

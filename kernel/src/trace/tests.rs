@@ -149,6 +149,64 @@ fn report_of_pipe_ping_pong() {
     restore();
 }
 
+/// `trace check rt` over a real workload: the affinity table follows spawns and
+/// `sched_setaffinity` (the union), the export carries it, and the host's check of the exported
+/// text is the kernel's. The violation count is printed, not asserted (TCG timing).
+#[test_case]
+fn rt_check_with_affinity_table() {
+    use cadence_sched::Policy;
+    let ncpus = crate::percpu::online_cpus().count() as u32;
+    start(DEFAULT_ENTRIES).expect("start");
+    let pinned = spawn(SpawnOptions::new("rtck-pin").pin(0), || {
+        crate::sched::sleep_ns(20_000_000);
+        0
+    })
+    .expect("spawn");
+    if ncpus > 1 {
+        crate::sched::api::sched_setaffinity(pinned.tid, cadence_sched::CpuMask(0b10)).expect("setaffinity");
+    }
+    let mut tids = Vec::new();
+    for i in 0..ncpus.min(4) {
+        let opts = SpawnOptions::new("rtck-rt").policy(Policy::Fifo, 50 + i as u8, 0);
+        tids.push(spawn(opts, || {
+            for _ in 0..20 {
+                crate::sched::sleep_ns(300_000);
+            }
+            0
+        })
+        .expect("spawn"));
+    }
+    for t in tids.iter().chain(core::iter::once(&pinned)) {
+        assert_eq!(wait(t.tid), Ok(0));
+    }
+    assert!(stop());
+    let s = snapshot().expect("snapshot");
+    let want = if ncpus > 1 { 0b11 } else { 0b1 };
+    assert_eq!(s.affinity.iter().find(|a| a.0 == pinned.tid).map(|a| a.1), Some(want), "union of the masks");
+    assert!(s.affinity.iter().any(|a| a.0 == tids[0].tid), "spawned tasks are recorded");
+    let r = check_rt(rtcheck::DEFAULT_BOUND_NS).expect("check");
+    assert!(r.checked_ns > 0);
+    assert!(alloc::format!("{}", r).starts_with("rt check: violations="));
+    // The exported text (header, affinity lines, events) checks the same on the host.
+    let mut text = String::new();
+    let _ = ftrace::write_header(&mut text, s.events.len() as u64, s.written, crate::percpu::nr_cpus());
+    for &(tid, mask) in &s.affinity {
+        let _ = ftrace::write_affinity(&mut text, tid, cadence_sched::CpuMask(mask));
+    }
+    for e in &s.events {
+        let _ = ftrace::write_event(&mut text, e);
+    }
+    let parsed = ftrace::parse_text(&text);
+    assert!(parsed.errors.is_empty());
+    let opts = rtcheck::Options { ncpus: crate::percpu::nr_cpus(), bound_ns: rtcheck::DEFAULT_BOUND_NS, end_ns: s.events.last().map(|e| e.ts_ns) };
+    assert_eq!(rtcheck::check(&parsed.events, &opts, |pid| parsed.affinity.get(&pid).copied()), r);
+    // Stopped: changes are no longer recorded.
+    task_affinity(pinned.tid, u64::MAX);
+    assert_eq!(snapshot().expect("snapshot").affinity, s.affinity);
+    crate::kprint!("({}) ", r);
+    restore();
+}
+
 #[test_case]
 fn command_arguments() {
     assert_eq!(cmd_trace(&[]), Err(String::from("usage")));
@@ -166,6 +224,12 @@ fn command_arguments() {
     assert!(cmd_trace(&["start"]).is_err(), "already running");
     assert_eq!(cmd_trace(&["clear"]), Ok(()));
     assert_eq!(cmd_trace(&["report"]), Ok(()));
+    assert_eq!(cmd_trace(&["check", "rt"]), Ok(()));
+    assert_eq!(cmd_trace(&["check", "rt", "-b", "50"]), Ok(()));
+    assert!(cmd_trace(&["check", "rt", "-b", "x"]).is_err_and(|e| e.contains("-b needs a bound")));
+    assert!(cmd_trace(&["check", "rt", "-b", "-1"]).is_err());
+    assert_eq!(cmd_trace(&["check", "rt", "-b"]), Err(String::from("usage")));
+    assert_eq!(cmd_trace(&["check", "rt", "50"]), Err(String::from("usage")));
     restore();
 }
 

@@ -12,6 +12,8 @@
 //! * [`rt`]: the real-time priority array (`RtPrioArray`) and SCHED_RR timeslices.
 //! * [`rt_bandwidth`]: RT throttling (`sched_rt_runtime_us` per `sched_rt_period_us`).
 //! * [`cpumask`], [`balance`]: CPU sets and SMP placement / balancing decisions.
+//! * [`cpupri`]: per-priority-level CPU masks (Linux cpupri) for RT placement.
+//! * [`rt_smp`]: RT push/pull decisions and the RT guarantee they maintain.
 //! * [`timerq`]: timer-queue ordering (the kernel's per-CPU timers, tick, sleeps, hrtick).
 //! * [`core_sched`]: SMT core scheduling: cookies, `PR_SCHED_CORE`, the core-wide pick,
 //!   forced-idle accounting and the trace checker.
@@ -26,15 +28,19 @@ pub mod balance;
 pub mod consts;
 pub mod core_sched;
 pub mod cpumask;
+pub mod cpupri;
 pub mod eevdf;
 pub mod errno;
+pub mod haltpoll;
 pub mod rt;
 pub mod rt_bandwidth;
+pub mod rt_smp;
 pub mod timerq;
 pub mod weight;
 
 pub use attr::{Policy, SchedAttr, ValidAttr};
 pub use cpumask::CpuMask;
+pub use cpupri::CpuPri;
 pub use eevdf::{FairEntity, FairRq, FairTunables};
 pub use errno::Errno;
 pub use rt::RtPrioArray;

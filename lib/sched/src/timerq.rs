@@ -5,7 +5,7 @@
 //! were armed (a per-queue sequence number breaks ties); a cancelled timer never fires; keys
 //! are never reused within a queue, so a stale key cannot cancel a newer timer.
 
-use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
 
 /// Identifies an armed timer (to cancel it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -16,9 +16,15 @@ pub struct TimerKey {
 }
 
 /// Pending timers carrying a `T` each, ordered by expiry.
+///
+/// Storage: one `Vec` sorted by key, latest first, so the earliest timer is the last element
+/// (expiry is a `pop`) and arming or cancelling is a binary search plus a shift. Nothing is
+/// allocated while the queue stays within the capacity given to [`reserve`](Self::reserve):
+/// the kernel reserves at boot, because timers are re-armed from interrupt handlers, where the
+/// heap must not be taken (a tree would allocate and free nodes as it grows and shrinks).
 #[derive(Debug)]
 pub struct TimerQueue<T> {
-    timers: BTreeMap<TimerKey, T>,
+    timers: Vec<(TimerKey, T)>,
     seq: u64,
 }
 
@@ -29,33 +35,50 @@ impl<T> Default for TimerQueue<T> {
 }
 
 impl<T> TimerQueue<T> {
-    /// An empty queue.
+    /// An empty queue (no storage yet; see [`reserve`](Self::reserve)).
     pub const fn new() -> Self {
-        TimerQueue { timers: BTreeMap::new(), seq: 0 }
+        TimerQueue { timers: Vec::new(), seq: 0 }
+    }
+
+    /// Makes room for `additional` more timers without allocating later.
+    pub fn reserve(&mut self, additional: usize) {
+        self.timers.reserve(additional);
+    }
+
+    /// Timers that fit without allocating.
+    pub fn capacity(&self) -> usize {
+        self.timers.capacity()
+    }
+
+    /// Position of `key` (or where it would go) in the latest-first order.
+    fn position(&self, key: &TimerKey) -> Result<usize, usize> {
+        self.timers.binary_search_by(|(k, _)| key.cmp(k))
     }
 
     /// Arms a timer for `expires_ns`.
     pub fn arm(&mut self, expires_ns: u64, what: T) -> TimerKey {
         let key = TimerKey { expires_ns, seq: self.seq };
         self.seq = self.seq.wrapping_add(1);
-        self.timers.insert(key, what);
+        let at = self.position(&key).unwrap_or_else(|at| at);
+        self.timers.insert(at, (key, what));
         key
     }
 
     /// Cancels a timer; `None` if it already fired or was cancelled.
     pub fn cancel(&mut self, key: TimerKey) -> Option<T> {
-        self.timers.remove(&key)
+        let at = self.position(&key).ok()?;
+        Some(self.timers.remove(at).1)
     }
 
     /// The earliest expiry, if any timer is pending.
     pub fn earliest(&self) -> Option<u64> {
-        self.timers.keys().next().map(|k| k.expires_ns)
+        self.timers.last().map(|(k, _)| k.expires_ns)
     }
 
     /// Removes and returns the earliest timer if it has expired at `now_ns`.
     pub fn pop_expired(&mut self, now_ns: u64) -> Option<(TimerKey, T)> {
-        match self.timers.first_key_value() {
-            Some((k, _)) if k.expires_ns <= now_ns => self.timers.pop_first(),
+        match self.timers.last() {
+            Some((k, _)) if k.expires_ns <= now_ns => self.timers.pop(),
             _ => None,
         }
     }
@@ -88,6 +111,20 @@ mod tests {
         let fired: Vec<_> = core::iter::from_fn(|| q.pop_expired(25)).map(|(_, w)| w).collect();
         assert_eq!(fired, ["a1", "a2", "b"]);
         assert_eq!(q.earliest(), Some(30));
+    }
+
+    #[test]
+    fn reserved_capacity_is_kept() {
+        let mut q = TimerQueue::new();
+        q.reserve(8);
+        let cap = q.capacity();
+        for round in 0..100u64 {
+            let k = q.arm(round, 0);
+            q.arm(round + 5, 1);
+            q.cancel(k);
+            while q.pop_expired(u64::MAX).is_some() {}
+        }
+        assert_eq!(q.capacity(), cap, "no reallocation within the reserve");
     }
 
     #[test]

@@ -25,6 +25,11 @@
 //! | `sched_core_force_idle` (Cadence) | `cpu=%d duration_ns=%llu` |
 //! | `sched_core_switch` (Cadence) | `pid=%d cookie=%#llx forced=%d` (what the CPU runs after a switch) |
 //!
+//! Cadence adds, after the header and before the events, one comment line per task it knows the
+//! CPU affinity of ([`write_affinity`]): `# cadence-affinity: pid=<n> mask=0x<hex>` (the union
+//! of the masks the task had while tracing; trace-cmd and Perfetto skip `#` lines). [`parse_text`]
+//! collects them into [`Parsed::affinity`]; a Linux trace has none (every CPU allowed).
+//!
 //! Parsing ([`parse_line`]) accepts what [`write_event`] writes (and Linux lines of the same
 //! events): `parse_line(write_event(e)) == e` for any event whose timestamp is a whole number of
 //! microseconds, whose task names have no leading/trailing spaces and do not contain
@@ -32,6 +37,8 @@
 //! parse as `Ok(None)`; malformed lines are errors, never panics.
 
 use crate::event::{Comm, Event, EventKind, EventType, TaskInfo};
+use alloc::collections::BTreeMap;
+use cadence_sched::CpuMask;
 use core::fmt::{self, Write};
 
 /// Vector of the reschedule IPI (must match the kernel's `apic::RESCHEDULE_VECTOR`).
@@ -61,6 +68,30 @@ pub fn write_header(out: &mut impl Write, entries: u64, written: u64, ncpus: u32
         "#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n",
         "#              | |         |   |||||     |         |\n",
     ))
+}
+
+/// Prefix of Cadence's affinity comment lines.
+pub const AFFINITY_PREFIX: &str = "# cadence-affinity:";
+
+/// One affinity comment line, newline included: `# cadence-affinity: pid=<n> mask=0x<hex>`.
+pub fn write_affinity(out: &mut impl Write, pid: u32, mask: CpuMask) -> fmt::Result {
+    writeln!(out, "{} pid={} mask={:#x}", AFFINITY_PREFIX, pid, mask.0)
+}
+
+/// Parses an affinity comment line: `None` if the line is not one, `Some(Err)` if it is one
+/// but malformed.
+pub fn parse_affinity_line(line: &str) -> Option<Result<(u32, CpuMask), ParseError>> {
+    let rest = line.trim().strip_prefix(AFFINITY_PREFIX)?;
+    let parsed = (|| {
+        let f = split_fields(rest.trim_start(), ["pid=", " mask="])?;
+        let pid = num(f[0], "pid")?;
+        let mask = f[1]
+            .strip_prefix("0x")
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+            .ok_or(ParseError::BadField("mask"))?;
+        Ok((pid, CpuMask(mask)))
+    })();
+    Some(parsed)
 }
 
 /// The latency-format flags column of an event (irqs are always off at Cadence's hooks; timer
@@ -344,6 +375,9 @@ pub struct Parsed {
     pub entries: Option<(u64, u64, u32)>,
     /// Malformed lines: (1-based line number, error).
     pub errors: alloc::vec::Vec<(usize, ParseError)>,
+    /// From `# cadence-affinity:` lines: the CPUs each listed task may run on (a pid listed
+    /// twice gets the union). Empty for a Linux trace.
+    pub affinity: BTreeMap<u32, CpuMask>,
 }
 
 impl Parsed {
@@ -360,6 +394,18 @@ pub fn parse_text(text: &str) -> Parsed {
         if let Some(e) = parse_entries_line(line) {
             p.entries = Some(e);
             continue;
+        }
+        match parse_affinity_line(line) {
+            Some(Ok((pid, mask))) => {
+                let m = p.affinity.entry(pid).or_insert(CpuMask::EMPTY);
+                *m = *m | mask;
+                continue;
+            }
+            Some(Err(e)) => {
+                p.errors.push((i + 1, e));
+                continue;
+            }
+            None => {}
         }
         match parse_line(line) {
             Ok(Some(ev)) => p.events.push(ev),
@@ -475,6 +521,25 @@ mod tests {
         ] {
             assert!(parse_line(bad).is_err(), "{}", bad);
         }
+    }
+
+    #[test]
+    fn affinity_lines_round_trip_and_other_comments_are_ignored() {
+        let mut s = String::new();
+        write_header(&mut s, 0, 0, 4).unwrap();
+        write_affinity(&mut s, 12, CpuMask(0b1010)).unwrap();
+        write_affinity(&mut s, 7, CpuMask(u64::MAX)).unwrap();
+        write_affinity(&mut s, 12, CpuMask(0b0001)).unwrap();
+        assert!(s.contains("\n# cadence-affinity: pid=12 mask=0xa\n"), "{}", s);
+        s.push_str("# some other comment: pid=3 mask=0x1\n# cadence-affinity: pid=x mask=0x1\n");
+        s.push_str("# cadence-affinity: pid=3 mask=12\n");
+        let p = parse_text(&s);
+        assert_eq!(p.affinity.len(), 2);
+        assert_eq!(p.affinity.get(&12), Some(&CpuMask(0b1011)), "a pid listed twice: the union");
+        assert_eq!(p.affinity.get(&7), Some(&CpuMask(u64::MAX)));
+        assert_eq!(p.errors.iter().map(|e| e.1).collect::<vec::Vec<_>>(), vec![ParseError::BadField("pid"), ParseError::BadField("mask")]);
+        assert_eq!(parse_line("# cadence-affinity: pid=1 mask=0x1"), Ok(None), "a comment to the line parser");
+        assert!(parse_text("# tracer: nop\n").affinity.is_empty(), "a Linux trace has none");
     }
 
     #[test]

@@ -6,11 +6,15 @@
 //!   inline (16 bytes, like Linux's `comm`), so a record never points at a task.
 //! * [`ftrace`]: the ftrace text format of `/sys/kernel/tracing/trace` (Linux 6.1 field
 //!   formats), writing and parsing; `parse(write(e)) == e` for every event (timestamps are
-//!   truncated to microseconds, the precision of the text format).
+//!   truncated to microseconds, the precision of the text format); Cadence's exports also carry
+//!   one `# cadence-affinity:` comment line per task.
 //! * [`report`]: wakeup-latency summary (overall, RT, fair), log2 histogram, and a per-task table
 //!   like `perf sched latency`. Computed on microsecond-truncated timestamps so the kernel's
 //!   report and the host's report of the exported text agree exactly.
 //! * [`ring`]: index arithmetic of the per-CPU overwrite-oldest ring buffers.
+//! * [`coresched`]: the core-scheduling checker (`trace check coresched`).
+//! * [`rtcheck`]: the RT-guarantee checker (`trace check rt`): intervals in which an RT task
+//!   waited while a CPU it may use ran something less important.
 //!
 //! No `unsafe`, no panics on any input (parsers return errors, arithmetic saturates).
 
@@ -24,5 +28,6 @@ pub mod event;
 pub mod ftrace;
 pub mod report;
 pub mod ring;
+pub mod rtcheck;
 
 pub use event::{Comm, Event, EventKind, EventType, TaskInfo};

@@ -177,15 +177,12 @@ fn wait_icr_idle() {
 }
 
 fn send_icr(apic_id: u32, low: u32) {
-    let flags = ::x86_64::instructions::interrupts::are_enabled();
-    ::x86_64::instructions::interrupts::disable();
+    let flags = crate::irqflags::save();
     wait_icr_idle();
     write(Reg::IcrHigh, apic_id << 24);
     write(Reg::IcrLow, low);
     wait_icr_idle();
-    if flags {
-        ::x86_64::instructions::interrupts::enable();
-    }
+    crate::irqflags::restore(flags);
 }
 
 /// Sends a fixed-delivery IPI with `vector` to the CPU with `apic_id`.

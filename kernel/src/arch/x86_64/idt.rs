@@ -97,31 +97,41 @@ extern "x86-interrupt" fn machine_check(frame: InterruptStackFrame) -> ! {
 }
 
 extern "x86-interrupt" fn timer(_frame: InterruptStackFrame) {
+    crate::irqflags::hardirq_enter();
     apic::eoi();
     crate::interrupts::lapic_timer();
+    crate::irqflags::hardirq_exit();
 }
 
 extern "x86-interrupt" fn reschedule_ipi(_frame: InterruptStackFrame) {
+    crate::irqflags::hardirq_enter();
     apic::eoi();
     crate::interrupts::reschedule_ipi();
+    crate::irqflags::hardirq_exit();
 }
 
 extern "x86-interrupt" fn call_function_ipi(_frame: InterruptStackFrame) {
+    crate::irqflags::hardirq_enter();
     apic::eoi();
     crate::interrupts::call_function_ipi();
+    crate::irqflags::hardirq_exit();
 }
 
 extern "x86-interrupt" fn com1(_frame: InterruptStackFrame) {
+    crate::irqflags::hardirq_enter();
     crate::interrupts::com1();
     apic::eoi();
     crate::sched::irq_exit();
+    crate::irqflags::hardirq_exit();
 }
 
 extern "x86-interrupt" fn apic_error(_frame: InterruptStackFrame) {
+    crate::irqflags::hardirq_enter();
     apic::write(apic::Reg::ErrorStatus, 0);
     let esr = apic::read(apic::Reg::ErrorStatus);
     apic::eoi();
     crate::interrupts::count_unexpected(apic::ERROR_VECTOR, esr);
+    crate::irqflags::hardirq_exit();
 }
 
 extern "x86-interrupt" fn spurious(_frame: InterruptStackFrame) {
@@ -129,8 +139,10 @@ extern "x86-interrupt" fn spurious(_frame: InterruptStackFrame) {
 }
 
 extern "x86-interrupt" fn unexpected(_frame: InterruptStackFrame) {
+    crate::irqflags::hardirq_enter();
     apic::eoi();
     crate::interrupts::count_unexpected(0, 0);
+    crate::irqflags::hardirq_exit();
 }
 
 fn build() -> InterruptDescriptorTable {

@@ -25,6 +25,7 @@ pub fn halt_forever() -> ! {
 
 /// Waits for the next interrupt with interrupts enabled (the idle loop's body). `sti; hlt`
 /// back to back so a wakeup interrupt cannot slip in between the two.
+#[track_caller]
 pub fn wait_for_interrupt() {
-    ::x86_64::instructions::interrupts::enable_and_hlt();
+    crate::irqflags::enable_and_hlt();
 }

@@ -1,0 +1,554 @@
+//! The RT-guarantee checker over a trace (`trace check rt`): Linux's promise that on N CPUs the
+//! N most important runnable RT tasks run (each within its affinity), checked by replaying
+//! the scheduler events.
+//!
+//! # Input
+//! Any events, in any order (they are replayed in timestamp order, ties in the given order);
+//! only `sched_switch`, `sched_wakeup`, `sched_wakeup_new`, `sched_migrate_task` and
+//! `sched_process_exit` are used, plus the context column (`<idle>`/0) of the others. Also: the
+//! CPU count (events of CPUs `>= ncpus` are ignored), an affinity lookup (pid → [`CpuMask`];
+//! `None`, an unknown pid, means every CPU), the bound, and an optional end time.
+//! Timestamps are truncated to microseconds first (the ftrace text's precision), so the kernel's
+//! check of its rings and the host's check of the exported text agree exactly.
+//!
+//! # Replay
+//! * Per CPU, what runs: the `next` task of its last `sched_switch` (pid, Linux prio).
+//!   Importance: a lower prio number is more important; prio `< 100` is RT, fair tasks
+//!   (`>= 100`) are below every RT task, the idle task (pid 0) is below everything.
+//! * A task is **waiting** (runnable, not running anywhere) after a `sched_wakeup` /
+//!   `sched_wakeup_new` (unless it is running on some CPU: a wakeup of a running task changes
+//!   nothing) or after being switched out in state `R` (preempted; Linux's `R+` parses as `R`),
+//!   and stops waiting when it is switched in or exits; switched out in any other state it is not
+//!   runnable. `sched_migrate_task` only refreshes a known task's prio (a waiting task may run on
+//!   any CPU of its affinity, whichever queue it sits on).
+//! * A **violation** is a pair (waiting RT task W, CPU c in W's affinity whose running task is
+//!   less important than W) that holds continuously for longer than the bound (strictly).
+//!   Counted once per maximal interval **per (W, c) pair**: one RT task left waiting while two
+//!   allowed CPUs run fair tasks is two violations; a CPU switching between two tasks, both
+//!   less important than W, does not end the interval. Equal prio is not a violation (Linux
+//!   does not preempt an RT task for an equal one).
+//!
+//! # Window
+//! Rings overwrite their oldest events, so each CPU's events are complete only from its first
+//! retained event on: the check covers the window from the latest of those first events to the
+//! end (the last event, or `end_ns`), and `checked_ns` is the window's length (the whole trace
+//! when nothing was lost). Before the window only `sched_switch` events are used, to know what
+//! each CPU runs at the window's start (reliable: that CPU's own events are complete); a CPU
+//! whose running task is still unknown (no switch seen yet) is never in a violation, unless an
+//! event with the idle context shows it idle. Tasks are **unknown** until an event in the
+//! window says what they are doing (a wakeup, a switch, an exit): events before the window may
+//! be missing on other CPUs, so a task waiting since before the window and not seen in it is
+//! ignored (missed, never falsely reported). Intervals open at the window's end are closed there.
+//!
+//! # Limits
+//! The trace carries no affinity (Cadence's export adds `# cadence-affinity:` lines, see
+//! `ftrace`), no RT throttling and no prio change of a waiting task: RT throttling
+//! (`kernel.sched_rt_runtime_us`) makes RT tasks wait by design and is reported like any other
+//! wait. A wakeup recorded (on another CPU) a hair before the switch-out it follows may make the
+//! replay see a running task woken, then sleeping: a missed wait, never a false one.
+//!
+//! Output: [`RtReport`], whose `Display` is the exact last line
+//! `rt check: violations=<n> checked_ns=<n>`, and [`RtReport::write`] with the longest
+//! intervals (at most [`MAX_WORST`]) above it.
+
+use crate::event::{Comm, Event, EventKind, TaskInfo};
+use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::vec::Vec;
+use cadence_sched::CpuMask;
+use core::fmt;
+
+/// Default bound: waits up to 100 µs are not violations.
+pub const DEFAULT_BOUND_NS: u64 = 100_000;
+/// Longest intervals kept in the report.
+pub const MAX_WORST: usize = 10;
+
+/// What to check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// CPUs of the machine (events of CPUs `>= ncpus` are ignored).
+    pub ncpus: u32,
+    /// Intervals longer than this (ns) are violations.
+    pub bound_ns: u64,
+    /// End of the check (ns); the last event's time if `None`.
+    pub end_ns: Option<u64>,
+}
+
+impl Options {
+    pub fn new(ncpus: u32) -> Options {
+        Options { ncpus, bound_ns: DEFAULT_BOUND_NS, end_ns: None }
+    }
+}
+
+/// One violation: `waiting` (an RT task allowed on `cpu`) waited for `duration_ns` from
+/// `start_ns` on while `cpu` ran less important tasks (`running`: the one at the start).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interval {
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    pub cpu: u32,
+    pub waiting: TaskInfo,
+    pub running: TaskInfo,
+}
+
+impl fmt::Display for Interval {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let us = self.start_ns / 1000;
+        write!(
+            f,
+            "violation: {}.{:06} cpu {}: rt {}:{} (prio {}) waited {} us while {}:{} (prio {}) ran",
+            us / 1_000_000,
+            us % 1_000_000,
+            self.cpu,
+            self.waiting.comm,
+            self.waiting.pid,
+            self.waiting.prio,
+            self.duration_ns / 1000,
+            self.running.comm,
+            self.running.pid,
+            self.running.prio
+        )
+    }
+}
+
+/// The result of a check.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct RtReport {
+    /// Intervals longer than the bound.
+    pub violations: u64,
+    /// Length of the checked window (ns).
+    pub checked_ns: u64,
+    pub window_start_ns: u64,
+    pub window_end_ns: u64,
+    pub bound_ns: u64,
+    /// The longest violations, longest first (ties: earliest first), at most [`MAX_WORST`].
+    pub worst: Vec<Interval>,
+}
+
+impl RtReport {
+    /// The longest intervals, one line each, then the final line (newline-terminated).
+    pub fn write(&self, out: &mut impl fmt::Write) -> fmt::Result {
+        for v in &self.worst {
+            writeln!(out, "{}", v)?;
+        }
+        writeln!(out, "{}", self)
+    }
+}
+
+impl fmt::Display for RtReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "rt check: violations={} checked_ns={}", self.violations, self.checked_ns)
+    }
+}
+
+fn trunc(ns: u64) -> u64 {
+    ns / 1000 * 1000
+}
+
+/// Importance rank: lower is more important; idle below everything.
+fn rank(t: &TaskInfo) -> i64 {
+    if t.pid == 0 {
+        i64::MAX
+    } else {
+        t.prio as i64
+    }
+}
+
+fn idle(cpu: u32) -> TaskInfo {
+    TaskInfo { comm: Comm::with_number("swapper/", cpu), pid: 0, prio: 120 }
+}
+
+/// A task whose state the window has shown.
+struct Known {
+    info: TaskInfo,
+    waiting: bool,
+}
+
+/// An open (W, c) interval.
+struct Open {
+    since: u64,
+    waiting: TaskInfo,
+    running: TaskInfo,
+}
+
+struct Replay<F> {
+    affinity: F,
+    bound_ns: u64,
+    /// What each CPU runs (CPUs not yet known are absent).
+    cpus: BTreeMap<u32, TaskInfo>,
+    tasks: BTreeMap<u32, Known>,
+    /// Known waiting RT tasks.
+    waiting_rt: BTreeSet<u32>,
+    /// Open intervals by (waiting pid, cpu).
+    open: BTreeMap<(u32, u32), Open>,
+    report: RtReport,
+}
+
+impl<F: Fn(u32) -> Option<CpuMask>> Replay<F> {
+    fn allowed(&self, pid: u32, cpu: u32) -> bool {
+        (self.affinity)(pid).is_none_or(|m| m.contains(cpu as usize))
+    }
+
+    /// Does (W = `pid`, `cpu`) violate the guarantee now?
+    fn holds(&self, pid: u32, cpu: u32) -> bool {
+        let Some(w) = self.tasks.get(&pid) else { return false };
+        let Some(r) = self.cpus.get(&cpu) else { return false };
+        w.waiting && pid != 0 && w.info.prio < 100 && rank(r) > w.info.prio as i64 && self.allowed(pid, cpu)
+    }
+
+    fn refresh_pair(&mut self, pid: u32, cpu: u32, t: u64) {
+        let holds = self.holds(pid, cpu);
+        let is_open = self.open.contains_key(&(pid, cpu));
+        if holds && !is_open {
+            let (Some(w), Some(r)) = (self.tasks.get(&pid), self.cpus.get(&cpu)) else { return };
+            self.open.insert((pid, cpu), Open { since: t, waiting: w.info, running: *r });
+        } else if !holds && is_open {
+            self.close(pid, cpu, t);
+        }
+    }
+
+    fn close(&mut self, pid: u32, cpu: u32, t: u64) {
+        let Some(o) = self.open.remove(&(pid, cpu)) else { return };
+        let duration_ns = t.saturating_sub(o.since);
+        if duration_ns <= self.bound_ns {
+            return;
+        }
+        self.report.violations += 1;
+        let v = Interval { start_ns: o.since, duration_ns, cpu, waiting: o.waiting, running: o.running };
+        let worst = &mut self.report.worst;
+        let at = worst
+            .iter()
+            .position(|w| (w.duration_ns, core::cmp::Reverse(w.start_ns)) < (v.duration_ns, core::cmp::Reverse(v.start_ns)))
+            .unwrap_or(worst.len());
+        if at < MAX_WORST {
+            worst.insert(at, v);
+            worst.truncate(MAX_WORST);
+        }
+    }
+
+    /// Re-evaluates every pair of task `pid`.
+    fn refresh_task(&mut self, pid: u32, t: u64) {
+        let cpus: Vec<u32> = self.cpus.keys().copied().collect();
+        for c in cpus {
+            self.refresh_pair(pid, c, t);
+        }
+    }
+
+    /// Re-evaluates every pair of CPU `cpu`.
+    fn refresh_cpu(&mut self, cpu: u32, t: u64) {
+        let waiting: Vec<u32> = self.waiting_rt.iter().copied().collect();
+        for w in waiting {
+            self.refresh_pair(w, cpu, t);
+        }
+    }
+
+    fn set_task(&mut self, info: TaskInfo, waiting: bool, t: u64) {
+        if info.pid == 0 {
+            return;
+        }
+        self.tasks.insert(info.pid, Known { info, waiting });
+        if waiting && info.prio < 100 {
+            self.waiting_rt.insert(info.pid);
+        } else {
+            self.waiting_rt.remove(&info.pid);
+        }
+        self.refresh_task(info.pid, t);
+    }
+
+    fn set_cpu(&mut self, cpu: u32, running: TaskInfo, t: u64) {
+        self.cpus.insert(cpu, running);
+        self.refresh_cpu(cpu, t);
+    }
+
+    fn is_running(&self, pid: u32) -> bool {
+        self.cpus.values().any(|r| r.pid == pid)
+    }
+
+    /// One event inside the window, at (truncated) time `t`.
+    fn apply(&mut self, e: &Event, t: u64) {
+        if e.pid == 0 && !self.cpus.contains_key(&e.cpu) {
+            self.set_cpu(e.cpu, idle(e.cpu), t);
+        }
+        match e.kind {
+            EventKind::Switch { prev, prev_state, next } => {
+                self.set_cpu(e.cpu, next, t);
+                self.set_task(prev, prev_state == b'R', t);
+                self.set_task(next, false, t);
+            }
+            EventKind::Wakeup { task, .. } => {
+                let waiting = !self.is_running(task.pid);
+                self.set_task(task, waiting, t);
+            }
+            EventKind::Migrate { task, .. } => {
+                if let Some(k) = self.tasks.get(&task.pid) {
+                    let waiting = k.waiting;
+                    self.set_task(task, waiting, t);
+                }
+            }
+            EventKind::Exit { task } => self.set_task(task, false, t),
+            _ => {}
+        }
+    }
+
+    /// One event before the window: only what its CPU runs.
+    fn apply_before(&mut self, e: &Event) {
+        match e.kind {
+            EventKind::Switch { next, .. } => {
+                self.cpus.insert(e.cpu, next);
+            }
+            _ if e.pid == 0 => {
+                self.cpus.entry(e.cpu).or_insert_with(|| idle(e.cpu));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Checks `events` (see the module docs) with `affinity` (pid → allowed CPUs; `None`: all).
+/// Never fails and never panics: a trace that makes no sense gives a report that says so.
+pub fn check<F: Fn(u32) -> Option<CpuMask>>(events: &[Event], opts: &Options, affinity: F) -> RtReport {
+    let mine = |e: &&Event| e.cpu < opts.ncpus;
+    let mut first: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut last = None::<u64>;
+    for e in events.iter().filter(mine) {
+        let t = trunc(e.ts_ns);
+        first.entry(e.cpu).and_modify(|f| *f = (*f).min(t)).or_insert(t);
+        last = Some(last.map_or(t, |l: u64| l.max(t)));
+    }
+    let start = first.values().copied().max().unwrap_or(0);
+    let end = opts.end_ns.map(trunc).or(last).unwrap_or(0).max(start);
+    let report = RtReport {
+        checked_ns: end - start,
+        window_start_ns: start,
+        window_end_ns: end,
+        bound_ns: opts.bound_ns,
+        ..RtReport::default()
+    };
+    let mut r = Replay {
+        affinity,
+        bound_ns: opts.bound_ns,
+        cpus: BTreeMap::new(),
+        tasks: BTreeMap::new(),
+        waiting_rt: BTreeSet::new(),
+        open: BTreeMap::new(),
+        report,
+    };
+    let in_order = events.iter().filter(mine).is_sorted_by_key(|e| trunc(e.ts_ns));
+    if in_order {
+        replay(&mut r, events.iter().filter(mine), start, end);
+    } else {
+        let mut sorted: Vec<&Event> = events.iter().filter(mine).collect();
+        sorted.sort_by_key(|e| trunc(e.ts_ns)); // stable: ties keep the given order
+        replay(&mut r, sorted.into_iter(), start, end);
+    }
+    let open: Vec<(u32, u32)> = r.open.keys().copied().collect();
+    for (pid, cpu) in open {
+        r.close(pid, cpu, end);
+    }
+    r.report
+}
+
+fn replay<'a, F: Fn(u32) -> Option<CpuMask>>(r: &mut Replay<F>, events: impl Iterator<Item = &'a Event>, start: u64, end: u64) {
+    for e in events {
+        let t = trunc(e.ts_ns);
+        if t > end {
+            break;
+        }
+        if t < start {
+            r.apply_before(e);
+        } else {
+            r.apply(e, t);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::String;
+
+    const US: u64 = 1000;
+
+    fn task(pid: u32, prio: i32) -> TaskInfo {
+        let comm = if pid == 0 { Comm::new("swapper") } else { Comm::with_number("t", pid) };
+        TaskInfo { comm, pid, prio }
+    }
+
+    fn sw(ts: u64, cpu: u32, prev: (u32, i32), state: u8, next: (u32, i32)) -> Event {
+        let prev = task(prev.0, prev.1);
+        Event {
+            ts_ns: ts,
+            cpu,
+            comm: prev.comm,
+            pid: prev.pid,
+            kind: EventKind::Switch { prev, prev_state: state, next: task(next.0, next.1) },
+        }
+    }
+
+    fn wake(ts: u64, cpu: u32, ctx: u32, w: (u32, i32)) -> Event {
+        Event { ts_ns: ts, cpu, comm: Comm::new("waker"), pid: ctx, kind: EventKind::Wakeup { task: task(w.0, w.1), target_cpu: cpu, new: false } }
+    }
+
+    fn all(_: u32) -> Option<CpuMask> {
+        None
+    }
+
+    fn opts(ncpus: u32) -> Options {
+        Options::new(ncpus)
+    }
+
+    /// CPU 0 runs RT pid 1 (prio 10), CPU 1 runs `cpu1` from t=0; RT pid 3 (prio 30) wakes at
+    /// 100 us and is switched in on CPU 1 at `run_at`.
+    fn scenario(cpu1: (u32, i32), run_at: u64) -> [Event; 4] {
+        [
+            sw(0, 0, (0, 120), b'R', (1, 10)),
+            sw(0, 1, (0, 120), b'R', cpu1),
+            wake(100 * US, 0, 1, (3, 30)),
+            sw(run_at, 1, cpu1, b'R', (3, 30)),
+        ]
+    }
+
+    #[test]
+    fn no_violation_when_more_important_tasks_run() {
+        let e = scenario((2, 20), 1000 * US);
+        let r = check(&e, &opts(2), all);
+        assert_eq!(r.violations, 0);
+        assert_eq!(r.checked_ns, 1000 * US);
+        // Equal prio is not a violation either.
+        let r = check(&scenario((2, 30), 1000 * US), &opts(2), all);
+        assert_eq!(r.violations, 0);
+    }
+
+    #[test]
+    fn rt_task_waiting_while_a_cpu_runs_fair_is_a_violation() {
+        let e = scenario((5, 120), 600 * US);
+        let r = check(&e, &opts(2), all);
+        assert_eq!(r.violations, 1);
+        assert_eq!(r.worst.len(), 1);
+        let v = r.worst[0];
+        assert_eq!((v.start_ns, v.duration_ns, v.cpu), (100 * US, 500 * US, 1));
+        assert_eq!((v.waiting.pid, v.waiting.prio, v.running.pid, v.running.prio), (3, 30, 5, 120));
+        assert_eq!(alloc::format!("{}", r), "rt check: violations=1 checked_ns=600000");
+        let mut s = String::new();
+        r.write(&mut s).unwrap();
+        assert_eq!(
+            s,
+            "violation: 0.000100 cpu 1: rt t3:3 (prio 30) waited 500 us while t5:5 (prio 120) ran\n\
+             rt check: violations=1 checked_ns=600000\n"
+        );
+        // The idle CPU counts too.
+        let r = check(&scenario((0, 120), 600 * US), &opts(2), all);
+        assert_eq!(r.violations, 1);
+    }
+
+    #[test]
+    fn no_violation_when_the_waiting_task_is_pinned_elsewhere() {
+        let e = scenario((5, 120), 600 * US);
+        let pinned = |pid: u32| (pid == 3).then_some(CpuMask::single(0));
+        assert_eq!(check(&e, &opts(2), pinned).violations, 0);
+        let both = |pid: u32| (pid == 3).then_some(CpuMask(0b11));
+        assert_eq!(check(&e, &opts(2), both).violations, 1);
+    }
+
+    #[test]
+    fn preempted_task_waits() {
+        // RT pid 3 runs on CPU 0 and is preempted (R) by pid 1 at 100 us while CPU 1 runs
+        // fair pid 5; pushed to CPU 1 at 400 us.
+        let e = [
+            sw(0, 0, (0, 120), b'R', (3, 30)),
+            sw(0, 1, (0, 120), b'R', (5, 120)),
+            sw(100 * US, 0, (3, 30), b'R', (1, 10)),
+            sw(400 * US, 1, (5, 120), b'R', (3, 30)),
+        ];
+        let r = check(&e, &opts(2), all);
+        assert_eq!(r.violations, 1);
+        assert_eq!(r.worst[0].duration_ns, 300 * US);
+        // Linux's "R+" parses as 'R'; switched out sleeping it does not wait.
+        let mut e2 = e;
+        e2[2] = sw(100 * US, 0, (3, 30), b'S', (1, 10));
+        assert_eq!(check(&e2, &opts(2), all).violations, 0);
+    }
+
+    #[test]
+    fn intervals_up_to_the_bound_are_not_violations() {
+        let e = scenario((5, 120), 150 * US); // 50 us wait
+        assert_eq!(check(&e, &opts(2), all).violations, 0);
+        let e = scenario((5, 120), 200 * US); // exactly 100 us: not longer than the bound
+        assert_eq!(check(&e, &opts(2), all).violations, 0);
+        let tight = Options { bound_ns: 10 * US, ..opts(2) };
+        assert_eq!(check(&scenario((5, 120), 150 * US), &tight, all).violations, 1);
+    }
+
+    #[test]
+    fn one_interval_per_pair_and_each_allowed_cpu_counts() {
+        // RT pid 3 waits from 100 us to 900 us; CPU 0 switches between fair tasks meanwhile
+        // (one interval), CPU 1 is idle until 500 us then runs RT pid 2 (prio 20).
+        let e = [
+            sw(0, 0, (0, 120), b'R', (5, 120)),
+            sw(0, 1, (6, 120), b'S', (0, 120)),
+            wake(100 * US, 1, 0, (3, 30)),
+            sw(300 * US, 0, (5, 120), b'R', (7, 125)),
+            sw(500 * US, 1, (0, 120), b'R', (2, 20)),
+            sw(900 * US, 0, (7, 125), b'R', (3, 30)),
+        ];
+        let r = check(&e, &opts(2), all);
+        assert_eq!(r.violations, 2);
+        assert_eq!((r.worst[0].cpu, r.worst[0].duration_ns, r.worst[0].running.pid), (0, 800 * US, 5));
+        assert_eq!((r.worst[1].cpu, r.worst[1].duration_ns, r.worst[1].running.pid), (1, 400 * US, 0));
+        // Out of order input gives the same report.
+        let mut rev = e;
+        rev.reverse();
+        assert_eq!(check(&rev, &opts(2), all), r);
+        // An exit ends the wait; an open interval is closed at the end.
+        let e = [sw(0, 0, (0, 120), b'R', (5, 120)), wake(100 * US, 0, 5, (3, 30))];
+        let end = Options { end_ns: Some(1000 * US), ..opts(1) };
+        let r = check(&e, &end, all);
+        assert_eq!((r.violations, r.worst[0].duration_ns, r.checked_ns), (1, 900 * US, 1000 * US));
+        let exit = Event { ts_ns: 150 * US, cpu: 0, comm: Comm::new("x"), pid: 5, kind: EventKind::Exit { task: task(3, 30) } };
+        assert_eq!(check(&[e[0], e[1], exit], &end, all).violations, 0);
+    }
+
+    #[test]
+    fn window_starts_after_ring_wrap() {
+        // CPU 1's ring kept events from 1000 us on only; CPU 0's from 0. RT pid 4 woke at
+        // 500 us (before the window) and is never seen again: unknown, ignored. CPU 0 runs
+        // fair pid 5 from before the window (its own switch, reliable).
+        let e = [
+            sw(0, 0, (0, 120), b'R', (5, 120)),
+            wake(500 * US, 0, 5, (4, 20)),
+            sw(1000 * US, 1, (9, 120), b'S', (2, 10)),
+            wake(1500 * US, 1, 2, (3, 30)),
+            sw(2000 * US, 0, (5, 120), b'R', (3, 30)),
+        ];
+        let pinned = |pid: u32| (pid == 3).then_some(CpuMask::single(0));
+        let r = check(&e, &opts(2), pinned);
+        assert_eq!((r.window_start_ns, r.window_end_ns, r.checked_ns), (1000 * US, 2000 * US, 1000 * US));
+        assert_eq!(r.violations, 1, "{:?}", r.worst);
+        assert_eq!((r.worst[0].waiting.pid, r.worst[0].running.pid, r.worst[0].duration_ns), (3, 5, 500 * US));
+        // Without the wrap (CPU 1 seen from 0 on) pid 4's wait counts too.
+        let mut full = e.to_vec();
+        full.insert(0, sw(0, 1, (0, 120), b'R', (9, 120)));
+        let r = check(&full, &opts(2), pinned);
+        assert_eq!(r.checked_ns, 2000 * US);
+        assert!(r.worst.iter().any(|v| v.waiting.pid == 4), "{:?}", r.worst);
+        // Events of CPUs outside the machine are ignored; nothing at all is an empty report.
+        assert_eq!(check(&e, &opts(1), pinned).checked_ns, 2000 * US);
+        assert_eq!(alloc::format!("{}", check(&[], &opts(4), all)), "rt check: violations=0 checked_ns=0");
+    }
+
+    #[test]
+    fn exported_text_checks_the_same() {
+        use crate::ftrace;
+        let e = scenario((5, 120), 600 * US);
+        let mut text = String::new();
+        ftrace::write_header(&mut text, 4, 4, 2).unwrap();
+        ftrace::write_affinity(&mut text, 3, CpuMask::single(0)).unwrap();
+        for ev in &e {
+            ftrace::write_event(&mut text, ev).unwrap();
+        }
+        let p = ftrace::parse_text(&text);
+        assert!(p.errors.is_empty(), "{:?}", p.errors);
+        let pinned = |pid: u32| (pid == 3).then_some(CpuMask::single(0));
+        assert_eq!(check(&p.events, &opts(2), |pid| p.affinity.get(&pid).copied()), check(&e, &opts(2), pinned));
+        assert_eq!(check(&p.events, &opts(2), |pid| p.affinity.get(&pid).copied()).violations, 0);
+    }
+}
