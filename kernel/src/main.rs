@@ -147,6 +147,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
 /// The first task (pid 1): runs the kernel tests under `cargo test`, else the `run=` commands,
 /// then powers off if asked.
 fn init_main(opts: cmdline::BootOptions) -> i32 {
+    sched::lockup::start();
     #[cfg(test)]
     {
         testing::configure(&opts);

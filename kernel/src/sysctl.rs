@@ -37,6 +37,42 @@ fn parse_bool(v: &str) -> Result<bool, Errno> {
 
 pub static SYSCTLS: &[Sysctl] = &[
     Sysctl {
+        name: "kernel.watchdog_thresh",
+        help: "soft/hard lockup reported after twice this many seconds (0..=60; 0 = off)",
+        get: || format!("{}", crate::sched::lockup::watchdog_thresh_s()),
+        set: |v| {
+            crate::sched::lockup::set_watchdog_thresh_s(parse_u64_range(v, 0, 60)?);
+            Ok(())
+        },
+    },
+    Sysctl {
+        name: "kernel.softlockup_panic",
+        help: "1: a soft or hard lockup report panics (default 1 under cargo test, else 0)",
+        get: || format!("{}", crate::sched::lockup::lockup_panic() as u8),
+        set: |v| {
+            crate::sched::lockup::set_lockup_panic(parse_bool(v)?);
+            Ok(())
+        },
+    },
+    Sysctl {
+        name: "kernel.hung_task_panic",
+        help: "1: a hung-task report panics (default 1 under cargo test, else 0)",
+        get: || format!("{}", crate::sched::lockup::hung_panic() as u8),
+        set: |v| {
+            crate::sched::lockup::set_hung_panic(parse_bool(v)?);
+            Ok(())
+        },
+    },
+    Sysctl {
+        name: "kernel.hung_task_timeout_secs",
+        help: "report tasks woken or runnable but not run, or past their sleep timer, this long (s; 0 = off)",
+        get: || format!("{}", crate::sched::lockup::hung_task_timeout_s()),
+        set: |v| {
+            crate::sched::lockup::set_hung_task_timeout_s(parse_u64_range(v, 0, 86_400)?);
+            Ok(())
+        },
+    },
+    Sysctl {
         name: "kernel.sched_rr_timeslice_ms",
         help: "SCHED_RR quantum in ms (<= 0 resets to 100)",
         get: || format!("{}", crate::sched::rr_timeslice_ms()),

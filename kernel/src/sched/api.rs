@@ -133,6 +133,14 @@ pub fn sched_setaffinity(pid: Tid, mask: CpuMask) -> Result<(), Errno> {
         drop(g);
         let target = super::balance::select_cpu(&t, crate::percpu::cpu_id());
         super::activate_on(&t, target, cadence_sched::eevdf::ENQUEUE_MIGRATED);
+    } else if running {
+        // Kick again: the kick from `change_params` may have been spent on the very switch
+        // that started it here (it was queued behind another task, and picking does not look
+        // at affinity). Any switch-out of a running task on a forbidden CPU migrates it
+        // (Linux forces this with `migration_cpu_stop`); without a kick, a task alone on its
+        // CPU would never switch out.
+        drop(g);
+        super::set_need_resched(cpu);
     }
     Ok(())
 }

@@ -36,6 +36,7 @@ pub mod class;
 pub mod coresched;
 pub mod group;
 pub mod hrtick;
+pub mod lockup;
 pub mod pipe;
 pub mod rqlock;
 pub mod rt_limits;
@@ -556,6 +557,7 @@ fn __schedule(preempted: bool) {
     let level_before = rq.rt_level.load(Ordering::SeqCst);
     update_curr(&mut g, now);
     rq.need_resched.store(false, Ordering::Relaxed);
+    lockup::scheduled(cpu.cpu_id);
     // Re-read: a prctl may have given `prev` a pending cookie while our lock was dropped to
     // take the core's (a change applies only here, under the core's locks).
     let cookie_change = if core_guards.is_some() { coresched::has_pending(&prev) } else { cookie_change };
@@ -1020,6 +1022,7 @@ pub fn scheduler_tick() {
     if resched {
         cpu.rq.need_resched.store(true, Ordering::Release);
     }
+    lockup::tick(cpu);
     if ticks % balance::BALANCE_INTERVAL_TICKS == (cpu.cpu_id as u64 % balance::BALANCE_INTERVAL_TICKS) {
         balance::periodic_balance(cpu.cpu_id);
     }
@@ -1105,6 +1108,7 @@ pub fn sleep_until(deadline_ns: u64) {
             unreachable!("a fatal signal ends the task");
         }
         let cpu = percpu::cpu_id();
+        me.stats.sleep_deadline.store(deadline_ns, Ordering::Relaxed);
         let Some(timer) = crate::timer::arm(cpu, deadline_ns, wake_from_timer, raw) else {
             // SAFETY: not handed to a timer: take the reference back.
             drop(unsafe { Arc::from_raw(raw as *const Task) });
@@ -1120,6 +1124,7 @@ pub fn sleep_until(deadline_ns: u64) {
         }
     }
     me.set_state(TaskState::Running);
+    me.stats.sleep_deadline.store(0, Ordering::Relaxed);
 }
 
 /// Sleeps for `ns` nanoseconds.

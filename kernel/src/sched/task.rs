@@ -84,6 +84,10 @@ pub struct TaskStats {
     /// Wakeup latency (wakeup → running) of its last wakeup, and the worst one, in ns.
     pub last_wakeup_latency: AtomicU64,
     pub max_wakeup_latency: AtomicU64,
+    /// Asleep in `sleep_until` with a timer due at this time (0 = not in a timed sleep).
+    pub(super) sleep_deadline: AtomicU64,
+    /// Reported by the hung-task detector (once per episode).
+    pub(super) hung_reported: AtomicBool,
 }
 
 /// Attributes protected by [`Task::params`] (Linux's `pi_lock` role).

@@ -32,6 +32,7 @@ pub mod cpupri;
 pub mod eevdf;
 pub mod errno;
 pub mod haltpoll;
+pub mod lockup;
 pub mod rt;
 pub mod rt_bandwidth;
 pub mod rt_smp;
