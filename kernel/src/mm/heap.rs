@@ -201,8 +201,10 @@ pub fn init(size: u64) -> u64 {
 
 /// Bytes currently allocated from the heap (blocks held in the per-CPU caches count as free).
 pub fn used() -> usize {
+    // Both sums under the heap lock: refills and trims change them together under it.
+    let heap = HEAP.0.lock();
     let cached: isize = CACHES.iter().map(|c| c.cached.load(Ordering::Relaxed)).sum();
-    (HEAP.0.lock().used() as isize).saturating_sub(cached).max(0) as usize
+    (heap.used() as isize).saturating_sub(cached).max(0) as usize
 }
 
 /// Total heap size in bytes.

@@ -128,11 +128,14 @@ pub fn sched_setaffinity(pid: Tid, mask: CpuMask) -> Result<(), Errno> {
     let mut g = rq.lock.lock();
     let running = g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, &t));
     if t.cpu() == cpu && t.is_on_rq() && !running {
+        let level_before = rq.rt_level.load(core::sync::atomic::Ordering::SeqCst);
         super::dequeue_task(&mut g, &t, DEQUEUE_SAVE);
         update_counts(rq, &g);
         drop(g);
         let target = super::balance::select_cpu(&t, crate::percpu::cpu_id());
         super::activate_on(&t, target, cadence_sched::eevdf::ENQUEUE_MIGRATED);
+        // Its best queued RT task may have left: that CPU may pull.
+        super::rt_balance(cpu, level_before);
     } else if running {
         // Kick again: the kick from `change_params` may have been spent on the very switch
         // that started it here (it was queued behind another task, and picking does not look

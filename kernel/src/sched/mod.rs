@@ -150,10 +150,6 @@ pub struct Rq {
     pub forced_idle_ns: AtomicU64,
     /// The idle loop's current poll limit (ns), adapted by `cadence_sched::haltpoll`.
     pub idle_poll_limit: AtomicU64,
-    /// Wakeups of tasks that were still switching out on this CPU, to be finished here once
-    /// the switch is complete (a lock-free stack through `Task::wake_next`, each entry holding
-    /// one `Arc` reference; see `queue_wakeup`).
-    wake_list: AtomicPtr<Task>,
 }
 
 /// Ceiling of the adaptive poll-before-halt of idle CPUs (Linux's haltpoll governor, see
@@ -213,7 +209,6 @@ impl Rq {
             core_wait: AtomicBool::new(false),
             forced_idle_ns: AtomicU64::new(0),
             idle_poll_limit: AtomicU64::new(0),
-            wake_list: AtomicPtr::new(core::ptr::null_mut()),
         }
     }
 }
@@ -492,10 +487,14 @@ pub(super) fn with_task_rq<R>(t: &Arc<Task>, f: impl FnOnce(&mut RqInner, u64) -
             continue;
         }
         let now = crate::time::uptime_ns();
+        let level_before = rq.rt_level.load(Ordering::SeqCst);
         update_curr(&mut g, now);
         let r = f(&mut g, now);
         drop(g);
         set_need_resched(cpu);
+        // A priority, policy or affinity change may have lowered that CPU's level (pull) or
+        // made a waiting task pushable (Linux `prio_changed_rt` / `switched_from_rt`).
+        rt_balance(cpu, level_before);
         return r;
     }
 }
@@ -533,8 +532,16 @@ fn pick_next(g: &mut RqInner) -> Arc<Task> {
 }
 
 /// Gives the CPU to the best runnable task (the current one may keep it).
+///
+/// Loops while a reschedule is pending (Linux's `schedule()`): the switch itself may request
+/// one that no interrupt will act on soon (a pull or a wakeup in `finish_task_switch`, on the
+/// CPU's own queue, sends no IPI).
 pub fn schedule() {
     __schedule(false);
+    let rq = &this_cpu().rq;
+    while rq.need_resched.load(Ordering::Acquire) && rq.preempt_count.load(Ordering::Relaxed) == 0 {
+        __schedule(true);
+    }
 }
 
 fn __schedule(preempted: bool) {
@@ -555,6 +562,11 @@ fn __schedule(preempted: bool) {
     let now = crate::time::uptime_ns();
     let prev = g.curr.clone().expect("curr exists");
     let level_before = rq.rt_level.load(Ordering::SeqCst);
+    if prev.is_idle {
+        // The idle loop may have been interrupted while polling: once it switches away, remote
+        // CPUs must send IPIs again (Linux keeps the polling flag on the idle task for this).
+        rq.polling.store(false, Ordering::SeqCst);
+    }
     update_curr(&mut g, now);
     rq.need_resched.store(false, Ordering::Relaxed);
     lockup::scheduled(cpu.cpu_id);
@@ -678,8 +690,6 @@ fn finish_task_switch() {
             activate_on(&t, select_cpu(&t, cpu.cpu_id), 0);
         }
     }
-    // Wakeups handed to us while a task was switching out here (see `queue_wakeup`).
-    ttwu_pending();
     // A preempted RT task may run elsewhere; a CPU that dropped in priority may pull.
     rt_balance(cpu.cpu_id, rq.level_before_switch.load(Ordering::Relaxed));
 }
@@ -688,6 +698,8 @@ fn finish_task_switch() {
 extern "C" fn task_start(arg: u64) -> ! {
     finish_task_switch();
     crate::irqflags::enable();
+    // The switch may have left a reschedule pending (see `schedule`).
+    preempt_point();
     // SAFETY: `arg` is the task's own address (see `task::init_context`); the task is alive
     // while it runs (its run queue holds it).
     let task = unsafe { &*(arg as *const Task) };
@@ -805,61 +817,9 @@ pub fn try_to_wake_up(task: &Arc<Task>) -> bool {
     task.watchdog.reset();
     task.stats.nr_wakeups.fetch_add(1, Ordering::Relaxed);
     task.stats.woken_at.store(crate::time::uptime_ns().max(1), Ordering::Relaxed);
-    let cpu = task.cpu();
-    if task.on_cpu.load(Ordering::Acquire) && cpu != percpu::cpu_id() {
-        // Still switching out over there: rather than spin here (interrupts off, `params`
-        // held) until it is done, hand the wakeup to that CPU (Linux `ttwu_queue_wakelist`).
-        queue_wakeup(task, cpu);
-        return true;
-    }
     let target = select_cpu(task, percpu::cpu_id());
     activate_on(task, target, ENQUEUE_WAKEUP);
     true
-}
-
-/// Hands the wakeup of `task` (now `Running`, on no run queue, still switching out on `cpu`)
-/// to `cpu`: pushes it on that CPU's wake list and sends it a reschedule IPI, whose handler (or
-/// the CPU's next `finish_task_switch`, whichever comes first) queues it ([`ttwu_pending`]).
-///
-/// A task is on at most one wake list, once: only the waker that moved it from `Sleeping` to
-/// `Running` queues it, and it cannot sleep again before it has been queued and has run.
-fn queue_wakeup(task: &Arc<Task>, cpu: u32) {
-    let rq = rq_of(cpu);
-    let raw = Arc::into_raw(task.clone()) as *mut Task;
-    let mut head = rq.wake_list.load(Ordering::Acquire);
-    loop {
-        task.wake_next.store(head, Ordering::Relaxed);
-        match rq.wake_list.compare_exchange_weak(head, raw, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => break,
-            Err(h) => head = h,
-        }
-    }
-    if let Some(c) = percpu::get(cpu) {
-        crate::trace::ipi_send(cpu, crate::arch::apic::RESCHEDULE_VECTOR, crate::time::uptime_ns());
-        crate::arch::apic::send_ipi(c.apic_id, crate::arch::apic::RESCHEDULE_VECTOR);
-    }
-}
-
-/// Queues the tasks whose wakeups other CPUs handed to this one (Linux `sched_ttwu_pending`).
-/// Called with no lock held, after this CPU finished a switch and from the reschedule IPI.
-pub fn ttwu_pending() {
-    let cpu = this_cpu();
-    if cpu.rq.wake_list.load(Ordering::Relaxed).is_null() {
-        return;
-    }
-    let mut next = cpu.rq.wake_list.swap(core::ptr::null_mut(), Ordering::AcqRel);
-    while !next.is_null() {
-        // SAFETY: every entry was pushed by `queue_wakeup` with one leaked `Arc` reference,
-        // which taking the list (the swap above) made ours.
-        let task = unsafe { Arc::from_raw(next as *const Task) };
-        next = task.wake_next.swap(core::ptr::null_mut(), Ordering::Relaxed);
-        let _p = task.params.lock();
-        // Another path may have queued it meanwhile (a migration after an affinity change,
-        // which also holds `params`); a signal may have changed its state.
-        if !task.is_on_rq() && task.state() == TaskState::Running {
-            activate_on(&task, select_cpu(&task, cpu.cpu_id), ENQUEUE_WAKEUP);
-        }
-    }
 }
 
 /// Makes `task`'s CPU reschedule if it is running there, so it reaches a preemption point
@@ -1030,16 +990,19 @@ pub fn scheduler_tick() {
 
 /// At the end of an interrupt: preempt the interrupted task if a reschedule is due.
 pub fn irq_exit() {
-    let cpu = this_cpu();
-    if cpu.rq.ready.load(Ordering::Acquire)
-        && cpu.rq.need_resched.load(Ordering::Acquire)
-        && cpu.rq.preempt_count.load(Ordering::Relaxed) == 0
-    {
-        __schedule(true);
+    if preemptible_with_resched(&this_cpu().rq) {
+        // Loop (Linux `preempt_schedule_irq`): the switch may request another reschedule.
+        // The CPU is re-read each time: a resumed task may be on another CPU.
+        while preemptible_with_resched(&this_cpu().rq) {
+            __schedule(true);
+        }
         // Back in the interrupted task: act on its signals before returning to it.
         signal::handle_pending();
     }
-    if cpu.rq.ready.load(Ordering::Acquire) {
+    let rq = &this_cpu().rq;
+    // Only where preemption is allowed: the action may end the task, and a task ended inside
+    // a preemption-disabled section would leave this CPU's count raised for good.
+    if rq.ready.load(Ordering::Acquire) && rq.preempt_count.load(Ordering::Relaxed) == 0 {
         rt_limits::act_on_current();
     }
 }
@@ -1056,13 +1019,16 @@ pub fn preempt_point() {
     if !percpu::gs_ready() || !crate::irqflags::are_enabled() {
         return;
     }
-    let cpu = this_cpu();
-    if cpu.rq.need_resched.load(Ordering::Acquire)
-        && cpu.rq.preempt_count.load(Ordering::Relaxed) == 0
-        && cpu.rq.ready.load(Ordering::Acquire)
-    {
+    while preemptible_with_resched(&this_cpu().rq) {
         __schedule(true);
     }
+}
+
+/// A reschedule is pending and may happen now (scheduler running, preemption enabled).
+fn preemptible_with_resched(rq: &Rq) -> bool {
+    rq.ready.load(Ordering::Acquire)
+        && rq.need_resched.load(Ordering::Acquire)
+        && rq.preempt_count.load(Ordering::Relaxed) == 0
 }
 
 /// Disables preemption on this CPU until the guard drops.
@@ -1100,13 +1066,13 @@ pub fn sleep_until(deadline_ns: u64) {
     let me = current();
     while crate::time::uptime_ns() < deadline_ns {
         me.set_state(TaskState::Sleeping);
-        let raw = Arc::into_raw(me.clone()) as u64;
         if signal::fatal_pending(&me) {
             me.set_state(TaskState::Running);
             drop(me);
             signal::handle_pending();
             unreachable!("a fatal signal ends the task");
         }
+        let raw = Arc::into_raw(me.clone()) as u64;
         let cpu = percpu::cpu_id();
         me.stats.sleep_deadline.store(deadline_ns, Ordering::Relaxed);
         let Some(timer) = crate::timer::arm(cpu, deadline_ns, wake_from_timer, raw) else {

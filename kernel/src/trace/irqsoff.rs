@@ -161,6 +161,8 @@ pub fn sections(cpu: usize) -> ([Option<Section>; TOP], u64) {
             }
         }
         let count = s.count.load(Ordering::Relaxed);
+        // The data loads above must not move past the re-check (Linux `read_seqcount_retry`).
+        core::sync::atomic::fence(Ordering::Acquire);
         if s.seq.load(Ordering::Acquire) == before {
             return (out, count);
         }
