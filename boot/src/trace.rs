@@ -185,6 +185,22 @@ mod tests {
         assert_eq!(report_text(&r.report), kernel);
     }
 
+    /// A trace captured on the Linux peer (Debian 6.1 PREEMPT_RT, `-smp 4`, tracefs events
+    /// sched_wakeup, sched_waking, sched_wakeup_new, sched_switch; `chrt -f 50 pipetest 100 0 2`)
+    /// reads with the same analysis: Linux's 7-column flags, its header and `sched_waking`
+    /// (not used by the report) are accepted, and RT and fair wakeups are told apart by prio.
+    #[test]
+    fn linux_ftrace_reads_with_the_same_analysis() {
+        let text = fixture("linux-6.1-rt-pipetest.txt");
+        let r = analyze_text(&text);
+        assert!(r.errors.is_empty(), "{:?}", &r.errors[..r.errors.len().min(5)]);
+        let lines = text.lines().filter(|l| !l.starts_with('#')).count() as u64;
+        let waking = text.lines().filter(|l| l.contains(" sched_waking: ")).count() as u64;
+        assert_eq!(r.report.events as u64, lines - waking, "every event but sched_waking is used");
+        assert!(r.report.rt.count > 0 && r.report.fair.count > 0, "RT (pipetest, FIFO 50) and fair wakeups");
+        assert!(report_text(&r.report).starts_with("trace: "));
+    }
+
     #[test]
     fn svg_has_a_bar_per_bucket() {
         let r = analyze_text(&fixture("trace-pipe-200.txt"));
