@@ -31,6 +31,7 @@ pub fn timer_tick() {
 /// A reschedule IPI arrived.
 pub fn reschedule_ipi() {
     RESCHEDULE_IPIS.fetch_add(1, Ordering::Relaxed);
+    crate::sched::ttwu_pending();
     crate::sched::irq_exit();
 }
 

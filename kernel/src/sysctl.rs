@@ -128,18 +128,38 @@ pub static SYSCTLS: &[Sysctl] = &[
     },
     Sysctl {
         name: "kernel.sched_features",
-        help: "scheduler features: HRTICK or NO_HRTICK",
-        get: || String::from(if crate::sched::hrtick::enabled() { "HRTICK" } else { "NO_HRTICK" }),
-        set: |v| match v.trim() {
-            "HRTICK" => {
-                crate::sched::hrtick::set_enabled(true);
-                Ok(())
+        help: "scheduler features, Linux-style: HRTICK, TTWU_QUEUE; NO_<name> turns one off",
+        get: || {
+            let flag = |on: bool, name: &str| if on { String::from(name) } else { format!("NO_{name}") };
+            format!(
+                "{} {}",
+                flag(crate::sched::hrtick::enabled(), "HRTICK"),
+                flag(crate::sched::ttwu_queue_enabled(), "TTWU_QUEUE")
+            )
+        },
+        // Like writing `/sys/kernel/debug/sched/features`: one or more names, each applied.
+        set: |v| {
+            let mut changes: alloc::vec::Vec<(&str, bool)> = alloc::vec::Vec::new();
+            for word in v.split_whitespace() {
+                let (name, on) = match word.strip_prefix("NO_") {
+                    Some(n) => (n, false),
+                    None => (word, true),
+                };
+                match name {
+                    "HRTICK" | "TTWU_QUEUE" => changes.push((name, on)),
+                    _ => return Err(Errno::EINVAL),
+                }
             }
-            "NO_HRTICK" => {
-                crate::sched::hrtick::set_enabled(false);
-                Ok(())
+            if changes.is_empty() {
+                return Err(Errno::EINVAL);
             }
-            _ => Err(Errno::EINVAL),
+            for (name, on) in changes {
+                match name {
+                    "HRTICK" => crate::sched::hrtick::set_enabled(on),
+                    _ => crate::sched::set_ttwu_queue(on),
+                }
+            }
+            Ok(())
         },
     },
     Sysctl {

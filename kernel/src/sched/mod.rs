@@ -136,6 +136,15 @@ pub struct Rq {
     /// Balancing passes to skip (back-off after fruitless passes) and the current back-off.
     pub balance_skip: AtomicU32,
     pub balance_backoff: AtomicU32,
+    /// A periodic balance is due (set by the tick at each balance interval, cleared when one
+    /// runs: it waits for a tick with no reschedule pending).
+    balance_due: AtomicBool,
+    /// Wakeups other CPUs handed to this one (Linux `ttwu_queue_wakelist`): a lock-free stack
+    /// through `Task::wake_next`, each entry holding one `Arc` reference (see `queue_wakeup`).
+    wake_list: AtomicPtr<Task>,
+    /// Entries on `wake_list` not yet queued: a CPU with pending wakeups is not idle for
+    /// placement (Linux `idle_cpu()` checks `rq->ttwu_pending`), or every waker would pick it.
+    pub wake_pending: AtomicU32,
     /// Tick count at the last new-idle balance (at most one per tick).
     pub last_idle_balance: AtomicU64,
     /// The idle loop is polling `need_resched` (no IPI needed to wake it).
@@ -202,6 +211,9 @@ impl Rq {
             ticks: AtomicU64::new(0),
             balance_skip: AtomicU32::new(0),
             balance_backoff: AtomicU32::new(0),
+            balance_due: AtomicBool::new(false),
+            wake_list: AtomicPtr::new(core::ptr::null_mut()),
+            wake_pending: AtomicU32::new(0),
             last_idle_balance: AtomicU64::new(u64::MAX),
             polling: AtomicBool::new(false),
             rt_throttled: AtomicBool::new(false),
@@ -545,6 +557,7 @@ pub fn schedule() {
 }
 
 fn __schedule(preempted: bool) {
+    ttwu_pending();
     let irq_was_enabled = crate::irqflags::save();
     let cpu = this_cpu();
     let rq = &cpu.rq;
@@ -568,7 +581,12 @@ fn __schedule(preempted: bool) {
         rq.polling.store(false, Ordering::SeqCst);
     }
     update_curr(&mut g, now);
-    rq.need_resched.store(false, Ordering::Relaxed);
+    rq.need_resched.store(false, Ordering::SeqCst);
+    // A wakeup handed to us after the drain at the top (its pusher saw `need_resched` set or
+    // this CPU polling, and sent no IPI): reschedule again to drain it (see `queue_wakeup`).
+    if !rq.wake_list.load(Ordering::SeqCst).is_null() {
+        rq.need_resched.store(true, Ordering::SeqCst);
+    }
     lockup::scheduled(cpu.cpu_id);
     // Re-read: a prctl may have given `prev` a pending cookie while our lock was dropped to
     // take the core's (a change applies only here, under the core's locks).
@@ -692,6 +710,8 @@ fn finish_task_switch() {
     }
     // A preempted RT task may run elsewhere; a CPU that dropped in priority may pull.
     rt_balance(cpu.cpu_id, rq.level_before_switch.load(Ordering::Relaxed));
+    // Wakeups handed to us while a task was switching out here (see `queue_wakeup`).
+    ttwu_pending();
 }
 
 /// The first code a new task runs (from `cadence_task_entry`).
@@ -747,8 +767,14 @@ fn activate_on(task: &Arc<Task>, cpu: u32, flags: u32) {
     while task.on_cpu.load(Ordering::Acquire) {
         core::hint::spin_loop();
     }
+    let g = rq_of(cpu).lock.lock();
+    activate_locked(task, cpu, flags, g);
+}
+
+/// [`activate_on`] with `cpu`'s run queue locked by the caller (`g`, released here) and
+/// `task` off every CPU.
+fn activate_locked(task: &Arc<Task>, cpu: u32, flags: u32, mut g: rqlock::RqGuard<'_, RqInner>) {
     let rq = rq_of(cpu);
-    let mut g = rq.lock.lock();
     let now = crate::time::uptime_ns();
     let orig = task.cpu();
     if orig != cpu {
@@ -792,7 +818,11 @@ pub fn try_to_wake_up(task: &Arc<Task>) -> bool {
     // running, under its run queue's lock, which `schedule()` holds when it decides to dequeue.
     // Only a Sleeping task is woken: it may have woken itself meanwhile (a wait whose condition
     // came true) and even exited, and `Dead` must never turn back into `Running`.
-    loop {
+    //
+    // `on_rq` is read first without the lock (Linux `READ_ONCE(p->on_rq)`): only wakers,
+    // serialized by `params`, set it, so `false` here stays `false`, and a dequeued task's
+    // run queue (often another CPU's) need not be locked at all.
+    while task.is_on_rq() {
         let cpu = task.cpu();
         let rq = rq_of(cpu);
         let g = rq.lock.lock();
@@ -817,9 +847,124 @@ pub fn try_to_wake_up(task: &Arc<Task>) -> bool {
     task.watchdog.reset();
     task.stats.nr_wakeups.fetch_add(1, Ordering::Relaxed);
     task.stats.woken_at.store(crate::time::uptime_ns().max(1), Ordering::Relaxed);
-    let target = select_cpu(task, percpu::cpu_id());
+    let this = percpu::cpu_id();
+    if ttwu_queue_enabled() {
+        // Still switching out over there: hand the wakeup to that CPU rather than spin here
+        // (interrupts off, `params` held) until it is done.
+        let prev_cpu = task.cpu();
+        if task.on_cpu.load(Ordering::Acquire) && prev_cpu != this {
+            queue_wakeup(task, prev_cpu);
+            return true;
+        }
+        // A remote run queue is locked only if it is free right now: a busy one may be held
+        // by a CPU whose vCPU the host descheduled, and the wakeup goes to its wake list.
+        // Linux queues only across caches; queueing every remote wakeup made the target's
+        // drain (10 to 16 wakeups, ~300 µs under TCG) a delay in front of its RT wakeups.
+        let target = select_cpu(task, this);
+        if target != this {
+            match rq_of(target).lock.try_lock() {
+                Some(g) => activate_locked(task, target, ENQUEUE_WAKEUP, g),
+                None => queue_wakeup(task, target),
+            }
+            return true;
+        }
+        activate_on(task, target, ENQUEUE_WAKEUP);
+        return true;
+    }
+    let target = select_cpu(task, this);
     activate_on(task, target, ENQUEUE_WAKEUP);
     true
+}
+
+/// Remote wakeups whose target run queue is busy go through the target CPU's wake list
+/// (`TTWU_QUEUE` in `kernel.sched_features`; default on, by measurement: README, "Remote
+/// wakeups").
+static TTWU_QUEUE: AtomicBool = AtomicBool::new(true);
+
+pub fn ttwu_queue_enabled() -> bool {
+    TTWU_QUEUE.load(Ordering::Relaxed)
+}
+
+pub fn set_ttwu_queue(on: bool) {
+    TTWU_QUEUE.store(on, Ordering::Relaxed);
+}
+
+/// Hands the wakeup of `task` (now `Running`, on no run queue) to `cpu` (Linux
+/// `ttwu_queue_wakelist`): pushes it on that CPU's wake list and sends a reschedule IPI, whose
+/// handler queues it there ([`ttwu_pending`]) and decides on preemption locally. The waker
+/// never locks the remote run queue, so it never spins, preemption off, behind a holder whose
+/// vCPU the host descheduled (measured under TCG at -smp 4: up to 2.7 ms in a pipe wakeup,
+/// holding up an RT task woken on the waker's CPU meanwhile).
+///
+/// A task is on at most one wake list, once: only the waker that moved it from `Sleeping` to
+/// `Running` queues it, and it cannot sleep again before it has been queued and has run.
+fn queue_wakeup(task: &Arc<Task>, cpu: u32) {
+    let rq = rq_of(cpu);
+    let raw = Arc::into_raw(task.clone()) as *mut Task;
+    rq.wake_pending.fetch_add(1, Ordering::SeqCst);
+    let mut head = rq.wake_list.load(Ordering::SeqCst);
+    loop {
+        task.wake_next.store(head, Ordering::Relaxed);
+        match rq.wake_list.compare_exchange_weak(head, raw, Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(_) => break,
+            Err(h) => head = h,
+        }
+    }
+    // A polling idle CPU sees `need_resched` (its `__schedule` drains the list first); any
+    // other gets the IPI. `__schedule` re-checks the list after clearing `need_resched`, so
+    // an entry pushed while it runs is not left behind.
+    if rq.polling.load(Ordering::SeqCst) {
+        set_need_resched(cpu);
+    } else if let Some(c) = percpu::get(cpu) {
+        crate::trace::ipi_send(cpu, crate::arch::apic::RESCHEDULE_VECTOR, crate::time::uptime_ns());
+        crate::arch::apic::send_ipi(c.apic_id, crate::arch::apic::RESCHEDULE_VECTOR);
+    }
+}
+
+/// Queues the tasks whose wakeups other CPUs handed to this one (Linux `sched_ttwu_pending`),
+/// oldest first. Called with no lock held: from the reschedule IPI, at the start of
+/// `__schedule` and after a switch.
+pub fn ttwu_pending() {
+    if !percpu::gs_ready() {
+        return;
+    }
+    let cpu = this_cpu();
+    if cpu.rq.wake_list.load(Ordering::Relaxed).is_null() {
+        return;
+    }
+    let mut next = cpu.rq.wake_list.swap(core::ptr::null_mut(), Ordering::SeqCst);
+    // The list is newest first: reverse it so that wakeups are queued in the order they came.
+    let mut oldest_first: *mut Task = core::ptr::null_mut();
+    while !next.is_null() {
+        // SAFETY: every entry was pushed by `queue_wakeup` with one leaked `Arc` reference,
+        // which taking the list (the swap above) made ours; `wake_next` is only written by
+        // the pusher before the push and by us now.
+        let after = unsafe { (*next).wake_next.load(Ordering::Relaxed) };
+        // SAFETY: as above.
+        unsafe { (*next).wake_next.store(oldest_first, Ordering::Relaxed) };
+        oldest_first = next;
+        next = after;
+    }
+    let mut next = oldest_first;
+    while !next.is_null() {
+        // SAFETY: as above: one leaked reference per entry, now owned here.
+        let task = unsafe { Arc::from_raw(next as *const Task) };
+        next = task.wake_next.swap(core::ptr::null_mut(), Ordering::Relaxed);
+        let _p = task.params.lock();
+        // Another path may have queued it meanwhile (a migration after an affinity change,
+        // which also holds `params`); a signal may have changed its state.
+        if !task.is_on_rq() && task.state() == TaskState::Running {
+            let here = cpu.cpu_id;
+            let target = if task.affinity().contains(here as usize) && online_mask().contains(here as usize) {
+                here
+            } else {
+                select_cpu(&task, here)
+            };
+            activate_on(&task, target, ENQUEUE_WAKEUP);
+        }
+        drop(_p);
+        cpu.rq.wake_pending.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Makes `task`'s CPU reschedule if it is running there, so it reaches a preemption point
@@ -984,6 +1129,12 @@ pub fn scheduler_tick() {
     }
     lockup::tick(cpu);
     if ticks % balance::BALANCE_INTERVAL_TICKS == (cpu.cpu_id as u64 % balance::BALANCE_INTERVAL_TICKS) {
+        cpu.rq.balance_due.store(true, Ordering::Relaxed);
+    }
+    // Not while a reschedule is pending: whatever woke here (an RT task, typically, from the
+    // timer that fired with this tick) runs first; a later tick balances.
+    if cpu.rq.balance_due.load(Ordering::Relaxed) && !cpu.rq.need_resched.load(Ordering::Acquire) {
+        cpu.rq.balance_due.store(false, Ordering::Relaxed);
         balance::periodic_balance(cpu.cpu_id);
     }
 }

@@ -94,6 +94,22 @@ impl<T> RqLock<T> {
         RqGuard { lock: self, irq_was_enabled, site }
     }
 
+    /// Locks if the lock is free right now, without spinning (interrupts disabled until the
+    /// guard drops). For work that may be skipped and retried, such as load balancing: a
+    /// holder whose vCPU the host descheduled would otherwise keep the caller spinning for a
+    /// host timeslice.
+    #[track_caller]
+    pub fn try_lock(&self) -> Option<RqGuard<'_, T>> {
+        let site = Location::caller();
+        let irq_was_enabled = irqflags::save_at(site);
+        if self.try_acquire() {
+            Some(RqGuard { lock: self, irq_was_enabled, site })
+        } else {
+            irqflags::restore_at(irq_was_enabled, site);
+            None
+        }
+    }
+
     /// Releases a lock kept held across a context switch by [`RqGuard::keep_locked`].
     /// Interrupts stay disabled.
     ///
@@ -181,6 +197,16 @@ impl<T> Drop for TwoGuards<'_, T> {
         self.second_guard.take();
         self.first_guard.take();
     }
+}
+
+/// [`lock_two`] without spinning: `None` if either lock is held right now.
+#[track_caller]
+pub fn try_lock_two<'a, T>(a: &'a RqLock<T>, a_cpu: u32, b: &'a RqLock<T>, b_cpu: u32) -> Option<TwoGuards<'a, T>> {
+    let (first, second, swapped) = if a_cpu < b_cpu { (a, b, false) } else { (b, a, true) };
+    let first = first.try_lock()?;
+    // On failure `first` drops here, releasing the first lock.
+    let second = second.try_lock()?;
+    Some(TwoGuards { first_guard: Some(first), second_guard: Some(second), swapped })
 }
 
 /// Locks the run queues of CPUs `a_cpu` and `b_cpu` (distinct) in ascending CPU order.

@@ -22,7 +22,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use cadence_sched::{CpuMask, Errno, FairEntity, Policy, ValidAttr};
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 pub type Tid = u32;
 
@@ -119,6 +119,8 @@ pub struct Task {
     pub(super) on_rq: AtomicBool,
     /// Its context is live on some CPU (set at switch-in, cleared after switch-out).
     pub(super) on_cpu: AtomicBool,
+    /// Link in a CPU's list of wakeups to finish (`sched::queue_wakeup`); owned by that list.
+    pub(super) wake_next: AtomicPtr<Task>,
     /// Fair entity while the task is not queued (a queued task's lives in the run queue).
     pub(super) parked_se: IrqLock<Option<FairEntity>>,
     /// Manual task group (`group move`; root = 0), like a cgroup.
@@ -394,6 +396,7 @@ pub(super) fn new_task(
         cpu: AtomicU32::new(cpu),
         on_rq: AtomicBool::new(false),
         on_cpu: AtomicBool::new(is_idle),
+        wake_next: AtomicPtr::new(core::ptr::null_mut()),
         parked_se: IrqLock::new(None),
         group: AtomicU32::new(0),
         autogroup: AtomicU32::new(0),

