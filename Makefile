@@ -8,7 +8,8 @@
 #   make bench BENCH=name      boots with ARGS='run="bench NAME" poweroff'
 #   make test-stress           the core-scheduling stress with 1,000,000 switches
 #   make test-repeat TEST=name N=n [SMP=spec]  boots the matching in-kernel tests n times
-#   make compare [SITTINGS=n] [SMP=spec]  benchmarks on Cadence and the Linux peer: medians, ranges, ratios
+#   make test-chaos [SEED=n] [OPS=n] [SMP=spec]  the chaos stress (default 100000 ops, -smp 4 SMT)
+#   make compare [SITTINGS=n] [TRACED=n] [SMP=spec]  benchmarks on Cadence and the Linux peer: medians, ranges, ratios
 #   make compare-rtapp FILE=x.json [DURATION=s]  rt-app workload on Cadence and on the Linux peer
 #   make clean
 #
@@ -77,8 +78,9 @@ bench: override ARGS = run="bench $(BENCH)" poweroff
 bench: run
 
 SITTINGS ?= 1
+TRACED ?= 1
 compare: kernel boot-tool
-	SMP='$(SMP)' SITTINGS='$(SITTINGS)' '$(ROOT)/tools/compare.sh'
+	SMP='$(SMP)' SITTINGS='$(SITTINGS)' TRACED='$(TRACED)' '$(ROOT)/tools/compare.sh'
 
 FILE ?=
 DURATION ?= 2
@@ -99,6 +101,13 @@ test: kernel
 # switches instead of make test's 200,000 (~12 min under TCG).
 test-stress: kernel
 	cd '$(ROOT)/kernel' && CADENCE_TEST_TIMEOUT=$${CADENCE_TEST_TIMEOUT:-2400} CADENCE_TEST_ARGS='test_stress test=stress' cargo test
+
+# The chaos stress (tools/test-chaos.sh): random scheduler operations, then leak/invariant checks.
+SEED ?=
+OPS ?= 100000
+TRACE_ENTRIES ?= 200000
+test-chaos: kernel boot-tool
+	'$(ROOT)/tools/test-chaos.sh' '$(SEED)' '$(OPS)' '$(SMP)' '$(TRACE_ENTRIES)'
 
 # A test that passed once is not a passing test: repeat the ones you touched.
 TEST ?=

@@ -15,6 +15,14 @@
 #                   Linux `cyclictest -t1 -i1000` at SCHED_OTHER (the same measurement)
 #   cyclic idle     `cyclictest -tN -a -p90 -i1000 -l$LOOPS` (N = CPUs), max/avg over the threads
 #   cyclic load     the same while `hackbench -g 4` runs in the background
+#   traced          (the first $TRACED sittings, default 1) `cyclictest -tN -a -p90 -i1000 -l1000`
+#                   while `hackbench -g 4 -l 300` runs, with the scheduler events recorded: Cadence's
+#                   tracer (exported over COM2) and Linux's tracefs (sched_switch, sched_wakeup,
+#                   sched_wakeup_new, sched_migrate_task, printed after the run, with every
+#                   thread's affinity as `# cadence-affinity:` lines). Both traces go through the
+#                   same host analysis: `cadence-boot trace report` (RT wakeup->switch p50/p99/max,
+#                   switches per second) and `cadence-boot trace check rt` (violations per traced
+#                   second). Traces are kept as $OUT/<side>-N.trace.
 # SITTINGS=n (default 1) runs each side n times, alternating Cadence, Linux, Linux PREEMPT_RT,
 # and reports the median and the min-max range of every number; ratios are ratios of medians.
 # A side that produced no number for a benchmark fails the command, naming it.
@@ -24,11 +32,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 SMP=${SMP:-4,sockets=1,cores=2,threads=2}
 LOOPS=${LOOPS:-2000}
 SITTINGS=${SITTINGS:-1}
+TRACED=${TRACED:-1}
 OUT=${OUT:-$root/target/compare}
 PEER_RUN=${PEER_RUN:-$root/../shared/peer/run.sh}
 [ -x "$PEER_RUN" ] || PEER_RUN=/work/shared/peer/run.sh
 export PEER=${PEER:-/tmp/peer}
 [[ "$SITTINGS" =~ ^[1-9][0-9]*$ ]] || { echo "compare: SITTINGS must be a positive number, got '$SITTINGS'" >&2; exit 2; }
+[[ "$TRACED" =~ ^[0-9]+$ ]] || { echo "compare: TRACED must be a number of sittings, got '$TRACED'" >&2; exit 2; }
 mkdir -p "$OUT"
 if [ ! -e "$PEER/initrd.gz" ]; then
   echo "compare: building the Linux peer into $PEER (once) ..." >&2
@@ -42,23 +52,40 @@ if [[ "$SMP" == *threads=2* ]]; then other=2; else other=1; fi
 cyc="-t$ncpus -p90 -i1000 -l$LOOPS -a"
 # (Cadence's `sleep` takes milliseconds.)
 cadence_cmds="echo @@pipe; bench pipe -l 5000; echo @@hackbench; bench hackbench -g 4 -l 50; echo @@wakeup; bench wakeup-latency -d 3; echo @@cyclic-idle; bench cyclic $cyc; echo @@cyclic-load; bench hackbench -g 4 -l 1000000 &; sleep 500; bench cyclic $cyc"
+# The traced run (see the header). Cadence: hrtick, IPI and timer events off (the analysis does
+# not use them), 10000 events per CPU (the COM2 export is ~1,000 events/s under TCG).
+cadence_traced="echo @@traced; trace events sched_hrtick_start off; trace events ipi_raise off; trace events hrtimer_expire_entry off; trace start -b 10000; bench hackbench -g 4 -l 300 &; sleep 300; bench cyclic -t$ncpus -p90 -i1000 -l1000 -a -q; trace stop"
+# Linux: 400 KiB of tracefs buffer per CPU; affinities read while cyclictest runs.
+linux_traced='echo @@traced; T=/sys/kernel/tracing; echo 0 > $T/tracing_on; echo > $T/trace; echo 400 > $T/buffer_size_kb; for e in sched_switch sched_wakeup sched_wakeup_new sched_migrate_task; do echo 1 > $T/events/sched/$e/enable; done; echo 1 > $T/tracing_on; hackbench -p -g 4 -l 300 >/dev/null 2>&1 & sleep 0.3; cyclictest -m -q '"-t$ncpus -p90 -i1000 -l1000 -a"' & c=$!; sleep 0.5; for t in /proc/[0-9]*/task/[0-9]*; do m=$(awk "/^Cpus_allowed:/{print \$2}" $t/status 2>/dev/null); [ -n "$m" ] && echo "# cadence-affinity: pid=${t##*/} mask=0x$m"; done > /tmp/aff; wait $c; echo 0 > $T/tracing_on; wait; echo @@ftrace-begin; cat /tmp/aff; cat $T/trace; echo @@ftrace-end'
 linux_cmds="echo @@pipe; pipetest 5000 0 0; pipetest 5000 0 $other; echo @@hackbench; hackbench -p -g 4 -l 50; echo @@wakeup; cyclictest -t1 -i1000 -l3000 -q; echo @@cyclic-idle; cyclictest -m -q $cyc; echo @@cyclic-load; hackbench -p -g 4 -l 1000000 >/dev/null 2>&1 & sleep 0.5; cyclictest -m -q $cyc; killall hackbench 2>/dev/null; true"
 
+# Cuts the ftrace text a Linux run printed between its markers into FILE.trace.
+cut_trace() { sed -n '/^@@ftrace-begin$/,/^@@ftrace-end$/{/^@@ftrace-/d;p}' "$1.txt" > "$1.trace"; }
+rm -f "$OUT"/*.trace
 for ((i = 1; i <= SITTINGS; i++)); do
+  c_cmds=$cadence_cmds; l_cmds=$linux_cmds; trace_arg=()
+  if ((i <= TRACED)); then
+    # Before the background hackbench of cyclic-load, which runs until poweroff.
+    c_cmds=${cadence_cmds/echo @@cyclic-load;/$cadence_traced; echo @@cyclic-load;}
+    l_cmds="$linux_cmds; $linux_traced"
+    trace_arg=(TRACE="$OUT/cadence-$i.trace")
+  fi
   echo "compare: sitting $i/$SITTINGS: Cadence (smp $SMP) ..." >&2
-  make -s -C "$root" run SMP="$SMP" TIMEOUT=600 ARGS="run=\"$cadence_cmds\" poweroff" 2>&1 | tr -d '\r' > "$OUT/cadence-$i.txt" \
+  make -s -C "$root" run SMP="$SMP" TIMEOUT=900 "${trace_arg[@]}" ARGS="run=\"$c_cmds\" poweroff" 2>&1 | tr -d '\r' > "$OUT/cadence-$i.txt" \
     || echo "compare: the Cadence run of sitting $i failed (see $OUT/cadence-$i.txt)" >&2
   echo "compare: sitting $i/$SITTINGS: Linux generic ..." >&2
-  "$PEER_RUN" --smp "$SMP" "$linux_cmds" > "$OUT/linux-$i.txt" 2>&1 \
+  "$PEER_RUN" --smp "$SMP" "$l_cmds" > "$OUT/linux-$i.txt" 2>&1 \
     || echo "compare: the Linux run of sitting $i failed (see $OUT/linux-$i.txt)" >&2
   echo "compare: sitting $i/$SITTINGS: Linux PREEMPT_RT ..." >&2
-  "$PEER_RUN" --rt --smp "$SMP" "$linux_cmds" > "$OUT/linux-rt-$i.txt" 2>&1 \
+  "$PEER_RUN" --rt --smp "$SMP" "$l_cmds" > "$OUT/linux-rt-$i.txt" 2>&1 \
     || echo "compare: the Linux PREEMPT_RT run of sitting $i failed (see $OUT/linux-rt-$i.txt)" >&2
+  if ((i <= TRACED)); then cut_trace "$OUT/linux-$i"; cut_trace "$OUT/linux-rt-$i"; fi
 done
 
-python3 - "$OUT" "$SMP" "$SITTINGS" <<'EOF'
-import re, sys, datetime, statistics
-out, smp, sittings = sys.argv[1], sys.argv[2], int(sys.argv[3])
+python3 - "$OUT" "$SMP" "$SITTINGS" "$TRACED" "$root/target/release/cadence-boot" <<'EOF'
+import os, re, subprocess, sys, datetime, statistics
+out, smp, sittings, traced, tool = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+traced = min(traced, sittings)
 
 def sections(path):
     sec, d = None, {}
@@ -94,6 +121,19 @@ def parse(path):
             r[key + "-max"] = float(max(int(m.group(5)) for m in rows))
             tot = sum(int(m.group(1)) for m in rows)
             r[key + "-avg"] = sum(int(m.group(4)) * int(m.group(1)) for m in rows) / max(tot, 1)
+    trace = path[:-len(".txt")] + ".trace"
+    if os.path.exists(trace) and os.path.getsize(trace) > 0:
+        # The same host analysis for both kernels.
+        rep = subprocess.run([tool, "trace", "report", trace], capture_output=True, text=True).stdout
+        m = re.search(r"wakeup latency percentiles \(rt\): p50_ns=(\d+) p99_ns=(\d+) max_ns=(\d+)", rep)
+        if m and int(m.group(3)) > 0:
+            r["t-p50"], r["t-p99"], r["t-max"] = (int(m.group(k)) / 1000 for k in (1, 2, 3))
+        m = re.search(r"switches: \d+ in [\d.]+ ms \((\d+) per second\)", rep)
+        if m: r["t-sw"] = float(m.group(1))
+        chk = subprocess.run([tool, "trace", "check", "rt", trace], capture_output=True, text=True).stdout
+        m = re.search(r"rt check: violations=(\d+) checked_ns=(\d+)", chk)
+        if m and int(m.group(2)) > 0:
+            r["t-viol"] = int(m.group(1)) / (int(m.group(2)) / 1e9)
     return r
 
 sides = {"Cadence": "cadence", "Linux 6.1": "linux", "Linux 6.1 PREEMPT_RT": "linux-rt"}
@@ -109,8 +149,16 @@ rows = [
     ("cyclic + hackbench avg, µs", "cyclic-load-avg"),
     ("cyclic + hackbench max, µs", "cyclic-load-max"),
 ]
+trace_rows = [
+    ("traced: RT wakeup→switch p50, µs", "t-p50"),
+    ("traced: RT wakeup→switch p99, µs", "t-p99"),
+    ("traced: RT wakeup→switch max, µs", "t-max"),
+    ("traced: rt check violations per s", "t-viol"),
+    ("traced: switches per s", "t-sw"),
+]
 missing = [f"{name} sitting {i}: {label}"
-           for name, rs in runs.items() for i, r in enumerate(rs, 1) for label, key in rows if r.get(key) is None]
+           for name, rs in runs.items() for i, r in enumerate(rs, 1)
+           for label, key in rows + (trace_rows if i <= traced else []) if r.get(key) is None]
 if missing:
     for m in missing:
         print(f"compare: no number for {m}", file=sys.stderr)
@@ -126,8 +174,8 @@ print(f"Side by side with Linux, {datetime.date.today()} (QEMU TCG, -smp {smp}, 
 print()
 print("| benchmark | Cadence | Linux 6.1 | Cadence/Linux | Linux 6.1 PREEMPT_RT | Cadence/RT |")
 print("|---|---:|---:|---:|---:|---:|")
-for label, key in rows:
-    vals = {name: [r[key] for r in rs] for name, rs in runs.items()}
+for label, key in rows + (trace_rows if traced else []):
+    vals = {name: [r[key] for r in rs if key in r] for name, rs in runs.items()}
     med = {name: statistics.median(v) for name, v in vals.items()}
     print(f"| {label} | {cell(vals['Cadence'])} | {cell(vals['Linux 6.1'])} | {ratio(med['Cadence'], med['Linux 6.1'])} "
           f"| {cell(vals['Linux 6.1 PREEMPT_RT'])} | {ratio(med['Cadence'], med['Linux 6.1 PREEMPT_RT'])} |")
@@ -136,5 +184,12 @@ print("What differs: Cadence's benchmark tasks are kernel threads (no system cal
       "switches), Linux's are processes. That favours Cadence in the pipe and hackbench rows (each "
       "round trip is system calls and switches); the cyclic and wakeup-latency rows measure "
       "timer-to-task latency, where both sides do comparable work per wakeup.")
-print(f"raw outputs: {out}/cadence-N.txt, linux-N.txt, linux-rt-N.txt (N = 1..{sittings})")
+if traced:
+    print()
+    print(f"The traced rows come from sitting(s) 1..{traced}, a separate run (cyclictest -l1000 under "
+          "hackbench -g 4 -l 300) with the scheduler events recorded, through the same host analysis "
+          "(cadence-boot trace report / trace check rt, bound 100 µs). Linux's RT tasks include its "
+          "per-CPU kernel threads (PREEMPT_RT: ktimers, rcuc, irq threads); Linux emits sched_wakeup "
+          "on the target CPU at enqueue, as Cadence does.")
+print(f"raw outputs: {out}/cadence-N.txt, linux-N.txt, linux-rt-N.txt (N = 1..{sittings}), traces <side>-N.trace")
 EOF

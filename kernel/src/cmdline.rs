@@ -28,6 +28,9 @@ pub enum TestFault {
 /// Options parsed from the command line.
 #[derive(Clone, Debug)]
 pub struct BootOptions {
+    /// `sysctl.NAME=VALUE` settings, applied in order once the scheduler runs
+    /// ([`apply_sysctls`]; Linux ≥ 5.8 takes the same `sysctl.` prefix).
+    pub sysctls: Vec<(String, String)>,
     /// Exit QEMU with success once boot and any `run=` commands are done.
     pub poweroff: bool,
     /// Periodic tick rate (`hz=`, 10..=10000, default 250).
@@ -56,6 +59,7 @@ pub struct BootOptions {
 impl Default for BootOptions {
     fn default() -> Self {
         Self {
+            sysctls: Vec::new(),
             poweroff: false,
             hz: 250,
             maxcpus: None,
@@ -81,6 +85,7 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("noautogroup", "start with autogroup off (kernel.sched_autogroup_enabled=0)"),
     ("autogroup=tty|session", "autogroup per tty (default, the seed) or per session (mainline)"),
     ("hrtick=0|1", "preempt exactly at slice end with one-shot timers (default 1)"),
+    ("sysctl.NAME=VALUE", "set a sysctl at boot, as Linux (e.g. sysctl.kernel.sched_features=RT_PUSH_IPI; quote values with spaces)"),
     ("run=\"c1; c2\"", "commands to run at boot"),
     ("test=NAME", "under cargo test: only kernel tests whose name contains NAME (repeatable: any of them); one matching no test fails the run"),
     ("test_skip=N", "under cargo test: skip the first N selected tests (the runner reboots with it after a failure)"),
@@ -107,6 +112,16 @@ fn parse_num(key: &str, value: Option<&str>, min: u64, max: u64) -> Option<u64> 
         Err(_) => {
             warn(format_args!("{}: '{}' is not a number, ignored", key, v));
             None
+        }
+    }
+}
+
+/// Applies the `sysctl.NAME=VALUE` boot settings, warning about each rejected one.
+pub fn apply_sysctls(opts: &BootOptions) {
+    for (name, value) in &opts.sysctls {
+        if let Err(e) = crate::sysctl::set(name, value) {
+            let why = e.map(|e| e.strerror()).unwrap_or("rejected");
+            warn(format_args!("sysctl.{}={}: {}, ignored", name, value, why));
         }
     }
 }
@@ -147,6 +162,14 @@ pub fn parse(line: &str) -> BootOptions {
                 Some("1") => crate::sched::hrtick::set_enabled(true),
                 _ => warn(format_args!("hrtick: needs 0 or 1")),
             },
+            k if k.starts_with("sysctl.") => {
+                let name = &k["sysctl.".len()..];
+                match (value, crate::sysctl::find(name)) {
+                    (_, None) => warn(format_args!("{}: unknown sysctl '{}', ignored", k, name)),
+                    (None, _) => warn(format_args!("{}: needs a value", k)),
+                    (Some(v), Some(_)) => opts.sysctls.push((name.to_string(), v.to_string())),
+                }
+            }
             "test_stress" => opts.test_stress = true,
             "test" => match value {
                 Some(v) if !v.is_empty() => opts.test_filters.push(v.to_string()),

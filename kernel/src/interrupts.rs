@@ -47,6 +47,9 @@ pub fn call_function_ipi() {
         x86_64::instructions::tlb::flush_all();
         cpu.tlb_gen.store(TLB_GEN.load(Ordering::Acquire), Ordering::Release);
     }
+    if req & crate::percpu::IPI_REQ_RT_PUSH != 0 {
+        crate::sched::balance::push_requested(cpu.cpu_id);
+    }
 }
 
 static TLB_GEN: AtomicU64 = AtomicU64::new(0);
@@ -82,6 +85,13 @@ pub fn tlb_shootdown_all() -> bool {
 /// Asks `cpu` to re-program its timer (a timer earlier than its programmed one was armed).
 pub fn kick_timer(cpu: &crate::percpu::PerCpu) {
     cpu.ipi_requests.fetch_or(crate::percpu::IPI_REQ_TIMER, Ordering::AcqRel);
+    crate::trace::ipi_send(cpu.cpu_id, crate::arch::apic::CALL_FUNCTION_VECTOR, crate::time::uptime_ns());
+    crate::arch::apic::send_ipi(cpu.apic_id, crate::arch::apic::CALL_FUNCTION_VECTOR);
+}
+
+/// Asks `cpu` to push its waiting RT tasks (`RT_PUSH_IPI`, see `sched::balance::pull_rt`).
+pub fn request_rt_push(cpu: &crate::percpu::PerCpu) {
+    cpu.ipi_requests.fetch_or(crate::percpu::IPI_REQ_RT_PUSH, Ordering::AcqRel);
     crate::trace::ipi_send(cpu.cpu_id, crate::arch::apic::CALL_FUNCTION_VECTOR, crate::time::uptime_ns());
     crate::arch::apic::send_ipi(cpu.apic_id, crate::arch::apic::CALL_FUNCTION_VECTOR);
 }

@@ -18,6 +18,7 @@ extern crate alloc;
 
 pub mod arch;
 pub mod bench;
+pub mod chaos;
 pub mod cmdline;
 pub mod console;
 pub mod interrupts;
@@ -147,6 +148,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
 /// The first task (pid 1): runs the kernel tests under `cargo test`, else the `run=` commands,
 /// then powers off if asked.
 fn init_main(opts: cmdline::BootOptions) -> i32 {
+    cmdline::apply_sysctls(&opts);
     sched::lockup::start();
     #[cfg(test)]
     {

@@ -39,6 +39,8 @@ pub struct PerCpu {
 pub const IPI_REQ_TIMER: u32 = 1 << 0;
 /// `ipi_requests` bit: flush the TLB (kernel stack slots were unmapped).
 pub const IPI_REQ_TLB: u32 = 1 << 1;
+/// `ipi_requests` bit: push waiting RT tasks (a CPU whose level dropped asks, `RT_PUSH_IPI`).
+pub const IPI_REQ_RT_PUSH: u32 = 1 << 2;
 
 // SAFETY: `self_ptr` only ever points at the (immutable-address, leaked) struct itself; all
 // mutable state is atomic.

@@ -128,13 +128,14 @@ pub static SYSCTLS: &[Sysctl] = &[
     },
     Sysctl {
         name: "kernel.sched_features",
-        help: "scheduler features, Linux-style: HRTICK, TTWU_QUEUE; NO_<name> turns one off",
+        help: "scheduler features, Linux-style: HRTICK, TTWU_QUEUE, RT_PUSH_IPI; NO_<name> turns one off",
         get: || {
             let flag = |on: bool, name: &str| if on { String::from(name) } else { format!("NO_{name}") };
             format!(
-                "{} {}",
+                "{} {} {}",
                 flag(crate::sched::hrtick::enabled(), "HRTICK"),
-                flag(crate::sched::ttwu_queue_enabled(), "TTWU_QUEUE")
+                flag(crate::sched::ttwu_queue_enabled(), "TTWU_QUEUE"),
+                flag(crate::sched::rt_push_ipi_enabled(), "RT_PUSH_IPI")
             )
         },
         // Like writing `/sys/kernel/debug/sched/features`: one or more names, each applied.
@@ -146,7 +147,7 @@ pub static SYSCTLS: &[Sysctl] = &[
                     None => (word, true),
                 };
                 match name {
-                    "HRTICK" | "TTWU_QUEUE" => changes.push((name, on)),
+                    "HRTICK" | "TTWU_QUEUE" | "RT_PUSH_IPI" => changes.push((name, on)),
                     _ => return Err(Errno::EINVAL),
                 }
             }
@@ -156,7 +157,8 @@ pub static SYSCTLS: &[Sysctl] = &[
             for (name, on) in changes {
                 match name {
                     "HRTICK" => crate::sched::hrtick::set_enabled(on),
-                    _ => crate::sched::set_ttwu_queue(on),
+                    "TTWU_QUEUE" => crate::sched::set_ttwu_queue(on),
+                    _ => crate::sched::set_rt_push_ipi(on),
                 }
             }
             Ok(())

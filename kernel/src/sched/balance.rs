@@ -92,6 +92,20 @@ fn level_prio(level: u8) -> CpuPrio {
     }
 }
 
+/// The inverse of [`level_prio`] (the `u8` encoding `Rq::rt_level` publishes).
+fn prio_level(prio: CpuPrio) -> u8 {
+    match prio {
+        CpuPrio::Idle => 0,
+        CpuPrio::Fair => 1,
+        CpuPrio::Rt(p) => 2 + p,
+    }
+}
+
+/// The level of what `g`'s CPU runs (idle, fair or its RT priority), throttling aside.
+fn curr_level(g: &RqInner) -> u8 {
+    g.curr.as_ref().map(|c| if c.is_idle { 0 } else { cpu_prio(c) }).unwrap_or(0)
+}
+
 /// Per-CPU scratch space for balancing decisions: a `CpuPri` (~1 KiB) and the load snapshot.
 /// Not on the stack: these decisions run in wakeups, inside interrupt handlers, on top of
 /// whatever task stack was interrupted (16 KiB for some tasks).
@@ -160,7 +174,7 @@ fn running_prio(g: &RqInner) -> CpuPrio {
     if g.rt_bw.throttled {
         return level_prio(THROTTLED_LEVEL);
     }
-    level_prio(g.curr.as_ref().map(|c| if c.is_idle { 0 } else { cpu_prio(c) }).unwrap_or(0))
+    level_prio(curr_level(g))
 }
 
 /// `g`'s waiting RT tasks (not `curr`) in run order, at most [`RT_SCAN`], as policy sees them.
@@ -184,9 +198,7 @@ pub fn locked_level(g: &RqInner) -> u8 {
     if g.rt_bw.throttled {
         return THROTTLED_LEVEL;
     }
-    let curr = g.curr.as_ref().map(|c| if c.is_idle { 0 } else { cpu_prio(c) }).unwrap_or(0);
-    let queued = g.rt.highest_prio().map(|p| 2 + p).unwrap_or(0);
-    curr.max(queued)
+    prio_level(cadence_sched::cpupri::cpu_level(level_prio(curr_level(g)), g.rt.highest_prio()))
 }
 
 fn idle_mask() -> CpuMask {
@@ -397,6 +409,35 @@ pub fn push_rt(cpu: u32) {
     }
 }
 
+/// `RT_PUSH_IPI` (Linux's feature of that name): instead of locking the overloaded CPUs'
+/// queues from here, ask each one that may have something for `this` to push (a call-function
+/// IPI; it pushes under its own lock to the lowest CPUs, which now include `this`). When
+/// several CPUs drop at once they do not all contend for the overloaded CPU's lock, and a
+/// pull never spins behind a holder whose vCPU is descheduled. One request per CPU is in
+/// flight at a time (`Rq::push_ipi_pending`). Returns false: nothing moved synchronously.
+fn ask_to_push(this: u32) -> bool {
+    let me = rq_of(this);
+    let overloaded = CpuMask(super::RT_OVERLOAD.load(Ordering::SeqCst)).without(this as usize);
+    for src_cpu in overloaded.iter_wrap(this as usize + 1) {
+        let src_rq = rq_of(src_cpu as u32);
+        if src_rq.rt_pushable.load(Ordering::SeqCst) <= me.rt_level.load(Ordering::SeqCst) {
+            continue;
+        }
+        if !src_rq.push_ipi_pending.swap(true, Ordering::SeqCst) {
+            if let Some(c) = percpu::get(src_cpu as u32) {
+                crate::interrupts::request_rt_push(c);
+            }
+        }
+    }
+    false
+}
+
+/// The call-function IPI's `RT_PUSH_IPI` request: push this CPU's waiting RT tasks.
+pub fn push_requested(this: u32) {
+    rq_of(this).push_ipi_pending.store(false, Ordering::SeqCst);
+    push_rt(this);
+}
+
 /// Pulls the most important waiting RT task that `this` should run (Linux `pull_rt_task`):
 /// from the overloaded CPUs whose best pushable task beats this CPU's level, a task allowed
 /// here that beats what runs or waits here and that its own CPU is not about to run
@@ -405,6 +446,9 @@ pub fn pull_rt(this: u32) -> bool {
     let me = rq_of(this);
     if me.rt_throttled.load(Ordering::Relaxed) {
         return false; // could not run it here anyway
+    }
+    if super::rt_push_ipi_enabled() {
+        return ask_to_push(this);
     }
     let mut moved = false;
     let overloaded = CpuMask(super::RT_OVERLOAD.load(Ordering::SeqCst)).without(this as usize);

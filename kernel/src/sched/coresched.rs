@@ -306,30 +306,37 @@ pub fn fork(child: &Task, parent: &Task) {
     }
 }
 
-/// A task exited: drop its cookie reference.
+/// A task exited: drop its cookie reference (the pending one if a change is pending: the
+/// registry moved the task's reference to it). Under the registry lock, which `prctl` holds
+/// from reading cookies to recording its assignments, so each reference is dropped once.
 pub fn exit(t: &Task) {
+    let mut reg = COOKIES.lock();
+    t.core_exited.store(true, Ordering::Release);
     let pending = t.core_cookie_pending.swap(NO_PENDING, Ordering::AcqRel);
     let effective = t.core_cookie.swap(0, Ordering::AcqRel);
     let c = CookieId(if pending != NO_PENDING { pending } else { effective });
     if c != CookieId::NONE {
-        let mut reg = COOKIES.lock();
         let _ = reg.exit(c);
         sync_live(&reg);
     }
 }
 
-/// Gives `t` cookie `new` (refcounts already moved) and reschedules its core. A task that is
-/// not running changes at once (requeued, so counts and the core-wide pick see it); a running
-/// one changes at its next `schedule()`, under the core's locks — so a cookie never changes
-/// under a sibling that runs an incompatible task.
-fn apply(t: &Arc<Task>, new: CookieId) {
+/// Makes `t`'s pending cookie (recorded by `prctl`) effective and reschedules its core. A task
+/// that is not running changes at once (requeued, so counts and the core-wide pick see it); a
+/// running one changes at its next `schedule()` (`apply_pending`), under the core's locks — so
+/// a cookie never changes under a sibling that runs an incompatible task. Idempotent, and
+/// order-independent when several `prctl`s race: it applies whatever is pending now.
+fn apply(t: &Arc<Task>) {
     let _params = t.params.lock();
+    if t.core_exited.load(Ordering::Acquire) {
+        return; // `exit` dropped whatever was pending
+    }
     let cpu = super::with_task_rq(t, |g, now| {
-        if g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, t)) {
-            t.core_cookie_pending.store(new.0, Ordering::Release);
-        } else {
-            t.core_cookie_pending.store(NO_PENDING, Ordering::Release);
-            super::requeue_locked(g, t, now, || t.core_cookie.store(new.0, Ordering::Release));
+        if !g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, t)) {
+            let new = t.core_cookie_pending.swap(NO_PENDING, Ordering::AcqRel);
+            if new != NO_PENDING {
+                super::requeue_locked(g, t, now, || t.core_cookie.store(new, Ordering::Release));
+            }
         }
         g.cpu
     });
@@ -344,20 +351,34 @@ fn apply(t: &Arc<Task>, new: CookieId) {
 pub fn prctl(cmd: u64, pid: u64, pidtype: u64, uaddr: u64) -> Result<u64, Errno> {
     let me = super::current();
     let tasks: Vec<Arc<Task>> = super::task::all().into_iter().filter(|t| t.state() != super::task::TaskState::Dead).collect();
-    let infos: Vec<policy::TaskInfo> = tasks
-        .iter()
-        .map(|t| policy::TaskInfo {
-            tid: t.tid as i32,
-            tgid: t.tgid as i32,
-            pgid: t.pgid.load(Ordering::Relaxed) as i32,
-            cookie: logical_cookie(t),
-        })
-        .collect();
-    let outcome = {
+    // Cookies are read, the registry changed and the assignments recorded (as pending) under
+    // the registry lock: a task exiting meanwhile (`exit`, same lock) either is left out here
+    // or drops exactly the reference this assigned it.
+    let (outcome, assigned) = {
         let mut reg = COOKIES.lock();
+        let live: Vec<&Arc<Task>> = tasks.iter().filter(|t| !t.core_exited.load(Ordering::Acquire)).collect();
+        let infos: Vec<policy::TaskInfo> = live
+            .iter()
+            .map(|t| policy::TaskInfo {
+                tid: t.tid as i32,
+                tgid: t.tgid as i32,
+                pgid: t.pgid.load(Ordering::Relaxed) as i32,
+                cookie: logical_cookie(t),
+            })
+            .collect();
         let r = policy::sched_core_share_pid(&mut reg, &infos, me.tid as i32, [cmd, pid, pidtype, uaddr], smt_present(), |_| true);
         sync_live(&reg);
-        r?
+        let outcome = r?;
+        let mut assigned: Vec<Arc<Task>> = Vec::new();
+        if let PrctlOutcome::Assign(list) = &outcome {
+            for a in list {
+                if let Some(t) = live.iter().find(|t| t.tid as i32 == a.tid) {
+                    t.core_cookie_pending.store(a.new.0, Ordering::Release);
+                    assigned.push((*t).clone());
+                }
+            }
+        }
+        (outcome, assigned)
     };
     match outcome {
         PrctlOutcome::Get { value, uaddr } => {
@@ -367,11 +388,9 @@ pub fn prctl(cmd: u64, pid: u64, pidtype: u64, uaddr: u64) -> Result<u64, Errno>
                 Ok(value)
             }
         }
-        PrctlOutcome::Assign(list) => {
-            for a in list {
-                if let Some(t) = tasks.iter().find(|t| t.tid as i32 == a.tid) {
-                    apply(t, a.new);
-                }
+        PrctlOutcome::Assign(_) => {
+            for t in &assigned {
+                apply(t);
             }
             Ok(0)
         }

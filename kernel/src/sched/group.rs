@@ -234,6 +234,9 @@ pub fn move_task(tid: super::Tid, gid: GroupId) -> Result<(), Errno> {
         }
     }
     let _params = t.params.lock();
+    if t.left_group.load(Ordering::Acquire) {
+        return Err(Errno::ESRCH); // exited meanwhile
+    }
     let old = t.group.load(Ordering::Acquire);
     if old == gid {
         return Ok(());

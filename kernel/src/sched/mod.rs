@@ -145,6 +145,8 @@ pub struct Rq {
     /// Entries on `wake_list` not yet queued: a CPU with pending wakeups is not idle for
     /// placement (Linux `idle_cpu()` checks `rq->ttwu_pending`), or every waker would pick it.
     pub wake_pending: AtomicU32,
+    /// An `RT_PUSH_IPI` request to this CPU is in flight (see `balance::pull_rt`).
+    pub push_ipi_pending: AtomicBool,
     /// Tick count at the last new-idle balance (at most one per tick).
     pub last_idle_balance: AtomicU64,
     /// The idle loop is polling `need_resched` (no IPI needed to wake it).
@@ -214,6 +216,7 @@ impl Rq {
             balance_due: AtomicBool::new(false),
             wake_list: AtomicPtr::new(core::ptr::null_mut()),
             wake_pending: AtomicU32::new(0),
+            push_ipi_pending: AtomicBool::new(false),
             last_idle_balance: AtomicU64::new(u64::MAX),
             polling: AtomicBool::new(false),
             rt_throttled: AtomicBool::new(false),
@@ -355,14 +358,11 @@ fn update_counts(rq: &Rq, g: &RqInner) {
         let online = online_mask();
         for (tid, prio) in g.rt.iter() {
             let Some(t) = g.tasks.get(&tid) else { continue };
-            if curr.is_some_and(|c| Arc::ptr_eq(c, t)) {
-                continue;
+            let running = curr.is_some_and(|c| Arc::ptr_eq(c, t));
+            if cadence_sched::rt_smp::is_pushable(t.affinity(), online, running) {
+                pushable = 2 + prio;
+                break;
             }
-            if (t.affinity() & online).without(g.cpu as usize).is_empty() {
-                continue;
-            }
-            pushable = 2 + prio;
-            break;
         }
     }
     rq.rt_level.store(balance::locked_level(g), Ordering::SeqCst);
@@ -374,6 +374,39 @@ fn update_counts(rq: &Rq, g: &RqInner) {
     } else if pushable == 0 && overloaded {
         RT_OVERLOAD.fetch_and(!bit, Ordering::SeqCst);
     }
+}
+
+/// Run-queue accounting, for stress tests (the chaos stress): on every CPU, under its lock, the
+/// published `nr_running` equals the queues' counts and the queued-task map, every queued task
+/// is on the run queue of its own CPU, and no task is queued on two CPUs. Returns one line per
+/// problem (empty: consistent). Wakeups still on a wake list are neither queued nor counted.
+pub fn check_accounting() -> alloc::vec::Vec<alloc::string::String> {
+    use alloc::format;
+    let mut problems = alloc::vec::Vec::new();
+    let mut seen: BTreeMap<Tid, u32> = BTreeMap::new();
+    for cpu in percpu::online_cpus() {
+        let g = cpu.rq.lock.lock();
+        let queued = g.rt.nr_running() + g.nr_fair_tasks;
+        let published = cpu.rq.nr_running.load(Ordering::Acquire) as usize;
+        if queued != published || queued != g.tasks.len() {
+            problems.push(format!(
+                "cpu {}: nr_running {} published, {} in the class queues, {} queued tasks",
+                cpu.cpu_id,
+                published,
+                queued,
+                g.tasks.len()
+            ));
+        }
+        for (tid, t) in g.tasks.iter() {
+            if !t.is_on_rq() || t.cpu() != cpu.cpu_id {
+                problems.push(format!("cpu {}: task {} queued here, on_rq {} cpu {}", cpu.cpu_id, tid, t.is_on_rq(), t.cpu()));
+            }
+            if let Some(other) = seen.insert(*tid, cpu.cpu_id) {
+                problems.push(format!("task {} queued on cpus {} and {}", tid, other, cpu.cpu_id));
+            }
+        }
+    }
+    problems
 }
 
 /// CPUs with a waiting RT task that may run elsewhere (Linux's `rto_mask`): pull sources.
@@ -748,7 +781,13 @@ fn task_dead(task: Arc<Task>) {
     }
     autogroup::exit(&task);
     coresched::exit(&task);
-    group::leave(task.group.swap(group::ROOT_GROUP, Ordering::AcqRel));
+    {
+        // Under `params`, with `left_group` set, so that a `group::move_task` racing with the
+        // exit cannot join the task to a group after it left its last one.
+        let _params = task.params.lock();
+        task.left_group.store(true, Ordering::Release);
+        group::leave(task.group.swap(group::ROOT_GROUP, Ordering::AcqRel));
+    }
     crate::tty::task_exit(&task);
     drop(task.take_stack());
     task.released.store(true, Ordering::Release);
@@ -880,6 +919,18 @@ pub fn try_to_wake_up(task: &Arc<Task>) -> bool {
 /// (`TTWU_QUEUE` in `kernel.sched_features`; default on, by measurement: README, "Remote
 /// wakeups").
 static TTWU_QUEUE: AtomicBool = AtomicBool::new(true);
+
+/// A CPU whose RT level dropped asks overloaded CPUs to push instead of pulling from them
+/// (`RT_PUSH_IPI` in `kernel.sched_features`; default by measurement: README, "Remote wakeups").
+static RT_PUSH_IPI: AtomicBool = AtomicBool::new(false);
+
+pub fn rt_push_ipi_enabled() -> bool {
+    RT_PUSH_IPI.load(Ordering::Relaxed)
+}
+
+pub fn set_rt_push_ipi(on: bool) {
+    RT_PUSH_IPI.store(on, Ordering::Relaxed);
+}
 
 pub fn ttwu_queue_enabled() -> bool {
     TTWU_QUEUE.load(Ordering::Relaxed)

@@ -144,6 +144,11 @@ pub struct Task {
     pub core_cookie: AtomicU64,
     /// A new cookie for a running task, applied at its next `schedule()` under the core's
     /// locks (`coresched::NO_PENDING` = none).
+    /// Set (under `params`) once the task's cookie reference was dropped at exit: a cookie
+    /// assigned later (a prctl racing with the exit) is dropped instead of applied.
+    pub core_exited: AtomicBool,
+    /// Set (under `params`) once the exiting task left its group for good (`task_dead`).
+    pub left_group: AtomicBool,
     pub core_cookie_pending: AtomicU64,
     /// Forced idle charged to this task by core scheduling (ns).
     pub core_forceidle_ns: AtomicU64,
@@ -397,6 +402,8 @@ pub(super) fn new_task(
         on_rq: AtomicBool::new(false),
         on_cpu: AtomicBool::new(is_idle),
         wake_next: AtomicPtr::new(core::ptr::null_mut()),
+        core_exited: AtomicBool::new(false),
+        left_group: AtomicBool::new(false),
         parked_se: IrqLock::new(None),
         group: AtomicU32::new(0),
         autogroup: AtomicU32::new(0),

@@ -115,6 +115,12 @@ pub const COMMANDS: &[Command] = &[
         help: "show or set RLIMIT_RTTIME of a task",
         run: |a| adapt("prlimit", crate::sched::rt_limits::cmd_prlimit(a)),
     },
+    Command {
+        name: "chaos",
+        usage: "chaos [-s SEED] [-n OPS] [-b TRACE_ENTRIES]",
+        help: "the chaos stress: random scheduler operations, then leak and invariant checks",
+        run: |a| adapt("chaos", crate::chaos::cmd_chaos(a)),
+    },
     Command { name: "trace", usage: crate::trace::USAGE, help: "scheduler tracer", run: |a| adapt("trace", crate::trace::cmd_trace(a)) },
     Command { name: "poweroff", usage: "poweroff", help: "exit QEMU (success)", run: cmd_poweroff },
     Command {

@@ -161,6 +161,14 @@ pub struct Report {
     pub rt: LatencyStats,
     pub fair: LatencyStats,
     pub hist: Histogram,
+    /// Every rt / fair wakeup latency (ns), sorted ascending by [`Analyzer::finish`], for
+    /// the percentiles.
+    pub rt_samples: Vec<u64>,
+    pub fair_samples: Vec<u64>,
+    /// `sched_switch` events, and the first and last event timestamps (ns).
+    pub switches: u64,
+    pub first_ns: u64,
+    pub last_ns: u64,
     /// Sorted by average delay, then maximum delay (both descending), then pid.
     pub tasks: Vec<TaskLatency>,
 }
@@ -198,8 +206,13 @@ impl Analyzer {
     pub fn feed(&mut self, e: &Event) {
         self.report.events += 1;
         let ts = quantize(e.ts_ns);
+        if self.report.events == 1 {
+            self.report.first_ns = ts;
+        }
+        self.report.last_ns = self.report.last_ns.max(ts);
         match &e.kind {
             EventKind::Switch { prev, prev_state, next } => {
+                self.report.switches += 1;
                 if let Some((pid, since)) = self.running_on.remove(&e.cpu) {
                     self.running.remove(&pid);
                     if pid != 0 && pid == prev.pid {
@@ -231,8 +244,10 @@ impl Analyzer {
                             self.report.all.add(d);
                             if p.rt {
                                 self.report.rt.add(d);
+                                self.report.rt_samples.push(d);
                             } else {
                                 self.report.fair.add(d);
+                                self.report.fair_samples.push(d);
                             }
                             self.report.hist.add(d);
                         }
@@ -267,8 +282,20 @@ impl Analyzer {
         });
         self.report.tasks = tasks;
         self.report.lost = lost;
+        self.report.rt_samples.sort_unstable();
+        self.report.fair_samples.sort_unstable();
         self.report
     }
+}
+
+/// The `p`-th percentile (0..=100) of ascending `sorted` by nearest rank (the smallest value
+/// with at least p% of the samples at or below it); 0 when empty.
+pub fn percentile(sorted: &[u64], p: u32) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = (sorted.len() as u64 * p.min(100) as u64).div_ceil(100).max(1);
+    sorted[(rank - 1) as usize]
 }
 
 /// Analyzes events already in timestamp order.
@@ -294,6 +321,19 @@ impl Report {
         self.all.write_summary(out, "all")?;
         self.rt.write_summary(out, "rt")?;
         self.fair.write_summary(out, "fair")?;
+        for (title, samples) in [("rt", &self.rt_samples), ("fair", &self.fair_samples)] {
+            writeln!(
+                out,
+                "wakeup latency percentiles ({}): p50_ns={} p99_ns={} max_ns={}",
+                title,
+                percentile(samples, 50),
+                percentile(samples, 99),
+                samples.last().copied().unwrap_or(0)
+            )?;
+        }
+        let span_ns = self.last_ns.saturating_sub(self.first_ns);
+        let per_s = (self.switches as u128 * 1_000_000_000).checked_div(span_ns as u128).unwrap_or(0);
+        writeln!(out, "switches: {} in {} ms ({} per second)", self.switches, ms(span_ns), per_s)?;
         self.hist.write(out, "wakeup latency histogram (ns)")?;
         self.write_tasks(out)
     }
@@ -474,5 +514,17 @@ mod tests {
         ];
         let rep = analyze(evs.iter(), 0);
         assert_eq!(rep.events, 4);
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(percentile(&v, 50), 50);
+        assert_eq!(percentile(&v, 99), 99);
+        assert_eq!(percentile(&v, 100), 100);
+        assert_eq!(percentile(&v, 0), 1);
+        assert_eq!(percentile(&[7], 99), 7);
+        assert_eq!(percentile(&[], 50), 0);
+        assert_eq!(percentile(&[1, 2, 3], 50), 2);
     }
 }

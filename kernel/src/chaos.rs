@@ -1,0 +1,579 @@
+//! The chaos stress (`chaos [-s SEED] [-n OPS] [-b ENTRIES]`, `make test-chaos`): worker tasks,
+//! one per CPU, perform random operations from a seeded RNG on short-lived children and on the
+//! scheduler's shared state, then the stress quiesces and checks that nothing leaked and no
+//! invariant broke.
+//!
+//! **Operations** (each worker draws one per step): spawn a child (a sleeper, a spinner, or a
+//! session leader); kill one with TERM/KILL/STOP/CONT, a null or an invalid signal; reap the
+//! dead; `sched_setattr` with every policy (and invalid ones), priorities -1..=100 and nice
+//! -25..=25; `sched_setaffinity` with random masks (empty and offline bits included); group
+//! create/move/weight/destroy with valid and invalid weights; autogroup on/off; tty open/close
+//! (ttys 40..=45); `PR_SCHED_CORE` CREATE/SHARE_TO/SHARE_FROM with every scope and invalid
+//! commands; `prlimit RLIMIT_RTTIME` (soft > hard included); sleeps and yields.
+//!
+//! **Errors**: every operation has the errno set Linux could return for it (e.g. `ESRCH` for a
+//! child that just exited, `EINVAL` exactly for an invalid attribute, mask or weight); any other
+//! result counts in `errors_unexpected` and is printed (the first few).
+//!
+//! **Quiescing**: the workers finish their share of operations; every child is continued
+//! (SIGCONT) and given [`GRACE_NS`] to end on its own (children run a bounded number of rounds);
+//! one still alive then and not stopped is stuck: it counts as a lost wakeup if it is asleep,
+//! else as a leak. Then every child is killed and reaped, groups and ttys the stress made are
+//! removed and autogroup is restored.
+//!
+//! **Checks** (tolerances): the task table has its baseline count; every CPU's published
+//! `nr_running` equals its queues' counts and its queued-task map, and every queued task is
+//! on exactly one CPU (`sched::check_accounting`); groups and live cookies are at baseline;
+//! per-CPU timers at most baseline + one per CPU (an armed hrtick); heap use at most baseline
+//! + 64 KiB per CPU (the per-CPU block caches keep freed blocks); free frames at least baseline
+//! − 16. A sleeper that overslept by more than [`LOST_NS`] (without having been stopped) is a
+//! lost wakeup. The trace checkers `coresched` and `rt` run over the recorded window, whose
+//! share of the run is printed.
+//!
+//! The seed is printed first, so a failure replays with `-s`. The final line is exactly
+//! `chaos: seed=<n> ops=<n> smp=<n> violations=<n> leaks=<n> lost_wakeups=<n> errors_unexpected=<n>`.
+
+use crate::percpu;
+use crate::sched::task::{self, SpawnOptions, TaskState, Tid};
+use crate::sched::{self, api, autogroup, coresched, group, rt_limits, signal};
+use crate::sync::IrqLock;
+use crate::tty;
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use cadence_sched::core_sched as cs;
+use cadence_sched::{CpuMask, Errno, SchedAttr};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Time every child gets to end on its own once the workers are done.
+pub const GRACE_NS: u64 = 10_000_000_000;
+/// A sleep that ends this much after its deadline (the sleeper not stopped meanwhile) is a lost
+/// wakeup. Generous: RT children may hold a CPU for 95% of each second (RT throttling), and the
+/// host may deschedule a vCPU.
+pub const LOST_NS: u64 = 5_000_000_000;
+/// Live children at most, per CPU.
+const CHILDREN_PER_CPU: usize = 3;
+/// Unexpected results printed in full.
+const PRINT_UNEXPECTED: u64 = 10;
+/// The ttys the stress opens and closes.
+const TTYS: core::ops::RangeInclusive<u32> = 40..=45;
+
+/// xorshift64* (seeded; never 0).
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// Uniform in `0..n` (`n > 0`).
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// A child and what the stress knows of it.
+struct Child {
+    tid: Tid,
+    /// SIGSTOPs sent to it (a sleep spanning one may overrun legitimately).
+    stops: AtomicU64,
+}
+
+/// State shared by the workers.
+struct Shared {
+    children: IrqLock<Vec<Arc<Child>>>,
+    groups: IrqLock<Vec<group::GroupId>>,
+    unexpected: AtomicU64,
+    lost_wakeups: AtomicU64,
+    ops: AtomicU64,
+    next_group: AtomicU64,
+    /// Set once the workers are done: children end at their next round.
+    ending: AtomicBool,
+}
+
+impl Shared {
+    fn random_child(&self, rng: &mut Rng) -> Option<Arc<Child>> {
+        let c = self.children.lock();
+        if c.is_empty() {
+            None
+        } else {
+            Some(c[rng.below(c.len() as u64) as usize].clone())
+        }
+    }
+
+    /// Records `op`'s result; `allowed` are the errnos Linux could return for it.
+    fn expect<T>(&self, op: &str, r: Result<T, Errno>, allowed: &[Errno]) {
+        if let Err(e) = r {
+            if !allowed.contains(&e) {
+                let n = self.unexpected.fetch_add(1, Ordering::Relaxed);
+                if n < PRINT_UNEXPECTED {
+                    crate::kprintln!("chaos: unexpected: {} -> {} (allowed {:?})", op, e, allowed);
+                }
+            }
+        }
+    }
+}
+
+fn now() -> u64 {
+    crate::time::uptime_ns()
+}
+
+/// What a child does: a bounded number of rounds, so that it ends on its own.
+fn child_body(shared: Arc<Shared>, me: Arc<Child>, kind: u64, seed: u64) -> i32 {
+    let mut rng = Rng::new(seed);
+    let rounds = 1 + rng.below(12);
+    if kind == 2 {
+        // A session leader (new session; tty or session autogroup follows).
+        let r = tty::setsid();
+        shared.expect("setsid", r, &[Errno::EPERM]);
+    }
+    for _ in 0..rounds {
+        if shared.ending.load(Ordering::Relaxed) && rng.chance(50) {
+            break;
+        }
+        match kind {
+            1 => {
+                // Spinner: at most 300 µs on the CPU, then a short sleep.
+                let until = now() + rng.below(300_000);
+                while now() < until {
+                    core::hint::spin_loop();
+                }
+                if rng.chance(50) {
+                    sched::yield_now();
+                } else {
+                    sched::sleep_ns(50_000 + rng.below(500_000));
+                }
+            }
+            _ => {
+                // Sleeper: checks that its timer woke it.
+                let stops = me.stops.load(Ordering::Acquire);
+                let deadline = now() + rng.below(3_000_000);
+                sched::sleep_until(deadline);
+                let late = now().saturating_sub(deadline);
+                if late > LOST_NS && me.stops.load(Ordering::Acquire) == stops {
+                    shared.lost_wakeups.fetch_add(1, Ordering::Relaxed);
+                    crate::kprintln!("chaos: lost wakeup: tid {} overslept by {} ms", me.tid, late / 1_000_000);
+                }
+            }
+        }
+    }
+    0
+}
+
+fn spawn_child(shared: &Arc<Shared>, rng: &mut Rng) {
+    if shared.children.lock().len() >= CHILDREN_PER_CPU * percpu::nr_cpus() as usize {
+        return;
+    }
+    let kind = rng.below(3);
+    let seed = rng.next();
+    // The tid is known only after the spawn: the child waits for its record.
+    let slot: Arc<IrqLock<Option<Arc<Child>>>> = Arc::new(IrqLock::new(None));
+    let (s2, slot2) = (shared.clone(), slot.clone());
+    let opts = SpawnOptions::new(match kind {
+        0 => "chaos-sleep",
+        1 => "chaos-spin",
+        _ => "chaos-sid",
+    });
+    let spawned = sched::spawn(opts, move || {
+        let me = loop {
+            if let Some(c) = slot2.lock().clone() {
+                break c;
+            }
+            sched::yield_now();
+        };
+        child_body(s2, me, kind, seed)
+    });
+    match spawned {
+        Ok(t) => {
+            let c = Arc::new(Child { tid: t.tid, stops: AtomicU64::new(0) });
+            *slot.lock() = Some(c.clone());
+            shared.children.lock().push(c);
+        }
+        Err(e) => {
+            let n = shared.unexpected.fetch_add(1, Ordering::Relaxed);
+            if n < PRINT_UNEXPECTED {
+                crate::kprintln!("chaos: unexpected: spawn -> {:?}", e);
+            }
+        }
+    }
+}
+
+/// Reaps children that have exited.
+fn reap_dead(shared: &Shared) {
+    let dead: Vec<Arc<Child>> = {
+        let mut c = shared.children.lock();
+        let (dead, live): (Vec<_>, Vec<_>) = c.drain(..).partition(|ch| {
+            task::find(ch.tid).map(|t| t.state() == TaskState::Dead).unwrap_or(true)
+        });
+        *c = live;
+        dead
+    };
+    for ch in dead {
+        let r = task::wait(ch.tid);
+        shared.expect("wait", r, &[Errno::ESRCH]);
+    }
+}
+
+fn random_mask(rng: &mut Rng) -> CpuMask {
+    match rng.below(4) {
+        0 => CpuMask(0),                                   // empty: EINVAL
+        1 => CpuMask(1u64 << (32 + rng.below(32))),        // offline only: EINVAL
+        2 => CpuMask(1u64 << rng.below(percpu::nr_cpus() as u64)),
+        _ => CpuMask(rng.next()),
+    }
+}
+
+/// One random operation.
+fn one_op(shared: &Arc<Shared>, rng: &mut Rng) {
+    let online = sched::online_mask();
+    match rng.below(16) {
+        0 | 1 => spawn_child(shared, rng),
+        2 => {
+            let sig = [signal::SIGTERM, signal::SIGKILL, 19 /* SIGSTOP */, signal::SIGCONT, 0, 200][rng.below(6) as usize];
+            if let Some(c) = shared.random_child(rng) {
+                if sig == 19 {
+                    c.stops.fetch_add(1, Ordering::AcqRel);
+                }
+                let r = signal::kill(c.tid, sig);
+                let allowed: &[Errno] = if sig == 200 { &[Errno::EINVAL] } else { &[Errno::ESRCH] };
+                shared.expect("kill", r, allowed);
+            }
+        }
+        3 => reap_dead(shared),
+        4 | 5 => {
+            let Some(c) = shared.random_child(rng) else { return };
+            let policy = [0, 1, 2, 3, 5, 4, 7, -1][rng.below(8) as usize];
+            let prio = match rng.below(4) {
+                0 => 0,
+                1 => 100,
+                2 => -1i64 as u32,
+                _ => 1 + rng.below(99) as u32,
+            };
+            let attr = SchedAttr { policy, nice: rng.below(51) as i32 - 25, rt_priority: prio, slice_ns: 0, flags: 0 };
+            let valid = attr.validate().is_ok();
+            let r = api::sched_setattr(c.tid, &attr);
+            let allowed: &[Errno] = if valid { &[Errno::ESRCH] } else { &[Errno::EINVAL, Errno::ESRCH] };
+            shared.expect("sched_setattr", r, allowed);
+        }
+        6 => {
+            let Some(c) = shared.random_child(rng) else { return };
+            let mask = random_mask(rng);
+            let r = api::sched_setaffinity(c.tid, mask);
+            let allowed: &[Errno] = if (mask & online).is_empty() { &[Errno::EINVAL, Errno::ESRCH] } else { &[Errno::ESRCH] };
+            shared.expect("sched_setaffinity", r, allowed);
+        }
+        7 => {
+            let n = shared.next_group.fetch_add(1, Ordering::Relaxed);
+            let weight = if rng.chance(80) { 1 + rng.below(10_000) } else { [0, 10_001, u64::MAX][rng.below(3) as usize] };
+            let r = group::create(&format!("chaos{}", n), group::ROOT_GROUP, weight, group::GroupKind::Manual);
+            let valid = (1..=10_000).contains(&weight);
+            match r {
+                Ok(tg) => shared.groups.lock().push(tg.id),
+                Err(e) => shared.expect::<()>("group create", Err(e), if valid { &[] } else { &[Errno::EINVAL] }),
+            }
+        }
+        8 => {
+            let Some(c) = shared.random_child(rng) else { return };
+            let gid = {
+                let g = shared.groups.lock();
+                if g.is_empty() || rng.chance(25) { group::ROOT_GROUP } else { g[rng.below(g.len() as u64) as usize] }
+            };
+            let r = group::move_task(c.tid, gid);
+            shared.expect("group move", r, &[Errno::ESRCH]);
+        }
+        9 => {
+            let gid = {
+                let g = shared.groups.lock();
+                if g.is_empty() {
+                    return;
+                }
+                g[rng.below(g.len() as u64) as usize]
+            };
+            if rng.chance(50) {
+                let w = if rng.chance(80) { 1 + rng.below(10_000) } else { 0 };
+                let r = group::set_weight(gid, w);
+                shared.expect("group weight", r, if w == 0 { &[Errno::EINVAL, Errno::ESRCH] } else { &[Errno::ESRCH] });
+            } else {
+                let r = group::destroy(gid);
+                if r.is_ok() {
+                    shared.groups.lock().retain(|&g| g != gid);
+                }
+                shared.expect("group destroy", r, &[Errno::EBUSY, Errno::ESRCH]);
+            }
+        }
+        10 => {
+            if rng.chance(30) {
+                autogroup::set_enabled(!autogroup::enabled());
+            }
+        }
+        11 => {
+            let id = TTYS.start() + rng.below((TTYS.end() - TTYS.start() + 1) as u64) as u32;
+            if rng.chance(50) {
+                shared.expect("tty open", tty::open(id).map(|_| ()), &[]);
+            } else {
+                shared.expect("tty close", tty::close(id), &[Errno::ENODEV]);
+            }
+        }
+        12 => {
+            let target = shared.random_child(rng).map(|c| c.tid as u64).unwrap_or(0);
+            let cmd = [cs::PR_SCHED_CORE_CREATE, cs::PR_SCHED_CORE_SHARE_TO, cs::PR_SCHED_CORE_SHARE_FROM, 7][rng.below(4) as usize];
+            let pidtype = rng.below(4) as u64; // 3: invalid
+            let r = coresched::prctl(cmd as u64, target, pidtype, 0);
+            let invalid = cmd >= cs::PR_SCHED_CORE_MAX || pidtype > 2 || (cmd == cs::PR_SCHED_CORE_SHARE_FROM && pidtype != 0);
+            let mut allowed = alloc::vec![Errno::ESRCH];
+            if invalid {
+                allowed.push(Errno::EINVAL);
+            }
+            if !coresched::smt_present() {
+                allowed.push(Errno::ENODEV);
+            }
+            shared.expect("prctl PR_SCHED_CORE", r, &allowed);
+        }
+        13 => {
+            let Some(c) = shared.random_child(rng) else { return };
+            let soft = if rng.chance(20) { u64::MAX } else { 1_000 + rng.below(2_000_000) };
+            let hard = if rng.chance(20) { u64::MAX } else { 1_000 + rng.below(2_000_000) };
+            let r = rt_limits::prlimit(c.tid, rt_limits::RLIMIT_RTTIME, Some((soft, hard)));
+            shared.expect("prlimit RTTIME", r, if soft > hard { &[Errno::EINVAL, Errno::ESRCH] } else { &[Errno::ESRCH] });
+        }
+        14 => sched::sleep_ns(rng.below(1_000_000)),
+        _ => sched::yield_now(),
+    }
+}
+
+/// The numbers the stress ends with.
+pub struct Outcome {
+    pub violations: u64,
+    pub leaks: u64,
+    pub lost_wakeups: u64,
+    pub errors_unexpected: u64,
+}
+
+struct Baseline {
+    tasks: usize,
+    groups: usize,
+    cookies: usize,
+    timers: usize,
+    heap: usize,
+    frames: u64,
+}
+
+fn baseline() -> Baseline {
+    // Cached dead-task stacks keep their frames until reclaimed: count them as free.
+    crate::mm::stack::reclaim();
+    Baseline {
+        tasks: task::count(),
+        groups: group::all().len(),
+        cookies: coresched::COOKIES.lock().live(),
+        timers: percpu::online_cpus().map(|c| c.timers.len()).sum(),
+        heap: crate::mm::heap::used(),
+        frames: crate::mm::frame::free_frames(),
+    }
+}
+
+/// Runs the stress: `ops` operations in all, from `seed`, tracing into `trace_entries`
+/// records per CPU (0: no trace checks).
+pub fn run(seed: u64, ops: u64, trace_entries: usize) -> Outcome {
+    let ncpus = percpu::nr_cpus();
+    crate::kprintln!("chaos: seed={} ops={} smp={}", seed, ops, ncpus);
+    let autogroup_before = autogroup::enabled();
+    // The trace rings are allocated first: they stay allocated (for the checks) after the run.
+    let tracing = trace_entries > 0 && crate::trace::start(trace_entries).is_ok();
+    let base = baseline();
+    let t0 = now();
+    let shared = Arc::new(Shared {
+        children: IrqLock::new(Vec::new()),
+        groups: IrqLock::new(Vec::new()),
+        unexpected: AtomicU64::new(0),
+        lost_wakeups: AtomicU64::new(0),
+        ops: AtomicU64::new(0),
+        next_group: AtomicU64::new(0),
+        ending: AtomicBool::new(false),
+    });
+    let mut workers = Vec::new();
+    let per_worker = ops / ncpus as u64;
+    for w in 0..ncpus {
+        let mine = per_worker + if (w as u64) < ops % ncpus as u64 { 1 } else { 0 };
+        let s = shared.clone();
+        let wseed = seed ^ ((w as u64 + 1) << 48);
+        match sched::spawn(SpawnOptions::new("chaos-worker"), move || {
+            let mut rng = Rng::new(wseed);
+            // Its own session and process group: PR_SCHED_CORE's TGID/PGID scopes then reach
+            // only the stress's own tasks (its children inherit the group), never the shell.
+            let r = tty::setsid();
+            s.expect("setsid", r, &[]);
+            for _ in 0..mine {
+                one_op(&s, &mut rng);
+                s.ops.fetch_add(1, Ordering::Relaxed);
+            }
+            0
+        }) {
+            Ok(t) => workers.push(t.tid),
+            Err(e) => crate::kprintln!("chaos: cannot start worker {}: {:?}", w, e),
+        }
+    }
+    for tid in workers {
+        let _ = task::wait(tid);
+    }
+    // Quiesce: let the children end on their own.
+    shared.ending.store(true, Ordering::Release);
+    let kids: Vec<Arc<Child>> = shared.children.lock().clone();
+    for c in &kids {
+        let _ = signal::kill(c.tid, signal::SIGCONT);
+    }
+    let deadline = now() + GRACE_NS;
+    let alive = |c: &Child| task::find(c.tid).is_some_and(|t| t.state() != TaskState::Dead);
+    while now() < deadline && kids.iter().any(|c| alive(c)) {
+        sched::sleep_ns(5_000_000);
+        for c in &kids {
+            let _ = signal::kill(c.tid, signal::SIGCONT);
+        }
+    }
+    let mut leaks = 0u64;
+    let mut lost = shared.lost_wakeups.load(Ordering::Relaxed);
+    for c in kids.iter().filter(|c| alive(c)) {
+        let state = task::find(c.tid).map(|t| t.state());
+        crate::kprintln!("chaos: child {} still alive after {} s: {:?}", c.tid, GRACE_NS / 1_000_000_000, state);
+        if state == Some(TaskState::Sleeping) {
+            lost += 1;
+        } else {
+            leaks += 1;
+        }
+        let _ = signal::kill(c.tid, signal::SIGKILL);
+        let _ = signal::kill(c.tid, signal::SIGCONT);
+    }
+    for c in &kids {
+        let _ = task::wait(c.tid);
+    }
+    let elapsed = now() - t0;
+    if tracing {
+        crate::trace::stop();
+    }
+    // Undo what the stress made.
+    let gids: Vec<group::GroupId> = shared.groups.lock().drain(..).collect();
+    for gid in gids {
+        // A reaped task leaves its group when its CPU finishes switching away from it.
+        let mut r = group::destroy(gid);
+        let until = now() + 1_000_000_000;
+        while r == Err(Errno::EBUSY) && now() < until {
+            sched::sleep_ns(10_000_000);
+            r = group::destroy(gid);
+        }
+        if let Err(e) = r {
+            crate::kprintln!("chaos: leak: group {} cannot be removed: {}", gid, e);
+            leaks += 1;
+        }
+    }
+    for id in TTYS {
+        let _ = tty::close(id);
+    }
+    autogroup::set_enabled(autogroup_before);
+    // Dead tasks finish leaving in their CPU's next switch.
+    sched::sleep_ns(50_000_000);
+
+    let after = baseline();
+    let mut leak = |what: &str, ok: bool, detail: String| {
+        if !ok {
+            crate::kprintln!("chaos: leak: {}: {}", what, detail);
+            leaks += 1;
+        }
+    };
+    leak("tasks", after.tasks == base.tasks, format!("{} now, {} before", after.tasks, base.tasks));
+    leak("groups", after.groups == base.groups, format!("{} now, {} before", after.groups, base.groups));
+    leak("cookies", after.cookies == base.cookies, format!("{} now, {} before", after.cookies, base.cookies));
+    leak(
+        "timers",
+        after.timers <= base.timers + ncpus as usize,
+        format!("{} now, {} before (+{} allowed)", after.timers, base.timers, ncpus),
+    );
+    let heap_slack = 64 * 1024 * ncpus as usize;
+    leak(
+        "heap",
+        after.heap <= base.heap + heap_slack,
+        format!("{} bytes now, {} before (+{} allowed)", after.heap, base.heap, heap_slack),
+    );
+    leak("frames", after.frames + 16 >= base.frames, format!("{} free now, {} before (-16 allowed)", after.frames, base.frames));
+    for problem in sched::check_accounting() {
+        crate::kprintln!("chaos: accounting: {}", problem);
+        leaks += 1;
+    }
+
+    let mut violations = 0u64;
+    if tracing {
+        match crate::trace::check_coresched() {
+            Ok(r) => {
+                crate::kprintln!("chaos: coresched check: violations={} checked_ns={}", r.violations.len(), r.checked_ns);
+                violations += r.violations.len() as u64;
+            }
+            Err(e) => crate::kprintln!("chaos: coresched check: {}", e),
+        }
+        match crate::trace::check_rt(cadence_trace::rtcheck::DEFAULT_BOUND_NS) {
+            Ok(r) => {
+                let pct = (r.checked_ns as u128 * 100 / elapsed.max(1) as u128) as u64;
+                crate::kprintln!(
+                    "chaos: rt check: violations={} checked_ns={} ({}% of the {} ms run)",
+                    r.violations,
+                    r.checked_ns,
+                    pct,
+                    elapsed / 1_000_000
+                );
+                violations += r.violations;
+                for v in &r.worst {
+                    crate::kprintln!("chaos: {}", v);
+                }
+            }
+            Err(e) => crate::kprintln!("chaos: rt check: {}", e),
+        }
+    }
+    let outcome = Outcome {
+        violations,
+        leaks,
+        lost_wakeups: lost,
+        errors_unexpected: shared.unexpected.load(Ordering::Relaxed),
+    };
+    crate::kprintln!(
+        "chaos: seed={} ops={} smp={} violations={} leaks={} lost_wakeups={} errors_unexpected={}",
+        seed,
+        shared.ops.load(Ordering::Relaxed),
+        ncpus,
+        outcome.violations,
+        outcome.leaks,
+        outcome.lost_wakeups,
+        outcome.errors_unexpected
+    );
+    outcome
+}
+
+/// `chaos [-s SEED] [-n OPS] [-b ENTRIES]`.
+pub fn cmd_chaos(args: &[&str]) -> Result<(), String> {
+    let mut seed = crate::time::uptime_ns() ^ 0x5eed;
+    let mut ops = 10_000u64;
+    let mut entries = 100_000usize;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut num = |what: &str| -> Result<u64, String> {
+            let v = it.next().ok_or_else(|| format!("{} needs a number", what))?;
+            v.parse::<u64>().map_err(|_| format!("{}: '{}' is not a number", what, v))
+        };
+        match *a {
+            "-s" => seed = num("-s")?,
+            "-n" => ops = num("-n")?,
+            "-b" => entries = num("-b")? as usize,
+            _ => return Err(String::from("usage")),
+        }
+    }
+    let o = run(seed, ops, entries);
+    if o.violations + o.leaks + o.lost_wakeups + o.errors_unexpected > 0 {
+        return Err(String::from("failed (see the lines above)"));
+    }
+    Ok(())
+}

@@ -1,0 +1,46 @@
+//! The short chaos stress of `make test` (`make test-chaos` runs long ones): random scheduler
+//! operations on 4 CPUs with SMT siblings (so core-scheduling cookies are in play), then the
+//! kernel's leak and invariant checks. Required: no leak, no lost wakeup, no unexpected errno,
+//! and no core-scheduling violation. The RT check's count is not required yet: the trace does
+//! not record a waiting task's priority or affinity changes, which the stress makes all the
+//! time, nor core scheduling's forced idle, so it reports waits that were legitimate (see the
+//! README, "chaos stress").
+
+use cadence_boot::KernelExit;
+use cadence_tests::{boot, qemu};
+
+/// Parses `chaos: seed=<n> ops=<n> smp=<n> violations=<n> leaks=<n> lost_wakeups=<n>
+/// errors_unexpected=<n>` into its (name, value) pairs.
+fn final_line(output: &str) -> Option<Vec<(String, u64)>> {
+    let line = output.lines().rev().find(|l| l.starts_with("chaos: seed=") && l.contains("errors_unexpected="))?;
+    line.trim_start_matches("chaos: ")
+        .split_whitespace()
+        .map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            Some((k.to_string(), v.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn chaos_short_run_leaks_nothing() {
+    let run = boot(
+        qemu()
+            .smp("4,sockets=1,cores=2,threads=2")
+            .args(r#"run="chaos -s 1 -n 3000 -b 200000" poweroff"#),
+    );
+    let Some(fields) = final_line(&run.outcome.output) else {
+        run.fail("no final `chaos: seed=... errors_unexpected=<n>` line");
+    };
+    let get = |k: &str| fields.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+    run.check(get("ops") == Some(3000), "expected ops=3000");
+    run.check(get("smp") == Some(4), "expected smp=4");
+    for k in ["leaks", "lost_wakeups", "errors_unexpected"] {
+        run.check(get(k) == Some(0), format!("expected {k}=0"));
+    }
+    run.check(
+        run.outcome.output.lines().any(|l| l.starts_with("chaos: coresched check: violations=0 ")),
+        "expected `chaos: coresched check: violations=0 ...`",
+    );
+    run.expect_exit(KernelExit::Success);
+}
