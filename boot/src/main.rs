@@ -7,7 +7,7 @@
 //! cadence-boot image --kernel ELF [--uefi] -o OUT
 //! cadence-boot trace report FILE [--svg OUT]  # tracer report of a COM2 ftrace capture
 //! cadence-boot trace check coresched FILE [--smt 0,1:2,3]  # core-scheduling checker
-//! cadence-boot trace check rt FILE [-b US]   # RT-guarantee checker (exit 1 on violations)
+//! cadence-boot trace check rt FILE [-b US] [--smt 0,1:2,3]   # RT-guarantee checker (exit 1 on violations)
 //! ```
 //!
 //! Exit status of `run`: 0 kernel success (QEMU 33), 1 kernel failure (QEMU 35),
@@ -42,7 +42,7 @@ usage: cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--ar
        cadence-boot image --kernel ELF [--uefi] -o OUT
        cadence-boot trace report FILE [--svg OUT]
        cadence-boot trace check coresched FILE [--smt 0,1:2,3]
-       cadence-boot trace check rt FILE [-b US]";
+       cadence-boot trace check rt FILE [-b US] [--smt 0,1:2,3]";
 
 /// How `main` ends: a status plus an optional message for stderr.
 struct Exit(u8, Option<String>);
@@ -358,25 +358,36 @@ fn cmd_trace_check(argv: &[String]) -> Exit {
     }
 }
 
-/// `trace check rt FILE [-b US]`: the RT-guarantee checker on an exported trace (exit 1 when
-/// it finds violations, like `check coresched`).
+/// `trace check rt FILE [-b US] [--smt 0,1:2,3]`: the RT-guarantee checker on an exported trace
+/// (exit 1 when it finds violations, like `check coresched`). `--smt` gives the SMT sibling
+/// groups, so that waits core scheduling imposes are not counted (none by default).
 fn cmd_trace_check_rt(argv: &[String]) -> Exit {
-    let (file, bound) = match argv {
-        [f] => (f, None),
-        [f, b, us] if b == "-b" => (f, Some(us)),
-        [b, us, f] if b == "-b" => (f, Some(us)),
-        _ => return usage("trace wants: check rt FILE [-b US]"),
-    };
+    let (mut file, mut bound, mut smt) = (None, None, None);
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-b" => bound = it.next(),
+            "--smt" => smt = it.next().map(|s| s.as_str()),
+            _ if file.is_none() => file = Some(a),
+            _ => return usage("trace wants: check rt FILE [-b US] [--smt 0,1:2,3]"),
+        }
+    }
+    let Some(file) = file else { return usage("trace wants: check rt FILE [-b US] [--smt 0,1:2,3]") };
     let bound_ns = match bound.map(|us| cadence_boot::trace::parse_bound_us(us)) {
         None => cadence_trace::rtcheck::DEFAULT_BOUND_NS,
         Some(Ok(ns)) => ns,
+        Some(Err(e)) => return usage(e),
+    };
+    let smt = match smt.map(cadence_boot::trace::parse_smt) {
+        None => Vec::new(),
+        Some(Ok(g)) => g,
         Some(Err(e)) => return usage(e),
     };
     let bytes = match std::fs::read(file) {
         Ok(b) => b,
         Err(e) => return Exit(3, Some(format!("{file}: {e}"))),
     };
-    let (r, errors) = cadence_boot::trace::check_rt_text(&String::from_utf8_lossy(&bytes), bound_ns);
+    let (r, errors) = cadence_boot::trace::check_rt_text(&String::from_utf8_lossy(&bytes), bound_ns, &smt);
     if !errors.is_empty() {
         eprintln!("cadence-boot: {file}: {} malformed lines skipped", errors.len());
     }

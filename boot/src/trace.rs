@@ -24,6 +24,18 @@ pub fn analyze_text(text: &str) -> TraceReport {
     TraceReport { report, errors: parsed.errors }
 }
 
+/// An `--smt` spec: sibling groups separated by `:`, CPUs by `,` (e.g. `0,1:2,3`).
+pub fn parse_smt(spec: &str) -> Result<Vec<cadence_sched::CpuMask>, String> {
+    spec.split(':')
+        .map(|g| {
+            g.split(',')
+                .map(|c| c.trim().parse::<usize>().ok().filter(|&c| c < 64))
+                .collect::<Option<cadence_sched::CpuMask>>()
+                .ok_or_else(|| format!("bad --smt group '{g}' (want e.g. 0,1:2,3)"))
+        })
+        .collect()
+}
+
 /// `cadence-boot trace check coresched FILE [--smt 0,1:2,3]`: the kernel's
 /// `trace check coresched` on an exported trace. SMT groups default to pairs (0-1, 2-3, …,
 /// QEMU's `threads=2` numbering) over the CPUs the trace shows. Returns the report and the
@@ -34,15 +46,7 @@ pub fn check_coresched_text(
 ) -> Result<(cadence_sched::core_sched::CheckReport, Vec<(usize, ParseError)>), String> {
     let parsed = ftrace::parse_text(text);
     let groups = match smt {
-        Some(spec) => spec
-            .split(':')
-            .map(|g| {
-                g.split(',')
-                    .map(|c| c.trim().parse::<usize>().ok().filter(|&c| c < 64))
-                    .collect::<Option<cadence_sched::CpuMask>>()
-                    .ok_or_else(|| format!("bad --smt group '{g}' (want e.g. 0,1:2,3)"))
-            })
-            .collect::<Result<Vec<_>, _>>()?,
+        Some(spec) => parse_smt(spec)?,
         None => {
             let ncpus = parsed.events.iter().map(|e| e.cpu as usize + 1).max().unwrap_or(0);
             cadence_trace::coresched::pairs(ncpus)
@@ -68,11 +72,20 @@ pub fn parse_bound_us(us: &str) -> Result<u64, String> {
 /// trace, with the affinities of its `# cadence-affinity:` lines (none in a Linux trace: every
 /// task may use every CPU). The CPU count is the header's `#P` (or the highest CPU seen + 1),
 /// the end the last event. Returns the report and the malformed lines.
-pub fn check_rt_text(text: &str, bound_ns: u64) -> (cadence_trace::rtcheck::RtReport, Vec<(usize, ParseError)>) {
+pub fn check_rt_text(
+    text: &str,
+    bound_ns: u64,
+    smt: &[cadence_sched::CpuMask],
+) -> (cadence_trace::rtcheck::RtReport, Vec<(usize, ParseError)>) {
     let parsed = ftrace::parse_text(text);
     let seen = parsed.events.iter().map(|e| e.cpu.saturating_add(1)).max().unwrap_or(0);
     let ncpus = parsed.entries.map_or(seen, |(_, _, p)| p.max(seen));
-    let opts = cadence_trace::rtcheck::Options { ncpus, bound_ns, end_ns: parsed.events.iter().map(|e| e.ts_ns).max() };
+    let opts = cadence_trace::rtcheck::Options {
+        bound_ns,
+        end_ns: parsed.events.iter().map(|e| e.ts_ns).max(),
+        ..cadence_trace::rtcheck::Options::new(ncpus)
+    }
+    .with_smt(smt);
     let r = cadence_trace::rtcheck::check(&parsed.events, &opts, |pid| parsed.affinity.get(&pid).copied());
     (r, parsed.errors)
 }
@@ -233,14 +246,14 @@ mod tests {
             rt-a-2       [000] d..2.     1.000100: sched_wakeup: comm=rt-b pid=3 prio=9 target_cpu=000
             burn-4       [001] d..2.     1.000600: sched_switch: prev_comm=burn prev_pid=4 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
 ";
-        let (r, errors) = check_rt_text(text, 100_000);
+        let (r, errors) = check_rt_text(text, 100_000, &[]);
         assert!(errors.is_empty());
         assert_eq!(r.to_string(), "rt check: violations=0 checked_ns=600000", "pid 3 may only use CPU 0");
         let unpinned = text.replace("# cadence-affinity: pid=3 mask=0x1\n", "");
-        let (r, _) = check_rt_text(&unpinned, 100_000);
+        let (r, _) = check_rt_text(&unpinned, 100_000, &[]);
         assert_eq!(r.to_string(), "rt check: violations=1 checked_ns=600000");
         assert_eq!(r.worst[0].to_string(), "violation: 1.000100 cpu 1: rt rt-b:3 (prio 9) waited 500 us while burn:4 (prio 120) ran");
-        assert_eq!(check_rt_text(&unpinned, 500_000).0.violations, 0);
+        assert_eq!(check_rt_text(&unpinned, 500_000, &[]).0.violations, 0);
         assert_eq!(parse_bound_us("250"), Ok(250_000));
         assert!(parse_bound_us("x").is_err() && parse_bound_us("-1").is_err() && parse_bound_us("60000001").is_err());
     }

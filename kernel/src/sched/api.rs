@@ -32,6 +32,7 @@ fn task_of(pid: Tid) -> Result<Arc<Task>, Errno> {
 
 /// Applies new parameters to `t` (caller holds nothing).
 fn change_params(t: &Arc<Task>, f: impl FnOnce(&mut SchedParams)) {
+    let old_prio = crate::trace::task_prio(t);
     let mut p = t.params.lock();
     super::with_task_rq(t, |g, now| {
         super::requeue_locked(g, t, now, || {
@@ -46,6 +47,8 @@ fn change_params(t: &Arc<Task>, f: impl FnOnce(&mut SchedParams)) {
                 *se = Some(class::new_entity(&p.attr));
             }
         });
+        // Under the run-queue lock, with the change: the RT checker replays it in order.
+        crate::trace::sched_pi_setprio(t, old_prio, now);
     });
 }
 
@@ -117,6 +120,7 @@ pub fn sched_setaffinity(pid: Tid, mask: CpuMask) -> Result<(), Errno> {
     let t = task_of(pid)?;
     change_params(&t, |p| p.affinity = effective);
     crate::trace::task_affinity(t.tid, effective.0);
+    crate::trace::sched_set_affinity(&t, effective.0, crate::time::uptime_ns());
     // A queued task on a now-forbidden CPU is requeued where it may run; a running one is
     // moved by `schedule()` when its CPU (kicked by `change_params`) switches it out.
     let _params = t.params.lock();

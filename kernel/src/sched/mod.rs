@@ -590,8 +590,10 @@ pub fn schedule() {
 }
 
 fn __schedule(preempted: bool) {
-    ttwu_pending();
     let irq_was_enabled = crate::irqflags::save();
+    // With interrupts off: the locks it takes must not end in a preemption point here (a
+    // nested `__schedule` inside this one).
+    ttwu_pending();
     let cpu = this_cpu();
     let rq = &cpu.rq;
     let mut g = rq.lock.lock();
@@ -737,7 +739,8 @@ fn finish_task_switch() {
         // queued it meanwhile (it could have been preempted while going to sleep): both paths
         // hold its `params` lock, so whoever comes second sees it queued and leaves it.
         let _p = t.params.lock();
-        if !t.is_on_rq() && t.state() != TaskState::Dead {
+        // A wakeup handed to a wake list (it was still switching out) is the drain's to queue.
+        if !t.is_on_rq() && t.state() != TaskState::Dead && !t.wake_queued.load(Ordering::Acquire) {
             activate_on(&t, select_cpu(&t, cpu.cpu_id), 0);
         }
     }
@@ -948,9 +951,15 @@ pub fn set_ttwu_queue(on: bool) {
 /// holding up an RT task woken on the waker's CPU meanwhile).
 ///
 /// A task is on at most one wake list, once: only the waker that moved it from `Sleeping` to
-/// `Running` queues it, and it cannot sleep again before it has been queued and has run.
+/// `Running` queues it, no other path queues it while `wake_queued` is set (the migration in
+/// `finish_task_switch` checks it), so it cannot run, sleep and be woken onto a second list
+/// before the first one is drained. (The coresched stress found this: a task that changed its
+/// own affinity and was preempted while going to sleep was queued by that migration while on a
+/// wake list, ran, slept, and was pushed on another list, cross-linking the two.)
 fn queue_wakeup(task: &Arc<Task>, cpu: u32) {
     let rq = rq_of(cpu);
+    debug_assert!(!task.wake_queued.load(Ordering::Relaxed), "a task on two wake lists");
+    task.wake_queued.store(true, Ordering::Release);
     let raw = Arc::into_raw(task.clone()) as *mut Task;
     rq.wake_pending.fetch_add(1, Ordering::SeqCst);
     let mut head = rq.wake_list.load(Ordering::SeqCst);
@@ -1002,6 +1011,8 @@ pub fn ttwu_pending() {
         let task = unsafe { Arc::from_raw(next as *const Task) };
         next = task.wake_next.swap(core::ptr::null_mut(), Ordering::Relaxed);
         let _p = task.params.lock();
+        // Unlinked: from here other paths may queue it again (under `params`, as here).
+        task.wake_queued.store(false, Ordering::Release);
         // Another path may have queued it meanwhile (a migration after an affinity change,
         // which also holds `params`); a signal may have changed its state.
         if !task.is_on_rq() && task.state() == TaskState::Running {

@@ -121,6 +121,10 @@ pub struct Task {
     pub(super) on_cpu: AtomicBool,
     /// Link in a CPU's list of wakeups to finish (`sched::queue_wakeup`); owned by that list.
     pub(super) wake_next: AtomicPtr<Task>,
+    /// On a CPU's wake list, not yet drained (`sched::queue_wakeup`): no other path may queue
+    /// the task meanwhile, or it could run, sleep and be queued on a second list while still
+    /// linked in the first.
+    pub(super) wake_queued: AtomicBool,
     /// Fair entity while the task is not queued (a queued task's lives in the run queue).
     pub(super) parked_se: IrqLock<Option<FairEntity>>,
     /// Manual task group (`group move`; root = 0), like a cgroup.
@@ -402,6 +406,7 @@ pub(super) fn new_task(
         on_rq: AtomicBool::new(false),
         on_cpu: AtomicBool::new(is_idle),
         wake_next: AtomicPtr::new(core::ptr::null_mut()),
+        wake_queued: AtomicBool::new(false),
         core_exited: AtomicBool::new(false),
         left_group: AtomicBool::new(false),
         parked_se: IrqLock::new(None),

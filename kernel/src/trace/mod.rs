@@ -39,14 +39,11 @@
 //! * `events [NAME|all on|off]`: list or switch events (ftrace names, e.g. `sched_switch`).
 //!
 //! # Affinity side table
-//! Events carry no CPU affinity, which the RT checker needs. [`task_affinity`] records, per
-//! tid, the **union** of the masks a task has had since `trace start` (seeded then with every
-//! live task's mask; called by `sched::spawn` and `sched::api::sched_setaffinity`). One mask has
-//! to stand for a task's whole trace because the trace does not say when a mask changed: the
-//! union never hides a CPU the task was allowed on at some moment (no wait missed for want of
-//! a CPU) but may count a CPU it was not allowed on at that moment (a false report); the latest
-//! or the intersection would do the opposite. Neither choice is safe against both errors, so
-//! the checker's reports about a task whose affinity changed while tracing need a look.
+//! Scheduling events carry no CPU affinity, which the RT checker needs. [`task_affinity`]
+//! records, per tid, the mask a task had when `trace start` ran (seeded then with every live
+//! task's mask) or when it was created (`sched::spawn`); every later change is a
+//! `sched_set_affinity` event (`sched::api::sched_setaffinity`), and every priority change a
+//! `sched_pi_setprio` event, so the checker replays both in order.
 //! The table is a `BTreeMap` behind an [`IrqLock`](crate::sync::IrqLock), capped at
 //! [`MAX_AFFINITY_TASKS`] entries (more are counted, and treated as "all CPUs"). It allocates,
 //! so it is updated only in task context: both callers are (spawn allocates a stack, and
@@ -161,6 +158,30 @@ pub fn sched_migrate_task(task: &Task, orig_cpu: u32, dest_cpu: u32, now_ns: u64
     }
 }
 
+/// The Linux prio events show for `task` now (for [`sched_pi_setprio`]'s `old_prio`).
+pub fn task_prio(task: &Task) -> i32 {
+    info(task).prio
+}
+
+/// `sched_pi_setprio`: `task`'s priority changed from `old_prio` (no event if it did not).
+/// Linux emits it for priority inheritance only; Cadence for every change (`sched_setattr`,
+/// nice, RLIMIT_RTTIME demotion), so that the RT checker knows a waiting task's priority.
+pub fn sched_pi_setprio(task: &Task, old_prio: i32, now_ns: u64) {
+    if on(EventType::PiSetprio) {
+        let now = info(task);
+        if now.prio != old_prio {
+            record_task(EventType::PiSetprio, now_ns, EventKind::Prio { task: now, old_prio });
+        }
+    }
+}
+
+/// `sched_set_affinity` (Cadence): `task` may now run on `mask`.
+pub fn sched_set_affinity(task: &Task, mask: u64, now_ns: u64) {
+    if on(EventType::SetAffinity) {
+        record_task(EventType::SetAffinity, now_ns, EventKind::Affinity { task: info(task), mask });
+    }
+}
+
 /// `sched_process_exit`: `task` exited.
 #[inline]
 pub fn sched_process_exit(task: &Task, now_ns: u64) {
@@ -225,13 +246,14 @@ pub const MAX_AFFINITY_TASKS: usize = 65536;
 
 /// Is [`task_affinity`] recording (from `trace start` to `trace stop`)?
 static AFFINITY_ON: AtomicBool = AtomicBool::new(false);
-/// tid → union of the masks it had while recording (see the module docs).
+/// tid → its mask when recording started or when it was created (see the module docs).
 static AFFINITY: IrqLock<BTreeMap<u32, u64>> = IrqLock::new(BTreeMap::new());
 /// Tasks not recorded because the table was full (since the last start).
 static AFFINITY_FULL: AtomicU64 = AtomicU64::new(0);
 
-/// Records that task `tid` may run on the CPUs of `mask` (or-ed into what it had). Task context
-/// only (it may allocate); called where a task is created and where its affinity changes.
+/// Records that task `tid` may run on the CPUs of `mask`, if the table has no mask for it yet
+/// (its mask when tracing started or when it was created; later changes are
+/// `sched_set_affinity` events). Task context only (it may allocate).
 pub fn task_affinity(tid: u32, mask: u64) {
     // Orders the caller's store of the task or its new mask before the load of AFFINITY_ON,
     // against `affinity_start`'s store of AFFINITY_ON before its scan (store-buffer pattern:
@@ -241,8 +263,8 @@ pub fn task_affinity(tid: u32, mask: u64) {
         return;
     }
     let mut table = AFFINITY.lock();
-    if let Some(m) = table.get_mut(&tid) {
-        *m |= mask;
+    if table.contains_key(&tid) {
+        // Known: a change is an event.
     } else if table.len() < MAX_AFFINITY_TASKS {
         table.insert(tid, mask);
     } else {
@@ -497,7 +519,7 @@ pub struct Snapshot {
     pub written: u64,
     /// Per CPU: (written to the ring, held, dropped while paused).
     pub per_cpu: Vec<(u64, u64, u64)>,
-    /// The affinity side table: (tid, union of its masks while tracing), tid order.
+    /// The affinity side table: (tid, its first mask while tracing), tid order.
     pub affinity: Vec<(u32, u64)>,
 }
 
@@ -545,11 +567,8 @@ pub fn check_rt(bound_ns: u64) -> Result<rtcheck::RtReport, String> {
         crate::kprintln!("trace: affinity of {} tasks not recorded (table full): taken as all CPUs", full);
     }
     let affinity: BTreeMap<u32, u64> = s.affinity.iter().copied().collect();
-    let opts = rtcheck::Options {
-        ncpus: crate::percpu::nr_cpus(),
-        bound_ns,
-        end_ns: s.events.last().map(|e| e.ts_ns),
-    };
+    let opts = rtcheck::Options { bound_ns, end_ns: s.events.last().map(|e| e.ts_ns), ..rtcheck::Options::new(crate::percpu::nr_cpus()) }
+        .with_smt(&smt_groups());
     Ok(rtcheck::check(&s.events, &opts, |pid| affinity.get(&pid).map(|&m| cadence_sched::CpuMask(m))))
 }
 

@@ -198,7 +198,7 @@ fn rt_check_with_affinity_table() {
     }
     let parsed = ftrace::parse_text(&text);
     assert!(parsed.errors.is_empty());
-    let opts = rtcheck::Options { ncpus: crate::percpu::nr_cpus(), bound_ns: rtcheck::DEFAULT_BOUND_NS, end_ns: s.events.last().map(|e| e.ts_ns) };
+    let opts = rtcheck::Options { end_ns: s.events.last().map(|e| e.ts_ns), ..rtcheck::Options::new(crate::percpu::nr_cpus()) };
     assert_eq!(rtcheck::check(&parsed.events, &opts, |pid| parsed.affinity.get(&pid).copied()), r);
     // Stopped: changes are no longer recorded.
     task_affinity(pinned.tid, u64::MAX);

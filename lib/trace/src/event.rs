@@ -124,10 +124,15 @@ pub enum EventType {
     CoreForceIdle = 9,
     /// Cadence: what a CPU runs after a switch, for the core-scheduling checker.
     CoreSwitch = 10,
+    /// A task's priority changed (Linux's `sched_pi_setprio` format; Cadence emits it for
+    /// every priority change: `sched_setattr`, nice, RLIMIT_RTTIME demotion).
+    PiSetprio = 11,
+    /// Cadence: a task's CPU affinity changed.
+    SetAffinity = 12,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 11] = [
+    pub const ALL: [EventType; 13] = [
         EventType::SchedSwitch,
         EventType::SchedWakeup,
         EventType::SchedWakeupNew,
@@ -139,10 +144,12 @@ impl EventType {
         EventType::HrtickFire,
         EventType::CoreForceIdle,
         EventType::CoreSwitch,
+        EventType::PiSetprio,
+        EventType::SetAffinity,
     ];
 
     /// Mask with every event enabled.
-    pub const ALL_MASK: u32 = (1 << 11) - 1;
+    pub const ALL_MASK: u32 = (1 << 13) - 1;
 
     pub fn bit(self) -> u32 {
         1 << self as u32
@@ -162,6 +169,8 @@ impl EventType {
             EventType::HrtickFire => "sched_hrtick_fire",
             EventType::CoreForceIdle => "sched_core_force_idle",
             EventType::CoreSwitch => "sched_core_switch",
+            EventType::PiSetprio => "sched_pi_setprio",
+            EventType::SetAffinity => "sched_set_affinity",
         }
     }
 
@@ -191,6 +200,10 @@ pub enum EventKind {
     /// After a switch this CPU runs task `pid` with core cookie `cookie` (`pid` 0: idle;
     /// `forced`: idle although tasks are runnable, i.e. forced idle by core scheduling).
     CoreSwitch { pid: u32, cookie: u64, forced: bool },
+    /// `task`'s priority changed from `old_prio` to `task.prio` (Linux prio numbers).
+    Prio { task: TaskInfo, old_prio: i32 },
+    /// `task` may now run on `mask`.
+    Affinity { task: TaskInfo, mask: u64 },
 }
 
 impl EventKind {
@@ -207,6 +220,8 @@ impl EventKind {
             EventKind::HrtickFire => EventType::HrtickFire,
             EventKind::CoreForceIdle { .. } => EventType::CoreForceIdle,
             EventKind::CoreSwitch { .. } => EventType::CoreSwitch,
+            EventKind::Prio { .. } => EventType::PiSetprio,
+            EventKind::Affinity { .. } => EventType::SetAffinity,
         }
     }
 }

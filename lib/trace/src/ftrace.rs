@@ -24,6 +24,8 @@
 //! | `sched_hrtick_fire` (Cadence) | `cpu=%03d` |
 //! | `sched_core_force_idle` (Cadence) | `cpu=%d duration_ns=%llu` |
 //! | `sched_core_switch` (Cadence) | `pid=%d cookie=%#llx forced=%d` (what the CPU runs after a switch) |
+//! | `sched_pi_setprio` | `comm=%s pid=%d oldprio=%d newprio=%d` (Linux's format; Cadence emits it for every priority change) |
+//! | `sched_set_affinity` (Cadence) | `comm=%s pid=%d prio=%d mask=%#llx` |
 //!
 //! Cadence adds, after the header and before the events, one comment line per task it knows the
 //! CPU affinity of ([`write_affinity`]): `# cadence-affinity: pid=<n> mask=0x<hex>` (the union
@@ -155,6 +157,12 @@ pub fn write_event(out: &mut impl Write, e: &Event) -> fmt::Result {
         EventKind::HrtickFire => write!(out, "cpu={:03}", e.cpu)?,
         EventKind::CoreForceIdle { cpu, duration_ns } => write!(out, "cpu={} duration_ns={}", cpu, duration_ns)?,
         EventKind::CoreSwitch { pid, cookie, forced } => write!(out, "pid={} cookie={:#x} forced={}", pid, cookie, *forced as u8)?,
+        EventKind::Prio { task, old_prio } => {
+            write!(out, "comm={} pid={} oldprio={} newprio={}", task.comm, task.pid, old_prio, task.prio)?
+        }
+        EventKind::Affinity { task, mask } => {
+            write!(out, "comm={} pid={} prio={} mask={:#x}", task.comm, task.pid, task.prio, mask)?
+        }
     }
     out.write_char('\n')
 }
@@ -363,6 +371,18 @@ pub fn parse_line(line: &str) -> Result<Option<Event>, ParseError> {
                 .ok_or(ParseError::BadField("cookie"))?;
             EventKind::CoreSwitch { pid: num(f[0], "pid")?, cookie, forced: num::<u32>(f[2], "forced")? != 0 }
         }
+        EventType::PiSetprio => {
+            let f = split_fields(args, ["comm=", " pid=", " oldprio=", " newprio="])?;
+            EventKind::Prio { task: task(f[0], f[1], f[3])?, old_prio: num(f[2], "oldprio")? }
+        }
+        EventType::SetAffinity => {
+            let f = split_fields(args, ["comm=", " pid=", " prio=", " mask="])?;
+            let mask = f[3]
+                .strip_prefix("0x")
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+                .ok_or(ParseError::BadField("mask"))?;
+            EventKind::Affinity { task: task(f[0], f[1], f[2])?, mask }
+        }
     };
     Ok(Some(Event { ts_ns, cpu, comm: Comm::new(comm), pid, kind }))
 }
@@ -481,6 +501,8 @@ mod tests {
             EventKind::CoreForceIdle { cpu: 1, duration_ns: 42 },
             EventKind::CoreSwitch { pid: 7, cookie: 0x2a, forced: false },
             EventKind::CoreSwitch { pid: 0, cookie: 0, forced: true },
+            EventKind::Prio { task: t("chrt", 12, 120), old_prio: 49 },
+            EventKind::Affinity { task: t("taskset", 13, 9), mask: 0xf0 },
         ];
         for (i, k) in kinds.into_iter().enumerate() {
             let e = ev(987_654_321_000 + i as u64 * 1000, i as u32, "task-with-dash", 1234567, k);

@@ -4,8 +4,9 @@
 //!
 //! # Input
 //! Any events, in any order (they are replayed in timestamp order, ties in the given order);
-//! only `sched_switch`, `sched_wakeup`, `sched_wakeup_new`, `sched_migrate_task` and
-//! `sched_process_exit` are used, plus the context column (`<idle>`/0) of the others. Also: the
+//! only `sched_switch`, `sched_wakeup`, `sched_wakeup_new`, `sched_migrate_task`,
+//! `sched_process_exit`, `sched_pi_setprio`, `sched_set_affinity` and `sched_core_switch` are
+//! used, plus the context column (`<idle>`/0) of the others. Also: the
 //! CPU count (events of CPUs `>= ncpus` are ignored), an affinity lookup (pid → [`CpuMask`];
 //! `None`, an unknown pid, means every CPU), the bound, and an optional end time.
 //! Timestamps are truncated to microseconds first (the ftrace text's precision), so the kernel's
@@ -40,11 +41,19 @@
 //! be missing on other CPUs, so a task waiting since before the window and not seen in it is
 //! ignored (missed, never falsely reported). Intervals open at the window's end are closed there.
 //!
+//! # Priority, affinity and core scheduling
+//! `sched_pi_setprio` events (Cadence emits one for every priority change) update a task's
+//! importance, waiting or running; `sched_set_affinity` events (Cadence) replace its affinity
+//! from then on (before the first one: the lookup, fed by `# cadence-affinity:` lines). With
+//! SMT siblings given ([`Options::with_smt`]) and `sched_core_switch` events, a pair (W, c) also
+//! needs W's core cookie to be compatible with what c's siblings run: a sibling running a task
+//! with another cookie that is at least as important as W keeps W off c by design (the
+//! core-wide pick). Cookies are those of the latest `sched_core_switch` of each task and CPU.
+//!
 //! # Limits
-//! The trace carries no affinity (Cadence's export adds `# cadence-affinity:` lines, see
-//! `ftrace`), no RT throttling and no prio change of a waiting task: RT throttling
-//! (`kernel.sched_rt_runtime_us`) makes RT tasks wait by design and is reported like any other
-//! wait. A wakeup recorded (on another CPU) a hair before the switch-out it follows may make the
+//! The trace carries no RT throttling: RT throttling (`kernel.sched_rt_runtime_us`) makes RT
+//! tasks wait by design and is reported like any other wait. A Linux trace has neither
+//! affinity lines nor Cadence's events (its `sched_pi_setprio` marks priority inheritance only). A wakeup recorded (on another CPU) a hair before the switch-out it follows may make the
 //! replay see a running task woken, then sleeping: a missed wait, never a false one.
 //!
 //! Output: [`RtReport`], whose `Display` is the exact last line
@@ -71,11 +80,24 @@ pub struct Options {
     pub bound_ns: u64,
     /// End of the check (ns); the last event's time if `None`.
     pub end_ns: Option<u64>,
+    /// SMT siblings of each CPU (itself included; 0: none known): with core scheduling a task
+    /// may wait because a sibling runs a more important task with another cookie.
+    pub siblings: [u64; 64],
 }
 
 impl Options {
     pub fn new(ncpus: u32) -> Options {
-        Options { ncpus, bound_ns: DEFAULT_BOUND_NS, end_ns: None }
+        Options { ncpus, bound_ns: DEFAULT_BOUND_NS, end_ns: None, siblings: [0; 64] }
+    }
+
+    /// Sets the SMT sibling groups (each mask: the CPUs of one core).
+    pub fn with_smt(mut self, groups: &[CpuMask]) -> Options {
+        for g in groups {
+            for c in g.iter().filter(|&c| c < 64) {
+                self.siblings[c] = g.0;
+            }
+        }
+        self
     }
 }
 
@@ -172,6 +194,12 @@ struct Open {
 
 struct Replay<F> {
     affinity: F,
+    /// Affinities set by `sched_set_affinity` events (they override `affinity`).
+    affinity_set: BTreeMap<u32, CpuMask>,
+    /// Core cookie of each task and of what each CPU runs (`sched_core_switch` events).
+    task_cookie: BTreeMap<u32, u64>,
+    cpu_cookie: BTreeMap<u32, u64>,
+    siblings: [u64; 64],
     bound_ns: u64,
     /// What each CPU runs (CPUs not yet known are absent).
     cpus: BTreeMap<u32, TaskInfo>,
@@ -185,14 +213,41 @@ struct Replay<F> {
 
 impl<F: Fn(u32) -> Option<CpuMask>> Replay<F> {
     fn allowed(&self, pid: u32, cpu: u32) -> bool {
-        (self.affinity)(pid).is_none_or(|m| m.contains(cpu as usize))
+        match self.affinity_set.get(&pid) {
+            Some(m) => m.contains(cpu as usize),
+            None => (self.affinity)(pid).is_none_or(|m| m.contains(cpu as usize)),
+        }
+    }
+
+    /// The other SMT siblings of `cpu`.
+    fn siblings_of(&self, cpu: u32) -> impl Iterator<Item = u32> + '_ {
+        let m = self.siblings.get(cpu as usize).copied().unwrap_or(0) & !(1u64.checked_shl(cpu).unwrap_or(0));
+        CpuMask(m).iter().map(|c| c as u32)
+    }
+
+    /// Could W (`pid`, importance `w_prio`) run on `cpu` under core scheduling? Not while a
+    /// sibling runs a task with another cookie that is at least as important (the core-wide
+    /// pick keeps that one and forces `cpu` idle or onto a matching task).
+    fn core_allows(&self, pid: u32, w_prio: i32, cpu: u32) -> bool {
+        let cookie = self.task_cookie.get(&pid).copied().unwrap_or(0);
+        self.siblings_of(cpu).all(|s| match self.cpus.get(&s) {
+            Some(r) if r.pid != 0 => {
+                self.cpu_cookie.get(&s).copied().unwrap_or(0) == cookie || rank(r) > w_prio as i64
+            }
+            _ => true,
+        })
     }
 
     /// Does (W = `pid`, `cpu`) violate the guarantee now?
     fn holds(&self, pid: u32, cpu: u32) -> bool {
         let Some(w) = self.tasks.get(&pid) else { return false };
         let Some(r) = self.cpus.get(&cpu) else { return false };
-        w.waiting && pid != 0 && w.info.prio < 100 && rank(r) > w.info.prio as i64 && self.allowed(pid, cpu)
+        w.waiting
+            && pid != 0
+            && w.info.prio < 100
+            && rank(r) > w.info.prio as i64
+            && self.allowed(pid, cpu)
+            && self.core_allows(pid, w.info.prio, cpu)
     }
 
     fn refresh_pair(&mut self, pid: u32, cpu: u32, t: u64) {
@@ -257,6 +312,15 @@ impl<F: Fn(u32) -> Option<CpuMask>> Replay<F> {
     fn set_cpu(&mut self, cpu: u32, running: TaskInfo, t: u64) {
         self.cpus.insert(cpu, running);
         self.refresh_cpu(cpu, t);
+        self.refresh_siblings(cpu, t);
+    }
+
+    /// What `cpu` runs decides what its SMT siblings may run: re-evaluate their pairs.
+    fn refresh_siblings(&mut self, cpu: u32, t: u64) {
+        let sibs: Vec<u32> = self.siblings_of(cpu).collect();
+        for s in sibs {
+            self.refresh_cpu(s, t);
+        }
     }
 
     fn is_running(&self, pid: u32) -> bool {
@@ -285,6 +349,28 @@ impl<F: Fn(u32) -> Option<CpuMask>> Replay<F> {
                 }
             }
             EventKind::Exit { task } => self.set_task(task, false, t),
+            EventKind::Prio { task, .. } => {
+                if let Some(k) = self.tasks.get(&task.pid) {
+                    let waiting = k.waiting;
+                    self.set_task(task, waiting, t);
+                }
+                // What a CPU runs has a new importance too.
+                let on: Vec<u32> = self.cpus.iter().filter(|(_, r)| r.pid == task.pid).map(|(&c, _)| c).collect();
+                for c in on {
+                    self.set_cpu(c, task, t);
+                }
+            }
+            EventKind::Affinity { task, mask } => {
+                self.affinity_set.insert(task.pid, CpuMask(mask));
+                self.refresh_task(task.pid, t);
+            }
+            EventKind::CoreSwitch { pid, cookie, .. } => {
+                self.cpu_cookie.insert(e.cpu, cookie);
+                if pid != 0 {
+                    self.task_cookie.insert(pid, cookie);
+                }
+                self.refresh_siblings(e.cpu, t);
+            }
             _ => {}
         }
     }
@@ -294,6 +380,12 @@ impl<F: Fn(u32) -> Option<CpuMask>> Replay<F> {
         match e.kind {
             EventKind::Switch { next, .. } => {
                 self.cpus.insert(e.cpu, next);
+            }
+            EventKind::CoreSwitch { pid, cookie, .. } => {
+                self.cpu_cookie.insert(e.cpu, cookie);
+                if pid != 0 {
+                    self.task_cookie.insert(pid, cookie);
+                }
             }
             _ if e.pid == 0 => {
                 self.cpus.entry(e.cpu).or_insert_with(|| idle(e.cpu));
@@ -325,6 +417,10 @@ pub fn check<F: Fn(u32) -> Option<CpuMask>>(events: &[Event], opts: &Options, af
     };
     let mut r = Replay {
         affinity,
+        affinity_set: BTreeMap::new(),
+        task_cookie: BTreeMap::new(),
+        cpu_cookie: BTreeMap::new(),
+        siblings: opts.siblings,
         bound_ns: opts.bound_ns,
         cpus: BTreeMap::new(),
         tasks: BTreeMap::new(),
@@ -551,4 +647,64 @@ mod tests {
         assert_eq!(check(&p.events, &opts(2), |pid| p.affinity.get(&pid).copied()), check(&e, &opts(2), pinned));
         assert_eq!(check(&p.events, &opts(2), |pid| p.affinity.get(&pid).copied()).violations, 0);
     }
+
+    fn ev_at(ts: u64, cpu: u32, kind: EventKind) -> Event {
+        Event { ts_ns: ts, cpu, comm: Comm::new("x"), pid: 99, kind }
+    }
+
+    #[test]
+    fn a_priority_change_of_a_waiting_task_is_replayed() {
+        // RT pid 3 waits while CPU 1 runs fair pid 5; at 150 us it is made fair (prio 120):
+        // the 50 us before are within the bound, nothing after is a violation.
+        let mut e = scenario((5, 120), 1000 * US).to_vec();
+        e.insert(3, ev_at(150 * US, 0, EventKind::Prio { task: task(3, 120), old_prio: 30 }));
+        let r = check(&e, &opts(2), all);
+        assert_eq!(r.violations, 0, "{:?}", r.worst);
+        // Made more important (but not above CPU 0's task) while waiting: one interval, which
+        // the report shows with the prio it started with.
+        let mut e = scenario((5, 120), 1000 * US).to_vec();
+        e.insert(3, ev_at(150 * US, 0, EventKind::Prio { task: task(3, 15), old_prio: 30 }));
+        let r = check(&e, &opts(2), all);
+        assert_eq!(r.violations, 1);
+        assert_eq!(r.worst[0].waiting.prio, 30);
+    }
+
+    #[test]
+    fn an_affinity_change_is_replayed() {
+        // Pinned to CPU 0 (busy with a more important task) at 150 us: only 50 us count.
+        let mut e = scenario((5, 120), 1000 * US).to_vec();
+        e.insert(3, ev_at(150 * US, 0, EventKind::Affinity { task: task(3, 30), mask: 0b01 }));
+        assert_eq!(check(&e, &opts(2), all).violations, 0);
+        // Widened again at 400 us: waits from then on.
+        e.insert(4, ev_at(400 * US, 0, EventKind::Affinity { task: task(3, 30), mask: 0b11 }));
+        let r = check(&e, &opts(2), all);
+        assert_eq!(r.violations, 1);
+        assert_eq!(r.worst[0].start_ns, 400 * US);
+    }
+
+    #[test]
+    fn core_scheduling_keeps_an_incompatible_task_off_a_sibling() {
+        // CPUs 0 and 1 are siblings. CPU 0 runs RT pid 1 (prio 10, cookie 0xa); CPU 1 is idle.
+        // RT pid 3 (prio 30, cookie 0xb) waits: running it on CPU 1 would pair cookies 0xa and
+        // 0xb, and pid 1 is more important, so it waits by design.
+        let smt = [CpuMask(0b11)];
+        let e = [
+            sw(0, 0, (0, 120), b'R', (1, 10)),
+            ev_at(0, 0, EventKind::CoreSwitch { pid: 1, cookie: 0xa, forced: false }),
+            sw(0, 1, (0, 120), b'S', (0, 120)),
+            ev_at(0, 1, EventKind::CoreSwitch { pid: 3, cookie: 0xb, forced: false }),
+            sw(10 * US, 1, (3, 30), b'S', (0, 120)),
+            wake(100 * US, 1, 0, (3, 30)),
+            sw(1000 * US, 1, (0, 120), b'R', (3, 30)),
+        ];
+        assert_eq!(check(&e, &opts(2).with_smt(&smt), all).violations, 0);
+        // Without the topology (or with pid 1 less important) it is a violation.
+        let r = check(&e, &opts(2), all);
+        assert_eq!(r.violations, 1, "{:?}", r.worst);
+        let mut e2 = e.to_vec();
+        e2[0] = sw(0, 0, (0, 120), b'R', (1, 120));
+        // (Pid 1 is fair now: CPU 0 itself counts too, and CPU 1 no longer has an excuse.)
+        assert_eq!(check(&e2, &opts(2).with_smt(&smt), all).violations, 2);
+    }
+
 }
