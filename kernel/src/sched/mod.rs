@@ -328,10 +328,15 @@ fn set_need_resched(cpu: u32) {
     }
     // A CPU polling in its idle loop sees the flag without an IPI (Linux's TIF_POLLING_NRFLAG).
     if cpu != percpu::cpu_id() && !rq.polling.load(Ordering::SeqCst) {
-        if let Some(c) = percpu::get(cpu) {
-            crate::trace::ipi_send(cpu, crate::arch::apic::RESCHEDULE_VECTOR, crate::time::uptime_ns());
-            crate::arch::apic::send_ipi(c.apic_id, crate::arch::apic::RESCHEDULE_VECTOR);
-        }
+        send_reschedule_ipi(cpu);
+    }
+}
+
+/// Sends `cpu` a reschedule IPI (traced as `ipi_raise`).
+fn send_reschedule_ipi(cpu: u32) {
+    if let Some(c) = percpu::get(cpu) {
+        crate::trace::ipi_send(cpu, crate::arch::apic::RESCHEDULE_VECTOR, crate::time::uptime_ns());
+        crate::arch::apic::send_ipi(c.apic_id, crate::arch::apic::RESCHEDULE_VECTOR);
     }
 }
 
@@ -975,9 +980,8 @@ fn queue_wakeup(task: &Arc<Task>, cpu: u32) {
     // an entry pushed while it runs is not left behind.
     if rq.polling.load(Ordering::SeqCst) {
         set_need_resched(cpu);
-    } else if let Some(c) = percpu::get(cpu) {
-        crate::trace::ipi_send(cpu, crate::arch::apic::RESCHEDULE_VECTOR, crate::time::uptime_ns());
-        crate::arch::apic::send_ipi(c.apic_id, crate::arch::apic::RESCHEDULE_VECTOR);
+    } else {
+        send_reschedule_ipi(cpu);
     }
 }
 
