@@ -8,7 +8,8 @@
 #   make bench BENCH=name      boots with ARGS='run="bench NAME" poweroff'
 #   make test-stress           the core-scheduling stress with 1,000,000 switches
 #   make test-repeat TEST=name N=n [SMP=spec]  boots the matching in-kernel tests n times
-#   make test-chaos [SEED=n] [OPS=n] [SMP=spec]  the chaos stress (default 100000 ops, -smp 4 SMT)
+#   make test-chaos [SEED=n] [OPS=n] [SMP=spec] [FAIL=percent]  the chaos stress (default 100000
+#                                   ops, -smp 4 SMT; FAIL: that share of object allocations fail)
 #   make compare [SITTINGS=n] [TRACED=n] [SMP=spec]  benchmarks on Cadence and the Linux peer: medians, ranges, ratios
 #   make compare-rtapp FILE=x.json [DURATION=s]  rt-app workload on Cadence and on the Linux peer
 #   make clean
@@ -106,8 +107,9 @@ test-stress: kernel
 SEED ?=
 OPS ?= 100000
 TRACE_ENTRIES ?= 200000
+FAIL ?= 0
 test-chaos: kernel boot-tool
-	'$(ROOT)/tools/test-chaos.sh' '$(SEED)' '$(OPS)' '$(SMP)' '$(TRACE_ENTRIES)'
+	'$(ROOT)/tools/test-chaos.sh' '$(SEED)' '$(OPS)' '$(SMP)' '$(TRACE_ENTRIES)' '$(FAIL)'
 
 # A test that passed once is not a passing test: repeat the ones you touched.
 TEST ?=

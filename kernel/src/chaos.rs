@@ -21,14 +21,20 @@
 //! else as a leak. Then every child is killed and reaped, groups and ttys the stress made are
 //! removed and autogroup is restored.
 //!
-//! **Checks** (tolerances): the task table has its baseline count; every CPU's published
-//! `nr_running` equals its queues' counts and its queued-task map, and every queued task is
+//! **Checks** (tolerances): the task table has its baseline count (live `Task` objects are
+//! printed when they differ, not yet counted: an open bug); every CPU's published `nr_running`
+//! equals its queues' counts and its queued-task map, and every queued task is
 //! on exactly one CPU (`sched::check_accounting`); groups and live cookies are at baseline;
 //! per-CPU timers at most baseline + one per CPU (an armed hrtick); heap use at most baseline
-//! + 64 KiB per CPU (the per-CPU block caches keep freed blocks); free frames at least baseline
+//! + 64 KiB per CPU (the per-CPU block caches keep freed blocks) + 48 bytes per entry the
+//! tracer's affinity table gained (it keeps every traced task's first mask); free frames at least baseline
 //! − 16. A sleeper that overslept by more than [`LOST_NS`] (without having been stopped) is a
 //! lost wakeup. The trace checkers `coresched` and `rt` run over the recorded window, whose
 //! share of the run is printed.
+//!
+//! **Failure injection** (`-f PERCENT`): while the workers run, that share of the kernel's
+//! object allocations fail (`mm::fail_alloc`); spawn, group create, tty open and
+//! `PR_SCHED_CORE_CREATE` may then also return ENOMEM, and every check above still applies.
 //!
 //! The seed is printed first, so a failure replays with `-s`. The final line is exactly
 //! `chaos: seed=<n> ops=<n> smp=<n> violations=<n> leaks=<n> lost_wakeups=<n> errors_unexpected=<n>`.
@@ -98,6 +104,8 @@ struct Shared {
     next_group: AtomicU64,
     /// Set once the workers are done: children end at their next round.
     ending: AtomicBool,
+    /// Failure injection is on (`-f`): the operations that create objects may return ENOMEM.
+    injecting: AtomicBool,
 }
 
 impl Shared {
@@ -112,8 +120,15 @@ impl Shared {
 
     /// Records `op`'s result; `allowed` are the errnos Linux could return for it.
     fn expect<T>(&self, op: &str, r: Result<T, Errno>, allowed: &[Errno]) {
+        self.expect_alloc(op, r, allowed, false)
+    }
+
+    /// As [`Shared::expect`], for an operation that allocates an object: ENOMEM is allowed
+    /// too while failures are injected.
+    fn expect_alloc<T>(&self, op: &str, r: Result<T, Errno>, allowed: &[Errno], allocates: bool) {
         if let Err(e) = r {
-            if !allowed.contains(&e) {
+            let injected = allocates && e == Errno::ENOMEM && self.injecting.load(Ordering::Relaxed);
+            if !allowed.contains(&e) && !injected {
                 let n = self.unexpected.fetch_add(1, Ordering::Relaxed);
                 if n < PRINT_UNEXPECTED {
                     crate::kprintln!("chaos: unexpected: {} -> {} (allowed {:?})", op, e, allowed);
@@ -198,6 +213,7 @@ fn spawn_child(shared: &Arc<Shared>, rng: &mut Rng) {
             *slot.lock() = Some(c.clone());
             shared.children.lock().push(c);
         }
+        Err(sched::SpawnError::NoMemory) if shared.injecting.load(Ordering::Relaxed) => {}
         Err(e) => {
             let n = shared.unexpected.fetch_add(1, Ordering::Relaxed);
             if n < PRINT_UNEXPECTED {
@@ -278,7 +294,7 @@ fn one_op(shared: &Arc<Shared>, rng: &mut Rng) {
             let valid = (1..=10_000).contains(&weight);
             match r {
                 Ok(tg) => shared.groups.lock().push(tg.id),
-                Err(e) => shared.expect::<()>("group create", Err(e), if valid { &[] } else { &[Errno::EINVAL] }),
+                Err(e) => shared.expect_alloc::<()>("group create", Err(e), if valid { &[] } else { &[Errno::EINVAL] }, valid),
             }
         }
         8 => {
@@ -318,7 +334,7 @@ fn one_op(shared: &Arc<Shared>, rng: &mut Rng) {
         11 => {
             let id = TTYS.start() + rng.below((TTYS.end() - TTYS.start() + 1) as u64) as u32;
             if rng.chance(50) {
-                shared.expect("tty open", tty::open(id).map(|_| ()), &[]);
+                shared.expect_alloc("tty open", tty::open(id).map(|_| ()), &[], true);
             } else {
                 shared.expect("tty close", tty::close(id), &[Errno::ENODEV]);
             }
@@ -336,7 +352,7 @@ fn one_op(shared: &Arc<Shared>, rng: &mut Rng) {
             if !coresched::smt_present() {
                 allowed.push(Errno::ENODEV);
             }
-            shared.expect("prctl PR_SCHED_CORE", r, &allowed);
+            shared.expect_alloc("prctl PR_SCHED_CORE", r, &allowed, cmd == cs::PR_SCHED_CORE_CREATE);
         }
         13 => {
             let Some(c) = shared.random_child(rng) else { return };
@@ -360,11 +376,13 @@ pub struct Outcome {
 
 struct Baseline {
     tasks: usize,
+    task_objects: u64,
     groups: usize,
     cookies: usize,
     timers: usize,
     heap: usize,
     frames: u64,
+    affinity_entries: usize,
 }
 
 fn baseline() -> Baseline {
@@ -372,17 +390,20 @@ fn baseline() -> Baseline {
     crate::mm::stack::reclaim();
     Baseline {
         tasks: task::count(),
+        task_objects: task::objects(),
         groups: group::all().len(),
         cookies: coresched::COOKIES.lock().live(),
         timers: percpu::online_cpus().map(|c| c.timers.len()).sum(),
         heap: crate::mm::heap::used(),
         frames: crate::mm::frame::free_frames(),
+        affinity_entries: crate::trace::affinity_entries(),
     }
 }
 
 /// Runs the stress: `ops` operations in all, from `seed`, tracing into `trace_entries`
-/// records per CPU (0: no trace checks).
-pub fn run(seed: u64, ops: u64, trace_entries: usize) -> Outcome {
+/// records per CPU (0: no trace checks), with `fail_pct` percent of the object allocations
+/// made to fail while the workers run (`debug.fail_alloc`, restored afterwards; 0: off).
+pub fn run(seed: u64, ops: u64, trace_entries: usize, fail_pct: u32) -> Outcome {
     let ncpus = percpu::nr_cpus();
     crate::kprintln!("chaos: seed={} ops={} smp={}", seed, ops, ncpus);
     let autogroup_before = autogroup::enabled();
@@ -398,7 +419,12 @@ pub fn run(seed: u64, ops: u64, trace_entries: usize) -> Outcome {
         ops: AtomicU64::new(0),
         next_group: AtomicU64::new(0),
         ending: AtomicBool::new(false),
+        injecting: AtomicBool::new(false),
     });
+    // Injection starts before the workers (they are spawned while it is off) and ends when
+    // they are done, so quiescing and the checks allocate normally.
+    let fail_saved = crate::mm::fail_alloc::Settings::current();
+    let injected_before = crate::mm::fail_alloc::injected();
     let mut workers = Vec::new();
     let per_worker = ops / ncpus as u64;
     for w in 0..ncpus {
@@ -421,8 +447,21 @@ pub fn run(seed: u64, ops: u64, trace_entries: usize) -> Outcome {
             Err(e) => crate::kprintln!("chaos: cannot start worker {}: {:?}", w, e),
         }
     }
+    if fail_pct > 0 {
+        shared.injecting.store(true, Ordering::Release);
+        crate::mm::fail_alloc::Settings { probability: fail_pct.min(100), interval: 1, times: -1, verbose: 0 }.apply();
+    }
     for tid in workers {
         let _ = task::wait(tid);
+    }
+    if fail_pct > 0 {
+        fail_saved.apply();
+        shared.injecting.store(false, Ordering::Release);
+        crate::kprintln!(
+            "chaos: fail_alloc: {}% of object allocations failed on purpose, injected={}",
+            fail_pct.min(100),
+            crate::mm::fail_alloc::injected() - injected_before
+        );
     }
     // Quiesce: let the children end on their own.
     shared.ending.store(true, Ordering::Release);
@@ -488,6 +527,16 @@ pub fn run(seed: u64, ops: u64, trace_entries: usize) -> Outcome {
         }
     };
     leak("tasks", after.tasks == base.tasks, format!("{} now, {} before", after.tasks, base.tasks));
+    // Reported, not counted yet: about one run in six of 3,000 operations ends with one `Task`
+    // still referenced after its reaping (an open bug; the kernel's own blocking primitives
+    // no longer leak one per kill, see `sched::signal::DeferFatal`).
+    if after.task_objects != base.task_objects {
+        crate::kprintln!(
+            "chaos: task objects: {} alive, {} before (not counted in leaks: open bug)",
+            after.task_objects,
+            base.task_objects
+        );
+    }
     leak("groups", after.groups == base.groups, format!("{} now, {} before", after.groups, base.groups));
     leak("cookies", after.cookies == base.cookies, format!("{} now, {} before", after.cookies, base.cookies));
     leak(
@@ -495,7 +544,10 @@ pub fn run(seed: u64, ops: u64, trace_entries: usize) -> Outcome {
         after.timers <= base.timers + ncpus as usize,
         format!("{} now, {} before (+{} allowed)", after.timers, base.timers, ncpus),
     );
-    let heap_slack = 64 * 1024 * ncpus as usize;
+    // The tracer's affinity table keeps one entry per task the run created (until the next
+    // `trace start`): at most 48 bytes each in its B-tree (a leaf of up to 11 pairs takes
+    // about 150 bytes and holds at least 5; internal nodes add a sixth).
+    let heap_slack = 64 * 1024 * ncpus as usize + after.affinity_entries.saturating_sub(base.affinity_entries) * 48;
     leak(
         "heap",
         after.heap <= base.heap + heap_slack,
@@ -553,11 +605,12 @@ pub fn run(seed: u64, ops: u64, trace_entries: usize) -> Outcome {
     outcome
 }
 
-/// `chaos [-s SEED] [-n OPS] [-b ENTRIES]`.
+/// `chaos [-s SEED] [-n OPS] [-b ENTRIES] [-f FAIL_PERCENT]`.
 pub fn cmd_chaos(args: &[&str]) -> Result<(), String> {
     let mut seed = crate::time::uptime_ns() ^ 0x5eed;
     let mut ops = 10_000u64;
     let mut entries = 100_000usize;
+    let mut fail_pct = 0u32;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut num = |what: &str| -> Result<u64, String> {
@@ -568,10 +621,14 @@ pub fn cmd_chaos(args: &[&str]) -> Result<(), String> {
             "-s" => seed = num("-s")?,
             "-n" => ops = num("-n")?,
             "-b" => entries = num("-b")? as usize,
+            "-f" => match num("-f")? {
+                p @ 0..=100 => fail_pct = p as u32,
+                p => return Err(format!("-f: {} is not a percentage (0..=100)", p)),
+            },
             _ => return Err(String::from("usage")),
         }
     }
-    let o = run(seed, ops, entries);
+    let o = run(seed, ops, entries, fail_pct);
     if o.violations + o.leaks + o.lost_wakeups + o.errors_unexpected > 0 {
         return Err(String::from("failed (see the lines above)"));
     }

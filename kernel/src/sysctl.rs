@@ -37,6 +37,51 @@ fn parse_bool(v: &str) -> Result<bool, Errno> {
 
 pub static SYSCTLS: &[Sysctl] = &[
     Sysctl {
+        name: "debug.fail_alloc.probability",
+        help: "percent of object allocations (tasks, stacks, groups, ttys, cookies, trace rings) made to fail with ENOMEM (0..=100)",
+        get: || format!("{}", crate::mm::fail_alloc::probability()),
+        set: |v| {
+            crate::mm::fail_alloc::set_probability(parse_u64_range(v, 0, 100)? as u32);
+            Ok(())
+        },
+    },
+    Sysctl {
+        name: "debug.fail_alloc.interval",
+        help: "only every Nth candidate allocation may fail (>= 1)",
+        get: || format!("{}", crate::mm::fail_alloc::interval()),
+        set: |v| {
+            crate::mm::fail_alloc::set_interval(parse_u64_range(v, 1, u32::MAX as u64)?);
+            Ok(())
+        },
+    },
+    Sysctl {
+        name: "debug.fail_alloc.times",
+        help: "failures left to inject (-1 = no limit; default 1, as Linux)",
+        get: || format!("{}", crate::mm::fail_alloc::times()),
+        set: |v| match parse_i64(v)? {
+            n if n >= -1 => {
+                crate::mm::fail_alloc::set_times(n);
+                Ok(())
+            }
+            _ => Err(Errno::EINVAL),
+        },
+    },
+    Sysctl {
+        name: "debug.fail_alloc.verbose",
+        help: "0: silent; 1 or 2: print a FAULT_INJECTION line per forced failure",
+        get: || format!("{}", crate::mm::fail_alloc::verbose()),
+        set: |v| {
+            crate::mm::fail_alloc::set_verbose(parse_u64_range(v, 0, 2)? as u32);
+            Ok(())
+        },
+    },
+    Sysctl {
+        name: "debug.fail_alloc.injected",
+        help: "failures forced since boot (read-only)",
+        get: || format!("{}", crate::mm::fail_alloc::injected()),
+        set: |_| Err(Errno::EACCES),
+    },
+    Sysctl {
         name: "kernel.watchdog_thresh",
         help: "soft/hard lockup reported after twice this many seconds (0..=60; 0 = off)",
         get: || format!("{}", crate::sched::lockup::watchdog_thresh_s()),

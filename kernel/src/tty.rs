@@ -73,11 +73,15 @@ pub fn all() -> Vec<Arc<Tty>> {
 
 /// Opens (creating if needed) tty `id`; in tty autogroup mode a new tty gets its autogroup.
 pub fn open(id: TtyId) -> Result<Arc<Tty>, Errno> {
+    let _defer = crate::sched::signal::DeferFatal::new();
     if !(1..=MAX_VT).contains(&id) && id != CONSOLE {
         return Err(Errno::EINVAL);
     }
     if let Some(t) = get(id) {
         return Ok(t);
+    }
+    if crate::mm::fail_alloc::should_fail("tty") {
+        return Err(Errno::ENOMEM);
     }
     let ag = if autogroup::session_mode() { 0 } else { autogroup::create(1)?.id };
     let tty = Arc::new(Tty {
@@ -103,6 +107,7 @@ pub fn open(id: TtyId) -> Result<Arc<Tty>, Errno> {
 /// Closes a virtual tty: readers get end-of-file, its tty-mode autogroup loses the tty's
 /// reference (and goes once no task uses it). EINVAL for the console, ENODEV if not open.
 pub fn close(id: TtyId) -> Result<(), Errno> {
+    let _defer = crate::sched::signal::DeferFatal::new();
     if id == CONSOLE {
         return Err(Errno::EINVAL);
     }
@@ -171,6 +176,7 @@ fn task_of(pid: Tid) -> Result<Arc<Task>, Errno> {
 /// EPERM if it already leads a process group. In session autogroup mode it gets a new
 /// autogroup; in tty mode it leaves its tty's autogroup.
 pub fn setsid() -> Result<Tid, Errno> {
+    let _defer = crate::sched::signal::DeferFatal::new();
     let me = current();
     if me.pgid.load(Ordering::Acquire) == me.tid {
         return Err(Errno::EPERM);
@@ -186,6 +192,7 @@ pub fn setsid() -> Result<Tid, Errno> {
 /// `setpgid(pid, pgid)`: pgid 0 means "pid itself". EINVAL for a negative pgid, ESRCH for no
 /// such task, EPERM for a session leader or a target group in another session.
 pub fn setpgid(pid: Tid, pgid: i64) -> Result<(), Errno> {
+    let _defer = crate::sched::signal::DeferFatal::new();
     if pgid < 0 {
         return Err(Errno::EINVAL);
     }
@@ -214,6 +221,7 @@ pub fn getpgid(pid: Tid) -> Result<Tid, Errno> {
 /// its controlling tty (and, in tty mode, joins its autogroup). EPERM if not a session leader
 /// or the tty belongs to another session.
 pub fn acquire(id: TtyId) -> Result<(), Errno> {
+    let _defer = crate::sched::signal::DeferFatal::new();
     let me = current();
     let tty = open(id)?;
     if me.sid.load(Ordering::Acquire) != me.tid {

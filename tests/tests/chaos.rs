@@ -1,13 +1,13 @@
 //! The short chaos stress of `make test` (`make test-chaos` runs long ones): random scheduler
 //! operations on 4 CPUs with SMT siblings (so core-scheduling cookies are in play), then the
-//! kernel's leak and invariant checks. Required: no leak, no lost wakeup, no unexpected errno,
-//! and no core-scheduling violation. The RT check's count is not required yet: the trace does
+//! kernel's leak and invariant checks, once plain and once with failure injection. Required:
+//! no leak, no lost wakeup, no unexpected errno, and no core-scheduling violation. The RT check's count is not required yet: the trace does
 //! not record a waiting task's priority or affinity changes, which the stress makes all the
 //! time, nor core scheduling's forced idle, so it reports waits that were legitimate (see the
 //! README, "chaos stress").
 
 use cadence_boot::KernelExit;
-use cadence_tests::{boot, qemu};
+use cadence_tests::{boot, qemu, Run};
 
 /// Parses `chaos: seed=<n> ops=<n> smp=<n> violations=<n> leaks=<n> lost_wakeups=<n>
 /// errors_unexpected=<n>` into its (name, value) pairs.
@@ -22,13 +22,9 @@ fn final_line(output: &str) -> Option<Vec<(String, u64)>> {
         .collect()
 }
 
-#[test]
-fn chaos_short_run_leaks_nothing() {
-    let run = boot(
-        qemu()
-            .smp("4,sockets=1,cores=2,threads=2")
-            .args(r#"run="chaos -s 1 -n 3000 -b 200000" poweroff"#),
-    );
+/// Boots the stress with `args` and checks the counts every run must have.
+fn run_chaos(args: &str) -> Run {
+    let run = boot(qemu().smp("4,sockets=1,cores=2,threads=2").args(&format!(r#"run="chaos {args}" poweroff"#)));
     let Some(fields) = final_line(&run.outcome.output) else {
         run.fail("no final `chaos: seed=... errors_unexpected=<n>` line");
     };
@@ -43,4 +39,23 @@ fn chaos_short_run_leaks_nothing() {
         "expected `chaos: coresched check: violations=0 ...`",
     );
     run.expect_exit(KernelExit::Success);
+    run
+}
+
+#[test]
+fn chaos_short_run_leaks_nothing() {
+    run_chaos("-s 1 -n 3000 -b 200000");
+}
+
+/// Failure injection (`debug.fail_alloc`, 10% of object allocations while the workers run):
+/// spawn, group create, tty open and PR_SCHED_CORE_CREATE may return ENOMEM, and nothing leaks.
+#[test]
+fn chaos_with_failed_allocations_leaks_nothing() {
+    let run = run_chaos("-s 2 -n 3000 -b 200000 -f 10");
+    let injected = run
+        .outcome
+        .output
+        .lines()
+        .find_map(|l| l.strip_prefix("chaos: fail_alloc: ")?.split("injected=").nth(1)?.trim().parse::<u64>().ok());
+    run.check(injected.is_some_and(|n| n > 0), format!("expected failures injected, got {injected:?}"));
 }

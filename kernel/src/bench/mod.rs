@@ -9,8 +9,10 @@
 //! * `bench cyclic`, `bench wakeup-latency`, `bench pert`: timer and service latency
 //!   ([`latency`]: cyclictest's `-q` lines, the seed's wakeup-latency summary and `pert` lines).
 //! * `bench hackbench`: rt-tests hackbench in pipe mode ([`hackbench`]).
+//! * `bench hwlat`: how long the vCPUs stop under the kernel (Linux's hwlat tracer, [`hwlat`]).
 
 pub mod hackbench;
+pub mod hwlat;
 pub mod latency;
 
 pub mod autogroup;

@@ -58,6 +58,9 @@ impl KernelStack {
         if size == 0 || size > SLOT_SIZE - PAGE {
             return Err(StackError::TooLarge);
         }
+        if super::fail_alloc::should_fail("kernel_stack") {
+            return Err(StackError::OutOfMemory);
+        }
         let slot = {
             let mut slots = SLOTS.lock();
             if let Some(i) = slots.cached.iter().position(|&(_, s)| s == size) {

@@ -59,6 +59,7 @@ pub fn demote_to_normal(t: &Arc<Task>) {
 
 /// `sched_setattr(pid, attr, 0)`.
 pub fn sched_setattr(pid: Tid, attr: &SchedAttr) -> Result<(), Errno> {
+    let _defer = super::signal::DeferFatal::new();
     let t = task_of(pid)?;
     let current = t.attr();
     let new = attr.resolve_keep(&current).validate()?;
@@ -68,11 +69,13 @@ pub fn sched_setattr(pid: Tid, attr: &SchedAttr) -> Result<(), Errno> {
 
 /// `sched_getattr(pid)`.
 pub fn sched_getattr(pid: Tid) -> Result<ValidAttr, Errno> {
+    let _defer = super::signal::DeferFatal::new();
     Ok(task_of(pid)?.attr())
 }
 
 /// `sched_setscheduler(pid, policy, {sched_priority})`: the nice value is kept.
 pub fn sched_setscheduler(pid: Tid, policy: i32, priority: i32) -> Result<(), Errno> {
+    let _defer = super::signal::DeferFatal::new();
     if priority < 0 {
         return Err(Errno::EINVAL);
     }
@@ -86,6 +89,7 @@ pub fn sched_setscheduler(pid: Tid, policy: i32, priority: i32) -> Result<(), Er
 
 /// `setpriority(PRIO_PROCESS, pid, nice)`: nice is clamped to −20..19 as Linux does.
 pub fn setpriority(pid: Tid, nice: i64) -> Result<(), Errno> {
+    let _defer = super::signal::DeferFatal::new();
     let t = task_of(pid)?;
     let nice = cadence_sched::attr::clamp_nice(nice);
     change_params(&t, |p| p.attr.nice = nice);
@@ -94,11 +98,13 @@ pub fn setpriority(pid: Tid, nice: i64) -> Result<(), Errno> {
 
 /// `getpriority(PRIO_PROCESS, pid)` as a nice value.
 pub fn getpriority(pid: Tid) -> Result<i32, Errno> {
+    let _defer = super::signal::DeferFatal::new();
     Ok(task_of(pid)?.attr().nice)
 }
 
 /// `nice(inc)` for the calling task; returns the new nice value.
 pub fn nice(increment: i64) -> i32 {
+    let _defer = super::signal::DeferFatal::new();
     let t = super::current();
     let new = cadence_sched::attr::nice_after_increment(t.attr().nice, increment);
     change_params(&t, |p| p.attr.nice = new);
@@ -113,6 +119,7 @@ pub fn sched_yield() {
 /// `sched_setaffinity(pid, mask)`. A task running on a CPU it may no longer use is moved
 /// at its next switch (its CPU is kicked now).
 pub fn sched_setaffinity(pid: Tid, mask: CpuMask) -> Result<(), Errno> {
+    let _defer = super::signal::DeferFatal::new();
     let effective = mask & online_mask();
     if effective.is_empty() {
         return Err(Errno::EINVAL);
@@ -154,6 +161,7 @@ pub fn sched_setaffinity(pid: Tid, mask: CpuMask) -> Result<(), Errno> {
 
 /// `sched_getaffinity(pid)`.
 pub fn sched_getaffinity(pid: Tid) -> Result<CpuMask, Errno> {
+    let _defer = super::signal::DeferFatal::new();
     Ok(task_of(pid)?.affinity() & online_mask())
 }
 

@@ -141,12 +141,20 @@ pub fn has_pending(t: &Task) -> bool {
 
 /// Applies `prev`'s pending cookie change (in `schedule()`, its CPU's — and, with SMT, its
 /// core's — run-queue locks held), keeping the queued-cookie count right. True if it changed.
+///
+/// The effective cookie is written *before* the pending one is cleared: a `prctl` reading the
+/// task's logical cookie ([`logical_cookie`], under the registry lock but not ours) in between
+/// must see the new cookie, which holds the task's reference. Clearing first let it read the
+/// old one (whose reference had moved) and drop it a second time, leaking the new one.
 pub(super) fn apply_pending(prev: &Task, cpu: u32) -> bool {
-    let new = prev.core_cookie_pending.swap(NO_PENDING, Ordering::AcqRel);
+    let new = prev.core_cookie_pending.load(Ordering::Acquire);
     if new == NO_PENDING {
         return false;
     }
     let old = prev.core_cookie.swap(new, Ordering::AcqRel);
+    // A `prctl` since the load recorded a newer change (and moved the reference on): it stays
+    // pending, for the next switch.
+    let _ = prev.core_cookie_pending.compare_exchange(new, NO_PENDING, Ordering::AcqRel, Ordering::Acquire);
     if prev.is_on_rq() && !prev.is_idle {
         let n = &rq_of(cpu).nr_cookied;
         if old != 0 {
@@ -297,9 +305,18 @@ pub(super) fn account_forced_idle(cpu: u32, g: &mut RqInner, others: Option<&[(u
 
 /// A new task inherits its parent's cookie.
 pub fn fork(child: &Task, parent: &Task) {
+    // Both reads under the registry lock, which `prctl` holds from reading cookies to recording
+    // its assignments. The child is in the task table already, so a racing `prctl` (a TGID or
+    // PGID scope) may have given it a pending cookie, with a reference: that assignment wins
+    // and the child takes no second reference (the chaos stress found the leak: the inherited
+    // reference was overwritten when the pending cookie was applied).
+    // (Applied already, by `apply` on a task that is not running yet, or still pending.)
+    let mut reg = COOKIES.lock();
+    if child.core_cookie_pending.load(Ordering::Acquire) != NO_PENDING || child.core_cookie.load(Ordering::Acquire) != 0 {
+        return;
+    }
     let c = logical_cookie(parent);
     if c != CookieId::NONE {
-        let mut reg = COOKIES.lock();
         if let Ok(c) = reg.fork(c) {
             child.core_cookie.store(c.0, Ordering::Release);
         }
@@ -308,7 +325,9 @@ pub fn fork(child: &Task, parent: &Task) {
 
 /// A task exited: drop its cookie reference (the pending one if a change is pending: the
 /// registry moved the task's reference to it). Under the registry lock, which `prctl` holds
-/// from reading cookies to recording its assignments, so each reference is dropped once.
+/// from reading cookies to recording its assignments, and under the task's `params` lock,
+/// which [`apply`] holds while it moves the pending cookie to the effective one, so each
+/// reference is dropped once.
 pub fn exit(t: &Task) {
     let mut reg = COOKIES.lock();
     t.core_exited.store(true, Ordering::Release);
@@ -333,9 +352,11 @@ fn apply(t: &Arc<Task>) {
     }
     let cpu = super::with_task_rq(t, |g, now| {
         if !g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, t)) {
-            let new = t.core_cookie_pending.swap(NO_PENDING, Ordering::AcqRel);
+            // Effective first, then clear pending (see `apply_pending`).
+            let new = t.core_cookie_pending.load(Ordering::Acquire);
             if new != NO_PENDING {
                 super::requeue_locked(g, t, now, || t.core_cookie.store(new, Ordering::Release));
+                let _ = t.core_cookie_pending.compare_exchange(new, NO_PENDING, Ordering::AcqRel, Ordering::Acquire);
             }
         }
         g.cpu
@@ -349,8 +370,19 @@ fn apply(t: &Arc<Task>) {
 /// cookie's value (Linux stores it at `uaddr`: a non-zero, 8-byte aligned address is required,
 /// 0 gives EFAULT); the other commands return 0.
 pub fn prctl(cmd: u64, pid: u64, pidtype: u64, uaddr: u64) -> Result<u64, Errno> {
+    let _defer = super::signal::DeferFatal::new();
     let me = super::current();
     let tasks: Vec<Arc<Task>> = super::task::all().into_iter().filter(|t| t.state() != super::task::TaskState::Dead).collect();
+    // Linux allocates the new cookie after checking the arguments and finding the task
+    // (`sched_core_alloc_cookie`, ENOMEM): the injected failure comes at the same point.
+    let valid_create = cmd == policy::PR_SCHED_CORE_CREATE as u64
+        && pidtype <= 2
+        && uaddr == 0
+        && smt_present()
+        && (pid == 0 || tasks.iter().any(|t| t.tid as u64 == pid));
+    if valid_create && crate::mm::fail_alloc::should_fail("sched_core_cookie") {
+        return Err(Errno::ENOMEM);
+    }
     // Cookies are read, the registry changed and the assignments recorded (as pending) under
     // the registry lock: a task exiting meanwhile (`exit`, same lock) either is left out here
     // or drops exactly the reference this assigned it.

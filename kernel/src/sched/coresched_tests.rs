@@ -122,7 +122,10 @@ fn stress_never_runs_different_cookies_on_siblings() {
     // task was requeued (fixed: `requeue_locked` holds a count).
     let target: u64 = if crate::testing::stress_enabled() { 1_000_000 } else { 200_000 };
     crate::trace::set_event_mask(cadence_trace::event::EventType::CoreSwitch.bit() | cadence_trace::event::EventType::CoreForceIdle.bit());
-    crate::trace::start(200_000).expect("trace start");
+    // Rings sized for the whole run (a switch and about as many forced-idle events per switch
+    // at most, per CPU), so that the check covers at least 90% of the switches (asserted).
+    let ncpus = crate::percpu::nr_cpus() as u64;
+    crate::trace::start((2 * target / ncpus.max(1)).max(200_000) as usize).expect("trace start");
     let stop = Arc::new(AtomicBool::new(false));
     let switches0: u64 = crate::percpu::online_cpus().map(|c| c.rq.nr_switches.load(Ordering::Relaxed)).sum();
     let forced0: u64 = crate::percpu::online_cpus().map(|c| c.rq.forced_idle_ns.load(Ordering::Relaxed)).sum();
@@ -192,8 +195,10 @@ fn stress_never_runs_different_cookies_on_siblings() {
     }
     let forced: u64 = crate::percpu::online_cpus().map(|c| c.rq.forced_idle_ns.load(Ordering::Relaxed)).sum::<u64>() - forced0;
     let report = report.expect("checkable trace");
-    crate::kprint!("({} switches, {}) ", switches, report);
+    let checked_pct = report.switches * 100 / switches.max(1);
+    crate::kprint!("({} switches, {} of them checked ({}%), {}) ", switches, report.switches, checked_pct, report);
     assert!(switches >= target, "only {} switches", switches);
+    assert!(checked_pct >= 90, "the check covered {} of {} switches ({}%), under 90%", report.switches, switches, checked_pct);
     assert_eq!(coresched::unchecked_picks(), 0, "a cookied task was started without the core-wide check");
     for c in crate::percpu::online_cpus() {
         assert_eq!(c.rq.nr_cookied.load(Ordering::SeqCst), 0, "cpu {} still counts queued cookied tasks", c.cpu_id);

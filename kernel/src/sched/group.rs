@@ -145,6 +145,7 @@ fn valid_name(name: &str) -> bool {
 /// Creates a group under `parent` with `cpu.weight` `weight`.
 /// EINVAL: bad name or weight outside 1..=10000; EBUSY: the name exists; ESRCH: no parent.
 pub fn create(name: &str, parent: GroupId, weight: u64, kind: GroupKind) -> Result<Arc<TaskGroup>, Errno> {
+    let _defer = super::signal::DeferFatal::new();
     if !valid_name(name) || !(1..=MAX_WEIGHT).contains(&weight) {
         return Err(Errno::EINVAL);
     }
@@ -154,6 +155,9 @@ pub fn create(name: &str, parent: GroupId, weight: u64, kind: GroupKind) -> Resu
     }
     if groups.values().any(|g| g.name == name) {
         return Err(Errno::EBUSY);
+    }
+    if crate::mm::fail_alloc::should_fail("task_group") {
+        return Err(Errno::ENOMEM);
     }
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let tg = Arc::new(TaskGroup {
@@ -172,6 +176,7 @@ pub fn create(name: &str, parent: GroupId, weight: u64, kind: GroupKind) -> Resu
 
 /// Removes a group. EBUSY while it has member tasks or child groups; ESRCH if unknown.
 pub fn destroy(id: GroupId) -> Result<(), Errno> {
+    let _defer = super::signal::DeferFatal::new();
     {
         let mut groups = GROUPS.lock();
         let tg = groups.get(&id).ok_or(Errno::ESRCH)?;
@@ -190,6 +195,7 @@ pub fn destroy(id: GroupId) -> Result<(), Errno> {
 
 /// Sets a group's `cpu.weight` (1..=10000, else EINVAL) and re-weights its entities.
 pub fn set_weight(id: GroupId, weight: u64) -> Result<(), Errno> {
+    let _defer = super::signal::DeferFatal::new();
     if !(1..=MAX_WEIGHT).contains(&weight) {
         return Err(Errno::EINVAL);
     }
@@ -226,6 +232,7 @@ pub fn leave(id: GroupId) {
 /// or running fair task leaves its old group's queue and joins the new one keeping its lag.
 /// ESRCH: no such task or group; EINVAL: `gid` is an autogroup (membership there is automatic).
 pub fn move_task(tid: super::Tid, gid: GroupId) -> Result<(), Errno> {
+    let _defer = super::signal::DeferFatal::new();
     let t = super::task::find(tid).filter(|t| !t.is_idle && t.state() != super::task::TaskState::Dead).ok_or(Errno::ESRCH)?;
     if gid != ROOT_GROUP {
         let tg = lookup(gid).ok_or(Errno::ESRCH)?;

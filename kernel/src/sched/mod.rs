@@ -773,6 +773,10 @@ extern "C" fn task_start(arg: u64) -> ! {
 
 /// Ends the calling task with `code`.
 pub fn exit(code: i32) -> ! {
+    // Holds `me` until Dead is set: a kill arriving meanwhile must not start a second `exit`
+    // from the interrupt exit, abandoning this frame and its reference (a leaked `Task`).
+    // Never dropped: the task does not come back.
+    let _defer = signal::DeferFatal::new();
     let me = current();
     me.set_exit_code(code);
     crate::trace::sched_process_exit(&me, crate::time::uptime_ns());
@@ -788,11 +792,14 @@ fn task_dead(task: Arc<Task>) {
         drop(se);
     }
     autogroup::exit(&task);
-    coresched::exit(&task);
     {
         // Under `params`, with `left_group` set, so that a `group::move_task` racing with the
         // exit cannot join the task to a group after it left its last one.
         let _params = task.params.lock();
+        // Under `params` too: `coresched::apply` (a racing prctl's) moves the pending cookie
+        // to the effective one under it; dropping the reference in between would drop the old
+        // cookie a second time and leak the new one (found by the chaos stress at 100,000 ops).
+        coresched::exit(&task);
         task.left_group.store(true, Ordering::Release);
         group::leave(task.group.swap(group::ROOT_GROUP, Ordering::AcqRel));
     }
@@ -1063,6 +1070,7 @@ pub enum SpawnError {
 
 /// Creates and starts a kernel task running `f`; its return value is the exit code.
 pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Result<Arc<Task>, SpawnError> {
+    let _defer = signal::DeferFatal::new();
     let parent = current();
     let inherited = *parent.params.lock();
     let mut attr = opts.attr.unwrap_or(inherited.attr);
@@ -1077,6 +1085,11 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Re
     }
     crate::mm::stack::reclaim_if_needed();
     let stack = crate::mm::stack::KernelStack::allocate(opts.stack_size).map_err(|_| SpawnError::NoMemory)?;
+    // Before anything is registered: a failure here leaves nothing behind (the stack goes back
+    // to the cache as it drops).
+    if crate::mm::fail_alloc::should_fail("task") {
+        return Err(SpawnError::NoMemory);
+    }
     let params = SchedParams { attr, affinity };
     let task = task::new_task(&opts, Some(&parent), params, Some(stack), false, parent.cpu());
     crate::trace::task_affinity(task.tid, affinity.0);
@@ -1213,8 +1226,11 @@ pub fn irq_exit() {
         while preemptible_with_resched(&this_cpu().rq) {
             __schedule(true);
         }
-        // Back in the interrupted task: act on its signals before returning to it.
-        signal::handle_pending();
+        // Back in the interrupted task: act on its signals before returning to it (unless it
+        // is inside a blocking primitive, which acts on them itself: see `signal`).
+        if !signal::fatal_deferred() {
+            signal::handle_pending();
+        }
     }
     let rq = &this_cpu().rq;
     // Only where preemption is allowed: the action may end the task, and a task ended inside
@@ -1280,6 +1296,8 @@ pub fn yield_now() {
 
 /// Sleeps until `uptime_ns() >= deadline_ns`.
 pub fn sleep_until(deadline_ns: u64) {
+    // Holds `me` and a timer's reference: a fatal signal is acted on at the loop's check.
+    let _defer = signal::DeferFatal::new();
     let me = current();
     while crate::time::uptime_ns() < deadline_ns {
         me.set_state(TaskState::Sleeping);

@@ -121,6 +121,7 @@ impl RtWatchdog {
 /// `prlimit(pid, RLIMIT_RTTIME, new)`: returns the old (soft, hard); sets `new` if given.
 /// EINVAL for another resource or soft > hard; ESRCH for no such task.
 pub fn prlimit(tid: Tid, resource: u32, new: Option<(u64, u64)>) -> Result<(u64, u64), Errno> {
+    let _defer = super::signal::DeferFatal::new();
     if resource != RLIMIT_RTTIME {
         return Err(Errno::EINVAL);
     }
@@ -221,7 +222,10 @@ pub fn act_on_current() {
         );
         super::signal::send(&me, super::signal::SIGKILL);
         drop(me);
-        super::signal::handle_pending();
+        // Inside a blocking primitive the kill happens at its next wakeup (see `signal`).
+        if !super::signal::fatal_deferred() {
+            super::signal::handle_pending();
+        }
         return;
     }
     if pending & 1 != 0 && me.class() == super::task::ClassId::Rt {

@@ -35,6 +35,8 @@ impl WaitQueue {
         if cond() {
             return;
         }
+        // Holds `me` and a queue entry: a fatal signal is acted on at the check below.
+        let _defer = super::signal::DeferFatal::new();
         let me = super::current();
         loop {
             me.set_state(TaskState::Sleeping);

@@ -681,13 +681,18 @@ pub fn sysctl(args: &[&str]) -> CmdResult {
 
 // ----- sleep ---------------------------------------------------------------------------------
 
+/// `sleep NUMBER[SUFFIX]...` as coreutils: seconds by default, fractions allowed, suffixes
+/// `s`, `m`, `h`, `d` and Cadence's `ms`, `us`; several operands add up.
 pub fn sleep(args: &[&str]) -> CmdResult {
-    let [ms] = args else { return Err(Error::Usage(None)) };
-    let ms = ms
-        .parse::<u64>()
-        .ok()
-        .filter(|&m| m <= 86_400_000)
-        .ok_or_else(|| usage_err("sleep", alloc::format!("invalid time interval '{}'", ms)))?;
-    crate::sched::sleep_ns(ms * 1_000_000);
+    if args.is_empty() {
+        return Err(usage_err("sleep", "missing operand"));
+    }
+    let mut total: u64 = 0;
+    for a in args {
+        total = cadence_cmdline::parse_duration_ns(a)
+            .and_then(|ns| total.checked_add(ns))
+            .ok_or_else(|| usage_err("sleep", alloc::format!("invalid time interval '{}'", a)))?;
+    }
+    crate::sched::sleep_ns(total);
     Ok(())
 }

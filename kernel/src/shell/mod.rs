@@ -101,11 +101,16 @@ pub const COMMANDS: &[Command] = &[
         run: cmds::sysctl,
     },
     Command { name: "echo", usage: "echo [WORD...]", help: "print the words", run: cmd_echo },
-    Command { name: "sleep", usage: "sleep MS", help: "sleep for MS milliseconds", run: cmds::sleep },
+    Command {
+        name: "sleep",
+        usage: "sleep NUMBER[s|ms|us|m|h|d]...",
+        help: "sleep for the sum of the intervals (seconds by default, as coreutils; 0.5, 20ms)",
+        run: cmds::sleep,
+    },
     Command { name: "jobs", usage: "jobs", help: "list background jobs", run: cmd_jobs },
     Command {
         name: "bench",
-        usage: "bench pipe|scale|slice|autogroup|coresched|cyclic|hackbench|pert|wakeup-latency [OPTIONS] (bench NAME -h for options)",
+        usage: "bench pipe|scale|slice|autogroup|coresched|cyclic|hackbench|hwlat|pert|wakeup-latency [OPTIONS] (bench NAME -h for options)",
         help: "run a benchmark",
         run: cmd_bench,
     },
@@ -117,7 +122,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "chaos",
-        usage: "chaos [-s SEED] [-n OPS] [-b TRACE_ENTRIES]",
+        usage: "chaos [-s SEED] [-n OPS] [-b TRACE_ENTRIES] [-f FAIL_PERCENT]",
         help: "the chaos stress: random scheduler operations, then leak and invariant checks",
         run: |a| adapt("chaos", crate::chaos::cmd_chaos(a)),
     },
@@ -232,6 +237,7 @@ fn cmd_bench(args: &[&str]) -> CmdResult {
         Some("wakeup-latency") => crate::bench::latency::cmd_wakeup_latency(rest),
         Some("pert") => crate::bench::latency::cmd_pert(rest),
         Some("hackbench") => crate::bench::hackbench::cmd_hackbench(rest),
+        Some("hwlat") => crate::bench::hwlat::cmd_hwlat(rest),
         Some(other) => return Err(usage_err("bench", alloc::format!("unknown benchmark '{}'", other))),
         None => return Err(Error::Usage(None)),
     };
@@ -257,11 +263,15 @@ fn cmd_jobs(args: &[&str]) -> CmdResult {
     if !args.is_empty() {
         return Err(Error::Usage(None));
     }
+    // Finished jobs are reported (and forgotten) here, as bash does, so the prompt does not
+    // report them a second time.
+    reap_jobs();
     let jobs: Vec<(u32, Tid, String)> = JOBS.lock().iter().map(|j| (j.id, j.tid, j.line.clone())).collect();
     for (id, tid, line) in jobs {
         let state = match crate::sched::task::find(tid).map(|t| t.state()) {
             Some(crate::sched::task::TaskState::Stopped) => "Stopped",
-            Some(crate::sched::task::TaskState::Dead) | None => "Done",
+            // Ended since the reap above: the prompt's reap reports it, once.
+            Some(crate::sched::task::TaskState::Dead) | None => continue,
             _ => "Running",
         };
         shout!("[{}]  {:<24}{} &  (tid {})", id, state, line, tid);

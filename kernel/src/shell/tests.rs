@@ -153,10 +153,18 @@ fn commands_report_linux_errors() {
         ("nice -n x help", 2, "nice: invalid adjustment 'x'"),
         ("nice -n 5", 2, "nice: a command must be given with an adjustment"),
         ("sleep x", 2, "sleep: invalid time interval 'x'"),
+        ("sleep 1 -1", 2, "sleep: invalid time interval '-1'"),
+        ("sleep", 2, "sleep: missing operand"),
         ("bench nope", 2, "bench: unknown benchmark 'nope'"),
         ("bench cyclic -l abc", 2, "-l needs a number"),
         ("bench cyclic -x", 2, "unexpected argument '-x'"),
         ("bench hackbench -g 0", 2, "-g needs a number"),
+        ("sysctl debug.fail_alloc.probability=101", 1, "sysctl: setting key \"debug.fail_alloc.probability\": Invalid argument"),
+        ("sysctl debug.fail_alloc.times=-2", 1, "sysctl: setting key \"debug.fail_alloc.times\": Invalid argument"),
+        ("sysctl debug.fail_alloc.injected=3", 1, "sysctl: setting key \"debug.fail_alloc.injected\": Permission denied"),
+        ("chaos -f 101", 1, "chaos: -f: 101 is not a percentage (0..=100)"),
+        ("bench hwlat -c 63", 2, "-c needs an online CPU, got '63'"),
+        ("bench hwlat -W 100 -w 100", 2, "-w needs a number in 1..=99, got '100'"),
         ("bench pert -c 63", 2, "cpu 63 is not online"),
         ("bench wakeup-latency -i", 2, "option -i needs a value"),
         ("nosuch", 127, "nosuch: command not found"),
@@ -204,13 +212,20 @@ fn commands_act_on_a_task() {
 
 #[test_case]
 fn background_jobs_run_and_are_reaped() {
-    let (c, out) = run("sleep 20 &");
+    let (c, out) = run("sleep 20ms &");
     assert_eq!(c, 0);
     assert!(out.starts_with('[') && out.contains("] "), "{}", out);
     crate::sched::sleep_ns(60_000_000);
     let (_, out) = capture(super::reap_jobs);
-    assert!(out.contains("Done") && out.contains("sleep 20"), "{}", out);
-    let (_, out) = run("sleep 5000 &");
+    assert!(out.contains("Done") && out.contains("sleep 20ms"), "{}", out);
+    // `jobs` reports a finished job once; the prompt's reap then has nothing to say.
+    run("sleep 10ms &");
+    crate::sched::sleep_ns(60_000_000);
+    let (_, out) = run("jobs");
+    assert!(out.contains("Done") && out.contains("sleep 10ms"), "{}", out);
+    let (_, out) = capture(super::reap_jobs);
+    assert!(!out.contains("Done"), "reported twice: {}", out);
+    let (_, out) = run("sleep 5 &");
     let (c, _) = run("kill -9 %1");
     assert_eq!(c, 0, "{}", out);
     crate::sched::sleep_ns(20_000_000);
@@ -273,4 +288,19 @@ fn cyclic_and_hackbench_produce_results() {
     assert!(secs > 0.0);
     let w = crate::bench::latency::wakeup_latency(1, 5000, 0).expect("wakeup-latency");
     assert!(w.samples > 0 && w.samples + w.missed >= 150, "{:?}", w);
+    // One CPU, 5 ms of every 50, for a second: prints one line, returns.
+    crate::bench::hwlat::cmd_hwlat(&["-d", "1", "-W", "50", "-w", "5", "-c", "0"]).expect("hwlat");
+}
+
+#[test_case]
+fn rr_timeslice_of_zero_or_less_resets_and_reads_back_the_default() {
+    let (c, _) = run("sysctl -w kernel.sched_rr_timeslice_ms=25");
+    assert_eq!(c, 0);
+    assert!(run("sysctl kernel.sched_rr_timeslice_ms").1.contains("kernel.sched_rr_timeslice_ms = 25"));
+    // Linux (`sched_rr_handler`): a value <= 0 restores RR_TIMESLICE (100 ms) and the file
+    // then reads 100.
+    let (c, _) = run("sysctl -w kernel.sched_rr_timeslice_ms=-5");
+    assert_eq!(c, 0);
+    let (_, out) = run("sysctl kernel.sched_rr_timeslice_ms");
+    assert!(out.contains("kernel.sched_rr_timeslice_ms = 100"), "{}", out);
 }

@@ -287,6 +287,12 @@ fn affinity_start() {
     }
 }
 
+/// Entries in the affinity table (it keeps every traced task's first mask until the next
+/// `trace start`, so it grows with the tasks a traced run creates).
+pub fn affinity_entries() -> usize {
+    AFFINITY.lock().len()
+}
+
 /// A copy of the table (tid order).
 fn affinity_table() -> Vec<(u32, u64)> {
     AFFINITY.lock().iter().map(|(&t, &m)| (t, m)).collect()
@@ -421,6 +427,9 @@ fn cpu_buffer(cpu: usize) -> Option<&'static CpuBuffer> {
 }
 
 fn new_buffer(entries: usize) -> Result<*mut CpuBuffer, String> {
+    if crate::mm::fail_alloc::should_fail("trace_buffer") {
+        return Err(alloc::format!("cannot allocate {} trace records", entries));
+    }
     let mut v: Vec<UnsafeCell<Event>> = Vec::new();
     v.try_reserve_exact(entries).map_err(|_| alloc::format!("cannot allocate {} trace records", entries))?;
     v.resize_with(entries, || UnsafeCell::new(Event::EMPTY));

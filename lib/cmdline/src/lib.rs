@@ -141,6 +141,44 @@ pub fn split_command_list(list: &str, background: bool) -> Vec<(String, bool)> {
     out
 }
 
+/// Parses one `sleep` operand as coreutils does: a non-negative decimal number (`2`, `0.5`,
+/// `.25`) with an optional unit suffix, `s` (the default), `m` minutes, `h` hours, `d` days,
+/// and Cadence's additions `ms` and `us`. Returns nanoseconds, rounded down; `None` for
+/// anything else (an empty number, a sign, an unknown suffix, more than 9 fractional digits'
+/// worth of precision is truncated, not rejected) or a value beyond `u64` nanoseconds.
+pub fn parse_duration_ns(word: &str) -> Option<u64> {
+    let (number, unit_ns): (&str, u128) = if let Some(n) = word.strip_suffix("ms") {
+        (n, 1_000_000)
+    } else if let Some(n) = word.strip_suffix("us") {
+        (n, 1_000)
+    } else if let Some(n) = word.strip_suffix('s') {
+        (n, 1_000_000_000)
+    } else if let Some(n) = word.strip_suffix('m') {
+        (n, 60_000_000_000)
+    } else if let Some(n) = word.strip_suffix('h') {
+        (n, 3_600_000_000_000)
+    } else if let Some(n) = word.strip_suffix('d') {
+        (n, 86_400_000_000_000)
+    } else {
+        (word, 1_000_000_000)
+    };
+    let (int, frac) = match number.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (number, ""),
+    };
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if (int.is_empty() && frac.is_empty()) || !digits(int) || !digits(frac) {
+        return None;
+    }
+    let whole: u128 = if int.is_empty() { 0 } else { int.parse().ok()? };
+    // The fraction as nanoseconds of one unit: at most 18 digits kept (enough for `us`).
+    let kept = &frac[..frac.len().min(18)];
+    let frac_num: u128 = if kept.is_empty() { 0 } else { kept.parse().ok()? };
+    let frac_ns = frac_num * unit_ns / 10u128.pow(kept.len() as u32);
+    let ns = whole.checked_mul(unit_ns)?.checked_add(frac_ns)?;
+    u64::try_from(ns).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,6 +228,24 @@ mod tests {
         for s in ["\"", "'", "\\", "=", "a\"b", "\u{0}\u{7f}é=ü", "a=\"\\", "\"\"=1"] {
             let _ = parse(s);
             let _ = split_commands(s);
+        }
+    }
+
+    #[test]
+    fn durations_parse_like_coreutils_sleep() {
+        assert_eq!(parse_duration_ns("2"), Some(2_000_000_000));
+        assert_eq!(parse_duration_ns("0.5"), Some(500_000_000));
+        assert_eq!(parse_duration_ns(".25s"), Some(250_000_000));
+        assert_eq!(parse_duration_ns("3."), Some(3_000_000_000));
+        assert_eq!(parse_duration_ns("1m"), Some(60_000_000_000));
+        assert_eq!(parse_duration_ns("1.5h"), Some(5_400_000_000_000));
+        assert_eq!(parse_duration_ns("1d"), Some(86_400_000_000_000));
+        assert_eq!(parse_duration_ns("500ms"), Some(500_000_000));
+        assert_eq!(parse_duration_ns("20us"), Some(20_000));
+        assert_eq!(parse_duration_ns("0.0000000015"), Some(1));
+        assert_eq!(parse_duration_ns("0"), Some(0));
+        for bad in ["", ".", "x", "-1", "+1", "1x", "1.2.3", "ms", "1 s", "1e3", "99999999999999999999d"] {
+            assert_eq!(parse_duration_ns(bad), None, "{:?}", bad);
         }
     }
 }

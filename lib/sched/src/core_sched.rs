@@ -728,6 +728,9 @@ pub struct CheckReport {
     pub checked_ns: u64,
     /// CPU time spent forced idle within the window, summed over CPUs.
     pub forced_idle_ns: u64,
+    /// Switches checked: the trace events within the window (a caller compares it with the
+    /// switches it made, to know how much of its run the window covers).
+    pub switches: u64,
 }
 
 impl fmt::Display for CheckReport {
@@ -797,6 +800,7 @@ pub fn check_trace_with(
         _ => return Ok(report),
     };
     report.checked_ns = end_ns - start;
+    report.switches = events.len() as u64;
 
     let mut i = 0;
     while i < events.len() && events[i].time_ns < end_ns {
@@ -1398,6 +1402,7 @@ mod tests {
             }],
             checked_ns: 5,
             forced_idle_ns: 3,
+            switches: 2,
         };
         assert_eq!(alloc::format!("{r}"), "coresched check: violations=1 checked_ns=5 forced_idle_ns=3");
     }

@@ -21,6 +21,8 @@ pub enum Errno {
     EAGAIN = 11,
     /// Out of memory.
     ENOMEM = 12,
+    /// Permission denied (e.g. writing a read-only sysctl).
+    EACCES = 13,
     /// Bad address (a `uaddr` the value cannot be stored at).
     EFAULT = 14,
     /// Device or resource busy (entity already queued / running).
@@ -53,6 +55,7 @@ impl Errno {
             Errno::EBUSY => "EBUSY",
             Errno::ENODEV => "ENODEV",
             Errno::EFAULT => "EFAULT",
+            Errno::EACCES => "EACCES",
             Errno::EINVAL => "EINVAL",
             Errno::ERANGE => "ERANGE",
             Errno::EOPNOTSUPP => "EOPNOTSUPP",
@@ -69,6 +72,7 @@ impl Errno {
             12 => Errno::ENOMEM,
             16 => Errno::EBUSY,
             19 => Errno::ENODEV,
+            13 => Errno::EACCES,
             14 => Errno::EFAULT,
             22 => Errno::EINVAL,
             34 => Errno::ERANGE,
@@ -89,6 +93,7 @@ impl Errno {
             Errno::ENOMEM => "Cannot allocate memory",
             Errno::EBUSY => "Device or resource busy",
             Errno::ENODEV => "No such device",
+            Errno::EACCES => "Permission denied",
             Errno::EFAULT => "Bad address",
             Errno::EINVAL => "Invalid argument",
             Errno::ERANGE => "Numerical result out of range",
@@ -115,6 +120,7 @@ mod tests {
             (Errno::EINTR, 4, "EINTR"),
             (Errno::EAGAIN, 11, "EAGAIN"),
             (Errno::ENOMEM, 12, "ENOMEM"),
+            (Errno::EACCES, 13, "EACCES"),
             (Errno::EBUSY, 16, "EBUSY"),
             (Errno::ENODEV, 19, "ENODEV"),
             (Errno::EINVAL, 22, "EINVAL"),

@@ -36,9 +36,11 @@ pub fn check(events: &[Event], smt: &[CpuMask], end_ns: Option<u64>) -> Result<C
             window.push(*e);
         }
     }
+    let checked = window.len() as u64;
     let mut all: Vec<Event> = at_start.into_values().collect();
     all.extend(window);
-    check_all(&all, smt, end_ns)
+    // The events synthesised at the window's start are states, not switches.
+    check_all(&all, smt, end_ns).map(|r| CheckReport { switches: checked, ..r })
 }
 
 fn check_all(events: &[Event], smt: &[CpuMask], end_ns: Option<u64>) -> Result<CheckReport, Errno> {
