@@ -27,6 +27,9 @@
 # and reports the median and the min-max range of every number; ratios are ratios of medians.
 # A side that produced no number for a benchmark fails the command, naming it.
 # Raw outputs are kept in $OUT (default target/compare/), one file per side and sitting.
+# Pictures (cadence-boot plot, SVG): $OUT/cyclic-idle.svg and cyclic-load.svg (the cyclictest -h
+# histograms of every sitting, per kernel) and wakeup-switch.svg (RT wakeup->switch from the
+# traces), each kernel one series, log-log, as the share of its samples per bin.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 SMP=${SMP:-4,sockets=1,cores=2,threads=2}
@@ -49,15 +52,18 @@ ncpus=${SMP%%,*}
 # The cross-core pipe partner: with 2 threads per core CPUs 0 and 1 are siblings (QEMU numbers
 # threads first), so CPU 2 is on the other core; otherwise CPU 1 is.
 if [[ "$SMP" == *threads=2* ]]; then other=2; else other=1; fi
-cyc="-t$ncpus -p90 -i1000 -l$LOOPS -a"
-# (Cadence's `sleep` takes milliseconds.)
+# The cyclic runs also print cyclictest's -h histogram (1 µs buckets up to HIST_US; Linux's
+# rows of zeros are filtered out on the peer, as Cadence leaves them out: the console is slow).
+HIST_US=${HIST_US:-20000}
+cyc="-t$ncpus -p90 -i1000 -l$LOOPS -a -h $HIST_US"
+nozero='awk '"'"'{ if ($1 ~ /^[0-9][0-9][0-9][0-9][0-9][0-9]$/) { s = 0; for (i = 2; i <= NF; i++) s += $i; if (s == 0) next } print }'"'"
 cadence_cmds="echo @@pipe; bench pipe -l 5000; echo @@hackbench; bench hackbench -g 4 -l 50; echo @@wakeup; bench wakeup-latency -d 3; echo @@cyclic-idle; bench cyclic $cyc; echo @@cyclic-load; bench hackbench -g 4 -l 1000000 &; sleep 0.5; bench cyclic $cyc"
 # The traced run (see the header). Cadence: hrtick, IPI and timer events off (the analysis does
 # not use them), 10000 events per CPU (the COM2 export is ~1,000 events/s under TCG).
 cadence_traced="echo @@traced; trace events sched_hrtick_start off; trace events ipi_raise off; trace events hrtimer_expire_entry off; trace start -b 10000; bench hackbench -g 4 -l 300 &; sleep 0.3; bench cyclic -t$ncpus -p90 -i1000 -l1000 -a -q; trace stop"
 # Linux: 400 KiB of tracefs buffer per CPU; affinities read while cyclictest runs.
 linux_traced='echo @@traced; T=/sys/kernel/tracing; echo 0 > $T/tracing_on; echo > $T/trace; echo 400 > $T/buffer_size_kb; for e in sched_switch sched_wakeup sched_wakeup_new sched_migrate_task; do echo 1 > $T/events/sched/$e/enable; done; echo 1 > $T/tracing_on; hackbench -p -g 4 -l 1000000 >/dev/null 2>&1 & sleep 0.3; (sleep 0.5; for t in /proc/[0-9]*/task/[0-9]*; do m=$(awk "/^Cpus_allowed:/{print \$2}" $t/status 2>/dev/null); [ -n "$m" ] && echo "# cadence-affinity: pid=${t##*/} mask=0x$m"; done > /tmp/aff) & a=$!; cyclictest -m -q '"-t$ncpus -p90 -i1000 -l1000 -a"'; echo 0 > $T/tracing_on; killall hackbench 2>/dev/null; wait $a; echo @@ftrace-begin; cat /tmp/aff; cat $T/trace; echo @@ftrace-end'
-linux_cmds="echo @@pipe; pipetest 5000 0 0; pipetest 5000 0 $other; echo @@hackbench; hackbench -p -g 4 -l 50; echo @@wakeup; cyclictest -t1 -i1000 -l3000 -q; echo @@cyclic-idle; cyclictest -m -q $cyc; echo @@cyclic-load; hackbench -p -g 4 -l 1000000 >/dev/null 2>&1 & sleep 0.5; cyclictest -m -q $cyc; killall hackbench 2>/dev/null; true"
+linux_cmds="echo @@pipe; pipetest 5000 0 0; pipetest 5000 0 $other; echo @@hackbench; hackbench -p -g 4 -l 50; echo @@wakeup; cyclictest -t1 -i1000 -l3000 -q; echo @@cyclic-idle; cyclictest -m -q $cyc | $nozero; echo @@cyclic-load; hackbench -p -g 4 -l 1000000 >/dev/null 2>&1 & sleep 0.5; cyclictest -m -q $cyc | $nozero; killall hackbench 2>/dev/null; true"
 
 # Cuts the ftrace text a Linux run printed between its markers into FILE.trace.
 cut_trace() { sed -n '/^@@ftrace-begin$/,/^@@ftrace-end$/{/^@@ftrace-/d;p}' "$1.txt" > "$1.trace"; }
@@ -121,6 +127,18 @@ def parse(path):
             r[key + "-max"] = float(max(int(m.group(5)) for m in rows))
             tot = sum(int(m.group(1)) for m in rows)
             r[key + "-avg"] = sum(int(m.group(4)) * int(m.group(1)) for m in rows) / max(tot, 1)
+        else:
+            # cyclictest -h prints no T: lines: the histogram's footer has the same numbers
+            # (cycles = binned samples + overflows).
+            foot = {}
+            for l in s.get(key, []):
+                m = re.match(r"# (Total|Avg Latencies|Max Latencies|Histogram Overflows):((?: \d+)+)\s*$", l.strip())
+                if m: foot[m.group(1)] = [int(x) for x in m.group(2).split()]
+            if all(k in foot for k in ("Total", "Avg Latencies", "Max Latencies")):
+                over = foot.get("Histogram Overflows", [0] * len(foot["Total"]))
+                cycles = [t + o for t, o in zip(foot["Total"], over)]
+                r[key + "-max"] = float(max(foot["Max Latencies"]))
+                r[key + "-avg"] = sum(a * c for a, c in zip(foot["Avg Latencies"], cycles)) / max(sum(cycles), 1)
     trace = path[:-len(".txt")] + ".trace"
     if os.path.exists(trace) and os.path.getsize(trace) > 0:
         # The same host analysis for both kernels.
@@ -138,6 +156,38 @@ def parse(path):
 
 sides = {"Cadence": "cadence", "Linux 6.1": "linux", "Linux 6.1 PREEMPT_RT": "linux-rt"}
 runs = {name: [parse(f"{out}/{stem}-{i}.txt") for i in range(1, sittings + 1)] for name, stem in sides.items()}
+
+# Pictures: the cyclic histograms (every sitting summed per kernel) and the traced RT
+# wakeup->switch distributions, drawn by `cadence-boot plot` into $OUT/*.svg.
+def write_hists(stem, i):
+    s, files = sections(f"{out}/{stem}-{i}.txt"), {}
+    for key in ("cyclic-idle", "cyclic-load"):
+        rows = [l for l in s.get(key, []) if l.startswith("# Histogram") or re.match(r"^\d{6} ", l)]
+        if any(re.match(r"^\d{6} ", l) for l in rows):
+            path = f"{out}/{stem}-{i}-{key}.hist"
+            with open(path, "w") as fh:
+                fh.write("\n".join(rows) + "\n")
+            files[key] = path
+    return files
+pictures, plot_errors = [], []
+hist_files = {name: [write_hists(stem, i) for i in range(1, sittings + 1)] for name, stem in sides.items()}
+for key in ("cyclic-idle", "cyclic-load"):
+    specs = [f"{name}=" + ",".join(h[key] for h in hs if key in h) for name, hs in hist_files.items() if any(key in h for h in hs)]
+    if len(specs) < len(sides):
+        plot_errors.append(f"{key}: a kernel printed no histogram")
+        continue
+    svg = f"{out}/{key}.svg"
+    p = subprocess.run([tool, "plot", "cyclic", svg] + specs, capture_output=True, text=True)
+    (pictures if p.returncode == 0 else plot_errors).append(svg if p.returncode == 0 else p.stderr.strip())
+if traced:
+    specs = []
+    for name, stem in sides.items():
+        traces = [f"{out}/{stem}-{i}.trace" for i in range(1, traced + 1) if os.path.exists(f"{out}/{stem}-{i}.trace") and os.path.getsize(f"{out}/{stem}-{i}.trace") > 0]
+        if traces:
+            specs.append(f"{name}=" + ",".join(traces))
+    svg = f"{out}/wakeup-switch.svg"
+    p = subprocess.run([tool, "plot", "wakeup", svg] + specs, capture_output=True, text=True)
+    (pictures if p.returncode == 0 else plot_errors).append(svg if p.returncode == 0 else p.stderr.strip())
 rows = [
     ("pipe same CPU, µs per switch", "pipe1"),
     ("pipe two cores, µs per switch", "pipe2"),
@@ -192,4 +242,10 @@ if traced:
           "per-CPU kernel threads (PREEMPT_RT: ktimers, rcuc, irq threads); Linux emits sched_wakeup "
           "on the target CPU at enqueue, as Cadence does.")
 print(f"raw outputs: {out}/cadence-N.txt, linux-N.txt, linux-rt-N.txt (N = 1..{sittings}), traces <side>-N.trace")
+if pictures:
+    print("pictures: " + ", ".join(pictures))
+if plot_errors:
+    for e in plot_errors:
+        print(f"compare: plot failed: {e}", file=sys.stderr)
+    sys.exit(1)
 EOF

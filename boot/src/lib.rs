@@ -4,7 +4,8 @@
 //! `bootloader_api` 0.11) into a bootable disk image and runs it under QEMU.
 //! It is used three ways:
 //!
-//! * the `cadence-boot` binary (`run`, `runner`, `image`, `trace` subcommands; see `main.rs`),
+//! * the `cadence-boot` binary (`run`, `runner`, `image`, `trace`, `plot` subcommands; see
+//!   `main.rs`),
 //! * `boot/runner.sh`, the cargo runner for the kernel's in-kernel tests (which
 //!   reboots after a failing test and reports every failure: [`harness`]),
 //! * the `cadence-tests` crate, which boots whole scenarios through [`Qemu`]
@@ -26,6 +27,7 @@
 mod error;
 pub mod harness;
 mod image;
+pub mod plot;
 mod qemu;
 mod report;
 pub mod trace;

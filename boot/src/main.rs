@@ -8,6 +8,8 @@
 //! cadence-boot trace report FILE [--svg OUT]  # tracer report of a COM2 ftrace capture
 //! cadence-boot trace check coresched FILE [--smt 0,1:2,3]  # core-scheduling checker
 //! cadence-boot trace check rt FILE [-b US] [--smt 0,1:2,3]   # RT-guarantee checker (exit 1 on violations)
+//! cadence-boot plot cyclic OUT.svg LABEL=FILE[,FILE...]...  # cyclictest -h histograms, overlaid
+//! cadence-boot plot wakeup OUT.svg LABEL=TRACE[,TRACE...]... # RT wakeup->switch, from traces
 //! ```
 //!
 //! Exit status of `run`: 0 kernel success (QEMU 33), 1 kernel failure (QEMU 35),
@@ -42,7 +44,8 @@ usage: cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--ar
        cadence-boot image --kernel ELF [--uefi] -o OUT
        cadence-boot trace report FILE [--svg OUT]
        cadence-boot trace check coresched FILE [--smt 0,1:2,3]
-       cadence-boot trace check rt FILE [-b US] [--smt 0,1:2,3]";
+       cadence-boot trace check rt FILE [-b US] [--smt 0,1:2,3]
+       cadence-boot plot cyclic|wakeup OUT.svg LABEL=FILE[,FILE...]...";
 
 /// How `main` ends: a status plus an optional message for stderr.
 struct Exit(u8, Option<String>);
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
         Some("runner") => cmd_runner(&args[1..]),
         Some("image") => cmd_image(&args[1..]),
         Some("trace") => cmd_trace(&args[1..]),
+        Some("plot") => cmd_plot(&args[1..]),
         Some("-h" | "--help" | "help") => Exit(0, Some(USAGE.into())),
         Some(other) => usage(format!("unknown subcommand '{other}'")),
         None => usage("missing subcommand"),
@@ -395,4 +399,46 @@ fn cmd_trace_check_rt(argv: &[String]) -> Exit {
     let _ = r.write(&mut out);
     print!("{out}");
     Exit(if r.violations == 0 { 0 } else { 1 }, None)
+}
+
+/// `plot cyclic|wakeup OUT.svg LABEL=FILE[,FILE...]...`: one series per label, the files of a
+/// label (sittings) summed; see `cadence_boot::plot`.
+fn cmd_plot(argv: &[String]) -> Exit {
+    use cadence_boot::plot;
+    let (kind, out, specs) = match argv {
+        [k, out, specs @ ..] if (k == "cyclic" || k == "wakeup") && !specs.is_empty() => (k.as_str(), out, specs),
+        _ => return usage("plot wants: cyclic|wakeup OUT.svg LABEL=FILE[,FILE...]..."),
+    };
+    let mut series = Vec::new();
+    for spec in specs {
+        let Some((label, files)) = spec.split_once('=') else {
+            return usage(format!("'{spec}' is not LABEL=FILE[,FILE...]"));
+        };
+        let mut d = plot::Distribution { label: label.to_string(), ..Default::default() };
+        for file in files.split(',') {
+            let text = match std::fs::read(file) {
+                Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+                Err(e) => return Exit(1, Some(format!("plot: cannot read {file}: {e}"))),
+            };
+            let one = if kind == "cyclic" {
+                match plot::parse_cyclictest_hist(&text) {
+                    Ok(d) => d,
+                    Err(e) => return Exit(1, Some(format!("plot: {file}: {e}"))),
+                }
+            } else {
+                plot::wakeup_distribution(&text)
+            };
+            d.merge(&one);
+        }
+        series.push(d);
+    }
+    let (title, x) = if kind == "cyclic" {
+        ("cyclictest latency (timer expiry to task running)", "latency (µs)")
+    } else {
+        ("RT wakeup → switch latency (scheduler traces)", "wakeup to switch (µs)")
+    };
+    match plot::draw(out, title, x, &series) {
+        Ok(()) => Exit(0, Some(format!("plot: wrote {out}"))),
+        Err(e) => Exit(1, Some(format!("plot: {out}: {e}"))),
+    }
 }

@@ -78,6 +78,10 @@ struct CycStat {
     max: AtomicU64,
     sum: AtomicU64,
     done: AtomicBool,
+    /// cyclictest `-h`: one count per µs of latency (empty: no histogram), and the samples
+    /// beyond it.
+    hist: Vec<AtomicU64>,
+    overflows: AtomicU64,
 }
 
 /// One cyclictest thread's result.
@@ -121,13 +125,77 @@ pub struct CyclicConfig {
     pub loops: u64,
     pub duration_s: u64,
     pub affine: bool,
+    /// cyclictest `-h US`: histogram buckets of 1 µs (0 = none).
+    pub histogram_us: u64,
+}
+
+/// One thread's histogram: counts per µs and the samples beyond the last bucket.
+#[derive(Clone, Debug, Default)]
+pub struct CyclicHistogram {
+    pub counts: Vec<u64>,
+    pub overflows: u64,
+}
+
+/// cyclictest's `-h` output for `results` and their `hists` (same order): `# Histogram`, one
+/// line per µs bucket (`%06d` then each thread's count `%06lu`, tab-separated), then the
+/// `# Total:`, `# Min/Avg/Max Latencies:`, `# Histogram Overflows:` lines and the overflow
+/// section. Rows where every thread counted 0 are left out, as newer rt-tests do (the console
+/// is slow under TCG); readers take a missing row as zeros.
+pub fn histogram_text(results: &[CyclicResult], hists: &[CyclicHistogram]) -> String {
+    use core::fmt::Write;
+    let mut s = String::from("# Histogram\n");
+    let buckets = hists.iter().map(|h| h.counts.len()).max().unwrap_or(0);
+    for i in 0..buckets {
+        let row: Vec<u64> = hists.iter().map(|h| h.counts.get(i).copied().unwrap_or(0)).collect();
+        if row.iter().all(|&n| n == 0) {
+            continue;
+        }
+        let _ = write!(s, "{:06} ", i);
+        let cells: Vec<String> = row.iter().map(|n| alloc::format!("{:06}", n)).collect();
+        let _ = writeln!(s, "{}", cells.join("\t"));
+    }
+    let line = |s: &mut String, name: &str, vals: &mut dyn Iterator<Item = u64>, width: usize| {
+        let _ = write!(s, "# {}:", name);
+        for v in vals {
+            let _ = write!(s, " {:0w$}", v, w = width);
+        }
+        s.push('\n');
+    };
+    line(&mut s, "Total", &mut hists.iter().map(|h| h.counts.iter().sum::<u64>()), 9);
+    line(&mut s, "Min Latencies", &mut results.iter().map(|r| r.min_us), 5);
+    line(&mut s, "Avg Latencies", &mut results.iter().map(|r| r.avg_us), 5);
+    line(&mut s, "Max Latencies", &mut results.iter().map(|r| r.max_us), 5);
+    line(&mut s, "Histogram Overflows", &mut hists.iter().map(|h| h.overflows), 5);
+    s.push_str("# Histogram Overflow at cycle number:\n");
+    for (i, h) in hists.iter().enumerate() {
+        // Cadence does not record which cycles overflowed: all are "others".
+        if h.overflows > 0 {
+            let _ = writeln!(s, "# Thread {}: # {:05} others", i, h.overflows);
+        } else {
+            let _ = writeln!(s, "# Thread {}:", i);
+        }
+    }
+    s
 }
 
 /// Runs cyclictest's measurement; one result per thread.
 pub fn cyclic(cfg: CyclicConfig) -> Result<Vec<CyclicResult>, String> {
+    cyclic_with_histograms(cfg).map(|(r, _)| r)
+}
+
+/// [`cyclic`], with each thread's histogram (empty unless `cfg.histogram_us > 0`).
+pub fn cyclic_with_histograms(cfg: CyclicConfig) -> Result<(Vec<CyclicResult>, Vec<CyclicHistogram>), String> {
     let cpus = online_cpus();
     let stop = Arc::new(AtomicBool::new(false));
-    let stats: Arc<Vec<CycStat>> = Arc::new((0..cfg.threads).map(|_| CycStat { min: AtomicU64::new(u64::MAX), ..Default::default() }).collect());
+    let stats: Arc<Vec<CycStat>> = Arc::new(
+        (0..cfg.threads)
+            .map(|_| CycStat {
+                min: AtomicU64::new(u64::MAX),
+                hist: (0..cfg.histogram_us).map(|_| AtomicU64::new(0)).collect(),
+                ..Default::default()
+            })
+            .collect(),
+    );
     let mut tids = Vec::new();
     for i in 0..cfg.threads {
         let interval_ns = (cfg.interval_us + i as u64 * cfg.distance_us) * 1000;
@@ -151,6 +219,15 @@ pub fn cyclic(cfg: CyclicConfig) -> Result<Vec<CyclicResult>, String> {
                 st.min.fetch_min(diff, Ordering::Relaxed);
                 st.max.fetch_max(diff, Ordering::Relaxed);
                 st.sum.fetch_add(diff, Ordering::Relaxed);
+                match st.hist.get(diff as usize) {
+                    Some(bucket) => {
+                        bucket.fetch_add(1, Ordering::Relaxed);
+                    }
+                    None if !st.hist.is_empty() => {
+                        st.overflows.fetch_add(1, Ordering::Relaxed);
+                    }
+                    None => {}
+                }
                 let c = st.cycles.fetch_add(1, Ordering::Relaxed) + 1;
                 next += interval_ns;
                 while next < now {
@@ -199,7 +276,14 @@ pub fn cyclic(cfg: CyclicConfig) -> Result<Vec<CyclicResult>, String> {
     for t in tids {
         let _ = wait(t);
     }
-    Ok(stats
+    let hists = stats
+        .iter()
+        .map(|s| CyclicHistogram {
+            counts: s.hist.iter().map(|b| b.load(Ordering::Relaxed)).collect(),
+            overflows: s.overflows.load(Ordering::Relaxed),
+        })
+        .collect();
+    let results = stats
         .iter()
         .enumerate()
         .map(|(i, s)| {
@@ -215,11 +299,12 @@ pub fn cyclic(cfg: CyclicConfig) -> Result<Vec<CyclicResult>, String> {
                 max_us: s.max.load(Ordering::Relaxed),
             }
         })
-        .collect())
+        .collect();
+    Ok((results, hists))
 }
 
 pub fn cmd_cyclic(args: &[&str]) -> Result<(), String> {
-    check_flags(args, &["-t", "-p", "-i", "-d", "-l", "-D"], &["-a", "-m", "-q", "-t"])?;
+    check_flags(args, &["-t", "-p", "-i", "-d", "-l", "-D", "-h"], &["-a", "-m", "-q", "-t"])?;
     let a = Args::new(args);
     let ncpus = online_cpus().len() as u64;
     let threads = match a.value("-t") {
@@ -235,11 +320,16 @@ pub fn cmd_cyclic(args: &[&str]) -> Result<(), String> {
         loops: a.num("-l", if a.value("-D").is_some() { 0 } else { 1000 }, 0, 100_000_000)?,
         duration_s: a.num("-D", 0, 0, 86_400)?,
         affine: a.has("-a"),
+        histogram_us: a.num("-h", 0, 1, 100_000)?,
     };
     if cfg.loops == 0 && cfg.duration_s == 0 {
         return Err(String::from("give a loop count (-l) or a duration (-D)"));
     }
-    for (i, r) in cyclic(cfg)?.iter().enumerate() {
+    let (results, hists) = cyclic_with_histograms(cfg)?;
+    if cfg.histogram_us > 0 {
+        crate::kprint!("{}", histogram_text(&results, &hists));
+    }
+    for (i, r) in results.iter().enumerate() {
         crate::kprintln!("{}", r.line(i));
     }
     Ok(())

@@ -158,6 +158,7 @@ fn commands_report_linux_errors() {
         ("bench nope", 2, "bench: unknown benchmark 'nope'"),
         ("bench cyclic -l abc", 2, "-l needs a number"),
         ("bench cyclic -x", 2, "unexpected argument '-x'"),
+        ("bench cyclic -h 0", 2, "-h needs a number in 1..=100000, got '0'"),
         ("bench hackbench -g 0", 2, "-g needs a number"),
         ("sysctl debug.fail_alloc.probability=101", 1, "sysctl: setting key \"debug.fail_alloc.probability\": Invalid argument"),
         ("sysctl debug.fail_alloc.times=-2", 1, "sysctl: setting key \"debug.fail_alloc.times\": Invalid argument"),
@@ -277,6 +278,7 @@ fn cyclic_and_hackbench_produce_results() {
         loops: 50,
         duration_s: 0,
         affine: true,
+        histogram_us: 0,
     })
     .expect("cyclic");
     assert_eq!(r.len(), 2);
@@ -284,6 +286,28 @@ fn cyclic_and_hackbench_produce_results() {
     assert!(r[0].min_us <= r[0].avg_us && r[0].avg_us <= r[0].max_us);
     let line = r[0].line(0);
     assert!(line.starts_with("T: 0 (") && line.contains(") P:80 I:1000 C:     50 Min:"), "{}", line);
+    // cyclictest -h: one row per non-empty µs bucket, counts summing to the cycles.
+    let cfg = crate::bench::latency::CyclicConfig {
+        threads: 2,
+        prio: 80,
+        interval_us: 1000,
+        distance_us: 500,
+        loops: 30,
+        duration_s: 0,
+        affine: true,
+        histogram_us: 100_000,
+    };
+    let (r, h) = crate::bench::latency::cyclic_with_histograms(cfg).expect("cyclic -h");
+    assert_eq!(h.len(), 2);
+    assert_eq!(h[0].counts.iter().sum::<u64>() + h[0].overflows, r[0].cycles);
+    let text = crate::bench::latency::histogram_text(&r, &h);
+    assert!(text.starts_with("# Histogram\n") && text.contains("# Max Latencies:"), "{}", text);
+    let rows: u64 = text
+        .lines()
+        .filter(|l| l.len() > 7 && l.as_bytes()[6] == b' ' && l[..6].bytes().all(|b| b.is_ascii_digit()))
+        .map(|l| l.split_whitespace().nth(1).and_then(|n| n.parse::<u64>().ok()).expect("a count"))
+        .sum();
+    assert_eq!(rows, h[0].counts.iter().sum::<u64>(), "{}", text);
     let secs = crate::bench::hackbench::hackbench(1, 5, 4, 100).expect("hackbench");
     assert!(secs > 0.0);
     let w = crate::bench::latency::wakeup_latency(1, 5000, 0).expect("wakeup-latency");
