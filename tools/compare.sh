@@ -58,9 +58,9 @@ HIST_US=${HIST_US:-20000}
 cyc="-t$ncpus -p90 -i1000 -l$LOOPS -a -h $HIST_US"
 nozero='awk '"'"'{ if ($1 ~ /^[0-9][0-9][0-9][0-9][0-9][0-9]$/) { s = 0; for (i = 2; i <= NF; i++) s += $i; if (s == 0) next } print }'"'"
 cadence_cmds="echo @@pipe; bench pipe -l 5000; echo @@hackbench; bench hackbench -g 4 -l 50; echo @@wakeup; bench wakeup-latency -d 3; echo @@cyclic-idle; bench cyclic $cyc; echo @@cyclic-load; bench hackbench -g 4 -l 1000000 &; sleep 0.5; bench cyclic $cyc"
-# The traced run (see the header). Cadence: hrtick, IPI and timer events off (the analysis does
-# not use them), 10000 events per CPU (the COM2 export is ~1,000 events/s under TCG).
-cadence_traced="echo @@traced; trace events sched_hrtick_start off; trace events ipi_raise off; trace events hrtimer_expire_entry off; trace start -b 10000; bench hackbench -g 4 -l 300 &; sleep 0.3; bench cyclic -t$ncpus -p90 -i1000 -l1000 -a -q; trace stop"
+# The traced run (see the header). Cadence: hrtick, IPI, timer and core-switch events off (the
+# analysis does not use them), 10000 events per CPU (the COM2 export is ~1,000 events/s under TCG).
+cadence_traced="echo @@traced; trace events sched_hrtick_start off; trace events ipi_raise off; trace events hrtimer_expire_entry off; trace events sched_core_switch off; trace start -b 10000; bench hackbench -g 4 -l 300 &; sleep 0.3; bench cyclic -t$ncpus -p90 -i1000 -l1000 -a -q; trace stop"
 # Linux: 400 KiB of tracefs buffer per CPU; affinities read while cyclictest runs.
 linux_traced='echo @@traced; T=/sys/kernel/tracing; echo 0 > $T/tracing_on; echo > $T/trace; echo 400 > $T/buffer_size_kb; for e in sched_switch sched_wakeup sched_wakeup_new sched_migrate_task; do echo 1 > $T/events/sched/$e/enable; done; echo 1 > $T/tracing_on; hackbench -p -g 4 -l 1000000 >/dev/null 2>&1 & sleep 0.3; (sleep 0.5; for t in /proc/[0-9]*/task/[0-9]*; do m=$(awk "/^Cpus_allowed:/{print \$2}" $t/status 2>/dev/null); [ -n "$m" ] && echo "# cadence-affinity: pid=${t##*/} mask=0x$m"; done > /tmp/aff) & a=$!; cyclictest -m -q '"-t$ncpus -p90 -i1000 -l1000 -a"'; echo 0 > $T/tracing_on; killall hackbench 2>/dev/null; wait $a; echo @@ftrace-begin; cat /tmp/aff; cat $T/trace; echo @@ftrace-end'
 linux_cmds="echo @@pipe; pipetest 5000 0 0; pipetest 5000 0 $other; echo @@hackbench; hackbench -p -g 4 -l 50; echo @@wakeup; cyclictest -t1 -i1000 -l3000 -q; echo @@cyclic-idle; cyclictest -m -q $cyc | $nozero; echo @@cyclic-load; hackbench -p -g 4 -l 1000000 >/dev/null 2>&1 & sleep 0.5; cyclictest -m -q $cyc | $nozero; killall hackbench 2>/dev/null; true"

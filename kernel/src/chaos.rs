@@ -565,6 +565,11 @@ pub fn run(seed: u64, ops: u64, trace_entries: usize, fail_pct: u32) -> Outcome 
             Ok(r) => {
                 crate::kprintln!("chaos: coresched check: violations={} checked_ns={}", r.violations.len(), r.checked_ns);
                 violations += r.violations.len() as u64;
+                // The first one with its siblings' events around it (ftrace text), to debug.
+                if let Some(v) = r.violations.first() {
+                    crate::kprintln!("chaos: first coresched violation: {:?}", v);
+                    crate::trace::print_window(&[v.cpu_a as u32, v.cpu_b as u32], v.start_ns.saturating_sub(2_000_000), v.end_ns + 200_000);
+                }
             }
             Err(e) => crate::kprintln!("chaos: coresched check: {}", e),
         }

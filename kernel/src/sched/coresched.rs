@@ -70,7 +70,7 @@ fn sync_live(reg: &CookieRegistry) {
     LIVE.store(reg.live() as u64, Ordering::SeqCst);
 }
 
-/// Are cookies in play anywhere (tracing uses it to emit `sched_core_switch`)?
+/// Are cookies in play anywhere (a switch then kicks siblings waiting for it)?
 pub fn cookies_exist() -> bool {
     LIVE.load(Ordering::Relaxed) > 0
 }

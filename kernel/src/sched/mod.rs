@@ -661,11 +661,15 @@ fn __schedule(preempted: bool) {
     } else {
         coresched::account_forced_idle(cpu.cpu_id, &mut g, core_guards.as_deref(), now);
     }
+    // Every switch, cookies or not (the event costs a load while tracing is off): the checker
+    // replays each CPU's state from these, and a switch left out while no cookie existed left
+    // it a stale state, reported as an overlap once cookies came back (the chaos stress did
+    // this about one run in five once its cookie leaks, which kept cookies alive, were fixed).
+    if !Arc::ptr_eq(&prev, &next) || cookie_changed {
+        let pid = if next.is_idle { 0 } else { next.tid };
+        crate::trace::sched_core_switch(pid, next.core_cookie.load(Ordering::Relaxed), forced_idle);
+    }
     if coresched::cookies_exist() || core_guards.is_some() {
-        if !Arc::ptr_eq(&prev, &next) || cookie_changed {
-            let pid = if next.is_idle { 0 } else { next.tid };
-            crate::trace::sched_core_switch(pid, next.core_cookie.load(Ordering::Relaxed), forced_idle);
-        }
         coresched::kick_waiters(cpu.cpu_id);
     }
     drop(core_guards);
