@@ -112,19 +112,13 @@ pub fn cmd_hwlat(args: &[&str]) -> Result<(), String> {
 fn sample(s: &Stats, width_ns: u64, thresh_ns: u64) {
     let was = crate::irqflags::save();
     let t0 = crate::time::uptime_ns();
-    let mut last = t0;
     let (mut gaps, mut over_100us, mut over_1ms, mut max) = (0u64, 0u64, 0u64, 0u64);
-    while last - t0 < width_ns {
-        let now = crate::time::uptime_ns();
-        let gap = now.saturating_sub(last);
-        if gap > thresh_ns {
-            gaps += 1;
-            over_100us += (gap > 100_000) as u64;
-            over_1ms += (gap > 1_000_000) as u64;
-            max = max.max(gap);
-        }
-        last = now;
-    }
+    let last = super::latency::spin_gaps(t0, t0 + width_ns, thresh_ns, |gap| {
+        gaps += 1;
+        over_100us += (gap > 100_000) as u64;
+        over_1ms += (gap > 1_000_000) as u64;
+        max = max.max(gap);
+    });
     crate::irqflags::restore(was);
     s.sampled_ns.fetch_add(last - t0, Ordering::Relaxed);
     s.gaps.fetch_add(gaps, Ordering::Relaxed);

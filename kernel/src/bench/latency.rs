@@ -447,25 +447,35 @@ pub fn pert(secs: u64, threshold_ns: u64, big_ns: u64, mut each: impl FnMut(&Per
     let mut prev = crate::time::uptime_ns();
     for _ in 0..secs {
         let start = prev;
-        let end = start + 1_000_000_000;
         let mut s = PertSecond { min_ns: u64::MAX, ..Default::default() };
-        while prev < end {
-            let now = crate::time::uptime_ns();
-            let gap = now - prev;
-            if gap > threshold_ns {
-                s.count += 1;
-                s.sum_ns += gap;
-                s.min_ns = s.min_ns.min(gap);
-                s.max_ns = s.max_ns.max(gap);
-                if gap > big_ns {
-                    s.big += 1;
-                }
+        prev = spin_gaps(start, start + 1_000_000_000, threshold_ns, |gap| {
+            s.count += 1;
+            s.sum_ns += gap;
+            s.min_ns = s.min_ns.min(gap);
+            s.max_ns = s.max_ns.max(gap);
+            if gap > big_ns {
+                s.big += 1;
             }
-            prev = now;
-        }
+        });
         s.span_ns = prev - start;
         each(&s);
     }
+}
+
+/// Reads the clock back to back from `from_ns` (the last read) until `until_ns`, calling
+/// `gap` with every interval between two reads longer than `threshold_ns`; returns the last
+/// read. The loop of `pert` (interrupts on) and `bench hwlat` (interrupts off).
+pub fn spin_gaps(from_ns: u64, until_ns: u64, threshold_ns: u64, mut gap: impl FnMut(u64)) -> u64 {
+    let mut prev = from_ns;
+    while prev < until_ns {
+        let now = crate::time::uptime_ns();
+        let g = now.saturating_sub(prev);
+        if g > threshold_ns {
+            gap(g);
+        }
+        prev = now;
+    }
+    prev
 }
 
 pub fn cmd_pert(args: &[&str]) -> Result<(), String> {

@@ -373,16 +373,6 @@ pub fn prctl(cmd: u64, pid: u64, pidtype: u64, uaddr: u64) -> Result<u64, Errno>
     let _defer = super::signal::DeferFatal::new();
     let me = super::current();
     let tasks: Vec<Arc<Task>> = super::task::all().into_iter().filter(|t| t.state() != super::task::TaskState::Dead).collect();
-    // Linux allocates the new cookie after checking the arguments and finding the task
-    // (`sched_core_alloc_cookie`, ENOMEM): the injected failure comes at the same point.
-    let valid_create = cmd == policy::PR_SCHED_CORE_CREATE as u64
-        && pidtype <= 2
-        && uaddr == 0
-        && smt_present()
-        && (pid == 0 || tasks.iter().any(|t| t.tid as u64 == pid));
-    if valid_create && crate::mm::fail_alloc::should_fail("sched_core_cookie") {
-        return Err(Errno::ENOMEM);
-    }
     // Cookies are read, the registry changed and the assignments recorded (as pending) under
     // the registry lock: a task exiting meanwhile (`exit`, same lock) either is left out here
     // or drops exactly the reference this assigned it.
@@ -398,7 +388,9 @@ pub fn prctl(cmd: u64, pid: u64, pidtype: u64, uaddr: u64) -> Result<u64, Errno>
                 cookie: logical_cookie(t),
             })
             .collect();
-        let r = policy::sched_core_share_pid(&mut reg, &infos, me.tid as i32, [cmd, pid, pidtype, uaddr], smt_present(), |_| true);
+        // CREATE's allocation is a failure-injection site, asked where the policy allocates.
+        let may_alloc = || !crate::mm::fail_alloc::should_fail("sched_core_cookie");
+        let r = policy::sched_core_share_pid_with(&mut reg, &infos, me.tid as i32, [cmd, pid, pidtype, uaddr], smt_present(), |_| true, may_alloc);
         sync_live(&reg);
         let outcome = r?;
         let mut assigned: Vec<Arc<Task>> = Vec::new();

@@ -1230,11 +1230,8 @@ pub fn irq_exit() {
         while preemptible_with_resched(&this_cpu().rq) {
             __schedule(true);
         }
-        // Back in the interrupted task: act on its signals before returning to it (unless it
-        // is inside a blocking primitive, which acts on them itself: see `signal`).
-        if !signal::fatal_deferred() {
-            signal::handle_pending();
-        }
+        // Back in the interrupted task: act on its signals before returning to it.
+        signal::handle_pending_at_irq_exit();
     }
     let rq = &this_cpu().rq;
     // Only where preemption is allowed: the action may end the task, and a task ended inside

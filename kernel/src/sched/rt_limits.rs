@@ -222,10 +222,7 @@ pub fn act_on_current() {
         );
         super::signal::send(&me, super::signal::SIGKILL);
         drop(me);
-        // Inside a blocking primitive the kill happens at its next wakeup (see `signal`).
-        if !super::signal::fatal_deferred() {
-            super::signal::handle_pending();
-        }
+        super::signal::handle_pending_at_irq_exit();
         return;
     }
     if pending & 1 != 0 && me.class() == super::task::ClassId::Rt {

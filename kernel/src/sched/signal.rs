@@ -149,10 +149,18 @@ impl Drop for DeferFatal {
 }
 
 /// Is the current task inside a [`DeferFatal`] section?
-pub fn fatal_deferred() -> bool {
+fn fatal_deferred() -> bool {
     let ptr = super::this_cpu().rq.current.load(Ordering::Acquire);
     // SAFETY: as in `DeferFatal::new`.
     !ptr.is_null() && unsafe { (*ptr).fatal_defer.load(Ordering::Acquire) } > 0
+}
+
+/// [`handle_pending`] at an interrupt exit: not inside a [`DeferFatal`] section, whose
+/// primitive acts on the signal itself at its next wakeup (see the module docs).
+pub fn handle_pending_at_irq_exit() {
+    if !fatal_deferred() {
+        handle_pending();
+    }
 }
 
 /// Acts on the calling task's signals at a safe point: exit on a fatal one, stop on SIGSTOP.

@@ -427,11 +427,11 @@ fn cpu_buffer(cpu: usize) -> Option<&'static CpuBuffer> {
 }
 
 fn new_buffer(entries: usize) -> Result<*mut CpuBuffer, String> {
-    if crate::mm::fail_alloc::should_fail("trace_buffer") {
+    let mut v: Vec<UnsafeCell<Event>> = Vec::new();
+    // A failure-injection site, failing as a real shortage would.
+    if crate::mm::fail_alloc::should_fail("trace_buffer") || v.try_reserve_exact(entries).is_err() {
         return Err(alloc::format!("cannot allocate {} trace records", entries));
     }
-    let mut v: Vec<UnsafeCell<Event>> = Vec::new();
-    v.try_reserve_exact(entries).map_err(|_| alloc::format!("cannot allocate {} trace records", entries))?;
     v.resize_with(entries, || UnsafeCell::new(Event::EMPTY));
     Ok(Box::into_raw(Box::new(CpuBuffer { written: AtomicU64::new(0), slots: v.into_boxed_slice() })))
 }

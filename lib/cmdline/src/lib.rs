@@ -143,25 +143,23 @@ pub fn split_command_list(list: &str, background: bool) -> Vec<(String, bool)> {
 
 /// Parses one `sleep` operand as coreutils does: a non-negative decimal number (`2`, `0.5`,
 /// `.25`) with an optional unit suffix, `s` (the default), `m` minutes, `h` hours, `d` days,
-/// and Cadence's additions `ms` and `us`. Returns nanoseconds, rounded down; `None` for
-/// anything else (an empty number, a sign, an unknown suffix, more than 9 fractional digits'
-/// worth of precision is truncated, not rejected) or a value beyond `u64` nanoseconds.
+/// and Cadence's additions `ms` and `us`. Returns nanoseconds, rounded down (fraction digits
+/// past the 18th are ignored); `None` for anything else (an empty number, a sign, an unknown
+/// suffix) or a value beyond `u64` nanoseconds.
 pub fn parse_duration_ns(word: &str) -> Option<u64> {
-    let (number, unit_ns): (&str, u128) = if let Some(n) = word.strip_suffix("ms") {
-        (n, 1_000_000)
-    } else if let Some(n) = word.strip_suffix("us") {
-        (n, 1_000)
-    } else if let Some(n) = word.strip_suffix('s') {
-        (n, 1_000_000_000)
-    } else if let Some(n) = word.strip_suffix('m') {
-        (n, 60_000_000_000)
-    } else if let Some(n) = word.strip_suffix('h') {
-        (n, 3_600_000_000_000)
-    } else if let Some(n) = word.strip_suffix('d') {
-        (n, 86_400_000_000_000)
-    } else {
-        (word, 1_000_000_000)
-    };
+    // Two-letter suffixes first: "ms" also ends in 's'.
+    const UNITS: [(&str, u128); 6] = [
+        ("ms", 1_000_000),
+        ("us", 1_000),
+        ("s", 1_000_000_000),
+        ("m", 60_000_000_000),
+        ("h", 3_600_000_000_000),
+        ("d", 86_400_000_000_000),
+    ];
+    let (number, unit_ns) = UNITS
+        .iter()
+        .find_map(|&(suffix, ns)| word.strip_suffix(suffix).map(|n| (n, ns)))
+        .unwrap_or((word, 1_000_000_000));
     let (int, frac) = match number.split_once('.') {
         Some((i, f)) => (i, f),
         None => (number, ""),

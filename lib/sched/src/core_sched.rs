@@ -28,7 +28,9 @@
 //! 4. `EPERM` if the caller may not ptrace-read the target (`PTRACE_MODE_READ_REALCREDS`);
 //! 5. `EINVAL` for GET unless `pidtype == PIDTYPE_PID` and `uaddr & 7 == 0`, and for
 //!    SHARE_FROM unless `pidtype == PIDTYPE_PID`;
-//! 6. for a TGID/PGID scope: `EPERM` if any member fails the access check — nothing is
+//! 6. for CREATE: `ENOMEM` if the new cookie cannot be allocated (`sched_core_alloc_cookie`;
+//!    [`sched_core_share_pid_with`] lets the kernel fail it, for failure injection);
+//! 7. for a TGID/PGID scope: `EPERM` if any member fails the access check — nothing is
 //!    changed then (Linux checks every member before setting any).
 //!
 //! GET with `uaddr == 0` passes all of these (Linux only tests `uaddr & 7`); Linux then fails
@@ -423,6 +425,20 @@ pub fn sched_core_share_pid(
     smt_present: bool,
     may_access: impl Fn(&TaskInfo) -> bool,
 ) -> Result<PrctlOutcome, Errno> {
+    sched_core_share_pid_with(reg, tasks, current, args, smt_present, may_access, || true)
+}
+
+/// [`sched_core_share_pid`], asking `may_alloc()` where CREATE allocates its cookie (after
+/// every argument and access check, as Linux allocates): `false` fails it with `ENOMEM`.
+pub fn sched_core_share_pid_with(
+    reg: &mut CookieRegistry,
+    tasks: &[TaskInfo],
+    current: i32,
+    args: [u64; 4],
+    smt_present: bool,
+    may_access: impl Fn(&TaskInfo) -> bool,
+    may_alloc: impl FnOnce() -> bool,
+) -> Result<PrctlOutcome, Errno> {
     let [arg2, arg3, arg4, arg5] = args;
     let req = validate_prctl(arg2, arg3, arg4, arg5, smt_present)?;
     let find = |tid: i32| tasks.iter().find(|t| t.tid == tid);
@@ -443,6 +459,7 @@ pub fn sched_core_share_pid(
             }
             return Ok(PrctlOutcome::Assign(out));
         }
+        Cmd::Create if !may_alloc() => return Err(Errno::ENOMEM),
         Cmd::Create => reg.create()?,
         Cmd::ShareTo => reg.get(me.cookie)?,
     };
@@ -957,6 +974,19 @@ mod tests {
         assert_eq!(Cmd::from_raw(2), Ok(Cmd::ShareTo));
         assert_eq!(Cmd::ShareFrom.name(), "PR_SCHED_CORE_SHARE_FROM");
         assert_eq!(PidType::from_raw(3), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn create_fails_with_enomem_where_it_allocates() {
+        let mut reg = CookieRegistry::new();
+        let no = || false;
+        // Argument and lookup errors come first, as in Linux.
+        assert_eq!(sched_core_share_pid_with(&mut reg, &world(), ME, [1, 0, 3, 0], true, |_| true, no), Err(Errno::EINVAL));
+        assert_eq!(sched_core_share_pid_with(&mut reg, &world(), ME, [1, 9999, 0, 0], true, |_| true, no), Err(Errno::ESRCH));
+        assert_eq!(sched_core_share_pid_with(&mut reg, &world(), ME, [1, 0, 0, 0], true, |_| true, no), Err(Errno::ENOMEM));
+        assert_eq!(reg.live(), 0, "nothing allocated");
+        // Only CREATE allocates.
+        assert!(sched_core_share_pid_with(&mut reg, &world(), ME, [0, 0, 0, 8], true, |_| true, no).is_ok());
     }
 
     #[test]
