@@ -8,7 +8,8 @@
 //! are `#[track_caller]` locations, resolved to `file:line:column` at build time; lock
 //! functions that disable interrupts are `#[track_caller]` too, so the site is their caller.
 //!
-//! With the tracer stopped each hook costs one relaxed atomic load.
+//! With the tracer stopped each hook costs one per-CPU store (the current section's start site,
+//! kept for [`crate::mm::atomic_alloc`]) and one relaxed atomic load.
 
 use core::panic::Location;
 use x86_64::instructions::interrupts;

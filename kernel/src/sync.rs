@@ -94,3 +94,91 @@ impl<T> Drop for IrqLockGuard<'_, T> {
         }
     }
 }
+
+/// A container whose memory can be replaced by a larger buffer allocated outside a lock (see
+/// [`lock_with_room`]).
+pub trait Grow: Sized {
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn capacity(&self) -> usize;
+    fn with_capacity(n: usize) -> Self;
+    /// Moves every element into `bigger` (empty, with room for them all) and swaps buffers,
+    /// leaving `bigger` empty with the old buffer. Allocates nothing.
+    fn adopt(&mut self, bigger: &mut Self);
+}
+
+impl<T> Grow for alloc::vec::Vec<T> {
+    fn len(&self) -> usize {
+        alloc::vec::Vec::len(self)
+    }
+    fn capacity(&self) -> usize {
+        alloc::vec::Vec::capacity(self)
+    }
+    fn with_capacity(n: usize) -> Self {
+        alloc::vec::Vec::with_capacity(n)
+    }
+    fn adopt(&mut self, bigger: &mut Self) {
+        bigger.append(self);
+        core::mem::swap(self, bigger);
+    }
+}
+
+impl<T> Grow for alloc::collections::VecDeque<T> {
+    fn len(&self) -> usize {
+        alloc::collections::VecDeque::len(self)
+    }
+    fn capacity(&self) -> usize {
+        alloc::collections::VecDeque::capacity(self)
+    }
+    fn with_capacity(n: usize) -> Self {
+        alloc::collections::VecDeque::with_capacity(n)
+    }
+    fn adopt(&mut self, bigger: &mut Self) {
+        bigger.append(self);
+        core::mem::swap(self, bigger);
+    }
+}
+
+impl<K: Ord, V> Grow for cadence_sched::vecmap::VecMap<K, V> {
+    fn len(&self) -> usize {
+        cadence_sched::vecmap::VecMap::len(self)
+    }
+    fn capacity(&self) -> usize {
+        cadence_sched::vecmap::VecMap::capacity(self)
+    }
+    fn with_capacity(n: usize) -> Self {
+        cadence_sched::vecmap::VecMap::with_capacity(n)
+    }
+    fn adopt(&mut self, bigger: &mut Self) {
+        self.adopt_storage(bigger);
+    }
+}
+
+/// Locks `lock` with room for `extra` more elements in the container `field` selects, so the
+/// caller can insert them without allocating while interrupts are off. When there is no
+/// room, the lock is released, a buffer of twice the size is allocated, and the elements are
+/// moved into it under the lock (a copy, no allocation); the old buffer is freed after the
+/// lock is released. Call with interrupts enabled (else the allocation is one in atomic
+/// context anyway, see `mm::atomic_alloc`).
+#[track_caller]
+pub fn lock_with_room<'a, T, C: Grow>(lock: &'a IrqLock<T>, extra: usize, field: impl Fn(&mut T) -> &mut C) -> IrqLockGuard<'a, T> {
+    loop {
+        let mut g = lock.lock();
+        let c = field(&mut g);
+        if c.capacity() - c.len() >= extra {
+            return g;
+        }
+        let want = c.len().saturating_mul(2).saturating_add(extra).saturating_add(4);
+        drop(g);
+        let mut bigger = C::with_capacity(want);
+        let mut g = lock.lock();
+        let c = field(&mut g);
+        if c.capacity() - c.len() < extra && bigger.capacity() >= c.len() + extra {
+            c.adopt(&mut bigger);
+        }
+        drop(g);
+        drop(bigger); // the old buffer (or the unused new one), freed with the lock released
+    }
+}

@@ -5,9 +5,10 @@
 //! # Per-CPU caches of small blocks
 //! Small allocations (at most [`MAX_CACHED_SIZE`] bytes, alignment at most 64) are served from
 //! per-CPU free lists, one per size class (16, 32, …, 512 bytes), like Linux's per-CPU slab
-//! freelists: the scheduler allocates tree nodes under run-queue locks, and without the cache
-//! every such allocation would take the global heap lock with interrupts off (and spin while a
-//! vCPU holding it is descheduled by the host). A list is refilled from, and trimmed back to,
+//! freelists: without them every small allocation would take the global heap lock, and one
+//! made with interrupts off would spin there while a vCPU holding it is descheduled by the
+//! host. (The scheduler itself no longer allocates with interrupts off: see `sched::reserve`
+//! and the detector in [`super::atomic_alloc`].) A list is refilled from, and trimmed back to,
 //! the global heap [`BATCH`] blocks per global-lock acquisition, so the global lock is taken
 //! about once per `BATCH` small allocations.
 //!
@@ -170,6 +171,7 @@ impl KernelHeap {
 // satisfying `layout` or null.
 unsafe impl GlobalAlloc for KernelHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        super::atomic_alloc::note(layout.size());
         match class_of(layout) {
             Some(ci) => self.cached_alloc(ci),
             None => self.global_alloc(layout),

@@ -8,6 +8,7 @@
 //!   boot info, the physical-memory mapping at `phys_offset`);
 //! - `0xffff_c000_0000_0000..`: kernel stacks, one slot each with an unmapped guard below.
 
+pub mod atomic_alloc;
 pub mod fail_alloc;
 pub mod frame;
 pub mod heap;

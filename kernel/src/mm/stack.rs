@@ -23,11 +23,16 @@ const PAGE: u64 = 4096;
 struct Slots {
     next: u64,
     free: Vec<u64>,
-    /// Dropped stacks, still mapped: (base, size).
+    /// Dropped stacks, still mapped: (base, size). Its spare capacity is kept at least `live`
+    /// (reserved by `allocate`), because a stack is dropped where interrupts are off (a dead
+    /// task's, in `finish_task_switch`) and must not allocate there.
     cached: Vec<(u64, u64)>,
+    /// Stacks handed out and not dropped yet.
+    live: usize,
 }
 
-static SLOTS: IrqLock<Slots> = IrqLock::new(Slots { next: STACK_REGION, free: Vec::new(), cached: Vec::new() });
+static SLOTS: IrqLock<Slots> =
+    IrqLock::new(Slots { next: STACK_REGION, free: Vec::new(), cached: Vec::new(), live: 0 });
 
 /// Cached stacks kept mapped before `reclaim_if_needed` unmaps them.
 pub const CACHE_LIMIT: usize = 64;
@@ -62,11 +67,15 @@ impl KernelStack {
             return Err(StackError::OutOfMemory);
         }
         let slot = {
-            let mut slots = SLOTS.lock();
+            // Room in `cached` for every live stack, this one included (see `Slots::cached`).
+            let live = SLOTS.lock().live + 1;
+            let mut slots = crate::sync::lock_with_room(&SLOTS, live, |s| &mut s.cached);
             if let Some(i) = slots.cached.iter().position(|&(_, s)| s == size) {
                 let (base, size) = slots.cached.swap_remove(i);
+                slots.live += 1;
                 return Ok(KernelStack { base, size });
             }
+            slots.live += 1;
             match slots.free.pop() {
                 Some(s) => s,
                 None => {
@@ -110,7 +119,9 @@ impl KernelStack {
 
 impl Drop for KernelStack {
     fn drop(&mut self) {
-        SLOTS.lock().cached.push((self.base, self.size));
+        let mut slots = SLOTS.lock();
+        slots.live = slots.live.saturating_sub(1);
+        slots.cached.push((self.base, self.size)); // within the room `allocate` reserved
     }
 }
 
@@ -125,7 +136,17 @@ fn unmap(base: u64, size: u64) {
 /// Unmaps every cached stack, frees its frames and, after a TLB shootdown on all CPUs, makes
 /// its slot reusable. Returns how many stacks were reclaimed.
 pub fn reclaim() -> usize {
-    let cached = core::mem::take(&mut SLOTS.lock().cached);
+    // Swap in an empty list as large as the old one (allocated unlocked), so the room
+    // reserved for live stacks stays (see `Slots::cached`).
+    let cached = loop {
+        let cap = SLOTS.lock().cached.capacity();
+        let mut list = Vec::with_capacity(cap);
+        let mut slots = SLOTS.lock();
+        if list.capacity() >= slots.cached.capacity() {
+            core::mem::swap(&mut slots.cached, &mut list);
+            break list;
+        }
+    };
     for &(base, size) in &cached {
         unmap(base, size);
     }
@@ -134,7 +155,7 @@ pub fn reclaim() -> usize {
         // Some CPU may still see the old pages: never hand these slots out again.
         return cached.len();
     }
-    let mut slots = SLOTS.lock();
+    let mut slots = crate::sync::lock_with_room(&SLOTS, cached.len(), |s| &mut s.free);
     for &(base, _) in &cached {
         slots.free.push(base - (base - STACK_REGION) % SLOT_SIZE);
     }
@@ -146,6 +167,12 @@ pub fn reclaim_if_needed() {
     if SLOTS.lock().cached.len() > CACHE_LIMIT && x86_64::instructions::interrupts::are_enabled() {
         reclaim();
     }
+}
+
+/// Heap bytes the slot lists reserve (they keep their peak capacity).
+pub fn list_bytes() -> usize {
+    let s = SLOTS.lock();
+    s.free.capacity() * core::mem::size_of::<u64>() + s.cached.capacity() * core::mem::size_of::<(u64, u64)>()
 }
 
 /// Stacks currently cached (dropped but still mapped).

@@ -314,7 +314,7 @@ fn pull_fair(this: u32, kind: PullKind) -> usize {
     let cursor = src.balance_cursor;
     let mut candidates: [Option<Arc<Task>>; NR_MIGRATE_SCAN] = [const { None }; NR_MIGRATE_SCAN];
     let mut last = None;
-    for (slot, (tid, t)) in candidates.iter_mut().zip(src.tasks.range(cursor..).chain(src.tasks.range(..cursor))) {
+    for (slot, (tid, t)) in candidates.iter_mut().zip(src.tasks.range_from(&cursor).chain(src.tasks.range_before(&cursor))) {
         last = Some(*tid);
         if t.class() == ClassId::Fair && movable(src, t, this) {
             *slot = Some(t.clone());
@@ -325,6 +325,8 @@ fn pull_fair(this: u32, kind: PullKind) -> usize {
     }
     let mut moved = 0;
     let mut remaining = imb.load_imbalance;
+    // No more than the destination's queues hold without allocating (interrupts are off).
+    let max_moves = max_moves.min(super::reserve::room(dst) as u32);
     for t in candidates.into_iter().flatten() {
         if moved as u32 >= imb.nr_to_pull.min(max_moves) {
             break;

@@ -143,7 +143,12 @@ fn ensure_group_rq(rq: &mut RqInner, gid: GroupId) -> bool {
         let parent = tg.parent;
         let mut t = super::fair_tunables();
         t.base_slice_ns = rq.fair.tunables().base_slice_ns;
-        rq.group_rqs.insert(id, GroupRq::new(tg, t));
+        let mut grq = GroupRq::new(tg, t);
+        if let Some(mut storage) = rq.spare_groups.pop() {
+            grq.rq.adopt_storage(&mut storage); // `storage` is left with empty buffers
+        }
+        rq.group_rqs.insert(id, grq);
+        super::reserve::note_insert(rq, true);
         id = parent;
     }
     true
@@ -300,7 +305,13 @@ pub fn forget_group(rq: &mut RqInner, gid: GroupId) {
     if let Some(prq) = fair_rq_mut(rq, parent) {
         let _ = prq.detach(SeKey::Group(gid));
     }
-    rq.group_rqs.remove(&gid);
+    if let Some(mut grq) = rq.group_rqs.remove(&gid) {
+        // Its storage serves the next group queue here (no free under the lock, no allocation
+        // for the next one); dropped only if the pool is full.
+        if let Some(storage) = grq.rq.take_storage() {
+            let _ = rq.spare_groups.try_push(storage);
+        }
+    }
 }
 
 impl SchedClass for FairClass {

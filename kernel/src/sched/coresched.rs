@@ -40,6 +40,7 @@ use crate::percpu::{self, PerCpu};
 use crate::sync::IrqLock;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use arrayvec::ArrayVec;
 use cadence_sched::core_sched::{self as policy, Candidate, CookieId, CookieRegistry, Pick, PrctlOutcome, Rank};
 use cadence_sched::{CpuMask, Errno};
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -52,6 +53,10 @@ static LIVE: AtomicU64 = AtomicU64::new(0);
 static ENABLED: AtomicBool = AtomicBool::new(true);
 
 const MAX_CANDIDATES: usize = 8;
+
+/// Most SMT threads per core that core scheduling handles (a core with more has it off: its
+/// CPUs count as having no siblings, see [`siblings`]).
+pub const MAX_SMT: usize = 8;
 
 pub fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
@@ -77,7 +82,12 @@ pub fn cookies_exist() -> bool {
 
 /// The SMT siblings of `cpu` (itself included).
 pub fn siblings(cpu: u32) -> CpuMask {
-    super::balance::smt_siblings(cpu).unwrap_or(CpuMask(1 << cpu)) & super::online_mask()
+    let sib = super::balance::smt_siblings(cpu).unwrap_or(CpuMask(1 << cpu)) & super::online_mask();
+    if sib.count() > MAX_SMT as u32 {
+        CpuMask(1 << cpu)
+    } else {
+        sib
+    }
 }
 
 /// Does any online CPU have an SMT sibling? (prctl fails with ENODEV otherwise.)
@@ -100,18 +110,22 @@ pub fn active(cpu: &PerCpu) -> bool {
     sib.count() > 1 && sib.iter().any(|c| rq_of(c as u32).nr_cookied.load(Ordering::SeqCst) > 0)
 }
 
+/// The run-queue guards of a core's other siblings (at most [`MAX_SMT`] − 1, no heap).
+pub type SiblingGuards = ArrayVec<(u32, RqGuard<'static, RqInner>), MAX_SMT>;
+
 /// Locks every sibling's run queue of `cpu`'s core, in ascending CPU order. Returns this CPU's
 /// guard and the others'. Interrupts must already be disabled.
-pub fn lock_core(cpu: u32) -> (RqGuard<'static, RqInner>, Vec<(u32, RqGuard<'static, RqInner>)>) {
+pub fn lock_core(cpu: u32) -> (RqGuard<'static, RqInner>, SiblingGuards) {
     let mut mine = None;
-    let mut others = Vec::new();
+    let mut others = SiblingGuards::new();
     for c in siblings(cpu).iter() {
         let c = c as u32;
         let g = rq_of(c).lock.lock();
         if c == cpu {
             mine = Some(g);
         } else {
-            others.push((c, g));
+            // `siblings` never names more than MAX_SMT CPUs: this cannot fail.
+            let _ = others.try_push((c, g));
         }
     }
     let mine = mine.unwrap_or_else(|| rq_of(cpu).lock.lock());
@@ -167,9 +181,50 @@ pub(super) fn apply_pending(prev: &Task, cpu: u32) -> bool {
     old != new
 }
 
-/// Runnable tasks of one run queue, best first (RT by priority, fair by relative deadline).
-fn candidates(g: &RqInner) -> Vec<Candidate<Tid>> {
-    let mut out = Vec::new();
+/// Candidates of one CPU for the core-wide pick: up to [`MAX_CANDIDATES`] RT and as many
+/// fair tasks, in a fixed array (the pick runs under run-queue locks: no heap).
+#[derive(Clone, Copy)]
+pub struct CandList {
+    items: [Candidate<Tid>; 2 * MAX_CANDIDATES],
+    len: usize,
+}
+
+const NO_CANDIDATE: Candidate<Tid> = Candidate { task: 0, rank: Rank::Rt { rt_priority: 0 }, cookie: CookieId::NONE };
+
+impl CandList {
+    const EMPTY: CandList = CandList { items: [NO_CANDIDATE; 2 * MAX_CANDIDATES], len: 0 };
+
+    fn push(&mut self, c: Candidate<Tid>) {
+        if let Some(slot) = self.items.get_mut(self.len) {
+            *slot = c;
+            self.len += 1;
+        }
+    }
+}
+
+impl AsRef<[Candidate<Tid>]> for CandList {
+    fn as_ref(&self) -> &[Candidate<Tid>] {
+        &self.items[..self.len]
+    }
+}
+
+/// Working space of [`pick`], one per run queue (`RqInner::core_scratch`, allocated at boot):
+/// ~4 KiB, too much for the stack of a `schedule()` called from an interrupt's exit.
+pub struct CoreScratch {
+    lists: [CandList; MAX_SMT],
+    picks: [Pick<Tid>; MAX_SMT],
+}
+
+impl CoreScratch {
+    pub fn new() -> alloc::boxed::Box<Self> {
+        alloc::boxed::Box::new(CoreScratch { lists: [CandList::EMPTY; MAX_SMT], picks: [Pick::Idle; MAX_SMT] })
+    }
+}
+
+/// Runnable tasks of one run queue, best first (RT by priority, fair by relative deadline),
+/// into `out`.
+fn candidates(g: &RqInner, out: &mut CandList) {
+    out.len = 0;
     if !g.rt_bw.throttled {
         for (tid, prio) in g.rt.iter().take(MAX_CANDIDATES) {
             if let Some(t) = g.tasks.get(&tid) {
@@ -177,24 +232,27 @@ fn candidates(g: &RqInner) -> Vec<Candidate<Tid>> {
             }
         }
     }
-    let mut fair: Vec<Candidate<Tid>> = g
-        .tasks
-        .values()
-        .filter(|t| t.class() == ClassId::Fair)
-        .filter_map(|t| {
-            let gid = t.se_group.load(Ordering::Relaxed);
-            let frq = super::class::fair_rq(g, gid)?;
-            let se = frq.entity(t.key())?;
-            let key = se.deadline().wrapping_sub(frq.min_vruntime()) as i64;
-            Some(Candidate { task: t.tid, rank: Rank::Fair { key }, cookie: cookie_of(t) })
-        })
-        .collect();
-    fair.sort_by_key(|c| match c.rank {
-        Rank::Fair { key } => key,
-        _ => 0,
-    });
-    out.extend(fair.into_iter().take(MAX_CANDIDATES));
-    out
+    // The MAX_CANDIDATES fair tasks with the smallest keys, in key order (equal keys keep
+    // the task-table order): an insertion into a small sorted array.
+    let mut fair = [(0i64, NO_CANDIDATE); MAX_CANDIDATES];
+    let mut n = 0;
+    for t in g.tasks.values().filter(|t| t.class() == ClassId::Fair) {
+        let gid = t.se_group.load(Ordering::Relaxed);
+        let Some(frq) = super::class::fair_rq(g, gid) else { continue };
+        let Some(se) = frq.entity(t.key()) else { continue };
+        let key = se.deadline().wrapping_sub(frq.min_vruntime()) as i64;
+        let pos = fair[..n].partition_point(|&(k, _)| k <= key);
+        if pos == MAX_CANDIDATES {
+            continue;
+        }
+        let end = n.min(MAX_CANDIDATES - 1);
+        fair.copy_within(pos..end, pos + 1);
+        fair[pos] = (key, Candidate { task: t.tid, rank: Rank::Fair { key }, cookie: cookie_of(t) });
+        n = (n + 1).min(MAX_CANDIDATES);
+    }
+    for &(_, c) in &fair[..n] {
+        out.push(c);
+    }
 }
 
 fn compatible(a: &Task, cookie: CookieId) -> bool {
@@ -206,15 +264,26 @@ fn compatible(a: &Task, cookie: CookieId) -> bool {
 pub(super) fn pick(cpu: u32, g: &mut RqInner, others: &mut [(u32, RqGuard<'static, RqInner>)]) -> (Arc<Task>, bool) {
     let idle = g.idle.clone().expect("idle task exists");
     // Siblings in CPU order, with this CPU's index.
-    let mut order: Vec<u32> = others.iter().map(|(c, _)| *c).collect();
-    order.push(cpu);
+    let mut order: ArrayVec<u32, MAX_SMT> = others.iter().map(|(c, _)| *c).collect();
+    let _ = order.try_push(cpu);
     order.sort_unstable();
     let this = order.iter().position(|&c| c == cpu).unwrap_or(0);
-    let lists: Vec<Vec<Candidate<Tid>>> = order
-        .iter()
-        .map(|&c| if c == cpu { candidates(g) } else { others.iter().find(|(o, _)| *o == c).map(|(_, og)| candidates(og)).unwrap_or_default() })
-        .collect();
-    let res = policy::pick_core(&lists, this);
+    // Taken out of the run queue for the pick (a pointer move) and put back at the end.
+    let mut scratch = g.core_scratch.take().unwrap_or_else(CoreScratch::new);
+    for (list, &c) in scratch.lists.iter_mut().zip(order.iter()) {
+        if c == cpu {
+            candidates(g, list);
+        } else if let Some((_, og)) = others.iter().find(|(o, _)| *o == c) {
+            candidates(og, list);
+        } else {
+            list.len = 0;
+        }
+    }
+    let n = order.len();
+    let CoreScratch { lists, picks } = &mut *scratch;
+    policy::pick_core_into(&lists[..n], this, &mut picks[..n]);
+    let picks = scratch.picks;
+    g.core_scratch = Some(scratch);
     // Siblings whose current task no longer fits the core's choice must reschedule.
     for (i, &c) in order.iter().enumerate() {
         if c == cpu {
@@ -222,7 +291,7 @@ pub(super) fn pick(cpu: u32, g: &mut RqInner, others: &mut [(u32, RqGuard<'stati
         }
         let Some((_, og)) = others.iter().find(|(o, _)| *o == c) else { continue };
         let curr_tid = og.curr.as_ref().map(|t| if t.is_idle { 0 } else { t.tid }).unwrap_or(0);
-        let wanted = match res.picks[i] {
+        let wanted = match picks[i] {
             Pick::Task(t) => t,
             _ => 0,
         };
@@ -230,7 +299,7 @@ pub(super) fn pick(cpu: u32, g: &mut RqInner, others: &mut [(u32, RqGuard<'stati
             set_need_resched(c);
         }
     }
-    let mine = match res.picks[this] {
+    let mine = match picks[this] {
         Pick::Task(tid) => g.tasks.get(&tid).cloned(),
         Pick::Idle => return (idle, false),
         Pick::ForceIdle => return (idle, true),
@@ -293,9 +362,9 @@ pub(super) fn account_forced_idle(cpu: u32, g: &mut RqInner, others: Option<&[(u
     rq_of(cpu).forced_idle_ns.fetch_add(d, Ordering::Relaxed);
     crate::trace::sched_core_force_idle(cpu, d);
     if let Some(others) = others {
-        let running: Vec<&Arc<Task>> = others.iter().filter_map(|(_, og)| og.curr.as_ref()).filter(|t| !t.is_idle && cookie_of(t) != CookieId::NONE).collect();
-        let occupation = running.len() as u32;
-        for t in running {
+        let running = || others.iter().filter_map(|(_, og)| og.curr.as_ref()).filter(|t| !t.is_idle && cookie_of(t) != CookieId::NONE);
+        let occupation = running().count() as u32;
+        for t in running() {
             t.core_forceidle_ns.fetch_add(policy::forceidle_charge(d, 1, occupation.max(1)), Ordering::Relaxed);
         }
     }

@@ -38,6 +38,7 @@ pub mod group;
 pub mod hrtick;
 pub mod lockup;
 pub mod pipe;
+pub mod reserve;
 pub mod rqlock;
 pub mod rt_limits;
 pub mod signal;
@@ -57,6 +58,7 @@ use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 use cadence_sched::eevdf::{DEQUEUE_SLEEP, ENQUEUE_INITIAL, ENQUEUE_WAKEUP};
 use cadence_sched::rt::RrTimeslice;
+use cadence_sched::vecmap::VecMap;
 use cadence_sched::{CpuMask, FairRq, FairTunables, Policy, RtPrioArray, ValidAttr};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use rqlock::RqLock;
@@ -79,13 +81,19 @@ pub struct RqInner {
     pub rt: RtPrioArray<Tid>,
     pub fair: FairRq<SeKey>,
     /// Every task queued here (RT and fair), by tid.
-    pub tasks: BTreeMap<Tid, Arc<Task>>,
+    pub tasks: VecMap<Tid, Arc<Task>>,
     /// Non-root task groups' queues on this CPU (see `group`).
-    pub group_rqs: BTreeMap<group::GroupId, group::GroupRq>,
+    pub group_rqs: VecMap<group::GroupId, group::GroupRq>,
     /// Fair tasks queued on this CPU at any level of the group tree.
     pub nr_fair_tasks: usize,
     /// When `curr` last had its runtime accounted.
     pub exec_start: u64,
+    /// Storage for the next group queues created on this CPU (see `reserve`).
+    pub spare_groups: arrayvec::ArrayVec<cadence_sched::FairStorage<SeKey>, { reserve::SPARE_GROUPS }>,
+    /// Enqueues since `reserve` last checked this queue's headroom.
+    pub inserts_since_check: u32,
+    /// Working space of the core-wide pick (`coresched::pick`), allocated with the queue.
+    pub core_scratch: Option<alloc::boxed::Box<coresched::CoreScratch>>,
     /// Where the next load-balancing scan of this queue starts (a tid).
     pub balance_cursor: Tid,
     /// The pending hrtick timer, if armed.
@@ -186,8 +194,11 @@ impl Rq {
                 idle: None,
                 rt: RtPrioArray::new(),
                 fair: FairRq::new(FairTunables::default()),
-                tasks: BTreeMap::new(),
-                group_rqs: BTreeMap::new(),
+                tasks: VecMap::new(),
+                group_rqs: VecMap::new(),
+                spare_groups: arrayvec::ArrayVec::new_const(),
+                inserts_since_check: 0,
+                core_scratch: Some(coresched::CoreScratch::new()),
                 nr_fair_tasks: 0,
                 exec_start: 0,
                 balance_cursor: 0,
@@ -471,6 +482,7 @@ fn enqueue_task(g: &mut RqInner, task: &Arc<Task>, flags: u32, now: u64) {
         rq_of(g.cpu).nr_cookied.fetch_add(1, Ordering::SeqCst);
     }
     g.tasks.insert(task.tid, task.clone());
+    reserve::note_insert(g, false);
     if !g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, task)) {
         start_wait(task, now);
     }
@@ -977,7 +989,8 @@ fn queue_wakeup(task: &Arc<Task>, cpu: u32) {
     debug_assert!(!task.wake_queued.load(Ordering::Relaxed), "a task on two wake lists");
     task.wake_queued.store(true, Ordering::Release);
     let raw = Arc::into_raw(task.clone()) as *mut Task;
-    rq.wake_pending.fetch_add(1, Ordering::SeqCst);
+    let pending = rq.wake_pending.fetch_add(1, Ordering::SeqCst) + 1;
+    reserve::note_wakeup_queued(cpu, pending);
     let mut head = rq.wake_list.load(Ordering::SeqCst);
     loop {
         task.wake_next.store(head, Ordering::Relaxed);
@@ -1142,6 +1155,7 @@ pub fn init_this_cpu() {
         g.exec_start = crate::time::uptime_ns();
         cpu.rq.current.store(Arc::as_ptr(&idle) as *mut Task, Ordering::Release);
     }
+    reserve::refill(cpu.cpu_id); // the queues' first storage, before anything is queued
     ONLINE_MASK.fetch_or(1 << cpu.cpu_id, Ordering::AcqRel);
     cpu.rq.ready.store(true, Ordering::Release);
 }
@@ -1253,6 +1267,7 @@ pub fn preempt_point() {
     if !percpu::gs_ready() || !crate::irqflags::are_enabled() {
         return;
     }
+    reserve::refill_pending();
     while preemptible_with_resched(&this_cpu().rq) {
         __schedule(true);
     }

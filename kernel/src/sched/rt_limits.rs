@@ -210,6 +210,16 @@ pub fn act_on_current() {
     if pending == 0 {
         return;
     }
+    // The action (a message, a demotion, a kill) runs with interrupts on, as Linux runs task
+    // work on the way back to user mode: it may allocate, which must not happen with
+    // interrupts off (`mm::atomic_alloc`). Called from an interrupt's exit with preemption
+    // enabled; interrupts are off again on return.
+    crate::irqflags::enable();
+    act_on_current_irqs_on();
+    crate::irqflags::disable();
+}
+
+fn act_on_current_irqs_on() {
     let me = super::current();
     let pending = me.watchdog.pending.swap(0, Ordering::AcqRel);
     let used_us = me.watchdog.timeout_ns.load(Ordering::Relaxed) / 1000;

@@ -157,10 +157,28 @@ fn fatal_deferred() -> bool {
 
 /// [`handle_pending`] at an interrupt exit: not inside a [`DeferFatal`] section, whose
 /// primitive acts on the signal itself at its next wakeup (see the module docs).
+///
+/// Like Linux's `exit_to_user_mode_loop`, the work itself (an exit, a stop) runs with
+/// interrupts enabled: it frees and allocates (the exit path), which must not happen with
+/// interrupts off (see `mm::atomic_alloc`). Interrupts are off again when this returns.
+/// Call from an interrupt's exit, with preemption enabled (timer and IPI handlers run on the
+/// task's stack, not an IST stack, so an interrupt nesting here is fine).
 pub fn handle_pending_at_irq_exit() {
-    if !fatal_deferred() {
-        handle_pending();
+    if fatal_deferred() || !pending_on_current() {
+        return;
     }
+    crate::irqflags::enable();
+    handle_pending();
+    crate::irqflags::disable();
+}
+
+/// Has the running task a signal pending? (Read through `current` without taking a
+/// reference: called with interrupts off.)
+fn pending_on_current() -> bool {
+    let ptr = super::this_cpu().rq.current.load(Ordering::Acquire);
+    // SAFETY: as in `DeferFatal::new`: `current` is the running task, kept alive by its run
+    // queue while it runs (which it does: this is its interrupt exit).
+    !ptr.is_null() && unsafe { (*ptr).pending.load(Ordering::Acquire) } != 0
 }
 
 /// Acts on the calling task's signals at a safe point: exit on a fatal one, stop on SIGSTOP.

@@ -16,7 +16,7 @@ use crate::arch::context::Context;
 use crate::mm::stack::KernelStack;
 use crate::sync::IrqLock;
 use alloc::boxed::Box;
-use alloc::collections::BTreeMap;
+use cadence_sched::vecmap::VecMap;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -305,7 +305,7 @@ pub fn policy_name(p: Policy) -> &'static str {
 
 // ----- the task table -----------------------------------------------------------------
 
-static TASKS: IrqLock<BTreeMap<Tid, Arc<Task>>> = IrqLock::new(BTreeMap::new());
+static TASKS: IrqLock<VecMap<Tid, Arc<Task>>> = IrqLock::new(VecMap::new());
 static NEXT_TID: AtomicU32 = AtomicU32::new(1);
 
 /// Finds a live (or zombie) task.
@@ -315,7 +315,24 @@ pub fn find(tid: Tid) -> Option<Arc<Task>> {
 
 /// Snapshot of every task (for `ps` and group-wide operations).
 pub fn all() -> Vec<Arc<Task>> {
-    TASKS.lock().values().cloned().collect()
+    // Allocated with the table unlocked (no allocation with interrupts off); retried if the
+    // table grew meanwhile.
+    let mut out = Vec::new();
+    loop {
+        let t = TASKS.lock();
+        if t.len() <= out.capacity() {
+            out.extend(t.values().cloned());
+            return out;
+        }
+        let want = t.len() + 16;
+        drop(t);
+        out = Vec::with_capacity(want);
+    }
+}
+
+/// Heap bytes the task table reserves (it keeps its peak capacity).
+pub fn table_bytes() -> usize {
+    TASKS.lock().storage_bytes()
 }
 
 /// Number of tasks in the table (zombies included).
@@ -459,7 +476,7 @@ pub(super) fn new_task(
     }
     task.watchdog.reset();
     if !is_idle {
-        TASKS.lock().insert(tid, task.clone());
+        crate::sync::lock_with_room(&TASKS, 1, |t| t).insert(tid, task.clone());
     }
     task
 }

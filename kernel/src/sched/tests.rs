@@ -335,6 +335,7 @@ fn ten_thousand_tasks_come_and_go_without_leaking() {
     crate::mm::stack::reclaim();
     done.store(0, Ordering::SeqCst);
     let heap0 = crate::mm::heap::used();
+    let reserved0 = super::reserve::reserved_bytes();
     // Page tables of the stack region are kept for reuse by design: count them as "in use".
     let frames0 = crate::mm::frame::free_frames() + crate::mm::frame::page_table_frames();
     let tasks0 = task::count();
@@ -345,9 +346,11 @@ fn ten_thousand_tasks_come_and_go_without_leaking() {
     crate::mm::stack::reclaim();
     assert_eq!(task::count(), tasks0);
     assert_eq!(crate::mm::frame::free_frames() + crate::mm::frame::page_table_frames(), frames0, "frames leaked");
-    // Containers that grew to the peak (free-slot list, run-queue maps) keep their capacity;
-    // anything per task would show up as ≥ 10,000 × its size.
-    let grown = crate::mm::heap::used().saturating_sub(heap0);
+    // Containers that grew to the peak (free-slot list, run-queue maps) keep their capacity:
+    // what the reserves gained is subtracted; anything per task would show up as ≥ 10,000 ×
+    // its size.
+    let reserved = super::reserve::reserved_bytes().saturating_sub(reserved0);
+    let grown = crate::mm::heap::used().saturating_sub(heap0).saturating_sub(reserved);
     assert!(grown < 4096, "heap grew by {} bytes over 10,000 tasks", grown);
 }
 

@@ -41,7 +41,8 @@ impl WaitQueue {
         loop {
             me.set_state(TaskState::Sleeping);
             {
-                let mut w = self.waiters.lock();
+                // Room reserved outside the lock: no allocation with interrupts off.
+                let mut w = crate::sync::lock_with_room(&self.waiters, 1, |w| w);
                 if !w.iter().any(|t| Arc::ptr_eq(t, &me)) {
                     w.push_back(me.clone());
                 }

@@ -30,6 +30,9 @@ struct CpuSlot {
     /// When the open section began (0: none open).
     since_ns: AtomicU64,
     since_site: AtomicUsize,
+    /// Where the current interrupts-off section began, kept whether or not the tracer runs
+    /// (0: interrupts are on, or the site is unknown). Read by [`off_site`].
+    off_site: AtomicUsize,
     /// Sections measured since `start`.
     count: AtomicU64,
     seq: AtomicU32,
@@ -42,6 +45,7 @@ const RECORD: Record = Record { ns: AtomicU64::new(0), start: AtomicUsize::new(0
 const SLOT: CpuSlot = CpuSlot {
     since_ns: AtomicU64::new(0),
     since_site: AtomicUsize::new(0),
+    off_site: AtomicUsize::new(0),
     count: AtomicU64::new(0),
     seq: AtomicU32::new(0),
     top: [RECORD; TOP],
@@ -61,10 +65,11 @@ fn slot() -> Option<&'static CpuSlot> {
 /// Interrupts went off at `site` (called with interrupts off).
 #[inline]
 pub fn off(site: &'static Location<'static>) {
+    let Some(s) = slot() else { return };
+    s.off_site.store(site as *const Location<'static> as usize, Ordering::Relaxed);
     if !ACTIVE.load(Ordering::Relaxed) {
         return;
     }
-    let Some(s) = slot() else { return };
     if s.since_ns.load(Ordering::Relaxed) == 0 {
         s.since_site.store(site as *const Location<'static> as usize, Ordering::Relaxed);
         s.since_ns.store(crate::time::uptime_ns().max(1), Ordering::Relaxed);
@@ -74,10 +79,11 @@ pub fn off(site: &'static Location<'static>) {
 /// Interrupts are about to go on at `site` (called with interrupts still off).
 #[inline]
 pub fn on(site: &'static Location<'static>) {
+    let Some(s) = slot() else { return };
+    s.off_site.store(0, Ordering::Relaxed);
     if !ACTIVE.load(Ordering::Relaxed) {
         return;
     }
-    let Some(s) = slot() else { return };
     let since = s.since_ns.swap(0, Ordering::Relaxed);
     if since == 0 || since < STARTED_NS.load(Ordering::Relaxed) {
         return;
@@ -102,6 +108,12 @@ pub fn on(site: &'static Location<'static>) {
     s.top[i].start.store(start, Ordering::Relaxed);
     s.top[i].end.store(end, Ordering::Relaxed);
     s.seq.fetch_add(1, Ordering::AcqRel); // even: done
+}
+
+/// Where this CPU's current interrupts-off section began (`None` if interrupts are on or the
+/// section began before the per-CPU area was set up). Call with interrupts off.
+pub fn off_site() -> Option<&'static Location<'static>> {
+    location(slot()?.off_site.load(Ordering::Relaxed))
 }
 
 /// Clears every CPU's records and starts tracing.
@@ -169,7 +181,7 @@ pub fn sections(cpu: usize) -> ([Option<Section>; TOP], u64) {
     }
 }
 
-struct Site(Option<&'static Location<'static>>);
+pub struct Site(pub Option<&'static Location<'static>>);
 
 impl core::fmt::Display for Site {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {

@@ -757,7 +757,7 @@ fn parse_bound_us(us: &str) -> Result<u64, String> {
 }
 
 /// `trace start [-b ENTRIES] | stop | clear | report | check coresched | check rt [-b US] |
-/// irqsoff [start|stop|report] | dump | events [NAME|all on|off]`.
+/// irqsoff [start|stop|report] | atomic-alloc [report|reset] | dump | events [NAME|all on|off]`.
 pub fn cmd_trace(args: &[&str]) -> Result<(), String> {
     match args {
         ["start"] => start(DEFAULT_ENTRIES),
@@ -814,6 +814,16 @@ pub fn cmd_trace(args: &[&str]) -> Result<(), String> {
             crate::kprint!("{}", out);
             Ok(())
         }
+        ["atomic-alloc"] | ["atomic-alloc", "report"] => {
+            let mut out = String::new();
+            let _ = crate::mm::atomic_alloc::report(&mut out);
+            crate::kprint!("{}", out);
+            Ok(())
+        }
+        ["atomic-alloc", "reset"] => {
+            crate::mm::atomic_alloc::reset();
+            Ok(())
+        }
         ["irqsoff", "start"] => {
             irqsoff::start();
             Ok(())
@@ -846,4 +856,4 @@ pub fn cmd_trace(args: &[&str]) -> Result<(), String> {
 
 /// Usage line of `trace` (for the shell's command table).
 pub const USAGE: &str =
-    "trace start [-b ENTRIES] | stop | clear | report | check coresched | check rt [-b US] | irqsoff [start|stop|report] | dump | events [NAME|all on|off]";
+    "trace start [-b ENTRIES] | stop | clear | report | check coresched | check rt [-b US] | irqsoff [start|stop|report] | atomic-alloc [report|reset] | dump | events [NAME|all on|off]";

@@ -590,6 +590,28 @@ fn best<T>(c: &[Candidate<T>], ok: impl Fn(&Candidate<T>) -> bool) -> Option<usi
 /// of the core's `i`-th CPU, in any order (equal ranks: earlier wins); `this` is the index of
 /// the CPU calling `schedule()`, which wins ties for `max`. Out-of-range `this` counts as 0.
 pub fn pick_core<T: Copy, S: AsRef<[Candidate<T>]>>(siblings: &[S], this: usize) -> CorePick<T> {
+    let mut picks = alloc::vec![Pick::Idle; siblings.len()];
+    let s = pick_core_into(siblings, this, &mut picks);
+    CorePick { picks, cookie: s.cookie, max: s.max, forceidle_count: s.forceidle_count, occupation: s.occupation }
+}
+
+/// [`CorePick`] without the picks (they go to the caller's slice: see [`pick_core_into`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CorePickSummary {
+    /// As [`CorePick::cookie`].
+    pub cookie: CookieId,
+    /// As [`CorePick::max`].
+    pub max: Option<usize>,
+    /// As [`CorePick::forceidle_count`].
+    pub forceidle_count: u32,
+    /// As [`CorePick::occupation`].
+    pub occupation: u32,
+}
+
+/// [`pick_core`] without allocating (the kernel calls it with run-queue locks held): sibling
+/// `i`'s pick goes to `picks[i]`. Siblings beyond `picks.len()` still count for the core
+/// cookie but get no pick, so the caller passes a slice at least `siblings.len()` long.
+pub fn pick_core_into<T: Copy, S: AsRef<[Candidate<T>]>>(siblings: &[S], this: usize, picks: &mut [Pick<T>]) -> CorePickSummary {
     let n = siblings.len();
     let this = if this < n { this } else { 0 };
     let mut max: Option<(usize, Rank, CookieId)> = None;
@@ -603,24 +625,21 @@ pub fn pick_core<T: Copy, S: AsRef<[Candidate<T>]>>(siblings: &[S], this: usize)
     }
     let cookie = max.map_or(CookieId::NONE, |(_, _, k)| k);
     let (mut forceidle_count, mut occupation) = (0, 0);
-    let picks = siblings
-        .iter()
-        .map(|s| {
-            let c = s.as_ref();
-            match best(c, |x| x.cookie == cookie) {
-                Some(b) => {
-                    occupation += 1;
-                    Pick::Task(c[b].task)
-                }
-                None if c.is_empty() => Pick::Idle,
-                None => {
-                    forceidle_count += 1;
-                    Pick::ForceIdle
-                }
+    for (s, out) in siblings.iter().zip(picks.iter_mut()) {
+        let c = s.as_ref();
+        *out = match best(c, |x| x.cookie == cookie) {
+            Some(b) => {
+                occupation += 1;
+                Pick::Task(c[b].task)
             }
-        })
-        .collect();
-    CorePick { picks, cookie, max: max.map(|(i, _, _)| i), forceidle_count, occupation }
+            None if c.is_empty() => Pick::Idle,
+            None => {
+                forceidle_count += 1;
+                Pick::ForceIdle
+            }
+        };
+    }
+    CorePickSummary { cookie, max: max.map(|(i, _, _)| i), forceidle_count, occupation }
 }
 
 /// Linux's `need_sync` fast path: `false` when a CPU may skip the core-wide pick and just run

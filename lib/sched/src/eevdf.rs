@@ -56,7 +56,7 @@
 //! Not implemented (yet): DELAY_DEQUEUE (Linux 6.12 keeps sleeping entities with negative
 //! lag queued until eligible), next/last buddies, PELT load tracking.
 
-use alloc::collections::{BTreeMap, BTreeSet};
+use crate::vecmap::{grow_target, VecMap, VecSet};
 use core::cmp::Ordering;
 
 use crate::attr::{Policy, SCHED_SLICE_MAX_NS, SCHED_SLICE_MIN_NS};
@@ -273,13 +273,48 @@ fn saturate_i64(x: i128) -> i64 {
     x.clamp(i64::MIN as i128, i64::MAX as i128) as i64
 }
 
+/// Memory for a [`FairRq`] of up to `n` entities, allocated outside the run-queue lock and
+/// installed with [`FairRq::adopt_storage`].
+#[derive(Debug)]
+pub struct FairStorage<K> {
+    entities: VecMap<K, FairEntity>,
+    timeline: VecSet<(u64, K)>,
+    by_vruntime: VecSet<(u64, K)>,
+}
+
+impl<K: Copy + Ord> FairStorage<K> {
+    /// Room for `n` entities.
+    pub fn with_capacity(n: usize) -> Self {
+        FairStorage {
+            entities: VecMap::with_capacity(n),
+            timeline: VecSet::with_capacity(n),
+            by_vruntime: VecSet::with_capacity(n),
+        }
+    }
+
+    /// Bytes of memory it reserves.
+    pub fn storage_bytes(&self) -> usize {
+        self.entities.storage_bytes() + self.timeline.storage_bytes() + self.by_vruntime.storage_bytes()
+    }
+
+    /// Entities it has room for.
+    pub fn capacity(&self) -> usize {
+        self.entities.capacity().min(self.timeline.capacity()).min(self.by_vruntime.capacity())
+    }
+
+    /// Holds nothing (a fresh one, or the old buffers after `adopt_storage`).
+    pub fn is_empty(&self) -> bool {
+        self.entities.is_empty() && self.timeline.is_empty() && self.by_vruntime.is_empty()
+    }
+}
+
 /// One fair run queue, generic over the entity key (task id, or group id later).
 #[derive(Clone, Debug)]
 pub struct FairRq<K: Copy + Ord> {
     tunables: FairTunables,
-    entities: BTreeMap<K, FairEntity>,
-    timeline: BTreeSet<(u64, K)>,
-    by_vruntime: BTreeSet<(u64, K)>,
+    entities: VecMap<K, FairEntity>,
+    timeline: VecSet<(u64, K)>,
+    by_vruntime: VecSet<(u64, K)>,
     curr: Option<K>,
     avg_vruntime: i128,
     avg_load: u64,
@@ -304,9 +339,9 @@ impl<K: Copy + Ord> FairRq<K> {
     pub fn with_min_vruntime(tunables: FairTunables, min_vruntime: u64) -> Self {
         FairRq {
             tunables,
-            entities: BTreeMap::new(),
-            timeline: BTreeSet::new(),
-            by_vruntime: BTreeSet::new(),
+            entities: VecMap::new(),
+            timeline: VecSet::new(),
+            by_vruntime: VecSet::new(),
             curr: None,
             avg_vruntime: 0,
             avg_load: 0,
@@ -314,6 +349,62 @@ impl<K: Copy + Ord> FairRq<K> {
             nr_queued: 0,
             min_vruntime,
         }
+    }
+
+    // ----- memory (see `vecmap`: inserts below capacity never allocate) --------------
+
+    /// The capacity this queue should grow to before more entities are attached, or `None`
+    /// if it has headroom ([`grow_target`]). The owner allocates a [`FairStorage`] of that
+    /// size outside its lock and installs it with [`FairRq::adopt_storage`].
+    pub fn grow_target(&self) -> Option<usize> {
+        self.grow_target_for(0)
+    }
+
+    /// Bytes of memory its storage reserves.
+    pub fn storage_bytes(&self) -> usize {
+        self.entities.storage_bytes() + self.timeline.storage_bytes() + self.by_vruntime.storage_bytes()
+    }
+
+    /// Entities it can hold without allocating.
+    pub fn capacity(&self) -> usize {
+        self.entities.capacity().min(self.timeline.capacity()).min(self.by_vruntime.capacity())
+    }
+
+    /// [`FairRq::grow_target`] with `incoming` more entities counted as attached already
+    /// (wakeups on their way to this queue).
+    pub fn grow_target_for(&self, incoming: usize) -> Option<usize> {
+        grow_target(self.entities.len().saturating_add(incoming), self.capacity())
+    }
+
+    /// Gives up the storage of an empty queue (for reuse by another queue: no allocation,
+    /// no free); the queue is left with none. `None` if entities are still attached.
+    pub fn take_storage(&mut self) -> Option<FairStorage<K>> {
+        if !self.entities.is_empty() {
+            return None;
+        }
+        Some(FairStorage {
+            entities: core::mem::take(&mut self.entities),
+            timeline: core::mem::take(&mut self.timeline),
+            by_vruntime: core::mem::take(&mut self.by_vruntime),
+        })
+    }
+
+    /// Moves the queue's entities into `spare`'s memory (no allocation); `spare` is left
+    /// empty, holding the old buffers, for the caller to drop outside its lock. False (and
+    /// nothing changed) if `spare` is not empty or too small.
+    pub fn adopt_storage(&mut self, spare: &mut FairStorage<K>) -> bool {
+        let n = self.entities.len();
+        let fits = |m: usize| m >= n;
+        if !spare.is_empty()
+            || !fits(spare.entities.capacity())
+            || !fits(spare.timeline.capacity())
+            || !fits(spare.by_vruntime.capacity())
+        {
+            return false;
+        }
+        self.entities.adopt_storage(&mut spare.entities)
+            && self.timeline.adopt_storage(&mut spare.timeline)
+            && self.by_vruntime.adopt_storage(&mut spare.by_vruntime)
     }
 
     /// The knobs in effect.
@@ -512,8 +603,8 @@ impl<K: Copy + Ord> FairRq<K> {
                 se.deadline = se.deadline.wrapping_sub(shift);
             }
         }
-        self.timeline = self.timeline.iter().map(|&(d, k)| (d.wrapping_sub(shift), k)).collect();
-        self.by_vruntime = self.by_vruntime.iter().map(|&(v, k)| (v.wrapping_sub(shift), k)).collect();
+        self.timeline.map_in_place(|&(d, k)| (d.wrapping_sub(shift), k));
+        self.by_vruntime.map_in_place(|&(v, k)| (v.wrapping_sub(shift), k));
     }
 
     /// Linux `update_entity_lag`: `vlag = clamp(V - v, ±calc_delta_fair(max(2*slice, TICK), w))`.
@@ -814,7 +905,7 @@ impl<K: Copy + Ord> FairRq<K> {
         let mut avg_load = 0u64;
         let mut load = 0u64;
         let mut nr = 0usize;
-        for (&k, se) in &self.entities {
+        for (&k, se) in self.entities.iter() {
             if se.on_rq {
                 load += se.weight;
                 nr += 1;

@@ -14,6 +14,8 @@
 //! * [`cpumask`], [`balance`]: CPU sets and SMP placement / balancing decisions.
 //! * [`cpupri`]: per-priority-level CPU masks (Linux cpupri) for RT placement.
 //! * [`rt_smp`]: RT push/pull decisions and the RT guarantee they maintain.
+//! * [`vecmap`]: sorted-vector map and set with capacity reserved outside locks (the run
+//!   queues' storage: no allocation under a run-queue lock).
 //! * [`timerq`]: timer-queue ordering (the kernel's per-CPU timers, tick, sleeps, hrtick).
 //! * [`core_sched`]: SMT core scheduling: cookies, `PR_SCHED_CORE`, the core-wide pick,
 //!   forced-idle accounting and the trace checker.
@@ -37,11 +39,12 @@ pub mod rt;
 pub mod rt_bandwidth;
 pub mod rt_smp;
 pub mod timerq;
+pub mod vecmap;
 pub mod weight;
 
 pub use attr::{Policy, SchedAttr, ValidAttr};
 pub use cpumask::CpuMask;
 pub use cpupri::CpuPri;
-pub use eevdf::{FairEntity, FairRq, FairTunables};
+pub use eevdf::{FairEntity, FairRq, FairStorage, FairTunables};
 pub use errno::Errno;
 pub use rt::RtPrioArray;

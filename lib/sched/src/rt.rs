@@ -1,9 +1,13 @@
 //! The real-time run queue: Linux rt.c's priority array plus SCHED_RR timeslices.
 //!
-//! `RtPrioArray<K>` keeps one FIFO list per priority level and a 100-bit bitmap of
-//! non-empty levels (`struct rt_prio_array`). Index `idx = 99 - rt_priority` (Linux
-//! `prio`), so the lowest set bit is the most important level and
-//! [`RtPrioArray::pick_highest`] is a find-first-set plus a list head: O(1).
+//! `RtPrioArray<K>` holds what Linux's `struct rt_prio_array` holds (one FIFO list per
+//! priority level) as one sorted array of `(idx, seq, key)`: level `idx = 99 - rt_priority`
+//! (Linux `prio`, most important first), then a sequence number giving FIFO order within the
+//! level (tail inserts count up from 0, head inserts count down from -1). So
+//! [`RtPrioArray::pick_highest`] is the array's first element, O(1); enqueue and dequeue are a
+//! binary search plus a shift. The array's memory is reserved ahead ([`crate::vecmap`]): no
+//! enqueue allocates under the run-queue lock while the owner keeps headroom
+//! ([`RtPrioArray::grow_target`], [`RtPrioArray::adopt_storage`]).
 //!
 //! Contracts:
 //! * `rt_priority` is the user-visible 0..=99 (higher = more important; 0 is accepted so
@@ -16,11 +20,10 @@
 //!   refilled and, if it has peers at its level, moved to the tail with
 //!   [`RtPrioArray::requeue`] (`requeue_task_rt(rq, p, 0)`) and the CPU rescheduled.
 //!   `sched_yield` is the same rotation.
-//! * Invariant: bit `idx` is set iff `queues[idx]` is non-empty; `index` maps every
-//!   queued key to its priority; `nr_running` equals the number of queued keys.
+//! * Invariant: `order` and `index` hold the same keys, each once; `index` maps every queued
+//!   key to its priority and sequence number; `nr_running` equals the number of queued keys.
 
-use alloc::collections::{BTreeMap, VecDeque};
-use alloc::vec::Vec;
+use crate::vecmap::{grow_target, VecMap, VecSet};
 
 use crate::consts::{MAX_RT_PRIO, NSEC_PER_MSEC};
 use crate::errno::Errno;
@@ -67,12 +70,36 @@ pub const fn rr_tick(remaining_ns: u64, tick_ns: u64, timeslice_ns: u64) -> (u64
     }
 }
 
-/// Per-priority FIFO lists with a bitmap of non-empty levels.
+/// Per-priority FIFO lists, kept as one sorted array (see the module doc).
 #[derive(Clone, Debug)]
 pub struct RtPrioArray<K: Copy + Ord> {
-    bitmap: [u64; 2],
-    queues: Vec<VecDeque<K>>,
-    index: BTreeMap<K, u8>,
+    /// `(level, seq, key)`: level `99 - rt_priority` (most important first), then FIFO order.
+    order: VecSet<(u8, i64, K)>,
+    /// Every queued key's `(rt_priority, seq)`.
+    index: VecMap<K, (u8, i64)>,
+    /// Next sequence number for a tail insert (counts up) and for a head insert (counts down).
+    tail_seq: i64,
+    head_seq: i64,
+}
+
+/// Memory for an [`RtPrioArray`] of up to `n` tasks, allocated outside the run-queue lock and
+/// installed with [`RtPrioArray::adopt_storage`].
+#[derive(Debug)]
+pub struct RtStorage<K> {
+    order: VecSet<(u8, i64, K)>,
+    index: VecMap<K, (u8, i64)>,
+}
+
+impl<K: Copy + Ord> RtStorage<K> {
+    /// Room for `n` tasks.
+    pub fn with_capacity(n: usize) -> Self {
+        RtStorage { order: VecSet::with_capacity(n), index: VecMap::with_capacity(n) }
+    }
+
+    /// Tasks it has room for.
+    pub fn capacity(&self) -> usize {
+        self.index.capacity().min(self.order.capacity())
+    }
 }
 
 impl<K: Copy + Ord> Default for RtPrioArray<K> {
@@ -81,38 +108,50 @@ impl<K: Copy + Ord> Default for RtPrioArray<K> {
     }
 }
 
-fn level(rt_priority: u8) -> Result<usize, Errno> {
+fn level(rt_priority: u8) -> Result<u8, Errno> {
     if (rt_priority as usize) < LEVELS {
-        Ok(LEVELS - 1 - rt_priority as usize)
+        Ok((LEVELS - 1 - rt_priority as usize) as u8)
     } else {
         Err(Errno::EINVAL)
     }
 }
 
 impl<K: Copy + Ord> RtPrioArray<K> {
-    /// An empty array.
-    pub fn new() -> Self {
-        RtPrioArray { bitmap: [0; 2], queues: (0..LEVELS).map(|_| VecDeque::new()).collect(), index: BTreeMap::new() }
+    /// An empty array (no memory).
+    pub const fn new() -> Self {
+        RtPrioArray { order: VecSet::new(), index: VecMap::new(), tail_seq: 0, head_seq: -1 }
     }
 
-    fn set_bit(&mut self, idx: usize, on: bool) {
-        let (word, bit) = (idx / 64, 1u64 << (idx % 64));
-        if on {
-            self.bitmap[word] |= bit;
-        } else {
-            self.bitmap[word] &= !bit;
-        }
+    /// The capacity to grow to before more tasks are queued, or `None` if there is headroom
+    /// ([`grow_target`]).
+    pub fn grow_target(&self) -> Option<usize> {
+        self.grow_target_for(0)
     }
 
-    /// Index of the most important non-empty level (Linux `sched_find_first_bit`).
-    fn first_level(&self) -> Option<usize> {
-        if self.bitmap[0] != 0 {
-            Some(self.bitmap[0].trailing_zeros() as usize)
-        } else if self.bitmap[1] != 0 {
-            Some(64 + self.bitmap[1].trailing_zeros() as usize)
-        } else {
-            None
+    /// [`RtPrioArray::grow_target`] with `incoming` more tasks counted as queued already.
+    pub fn grow_target_for(&self, incoming: usize) -> Option<usize> {
+        grow_target(self.index.len().saturating_add(incoming), self.capacity())
+    }
+
+    /// Bytes of memory its storage reserves.
+    pub fn storage_bytes(&self) -> usize {
+        self.index.storage_bytes() + self.order.storage_bytes()
+    }
+
+    /// Tasks it can hold without allocating.
+    pub fn capacity(&self) -> usize {
+        self.index.capacity().min(self.order.capacity())
+    }
+
+    /// Moves the queued tasks into `spare`'s memory (no allocation); `spare` is left holding
+    /// the old buffers, for the caller to drop outside its lock. False (nothing changed) if
+    /// `spare` is not empty or too small.
+    pub fn adopt_storage(&mut self, spare: &mut RtStorage<K>) -> bool {
+        let n = self.index.len();
+        if !spare.order.is_empty() || !spare.index.is_empty() || spare.order.capacity() < n || spare.index.capacity() < n {
+            return false;
         }
+        self.order.adopt_storage(&mut spare.order) && self.index.adopt_storage(&mut spare.index)
     }
 
     /// Queues `key` at `rt_priority`, at the head of its level if `head`.
@@ -122,28 +161,22 @@ impl<K: Copy + Ord> RtPrioArray<K> {
         if self.index.contains_key(&key) {
             return Err(Errno::EBUSY);
         }
-        let q = &mut self.queues[idx];
-        if head {
-            q.push_front(key);
+        let seq = if head {
+            self.head_seq -= 1;
+            self.head_seq + 1
         } else {
-            q.push_back(key);
-        }
-        self.index.insert(key, rt_priority);
-        self.set_bit(idx, true);
+            self.tail_seq += 1;
+            self.tail_seq - 1
+        };
+        self.order.insert((idx, seq, key));
+        self.index.insert(key, (rt_priority, seq));
         Ok(())
     }
 
     /// Removes `key`, returning its priority. `ESRCH` if not queued.
     pub fn dequeue(&mut self, key: K) -> Result<u8, Errno> {
-        let prio = self.index.remove(&key).ok_or(Errno::ESRCH)?;
-        let idx = level(prio)?;
-        let q = &mut self.queues[idx];
-        if let Some(pos) = q.iter().position(|&k| k == key) {
-            q.remove(pos);
-        }
-        if q.is_empty() {
-            self.set_bit(idx, false);
-        }
+        let (prio, seq) = self.index.remove(&key).ok_or(Errno::ESRCH)?;
+        self.order.remove(&(level(prio)?, seq, key));
         Ok(prio)
     }
 
@@ -160,7 +193,7 @@ impl<K: Copy + Ord> RtPrioArray<K> {
     /// `ESRCH` not queued, `EINVAL` priority > 99.
     pub fn change_prio(&mut self, key: K, rt_priority: u8) -> Result<(), Errno> {
         level(rt_priority)?;
-        let old = *self.index.get(&key).ok_or(Errno::ESRCH)?;
+        let (old, _) = *self.index.get(&key).ok_or(Errno::ESRCH)?;
         if old == rt_priority {
             return Ok(());
         }
@@ -170,22 +203,25 @@ impl<K: Copy + Ord> RtPrioArray<K> {
 
     /// The task to run: head of the most important non-empty level.
     pub fn pick_highest(&self) -> Option<K> {
-        self.first_level().and_then(|idx| self.queues[idx].front().copied())
+        self.order.first().map(|&(_, _, k)| k)
     }
 
     /// `rt_priority` of the most important queued task.
     pub fn highest_prio(&self) -> Option<u8> {
-        self.first_level().map(|idx| (LEVELS - 1 - idx) as u8)
+        self.order.first().map(|&(idx, _, _)| (LEVELS - 1 - idx as usize) as u8)
     }
 
     /// Priority `key` is queued at.
     pub fn prio_of(&self, key: K) -> Option<u8> {
-        self.index.get(&key).copied()
+        self.index.get(&key).map(|&(p, _)| p)
     }
 
     /// Number of queued tasks at `rt_priority` (RR only rotates when > 1).
     pub fn nr_at_prio(&self, rt_priority: u8) -> usize {
-        level(rt_priority).map_or(0, |idx| self.queues[idx].len())
+        let Ok(idx) = level(rt_priority) else { return 0 };
+        let below = self.order.partition_point(|&(l, _, _)| l < idx);
+        let upto = self.order.partition_point(|&(l, _, _)| l <= idx);
+        upto - below
     }
 
     /// Number of queued RT tasks (`rt_nr_running`).
@@ -201,10 +237,7 @@ impl<K: Copy + Ord> RtPrioArray<K> {
     /// All queued tasks in run order (most important level first, FIFO within a level),
     /// as `(key, rt_priority)`; used to find pushable tasks for SMP.
     pub fn iter(&self) -> impl Iterator<Item = (K, u8)> + '_ {
-        self.queues
-            .iter()
-            .enumerate()
-            .flat_map(|(idx, q)| q.iter().map(move |&k| (k, (LEVELS - 1 - idx) as u8)))
+        self.order.iter().map(|&(idx, _, k)| (k, (LEVELS - 1 - idx as usize) as u8))
     }
 }
 
@@ -300,6 +333,27 @@ mod tests {
         assert_eq!(rr_tick(5, 10, 77), (77, true));
         assert_eq!(rr_tick(10, 10, 77), (77, true));
         assert_eq!(rr_tick(11, 10, 77), (1, false));
+    }
+
+    #[test]
+    fn storage_is_adopted_and_order_survives() {
+        let mut rq = RtPrioArray::new();
+        assert_eq!(rq.grow_target(), Some(crate::vecmap::MIN_HEADROOM));
+        for (k, p) in [(1u32, 10u8), (2, 50), (3, 10), (4, 99), (5, 0)] {
+            rq.enqueue(k, p, false).unwrap();
+        }
+        rq.enqueue(6, 10, true).unwrap();
+        let before: Vec<_> = rq.iter().collect();
+        assert_eq!(before, [(4, 99), (2, 50), (6, 10), (1, 10), (3, 10), (5, 0)]);
+        assert_eq!((rq.nr_at_prio(10), rq.nr_at_prio(99), rq.nr_at_prio(0), rq.nr_at_prio(7)), (3, 1, 1, 0));
+        let mut small = RtStorage::with_capacity(2);
+        assert!(!rq.adopt_storage(&mut small));
+        let target = rq.grow_target().unwrap();
+        let mut spare = RtStorage::with_capacity(target);
+        assert!(rq.adopt_storage(&mut spare));
+        assert_eq!(rq.grow_target(), None);
+        assert_eq!(rq.iter().collect::<Vec<_>>(), before);
+        assert_eq!(rq.pick_highest(), Some(4));
     }
 
     #[test]
