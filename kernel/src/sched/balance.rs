@@ -325,8 +325,13 @@ fn pull_fair(this: u32, kind: PullKind) -> usize {
     }
     let mut moved = 0;
     let mut remaining = imb.load_imbalance;
-    // No more than the destination's queues hold without allocating (interrupts are off).
-    let max_moves = max_moves.min(super::reserve::room(dst) as u32);
+    // No more than the destination's queues hold without allocating (interrupts are off);
+    // if that is less than wanted, they grow at the next preemption point.
+    let room = super::reserve::room(dst) as u32;
+    if room < imb.nr_to_pull.min(max_moves) {
+        super::reserve::note_short(this);
+    }
+    let max_moves = max_moves.min(room);
     for t in candidates.into_iter().flatten() {
         if moved as u32 >= imb.nr_to_pull.min(max_moves) {
             break;
@@ -343,7 +348,8 @@ fn pull_fair(this: u32, kind: PullKind) -> usize {
         update_counts(src_rq, src);
         update_counts(this_rq, dst);
         this_rq.balance_backoff.store(0, Ordering::Relaxed);
-    } else {
+    } else if room > 0 {
+        // Fruitless (not for want of room): back off.
         let b = (this_rq.balance_backoff.load(Ordering::Relaxed) * 2).clamp(1, MAX_BACKOFF);
         this_rq.balance_backoff.store(b, Ordering::Relaxed);
         this_rq.balance_skip.store(b, Ordering::Relaxed);

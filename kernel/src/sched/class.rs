@@ -148,7 +148,7 @@ fn ensure_group_rq(rq: &mut RqInner, gid: GroupId) -> bool {
             grq.rq.adopt_storage(&mut storage); // `storage` is left with empty buffers
         }
         rq.group_rqs.insert(id, grq);
-        super::reserve::note_insert(rq, true);
+        super::reserve::note_insert(rq, None);
         id = parent;
     }
     true
@@ -308,7 +308,7 @@ pub fn forget_group(rq: &mut RqInner, gid: GroupId) {
     if let Some(mut grq) = rq.group_rqs.remove(&gid) {
         // Its storage serves the next group queue here (no free under the lock, no allocation
         // for the next one); dropped only if the pool is full.
-        if let Some(storage) = grq.rq.take_storage() {
+        if let Some(storage) = grq.rq.take_storage().filter(|s| s.capacity() >= cadence_sched::vecmap::MIN_HEADROOM) {
             let _ = rq.spare_groups.try_push(storage);
         }
     }

@@ -114,10 +114,10 @@ pub fn active(cpu: &PerCpu) -> bool {
 pub type SiblingGuards = ArrayVec<(u32, RqGuard<'static, RqInner>), MAX_SMT>;
 
 /// Locks every sibling's run queue of `cpu`'s core, in ascending CPU order. Returns this CPU's
-/// guard and the others'. Interrupts must already be disabled.
-pub fn lock_core(cpu: u32) -> (RqGuard<'static, RqInner>, SiblingGuards) {
+/// guard; the others' go to `others` (empty on entry). Interrupts must already be disabled.
+#[inline(never)]
+pub fn lock_core(cpu: u32, others: &mut SiblingGuards) -> RqGuard<'static, RqInner> {
     let mut mine = None;
-    let mut others = SiblingGuards::new();
     for c in siblings(cpu).iter() {
         let c = c as u32;
         let g = rq_of(c).lock.lock();
@@ -128,8 +128,7 @@ pub fn lock_core(cpu: u32) -> (RqGuard<'static, RqInner>, SiblingGuards) {
             let _ = others.try_push((c, g));
         }
     }
-    let mine = mine.unwrap_or_else(|| rq_of(cpu).lock.lock());
-    (mine, others)
+    mine.unwrap_or_else(|| rq_of(cpu).lock.lock())
 }
 
 /// `core_cookie_pending` when no change is pending.
@@ -208,17 +207,11 @@ impl AsRef<[Candidate<Tid>]> for CandList {
     }
 }
 
-/// Working space of [`pick`], one per run queue (`RqInner::core_scratch`, allocated at boot):
-/// ~4 KiB, too much for the stack of a `schedule()` called from an interrupt's exit.
-pub struct CoreScratch {
-    lists: [CandList; MAX_SMT],
-    picks: [Pick<Tid>; MAX_SMT],
-}
-
-impl CoreScratch {
-    pub fn new() -> alloc::boxed::Box<Self> {
-        alloc::boxed::Box::new(CoreScratch { lists: [CandList::EMPTY; MAX_SMT], picks: [Pick::Idle; MAX_SMT] })
-    }
+/// The candidate lists of [`pick`], one per sibling: ~4 KiB, too much for the stack of a
+/// `schedule()` called from an interrupt's exit on a 16 KiB task stack. One per run queue
+/// (`RqInner::core_lists`), allocated at boot (built in place: no stack temporary).
+pub fn new_core_lists() -> alloc::boxed::Box<[CandList]> {
+    alloc::vec![CandList::EMPTY; MAX_SMT].into_boxed_slice()
 }
 
 /// Runnable tasks of one run queue, best first (RT by priority, fair by relative deadline),
@@ -261,6 +254,7 @@ fn compatible(a: &Task, cookie: CookieId) -> bool {
 
 /// The core-wide pick for `cpu` (all sibling locks held). Returns the task this CPU runs
 /// (its idle task when forced idle or waiting) and whether it is *forced* idle.
+#[inline(never)]
 pub(super) fn pick(cpu: u32, g: &mut RqInner, others: &mut [(u32, RqGuard<'static, RqInner>)]) -> (Arc<Task>, bool) {
     let idle = g.idle.clone().expect("idle task exists");
     // Siblings in CPU order, with this CPU's index.
@@ -269,8 +263,11 @@ pub(super) fn pick(cpu: u32, g: &mut RqInner, others: &mut [(u32, RqGuard<'stati
     order.sort_unstable();
     let this = order.iter().position(|&c| c == cpu).unwrap_or(0);
     // Taken out of the run queue for the pick (a pointer move) and put back at the end.
-    let mut scratch = g.core_scratch.take().unwrap_or_else(CoreScratch::new);
-    for (list, &c) in scratch.lists.iter_mut().zip(order.iter()) {
+    let mut lists = core::mem::take(&mut g.core_lists);
+    if lists.len() < MAX_SMT {
+        lists = new_core_lists(); // lost to a panic in an earlier pick: cannot happen
+    }
+    for (list, &c) in lists.iter_mut().zip(order.iter()) {
         if c == cpu {
             candidates(g, list);
         } else if let Some((_, og)) = others.iter().find(|(o, _)| *o == c) {
@@ -280,10 +277,9 @@ pub(super) fn pick(cpu: u32, g: &mut RqInner, others: &mut [(u32, RqGuard<'stati
         }
     }
     let n = order.len();
-    let CoreScratch { lists, picks } = &mut *scratch;
+    let mut picks = [Pick::Idle; MAX_SMT];
     policy::pick_core_into(&lists[..n], this, &mut picks[..n]);
-    let picks = scratch.picks;
-    g.core_scratch = Some(scratch);
+    g.core_lists = lists;
     // Siblings whose current task no longer fits the core's choice must reschedule.
     for (i, &c) in order.iter().enumerate() {
         if c == cpu {

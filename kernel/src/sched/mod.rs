@@ -90,10 +90,8 @@ pub struct RqInner {
     pub exec_start: u64,
     /// Storage for the next group queues created on this CPU (see `reserve`).
     pub spare_groups: arrayvec::ArrayVec<cadence_sched::FairStorage<SeKey>, { reserve::SPARE_GROUPS }>,
-    /// Enqueues since `reserve` last checked this queue's headroom.
-    pub inserts_since_check: u32,
-    /// Working space of the core-wide pick (`coresched::pick`), allocated with the queue.
-    pub core_scratch: Option<alloc::boxed::Box<coresched::CoreScratch>>,
+    /// Candidate lists of the core-wide pick (`coresched::pick`), allocated with the queue.
+    pub core_lists: alloc::boxed::Box<[coresched::CandList]>,
     /// Where the next load-balancing scan of this queue starts (a tid).
     pub balance_cursor: Tid,
     /// The pending hrtick timer, if armed.
@@ -153,6 +151,9 @@ pub struct Rq {
     /// Entries on `wake_list` not yet queued: a CPU with pending wakeups is not idle for
     /// placement (Linux `idle_cpu()` checks `rq->ttwu_pending`), or every waker would pick it.
     pub wake_pending: AtomicU32,
+    /// The least free room of this queue's structures at its last enqueue (see
+    /// `reserve::note_wakeup_queued`).
+    pub spare_hint: AtomicU32,
     /// An `RT_PUSH_IPI` request to this CPU is in flight (see `balance::pull_rt`).
     pub push_ipi_pending: AtomicBool,
     /// Tick count at the last new-idle balance (at most one per tick).
@@ -197,8 +198,7 @@ impl Rq {
                 tasks: VecMap::new(),
                 group_rqs: VecMap::new(),
                 spare_groups: arrayvec::ArrayVec::new_const(),
-                inserts_since_check: 0,
-                core_scratch: Some(coresched::CoreScratch::new()),
+                core_lists: coresched::new_core_lists(),
                 nr_fair_tasks: 0,
                 exec_start: 0,
                 balance_cursor: 0,
@@ -227,6 +227,7 @@ impl Rq {
             balance_due: AtomicBool::new(false),
             wake_list: AtomicPtr::new(core::ptr::null_mut()),
             wake_pending: AtomicU32::new(0),
+            spare_hint: AtomicU32::new(0),
             push_ipi_pending: AtomicBool::new(false),
             last_idle_balance: AtomicU64::new(u64::MAX),
             polling: AtomicBool::new(false),
@@ -482,7 +483,7 @@ fn enqueue_task(g: &mut RqInner, task: &Arc<Task>, flags: u32, now: u64) {
         rq_of(g.cpu).nr_cookied.fetch_add(1, Ordering::SeqCst);
     }
     g.tasks.insert(task.tid, task.clone());
-    reserve::note_insert(g, false);
+    reserve::note_insert(g, Some(task));
     if !g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, task)) {
         start_wait(task, now);
     }
@@ -616,13 +617,14 @@ fn __schedule(preempted: bool) {
     let mut g = rq.lock.lock();
     // On a core where cookies are in play, pick for the whole core with every sibling's run
     // queue locked (lock order: release ours, take the core's in CPU order).
-    let mut core_guards = None;
+    // (One fixed array, filled in place: `__schedule` runs on 16 KiB task stacks too.)
+    let mut core_guards = coresched::SiblingGuards::new();
+    let mut core_locked = false;
     let cookie_change = coresched::has_pending(g.curr.as_ref().expect("curr exists"));
     if coresched::active(cpu) || (cookie_change && coresched::enabled() && coresched::siblings(cpu.cpu_id).count() > 1) {
         drop(g);
-        let (mine, others) = coresched::lock_core(cpu.cpu_id);
-        g = mine;
-        core_guards = Some(others);
+        g = coresched::lock_core(cpu.cpu_id, &mut core_guards);
+        core_locked = true;
     }
     let now = crate::time::uptime_ns();
     let prev = g.curr.clone().expect("curr exists");
@@ -642,7 +644,7 @@ fn __schedule(preempted: bool) {
     lockup::scheduled(cpu.cpu_id);
     // Re-read: a prctl may have given `prev` a pending cookie while our lock was dropped to
     // take the core's (a change applies only here, under the core's locks).
-    let cookie_change = if core_guards.is_some() { coresched::has_pending(&prev) } else { cookie_change };
+    let cookie_change = if core_locked { coresched::has_pending(&prev) } else { cookie_change };
     let cookie_changed = cookie_change && coresched::apply_pending(&prev, cpu.cpu_id);
 
     let mut migrate = false;
@@ -658,9 +660,9 @@ fn __schedule(preempted: bool) {
     if prev.is_on_rq() && !prev.is_idle {
         start_wait(&prev, now);
     }
-    let (next, forced_idle) = match core_guards.as_mut() {
-        Some(others) => coresched::pick(cpu.cpu_id, &mut g, others),
-        None => {
+    let (next, forced_idle) = match core_locked {
+        true => coresched::pick(cpu.cpu_id, &mut g, &mut core_guards),
+        false => {
             let next = pick_next(&mut g);
             coresched::check_alone_pick(cpu.cpu_id, &next);
             (next, false)
@@ -671,7 +673,7 @@ fn __schedule(preempted: bool) {
             g.forced_since = now;
         }
     } else {
-        coresched::account_forced_idle(cpu.cpu_id, &mut g, core_guards.as_deref(), now);
+        coresched::account_forced_idle(cpu.cpu_id, &mut g, core_locked.then_some(&core_guards[..]), now);
     }
     // Every switch, cookies or not (the event costs a load while tracing is off): the checker
     // replays each CPU's state from these, and a switch left out while no cookie existed left
@@ -681,10 +683,10 @@ fn __schedule(preempted: bool) {
         let pid = if next.is_idle { 0 } else { next.tid };
         crate::trace::sched_core_switch(pid, next.core_cookie.load(Ordering::Relaxed), forced_idle);
     }
-    if coresched::cookies_exist() || core_guards.is_some() {
+    if coresched::cookies_exist() || core_locked {
         coresched::kick_waiters(cpu.cpu_id);
     }
-    drop(core_guards);
+    core_guards.clear(); // the siblings' locks, released
     class::of(&next).set_next(&mut g, &next);
     hrtick::update(&mut g, &next, now);
     end_wait(&next, now);
@@ -1010,8 +1012,14 @@ fn queue_wakeup(task: &Arc<Task>, cpu: u32) {
 }
 
 /// Queues the tasks whose wakeups other CPUs handed to this one (Linux `sched_ttwu_pending`),
-/// oldest first. Called with no lock held: from the reschedule IPI, at the start of
-/// `__schedule` and after a switch.
+/// oldest first. Called with no lock held and interrupts off: from the reschedule IPI, at the
+/// start of `__schedule` and after a switch.
+///
+/// At most as many as this CPU's queues hold without allocating ([`reserve::room`]): the
+/// rest go back on the wake list (still counted in `wake_pending`, still `wake_queued`) and
+/// the CPU is marked for a refill, after which [`reserve`] makes it drain again (a reschedule
+/// of its own, or an IPI). A burst of wakeups larger than the headroom (hackbench's 320
+/// tasks) therefore waits for one refill instead of allocating with interrupts off.
 pub fn ttwu_pending() {
     if !percpu::gs_ready() {
         return;
@@ -1020,6 +1028,7 @@ pub fn ttwu_pending() {
     if cpu.rq.wake_list.load(Ordering::Relaxed).is_null() {
         return;
     }
+    let mut budget = reserve::room(&cpu.rq.lock.lock());
     let mut next = cpu.rq.wake_list.swap(core::ptr::null_mut(), Ordering::SeqCst);
     // The list is newest first: reverse it so that wakeups are queued in the order they came.
     let mut oldest_first: *mut Task = core::ptr::null_mut();
@@ -1035,6 +1044,13 @@ pub fn ttwu_pending() {
     }
     let mut next = oldest_first;
     while !next.is_null() {
+        if budget == 0 {
+            // No room left without allocating: the rest wait for the refill.
+            requeue_wake_list(&cpu.rq, next);
+            reserve::note_short(cpu.cpu_id);
+            return;
+        }
+        budget -= 1;
         // SAFETY: as above: one leaked reference per entry, now owned here.
         let task = unsafe { Arc::from_raw(next as *const Task) };
         next = task.wake_next.swap(core::ptr::null_mut(), Ordering::Relaxed);
@@ -1054,6 +1070,31 @@ pub fn ttwu_pending() {
         }
         drop(_p);
         cpu.rq.wake_pending.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Puts a chain of wake-list entries taken by [`ttwu_pending`] (linked through `wake_next`,
+/// each holding its leaked reference) back on `rq`'s wake list, in front of what was pushed
+/// since.
+fn requeue_wake_list(rq: &Rq, first: *mut Task) {
+    let mut last = first;
+    loop {
+        // SAFETY: `first`..`last` are entries this drain took off the list (see
+        // `ttwu_pending`): alive through their leaked references, linked only by us.
+        let after = unsafe { (*last).wake_next.load(Ordering::Relaxed) };
+        if after.is_null() {
+            break;
+        }
+        last = after;
+    }
+    let mut head = rq.wake_list.load(Ordering::SeqCst);
+    loop {
+        // SAFETY: as above; `last` ends the chain, so its link is ours to set.
+        unsafe { (*last).wake_next.store(head, Ordering::Relaxed) };
+        match rq.wake_list.compare_exchange_weak(head, first, Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(_) => return,
+            Err(h) => head = h,
+        }
     }
 }
 

@@ -8,10 +8,11 @@
 //! CPU (`RqInner::spare_groups`) for the next group queues created there (a destroyed group's
 //! queue gives its storage back to that pool), all **outside** the lock:
 //!
-//! 1. [`note_insert`] (under the lock, on every enqueue) marks the CPU after every
-//!    [`CHECK_EVERY`] enqueues, and at once when the spare group storage was used, in
-//!    [`PENDING`]; [`note_wakeup_queued`] does the same for wakeups handed to the CPU's wake
-//!    list (drained all at once, with interrupts off), which the headroom counts as queued;
+//! 1. [`note_insert`] (under the lock, on every enqueue) checks the headroom of the queues
+//!    the enqueue touched and marks the CPU in [`PENDING`] if one is short (so refills happen
+//!    O(log n) times as a queue grows, not per enqueue); [`note_wakeup_queued`] marks it when
+//!    wakeups handed to its wake list (drained all at once, with interrupts off, and counted
+//!    by the refill as queued) would use half of its least headroom;
 //! 2. at the next preemption point of any CPU (interrupts on, no spin lock held:
 //!    [`refill_pending`]), and before `spawn` queues a task, [`refill`] takes the marked run
 //!    queue's lock to list what is short (`plan`), releases it, allocates the larger
@@ -39,11 +40,17 @@ use core::sync::atomic::{AtomicU64, Ordering};
 /// CPU may need one for its group and each ancestor without one there).
 pub const SPARE_GROUPS: usize = 4;
 
-/// Enqueues on one run queue between two checks of its headroom.
-pub const CHECK_EVERY: u32 = 4;
-
 /// CPUs whose run queue may be short of headroom (bit = CPU).
 static PENDING: AtomicU64 = AtomicU64::new(0);
+/// Refill passes run (a plan made under the lock) and structures grown.
+static PASSES: AtomicU64 = AtomicU64::new(0);
+static GROWN: AtomicU64 = AtomicU64::new(0);
+
+/// `(passes, grown)`: refill passes run and structures grown since boot (the cost of the
+/// reservation; shown by `trace atomic-alloc`).
+pub fn stats() -> (u64, u64) {
+    (PASSES.load(Ordering::Relaxed), GROWN.load(Ordering::Relaxed))
+}
 
 /// Something a run queue is short of, found under its lock.
 #[derive(Clone, Copy)]
@@ -68,23 +75,44 @@ enum Spare {
 /// Wants listed per pass (more are found on the next pass).
 const MAX_WANTS: usize = 8;
 
-/// Called under the run-queue lock after every enqueue: marks the CPU for a refill every
-/// [`CHECK_EVERY`] enqueues (or at once if `urgent`).
-pub fn note_insert(g: &mut RqInner, urgent: bool) {
-    g.inserts_since_check += 1;
-    if urgent || g.inserts_since_check >= CHECK_EVERY {
-        g.inserts_since_check = 0;
+/// Called under the run-queue lock after every enqueue of `task` (or creation of a group
+/// queue): checks the headroom of the queues an enqueue touches (the task map, the RT array,
+/// the root fair queue, the task's own group queue, the map of group queues and the spare
+/// group storages: O(log n), no allocation) and marks the CPU for a refill if one is short.
+/// Publishes the least headroom found in `Rq::spare_hint` for [`note_wakeup_queued`].
+pub fn note_insert(g: &mut RqInner, task: Option<&Task>) {
+    let spare = |len: usize, cap: usize| cap.saturating_sub(len);
+    let mut short = grow_target(g.tasks.len(), g.tasks.capacity()).is_some()
+        || g.rt.grow_target().is_some()
+        || g.fair.grow_target().is_some()
+        || grow_target(g.group_rqs.len(), g.group_rqs.capacity()).is_some()
+        || g.spare_groups.len() < SPARE_GROUPS;
+    let mut least = spare(g.tasks.len(), g.tasks.capacity())
+        .min(spare(g.rt.nr_running(), g.rt.capacity()))
+        .min(spare(g.fair.len(), g.fair.capacity()));
+    if let Some(grq) = task.and_then(|t| g.group_rqs.get(&t.se_group.load(Ordering::Relaxed))) {
+        short |= grq.rq.grow_target().is_some();
+        least = least.min(spare(grq.rq.len(), grq.rq.capacity()));
+    }
+    super::rq_of(g.cpu).spare_hint.store(least.min(u32::MAX as usize) as u32, Ordering::Relaxed);
+    if short {
         PENDING.fetch_or(1 << g.cpu, Ordering::AcqRel);
     }
 }
 
 /// Called by `queue_wakeup` after handing a wakeup to `cpu` (`pending` = its wake list's
-/// length now): the drain will enqueue them all at once, with interrupts off, so the headroom
-/// is checked every [`CHECK_EVERY`] of them too.
+/// length now): the drain will enqueue them all at once, with interrupts off, so the CPU is
+/// marked once they would use half of its least headroom (`Rq::spare_hint`).
 pub fn note_wakeup_queued(cpu: u32, pending: u32) {
-    if pending.is_multiple_of(CHECK_EVERY) {
+    if pending.saturating_mul(2) >= super::rq_of(cpu).spare_hint.load(Ordering::Relaxed) {
         PENDING.fetch_or(1 << cpu, Ordering::AcqRel);
     }
+}
+
+/// Marks `cpu` for a refill at the next preemption point (its queues are short of room: load
+/// balancing found less than it wanted to move).
+pub fn note_short(cpu: u32) {
+    PENDING.fetch_or(1 << cpu, Ordering::AcqRel);
 }
 
 /// What `g` is short of (at most `MAX_WANTS` items), counting `incoming` wakeups still on its
@@ -196,6 +224,7 @@ fn install(g: &mut RqInner, s: &mut Spare) {
 
 /// Brings `cpu`'s run queue back above its headroom (see the module doc). Call with
 /// interrupts enabled and no spin lock held.
+#[inline(never)]
 pub fn refill(cpu: u32) {
     let Some(pc) = crate::percpu::get(cpu) else { return };
     let rq = &pc.rq;
@@ -206,21 +235,31 @@ pub fn refill(cpu: u32) {
     for _pass in 0..4 {
         let mut wants = [None; MAX_WANTS];
         let incoming = rq.wake_pending.load(Ordering::Acquire) as usize;
-        let n = plan(&rq.lock.lock(), incoming, &mut wants);
+        // Never spin here (preemption is off, and the holder's vCPU may be descheduled by the
+        // host): a busy queue is marked again and refilled at a later preemption point.
+        let Some(g) = rq.lock.try_lock() else {
+            PENDING.fetch_or(1 << cpu, Ordering::AcqRel);
+            break;
+        };
+        let n = plan(&g, incoming, &mut wants);
+        drop(g);
+        PASSES.fetch_add(1, Ordering::Relaxed);
+        GROWN.fetch_add(n as u64, Ordering::Relaxed);
         if n == 0 {
             break;
         }
-        let mut spares: [Option<Spare>; MAX_WANTS] = Default::default();
-        for (s, w) in spares.iter_mut().zip(wants.iter()) {
-            *s = w.map(allocate);
-        }
-        {
-            let mut g = rq.lock.lock();
-            for s in spares.iter_mut().flatten() {
-                install(&mut g, s);
+        // One want at a time: this runs at preemption points, on whatever stack is there
+        // (16 KiB for some tasks), so its frame stays small.
+        for w in wants.iter().flatten() {
+            let mut spare = allocate(*w);
+            match rq.lock.try_lock() {
+                Some(mut g) => install(&mut g, &mut spare),
+                None => {
+                    PENDING.fetch_or(1 << cpu, Ordering::AcqRel);
+                }
             }
+            drop(spare); // the old buffers (or the unused spare), freed with the lock released
         }
-        drop(spares); // old buffers freed with the run-queue lock released
     }
     me.preempt_count.fetch_sub(1, Ordering::AcqRel);
 }
@@ -235,10 +274,20 @@ pub fn refill_pending() {
     if me.preempt_count.load(Ordering::Relaxed) != 0 || !crate::irqflags::are_enabled() {
         return;
     }
+    refill_marked();
+}
+
+#[inline(never)]
+fn refill_marked() {
     let mut cpus = PENDING.swap(0, Ordering::AcqRel);
     while cpus != 0 {
         let cpu = cpus.trailing_zeros();
         cpus &= cpus - 1;
         refill(cpu);
+        // Wakeups `ttwu_pending` left for want of room: that CPU drains again (its own
+        // `__schedule`, at this preemption point if it is ours; never a nested drain here).
+        if !super::rq_of(cpu).wake_list.load(Ordering::Acquire).is_null() {
+            super::set_need_resched(cpu);
+        }
     }
 }

@@ -56,7 +56,7 @@
 //! Not implemented (yet): DELAY_DEQUEUE (Linux 6.12 keeps sleeping entities with negative
 //! lag queued until eligible), next/last buddies, PELT load tracking.
 
-use crate::vecmap::{grow_target, VecMap, VecSet};
+use crate::vecmap::{grow_target, SlabMap, VecSet};
 use core::cmp::Ordering;
 
 use crate::attr::{Policy, SCHED_SLICE_MAX_NS, SCHED_SLICE_MIN_NS};
@@ -277,7 +277,7 @@ fn saturate_i64(x: i128) -> i64 {
 /// installed with [`FairRq::adopt_storage`].
 #[derive(Debug)]
 pub struct FairStorage<K> {
-    entities: VecMap<K, FairEntity>,
+    entities: SlabMap<K, FairEntity>,
     timeline: VecSet<(u64, K)>,
     by_vruntime: VecSet<(u64, K)>,
 }
@@ -286,7 +286,7 @@ impl<K: Copy + Ord> FairStorage<K> {
     /// Room for `n` entities.
     pub fn with_capacity(n: usize) -> Self {
         FairStorage {
-            entities: VecMap::with_capacity(n),
+            entities: SlabMap::with_capacity(n),
             timeline: VecSet::with_capacity(n),
             by_vruntime: VecSet::with_capacity(n),
         }
@@ -312,7 +312,7 @@ impl<K: Copy + Ord> FairStorage<K> {
 #[derive(Clone, Debug)]
 pub struct FairRq<K: Copy + Ord> {
     tunables: FairTunables,
-    entities: VecMap<K, FairEntity>,
+    entities: SlabMap<K, FairEntity>,
     timeline: VecSet<(u64, K)>,
     by_vruntime: VecSet<(u64, K)>,
     curr: Option<K>,
@@ -339,7 +339,7 @@ impl<K: Copy + Ord> FairRq<K> {
     pub fn with_min_vruntime(tunables: FairTunables, min_vruntime: u64) -> Self {
         FairRq {
             tunables,
-            entities: VecMap::new(),
+            entities: SlabMap::new(),
             timeline: VecSet::new(),
             by_vruntime: VecSet::new(),
             curr: None,
