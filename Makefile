@@ -8,7 +8,8 @@
 #   make bench BENCH=name      boots with ARGS='run="bench NAME" poweroff'
 #   make test-stress           the core-scheduling stress with 1,000,000 switches
 #   make test-repeat TEST=name N=n [SMP=spec]  boots the matching in-kernel tests n times
-#   make test-chaos [SEED=n] [OPS=n] [SMP=spec] [FAIL=percent]  the chaos stress (default 100000
+#   make bench-coresched [SMP=spec] [SECS=n]  core scheduling's cost: an SMT boot and a nosmt boot
+#   make test-chaos [SEED=n] [OPS=n] [SMP=spec] [FAIL=percent] [FUZZ_SECS=n]  chaos stress (100000
 #                                   ops, -smp 4 SMT; FAIL: that share of object allocations fail)
 #   make compare [SITTINGS=n] [TRACED=n] [SMP=spec]  benchmarks on Cadence and the Linux peer: medians, ranges, ratios
 #   make compare-rtapp FILE=x.json [DURATION=s]  rt-app workload on Cadence and on the Linux peer
@@ -38,10 +39,10 @@ BENCH ?=
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool run test test-stress test-repeat bench compare compare-rtapp clean
+.PHONY: help setup kernel boot-tool run test test-stress test-repeat bench bench-coresched compare compare-rtapp clean
 
 help:
-	@sed -n '4,14s/^# \{0,1\}//p' '$(ROOT)/Makefile'
+	@sed -n '4,15s/^# \{0,1\}//p' '$(ROOT)/Makefile'
 
 setup:
 	@set -e; \
@@ -78,6 +79,10 @@ run: kernel boot-tool
 bench: override ARGS = run="bench $(BENCH)" poweroff
 bench: run
 
+SECS ?= 2
+bench-coresched: kernel boot-tool
+	'$(ROOT)/tools/bench-coresched.sh' '$(SMP)' '$(SECS)'
+
 SITTINGS ?= 1
 TRACED ?= 1
 compare: kernel boot-tool
@@ -95,7 +100,7 @@ test: kernel
 	step() { echo "+ $$*"; "$$@" || failed="$$failed [$$*]"; }; \
 	step cargo test --release --workspace --exclude cadence-tests; \
 	step env CADENCE_TEST_TIMEOUT=$${CADENCE_TEST_TIMEOUT:-1800} bash -c 'cd kernel && cargo test'; \
-	step cargo test --release -p cadence-tests; \
+	step cargo test --release -p cadence-tests --no-fail-fast; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi
 
 # The long stress runs (kernel option test_stress): the core-scheduling stress with 1,000,000
@@ -108,8 +113,9 @@ SEED ?=
 OPS ?= 100000
 TRACE_ENTRIES ?= 200000
 FAIL ?= 0
+FUZZ_SECS ?= 600
 test-chaos: kernel boot-tool
-	'$(ROOT)/tools/test-chaos.sh' '$(SEED)' '$(OPS)' '$(SMP)' '$(TRACE_ENTRIES)' '$(FAIL)'
+	FUZZ_SECS='$(FUZZ_SECS)' '$(ROOT)/tools/test-chaos.sh' '$(SEED)' '$(OPS)' '$(SMP)' '$(TRACE_ENTRIES)' '$(FAIL)'
 
 # A test that passed once is not a passing test: repeat the ones you touched.
 TEST ?=

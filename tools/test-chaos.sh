@@ -8,6 +8,10 @@
 # shows every count at 0. A failure replays with the printed seed: make test-chaos SEED=<n>.
 # FAIL=P turns on failure injection (debug.fail_alloc) for P% of the kernel's object
 # allocations while the workers run (chaos -f P).
+# Then the console fuzz (cadence-boot fuzz-console, boot/src/fuzz.rs): FUZZ_SECS (default 600)
+# seconds of random input into the shell over COM1 in a second boot with the same -smp, after
+# which echo and ps must answer and poweroff must be clean; FUZZ_SECS=0 skips it. Its final
+# line is `console-fuzz: seed=<n> seconds=<n> bursts=<n> bytes=<n> probes=<n> result=ok`.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 seed="${1:-}"; ops="${2:-100000}"; smp="${3:-}"; [[ -z "$smp" ]] && smp=4,sockets=1,cores=2,threads=2; entries="${4:-200000}"; fail="${5:-0}"
@@ -26,8 +30,13 @@ if [[ -z "$final" ]]; then
   echo "test-chaos: no final line (log: $log)" >&2
   exit 1
 fi
-if [[ "$final" =~ violations=0\ leaks=0\ lost_wakeups=0\ errors_unexpected=0$ ]]; then
-  exit 0
+if ! [[ "$final" =~ violations=0\ leaks=0\ lost_wakeups=0\ errors_unexpected=0$ ]]; then
+  echo "test-chaos: FAILED (replay: make test-chaos SEED=$seed OPS=$ops SMP=$smp FAIL=$fail; log: $log)" >&2
+  exit 1
 fi
-echo "test-chaos: FAILED (replay: make test-chaos SEED=$seed OPS=$ops SMP=$smp FAIL=$fail; log: $log)" >&2
-exit 1
+fuzz_secs="${FUZZ_SECS:-600}"
+[[ "$fuzz_secs" =~ ^[0-9]+$ ]] || { echo "test-chaos: FUZZ_SECS must be a number of seconds" >&2; exit 2; }
+(( fuzz_secs == 0 )) && exit 0
+"$root/target/release/cadence-boot" fuzz-console --kernel "$root/kernel/target/x86_64-unknown-none/release/cadence-kernel" \
+  --smp "$smp" --seconds "$fuzz_secs" --seed "$seed" --log "$root/target/console-fuzz.log" 2>/dev/null \
+  || { echo "test-chaos: console fuzz FAILED (replay: cadence-boot fuzz-console --seed $seed --seconds $fuzz_secs; transcript: target/console-fuzz.log)" >&2; exit 1; }

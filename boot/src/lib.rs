@@ -4,7 +4,8 @@
 //! `bootloader_api` 0.11) into a bootable disk image and runs it under QEMU.
 //! It is used three ways:
 //!
-//! * the `cadence-boot` binary (`run`, `runner`, `image`, `trace`, `plot` subcommands; see
+//! * the `cadence-boot` binary (`run`, `runner`, `image`, `trace`, `plot`, `fuzz-console`
+//!   subcommands; see
 //!   `main.rs`),
 //! * `boot/runner.sh`, the cargo runner for the kernel's in-kernel tests (which
 //!   reboots after a failing test and reports every failure: [`harness`]),
@@ -25,6 +26,7 @@
 //! * `--trace FILE` adds COM2 as a second serial port written to FILE.
 
 mod error;
+pub mod fuzz;
 pub mod harness;
 mod image;
 pub mod plot;
@@ -34,5 +36,5 @@ pub mod trace;
 
 pub use error::{Error, Result};
 pub use image::{build_image, disk_image, Firmware};
-pub use qemu::{find_ovmf, KernelExit, Outcome, Ovmf, Qemu, DEFAULT_MEMORY, DEFAULT_SMP};
+pub use qemu::{find_ovmf, Console, KernelExit, Outcome, Ovmf, Qemu, DEFAULT_MEMORY, DEFAULT_SMP};
 pub use report::{BootReport, CpuOnline, SmpSummary, Timing};

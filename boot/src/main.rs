@@ -10,6 +10,8 @@
 //! cadence-boot trace check rt FILE [-b US] [--smt 0,1:2,3]   # RT-guarantee checker (exit 1 on violations)
 //! cadence-boot plot cyclic OUT.svg LABEL=FILE[,FILE...]...  # cyclictest -h histograms, overlaid
 //! cadence-boot plot wakeup OUT.svg LABEL=TRACE[,TRACE...]... # RT wakeup->switch, from traces
+//! cadence-boot fuzz-console --kernel ELF [--smp SPEC] [--seconds N] [--seed N] [--log FILE]
+//!                                        # random input into the shell (cadence_boot::fuzz)
 //! ```
 //!
 //! Exit status of `run`: 0 kernel success (QEMU 33), 1 kernel failure (QEMU 35),
@@ -45,7 +47,8 @@ usage: cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--ar
        cadence-boot trace report FILE [--svg OUT]
        cadence-boot trace check coresched FILE [--smt 0,1:2,3]
        cadence-boot trace check rt FILE [-b US] [--smt 0,1:2,3]
-       cadence-boot plot cyclic|wakeup OUT.svg LABEL=FILE[,FILE...]...";
+       cadence-boot plot cyclic|wakeup OUT.svg LABEL=FILE[,FILE...]...
+       cadence-boot fuzz-console --kernel ELF [--smp SPEC] [--seconds N] [--seed N] [--log FILE] [--timeout SECS]";
 
 /// How `main` ends: a status plus an optional message for stderr.
 struct Exit(u8, Option<String>);
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
         Some("image") => cmd_image(&args[1..]),
         Some("trace") => cmd_trace(&args[1..]),
         Some("plot") => cmd_plot(&args[1..]),
+        Some("fuzz-console") => cmd_fuzz_console(&args[1..]),
         Some("-h" | "--help" | "help") => Exit(0, Some(USAGE.into())),
         Some(other) => usage(format!("unknown subcommand '{other}'")),
         None => usage("missing subcommand"),
@@ -199,6 +203,68 @@ fn cmd_run(argv: &[String]) -> Exit {
         q = q.qemu_arg(a);
     }
     boot(&q, timeout)
+}
+
+/// `fuzz-console`: exit 0 iff the final line says `result=ok` (1 otherwise, 3 if QEMU could
+/// not run).
+fn cmd_fuzz_console(argv: &[String]) -> Exit {
+    let (mut seconds, mut seed, mut log) = (60u64, None, None::<PathBuf>);
+    let mut rest = Vec::new();
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        if a == "--log" {
+            match it.next() {
+                Some(f) => log = Some(f.into()),
+                None => return usage("--log needs a file"),
+            }
+            continue;
+        }
+        let (flag, inline) = match a.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+            _ => (a.as_str(), None),
+        };
+        let target = match flag {
+            "--seconds" => &mut seconds,
+            "--seed" => seed.get_or_insert(0),
+            _ => {
+                rest.push(a.clone());
+                continue;
+            }
+        };
+        match inline.or_else(|| it.next().cloned()).map(|v| v.parse::<u64>()) {
+            Some(Ok(v)) => *target = v,
+            _ => return usage(format!("{flag} needs a whole number")),
+        }
+    }
+    let o = match parse_opts(&rest, &["--kernel", "--smp", "--timeout"]) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    let Some(kernel) = o.kernel else {
+        return usage("fuzz-console needs --kernel ELF");
+    };
+    let seed = seed.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(1)
+    });
+    println!("console-fuzz: seed={seed} (replay with --seed {seed})");
+    let timeout = o.timeout.unwrap_or(Some(Duration::from_secs(seconds + 600)));
+    let mut q = Qemu::new(kernel).timeout(timeout);
+    if let Some(smp) = o.smp {
+        q = q.smp(smp);
+    }
+    match cadence_boot::fuzz::run(&q, seed, seconds) {
+        Ok(f) => {
+            if !f.ok || log.is_some() {
+                let log = log.unwrap_or_else(|| std::env::temp_dir().join(format!("console-fuzz-{seed}.log")));
+                if std::fs::write(&log, &f.outcome.output).is_ok() {
+                    eprintln!("cadence-boot: COM1 transcript in {}", log.display());
+                }
+            }
+            println!("{}", f.line);
+            Exit(if f.ok { 0 } else { 1 }, None)
+        }
+        Err(e) => Exit(3, Some(e.to_string())),
+    }
 }
 
 fn cmd_runner(argv: &[String]) -> Exit {

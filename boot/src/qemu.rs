@@ -17,7 +17,8 @@
 //! A run either inherits stdio ([`Qemu::run`], used by the CLI), captures
 //! COM1 through a pipe ([`Qemu::run_capture`], used by tests), or both copies
 //! COM1 live to our stdout and captures it ([`Qemu::run_streaming`], used by
-//! the test runner). All enforce the optional timeout by stopping QEMU
+//! the test runner), or lets a driver type into COM1 while it is captured
+//! ([`Qemu::run_driven`], used by the console fuzz). All enforce the optional timeout by stopping QEMU
 //! (SIGTERM, then SIGKILL after 3 s) and report [`KernelExit::Timeout`]. All
 //! print the QEMU command line to stderr.
 //!
@@ -31,6 +32,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -445,6 +447,103 @@ impl Qemu {
     }
 }
 
+impl Qemu {
+    /// Runs QEMU with COM1's input from `driver` and its output captured: `driver` gets a
+    /// [`Console`] to type into and to wait on while the kernel runs. When the driver returns,
+    /// QEMU's stdin is closed and the run ends as usual (the kernel's exit, or the timeout,
+    /// which counts from the start). The driver's error, if any, is returned with the outcome.
+    pub fn run_driven<T>(
+        &self,
+        driver: impl FnOnce(&mut Console) -> Result<T>,
+    ) -> Result<(Outcome, Result<T>)> {
+        let mut prepared = self.prepare()?;
+        eprintln!("cadence-boot: {}", prepared.display);
+        prepared.command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = prepared.spawn()?;
+        let transcript = Arc::new(Mutex::new(Vec::new()));
+        let reader = child.stdout.take().map(|pipe| {
+            let transcript = transcript.clone();
+            let echo = if self.echo { Echo::Stderr } else { Echo::None };
+            thread::spawn(move || {
+                pump(pipe, echo, |chunk| {
+                    transcript.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(chunk)
+                })
+            })
+        });
+        let err = child.stderr.take().map(|s| collect(s, Echo::None));
+        let start = Instant::now();
+        let stdin = child.stdin.take();
+        let mut console = Console { stdin, transcript: transcript.clone(), start, timeout: self.timeout };
+        let driven = driver(&mut console);
+        drop(console.stdin.take());
+        let left = self.timeout.map(|t| t.saturating_sub(start.elapsed()));
+        let (exit, _) = wait_with_timeout(&mut child, left)?;
+        if let Some(r) = reader {
+            let _ = r.join();
+        }
+        let output = String::from_utf8_lossy(&transcript.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
+        let stderr = err
+            .and_then(|h| h.join().ok())
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        Ok((Outcome { exit, output, stderr, elapsed: start.elapsed() }, driven))
+    }
+}
+
+/// COM1 of a [`Qemu::run_driven`] run: what the driver types, and what the kernel wrote.
+pub struct Console {
+    stdin: Option<std::process::ChildStdin>,
+    transcript: Arc<Mutex<Vec<u8>>>,
+    start: Instant,
+    timeout: Option<Duration>,
+}
+
+impl Console {
+    /// Types `bytes` into COM1 (blocks while QEMU does not take them).
+    pub fn send(&mut self, bytes: &[u8]) -> Result<()> {
+        let stdin = self.stdin.as_mut().ok_or_else(|| Error::new("COM1 input is closed"))?;
+        stdin
+            .write_all(bytes)
+            .and_then(|_| stdin.flush())
+            .map_err(|e| Error::new(format!("cannot type into COM1 (QEMU gone?): {e}")))
+    }
+
+    /// Bytes the kernel has written to COM1 so far.
+    pub fn len(&self) -> usize {
+        self.transcript.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Nothing written yet?
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The output from byte `from` on, lossily decoded.
+    pub fn output_since(&self, from: usize) -> String {
+        let t = self.transcript.lock().unwrap_or_else(|e| e.into_inner());
+        String::from_utf8_lossy(&t[from.min(t.len())..]).into_owned()
+    }
+
+    /// Waits until the output from byte `from` on contains `needle`; returns the offset just
+    /// past it. Fails after `limit` (or when the run's own timeout passes) with what came.
+    pub fn wait_for(&self, needle: &str, from: usize, limit: Duration) -> Result<usize> {
+        let until = Instant::now() + limit;
+        loop {
+            {
+                let t = self.transcript.lock().unwrap_or_else(|e| e.into_inner());
+                let hay = &t[from.min(t.len())..];
+                if let Some(i) = hay.windows(needle.len().max(1)).position(|w| w == needle.as_bytes()) {
+                    return Ok(from + i + needle.len());
+                }
+            }
+            if Instant::now() >= until || self.timeout.is_some_and(|t| self.start.elapsed() >= t) {
+                return Err(Error::new(format!("no {needle:?} on COM1 within {} s", limit.as_secs())));
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
 /// A ready-to-spawn QEMU command and the temp files it refers to.
 struct Prepared {
     command: Command,
@@ -478,33 +577,38 @@ enum Echo {
 
 /// Reads a pipe to the end on a thread, optionally echoing each chunk (write errors, e.g. a
 /// closed stdout, are ignored: the capture goes on).
-fn collect(mut pipe: impl Read + Send + 'static, echo: Echo) -> thread::JoinHandle<Vec<u8>> {
+fn collect(pipe: impl Read + Send + 'static, echo: Echo) -> thread::JoinHandle<Vec<u8>> {
     thread::spawn(move || {
         let mut all = Vec::new();
-        let mut buf = [0u8; 4096];
-        loop {
-            match pipe.read(&mut buf) {
-                Ok(0) => break,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
-                Ok(n) => {
-                    match echo {
-                        Echo::None => {}
-                        Echo::Stderr => {
-                            let _ = std::io::stderr().write_all(&buf[..n]);
-                        }
-                        Echo::Stdout => {
-                            let mut out = std::io::stdout().lock();
-                            let _ = out.write_all(&buf[..n]);
-                            let _ = out.flush();
-                        }
-                    }
-                    all.extend_from_slice(&buf[..n]);
-                }
-            }
-        }
+        pump(pipe, echo, |chunk| all.extend_from_slice(chunk));
         all
     })
+}
+
+/// Reads `pipe` to the end, echoing each chunk as `echo` says and handing it to `sink`.
+fn pump(mut pipe: impl Read, echo: Echo, mut sink: impl FnMut(&[u8])) {
+    let mut buf = [0u8; 4096];
+    loop {
+        match pipe.read(&mut buf) {
+            Ok(0) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+            Ok(n) => {
+                match echo {
+                    Echo::None => {}
+                    Echo::Stderr => {
+                        let _ = std::io::stderr().write_all(&buf[..n]);
+                    }
+                    Echo::Stdout => {
+                        let mut out = std::io::stdout().lock();
+                        let _ = out.write_all(&buf[..n]);
+                        let _ = out.flush();
+                    }
+                }
+                sink(&buf[..n]);
+            }
+        }
+    }
 }
 
 /// Waits for QEMU, stopping it when `timeout` passes.

@@ -62,6 +62,14 @@ extern "C" fn ap_entry(arg: u64) -> ! {
     crate::ap_main()
 }
 
+/// SMT sibling threads were present and left offline by the `nosmt` boot option.
+static SIBLINGS_LEFT_OFFLINE: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Did this boot leave SMT sibling threads offline (`nosmt` on a machine that has them)?
+pub fn siblings_left_offline() -> bool {
+    SIBLINGS_LEFT_OFFLINE.load(core::sync::atomic::Ordering::Relaxed)
+}
+
 /// Starts every AP listed by the platform (at most `max_cpus` CPUs in all). Returns how many
 /// APs came up.
 pub fn start_aps(ap_apic_ids: &[u32], max_cpus: u32, nosmt: bool) -> u32 {
@@ -87,6 +95,7 @@ pub fn start_aps(ap_apic_ids: &[u32], max_cpus: u32, nosmt: bool) -> u32 {
             continue;
         }
         if nosmt && apic_id & smt_mask != 0 {
+            SIBLINGS_LEFT_OFFLINE.store(true, core::sync::atomic::Ordering::Relaxed);
             crate::kprintln!("cadence: nosmt: apic {} is an SMT sibling thread, left offline", apic_id);
             continue;
         }

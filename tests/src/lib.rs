@@ -173,6 +173,12 @@ impl Run {
     }
 }
 
+/// Runs `f` (which boots QEMU its own way) in a free QEMU slot.
+pub fn with_slot<T>(f: impl FnOnce() -> T) -> T {
+    let _slot = SlotGuard::acquire();
+    f()
+}
+
 /// Boots `q` (waiting for a free QEMU slot) and parses the output.
 pub fn boot(q: Qemu) -> Run {
     let _slot = SlotGuard::acquire();

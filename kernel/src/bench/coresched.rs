@@ -1,18 +1,23 @@
-//! `bench coresched`: what core scheduling costs (the seed's style of table).
+//! `bench coresched [-d S] [-n N]`: what core scheduling costs (the seed's style of table).
 //!
-//! Workloads (all tasks fair, nice 0):
-//! * `cpu`: two groups of CPU-bound tasks (one per CPU each) with different cookies;
-//!   throughput = loop iterations per second of all of them;
-//! * `pipe+cpu`: a pipe ping-pong pair with one cookie beside a group of CPU-bound tasks (one per
-//!   CPU) with another; throughput = round trips per second of the pair.
+//! Workloads (all tasks fair, nice 0; `N` = tasks per group, default the online CPUs):
+//! * `cpu`: two groups of `N` CPU-bound tasks with different cookies; throughput = loop
+//!   iterations per second of all of them;
+//! * `pipe+cpu`: a pipe ping-pong pair with one cookie beside a group of `N` CPU-bound tasks
+//!   with another; throughput = round trips per second of the pair.
 //!
-//! Modes: `on` (the groups get different cookies: core scheduling keeps them off sibling
-//! threads), `off` (the same tasks without cookies: siblings run anything — what a kernel
-//! without core scheduling does; no cookie means nothing to violate, so a trace of the whole
-//! bench still checks clean), `nosmt` (no cookies, every task confined to one thread per core —
-//! the effect of booting with `nosmt`, measured in the same boot). One line per run, exactly:
+//! Modes, in a boot with SMT siblings online: `off` (the tasks without cookies: siblings run
+//! anything — what a kernel without core scheduling does; no cookie means nothing to violate,
+//! so a trace of the whole bench still checks clean), `on` (the groups get different cookies:
+//! core scheduling keeps them off sibling threads), `pinned` (no cookies, every task confined
+//! to thread 0 of each core while the siblings stay online and idle — *not* a `nosmt` boot: the
+//! idle siblings still take their ticks and IPIs). In a boot with `nosmt` (siblings offline)
+//! the one mode is `nosmt`: the same tasks on the CPUs left online, the real thing; its
+//! `normalized` is `n/a` (no `off` run in that boot: `tools/bench-coresched.sh`, i.e.
+//! `make bench-coresched`, boots both ways with the same `-n` and divides by the SMT boot's
+//! `off`). One line per run, exactly:
 //!
-//!     coresched: mode=<on|off|nosmt> workload=<name> throughput=<n> normalized=<x.xx> forced_idle_pct=<pct>
+//!     coresched: mode=<off|on|pinned|nosmt> workload=<name> throughput=<n> normalized=<x.xx|n/a> forced_idle_pct=<pct>
 //!
 //! (`normalized` = throughput / the `off` run's; `forced_idle_pct` = forced-idle time / CPU time).
 
@@ -32,6 +37,9 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 enum Mode {
     Off,
     On,
+    /// Thread 0 of each core only, siblings online (same boot).
+    Pinned,
+    /// A `nosmt` boot: siblings offline.
     NoSmt,
 }
 
@@ -40,6 +48,7 @@ impl Mode {
         match self {
             Mode::Off => "off",
             Mode::On => "on",
+            Mode::Pinned => "pinned",
             Mode::NoSmt => "nosmt",
         }
     }
@@ -84,9 +93,9 @@ fn hogs(n: usize, affinity: CpuMask, stop: &Arc<AtomicBool>, loops: &Arc<AtomicU
 }
 
 /// Runs one workload in one mode; returns (throughput, forced-idle percent).
-fn run(workload: &str, mode: Mode, secs: u64, plain: &Task) -> Result<(f64, f64), String> {
+fn run(workload: &str, mode: Mode, secs: u64, per_group: usize, plain: &Task) -> Result<(f64, f64), String> {
     let all = sched::online_mask();
-    let affinity = if mode == Mode::NoSmt { first_threads() } else { all };
+    let affinity = if mode == Mode::Pinned { first_threads() } else { all };
     let cookies = mode == Mode::On;
     let ncpu = all.count() as usize;
     let stop = Arc::new(AtomicBool::new(false));
@@ -95,8 +104,8 @@ fn run(workload: &str, mode: Mode, secs: u64, plain: &Task) -> Result<(f64, f64)
     let result = (|| {
         match workload {
             "cpu" => {
-                let a = hogs(ncpu, affinity, &stop, &work)?;
-                let b = hogs(ncpu, affinity, &stop, &work)?;
+                let a = hogs(per_group, affinity, &stop, &work)?;
+                let b = hogs(per_group, affinity, &stop, &work)?;
                 if cookies {
                     cookie_group(&a, plain)?;
                     cookie_group(&b, plain)?;
@@ -131,7 +140,7 @@ fn run(workload: &str, mode: Mode, secs: u64, plain: &Task) -> Result<(f64, f64)
                 })
                 .map_err(|e| alloc::format!("cannot start ping: {:?}", e))?;
                 let pair = alloc::vec![ping, pong];
-                let cpu_group = hogs(ncpu, affinity, &stop, &Arc::new(AtomicU64::new(0)))?;
+                let cpu_group = hogs(per_group, affinity, &stop, &Arc::new(AtomicU64::new(0)))?;
                 if cookies {
                     cookie_group(&pair, plain)?;
                     cookie_group(&cpu_group, plain)?;
@@ -165,12 +174,17 @@ fn run(workload: &str, mode: Mode, secs: u64, plain: &Task) -> Result<(f64, f64)
 pub fn cmd_coresched(args: &[&str]) -> Result<(), String> {
     let a = Args::new(args);
     let secs = a.num("-d", 2, 1, 600)?;
-    if !coresched::smt_present() {
-        return Err(String::from("no SMT siblings online (boot with threads=2 and without nosmt)"));
-    }
-    if !coresched::enabled() {
-        return Err(String::from("core scheduling is off (sysctl kernel.sched_core=1)"));
-    }
+    let per_group = a.num("-n", sched::online_mask().count() as u64, 1, 64)? as usize;
+    let modes: &[Mode] = if coresched::smt_present() {
+        if !coresched::enabled() {
+            return Err(String::from("core scheduling is off (sysctl kernel.sched_core=1)"));
+        }
+        &[Mode::Off, Mode::On, Mode::Pinned]
+    } else if crate::smp::siblings_left_offline() {
+        &[Mode::NoSmt]
+    } else {
+        return Err(String::from("no SMT siblings (boot with threads=2; with nosmt for the nosmt row)"));
+    };
     // A task without a cookie, made before the bench takes any.
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
@@ -184,18 +198,20 @@ pub fn cmd_coresched(args: &[&str]) -> Result<(), String> {
     let mut result = Ok(());
     'w: for workload in ["cpu", "pipe+cpu"] {
         let mut base = 0.0;
-        for mode in [Mode::Off, Mode::On, Mode::NoSmt] {
-            match run(workload, mode, secs, &plain) {
+        for &mode in modes {
+            match run(workload, mode, secs, per_group, &plain) {
                 Ok((tp, fi)) => {
                     if mode == Mode::Off {
                         base = tp;
                     }
+                    let normalized =
+                        if base > 0.0 { alloc::format!("{:.2}", tp / base) } else { String::from("n/a") };
                     crate::kprintln!(
-                        "coresched: mode={} workload={} throughput={:.0} normalized={:.2} forced_idle_pct={:.1}",
+                        "coresched: mode={} workload={} throughput={:.0} normalized={} forced_idle_pct={:.1}",
                         mode.name(),
                         workload,
                         tp,
-                        if base > 0.0 { tp / base } else { 0.0 },
+                        normalized,
                         fi
                     );
                 }
