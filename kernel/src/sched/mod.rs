@@ -1015,8 +1015,8 @@ fn queue_wakeup(task: &Arc<Task>, cpu: u32) {
 /// oldest first. Called with no lock held and interrupts off: from the reschedule IPI, at the
 /// start of `__schedule` and after a switch.
 ///
-/// At most as many as this CPU's queues hold without allocating ([`reserve::room`]): the
-/// rest go back on the wake list (still counted in `wake_pending`, still `wake_queued`) and
+/// Only wakeups that fit this CPU's queues without allocating ([`reserve::fits`]): at the first
+/// that does not, it and the rest go back on the wake list (still counted in `wake_pending`, still `wake_queued`) and
 /// the CPU is marked for a refill, after which [`reserve`] makes it drain again (a reschedule
 /// of its own, or an IPI). A burst of wakeups larger than the headroom (hackbench's 320
 /// tasks) therefore waits for one refill instead of allocating with interrupts off.
@@ -1028,7 +1028,6 @@ pub fn ttwu_pending() {
     if cpu.rq.wake_list.load(Ordering::Relaxed).is_null() {
         return;
     }
-    let mut budget = reserve::room(&cpu.rq.lock.lock());
     let mut next = cpu.rq.wake_list.swap(core::ptr::null_mut(), Ordering::SeqCst);
     // The list is newest first: reverse it so that wakeups are queued in the order they came.
     let mut oldest_first: *mut Task = core::ptr::null_mut();
@@ -1044,13 +1043,13 @@ pub fn ttwu_pending() {
     }
     let mut next = oldest_first;
     while !next.is_null() {
-        if budget == 0 {
-            // No room left without allocating: the rest wait for the refill.
+        // SAFETY: as above (the entry is alive through its leaked reference).
+        if !reserve::fits(&cpu.rq.lock.lock(), unsafe { &*next }) {
+            // No room for it without allocating: it and the rest wait for the refill.
             requeue_wake_list(&cpu.rq, next);
             reserve::note_short(cpu.cpu_id);
             return;
         }
-        budget -= 1;
         // SAFETY: as above: one leaked reference per entry, now owned here.
         let task = unsafe { Arc::from_raw(next as *const Task) };
         next = task.wake_next.swap(core::ptr::null_mut(), Ordering::Relaxed);

@@ -148,6 +148,40 @@ fn plan(g: &RqInner, incoming: usize, out: &mut [Option<Want>; MAX_WANTS]) -> us
     n
 }
 
+/// Can `task` be queued on `g` without any queue it would touch allocating? The task map; an
+/// RT task's priority array; a fair task's root queue and the queue of its group and every
+/// ancestor here, and for levels with no queue here yet, a spare storage each and room in the
+/// map of group queues. The wake-list drain asks this before each wakeup it queues.
+pub fn fits(g: &RqInner, task: &Task) -> bool {
+    let free = |len: usize, cap: usize| cap > len;
+    if !free(g.tasks.len(), g.tasks.capacity()) {
+        return false;
+    }
+    match task.class() {
+        super::ClassId::Rt => return free(g.rt.nr_running(), g.rt.capacity()),
+        super::ClassId::Idle => return true,
+        super::ClassId::Fair => {}
+    }
+    if !free(g.fair.len(), g.fair.capacity()) {
+        return false;
+    }
+    let (mut gid, mut missing) = (super::class::effective_group(task), 0usize);
+    while gid != ROOT_GROUP {
+        match g.group_rqs.get(&gid) {
+            Some(grq) if missing == 0 && !free(grq.rq.len(), grq.rq.capacity()) => return false,
+            Some(grq) => gid = grq.tg.parent,
+            None => {
+                missing += 1;
+                match super::group::lookup(gid) {
+                    Some(tg) => gid = tg.parent,
+                    None => break, // gone: the task joins the root group
+                }
+            }
+        }
+    }
+    missing == 0 || (g.spare_groups.len() >= missing && g.group_rqs.capacity() - g.group_rqs.len() >= missing)
+}
+
 /// Tasks that may be queued on `g` without any of its queues allocating (the least free
 /// room among them): load balancing moves no more than this at once.
 pub fn room(g: &RqInner) -> usize {
