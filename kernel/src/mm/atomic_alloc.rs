@@ -109,8 +109,8 @@ pub fn report(out: &mut impl Write) -> core::fmt::Result {
     for (site, n, size) in &sites {
         writeln!(out, "{:>10}  {}  (last: {} bytes)", n, crate::trace::irqsoff::Site(*site), size)?;
     }
-    let (passes, grown) = crate::sched::reserve::stats();
-    writeln!(out, "reserve: refill passes={} structures grown={}", passes, grown)?;
+    let (passes, grown, deferred) = crate::sched::reserve::stats();
+    writeln!(out, "reserve: refill passes={} structures grown={} wakeup drains deferred={}", passes, grown, deferred)?;
     writeln!(out, "atomic-alloc: total={} sites={}", total(), sites.len())
 }
 

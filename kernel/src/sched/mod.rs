@@ -835,12 +835,22 @@ fn task_dead(task: Arc<Task>) {
 /// Queues a runnable (not queued) task on `cpu` and preempts if it should. Caller holds
 /// `task.params`.
 fn activate_on(task: &Arc<Task>, cpu: u32, flags: u32) {
+    activate_on_if(task, cpu, flags, |_| true);
+}
+
+/// [`activate_on`] if `admit` approves of `cpu`'s run queue (looked at under its lock, the
+/// one the enqueue then holds); false, nothing done, if not.
+fn activate_on_if(task: &Arc<Task>, cpu: u32, flags: u32, admit: impl FnOnce(&RqInner) -> bool) -> bool {
     // Wait until the task's context is off every CPU (it may still be switching out).
     while task.on_cpu.load(Ordering::Acquire) {
         core::hint::spin_loop();
     }
     let g = rq_of(cpu).lock.lock();
+    if !admit(&g) {
+        return false;
+    }
     activate_locked(task, cpu, flags, g);
+    true
 }
 
 /// [`activate_on`] with `cpu`'s run queue locked by the caller (`g`, released here) and
@@ -1043,21 +1053,13 @@ pub fn ttwu_pending() {
     }
     let mut next = oldest_first;
     while !next.is_null() {
-        // SAFETY: as above (the entry is alive through its leaked reference).
-        if !reserve::fits(&cpu.rq.lock.lock(), unsafe { &*next }) {
-            // No room for it without allocating: it and the rest wait for the refill.
-            requeue_wake_list(&cpu.rq, next);
-            reserve::note_short(cpu.cpu_id);
-            return;
-        }
         // SAFETY: as above: one leaked reference per entry, now owned here.
         let task = unsafe { Arc::from_raw(next as *const Task) };
         next = task.wake_next.swap(core::ptr::null_mut(), Ordering::Relaxed);
         let _p = task.params.lock();
-        // Unlinked: from here other paths may queue it again (under `params`, as here).
-        task.wake_queued.store(false, Ordering::Release);
         // Another path may have queued it meanwhile (a migration after an affinity change,
         // which also holds `params`); a signal may have changed its state.
+        let mut queued = true;
         if !task.is_on_rq() && task.state() == TaskState::Running {
             let here = cpu.cpu_id;
             let target = if task.affinity().contains(here as usize) && online_mask().contains(here as usize) {
@@ -1065,8 +1067,21 @@ pub fn ttwu_pending() {
             } else {
                 select_cpu(&task, here)
             };
-            activate_on(&task, target, ENQUEUE_WAKEUP);
+            // Here, only if it fits our queues without allocating (checked under our lock, the
+            // one the enqueue then uses); elsewhere, that CPU's locked enqueue as usual.
+            queued = activate_on_if(&task, target, ENQUEUE_WAKEUP, |g| target != here || reserve::fits(g, &task));
         }
+        if !queued {
+            // It and the rest wait for the refill: back on the list, still `wake_queued` (so no
+            // other path queues it) and still counted in `wake_pending`.
+            task.wake_next.store(next, Ordering::Relaxed);
+            drop(_p);
+            requeue_wake_list(&cpu.rq, Arc::into_raw(task) as *mut Task);
+            reserve::note_wakeup_deferred(cpu.cpu_id);
+            return;
+        }
+        // Unlinked: from here other paths may queue it again (under `params`, as here).
+        task.wake_queued.store(false, Ordering::Release);
         drop(_p);
         cpu.rq.wake_pending.fetch_sub(1, Ordering::SeqCst);
     }

@@ -45,11 +45,20 @@ static PENDING: AtomicU64 = AtomicU64::new(0);
 /// Refill passes run (a plan made under the lock) and structures grown.
 static PASSES: AtomicU64 = AtomicU64::new(0);
 static GROWN: AtomicU64 = AtomicU64::new(0);
+/// Wake-list drains that stopped for want of room (`note_wakeup_deferred`).
+static DEFERRED: AtomicU64 = AtomicU64::new(0);
 
-/// `(passes, grown)`: refill passes run and structures grown since boot (the cost of the
-/// reservation; shown by `trace atomic-alloc`).
-pub fn stats() -> (u64, u64) {
-    (PASSES.load(Ordering::Relaxed), GROWN.load(Ordering::Relaxed))
+/// `(passes, grown, deferred)`: refill passes run, structures grown and wake-list drains
+/// stopped for want of room since boot (the cost of the reservation; `trace atomic-alloc`).
+pub fn stats() -> (u64, u64, u64) {
+    (PASSES.load(Ordering::Relaxed), GROWN.load(Ordering::Relaxed), DEFERRED.load(Ordering::Relaxed))
+}
+
+/// `ttwu_pending` on `cpu` left wakeups on its wake list for want of room: marks the CPU
+/// for a refill (after which it drains again) and counts it.
+pub fn note_wakeup_deferred(cpu: u32) {
+    DEFERRED.fetch_add(1, Ordering::Relaxed);
+    note_short(cpu);
 }
 
 /// Something a run queue is short of, found under its lock.
