@@ -150,6 +150,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
 fn init_main(opts: cmdline::BootOptions) -> i32 {
     cmdline::apply_sysctls(&opts);
     sched::lockup::start();
+    sched::reserve::settle();
     mm::atomic_alloc::arm();
     #[cfg(test)]
     {

@@ -320,6 +320,24 @@ pub fn refill_pending() {
     refill_marked();
 }
 
+/// Refills every online CPU's run queue until none is short (at most 8 rounds). Called once
+/// at boot, in init before the tests and commands: the first enqueues on each CPU (idle,
+/// the detectors' threads, init) find empty structures and ask for headroom, and without this
+/// the refills would go on in the background, at other CPUs' preemption points, while the
+/// first tests measure the heap (`mm::heap`'s baseline test saw another CPU free a replaced
+/// 600-byte buffer between its two readings). Interrupts on, no spin lock held.
+pub fn settle() {
+    for _ in 0..8 {
+        for c in crate::percpu::online_cpus() {
+            PENDING.fetch_or(1 << c.cpu_id, Ordering::AcqRel);
+        }
+        refill_marked();
+        if PENDING.load(Ordering::Acquire) == 0 {
+            break;
+        }
+    }
+}
+
 #[inline(never)]
 fn refill_marked() {
     let mut cpus = PENDING.swap(0, Ordering::AcqRel);
