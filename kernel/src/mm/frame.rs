@@ -6,17 +6,17 @@
 //! [`take_low_page`]); the bitmap's own frames are marked used. `free_frames()` is exact, so
 //! tests can check that memory returns to its baseline.
 //!
-//! Every frame [`alloc`] hands out is zeroed (a whole-frame write), and not only for hygiene: memory the memory map calls usable may have held code that ran
-//! before the kernel (the BIOS bootloader's stage 4 sits at 1.2 MiB; under UEFI, the
+//! Every frame [`alloc`] hands out is zeroed (a whole-frame write), and not only for hygiene:
+//! memory the memory map calls usable may have held code that ran before the kernel (the BIOS bootloader's stage 4 sits at 1.2 MiB; under UEFI, the
 //! firmware's boot-services code). QEMU's TCG keeps the translations of that code until every
 //! byte of it is overwritten, and until then *every* write to the page takes its slow
 //! self-modifying-code path (`notdirty_write` → `tb_invalidate_phys_range`). A stack that
 //! landed on such a page ran about ten times slower: `bench wakeup-latency` pinned to the CPU
 //! whose idle stack held stage 4's old page averaged 780 µs instead of 100 µs. Writing the
 //! whole frame once drops those translations. [`alloc_contiguous`] (the heap's one big
-//! allocation at boot) does not zero: 254 MiB take 0.7 s under TCG, and under BIOS nothing ran
-//! in the memory above the kernel image that the heap gets; under UEFI the firmware did, so
-//! `mm::heap::init` scrubs the heap when [`firmware_code_may_remain`].
+//! allocation at boot) does not zero: 254 MiB take 0.7 s under TCG (1.9 s under UEFI), and no
+//! slow writes were seen in the heap (QEMU's `page_collection_lock`, counted with a perf
+//! uprobe, during `bench wakeup-latency` and `hackbench` + `cyclic`, BIOS and UEFI boots).
 
 use crate::sync::IrqLock;
 use bootloader_api::info::{MemoryRegionKind, MemoryRegions};
@@ -50,14 +50,6 @@ impl Bitmap {
 }
 
 static FRAMES: IrqLock<Option<Bitmap>> = IrqLock::new(None);
-/// The memory map came from UEFI: firmware boot-services code ran in memory now usable.
-static FIRMWARE_CODE: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
-
-/// May usable memory still hold code that ran before the kernel (a UEFI boot)? See the module
-/// doc: such memory should be written over once before it holds hot data.
-pub fn firmware_code_may_remain() -> bool {
-    FIRMWARE_CODE.load(core::sync::atomic::Ordering::Relaxed)
-}
 /// Usable low (< 1 MiB) pages, remembered for `take_low_page`.
 static LOW_PAGES: IrqLock<[u64; 8]> = IrqLock::new([0; 8]);
 
@@ -69,8 +61,6 @@ pub fn init(regions: &MemoryRegions, phys_offset: u64) -> (u64, u64) {
         .map(|r| r.end)
         .max()
         .unwrap_or(0);
-    let uefi = regions.iter().any(|r| matches!(r.kind, MemoryRegionKind::UnknownUefi(_)));
-    FIRMWARE_CODE.store(uefi, core::sync::atomic::Ordering::Relaxed);
     let frames = max_phys / FRAME_SIZE;
     let words = frames.div_ceil(64);
     let bitmap_bytes = (words * 8).div_ceil(FRAME_SIZE) * FRAME_SIZE;
@@ -145,7 +135,7 @@ fn alloc_dirty() -> Option<u64> {
 ///
 /// # Safety
 /// The frames must be the caller's alone (just allocated, nothing referring to their contents).
-pub(super) unsafe fn zero(phys: u64, n: u64) {
+unsafe fn zero(phys: u64, n: u64) {
     // SAFETY: the frames are the caller's (the contract above); all of physical memory is
     // mapped writable at `phys_to_virt`.
     unsafe { core::ptr::write_bytes(super::phys_to_virt(phys) as *mut u8, 0, (n * FRAME_SIZE) as usize) };

@@ -194,11 +194,6 @@ unsafe impl GlobalAlloc for KernelHeap {
 pub fn init(size: u64) -> u64 {
     let frames = size / super::frame::FRAME_SIZE;
     let phys = super::frame::alloc_contiguous(frames).expect("no contiguous memory for the kernel heap");
-    if super::frame::firmware_code_may_remain() {
-        // See `frame`'s module doc (stale translations under TCG).
-        // SAFETY: the frames were just allocated for the heap, which does not exist yet.
-        unsafe { super::frame::zero(phys, frames) };
-    }
     let start = super::phys_to_virt(phys);
     // SAFETY: the frames were just allocated for the heap alone and are mapped writable through
     // the physical-memory mapping; the heap is initialised exactly once, at boot.
