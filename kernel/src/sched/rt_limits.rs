@@ -92,6 +92,10 @@ pub struct RtWatchdog {
     pending: AtomicU8,
     /// How many times the watchdog demoted the task.
     pub demotions: AtomicU64,
+    /// `timeout_ns` when the last action (demotion, SIGXCPU, kill) was carried out: how late
+    /// the watchdog acted, as the kernel saw it (a task observing its own demotion adds the
+    /// time until it looks, which under TCG includes any host stall of its vCPU).
+    pub acted_at_ns: AtomicU64,
 }
 
 impl RtWatchdog {
@@ -220,9 +224,28 @@ pub fn act_on_current() {
 }
 
 fn act_on_current_irqs_on() {
-    let me = super::current();
+    // Interrupts are on while this holds `me` (and prints, demotes, signals): an interrupt's
+    // exit must not end the task from inside this frame, which would never drop `me` (a leaked
+    // `Task`: the chaos stress found one in about one run in six, a killed task that had a
+    // watchdog action pending). Fatal signals wait until `me` is gone.
+    let killed = {
+        let _defer = super::signal::DeferFatal::new();
+        let me = super::current();
+        act_on(&me)
+    };
+    if killed {
+        super::signal::handle_pending_at_irq_exit();
+    }
+}
+
+/// Carries out `me`'s pending watchdog action; true if it was the kill.
+fn act_on(me: &Arc<Task>) -> bool {
     let pending = me.watchdog.pending.swap(0, Ordering::AcqRel);
-    let used_us = me.watchdog.timeout_ns.load(Ordering::Relaxed) / 1000;
+    let used_ns = me.watchdog.timeout_ns.load(Ordering::Relaxed);
+    let used_us = used_ns / 1000;
+    if pending & 3 != 0 {
+        me.watchdog.acted_at_ns.store(used_ns, Ordering::Relaxed);
+    }
     if pending & 2 != 0 {
         crate::kprintln!(
             "cadence: watchdog: {} [{}] used {} us of RT time without sleeping: hard RLIMIT_RTTIME, killed",
@@ -230,15 +253,13 @@ fn act_on_current_irqs_on() {
             me.tid,
             used_us
         );
-        super::signal::send(&me, super::signal::SIGKILL);
-        drop(me);
-        super::signal::handle_pending_at_irq_exit();
-        return;
+        super::signal::send(me, super::signal::SIGKILL);
+        return true;
     }
     if pending & 1 != 0 && me.class() == super::task::ClassId::Rt {
         if ACTION_SIGNAL.load(Ordering::Relaxed) {
             crate::kprintln!("cadence: watchdog: {} [{}] used {} us of RT time: SIGXCPU", me.name, me.tid, used_us);
-            super::signal::send(&me, super::signal::SIGXCPU);
+            super::signal::send(me, super::signal::SIGXCPU);
         } else {
             crate::kprintln!(
                 "cadence: watchdog: {} [{}] used {} us of RT time: demoted to SCHED_OTHER",
@@ -247,9 +268,10 @@ fn act_on_current_irqs_on() {
                 used_us
             );
             me.watchdog.demotions.fetch_add(1, Ordering::Relaxed);
-            super::api::demote_to_normal(&me);
+            super::api::demote_to_normal(me);
         }
     }
+    false
 }
 
 #[cfg(test)]

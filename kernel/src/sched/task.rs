@@ -233,6 +233,27 @@ impl Task {
         self.cpu.load(Ordering::Acquire)
     }
 
+    /// Is it on a CPU's wake list (a wakeup handed over, not yet queued)? For diagnostics.
+    pub fn is_wake_queued(&self) -> bool {
+        self.wake_queued.load(Ordering::Relaxed)
+    }
+
+    /// Exit bookkeeping for leak reports: (released by its last switch, on a CPU now,
+    /// fatal-signal deferrals open, pending signals).
+    pub fn exit_state(&self) -> (bool, bool, u32, u64) {
+        (
+            self.released.load(Ordering::Relaxed),
+            self.on_cpu.load(Ordering::Relaxed),
+            self.fatal_defer.load(Ordering::Relaxed),
+            self.pending.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The deadline of the sleep it is in (0: none). For diagnostics.
+    pub fn sleep_deadline(&self) -> u64 {
+        self.stats.sleep_deadline.load(Ordering::Relaxed)
+    }
+
     pub fn is_on_rq(&self) -> bool {
         self.on_rq.load(Ordering::Acquire)
     }
