@@ -610,12 +610,13 @@ pub fn schedule() {
 /// Picks that left a queued RT task waiting behind a fair or idle task on its own CPU (the RT
 /// class not throttled, the pick not forced idle by core scheduling): 0 unless a bug.
 static RT_PASSED_OVER: AtomicU64 = AtomicU64::new(0);
-/// The last such pick: `cpu << 56 | waiting RT tid << 28 | picked tid`, and whether it was a
-/// core-wide pick (bit 63 of `RT_PASSED_OVER_CORE`).
+/// The last such pick: `cpu << 56 | waiting RT tid << 28 | picked tid` (tids in 28 bits), and
+/// whether it was a core-wide pick (`RT_PASSED_OVER_CORE`, 0 or 1).
 static RT_PASSED_OVER_LAST: AtomicU64 = AtomicU64::new(0);
 static RT_PASSED_OVER_CORE: AtomicU64 = AtomicU64::new(0);
 
-/// How many picks passed over a queued RT task (and the last one, decoded), see
+/// How many picks passed over a queued RT task, and the last one decoded: (count, cpu, the
+/// waiting RT task's tid, the picked task's tid (0: idle), core-wide pick). See
 /// [`check_rt_pick`].
 pub fn rt_passed_over() -> (u64, u32, u64, u64, bool) {
     let last = RT_PASSED_OVER_LAST.load(Ordering::Relaxed);
