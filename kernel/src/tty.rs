@@ -210,10 +210,12 @@ pub fn setpgid(pid: Tid, pgid: i64) -> Result<(), Errno> {
 }
 
 pub fn getsid(pid: Tid) -> Result<Tid, Errno> {
+    let _defer = crate::sched::signal::DeferFatal::new();
     Ok(task_of(pid)?.sid.load(Ordering::Acquire))
 }
 
 pub fn getpgid(pid: Tid) -> Result<Tid, Errno> {
+    let _defer = crate::sched::signal::DeferFatal::new();
     Ok(task_of(pid)?.pgid.load(Ordering::Acquire))
 }
 

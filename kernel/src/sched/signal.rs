@@ -105,6 +105,7 @@ pub fn fatal_pending(t: &Task) -> bool {
 
 /// Takes a pending non-fatal signal of the calling task (e.g. SIGXCPU), if any.
 pub fn take_pending(sig: u32) -> bool {
+    let _defer = DeferFatal::new(); // `me` is held with interrupts on (see `handle_pending`)
     let me = super::current();
     me.pending.fetch_and(!(1u64 << sig), Ordering::AcqRel) & (1u64 << sig) != 0
 }
@@ -182,24 +183,40 @@ fn pending_on_current() -> bool {
 }
 
 /// Acts on the calling task's signals at a safe point: exit on a fatal one, stop on SIGSTOP.
+///
+/// Called with interrupts on (from an interrupt's exit too), so while it holds its task
+/// reference an interrupt may come in, and that interrupt's exit could end the task with the
+/// reference still in this frame (a leaked `Task`, seen by the chaos stress with the tracer
+/// on). The reference is therefore held only inside a [`DeferFatal`] section, and the exit or
+/// stop happens after both are gone.
 pub fn handle_pending() {
-    let me = super::current();
-    let p = me.pending.load(Ordering::Acquire);
-    // Already exiting (preempted inside `exit` between setting Dead and its last switch, and
-    // resumed through an interrupt exit): nothing left to act on. Acting anyway overwrote Dead
-    // with Stopped on a SIGSTOP, and the task, continued, returned from its last `schedule()`
-    // (the chaos stress: "a dead task was scheduled again").
-    if p == 0 || me.is_idle || me.state() == TaskState::Dead {
-        return;
+    enum Act {
+        Exit(i32),
+        Stop,
     }
-    if let Some(sig) = (1..=SIGMAX).find(|&s| p & (1u64 << s) != 0 && is_fatal(s)) {
-        drop(me);
-        super::exit(128 + sig as i32);
-    }
-    if p & (1 << SIGSTOP) != 0 {
-        me.pending.fetch_and(!(1 << SIGSTOP), Ordering::AcqRel);
-        me.set_state(TaskState::Stopped);
-        drop(me);
-        super::schedule();
+    let act = {
+        let _defer = DeferFatal::new();
+        let me = super::current();
+        let p = me.pending.load(Ordering::Acquire);
+        // Already exiting (preempted inside `exit` between setting Dead and its last switch,
+        // and resumed through an interrupt exit): nothing left to act on. Acting anyway
+        // overwrote Dead with Stopped on a SIGSTOP, and the task, continued, returned from its
+        // last `schedule()` (the chaos stress: "a dead task was scheduled again").
+        if p == 0 || me.is_idle || me.state() == TaskState::Dead {
+            return;
+        }
+        if let Some(sig) = (1..=SIGMAX).find(|&s| p & (1u64 << s) != 0 && is_fatal(s)) {
+            Act::Exit(128 + sig as i32)
+        } else if p & (1 << SIGSTOP) != 0 {
+            me.pending.fetch_and(!(1 << SIGSTOP), Ordering::AcqRel);
+            me.set_state(TaskState::Stopped);
+            Act::Stop
+        } else {
+            return;
+        }
+    };
+    match act {
+        Act::Exit(code) => super::exit(code),
+        Act::Stop => super::schedule(),
     }
 }
