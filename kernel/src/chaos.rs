@@ -591,13 +591,13 @@ pub fn run(seed: u64, ops: u64, trace_entries: usize, fail_pct: u32) -> Outcome 
     }
 
     let mut violations = 0u64;
-    let (passed, pcpu, ptid, picked, pcore) = sched::rt_passed_over();
-    if passed > 0 {
+    let passed = sched::rt_passed_over();
+    if passed.count > 0 {
         crate::kprintln!(
             "chaos: violation: {} picks passed over a queued RT task (last: cpu {} rt tid {} picked tid {} core-wide {})",
-            passed, pcpu, ptid, picked, pcore
+            passed.count, passed.cpu, passed.rt_tid, passed.picked_tid, passed.core_wide
         );
-        violations += passed;
+        violations += passed.count;
     }
     if tracing {
         match crate::trace::check_coresched() {

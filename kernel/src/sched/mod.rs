@@ -610,23 +610,31 @@ pub fn schedule() {
 /// Picks that left a queued RT task waiting behind a fair or idle task on its own CPU (the RT
 /// class not throttled, the pick not forced idle by core scheduling): 0 unless a bug.
 static RT_PASSED_OVER: AtomicU64 = AtomicU64::new(0);
-/// The last such pick: `cpu << 56 | waiting RT tid << 28 | picked tid` (tids in 28 bits), and
-/// whether it was a core-wide pick (`RT_PASSED_OVER_CORE`, 0 or 1).
+/// The last such pick, for the report: `cpu << 56 | core-wide << 55 | waiting RT tid << 27 |
+/// picked tid` (tids in 27 bits, 0 = idle).
 static RT_PASSED_OVER_LAST: AtomicU64 = AtomicU64::new(0);
-static RT_PASSED_OVER_CORE: AtomicU64 = AtomicU64::new(0);
 
-/// How many picks passed over a queued RT task, and the last one decoded: (count, cpu, the
-/// waiting RT task's tid, the picked task's tid (0: idle), core-wide pick). See
-/// [`check_rt_pick`].
-pub fn rt_passed_over() -> (u64, u32, u64, u64, bool) {
+/// Picks that passed over a queued RT task ([`check_rt_pick`]), and the last one.
+#[derive(Clone, Copy, Debug)]
+pub struct RtPassedOver {
+    pub count: u64,
+    pub cpu: u32,
+    pub core_wide: bool,
+    pub rt_tid: u32,
+    /// 0: the idle task.
+    pub picked_tid: u32,
+}
+
+pub fn rt_passed_over() -> RtPassedOver {
     let last = RT_PASSED_OVER_LAST.load(Ordering::Relaxed);
-    (
-        RT_PASSED_OVER.load(Ordering::Relaxed),
-        (last >> 56) as u32,
-        (last >> 28) & 0xfff_ffff,
-        last & 0xfff_ffff,
-        RT_PASSED_OVER_CORE.load(Ordering::Relaxed) != 0,
-    )
+    let tid_mask = (1u64 << 27) - 1;
+    RtPassedOver {
+        count: RT_PASSED_OVER.load(Ordering::Relaxed),
+        cpu: (last >> 56) as u32,
+        core_wide: last & (1 << 55) != 0,
+        rt_tid: ((last >> 27) & tid_mask) as u32,
+        picked_tid: (last & tid_mask) as u32,
+    }
 }
 
 /// The RT class's promise on one CPU: a pick that is not forced idle never prefers a fair or
@@ -639,7 +647,7 @@ fn check_rt_pick(g: &RqInner, next: &Task, forced_idle: bool, others: Option<&[(
     if forced_idle || g.rt_bw.throttled || next.class() == ClassId::Rt {
         return;
     }
-    let (Some((tid, _)), Some(prio)) = (g.rt.iter().next(), g.rt.highest_prio()) else { return };
+    let (Some(tid), Some(prio)) = (g.rt.pick_highest(), g.rt.highest_prio()) else { return };
     if let Some(others) = others {
         let outranks = |og: &RqInner| {
             !og.rt_bw.throttled
@@ -651,9 +659,10 @@ fn check_rt_pick(g: &RqInner, next: &Task, forced_idle: bool, others: Option<&[(
         }
     }
     RT_PASSED_OVER.fetch_add(1, Ordering::Relaxed);
+    let tid_mask = (1u64 << 27) - 1;
     let picked = if next.is_idle { 0 } else { next.tid as u64 };
-    RT_PASSED_OVER_LAST.store((g.cpu as u64) << 56 | (tid as u64 & 0xfff_ffff) << 28 | (picked & 0xfff_ffff), Ordering::Relaxed);
-    RT_PASSED_OVER_CORE.store(others.is_some() as u64, Ordering::Relaxed);
+    let last = (g.cpu as u64) << 56 | (others.is_some() as u64) << 55 | (tid as u64 & tid_mask) << 27 | (picked & tid_mask);
+    RT_PASSED_OVER_LAST.store(last, Ordering::Relaxed);
 }
 
 fn __schedule(preempted: bool) {

@@ -105,17 +105,10 @@ pub fn fatal_pending(t: &Task) -> bool {
 
 /// Takes a pending non-fatal signal of the calling task (e.g. SIGXCPU), if any.
 pub fn take_pending(sig: u32) -> bool {
-    // No task reference (none may be held with interrupts on outside a `DeferFatal` section,
-    // see `handle_pending`), and no `DeferFatal` either: a task polling this in a loop would
+    // No task reference, and no `DeferFatal` either: a task polling this in a loop would
     // spend nearly all its time deferring its own kill (the hard RLIMIT_RTTIME kill came
     // 12–24 ms late that way).
-    let ptr = super::this_cpu().rq.current.load(Ordering::Acquire);
-    if ptr.is_null() {
-        return false;
-    }
-    // SAFETY: as in `pending_on_current`: `current` is the running task (us), kept alive by
-    // its run queue while it runs.
-    unsafe { (*ptr).pending.fetch_and(!(1u64 << sig), Ordering::AcqRel) & (1u64 << sig) != 0 }
+    with_current(|t| t.pending.fetch_and(!(1u64 << sig), Ordering::AcqRel) & (1u64 << sig) != 0).unwrap_or(false)
 }
 
 /// While alive, interrupt exit does not act on the current task's fatal signals (see the
@@ -157,11 +150,19 @@ impl Drop for DeferFatal {
     }
 }
 
+/// Runs `f` on the running task, read through the run queue's `current` pointer without
+/// taking a reference (none may be held with interrupts on outside a [`DeferFatal`] section:
+/// see [`handle_pending`]). `None` before the scheduler runs on this CPU.
+fn with_current<R>(f: impl FnOnce(&Task) -> R) -> Option<R> {
+    let ptr = super::this_cpu().rq.current.load(Ordering::Acquire);
+    // SAFETY: `current` is the running task (the caller), kept alive by its run queue's
+    // `curr` while it runs; the borrow ends before `f` returns.
+    (!ptr.is_null()).then(|| f(unsafe { &*ptr }))
+}
+
 /// Is the current task inside a [`DeferFatal`] section?
 fn fatal_deferred() -> bool {
-    let ptr = super::this_cpu().rq.current.load(Ordering::Acquire);
-    // SAFETY: as in `DeferFatal::new`.
-    !ptr.is_null() && unsafe { (*ptr).fatal_defer.load(Ordering::Acquire) } > 0
+    with_current(|t| t.fatal_defer.load(Ordering::Acquire) > 0).unwrap_or(false)
 }
 
 /// [`handle_pending`] at an interrupt exit: not inside a [`DeferFatal`] section, whose
@@ -181,13 +182,9 @@ pub fn handle_pending_at_irq_exit() {
     crate::irqflags::disable();
 }
 
-/// Has the running task a signal pending? (Read through `current` without taking a
-/// reference: called with interrupts off.)
+/// Has the running task a signal pending?
 fn pending_on_current() -> bool {
-    let ptr = super::this_cpu().rq.current.load(Ordering::Acquire);
-    // SAFETY: as in `DeferFatal::new`: `current` is the running task, kept alive by its run
-    // queue while it runs (which it does: this is its interrupt exit).
-    !ptr.is_null() && unsafe { (*ptr).pending.load(Ordering::Acquire) } != 0
+    with_current(|t| t.pending.load(Ordering::Acquire) != 0).unwrap_or(false)
 }
 
 /// Acts on the calling task's signals at a safe point: exit on a fatal one, stop on SIGSTOP.
