@@ -84,7 +84,7 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("nosmt_sched", "start with core scheduling off (kernel.sched_core=0)"),
     ("noautogroup", "start with autogroup off (kernel.sched_autogroup_enabled=0)"),
     ("autogroup=tty|session", "autogroup per tty (default, the seed) or per session (mainline)"),
-    ("hrtick=0|1", "preempt exactly at slice end with one-shot timers (default 1)"),
+    ("hrtick=0|1", "preempt exactly at slice end with one-shot timers (default 0, as Linux)"),
     ("sysctl.NAME=VALUE", "set a sysctl at boot, as Linux (e.g. sysctl.kernel.sched_features=RT_PUSH_IPI; quote values with spaces)"),
     ("run=\"c1; c2\"", "commands to run at boot"),
     ("test=NAME", "under cargo test: only kernel tests whose name contains NAME (repeatable: any of them); one matching no test fails the run"),

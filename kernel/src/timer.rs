@@ -30,6 +30,13 @@ pub struct TimerQueue {
     /// Expiry currently programmed into the LAPIC (u64::MAX = none).
     programmed: AtomicU64,
     pub fired: AtomicU64,
+    /// When this CPU's last timer interrupt began (ns since boot; `bench cyclic --split`).
+    last_entry_ns: AtomicU64,
+    /// Timer interrupts taken, those that found nothing due (a timer cancelled after the LAPIC
+    /// was programmed for it), and LAPIC programmings (each an exit into the VMM under TCG).
+    pub interrupts: AtomicU64,
+    pub idle_interrupts: AtomicU64,
+    pub programs: AtomicU64,
 }
 
 /// Shortest delay programmed into the LAPIC (keeps a storm of tiny timers from livelocking).
@@ -37,7 +44,11 @@ pub const MIN_DELAY_NS: u64 = 2_000;
 
 impl TimerQueue {
     pub const fn new() -> Self {
-        Self { timers: IrqLock::new(Ordered::new()), programmed: AtomicU64::new(u64::MAX), fired: AtomicU64::new(0) }
+        Self { timers: IrqLock::new(Ordered::new()), programmed: AtomicU64::new(u64::MAX), fired: AtomicU64::new(0), last_entry_ns: AtomicU64::new(0),
+            interrupts: AtomicU64::new(0),
+            idle_interrupts: AtomicU64::new(0),
+            programs: AtomicU64::new(0),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -84,6 +95,7 @@ fn program_locked(q: &TimerQueue, next: Option<u64>) {
     let now = crate::time::uptime_ns();
     let delay = next.saturating_sub(now).max(MIN_DELAY_NS);
     q.programmed.store(next, Ordering::Relaxed);
+    q.programs.fetch_add(1, Ordering::Relaxed);
     crate::arch::apic::arm_ns(delay);
 }
 
@@ -120,8 +132,12 @@ pub fn cancel(cpu: u32, id: TimerId) -> bool {
 pub fn interrupt() {
     let cpu = crate::percpu::current();
     let q = &cpu.timers;
+    q.last_entry_ns.store(crate::time::uptime_ns(), Ordering::Relaxed);
+    q.interrupts.fetch_add(1, Ordering::Relaxed);
+    let mut ran = false;
     {
         let _t = q.timers.lock();
+        crate::trace::irqsoff::timer_entry(q.programmed.load(Ordering::Relaxed));
         q.programmed.store(u64::MAX, Ordering::Relaxed);
     }
     loop {
@@ -132,8 +148,24 @@ pub fn interrupt() {
         let what = if core::ptr::fn_addr_eq(f, tick as TimerFn) { "tick" } else { "timer" };
         crate::trace::timer_expire(what, now, crate::time::uptime_ns());
         f(cpu.cpu_id, data);
+        ran = true;
+    }
+    if !ran {
+        q.idle_interrupts.fetch_add(1, Ordering::Relaxed);
     }
     reprogram_local(q);
+}
+
+/// `cpu`'s timer counters: (interrupts, interrupts with nothing due, LAPIC programmings).
+pub fn counters(cpu: u32) -> (u64, u64, u64) {
+    queue_of(cpu).map_or((0, 0, 0), |q| {
+        (q.interrupts.load(Ordering::Relaxed), q.idle_interrupts.load(Ordering::Relaxed), q.programs.load(Ordering::Relaxed))
+    })
+}
+
+/// When `cpu`'s last timer interrupt began (0: none yet, or no such CPU).
+pub fn last_irq_entry_ns(cpu: u32) -> u64 {
+    queue_of(cpu).map_or(0, |q| q.last_entry_ns.load(Ordering::Relaxed))
 }
 
 /// Re-programs this CPU's timer (after a remote CPU armed an earlier timer here).
@@ -144,6 +176,7 @@ pub fn reprogram_this_cpu() {
 /// Starts the periodic tick on this CPU (a self re-arming timer, period `1/hz`).
 pub fn start_tick() {
     reserve_this_cpu();
+    crate::arch::apic::timer_setup_this_cpu();
     let cpu = crate::percpu::cpu_id();
     arm(cpu, crate::time::uptime_ns() + tick_period_ns(), tick, crate::time::uptime_ns() + tick_period_ns());
 }

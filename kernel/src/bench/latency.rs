@@ -1,6 +1,6 @@
 //! Latency benchmarks, in the output formats of the Linux tools they mirror.
 //!
-//! * `bench cyclic [-t [N]] [-p PRIO] [-i INTERVAL_US] [-d DISTANCE_US] [-l LOOPS | -D SECONDS] [-a] [-m] [-q]`:
+//! * `bench cyclic [-t [N]] [-p PRIO] [-i INTERVAL_US] [-d DISTANCE_US] [-l LOOPS | -D SECONDS] [-a] [-m] [-q] [-h US] [--split]`:
 //!   cyclictest (rt-tests). N threads (default 1; `-t` alone = one per CPU), thread i wakes every
 //!   INTERVAL + i × DISTANCE µs (defaults 1000 and 500, as cyclictest) at absolute deadlines
 //!   (`sleep_until`, cyclictest's `clock_nanosleep(TIMER_ABSTIME)`) and measures how late it
@@ -10,6 +10,10 @@
 //!   one line per thread, cyclictest's `-q` format (printf `T:%2d (%5d) P:%2d I:%ld C:%7lu
 //!   Min:%7ld Act:%5ld Avg:%5ld Max:%8ld`):
 //!   `T: 0 (   17) P:90 I:1000 C:   1000 Min:      5 Act:   12 Avg:    9 Max:      57`.
+//!   `--split` (Cadence's own, in the spirit of Linux's `timerlat` tracer, which reports IRQ and
+//!   thread latency apart) adds one line per thread dividing the latency into timer expiry →
+//!   interrupt, interrupt → wakeup, wakeup → switch and switch → running, average/max in µs:
+//!   `split T: 0 cycles=998 irq=95/2400 irq>wake=6/40 wake>switch=20/900 switch>run=4/30`.
 //! * `bench wakeup-latency [-d SECONDS] [-i INTERVAL_US] [-p PRIO]`: one periodic task (policy
 //!   inherited, or SCHED_FIFO at PRIO) measuring its own lateness at each absolute deadline
 //!   (defaults 5 s, 1000 µs); periods that passed entirely before it woke are *missed*:
@@ -82,7 +86,19 @@ struct CycStat {
     /// beyond it.
     hist: Vec<AtomicU64>,
     overflows: AtomicU64,
+    /// `--split`: per part of the latency ([`SPLIT_PARTS`]), the summed and largest ns over the
+    /// cycles that could be split.
+    split_sum: [AtomicU64; SPLIT_PARTS],
+    split_max: [AtomicU64; SPLIT_PARTS],
+    split_n: AtomicU64,
 }
+
+/// The parts `bench cyclic --split` divides each latency into (in this order): timer expiry →
+/// timer interrupt entry (the machine delivering it, or this CPU having interrupts off: see
+/// `trace irqsoff` for which), interrupt entry → wakeup, wakeup → switch to the thread,
+/// switch → the thread reading the clock.
+pub const SPLIT_PARTS: usize = 4;
+pub const SPLIT_NAMES: [&str; SPLIT_PARTS] = ["irq", "irq>wake", "wake>switch", "switch>run"];
 
 /// One cyclictest thread's result.
 #[derive(Clone, Copy, Debug)]
@@ -95,6 +111,12 @@ pub struct CyclicResult {
     pub act_us: u64,
     pub avg_us: u64,
     pub max_us: u64,
+    /// `--split` (see [`SPLIT_PARTS`]): average and largest ns of each part, over
+    /// `split_cycles` cycles (those whose wakeup came from this CPU's timer interrupt with no
+    /// other timer interrupt before the thread ran: pinned threads, `-a`).
+    pub split_avg_ns: [u64; SPLIT_PARTS],
+    pub split_max_ns: [u64; SPLIT_PARTS],
+    pub split_cycles: u64,
 }
 
 impl CyclicResult {
@@ -112,6 +134,18 @@ impl CyclicResult {
             self.avg_us,
             self.max_us
         )
+    }
+}
+
+impl CyclicResult {
+    /// `bench cyclic --split`'s line for thread `index`: `split T: 0 cycles=<n>` then, per part,
+    /// `<name>=<avg>/<max>` in µs.
+    pub fn split_line(&self, index: usize) -> String {
+        let mut s = alloc::format!("split T:{:2} cycles={}", index, self.split_cycles);
+        for k in 0..SPLIT_PARTS {
+            s.push_str(&alloc::format!(" {}={}/{}", SPLIT_NAMES[k], self.split_avg_ns[k] / 1000, self.split_max_ns[k] / 1000));
+        }
+        s
     }
 }
 
@@ -178,6 +212,26 @@ pub fn histogram_text(results: &[CyclicResult], hists: &[CyclicHistogram]) -> St
     s
 }
 
+/// Divides one cycle's latency (`next` → `now`) into its [`SPLIT_PARTS`] and adds them to
+/// `st`, if this CPU's last timer interrupt began between the expiry and the wakeup.
+fn split_cycle(st: &CycStat, next: u64, now: u64) {
+    let entry = crate::timer::last_irq_entry_ns(crate::percpu::cpu_id());
+    let Some((woken, lat)) = sched::signal::with_current(|t| {
+        (t.stats.last_woken_at.load(Ordering::Relaxed), t.stats.last_wakeup_latency.load(Ordering::Relaxed))
+    }) else {
+        return;
+    };
+    let switched = woken + lat;
+    if !(next <= entry && entry <= woken && switched <= now) {
+        return;
+    }
+    for (i, part) in [entry - next, woken - entry, lat, now - switched].into_iter().enumerate() {
+        st.split_sum[i].fetch_add(part, Ordering::Relaxed);
+        st.split_max[i].fetch_max(part, Ordering::Relaxed);
+    }
+    st.split_n.fetch_add(1, Ordering::Relaxed);
+}
+
 /// Runs cyclictest's measurement; one result per thread.
 pub fn cyclic(cfg: CyclicConfig) -> Result<Vec<CyclicResult>, String> {
     cyclic_with_histograms(cfg).map(|(r, _)| r)
@@ -214,6 +268,7 @@ pub fn cyclic_with_histograms(cfg: CyclicConfig) -> Result<(Vec<CyclicResult>, V
             while !stop.load(Ordering::Relaxed) {
                 sched::sleep_until(next);
                 let now = crate::time::uptime_ns();
+                split_cycle(st, next, now);
                 let diff = now.saturating_sub(next) / 1000;
                 st.act.store(diff, Ordering::Relaxed);
                 st.min.fetch_min(diff, Ordering::Relaxed);
@@ -297,6 +352,9 @@ pub fn cyclic_with_histograms(cfg: CyclicConfig) -> Result<(Vec<CyclicResult>, V
                 act_us: s.act.load(Ordering::Relaxed),
                 avg_us: if c == 0 { 0 } else { s.sum.load(Ordering::Relaxed) / c },
                 max_us: s.max.load(Ordering::Relaxed),
+                split_avg_ns: core::array::from_fn(|k| s.split_sum[k].load(Ordering::Relaxed) / s.split_n.load(Ordering::Relaxed).max(1)),
+                split_max_ns: core::array::from_fn(|k| s.split_max[k].load(Ordering::Relaxed)),
+                split_cycles: s.split_n.load(Ordering::Relaxed),
             }
         })
         .collect();
@@ -304,7 +362,7 @@ pub fn cyclic_with_histograms(cfg: CyclicConfig) -> Result<(Vec<CyclicResult>, V
 }
 
 pub fn cmd_cyclic(args: &[&str]) -> Result<(), String> {
-    check_flags(args, &["-t", "-p", "-i", "-d", "-l", "-D", "-h"], &["-a", "-m", "-q", "-t"])?;
+    check_flags(args, &["-t", "-p", "-i", "-d", "-l", "-D", "-h"], &["-a", "-m", "-q", "-t", "--split"])?;
     let a = Args::new(args);
     let ncpus = online_cpus().len() as u64;
     let threads = match a.value("-t") {
@@ -331,6 +389,11 @@ pub fn cmd_cyclic(args: &[&str]) -> Result<(), String> {
     }
     for (i, r) in results.iter().enumerate() {
         crate::kprintln!("{}", r.line(i));
+    }
+    if a.has("--split") {
+        for (i, r) in results.iter().enumerate() {
+            crate::kprintln!("{}", r.split_line(i));
+        }
     }
     Ok(())
 }

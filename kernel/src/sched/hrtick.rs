@@ -10,8 +10,12 @@
 //! running task is alone. When it fires, the runtime is accounted (`update_curr`) and the CPU
 //! reschedules if the slice is used up (otherwise it re-arms for what is left).
 //!
-//! Switch: `sysctl kernel.sched_features=HRTICK|NO_HRTICK`, boot `hrtick=0|1` (default on,
-//! unlike Linux, where reprogramming cost in VMs keeps it off by default).
+//! Switch: `sysctl kernel.sched_features=HRTICK|NO_HRTICK`, boot `hrtick=0|1`. Default off, as
+//! in Linux (`SCHED_FEAT(HRTICK, false)`), by measurement: under emulation every LAPIC
+//! programming is an exit into the VMM, and one that moves its timer earlier wakes QEMU's
+//! main loop, the thread that delivers every vCPU's timer interrupts. Under `bench hackbench`
+//! at `-smp 2`, hrtick doubled the timer interrupts (a third of them for cancelled slice
+//! ends) and made `bench cyclic`'s average latency ~80 µs worse (README, *hrtick*).
 //!
 //! Slice-overshoot statistics for `bench slice`: while enabled, every time a fair task's slice
 //! ends, how far it ran past the end (real ns) is recorded per CPU.
@@ -25,7 +29,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 /// Linux's minimum hrtick delay (10 µs).
 pub const HRTICK_MIN_DELAY_NS: u64 = 10_000;
 
-static HRTICK: AtomicBool = AtomicBool::new(true);
+static HRTICK: AtomicBool = AtomicBool::new(false);
 
 pub fn enabled() -> bool {
     HRTICK.load(Ordering::Relaxed)

@@ -152,12 +152,18 @@ impl Drop for DeferFatal {
 
 /// Runs `f` on the running task, read through the run queue's `current` pointer without
 /// taking a reference (none may be held with interrupts on outside a [`DeferFatal`] section:
-/// see [`handle_pending`]). `None` before the scheduler runs on this CPU.
-fn with_current<R>(f: impl FnOnce(&Task) -> R) -> Option<R> {
+/// see [`handle_pending`]). `None` before the scheduler runs on this CPU. `f` runs with
+/// interrupts off: keep it short.
+pub(crate) fn with_current<R>(f: impl FnOnce(&Task) -> R) -> Option<R> {
+    // Interrupts off from finding this CPU to reading its `current`: a preemption in between
+    // could move the caller, and the old CPU's `current` would be some other task.
+    let irqs = crate::irqflags::save();
     let ptr = super::this_cpu().rq.current.load(Ordering::Acquire);
     // SAFETY: `current` is the running task (the caller), kept alive by its run queue's
     // `curr` while it runs; the borrow ends before `f` returns.
-    (!ptr.is_null()).then(|| f(unsafe { &*ptr }))
+    let r = (!ptr.is_null()).then(|| f(unsafe { &*ptr }));
+    crate::irqflags::restore(irqs);
+    r
 }
 
 /// Is the current task inside a [`DeferFatal`] section?

@@ -84,6 +84,8 @@ pub struct TaskStats {
     /// Wakeup latency (wakeup → running) of its last wakeup, and the worst one, in ns.
     pub last_wakeup_latency: AtomicU64,
     pub max_wakeup_latency: AtomicU64,
+    /// When the wakeup behind `last_wakeup_latency` happened (ns since boot).
+    pub last_woken_at: AtomicU64,
     /// Asleep in `sleep_until` with a timer due at this time (0 = not in a timed sleep).
     pub(super) sleep_deadline: AtomicU64,
     /// Reported by the hung-task detector (once per episode).

@@ -2,8 +2,12 @@
 //! of each CPU, with where they began and ended.
 //!
 //! `trace irqsoff start` clears the records and starts; `stop` stops; `report` prints, per
-//! CPU, its [`TOP`] longest sections as `<us> us  off at <file:line:col>  on at <file:line:col>`
-//! and ends with `irqsoff: max_us=<n> cpu=<c> sections=<n>`.
+//! CPU, the share of the traced time it spent with interrupts off, a histogram of section
+//! lengths (per power-of-two class: how many sections, and how many ms they summed to: a timer
+//! interrupt arriving at a random moment waits out the section it lands in, so the classes with
+//! the most ms are the ones that delay wakeups most), and its [`TOP`] longest sections as
+//! `<us> us  off at <file:line:col>  on at <file:line:col>`; it ends with
+//! `irqsoff: max_us=<n> cpu=<c> sections=<n>`.
 //!
 //! Mechanism: [`off`] (interrupts on → off, or an interrupt handler entered) records the time
 //! and site in this CPU's slot; [`on`] (off → on, or a handler returning) measures the section
@@ -20,6 +24,20 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering
 /// Sections kept per CPU.
 pub const TOP: usize = 4;
 
+/// Length classes of the histogram: class 0 is under 1 µs, class `k` is `[2^(k-1), 2^k)` µs,
+/// the last one everything from 2^(HIST-2) µs (8.2 ms) up.
+pub const HIST: usize = 15;
+
+/// The histogram class of a section of `ns`.
+pub fn hist_class(ns: u64) -> usize {
+    let us = ns / 1000;
+    if us == 0 {
+        0
+    } else {
+        ((64 - us.leading_zeros()) as usize).min(HIST - 1)
+    }
+}
+
 struct Record {
     ns: AtomicU64,
     start: AtomicUsize,
@@ -35,24 +53,83 @@ struct CpuSlot {
     off_site: AtomicUsize,
     /// Sections measured since `start`.
     count: AtomicU64,
+    /// Their summed length.
+    total_ns: AtomicU64,
+    /// Per length class ([`HIST`]): sections, and their summed length.
+    hist_count: [AtomicU64; HIST],
+    hist_ns: [AtomicU64; HIST],
     seq: AtomicU32,
     top: [Record; TOP],
+    /// The last [`RECENT`] closed sections as (began, ended) ns, `recent_next` the next slot.
+    recent: [(AtomicU64, AtomicU64); RECENT],
+    recent_next: AtomicUsize,
+    /// Timer interrupts seen since `start` (see [`timer_entry`]): how many, their summed
+    /// lateness, the part of it with interrupts off, and the latest.
+    timer_count: AtomicU64,
+    timer_late_ns: AtomicU64,
+    timer_off_ns: AtomicU64,
+    timer_max_late_ns: AtomicU64,
+    timer_max_off_ns: AtomicU64,
+    /// The CPU's timer counters (`timer::counters`) when tracing started.
+    timer_counters_at_start: [AtomicU64; 3],
+    /// Interrupts-off time by the site where the section began (open addressing on the site's
+    /// address; a full table drops new sites, counted in `by_site_dropped`).
+    by_site: [SiteTotal; SITES],
+    by_site_dropped: AtomicU64,
 }
+
+struct SiteTotal {
+    site: AtomicUsize,
+    count: AtomicU64,
+    ns: AtomicU64,
+}
+
+/// Distinct section-start sites each CPU totals.
+const SITES: usize = 128;
+
+/// Sites `report` lists per CPU.
+const SITES_SHOWN: usize = 8;
+
+/// Closed sections each CPU remembers for [`timer_entry`].
+const RECENT: usize = 16;
 
 #[allow(clippy::declare_interior_mutable_const)]
 const RECORD: Record = Record { ns: AtomicU64::new(0), start: AtomicUsize::new(0), end: AtomicUsize::new(0) };
+#[allow(clippy::declare_interior_mutable_const)]
+const ZERO: AtomicU64 = AtomicU64::new(0);
+#[allow(clippy::declare_interior_mutable_const)]
+const PAIR: (AtomicU64, AtomicU64) = (AtomicU64::new(0), AtomicU64::new(0));
+#[allow(clippy::declare_interior_mutable_const)]
+const SITE_TOTAL: SiteTotal = SiteTotal { site: AtomicUsize::new(0), count: AtomicU64::new(0), ns: AtomicU64::new(0) };
 #[allow(clippy::declare_interior_mutable_const)]
 const SLOT: CpuSlot = CpuSlot {
     since_ns: AtomicU64::new(0),
     since_site: AtomicUsize::new(0),
     off_site: AtomicUsize::new(0),
     count: AtomicU64::new(0),
+    total_ns: AtomicU64::new(0),
+    hist_count: [ZERO; HIST],
+    hist_ns: [ZERO; HIST],
     seq: AtomicU32::new(0),
     top: [RECORD; TOP],
+    recent: [PAIR; RECENT],
+    recent_next: AtomicUsize::new(0),
+    timer_count: AtomicU64::new(0),
+    timer_late_ns: AtomicU64::new(0),
+    timer_off_ns: AtomicU64::new(0),
+    timer_max_late_ns: AtomicU64::new(0),
+    timer_max_off_ns: AtomicU64::new(0),
+    timer_counters_at_start: [ZERO; 3],
+    by_site: [SITE_TOTAL; SITES],
+    by_site_dropped: AtomicU64::new(0),
 };
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 static STARTED_NS: AtomicU64 = AtomicU64::new(0);
+/// When tracing stopped (0: still tracing).
+static STOPPED_NS: AtomicU64 = AtomicU64::new(0);
+/// `interrupts::counters()` (reschedule and call-function IPIs) when tracing started.
+static IPIS_AT_START: [AtomicU64; 2] = [ZERO; 2];
 static SLOTS: [CpuSlot; MAX_CPUS] = [SLOT; MAX_CPUS];
 
 fn slot() -> Option<&'static CpuSlot> {
@@ -88,12 +165,22 @@ pub fn on(site: &'static Location<'static>) {
     if since == 0 || since < STARTED_NS.load(Ordering::Relaxed) {
         return;
     }
-    let ns = crate::time::uptime_ns().saturating_sub(since);
+    let now = crate::time::uptime_ns();
+    let ns = now.saturating_sub(since);
+    let r = s.recent_next.load(Ordering::Relaxed);
+    s.recent[r].0.store(since, Ordering::Relaxed);
+    s.recent[r].1.store(now, Ordering::Relaxed);
+    s.recent_next.store((r + 1) % RECENT, Ordering::Relaxed);
     s.count.fetch_add(1, Ordering::Relaxed);
+    s.total_ns.fetch_add(ns, Ordering::Relaxed);
+    let class = hist_class(ns);
+    s.hist_count[class].fetch_add(1, Ordering::Relaxed);
+    s.hist_ns[class].fetch_add(ns, Ordering::Relaxed);
+    let start = s.since_site.load(Ordering::Relaxed);
+    add_to_site(s, start, ns);
     if ns <= s.top[TOP - 1].ns.load(Ordering::Relaxed) {
         return;
     }
-    let start = s.since_site.load(Ordering::Relaxed);
     let end = site as *const Location<'static> as usize;
     s.seq.fetch_add(1, Ordering::AcqRel); // odd: writing
     let mut i = TOP - 1;
@@ -110,10 +197,60 @@ pub fn on(site: &'static Location<'static>) {
     s.seq.fetch_add(1, Ordering::AcqRel); // even: done
 }
 
+fn add_to_site(s: &CpuSlot, site: usize, ns: u64) {
+    let mut i = (site >> 3) % SITES;
+    for _ in 0..SITES {
+        let t = &s.by_site[i];
+        let cur = t.site.load(Ordering::Relaxed);
+        if cur == site || cur == 0 {
+            if cur == 0 {
+                t.site.store(site, Ordering::Relaxed);
+            }
+            t.count.fetch_add(1, Ordering::Relaxed);
+            t.ns.fetch_add(ns, Ordering::Relaxed);
+            return;
+        }
+        i = (i + 1) % SITES;
+    }
+    s.by_site_dropped.fetch_add(1, Ordering::Relaxed);
+}
+
 /// Where this CPU's current interrupts-off section began (`None` if interrupts are on or the
 /// section began before the per-CPU area was set up). Call with interrupts off.
 pub fn off_site() -> Option<&'static Location<'static>> {
     location(slot()?.off_site.load(Ordering::Relaxed))
+}
+
+/// The LAPIC timer interrupt began on this CPU for a timer programmed to fire at `deadline_ns`
+/// (call first thing in the handler, interrupts off). Splits its lateness (entry − deadline)
+/// into the part during which this CPU had interrupts off (the sections since the deadline,
+/// from the recent ones this CPU remembers) and the rest, when interrupts were on and the
+/// interrupt had not arrived: the time the (virtual) machine took to deliver it.
+pub fn timer_entry(deadline_ns: u64) {
+    let Some(s) = slot() else { return };
+    if !ACTIVE.load(Ordering::Relaxed) || deadline_ns == u64::MAX {
+        return;
+    }
+    let entry = s.since_ns.load(Ordering::Relaxed);
+    if entry == 0 || entry <= deadline_ns {
+        return;
+    }
+    let late = entry - deadline_ns;
+    let mut off = 0u64;
+    let newest = s.recent_next.load(Ordering::Relaxed);
+    for k in 1..=RECENT {
+        let (since, end) = &s.recent[(newest + RECENT - k) % RECENT];
+        let (since, end) = (since.load(Ordering::Relaxed), end.load(Ordering::Relaxed));
+        if end <= deadline_ns || end == 0 {
+            break;
+        }
+        off += end - since.max(deadline_ns);
+    }
+    s.timer_count.fetch_add(1, Ordering::Relaxed);
+    s.timer_late_ns.fetch_add(late, Ordering::Relaxed);
+    s.timer_off_ns.fetch_add(off, Ordering::Relaxed);
+    s.timer_max_late_ns.fetch_max(late, Ordering::Relaxed);
+    s.timer_max_off_ns.fetch_max(off, Ordering::Relaxed);
 }
 
 /// Clears every CPU's records and starts tracing.
@@ -127,14 +264,44 @@ pub fn start() {
             r.end.store(0, Ordering::Relaxed);
         }
         s.count.store(0, Ordering::Relaxed);
+        s.total_ns.store(0, Ordering::Relaxed);
+        for r in &s.recent {
+            r.0.store(0, Ordering::Relaxed);
+            r.1.store(0, Ordering::Relaxed);
+        }
+        for t in &s.by_site {
+            t.site.store(0, Ordering::Relaxed);
+            t.count.store(0, Ordering::Relaxed);
+            t.ns.store(0, Ordering::Relaxed);
+        }
+        s.by_site_dropped.store(0, Ordering::Relaxed);
+        if let Some(cpu) = SLOTS.iter().position(|x| core::ptr::eq(x, s)) {
+            let c = crate::timer::counters(cpu as u32);
+            for (a, v) in s.timer_counters_at_start.iter().zip([c.0, c.1, c.2]) {
+                a.store(v, Ordering::Relaxed);
+            }
+        }
+        for t in [&s.timer_count, &s.timer_late_ns, &s.timer_off_ns, &s.timer_max_late_ns, &s.timer_max_off_ns] {
+            t.store(0, Ordering::Relaxed);
+        }
+        for (c, n) in s.hist_count.iter().zip(&s.hist_ns) {
+            c.store(0, Ordering::Relaxed);
+            n.store(0, Ordering::Relaxed);
+        }
     }
+    STOPPED_NS.store(0, Ordering::SeqCst);
+    let (_, resched, call) = crate::interrupts::counters();
+    IPIS_AT_START[0].store(resched, Ordering::Relaxed);
+    IPIS_AT_START[1].store(call, Ordering::Relaxed);
     STARTED_NS.store(crate::time::uptime_ns(), Ordering::SeqCst);
     ACTIVE.store(true, Ordering::SeqCst);
 }
 
 /// Stops tracing (the records stay for `report`).
 pub fn stop() {
-    ACTIVE.store(false, Ordering::SeqCst);
+    if ACTIVE.swap(false, Ordering::SeqCst) {
+        STOPPED_NS.store(crate::time::uptime_ns(), Ordering::SeqCst);
+    }
 }
 
 pub fn active() -> bool {
@@ -196,10 +363,73 @@ impl core::fmt::Display for Site {
 pub fn report(out: &mut impl Write) -> core::fmt::Result {
     let (mut max_ns, mut max_cpu, mut total) = (0u64, 0usize, 0u64);
     writeln!(out, "irqsoff: longest interrupts-off sections per CPU ({})", if active() { "tracing" } else { "stopped" })?;
+    let (_, resched, call) = crate::interrupts::counters();
+    writeln!(
+        out,
+        "IPIs received, all CPUs: {} reschedule, {} call-function",
+        resched.saturating_sub(IPIS_AT_START[0].load(Ordering::Relaxed)),
+        call.saturating_sub(IPIS_AT_START[1].load(Ordering::Relaxed))
+    )?;
     for cpu in crate::percpu::online_cpus().map(|c| c.cpu_id as usize) {
         let (top, count) = sections(cpu);
         total += count;
-        writeln!(out, "cpu {}: {} sections", cpu, count)?;
+        let slot = &SLOTS[cpu];
+        let off_ns = slot.total_ns.load(Ordering::Relaxed);
+        let stopped = STOPPED_NS.load(Ordering::Relaxed);
+        let end = if stopped == 0 { crate::time::uptime_ns() } else { stopped };
+        let span = end.saturating_sub(STARTED_NS.load(Ordering::Relaxed)).max(1);
+        let permille = (off_ns as u128 * 1000 / span as u128) as u64;
+        writeln!(out, "cpu {}: {} sections, off {}.{}% of {} ms", cpu, count, permille / 10, permille % 10, span / 1_000_000)?;
+        write!(out, "  by length (µs: sections/ms off):")?;
+        for class in 0..HIST {
+            let (n, ns) = (slot.hist_count[class].load(Ordering::Relaxed), slot.hist_ns[class].load(Ordering::Relaxed));
+            if n == 0 {
+                continue;
+            }
+            let lo = if class == 0 { 0 } else { 1u64 << (class - 1) };
+            write!(out, " {}{}:{}/{}", if class == HIST - 1 { ">=" } else { "" }, lo, n, ns / 1_000_000)?;
+        }
+        writeln!(out)?;
+        let (ints, idle, programs) = crate::timer::counters(cpu as u32);
+        let at = |k: usize| slot.timer_counters_at_start[k].load(Ordering::Relaxed);
+        writeln!(
+            out,
+            "  timer: {} interrupts ({} with nothing due), {} LAPIC programmings",
+            ints.saturating_sub(at(0)),
+            idle.saturating_sub(at(1)),
+            programs.saturating_sub(at(2))
+        )?;
+        let timers = slot.timer_count.load(Ordering::Relaxed);
+        if timers > 0 {
+            let (late, off) = (slot.timer_late_ns.load(Ordering::Relaxed), slot.timer_off_ns.load(Ordering::Relaxed));
+            writeln!(
+                out,
+                "  timer irqs: {} late, avg {} us (interrupts off {} us, delivery {} us), max {} us (off {} us)",
+                timers,
+                late / timers / 1000,
+                off / timers / 1000,
+                late.saturating_sub(off) / timers / 1000,
+                slot.timer_max_late_ns.load(Ordering::Relaxed) / 1000,
+                slot.timer_max_off_ns.load(Ordering::Relaxed) / 1000
+            )?;
+        }
+        // The sites with the most interrupts-off time, most first.
+        let mut best = [(0u64, 0u64, 0usize); SITES_SHOWN];
+        for t in &slot.by_site {
+            let (site, n, ns) = (t.site.load(Ordering::Relaxed), t.count.load(Ordering::Relaxed), t.ns.load(Ordering::Relaxed));
+            if site == 0 || ns <= best[SITES_SHOWN - 1].0 {
+                continue;
+            }
+            let mut i = SITES_SHOWN - 1;
+            while i > 0 && best[i - 1].0 < ns {
+                best[i] = best[i - 1];
+                i -= 1;
+            }
+            best[i] = (ns, n, site);
+        }
+        for (ns, n, site) in best.iter().filter(|b| b.2 != 0) {
+            writeln!(out, "  {:>6} ms in {:>8} sections ({} ns avg) from {}", ns / 1_000_000, n, ns / (*n).max(1), Site(location(*site)))?;
+        }
         for sec in top.iter().flatten() {
             writeln!(out, "  {:>8} us  off at {}  on at {}", sec.ns / 1000, Site(sec.start), Site(sec.end))?;
             if sec.ns > max_ns {

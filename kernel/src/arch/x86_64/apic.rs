@@ -146,26 +146,34 @@ pub fn detect_timer_mode() -> bool {
     tscd
 }
 
-/// Arms this CPU's timer for `ns` from now: TSC-deadline mode writes the absolute TSC target
-/// to IA32_TSC_DEADLINE; one-shot mode loads the count-down register.
-pub fn arm_ns(ns: u64) {
+/// Sets this CPU's timer up for [`arm_ns`] in the mode [`detect_timer_mode`] chose: the
+/// divider and the LVT entry (vector, mode, unmasked) are written once here, so arming is one
+/// register write (under TCG every LAPIC access is an exit into QEMU's device model, taken
+/// under its global lock: arming with three writes was ~10% of a CPU's time under
+/// `bench hackbench`, the hrtick re-arming at every switch). Call on each CPU before its first
+/// timer, after [`calibrate_timer`] (which leaves the LVT masked).
+pub fn timer_setup_this_cpu() {
     if TSC_DEADLINE.load(Ordering::Relaxed) {
         write(Reg::LvtTimer, TIMER_VECTOR as u32 | LVT_TIMER_TSC_DEADLINE);
+    } else {
+        write(Reg::TimerDivide, TIMER_DIVIDE_BY_16);
+        write(Reg::LvtTimer, TIMER_VECTOR as u32);
+    }
+}
+
+/// Arms this CPU's timer for `ns` from now (set up by [`timer_setup_this_cpu`]): TSC-deadline
+/// mode writes the absolute TSC target to IA32_TSC_DEADLINE; one-shot mode loads the
+/// count-down register.
+pub fn arm_ns(ns: u64) {
+    if TSC_DEADLINE.load(Ordering::Relaxed) {
         let target = super::tsc::rdtsc() + super::tsc::ns_to_ticks(ns).max(1);
         // SAFETY: TSC-deadline mode was detected through CPUID, so the MSR exists; writing a
         // future TSC value only arms this CPU's timer.
         unsafe { super::msr::write(super::msr::Msr::TscDeadline, target) };
     } else {
-        arm_oneshot_ns(ns);
+        let count = (ns as u128 * (timer_hz() / TIMER_DIVIDER) as u128 / 1_000_000_000).clamp(1, u32::MAX as u128);
+        write(Reg::TimerInitialCount, count as u32);
     }
-}
-
-/// Arms the timer once, `ns` from now (one-shot mode).
-pub fn arm_oneshot_ns(ns: u64) {
-    let count = (ns as u128 * (timer_hz() / TIMER_DIVIDER) as u128 / 1_000_000_000).clamp(1, u32::MAX as u128);
-    write(Reg::TimerDivide, TIMER_DIVIDE_BY_16);
-    write(Reg::LvtTimer, TIMER_VECTOR as u32);
-    write(Reg::TimerInitialCount, count as u32);
 }
 
 fn wait_icr_idle() {
@@ -176,12 +184,14 @@ fn wait_icr_idle() {
     }
 }
 
+/// Writes the ICR (destination, then command: the low write sends). Waits for a previous IPI's
+/// delivery only before, as Linux's `__default_send_IPI_dest_field` does: every LAPIC access
+/// is an exit into the VMM under emulation, and a wait after sending bought nothing.
 fn send_icr(apic_id: u32, low: u32) {
     let flags = crate::irqflags::save();
     wait_icr_idle();
     write(Reg::IcrHigh, apic_id << 24);
     write(Reg::IcrLow, low);
-    wait_icr_idle();
     crate::irqflags::restore(flags);
 }
 
