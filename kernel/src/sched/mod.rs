@@ -340,8 +340,20 @@ fn set_need_resched(cpu: u32) {
     }
     // A CPU polling in its idle loop sees the flag without an IPI (Linux's TIF_POLLING_NRFLAG).
     if cpu != percpu::cpu_id() && !rq.polling.load(Ordering::SeqCst) {
+        let to_idle = rq.curr_prio.load(Ordering::Relaxed) == 0; // `cpu_prio` of the idle task
+        RESCHED_IPIS_SENT[if to_idle { 1 } else { 0 }].fetch_add(1, Ordering::Relaxed);
         send_reschedule_ipi(cpu);
     }
+}
+
+/// Reschedule IPIs sent, by reason: [a running task is to be preempted, an idle CPU is to
+/// wake, a wakeup was handed to the CPU's wake list] (`trace irqsoff` reports them).
+static RESCHED_IPIS_SENT: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
+
+/// [`RESCHED_IPIS_SENT`]: (to preempt, to wake an idle CPU, for the wake list).
+pub fn resched_ipis_sent() -> (u64, u64, u64) {
+    let c = |i: usize| RESCHED_IPIS_SENT[i].load(Ordering::Relaxed);
+    (c(0), c(1), c(2))
 }
 
 /// Sends `cpu` a reschedule IPI (traced as `ipi_raise`).
@@ -1093,6 +1105,7 @@ fn queue_wakeup(task: &Arc<Task>, cpu: u32) {
     if rq.polling.load(Ordering::SeqCst) {
         set_need_resched(cpu);
     } else {
+        RESCHED_IPIS_SENT[2].fetch_add(1, Ordering::Relaxed);
         send_reschedule_ipi(cpu);
     }
 }

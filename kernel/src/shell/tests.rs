@@ -286,6 +286,15 @@ fn cyclic_and_hackbench_produce_results() {
     assert!(r[0].min_us <= r[0].avg_us && r[0].avg_us <= r[0].max_us);
     let line = r[0].line(0);
     assert!(line.starts_with("T: 0 (") && line.contains(") P:80 I:1000 C:     50 Min:"), "{}", line);
+    // --split: pinned threads on a quiet machine split (nearly) every cycle, and the parts of
+    // a cycle add up to its latency, so their averages add up to about the average.
+    for (i, t) in r.iter().enumerate() {
+        assert!(t.split_cycles * 10 >= t.cycles * 8, "thread {}: {} of {} cycles split", i, t.split_cycles, t.cycles);
+        let parts_us = t.split_avg_ns.iter().sum::<u64>() / 1000;
+        assert!(parts_us + 2 >= t.min_us && parts_us <= t.max_us + 1, "thread {}: parts {} us, min {} max {}", i, parts_us, t.min_us, t.max_us);
+        let split = t.split_line(i);
+        assert!(split.starts_with(&alloc::format!("split T:{:2} cycles=", i)) && split.contains(" irq=") && split.contains(" switch>run="), "{}", split);
+    }
     // cyclictest -h: one row per non-empty µs bucket, counts summing to the cycles.
     let cfg = crate::bench::latency::CyclicConfig {
         threads: 2,

@@ -1,11 +1,15 @@
 //! The irqsoff tracer (Linux's `irqsoff` latency tracer): the longest interrupts-off sections
 //! of each CPU, with where they began and ended.
 //!
-//! `trace irqsoff start` clears the records and starts; `stop` stops; `report` prints, per
-//! CPU, the share of the traced time it spent with interrupts off, a histogram of section
-//! lengths (per power-of-two class: how many sections, and how many ms they summed to: a timer
-//! interrupt arriving at a random moment waits out the section it lands in, so the classes with
-//! the most ms are the ones that delay wakeups most), and its [`TOP`] longest sections as
+//! `trace irqsoff start` clears the records and starts; `stop` stops; `report` prints the
+//! reschedule and call-function IPIs received since `start` (all CPUs) and the reschedule IPIs
+//! sent by reason, then per CPU: its timer counters (interrupts, those with nothing due, LAPIC
+//! programmings), the timer interrupts' lateness split into interrupts-off and delivery (see
+//! [`timer_entry`]), the sites with the most interrupts-off time, the share of the traced time
+//! it spent with interrupts off, a histogram of section lengths (per power-of-two class: how
+//! many sections, and how many ms they summed to: a timer interrupt arriving at a random moment
+//! waits out the section it lands in, so the classes with the most ms are the ones that delay
+//! wakeups most), and its [`TOP`] longest sections as
 //! `<us> us  off at <file:line:col>  on at <file:line:col>`; it ends with
 //! `irqsoff: max_us=<n> cpu=<c> sections=<n>`.
 //!
@@ -130,6 +134,8 @@ static STARTED_NS: AtomicU64 = AtomicU64::new(0);
 static STOPPED_NS: AtomicU64 = AtomicU64::new(0);
 /// `interrupts::counters()` (reschedule and call-function IPIs) when tracing started.
 static IPIS_AT_START: [AtomicU64; 2] = [ZERO; 2];
+/// `sched::resched_ipis_sent()` when tracing started.
+static SENT_AT_START: [AtomicU64; 3] = [ZERO; 3];
 static SLOTS: [CpuSlot; MAX_CPUS] = [SLOT; MAX_CPUS];
 
 fn slot() -> Option<&'static CpuSlot> {
@@ -293,6 +299,10 @@ pub fn start() {
     let (_, resched, call) = crate::interrupts::counters();
     IPIS_AT_START[0].store(resched, Ordering::Relaxed);
     IPIS_AT_START[1].store(call, Ordering::Relaxed);
+    let (preempt, idle, list) = crate::sched::resched_ipis_sent();
+    for (a, v) in SENT_AT_START.iter().zip([preempt, idle, list]) {
+        a.store(v, Ordering::Relaxed);
+    }
     STARTED_NS.store(crate::time::uptime_ns(), Ordering::SeqCst);
     ACTIVE.store(true, Ordering::SeqCst);
 }
@@ -369,6 +379,15 @@ pub fn report(out: &mut impl Write) -> core::fmt::Result {
         "IPIs received, all CPUs: {} reschedule, {} call-function",
         resched.saturating_sub(IPIS_AT_START[0].load(Ordering::Relaxed)),
         call.saturating_sub(IPIS_AT_START[1].load(Ordering::Relaxed))
+    )?;
+    let (preempt, idle, list) = crate::sched::resched_ipis_sent();
+    let at = |k: usize| SENT_AT_START[k].load(Ordering::Relaxed);
+    writeln!(
+        out,
+        "reschedule IPIs sent: {} to preempt a task, {} to wake an idle CPU, {} for a wake list",
+        preempt.saturating_sub(at(0)),
+        idle.saturating_sub(at(1)),
+        list.saturating_sub(at(2))
     )?;
     for cpu in crate::percpu::online_cpus().map(|c| c.cpu_id as usize) {
         let (top, count) = sections(cpu);
