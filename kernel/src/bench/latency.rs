@@ -380,6 +380,11 @@ pub fn cmd_cyclic(args: &[&str]) -> Result<(), String> {
         affine: a.has("-a"),
         histogram_us: a.num("-h", 0, 1, 100_000)?,
     };
+    if a.has("--split") && !cfg.affine {
+        // The split reads the timer interrupt of the CPU the thread runs on: a thread that may
+        // migrate would be matched with another CPU's interrupt.
+        return Err(String::from("--split needs pinned threads (-a)"));
+    }
     if cfg.loops == 0 && cfg.duration_s == 0 {
         return Err(String::from("give a loop count (-l) or a duration (-D)"));
     }

@@ -307,26 +307,39 @@ fn rq_of(cpu: u32) -> &'static Rq {
     &percpu::get(cpu).expect("run queue of an existing CPU").rq
 }
 
+/// This CPU's `current` pointer, read with interrupts off (`f` runs before they come back):
+/// between finding this CPU and reading its run queue, a preemption could move the caller,
+/// and the old CPU's `current` would be another task, free to exit.
+fn with_current_ptr<R>(f: impl FnOnce(*mut Task) -> R) -> R {
+    let irqs = crate::irqflags::save();
+    let r = f(this_cpu().rq.current.load(Ordering::Acquire));
+    crate::irqflags::restore(irqs);
+    r
+}
+
 /// The running task.
 pub fn current() -> Arc<Task> {
-    let ptr = this_cpu().rq.current.load(Ordering::Acquire);
+    let ptr = with_current_ptr(|ptr| {
+        if !ptr.is_null() {
+            // SAFETY: `current` points at the task running on this CPU (the caller, read with
+            // interrupts off); the run queue holds an Arc to it (as `curr`), so it is alive; we
+            // add one reference for the returned Arc.
+            unsafe { Arc::increment_strong_count(ptr) };
+        }
+        ptr
+    });
     assert!(!ptr.is_null(), "current() before the scheduler runs on this CPU");
-    // SAFETY: `current` points at the task running on this CPU; the run queue holds an Arc to
-    // it (as `curr`), so it is alive; we add one reference for the returned Arc.
-    unsafe {
-        Arc::increment_strong_count(ptr);
-        Arc::from_raw(ptr)
-    }
+    // SAFETY: the reference counted above.
+    unsafe { Arc::from_raw(ptr) }
 }
 
 /// The running task's id (0 for idle or before the scheduler runs).
 pub fn current_tid() -> Tid {
-    let cpu = this_cpu();
-    let ptr = cpu.rq.current.load(Ordering::Acquire);
+    let ptr = with_current_ptr(|ptr| ptr);
     if ptr.is_null() {
         0
     } else {
-        // SAFETY: as in `current`.
+        // SAFETY: the caller's own task (see `with_current_ptr`), alive while it runs.
         unsafe { (*ptr).tid }
     }
 }
@@ -613,8 +626,11 @@ fn pick_next(g: &mut RqInner) -> Arc<Task> {
 /// CPU's own queue, sends no IPI).
 pub fn schedule() {
     __schedule(false);
-    let rq = &this_cpu().rq;
-    while rq.need_resched.load(Ordering::Acquire) && rq.preempt_count.load(Ordering::Relaxed) == 0 {
+    // The CPU is re-read each time: the switch may resume us on another one.
+    while this_cpu().rq.need_resched.load(Ordering::Acquire) && this_cpu().rq.preempt_count.load(Ordering::Relaxed) == 0 {
+        // Wakeups that did not fit this CPU's queues keep `need_resched` set until a refill
+        // makes room (see `ttwu_pending`); a loop of switches alone would never make it.
+        reserve::refill_pending();
         __schedule(true);
     }
 }

@@ -121,16 +121,19 @@ pub struct DeferFatal {
 impl DeferFatal {
     /// A no-op before the scheduler runs on this CPU (boot-time callers have no task).
     pub fn new() -> Self {
-        let task = if crate::percpu::gs_ready() {
-            super::this_cpu().rq.current.load(Ordering::Acquire) as *const Task
-        } else {
-            core::ptr::null()
-        };
+        if !crate::percpu::gs_ready() {
+            return DeferFatal { task: core::ptr::null() };
+        }
+        // Interrupts off from finding this CPU to counting: a preemption in between could
+        // move us, and the old CPU's `current` would be another task.
+        let irqs = crate::irqflags::save();
+        let task = super::this_cpu().rq.current.load(Ordering::Acquire) as *const Task;
         if !task.is_null() {
             // SAFETY: `current` is the running task (us), kept alive by its run queue; it
             // outlives the guard, which lives on its own stack.
             unsafe { (*task).fatal_defer.fetch_add(1, Ordering::AcqRel) };
         }
+        crate::irqflags::restore(irqs);
         DeferFatal { task }
     }
 }

@@ -68,10 +68,13 @@ struct CpuSlot {
     recent: [(AtomicU64, AtomicU64); RECENT],
     recent_next: AtomicUsize,
     /// Timer interrupts seen since `start` (see [`timer_entry`]): how many, their summed
-    /// lateness, the part of it with interrupts off, and the latest.
+    /// lateness, its *held* part, the interrupts-off time in their windows (and how many
+    /// windows held more sections than remembered), and the largest.
     timer_count: AtomicU64,
     timer_late_ns: AtomicU64,
     timer_off_ns: AtomicU64,
+    timer_window_off_ns: AtomicU64,
+    timer_truncated: AtomicU64,
     timer_max_late_ns: AtomicU64,
     timer_max_off_ns: AtomicU64,
     /// The CPU's timer counters (`timer::counters`) when tracing started.
@@ -95,7 +98,7 @@ const SITES: usize = 128;
 const SITES_SHOWN: usize = 8;
 
 /// Closed sections each CPU remembers for [`timer_entry`].
-const RECENT: usize = 16;
+const RECENT: usize = 64;
 
 #[allow(clippy::declare_interior_mutable_const)]
 const RECORD: Record = Record { ns: AtomicU64::new(0), start: AtomicUsize::new(0), end: AtomicUsize::new(0) };
@@ -121,6 +124,8 @@ const SLOT: CpuSlot = CpuSlot {
     timer_count: AtomicU64::new(0),
     timer_late_ns: AtomicU64::new(0),
     timer_off_ns: AtomicU64::new(0),
+    timer_window_off_ns: AtomicU64::new(0),
+    timer_truncated: AtomicU64::new(0),
     timer_max_late_ns: AtomicU64::new(0),
     timer_max_off_ns: AtomicU64::new(0),
     timer_counters_at_start: [ZERO; 3],
@@ -228,10 +233,16 @@ pub fn off_site() -> Option<&'static Location<'static>> {
 }
 
 /// The LAPIC timer interrupt began on this CPU for a timer programmed to fire at `deadline_ns`
-/// (call first thing in the handler, interrupts off). Splits its lateness (entry − deadline)
-/// into the part during which this CPU had interrupts off (the sections since the deadline,
-/// from the recent ones this CPU remembers) and the rest, when interrupts were on and the
-/// interrupt had not arrived: the time the (virtual) machine took to deliver it.
+/// (call first thing in the handler, interrupts off). Divides its lateness (entry − deadline):
+///
+/// * *held*: the part of the last interrupts-off section (the one whose end let the interrupt
+///   in) after the deadline: time the interrupt may have waited for this CPU;
+/// * *off in the window*: every interrupts-off section after the deadline, from the recent
+///   ones this CPU remembers ([`RECENT`]; a window holding more is counted as *truncated*).
+///   Between those sections interrupts were on, if only briefly: an interrupt already raised
+///   would have been taken there, unless the gap was a lone `sti; cli` (x86 delivers nothing
+///   in the instruction after `sti`). So the time before the last section is mostly the
+///   machine not having raised the interrupt yet: *delivery* = lateness − held.
 pub fn timer_entry(deadline_ns: u64) {
     let Some(s) = slot() else { return };
     if !ACTIVE.load(Ordering::Relaxed) || deadline_ns == u64::MAX {
@@ -242,21 +253,28 @@ pub fn timer_entry(deadline_ns: u64) {
         return;
     }
     let late = entry - deadline_ns;
-    let mut off = 0u64;
+    let (mut held, mut window_off, mut truncated) = (0u64, 0u64, true);
     let newest = s.recent_next.load(Ordering::Relaxed);
     for k in 1..=RECENT {
         let (since, end) = &s.recent[(newest + RECENT - k) % RECENT];
         let (since, end) = (since.load(Ordering::Relaxed), end.load(Ordering::Relaxed));
         if end <= deadline_ns || end == 0 {
+            truncated = false;
             break;
         }
-        off += end - since.max(deadline_ns);
+        let part = end - since.max(deadline_ns);
+        if k == 1 {
+            held = part;
+        }
+        window_off += part;
     }
     s.timer_count.fetch_add(1, Ordering::Relaxed);
     s.timer_late_ns.fetch_add(late, Ordering::Relaxed);
-    s.timer_off_ns.fetch_add(off, Ordering::Relaxed);
+    s.timer_off_ns.fetch_add(held, Ordering::Relaxed);
+    s.timer_window_off_ns.fetch_add(window_off, Ordering::Relaxed);
+    s.timer_truncated.fetch_add(truncated as u64, Ordering::Relaxed);
     s.timer_max_late_ns.fetch_max(late, Ordering::Relaxed);
-    s.timer_max_off_ns.fetch_max(off, Ordering::Relaxed);
+    s.timer_max_off_ns.fetch_max(held, Ordering::Relaxed);
 }
 
 /// Clears every CPU's records and starts tracing.
@@ -287,7 +305,7 @@ pub fn start() {
                 a.store(v, Ordering::Relaxed);
             }
         }
-        for t in [&s.timer_count, &s.timer_late_ns, &s.timer_off_ns, &s.timer_max_late_ns, &s.timer_max_off_ns] {
+        for t in [&s.timer_count, &s.timer_late_ns, &s.timer_off_ns, &s.timer_window_off_ns, &s.timer_truncated, &s.timer_max_late_ns, &s.timer_max_off_ns] {
             t.store(0, Ordering::Relaxed);
         }
         for (c, n) in s.hist_count.iter().zip(&s.hist_ns) {
@@ -421,13 +439,16 @@ pub fn report(out: &mut impl Write) -> core::fmt::Result {
         let timers = slot.timer_count.load(Ordering::Relaxed);
         if timers > 0 {
             let (late, off) = (slot.timer_late_ns.load(Ordering::Relaxed), slot.timer_off_ns.load(Ordering::Relaxed));
+            let (window, truncated) = (slot.timer_window_off_ns.load(Ordering::Relaxed), slot.timer_truncated.load(Ordering::Relaxed));
             writeln!(
                 out,
-                "  timer irqs: {} late, avg {} us (interrupts off {} us, delivery {} us), max {} us (off {} us)",
+                "  timer irqs: {} late, avg {} us (held by the last interrupts-off section {} us, delivery {} us; interrupts off {} us of the window in all, {} windows truncated), max {} us (held {} us)",
                 timers,
                 late / timers / 1000,
                 off / timers / 1000,
                 late.saturating_sub(off) / timers / 1000,
+                window / timers / 1000,
+                truncated,
                 slot.timer_max_late_ns.load(Ordering::Relaxed) / 1000,
                 slot.timer_max_off_ns.load(Ordering::Relaxed) / 1000
             )?;
