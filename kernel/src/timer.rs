@@ -33,7 +33,8 @@ pub struct TimerQueue {
     /// When this CPU's last timer interrupt began (ns since boot; `bench cyclic --split`).
     last_entry_ns: AtomicU64,
     /// Timer interrupts taken, those that found nothing due (a timer cancelled after the LAPIC
-    /// was programmed for it), and LAPIC programmings (each an exit into the VMM under TCG).
+    /// was programmed for it, or the LAPIC firing a little before the expiry), and LAPIC
+    /// programmings (each an exit into the VMM under TCG).
     pub interrupts: AtomicU64,
     pub idle_interrupts: AtomicU64,
     pub programs: AtomicU64,
@@ -44,7 +45,11 @@ pub const MIN_DELAY_NS: u64 = 2_000;
 
 impl TimerQueue {
     pub const fn new() -> Self {
-        Self { timers: IrqLock::new(Ordered::new()), programmed: AtomicU64::new(u64::MAX), fired: AtomicU64::new(0), last_entry_ns: AtomicU64::new(0),
+        Self {
+            timers: IrqLock::new(Ordered::new()),
+            programmed: AtomicU64::new(u64::MAX),
+            fired: AtomicU64::new(0),
+            last_entry_ns: AtomicU64::new(0),
             interrupts: AtomicU64::new(0),
             idle_interrupts: AtomicU64::new(0),
             programs: AtomicU64::new(0),
@@ -156,11 +161,9 @@ pub fn interrupt() {
     reprogram_local(q);
 }
 
-/// `cpu`'s timer counters: (interrupts, interrupts with nothing due, LAPIC programmings).
-pub fn counters(cpu: u32) -> (u64, u64, u64) {
-    queue_of(cpu).map_or((0, 0, 0), |q| {
-        (q.interrupts.load(Ordering::Relaxed), q.idle_interrupts.load(Ordering::Relaxed), q.programs.load(Ordering::Relaxed))
-    })
+/// `cpu`'s timer counters: [interrupts, interrupts with nothing due, LAPIC programmings].
+pub fn counters(cpu: u32) -> [u64; 3] {
+    queue_of(cpu).map_or([0; 3], |q| [&q.interrupts, &q.idle_interrupts, &q.programs].map(|c| c.load(Ordering::Relaxed)))
 }
 
 /// When `cpu`'s last timer interrupt began (0: none yet, or no such CPU).

@@ -8,9 +8,10 @@
 //!
 //! Every frame [`alloc`] hands out is zeroed (a whole-frame write), and not only for hygiene:
 //! memory the memory map calls usable may have held code that ran before the kernel (the BIOS
-//! bootloader's stage 4 sits at 1.2 MiB; under UEFI, the firmware's boot-services code). QEMU's TCG keeps the translations of that code until every
-//! byte of it is overwritten, and until then *every* write to the page takes its slow
-//! self-modifying-code path (`notdirty_write` → `tb_invalidate_phys_range`). A stack that
+//! bootloader's stage 4 sits at 1.2 MiB; under UEFI, the firmware's boot-services code).
+//! QEMU's TCG keeps the translations of that code until every byte of it is overwritten, and
+//! until then *every* write to the page takes its slow self-modifying-code path
+//! (`notdirty_write` → `tb_invalidate_phys_range`). A stack that
 //! landed on such a page ran about ten times slower: `bench wakeup-latency` pinned to the CPU
 //! whose idle stack held stage 4's old page averaged 780 µs instead of 100 µs. Writing the
 //! whole frame once drops those translations. [`alloc_contiguous`] (the heap's one big

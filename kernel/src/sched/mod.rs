@@ -310,7 +310,7 @@ fn rq_of(cpu: u32) -> &'static Rq {
 /// This CPU's `current` pointer, read with interrupts off (`f` runs before they come back):
 /// between finding this CPU and reading its run queue, a preemption could move the caller,
 /// and the old CPU's `current` would be another task, free to exit.
-fn with_current_ptr<R>(f: impl FnOnce(*mut Task) -> R) -> R {
+pub(super) fn with_current_ptr<R>(f: impl FnOnce(*mut Task) -> R) -> R {
     let irqs = crate::irqflags::save();
     let r = f(this_cpu().rq.current.load(Ordering::Acquire));
     crate::irqflags::restore(irqs);
@@ -363,10 +363,9 @@ fn set_need_resched(cpu: u32) {
 /// wake, a wakeup was handed to the CPU's wake list] (`trace irqsoff` reports them).
 static RESCHED_IPIS_SENT: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
 
-/// [`RESCHED_IPIS_SENT`]: (to preempt, to wake an idle CPU, for the wake list).
-pub fn resched_ipis_sent() -> (u64, u64, u64) {
-    let c = |i: usize| RESCHED_IPIS_SENT[i].load(Ordering::Relaxed);
-    (c(0), c(1), c(2))
+/// [`RESCHED_IPIS_SENT`]: [to preempt, to wake an idle CPU, for the wake list].
+pub fn resched_ipis_sent() -> [u64; 3] {
+    RESCHED_IPIS_SENT.each_ref().map(|c| c.load(Ordering::Relaxed))
 }
 
 /// Sends `cpu` a reschedule IPI (traced as `ipi_raise`).
@@ -1444,13 +1443,18 @@ fn preemptible_with_resched(rq: &Rq) -> bool {
 pub struct PreemptGuard(());
 
 pub fn preempt_disable() -> PreemptGuard {
-    // Interrupts off from finding this CPU to counting on it: a preemption in between could
-    // move the task, which would then count on the CPU it left (and uncount on the new one).
-    // Once counted the task stays here, so the drop needs no such care.
+    preempt_count_inc();
+    PreemptGuard(())
+}
+
+/// Raises this CPU's preemption count, with no guard (the caller lowers it). Interrupts are
+/// off from finding this CPU to counting on it: a preemption in between could move the task,
+/// which would then count on the CPU it left (and uncount on the new one). Once counted the
+/// task stays here, so lowering needs no such care.
+pub(super) fn preempt_count_inc() {
     let irqs = crate::irqflags::save();
     this_cpu().rq.preempt_count.fetch_add(1, Ordering::AcqRel);
     crate::irqflags::restore(irqs);
-    PreemptGuard(())
 }
 
 impl Drop for PreemptGuard {

@@ -272,12 +272,9 @@ pub fn refill(cpu: u32) {
     let Some(pc) = crate::percpu::get(cpu) else { return };
     let rq = &pc.rq;
     // No preemption (so no nested refill from a preemption point, and no migration); the
-    // count is dropped without a preemption point: our caller is one. Interrupts off while
-    // counting: a preemption between finding this CPU and counting could move us first.
-    let irqs = crate::irqflags::save();
+    // count is dropped without a preemption point: our caller is one.
+    super::preempt_count_inc();
     let me = &super::this_cpu().rq;
-    me.preempt_count.fetch_add(1, Ordering::AcqRel);
-    crate::irqflags::restore(irqs);
     for _pass in 0..4 {
         let mut wants = [None; MAX_WANTS];
         let incoming = rq.wake_pending.load(Ordering::Acquire) as usize;

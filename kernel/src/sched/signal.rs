@@ -124,16 +124,14 @@ impl DeferFatal {
         if !crate::percpu::gs_ready() {
             return DeferFatal { task: core::ptr::null() };
         }
-        // Interrupts off from finding this CPU to counting: a preemption in between could
-        // move us, and the old CPU's `current` would be another task.
-        let irqs = crate::irqflags::save();
-        let task = super::this_cpu().rq.current.load(Ordering::Acquire) as *const Task;
-        if !task.is_null() {
-            // SAFETY: `current` is the running task (us), kept alive by its run queue; it
-            // outlives the guard, which lives on its own stack.
-            unsafe { (*task).fatal_defer.fetch_add(1, Ordering::AcqRel) };
-        }
-        crate::irqflags::restore(irqs);
+        let task = super::with_current_ptr(|task| {
+            if !task.is_null() {
+                // SAFETY: `current` is the running task (us), kept alive by its run queue; it
+                // outlives the guard, which lives on its own stack.
+                unsafe { (*task).fatal_defer.fetch_add(1, Ordering::AcqRel) };
+            }
+            task as *const Task
+        });
         DeferFatal { task }
     }
 }
@@ -158,15 +156,9 @@ impl Drop for DeferFatal {
 /// see [`handle_pending`]). `None` before the scheduler runs on this CPU. `f` runs with
 /// interrupts off: keep it short.
 pub(crate) fn with_current<R>(f: impl FnOnce(&Task) -> R) -> Option<R> {
-    // Interrupts off from finding this CPU to reading its `current`: a preemption in between
-    // could move the caller, and the old CPU's `current` would be some other task.
-    let irqs = crate::irqflags::save();
-    let ptr = super::this_cpu().rq.current.load(Ordering::Acquire);
     // SAFETY: `current` is the running task (the caller), kept alive by its run queue's
     // `curr` while it runs; the borrow ends before `f` returns.
-    let r = (!ptr.is_null()).then(|| f(unsafe { &*ptr }));
-    crate::irqflags::restore(irqs);
-    r
+    super::with_current_ptr(|ptr| (!ptr.is_null()).then(|| f(unsafe { &*ptr })))
 }
 
 /// Is the current task inside a [`DeferFatal`] section?

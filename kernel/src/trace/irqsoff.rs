@@ -143,6 +143,24 @@ static IPIS_AT_START: [AtomicU64; 2] = [ZERO; 2];
 static SENT_AT_START: [AtomicU64; 3] = [ZERO; 3];
 static SLOTS: [CpuSlot; MAX_CPUS] = [SLOT; MAX_CPUS];
 
+/// Stores counters' values at `start` (see [`since_start`]).
+fn snapshot<const N: usize>(at: &[AtomicU64; N], now: [u64; N]) {
+    for (a, v) in at.iter().zip(now) {
+        a.store(v, Ordering::Relaxed);
+    }
+}
+
+/// How far counters moved since [`snapshot`] stored them in `at`.
+fn since_start<const N: usize>(at: &[AtomicU64; N], now: [u64; N]) -> [u64; N] {
+    core::array::from_fn(|k| now[k].saturating_sub(at[k].load(Ordering::Relaxed)))
+}
+
+/// `interrupts::counters()`' reschedule and call-function IPIs.
+fn ipis_received() -> [u64; 2] {
+    let (_, resched, call) = crate::interrupts::counters();
+    [resched, call]
+}
+
 fn slot() -> Option<&'static CpuSlot> {
     if !crate::percpu::gs_ready() {
         return None;
@@ -280,7 +298,7 @@ pub fn timer_entry(deadline_ns: u64) {
 /// Clears every CPU's records and starts tracing.
 pub fn start() {
     ACTIVE.store(false, Ordering::SeqCst);
-    for s in SLOTS.iter() {
+    for (cpu, s) in SLOTS.iter().enumerate() {
         s.seq.fetch_add(2, Ordering::AcqRel);
         for r in &s.top {
             r.ns.store(0, Ordering::Relaxed);
@@ -299,12 +317,7 @@ pub fn start() {
             t.ns.store(0, Ordering::Relaxed);
         }
         s.by_site_dropped.store(0, Ordering::Relaxed);
-        if let Some(cpu) = SLOTS.iter().position(|x| core::ptr::eq(x, s)) {
-            let c = crate::timer::counters(cpu as u32);
-            for (a, v) in s.timer_counters_at_start.iter().zip([c.0, c.1, c.2]) {
-                a.store(v, Ordering::Relaxed);
-            }
-        }
+        snapshot(&s.timer_counters_at_start, crate::timer::counters(cpu as u32));
         for t in [&s.timer_count, &s.timer_late_ns, &s.timer_off_ns, &s.timer_window_off_ns, &s.timer_truncated, &s.timer_max_late_ns, &s.timer_max_off_ns] {
             t.store(0, Ordering::Relaxed);
         }
@@ -314,13 +327,8 @@ pub fn start() {
         }
     }
     STOPPED_NS.store(0, Ordering::SeqCst);
-    let (_, resched, call) = crate::interrupts::counters();
-    IPIS_AT_START[0].store(resched, Ordering::Relaxed);
-    IPIS_AT_START[1].store(call, Ordering::Relaxed);
-    let (preempt, idle, list) = crate::sched::resched_ipis_sent();
-    for (a, v) in SENT_AT_START.iter().zip([preempt, idle, list]) {
-        a.store(v, Ordering::Relaxed);
-    }
+    snapshot(&IPIS_AT_START, ipis_received());
+    snapshot(&SENT_AT_START, crate::sched::resched_ipis_sent());
     STARTED_NS.store(crate::time::uptime_ns(), Ordering::SeqCst);
     ACTIVE.store(true, Ordering::SeqCst);
 }
@@ -391,22 +399,10 @@ impl core::fmt::Display for Site {
 pub fn report(out: &mut impl Write) -> core::fmt::Result {
     let (mut max_ns, mut max_cpu, mut total) = (0u64, 0usize, 0u64);
     writeln!(out, "irqsoff: longest interrupts-off sections per CPU ({})", if active() { "tracing" } else { "stopped" })?;
-    let (_, resched, call) = crate::interrupts::counters();
-    writeln!(
-        out,
-        "IPIs received, all CPUs: {} reschedule, {} call-function",
-        resched.saturating_sub(IPIS_AT_START[0].load(Ordering::Relaxed)),
-        call.saturating_sub(IPIS_AT_START[1].load(Ordering::Relaxed))
-    )?;
-    let (preempt, idle, list) = crate::sched::resched_ipis_sent();
-    let at = |k: usize| SENT_AT_START[k].load(Ordering::Relaxed);
-    writeln!(
-        out,
-        "reschedule IPIs sent: {} to preempt a task, {} to wake an idle CPU, {} for a wake list",
-        preempt.saturating_sub(at(0)),
-        idle.saturating_sub(at(1)),
-        list.saturating_sub(at(2))
-    )?;
+    let [resched, call] = since_start(&IPIS_AT_START, ipis_received());
+    writeln!(out, "IPIs received, all CPUs: {} reschedule, {} call-function", resched, call)?;
+    let [preempt, idle, list] = since_start(&SENT_AT_START, crate::sched::resched_ipis_sent());
+    writeln!(out, "reschedule IPIs sent: {} to preempt a task, {} to wake an idle CPU, {} for a wake list", preempt, idle, list)?;
     for cpu in crate::percpu::online_cpus().map(|c| c.cpu_id as usize) {
         let (top, count) = sections(cpu);
         total += count;
@@ -427,15 +423,8 @@ pub fn report(out: &mut impl Write) -> core::fmt::Result {
             write!(out, " {}{}:{}/{}", if class == HIST - 1 { ">=" } else { "" }, lo, n, ns / 1_000_000)?;
         }
         writeln!(out)?;
-        let (ints, idle, programs) = crate::timer::counters(cpu as u32);
-        let at = |k: usize| slot.timer_counters_at_start[k].load(Ordering::Relaxed);
-        writeln!(
-            out,
-            "  timer: {} interrupts ({} with nothing due), {} LAPIC programmings",
-            ints.saturating_sub(at(0)),
-            idle.saturating_sub(at(1)),
-            programs.saturating_sub(at(2))
-        )?;
+        let [ints, idle, programs] = since_start(&slot.timer_counters_at_start, crate::timer::counters(cpu as u32));
+        writeln!(out, "  timer: {} interrupts ({} with nothing due), {} LAPIC programmings", ints, idle, programs)?;
         let timers = slot.timer_count.load(Ordering::Relaxed);
         if timers > 0 {
             let (late, off) = (slot.timer_late_ns.load(Ordering::Relaxed), slot.timer_off_ns.load(Ordering::Relaxed));
@@ -469,6 +458,10 @@ pub fn report(out: &mut impl Write) -> core::fmt::Result {
         }
         for (ns, n, site) in best.iter().filter(|b| b.2 != 0) {
             writeln!(out, "  {:>6} ms in {:>8} sections ({} ns avg) from {}", ns / 1_000_000, n, ns / (*n).max(1), Site(location(*site)))?;
+        }
+        let dropped = slot.by_site_dropped.load(Ordering::Relaxed);
+        if dropped > 0 {
+            writeln!(out, "  ({} sections from sites beyond the {}-site table are in no line above)", dropped, SITES)?;
         }
         for sec in top.iter().flatten() {
             writeln!(out, "  {:>8} us  off at {}  on at {}", sec.ns / 1000, Site(sec.start), Site(sec.end))?;
