@@ -18,8 +18,9 @@
 #   traced          (the first $TRACED sittings, default 1) `cyclictest -tN -a -p90 -i1000 -l1000`
 #                   while `hackbench -g 4 -l 300` runs, with the scheduler events recorded: Cadence's
 #                   tracer (exported over COM2) and Linux's tracefs (sched_switch, sched_wakeup,
-#                   sched_wakeup_new, sched_migrate_task, printed after the run, with every
-#                   thread's affinity as `# cadence-affinity:` lines). Both traces go through the
+#                   sched_wakeup_new, sched_migrate_task, written to a scratch virtio disk after
+#                   the run, with every thread's affinity as `# cadence-affinity:` lines). Both
+#                   traces go through the
 #                   same host analysis: `cadence-boot trace report` (RT wakeup->switch p50/p99/max,
 #                   switches per second) and `cadence-boot trace check rt` (violations per traced
 #                   second). Traces are kept as $OUT/<side>-N.trace.
@@ -61,12 +62,15 @@ cadence_cmds="echo @@pipe; bench pipe -l 5000; echo @@hackbench; bench hackbench
 # The traced run (see the header). Cadence: hrtick, IPI, timer and core-switch events off (the
 # analysis does not use them), 10000 events per CPU (the COM2 export is ~1,000 events/s under TCG).
 cadence_traced="echo @@traced; trace events sched_hrtick_start off; trace events ipi_raise off; trace events hrtimer_expire_entry off; trace events sched_core_switch off; trace start -b 10000; bench hackbench -g 4 -l 300 &; sleep 0.3; bench cyclic -t$ncpus -p90 -i1000 -l1000 -a -q; trace stop"
-# Linux: 400 KiB of tracefs buffer per CPU; affinities read while cyclictest runs.
-linux_traced='echo @@traced; T=/sys/kernel/tracing; echo 0 > $T/tracing_on; echo > $T/trace; echo 400 > $T/buffer_size_kb; for e in sched_switch sched_wakeup sched_wakeup_new sched_migrate_task; do echo 1 > $T/events/sched/$e/enable; done; echo 1 > $T/tracing_on; hackbench -p -g 4 -l 1000000 >/dev/null 2>&1 & sleep 0.3; (sleep 0.5; for t in /proc/[0-9]*/task/[0-9]*; do m=$(awk "/^Cpus_allowed:/{print \$2}" $t/status 2>/dev/null); [ -n "$m" ] && echo "# cadence-affinity: pid=${t##*/} mask=0x$m"; done > /tmp/aff) & a=$!; cyclictest -m -q '"-t$ncpus -p90 -i1000 -l1000 -a"'; echo 0 > $T/tracing_on; killall hackbench 2>/dev/null; wait $a; echo @@ftrace-begin; cat /tmp/aff; cat $T/trace; echo @@ftrace-end'
+# Linux: 400 KiB of tracefs buffer per CPU; affinities read while cyclictest runs. The text goes
+# to a scratch virtio disk (/dev/vda), not the console: Debian's PREEMPT_RT kernel stops serving
+# the serial IRQ under this load ("irq 4: nobody cared"), which cut its traces short before.
+linux_traced='echo @@traced; T=/sys/kernel/tracing; echo 0 > $T/tracing_on; echo > $T/trace; echo 400 > $T/buffer_size_kb; for e in sched_switch sched_wakeup sched_wakeup_new sched_migrate_task; do echo 1 > $T/events/sched/$e/enable; done; echo 1 > $T/tracing_on; hackbench -p -g 4 -l 1000000 >/dev/null 2>&1 & sleep 0.3; (sleep 0.5; for t in /proc/[0-9]*/task/[0-9]*; do m=$(awk "/^Cpus_allowed:/{print \$2}" $t/status 2>/dev/null); [ -n "$m" ] && echo "# cadence-affinity: pid=${t##*/} mask=0x$m"; done > /tmp/aff) & a=$!; cyclictest -m -q '"-t$ncpus -p90 -i1000 -l1000 -a"'; echo 0 > $T/tracing_on; killall hackbench 2>/dev/null; wait $a; (cat /tmp/aff; cat $T/trace) > /dev/vda; sync; echo @@trace-dumped'
 linux_cmds="echo @@pipe; pipetest 5000 0 0; pipetest 5000 0 $other; echo @@hackbench; hackbench -p -g 4 -l 50; echo @@wakeup; cyclictest -t1 -i1000 -l3000 -q; echo @@cyclic-idle; cyclictest -m -q $cyc | $nozero; echo @@cyclic-load; hackbench -p -g 4 -l 1000000 >/dev/null 2>&1 & sleep 0.5; cyclictest -m -q $cyc | $nozero; killall hackbench 2>/dev/null; true"
 
-# Cuts the ftrace text a Linux run printed between its markers into FILE.trace.
-cut_trace() { sed -n '/^@@ftrace-begin$/,/^@@ftrace-end$/{/^@@ftrace-/d;p}' "$1.txt" > "$1.trace"; }
+# A Linux run's scratch disk (FILE.img) to FILE.trace: the text, without the image's zero fill.
+disk_args() { if (($1)); then rm -f "$2.img"; truncate -s 64M "$2.img"; echo --disk "$2.img"; fi; }
+cut_trace() { tr -d '\0' < "$1.img" > "$1.trace"; rm -f "$1.img"; }
 rm -f "$OUT"/*.trace
 for ((i = 1; i <= SITTINGS; i++)); do
   c_cmds=$cadence_cmds; l_cmds=$linux_cmds; trace_arg=()
@@ -80,12 +84,15 @@ for ((i = 1; i <= SITTINGS; i++)); do
   make -s -C "$root" run SMP="$SMP" TIMEOUT=900 "${trace_arg[@]}" ARGS="run=\"$c_cmds\" poweroff" 2>&1 | tr -d '\r' > "$OUT/cadence-$i.txt" \
     || echo "compare: the Cadence run of sitting $i failed (see $OUT/cadence-$i.txt)" >&2
   echo "compare: sitting $i/$SITTINGS: Linux generic ..." >&2
-  "$PEER_RUN" --smp "$SMP" "$l_cmds" > "$OUT/linux-$i.txt" 2>&1 \
+  traced=$((i <= TRACED))
+  # shellcheck disable=SC2046 # disk_args prints nothing or two words
+  "$PEER_RUN" --smp "$SMP" $(disk_args $traced "$OUT/linux-$i") "$l_cmds" > "$OUT/linux-$i.txt" 2>&1 \
     || echo "compare: the Linux run of sitting $i failed (see $OUT/linux-$i.txt)" >&2
   echo "compare: sitting $i/$SITTINGS: Linux PREEMPT_RT ..." >&2
-  "$PEER_RUN" --rt --smp "$SMP" "$l_cmds" > "$OUT/linux-rt-$i.txt" 2>&1 \
+  # shellcheck disable=SC2046
+  "$PEER_RUN" --rt --smp "$SMP" $(disk_args $traced "$OUT/linux-rt-$i") "$l_cmds" > "$OUT/linux-rt-$i.txt" 2>&1 \
     || echo "compare: the Linux PREEMPT_RT run of sitting $i failed (see $OUT/linux-rt-$i.txt)" >&2
-  if ((i <= TRACED)); then cut_trace "$OUT/linux-$i"; cut_trace "$OUT/linux-rt-$i"; fi
+  if ((traced)); then cut_trace "$OUT/linux-$i"; cut_trace "$OUT/linux-rt-$i"; fi
 done
 
 python3 - "$OUT" "$SMP" "$SITTINGS" "$TRACED" "$root/target/release/cadence-boot" <<'EOF'

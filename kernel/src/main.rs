@@ -148,6 +148,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
 /// The first task (pid 1): runs the kernel tests under `cargo test`, else the `run=` commands,
 /// then powers off if asked.
 fn init_main(opts: cmdline::BootOptions) -> i32 {
+    mm::frame::init_watermarks(); // before the boot command line's sysctls (vm.min_free_kbytes=)
     cmdline::apply_sysctls(&opts);
     sched::lockup::start();
     sched::reserve::settle();

@@ -227,6 +227,27 @@ pub static SYSCTLS: &[Sysctl] = &[
         get: || String::from(crate::sched::rt_limits::watchdog_action_name()),
         set: |v| crate::sched::rt_limits::set_watchdog_action(v),
     },
+    Sysctl {
+        name: "vm.min_free_kbytes",
+        help: "kB kept free: the min watermark; low and high follow (0..=2147483647; default int_sqrt(kB × 16))",
+        get: || format!("{}", crate::mm::frame::watermarks().1),
+        set: |v| crate::mm::frame::set_watermarks(Some(parse_u64_range(v, 0, i32::MAX as u64)?), None).map_err(|_| Errno::EINVAL),
+    },
+    Sysctl {
+        name: "vm.watermark_scale_factor",
+        help: "gap between the watermarks in 1/10000 of memory (1..=3000, default 10)",
+        get: || format!("{}", crate::mm::frame::watermarks().2),
+        set: |v| crate::mm::frame::set_watermarks(None, Some(parse_u64_range(v, 1, 3000)?)).map_err(|_| Errno::EINVAL),
+    },
+    Sysctl {
+        name: "vm.rt_alloc_reserve",
+        help: "reserve RT tasks may use: seed (half of low and min, 2003), linux (half of min), off",
+        get: || String::from(crate::mm::frame::rt_reserve().name()),
+        set: |v| {
+            crate::mm::frame::set_rt_reserve(cadence_vm::watermark::RtReserve::parse(v.trim()).map_err(|_| Errno::EINVAL)?);
+            Ok(())
+        },
+    },
 ];
 
 /// Looks an entry up by its name (`kernel.x` or `kernel/x`, as `sysctl` accepts).

@@ -19,8 +19,22 @@
 //! slow writes were seen in the heap (QEMU's `page_collection_lock`, counted with a perf
 //! uprobe, during `bench wakeup-latency` and `hackbench` + `cyclic`, BIOS and UEFI boots).
 
+//!
+//! # Watermarks
+//! [`alloc`] follows Linux's watermarks (`cadence_vm::watermark`, whose module doc has the
+//! formulas and the table of what each context may use): the fast path checks `low`, the slow
+//! path `min`, minus the reserve of the caller's context — interrupts off counts as atomic, a
+//! task in the RT class as an RT task under `vm.rt_alloc_reserve` (`seed`, the default: half
+//! of each watermark; `linux`; `off`). A failing task reclaims directly: nothing is
+//! reclaimable yet (no page cache), so it then fails, and the caller reports ENOMEM.
+//! `vm.min_free_kbytes` (default Linux's `int_sqrt(kbytes × 16)` of the frames managed here)
+//! and `vm.watermark_scale_factor` recompute the watermarks. [`alloc_contiguous`] (boot) and
+//! [`take_low_page`] do not check them. Counters: [`VmCounters`].
+
 use crate::sync::IrqLock;
 use bootloader_api::info::{MemoryRegionKind, MemoryRegions};
+use cadence_vm::watermark::{self, AllocContext, Decision, RtReserve, Watermarks};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
 pub const FRAME_SIZE: u64 = 4096;
 const LOW_MEMORY_END: u64 = 0x10_0000;
@@ -30,6 +44,11 @@ struct Bitmap {
     frames: u64,
     free: u64,
     next: u64,
+    /// Frames this allocator managed once boot was done (the watermarks' base).
+    managed: u64,
+    min_free_kbytes: u64,
+    watermark_scale_factor: u64,
+    wm: Watermarks,
 }
 
 impl Bitmap {
@@ -79,7 +98,9 @@ pub fn init(regions: &MemoryRegions, phys_offset: u64) -> (u64, u64) {
     let bits = unsafe { core::slice::from_raw_parts_mut((phys_offset + home) as *mut u64, words as usize) };
     bits.fill(u64::MAX);
     // Every bit starts set (used); usable frames are freed below.
-    let mut map = Bitmap { bits, frames, free: 0, next: LOW_MEMORY_END / FRAME_SIZE };
+    // No watermarks until `init_watermarks` (boot allocates freely).
+    let wm = Watermarks { min: 0, low: 0, high: 0 };
+    let mut map = Bitmap { bits, frames, free: 0, next: LOW_MEMORY_END / FRAME_SIZE, managed: 0, min_free_kbytes: 0, watermark_scale_factor: 0, wm };
     let mut usable = 0;
     let mut low = [0u64; 8];
     let mut nlow = 0;
@@ -106,30 +127,167 @@ pub fn init(regions: &MemoryRegions, phys_offset: u64) -> (u64, u64) {
     (usable, frames)
 }
 
-/// Allocates one zeroed frame; returns its physical address.
+/// Set by [`init_watermarks`]: until then (boot) every allocation passes and the caller's
+/// context is not looked up (this CPU's run queue may not exist yet).
+static WATERMARKS_ON: AtomicBool = AtomicBool::new(false);
+
+/// Sets the watermarks' base to the frames free now (called by init, once boot has taken its
+/// memory): Linux's `managed_pages`, and the default `vm.min_free_kbytes` from it.
+pub fn init_watermarks() {
+    WATERMARKS_ON.store(true, Ordering::Release);
+    if let Some(map) = FRAMES.lock().as_mut() {
+        map.managed = map.free;
+        map.min_free_kbytes = watermark::default_min_free_kbytes(map.managed);
+        map.watermark_scale_factor = watermark::DEFAULT_WATERMARK_SCALE_FACTOR;
+        if let Ok(wm) = Watermarks::new(map.managed, map.min_free_kbytes, map.watermark_scale_factor) {
+            map.wm = wm;
+        }
+    }
+}
+
+/// `vm.rt_alloc_reserve` (0 seed, 1 linux, 2 off).
+static RT_RESERVE: AtomicU8 = AtomicU8::new(0);
+
+/// The current `vm.rt_alloc_reserve`.
+pub fn rt_reserve() -> RtReserve {
+    match RT_RESERVE.load(Ordering::Relaxed) {
+        0 => RtReserve::Seed,
+        1 => RtReserve::Linux,
+        _ => RtReserve::Off,
+    }
+}
+
+/// Sets `vm.rt_alloc_reserve`.
+pub fn set_rt_reserve(mode: RtReserve) {
+    RT_RESERVE.store(
+        match mode {
+            RtReserve::Seed => 0,
+            RtReserve::Linux => 1,
+            RtReserve::Off => 2,
+        },
+        Ordering::Relaxed,
+    );
+}
+
+/// The watermarks (pages), `vm.min_free_kbytes` and `vm.watermark_scale_factor`.
+pub fn watermarks() -> (Watermarks, u64, u64) {
+    FRAMES.lock().as_ref().map_or((Watermarks { min: 0, low: 0, high: 0 }, 0, 0), |m| (m.wm, m.min_free_kbytes, m.watermark_scale_factor))
+}
+
+/// Sets `vm.min_free_kbytes` and/or `vm.watermark_scale_factor` and recomputes the
+/// watermarks (Linux `setup_per_zone_wmarks`). A scale factor outside 1..=3000 is refused.
+pub fn set_watermarks(min_free_kbytes: Option<u64>, scale_factor: Option<u64>) -> Result<(), cadence_vm::Invalid> {
+    let mut guard = FRAMES.lock();
+    let Some(map) = guard.as_mut() else { return Err(cadence_vm::Invalid("no frame allocator")) };
+    let kb = min_free_kbytes.unwrap_or(map.min_free_kbytes);
+    let sf = scale_factor.unwrap_or(map.watermark_scale_factor);
+    map.wm = Watermarks::new(map.managed, kb, sf)?;
+    map.min_free_kbytes = kb;
+    map.watermark_scale_factor = sf;
+    Ok(())
+}
+
+/// Allocator events (Linux `/proc/vmstat` names where there is one).
+pub struct VmCounters {
+    /// Reclaim-thread wakeups asked for (`kswapd_wake`-like; the thread comes with the page cache).
+    pub reclaim_wakeups: AtomicU64,
+    /// Direct reclaims entered (`allocstall`).
+    pub allocstall: AtomicU64,
+    /// Frames taken below a task's mark thanks to an RT task's reserve.
+    pub rt_reserve_allocs: AtomicU64,
+    /// Frames taken below a task's mark by atomic contexts.
+    pub atomic_reserve_allocs: AtomicU64,
+    /// Allocations that failed at the watermarks, by context: task, RT task, atomic.
+    pub failed: [AtomicU64; 3],
+}
+
+/// The allocator's counters.
+pub static COUNTERS: VmCounters = VmCounters {
+    reclaim_wakeups: AtomicU64::new(0),
+    allocstall: AtomicU64::new(0),
+    rt_reserve_allocs: AtomicU64::new(0),
+    atomic_reserve_allocs: AtomicU64::new(0),
+    failed: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
+};
+
+/// The caller's allocation context: interrupts off is atomic, an RT-class task is an RT task.
+fn context() -> AllocContext {
+    if !crate::irqflags::are_enabled() {
+        AllocContext::Atomic
+    } else if crate::sched::current_is_rt() {
+        AllocContext::RtTask
+    } else {
+        AllocContext::Task
+    }
+}
+
+/// Allocates one zeroed frame, within the watermarks of the caller's context (module doc);
+/// returns its physical address, or `None` (the caller's ENOMEM).
 pub fn alloc() -> Option<u64> {
-    let phys = alloc_dirty()?;
+    alloc_as(if WATERMARKS_ON.load(Ordering::Acquire) { context() } else { AllocContext::Task })
+}
+
+/// [`alloc`] for an explicit context.
+pub fn alloc_as(ctx: AllocContext) -> Option<u64> {
+    let phys = alloc_dirty(ctx)?;
     // SAFETY: just allocated, ours alone (done outside the allocator's lock).
     unsafe { zero(phys, 1) };
     Some(phys)
 }
 
 /// One frame, as it was left (see [`alloc`]).
-fn alloc_dirty() -> Option<u64> {
-    let mut guard = FRAMES.lock();
-    let map = guard.as_mut()?;
-    if map.free == 0 {
-        return None;
-    }
-    for i in 0..map.frames {
-        let f = (map.next + i) % map.frames;
-        if !map.is_used(f) {
-            map.set_used(f);
-            map.next = f + 1;
-            return Some(f * FRAME_SIZE);
+fn alloc_dirty(ctx: AllocContext) -> Option<u64> {
+    let mode = rt_reserve();
+    let mut after_reclaim = false;
+    loop {
+        let mut guard = FRAMES.lock();
+        let map = guard.as_mut()?;
+        match watermark::decide(&map.wm, map.free, 1, ctx, mode, after_reclaim) {
+            Decision::Take { wake_reclaim } => {
+                if wake_reclaim {
+                    COUNTERS.reclaim_wakeups.fetch_add(1, Ordering::Relaxed);
+                }
+                if ctx != AllocContext::Task && !watermark::passes(map.free, 1, map.wm.min) {
+                    let c = if ctx == AllocContext::RtTask { &COUNTERS.rt_reserve_allocs } else { &COUNTERS.atomic_reserve_allocs };
+                    c.fetch_add(1, Ordering::Relaxed);
+                }
+                return map.take_one();
+            }
+            Decision::Reclaim(_pages) => {
+                drop(guard);
+                COUNTERS.allocstall.fetch_add(1, Ordering::Relaxed);
+                // Nothing reclaimable yet (no page cache): retry once at `min`, then fail.
+                after_reclaim = true;
+            }
+            Decision::Fail => {
+                let i = match ctx {
+                    AllocContext::Task => 0,
+                    AllocContext::RtTask => 1,
+                    AllocContext::Atomic => 2,
+                };
+                COUNTERS.failed[i].fetch_add(1, Ordering::Relaxed);
+                return None;
+            }
         }
     }
-    None
+}
+
+impl Bitmap {
+    /// Takes the next free frame after the last one taken.
+    fn take_one(&mut self) -> Option<u64> {
+        if self.free == 0 {
+            return None;
+        }
+        for i in 0..self.frames {
+            let f = (self.next + i) % self.frames;
+            if !self.is_used(f) {
+                self.set_used(f);
+                self.next = f + 1;
+                return Some(f * FRAME_SIZE);
+            }
+        }
+        None
+    }
 }
 
 /// Zeroes `n` frames from `phys`.
@@ -246,6 +404,62 @@ mod tests {
         super::free(b);
         super::free(b); // double free is ignored, not corrupting the count
         assert_eq!(super::free_frames(), before);
+    }
+
+    /// The watermarks placed just above what is free: a task's allocation fails, an RT
+    /// task's succeeds under `seed` and `linux` and fails under `off`, an atomic one dips
+    /// deepest; `alloc` finds the context itself (an RT task spawned for it).
+    #[test_case]
+    fn rt_tasks_dip_into_the_reserve_as_vm_rt_alloc_reserve_says() {
+        use crate::sched::task::SpawnOptions;
+        use alloc::sync::Arc;
+        use cadence_vm::watermark::{AllocContext::*, RtReserve};
+        use core::sync::atomic::{AtomicU8, Ordering};
+        let (wm0, kb0, sf0) = super::watermarks();
+        let mode0 = super::rt_reserve();
+        // 0: wait, 1: allocate, 2: allocated, 3: failed.
+        let state = Arc::new(AtomicU8::new(0));
+        let s2 = state.clone();
+        let rt = crate::sched::spawn(SpawnOptions::new("wm-rt").policy(cadence_sched::Policy::Fifo, 10, 0), move || {
+            while s2.load(Ordering::Acquire) == 0 {
+                crate::sched::sleep_ns(1_000_000);
+            }
+            let r = super::alloc();
+            r.map(super::free);
+            s2.store(if r.is_some() { 2 } else { 3 }, Ordering::Release);
+            0
+        })
+        .expect("spawn the RT task");
+        // min = free + 64 pages: at or below min for a task, far above min/2.
+        let free = super::free_frames();
+        super::set_watermarks(Some((free + 64) * 4), None).expect("min_free_kbytes");
+        let try_as = |ctx| super::alloc_as(ctx).map(super::free).is_some();
+        let task = try_as(Task);
+        let task_auto = super::alloc().map(super::free).is_some();
+        let mut rt_by_mode = [false; 3];
+        for (i, mode) in [RtReserve::Seed, RtReserve::Linux, RtReserve::Off].into_iter().enumerate() {
+            super::set_rt_reserve(mode);
+            rt_by_mode[i] = try_as(RtTask);
+        }
+        let atomic = try_as(Atomic);
+        super::set_rt_reserve(RtReserve::Seed);
+        state.store(1, Ordering::Release);
+        let rt_auto = loop {
+            match state.load(Ordering::Acquire) {
+                2 => break true,
+                3 => break false,
+                _ => crate::sched::sleep_ns(1_000_000),
+            }
+        };
+        super::set_watermarks(Some(kb0), Some(sf0)).expect("restore");
+        super::set_rt_reserve(mode0);
+        assert_eq!(crate::sched::wait(rt.tid), Ok(0));
+        assert_eq!(super::watermarks().0, wm0);
+        assert!(!task && !task_auto, "a task allocated below min");
+        assert_eq!(rt_by_mode, [true, true, false], "RT task under seed, linux, off");
+        assert!(atomic, "atomic context under its reserve");
+        assert!(rt_auto, "alloc() from an RT task did not use the RT reserve");
+        assert!(super::set_watermarks(None, Some(0)).is_err() && super::watermarks().0 == wm0);
     }
 
     #[test_case]

@@ -210,3 +210,38 @@ fn stress_never_runs_different_cookies_on_siblings() {
     assert!(forced > 0 && report.forced_idle_ns > 0, "forced idle was not accounted");
     assert_eq!(coresched::COOKIES.lock().live(), 0);
 }
+
+/// `prctl` allocates (task lists, registry entries) only with interrupts on: the cookie
+/// registry's lock leaves them on (`mm::atomic_alloc`'s contract; `bench coresched` once
+/// counted 133 allocations under it).
+#[test_case]
+fn prctl_allocates_nothing_with_interrupts_off() {
+    let stop = Arc::new(AtomicBool::new(false));
+    // Made before the test task takes a cookie: sharing from it clears the test task's.
+    let plain = sleeper(SpawnOptions::new("cs-aa-plain"), &stop);
+    let a = sleeper(SpawnOptions::new("cs-aa-a"), &stop);
+    let b = sleeper(SpawnOptions::new("cs-aa-b"), &stop);
+    let me = super::current_tid();
+    let round = || {
+        prctl(PR_SCHED_CORE_CREATE as u64, a.tid as u64, PIDTYPE_PID as u64, 0).expect("CREATE");
+        prctl(PR_SCHED_CORE_SHARE_FROM as u64, a.tid as u64, PIDTYPE_PID as u64, 0).expect("SHARE_FROM");
+        prctl(PR_SCHED_CORE_SHARE_TO as u64, b.tid as u64, PIDTYPE_PID as u64, 0).expect("SHARE_TO");
+        assert_eq!(get(b.tid), get(me));
+        prctl(PR_SCHED_CORE_SHARE_FROM as u64, plain.tid as u64, PIDTYPE_PID as u64, 0).expect("clear");
+    };
+    round(); // warm-up
+    crate::mm::atomic_alloc::reset();
+    for _ in 0..5 {
+        round();
+    }
+    let mut report = alloc::string::String::new();
+    let _ = crate::mm::atomic_alloc::report(&mut report);
+    let total = crate::mm::atomic_alloc::total();
+    stop.store(true, Ordering::SeqCst);
+    for t in [plain, a, b] {
+        wait(t.tid).expect("reap");
+    }
+    assert_eq!(get(me), 0);
+    assert_eq!(total, 0, "allocations with interrupts off:\n{}", report);
+    assert_eq!(coresched::COOKIES.lock().live(), 0, "cookies freed with their last task");
+}

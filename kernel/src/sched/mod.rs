@@ -317,6 +317,17 @@ pub(super) fn with_current_ptr<R>(f: impl FnOnce(*mut Task) -> R) -> R {
     r
 }
 
+/// Whether the running task is in the RT class (Linux `rt_task(current)`: its effective
+/// priority, so a fair task boosted by priority inheritance counts). False before the
+/// scheduler runs on this CPU.
+pub fn current_is_rt() -> bool {
+    with_current_ptr(|ptr| {
+        // SAFETY: `current` points at the task running on this CPU (the caller, read with
+        // interrupts off), alive while it runs; only an atomic field is read.
+        !ptr.is_null() && unsafe { (*ptr).class() } == ClassId::Rt
+    })
+}
+
 /// The running task.
 pub fn current() -> Arc<Task> {
     let ptr = with_current_ptr(|ptr| {
