@@ -65,12 +65,15 @@ cadence_traced="echo @@traced; trace events sched_hrtick_start off; trace events
 # Linux: 400 KiB of tracefs buffer per CPU; affinities read while cyclictest runs. The text goes
 # to a scratch virtio disk (/dev/vda), not the console: Debian's PREEMPT_RT kernel stops serving
 # the serial IRQ under this load ("irq 4: nobody cared"), which cut its traces short before.
-linux_traced='echo @@traced; T=/sys/kernel/tracing; echo 0 > $T/tracing_on; echo > $T/trace; echo 400 > $T/buffer_size_kb; for e in sched_switch sched_wakeup sched_wakeup_new sched_migrate_task; do echo 1 > $T/events/sched/$e/enable; done; echo 1 > $T/tracing_on; hackbench -p -g 4 -l 1000000 >/dev/null 2>&1 & sleep 0.3; (sleep 0.5; for t in /proc/[0-9]*/task/[0-9]*; do m=$(awk "/^Cpus_allowed:/{print \$2}" $t/status 2>/dev/null); [ -n "$m" ] && echo "# cadence-affinity: pid=${t##*/} mask=0x$m"; done > /tmp/aff) & a=$!; cyclictest -m -q '"-t$ncpus -p90 -i1000 -l1000 -a"'; echo 0 > $T/tracing_on; killall hackbench 2>/dev/null; wait $a; (cat /tmp/aff; cat $T/trace) > /dev/vda; sync; echo @@trace-dumped'
+# Tracing stops from an RT shell the moment cyclictest ends: a SCHED_OTHER shell could wait
+# seconds behind hackbench, and the rings would fill with hackbench alone (it happened).
+linux_traced='echo @@traced; T=/sys/kernel/tracing; echo 0 > $T/tracing_on; echo > $T/trace; echo 400 > $T/buffer_size_kb; for e in sched_switch sched_wakeup sched_wakeup_new sched_migrate_task; do echo 1 > $T/events/sched/$e/enable; done; echo 1 > $T/tracing_on; hackbench -p -g 4 -l 1000000 >/dev/null 2>&1 & sleep 0.3; (sleep 0.5; for t in /proc/[0-9]*/task/[0-9]*; do m=$(awk "/^Cpus_allowed:/{print \$2}" $t/status 2>/dev/null); [ -n "$m" ] && echo "# cadence-affinity: pid=${t##*/} mask=0x$m"; done > /tmp/aff) & a=$!; chrt -f 95 sh -c "cyclictest -m -q '"-t$ncpus -p90 -i1000 -l1000 -a"'; echo 0 > $T/tracing_on"; killall hackbench 2>/dev/null; wait $a; (cat /tmp/aff; cat $T/trace) > /dev/vda; sync; echo @@trace-dumped'
 linux_cmds="echo @@pipe; pipetest 5000 0 0; pipetest 5000 0 $other; echo @@hackbench; hackbench -p -g 4 -l 50; echo @@wakeup; cyclictest -t1 -i1000 -l3000 -q; echo @@cyclic-idle; cyclictest -m -q $cyc | $nozero; echo @@cyclic-load; hackbench -p -g 4 -l 1000000 >/dev/null 2>&1 & sleep 0.5; cyclictest -m -q $cyc | $nozero; killall hackbench 2>/dev/null; true"
 
-# A Linux run's scratch disk (FILE.img) to FILE.trace: the text, without the image's zero fill.
-disk_args() { if (($1)); then rm -f "$2.img"; truncate -s 64M "$2.img"; echo --disk "$2.img"; fi; }
-cut_trace() { tr -d '\0' < "$1.img" > "$1.trace"; rm -f "$1.img"; }
+# A traced Linux run writes its trace to a scratch disk, FILE.img; cut_trace keeps the text
+# (without the image's zero fill) as FILE.trace.
+new_disk() { rm -f "$1.img" && truncate -s 64M "$1.img"; }
+cut_trace() { if [[ -f "$1.img" ]]; then tr -d '\0' < "$1.img" > "$1.trace"; rm -f "$1.img"; fi; }
 rm -f "$OUT"/*.trace
 for ((i = 1; i <= SITTINGS; i++)); do
   c_cmds=$cadence_cmds; l_cmds=$linux_cmds; trace_arg=()
@@ -84,13 +87,15 @@ for ((i = 1; i <= SITTINGS; i++)); do
   make -s -C "$root" run SMP="$SMP" TIMEOUT=900 "${trace_arg[@]}" ARGS="run=\"$c_cmds\" poweroff" 2>&1 | tr -d '\r' > "$OUT/cadence-$i.txt" \
     || echo "compare: the Cadence run of sitting $i failed (see $OUT/cadence-$i.txt)" >&2
   echo "compare: sitting $i/$SITTINGS: Linux generic ..." >&2
-  traced=$((i <= TRACED))
-  # shellcheck disable=SC2046 # disk_args prints nothing or two words
-  "$PEER_RUN" --smp "$SMP" $(disk_args $traced "$OUT/linux-$i") "$l_cmds" > "$OUT/linux-$i.txt" 2>&1 \
+  traced=$((i <= TRACED)); disk=(); disk_rt=()
+  if ((traced)); then
+    new_disk "$OUT/linux-$i" && disk=(--disk "$OUT/linux-$i.img")
+    new_disk "$OUT/linux-rt-$i" && disk_rt=(--disk "$OUT/linux-rt-$i.img")
+  fi
+  "$PEER_RUN" --smp "$SMP" "${disk[@]}" "$l_cmds" > "$OUT/linux-$i.txt" 2>&1 \
     || echo "compare: the Linux run of sitting $i failed (see $OUT/linux-$i.txt)" >&2
   echo "compare: sitting $i/$SITTINGS: Linux PREEMPT_RT ..." >&2
-  # shellcheck disable=SC2046
-  "$PEER_RUN" --rt --smp "$SMP" $(disk_args $traced "$OUT/linux-rt-$i") "$l_cmds" > "$OUT/linux-rt-$i.txt" 2>&1 \
+  "$PEER_RUN" --rt --smp "$SMP" "${disk_rt[@]}" "$l_cmds" > "$OUT/linux-rt-$i.txt" 2>&1 \
     || echo "compare: the Linux PREEMPT_RT run of sitting $i failed (see $OUT/linux-rt-$i.txt)" >&2
   if ((traced)); then cut_trace "$OUT/linux-$i"; cut_trace "$OUT/linux-rt-$i"; fi
 done

@@ -210,9 +210,12 @@ pub static COUNTERS: VmCounters = VmCounters {
     failed: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
 };
 
-/// The caller's allocation context: interrupts off is atomic, an RT-class task is an RT task.
-fn context() -> AllocContext {
-    if !crate::irqflags::are_enabled() {
+/// The caller's allocation context: interrupts off is atomic, an RT-class task is an RT task
+/// (a task before [`init_watermarks`], when nothing is looked up).
+fn caller_context() -> AllocContext {
+    if !WATERMARKS_ON.load(Ordering::Acquire) {
+        AllocContext::Task
+    } else if !crate::irqflags::are_enabled() {
         AllocContext::Atomic
     } else if crate::sched::current_is_rt() {
         AllocContext::RtTask
@@ -224,7 +227,7 @@ fn context() -> AllocContext {
 /// Allocates one zeroed frame, within the watermarks of the caller's context (module doc);
 /// returns its physical address, or `None` (the caller's ENOMEM).
 pub fn alloc() -> Option<u64> {
-    alloc_as(if WATERMARKS_ON.load(Ordering::Acquire) { context() } else { AllocContext::Task })
+    alloc_as(caller_context())
 }
 
 /// [`alloc`] for an explicit context.
@@ -346,8 +349,19 @@ pub fn take_low_page() -> Option<u64> {
     Some(addr)
 }
 
-/// Adapter so the `x86_64` crate's mapper can take page-table frames from us.
-pub struct PageTableFrames;
+/// Adapter so the `x86_64` crate's mapper can take page-table frames from us, in the
+/// allocation context of the code that maps (taken before the page-table lock disables
+/// interrupts: [`PageTableFrames::for_caller`]).
+pub struct PageTableFrames {
+    ctx: AllocContext,
+}
+
+impl PageTableFrames {
+    /// The caller's context (what [`alloc`] would use here).
+    pub fn for_caller() -> PageTableFrames {
+        PageTableFrames { ctx: caller_context() }
+    }
+}
 
 /// Frames ever given out as page tables. Page tables are kept when their pages are unmapped
 /// (the stack region reuses them), so leak checks compare `free_frames() + page_table_frames()`.
@@ -361,7 +375,7 @@ pub fn page_table_frames() -> u64 {
 unsafe impl x86_64::structures::paging::FrameAllocator<x86_64::structures::paging::Size4KiB> for PageTableFrames {
     fn allocate_frame(&mut self) -> Option<x86_64::structures::paging::PhysFrame> {
         // Page tables must start zeroed: `alloc` zeroes.
-        let phys = alloc()?;
+        let phys = alloc_as(self.ctx)?;
         PAGE_TABLE_FRAMES.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
         Some(x86_64::structures::paging::PhysFrame::containing_address(x86_64::PhysAddr::new(phys)))
     }
@@ -430,9 +444,12 @@ mod tests {
             0
         })
         .expect("spawn the RT task");
-        // min = free + 64 pages: at or below min for a task, far above min/2.
+        // min = free + 4096 pages (16 MiB, more than anything frees meanwhile): a task is below
+        // min; min/2 (the RT reserve) and 3/8 of min (atomic) stay below free while more than
+        // 4096 pages are free.
         let free = super::free_frames();
-        super::set_watermarks(Some((free + 64) * 4), None).expect("min_free_kbytes");
+        assert!(free > 3 * 4096, "the test wants more than 48 MiB of free frames");
+        super::set_watermarks(Some((free + 4096) * 4), None).expect("min_free_kbytes");
         let try_as = |ctx| super::alloc_as(ctx).map(super::free).is_some();
         let task = try_as(Task);
         let task_auto = super::alloc().map(super::free).is_some();

@@ -38,12 +38,15 @@ fn with_mapper<R>(f: impl FnOnce(&mut OffsetPageTable<'static>) -> R) -> R {
 
 /// Maps the 4 KiB page at `virt` to the frame at `phys` with `flags` (PRESENT is implied).
 pub fn map_page(virt: u64, phys: u64, flags: PageTableFlags) -> Result<(), MapError> {
+    // The caller's allocation context, read before the lock turns interrupts off (a task's
+    // page tables must not dip into the atomic reserve).
+    let mut tables = super::frame::PageTableFrames::for_caller();
     with_mapper(|m| {
         let page = Page::<Size4KiB>::containing_address(VirtAddr::new(virt));
         let frame = PhysFrame::containing_address(PhysAddr::new(phys));
         // SAFETY: callers map frames they own (fresh frames, or device/trampoline pages they
         // reserved) at addresses in regions they own; nothing aliases them unsafely.
-        let res = unsafe { m.map_to(page, frame, flags | PageTableFlags::PRESENT, &mut super::frame::PageTableFrames) };
+        let res = unsafe { m.map_to(page, frame, flags | PageTableFlags::PRESENT, &mut tables) };
         match res {
             Ok(flush) => {
                 flush.flush();

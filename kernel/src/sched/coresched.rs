@@ -27,7 +27,8 @@
 //!
 //! **Lock order** (extends `sched`'s): the run-queue locks of a core's siblings are taken in
 //! ascending CPU id ([`lock_core`]); a CPU holding only its own lock releases it before taking
-//! the core's. The cookie registry is a leaf lock (a `SpinLock`: interrupts stay on).
+//! the core's. The cookie registry (a `SpinLock`: interrupts stay on) comes before a task's
+//! `params` lock ([`exit`]) and is never taken under a lock that interrupt handlers take.
 //!
 //! **Forced idle** is accounted per CPU (`Rq::forced_idle_ns`, shown by `coresched stat`) and
 //! charged to the cookied tasks that ran on the siblings meanwhile
@@ -45,11 +46,11 @@ use cadence_sched::core_sched::{self as policy, Candidate, CookieId, CookieRegis
 use cadence_sched::{CpuMask, Errno};
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// The cookie registry (leaf lock). A [`SpinLock`]: no interrupt handler touches cookies, and
-/// `prctl` allocates under it (its task lists, the registry's entries), which must not happen
-/// with interrupts off (`mm::atomic_alloc`'s contract; `bench coresched` counted 133 such
-/// allocations while this was an `IrqLock`). `exit` takes it under a task's `params` lock,
-/// with interrupts off, which a leaf lock allows.
+/// The cookie registry. A [`SpinLock`]: no interrupt handler touches cookies, and `prctl`
+/// allocates under it (its task lists, the registry's entries), which must not happen with
+/// interrupts off (`mm::atomic_alloc`'s contract; `bench coresched` counted 133 such
+/// allocations while this was an `IrqLock`). Because it leaves interrupts on, it is taken
+/// *before* any lock an interrupt handler takes (a task's `params`: [`exit`]), never under one.
 pub static COOKIES: SpinLock<CookieRegistry> = SpinLock::new(CookieRegistry::new());
 /// Live cookies (lock-free copy of the registry's count).
 static LIVE: AtomicU64 = AtomicU64::new(0);
@@ -396,16 +397,19 @@ pub fn fork(child: &Task, parent: &Task) {
 /// registry moved the task's reference to it). Under the registry lock, which `prctl` holds
 /// from reading cookies to recording its assignments, and under the task's `params` lock,
 /// which [`apply`] holds while it moves the pending cookie to the effective one, so each
-/// reference is dropped once.
-pub fn exit(t: &Task) {
-    let mut reg = COOKIES.lock();
+/// reference is dropped once. The caller takes both, the registry's first ([`COOKIES`]):
+/// `params` is also taken in interrupt handlers (timer and IPI wakeups) and the registry lock
+/// leaves interrupts on, so a CPU holding the registry may take an interrupt that spins on
+/// `params`; were `params` taken first, another CPU could hold it with interrupts off while
+/// spinning on the registry.
+pub fn exit(reg: &mut CookieRegistry, t: &Task) {
     t.core_exited.store(true, Ordering::Release);
     let pending = t.core_cookie_pending.swap(NO_PENDING, Ordering::AcqRel);
     let effective = t.core_cookie.swap(0, Ordering::AcqRel);
     let c = CookieId(if pending != NO_PENDING { pending } else { effective });
     if c != CookieId::NONE {
         let _ = reg.exit(c);
-        sync_live(&reg);
+        sync_live(reg);
     }
 }
 

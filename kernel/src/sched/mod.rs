@@ -917,14 +917,16 @@ fn task_dead(task: Arc<Task>) {
         drop(se);
     }
     autogroup::exit(&task);
+    // Under `params`, with `left_group` set, so that a `group::move_task` racing with the
+    // exit cannot join the task to a group after it left its last one. The cookie reference
+    // is dropped under `params` too: `coresched::apply` (a racing prctl's) moves the pending
+    // cookie to the effective one under it; dropping the reference in between would drop the
+    // old cookie a second time and leak the new one (found by the chaos stress at 100,000
+    // ops). The cookie registry's lock comes first (see `coresched::exit`).
     {
-        // Under `params`, with `left_group` set, so that a `group::move_task` racing with the
-        // exit cannot join the task to a group after it left its last one.
+        let mut cookies = coresched::COOKIES.lock();
         let _params = task.params.lock();
-        // Under `params` too: `coresched::apply` (a racing prctl's) moves the pending cookie
-        // to the effective one under it; dropping the reference in between would drop the old
-        // cookie a second time and leak the new one (found by the chaos stress at 100,000 ops).
-        coresched::exit(&task);
+        coresched::exit(&mut cookies, &task);
         task.left_group.store(true, Ordering::Release);
         group::leave(task.group.swap(group::ROOT_GROUP, Ordering::AcqRel));
     }

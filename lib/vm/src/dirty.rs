@@ -3,16 +3,18 @@
 //! # Thresholds (Linux `domain_dirty_limits`)
 //! With `dirtyable` the pages that can hold dirty data (free plus page cache):
 //! * `thresh = ceil(vm.dirty_bytes / 4096)` if `dirty_bytes` is set, else
-//!   `vm.dirty_ratio × dirtyable / 100`;
-//! * `bg = ceil(vm.dirty_background_bytes / 4096)` if set, else
-//!   `vm.dirty_background_ratio × dirtyable / 100`; if `bg >= thresh`, `bg = thresh / 2`;
+//!   `(vm.dirty_ratio × 4096 / 100) × dirtyable / 4096` (Linux's integer steps: the ratio in
+//!   parts per page first, so 20% of 100,000 pages is 19,995);
+//! * `bg` the same from `vm.dirty_background_bytes` / `_ratio`; if `bg >= thresh`,
+//!   `bg = thresh / 2`;
 //! * an RT task under `vm.rt_dirty_throttle = boost` (Linux's rule): `bg += bg/4 + thresh/32`,
 //!   `thresh += thresh/4 + thresh/32` (Linux adds `dirty_limit / 32`, a smoothed `thresh`;
 //!   Cadence has one domain and uses `thresh` itself).
 //!
-//! As in Linux, setting `dirty_bytes` zeroes `dirty_ratio` and setting `dirty_ratio` zeroes
-//! `dirty_bytes` (the same for the background pair) ([`DirtyConfig::set`]); ranges: ratios
-//! 0..=100, `dirty_bytes` at least 2 pages, `dirty_background_bytes` at least 1.
+//! As in Linux ([`DirtyConfig::set`]): writing a new `dirty_bytes` zeroes `dirty_ratio` and a
+//! new `dirty_ratio` zeroes `dirty_bytes` (writing the value it has changes nothing); writing
+//! either background setting zeroes the other, whatever the value. Ranges: ratios 0..=100,
+//! `dirty_bytes` at least 2 pages, `dirty_background_bytes` at least 1.
 //!
 //! # Throttle ([`throttle`]), after a writer dirtied pages
 //! `nr = dirty + writeback` pages.
@@ -30,7 +32,9 @@
 //! # Bandwidth ([`Bandwidth`])
 //! Writeback bandwidth starts at Linux's `INIT_BW` (100 MiB/s) and follows what the flusher
 //! completes: each sample of at least [`BANDWIDTH_INTERVAL_NS`] (200 ms, Linux's) moves the
-//! estimate a quarter of the way to the sample.
+//! estimate a quarter of the way to the sample. The flusher calls [`Bandwidth::start`] when it
+//! goes from idle to busy, so idle time does not count as slow writing (Linux
+//! `wb_bandwidth_estimate_start`).
 //!
 //! # Expiry
 //! A dirty page older than `vm.dirty_expire_centisecs` is written by the flusher's periodic
@@ -81,15 +85,19 @@ impl DirtyConfig {
                 if value > 100 {
                     return Err(Invalid("vm.dirty_ratio must be 0..100"));
                 }
-                self.ratio = value;
-                self.bytes = 0;
+                if value != self.ratio {
+                    self.ratio = value;
+                    self.bytes = 0;
+                }
             }
             "dirty_bytes" => {
                 if value < 2 * PAGE_SIZE {
                     return Err(Invalid("vm.dirty_bytes must be at least 8192 (two pages)"));
                 }
-                self.bytes = value;
-                self.ratio = 0;
+                if value != self.bytes {
+                    self.bytes = value;
+                    self.ratio = 0;
+                }
             }
             "dirty_background_ratio" => {
                 if value > 100 {
@@ -170,9 +178,10 @@ pub struct Thresholds {
 /// The thresholds for a writer (`rt`: an RT task; the boost applies only in `Boost` mode).
 pub fn thresholds(cfg: &DirtyConfig, dirtyable: u64, rt: bool, mode: RtDirty) -> Thresholds {
     let pages = |bytes: u64| bytes.div_ceil(PAGE_SIZE);
-    let mut limit = if cfg.bytes > 0 { pages(cfg.bytes) } else { cfg.ratio.min(100) * dirtyable / 100 };
-    let mut background =
-        if cfg.background_bytes > 0 { pages(cfg.background_bytes) } else { cfg.background_ratio.min(100) * dirtyable / 100 };
+    // Linux: `ratio = (vm_dirty_ratio * PAGE_SIZE) / 100; thresh = (ratio * available) / PAGE_SIZE`.
+    let of_ratio = |pct: u64| ((u128::from(pct.min(100) * PAGE_SIZE / 100) * u128::from(dirtyable)) / u128::from(PAGE_SIZE)) as u64;
+    let mut limit = if cfg.bytes > 0 { pages(cfg.bytes) } else { of_ratio(cfg.ratio) };
+    let mut background = if cfg.background_bytes > 0 { pages(cfg.background_bytes) } else { of_ratio(cfg.background_ratio) };
     if background >= limit {
         background = limit / 2;
     }
@@ -229,6 +238,12 @@ impl Bandwidth {
         Bandwidth { bytes_per_s: INIT_BW, written: 0, since_ns: now_ns }
     }
 
+    /// The flusher became busy at `now_ns` (after being idle): a new interval starts.
+    pub fn start(&mut self, now_ns: u64) {
+        self.written = 0;
+        self.since_ns = now_ns;
+    }
+
     /// The flusher completed `bytes` of writeback at `now_ns`. Once the interval reaches
     /// [`BANDWIDTH_INTERVAL_NS`] the estimate moves a quarter of the way to the interval's
     /// rate (never to 0: an idle interval, nothing written, leaves it alone).
@@ -259,8 +274,14 @@ mod tests {
         let mut c = DirtyConfig::default();
         c.set("dirty_bytes", 32 * MIB).unwrap();
         assert_eq!((c.ratio, c.bytes), (0, 32 * MIB));
+        c.set("dirty_ratio", 0).unwrap();
+        assert_eq!((c.ratio, c.bytes), (0, 32 * MIB), "writing the ratio it has changes nothing (Linux)");
         c.set("dirty_ratio", 30).unwrap();
         assert_eq!((c.ratio, c.bytes), (30, 0));
+        c.set("dirty_background_ratio", 10).unwrap();
+        c.set("dirty_background_bytes", 16 * MIB).unwrap();
+        c.set("dirty_background_ratio", 0).unwrap();
+        assert_eq!((c.background_ratio, c.background_bytes), (0, 0), "background writes clear the other always");
         c.set("dirty_background_bytes", 16 * MIB).unwrap();
         assert_eq!((c.background_ratio, c.background_bytes), (0, 16 * MIB));
         assert!(c.set("dirty_ratio", 101).is_err());
@@ -276,7 +297,8 @@ mod tests {
     #[test]
     fn thresholds_follow_domain_dirty_limits() {
         let mut c = DirtyConfig::default();
-        assert_eq!(thresholds(&c, 100_000, false, RtDirty::Off), Thresholds { background: 10_000, limit: 20_000 });
+        // Linux's integer steps: 20% → 819 parts per page, 10% → 409.
+        assert_eq!(thresholds(&c, 100_000, false, RtDirty::Off), Thresholds { background: 9_985, limit: 19_995 });
         c.set("dirty_bytes", 32 * MIB).unwrap();
         c.set("dirty_background_bytes", 16 * MIB).unwrap();
         let t = thresholds(&c, 100_000, false, RtDirty::Boost);
@@ -337,6 +359,11 @@ mod tests {
         assert_eq!(bw.bytes_per_s, (3 * INIT_BW + 40 * MIB) / 4);
         bw.completed(0, 400_000_000);
         assert_eq!(bw.bytes_per_s, (3 * INIT_BW + 40 * MIB) / 4, "an idle interval leaves it");
+        // 10 s idle, then busy again: the interval starts at `start`, not at the last sample.
+        let before = bw.bytes_per_s;
+        bw.start(10_400_000_000);
+        bw.completed(8 * MIB, 10_600_000_000);
+        assert_eq!(bw.bytes_per_s, (3 * before + 40 * MIB) / 4);
     }
 
     proptest! {
