@@ -29,12 +29,12 @@
 //! reclaimable yet (no page cache), so it then fails, and the caller reports ENOMEM.
 //! `vm.min_free_kbytes` (default Linux's `int_sqrt(kbytes × 16)` of the frames managed here)
 //! and `vm.watermark_scale_factor` recompute the watermarks. [`alloc_contiguous`] (boot) and
-//! [`take_low_page`] do not check them. Counters: [`VmCounters`].
+//! [`take_low_page`] do not check them.
 
 use crate::sync::IrqLock;
 use bootloader_api::info::{MemoryRegionKind, MemoryRegions};
 use cadence_vm::watermark::{self, AllocContext, Decision, RtReserve, Watermarks};
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 pub const FRAME_SIZE: u64 = 4096;
 const LOW_MEMORY_END: u64 = 0x10_0000;
@@ -187,29 +187,6 @@ pub fn set_watermarks(min_free_kbytes: Option<u64>, scale_factor: Option<u64>) -
     Ok(())
 }
 
-/// Allocator events (Linux `/proc/vmstat` names where there is one).
-pub struct VmCounters {
-    /// Reclaim-thread wakeups asked for (`kswapd_wake`-like; the thread comes with the page cache).
-    pub reclaim_wakeups: AtomicU64,
-    /// Direct reclaims entered (`allocstall`).
-    pub allocstall: AtomicU64,
-    /// Frames taken below a task's mark thanks to an RT task's reserve.
-    pub rt_reserve_allocs: AtomicU64,
-    /// Frames taken below a task's mark by atomic contexts.
-    pub atomic_reserve_allocs: AtomicU64,
-    /// Allocations that failed at the watermarks, by context: task, RT task, atomic.
-    pub failed: [AtomicU64; 3],
-}
-
-/// The allocator's counters.
-pub static COUNTERS: VmCounters = VmCounters {
-    reclaim_wakeups: AtomicU64::new(0),
-    allocstall: AtomicU64::new(0),
-    rt_reserve_allocs: AtomicU64::new(0),
-    atomic_reserve_allocs: AtomicU64::new(0),
-    failed: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
-};
-
 /// The caller's allocation context: interrupts off is atomic, an RT-class task is an RT task
 /// (a task before [`init_watermarks`], when nothing is looked up).
 fn caller_context() -> AllocContext {
@@ -246,31 +223,11 @@ fn alloc_dirty(ctx: AllocContext) -> Option<u64> {
         let mut guard = FRAMES.lock();
         let map = guard.as_mut()?;
         match watermark::decide(&map.wm, map.free, 1, ctx, mode, after_reclaim) {
-            Decision::Take { wake_reclaim } => {
-                if wake_reclaim {
-                    COUNTERS.reclaim_wakeups.fetch_add(1, Ordering::Relaxed);
-                }
-                if ctx != AllocContext::Task && !watermark::passes(map.free, 1, map.wm.min) {
-                    let c = if ctx == AllocContext::RtTask { &COUNTERS.rt_reserve_allocs } else { &COUNTERS.atomic_reserve_allocs };
-                    c.fetch_add(1, Ordering::Relaxed);
-                }
-                return map.take_one();
-            }
-            Decision::Reclaim(_pages) => {
-                drop(guard);
-                COUNTERS.allocstall.fetch_add(1, Ordering::Relaxed);
-                // Nothing reclaimable yet (no page cache): retry once at `min`, then fail.
-                after_reclaim = true;
-            }
-            Decision::Fail => {
-                let i = match ctx {
-                    AllocContext::Task => 0,
-                    AllocContext::RtTask => 1,
-                    AllocContext::Atomic => 2,
-                };
-                COUNTERS.failed[i].fetch_add(1, Ordering::Relaxed);
-                return None;
-            }
+            // No reclaim thread to wake yet (it comes with the page cache).
+            Decision::Take { .. } => return map.take_one(),
+            // Nothing reclaimable yet (no page cache): retry once at `min`, then fail.
+            Decision::Reclaim(_) => after_reclaim = true,
+            Decision::Fail => return None,
         }
     }
 }
