@@ -111,7 +111,7 @@ test-stress: kernel
 # The chaos stress (tools/test-chaos.sh): random scheduler operations, then leak/invariant checks.
 SEED ?=
 OPS ?= 100000
-TRACE_ENTRIES ?= 200000
+TRACE_ENTRIES ?=
 FAIL ?= 0
 FUZZ_SECS ?= 600
 test-chaos: kernel boot-tool

@@ -27,11 +27,11 @@
 //! equals its queues' counts and its queued-task map, and every queued task is
 //! on exactly one CPU (`sched::check_accounting`); groups and live cookies are at baseline;
 //! per-CPU timers at most baseline + one per CPU (an armed hrtick); heap use at most baseline
-//! + 64 KiB per CPU (the per-CPU block caches keep freed blocks) + 48 bytes per entry the
-//! tracer's affinity table gained (it keeps every traced task's first mask) + what the
+//! + 64 KiB per CPU (the per-CPU block caches keep freed blocks) + what the
 //! run queues' reserved storage grew by (`sched::reserve::reserved_bytes`: it keeps its peak
-//! capacity, by design), measured after the stress dropped its own list of the tasks it
-//! created (its `Weak`s keep each task's allocation); free frames at least baseline
+//! capacity, by design), measured after the trace checks, with the tracer's affinity table
+//! freed (it keeps every traced task's first mask) and the stress's own list of the tasks it
+//! created dropped (its `Weak`s keep each task's allocation); free frames at least baseline
 //! − 16. A sleeper that overslept by more than [`LOST_NS`] (without having been stopped) is a
 //! lost wakeup. The trace checkers `coresched` and `rt` run over the recorded window, whose
 //! share of the run is printed; every pick that passed over a queued RT task on its own CPU
@@ -410,7 +410,6 @@ struct Baseline {
     /// Run-queue, task-table and stack-list storage (kept at its peak by design).
     reserved: usize,
     frames: u64,
-    affinity_entries: usize,
 }
 
 fn baseline() -> Baseline {
@@ -425,7 +424,6 @@ fn baseline() -> Baseline {
         heap: crate::mm::heap::used(),
         reserved: crate::sched::reserve::reserved_bytes(),
         frames: crate::mm::frame::free_frames(),
-        affinity_entries: crate::trace::affinity_entries(),
     }
 }
 
@@ -437,7 +435,14 @@ pub fn run(seed: u64, ops: u64, trace_entries: usize, fail_pct: u32) -> Outcome 
     crate::kprintln!("chaos: seed={} ops={} smp={}", seed, ops, ncpus);
     let autogroup_before = autogroup::enabled();
     // The trace rings are allocated first: they stay allocated (for the checks) after the run.
-    let tracing = trace_entries > 0 && crate::trace::start(trace_entries).is_ok();
+    let tracing = trace_entries > 0
+        && match crate::trace::start(trace_entries) {
+            Ok(()) => true,
+            Err(e) => {
+                crate::kprintln!("chaos: trace start: {} (the trace checkers do not run)", e);
+                false
+            }
+        };
     let base = baseline();
     let t0 = now();
     let shared = Arc::new(Shared {
@@ -552,6 +557,57 @@ pub fn run(seed: u64, ops: u64, trace_entries: usize, fail_pct: u32) -> Outcome 
     // Dead tasks finish leaving in their CPU's next switch.
     sched::sleep_ns(50_000_000);
 
+    let mut violations = 0u64;
+    let passed = sched::rt_passed_over();
+    if passed.count > 0 {
+        crate::kprintln!(
+            "chaos: violation: {} picks passed over a queued RT task (last: cpu {} rt tid {} picked tid {} core-wide {})",
+            passed.count, passed.cpu, passed.rt_tid, passed.picked_tid, passed.core_wide
+        );
+        violations += passed.count;
+    }
+    if tracing {
+        match crate::trace::check_coresched() {
+            Ok(r) => {
+                crate::kprintln!("chaos: coresched check: violations={} checked_ns={}", r.violations.len(), r.checked_ns);
+                violations += r.violations.len() as u64;
+                // The first one with its siblings' events around it (ftrace text), to debug.
+                if let Some(v) = r.violations.first() {
+                    crate::kprintln!("chaos: first coresched violation: {:?}", v);
+                    crate::trace::print_window(&[v.cpu_a as u32, v.cpu_b as u32], v.start_ns.saturating_sub(2_000_000), v.end_ns + 200_000);
+                }
+            }
+            Err(e) => crate::kprintln!("chaos: coresched check: {}", e),
+        }
+        match crate::trace::check_rt(cadence_trace::rtcheck::DEFAULT_BOUND_NS) {
+            Ok(r) => {
+                let pct = (r.checked_ns as u128 * 100 / elapsed.max(1) as u128) as u64;
+                crate::kprintln!(
+                    "chaos: rt check: violations={} checked_ns={} ({}% of the {} ms run)",
+                    r.violations,
+                    r.checked_ns,
+                    pct,
+                    elapsed / 1_000_000
+                );
+                violations += r.violations;
+                for v in &r.worst {
+                    crate::kprintln!("chaos: {}", v);
+                }
+            }
+            Err(e) => crate::kprintln!("chaos: rt check: {}", e),
+        }
+    }
+
+    // The tracer's affinity table keeps one entry per task the run created (until the next
+    // `trace start`), in B-tree nodes whose size per entry depends on the insertion order:
+    // the checks have read it, so it is emptied before the heap is measured instead of
+    // being allowed for (a 48-byte-per-entry allowance fell short by 1 MB at 1,000,000
+    // operations).
+    if tracing {
+        crate::trace::stop();
+        crate::trace::affinity_release();
+    }
+
     // The list of every task the stress created holds a `Weak` to each, and a `Weak` keeps the
     // task's allocation (`ArcInner<Task>`, 552 bytes) until it goes: measured with the list
     // alive, the heap grew with the run's length (20,000 operations: ~880 pinned tasks, past
@@ -595,13 +651,10 @@ pub fn run(seed: u64, ops: u64, trace_entries: usize, fail_pct: u32) -> Outcome 
         after.timers <= base.timers + ncpus as usize,
         format!("{} now, {} before (+{} allowed)", after.timers, base.timers, ncpus),
     );
-    // The tracer's affinity table keeps one entry per task the run created (until the next
-    // `trace start`): at most 48 bytes each in its B-tree (a leaf of up to 11 pairs takes
-    // about 150 bytes and holds at least 5; internal nodes add a sixth).
     // Storage the run queues, task table and stack lists reserved keeps its peak size (see
     // `sched::reserve`): its growth is counted as allowed, and shown.
     let reserved = after.reserved.saturating_sub(base.reserved);
-    let heap_slack = 64 * 1024 * ncpus as usize + after.affinity_entries.saturating_sub(base.affinity_entries) * 48 + reserved;
+    let heap_slack = 64 * 1024 * ncpus as usize + reserved;
     leak(
         "heap",
         after.heap <= base.heap + heap_slack,
@@ -613,46 +666,6 @@ pub fn run(seed: u64, ops: u64, trace_entries: usize, fail_pct: u32) -> Outcome 
         leaks += 1;
     }
 
-    let mut violations = 0u64;
-    let passed = sched::rt_passed_over();
-    if passed.count > 0 {
-        crate::kprintln!(
-            "chaos: violation: {} picks passed over a queued RT task (last: cpu {} rt tid {} picked tid {} core-wide {})",
-            passed.count, passed.cpu, passed.rt_tid, passed.picked_tid, passed.core_wide
-        );
-        violations += passed.count;
-    }
-    if tracing {
-        match crate::trace::check_coresched() {
-            Ok(r) => {
-                crate::kprintln!("chaos: coresched check: violations={} checked_ns={}", r.violations.len(), r.checked_ns);
-                violations += r.violations.len() as u64;
-                // The first one with its siblings' events around it (ftrace text), to debug.
-                if let Some(v) = r.violations.first() {
-                    crate::kprintln!("chaos: first coresched violation: {:?}", v);
-                    crate::trace::print_window(&[v.cpu_a as u32, v.cpu_b as u32], v.start_ns.saturating_sub(2_000_000), v.end_ns + 200_000);
-                }
-            }
-            Err(e) => crate::kprintln!("chaos: coresched check: {}", e),
-        }
-        match crate::trace::check_rt(cadence_trace::rtcheck::DEFAULT_BOUND_NS) {
-            Ok(r) => {
-                let pct = (r.checked_ns as u128 * 100 / elapsed.max(1) as u128) as u64;
-                crate::kprintln!(
-                    "chaos: rt check: violations={} checked_ns={} ({}% of the {} ms run)",
-                    r.violations,
-                    r.checked_ns,
-                    pct,
-                    elapsed / 1_000_000
-                );
-                violations += r.violations;
-                for v in &r.worst {
-                    crate::kprintln!("chaos: {}", v);
-                }
-            }
-            Err(e) => crate::kprintln!("chaos: rt check: {}", e),
-        }
-    }
     let outcome = Outcome {
         violations,
         leaks,

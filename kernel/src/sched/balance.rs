@@ -169,10 +169,12 @@ fn cache_hint(cpu: u32) -> Option<CpuMask> {
 }
 
 /// What `g`'s CPU runs, as push/pull see it: a throttled CPU, or one that core scheduling
-/// keeps idle (a sibling runs a task with another cookie), counts as running above every task,
-/// so its waiting RT tasks may be pushed to (or pulled by) CPUs that can run them now. Linux
-/// does not do this for forced idle; the chaos stress showed RT tasks waiting 4 to 15 ms on a
-/// forced-idle CPU while other cores ran fair tasks.
+/// keeps idle (forced idle, or waiting for a sibling to leave a task of another cookie),
+/// counts as running above every task, so its waiting RT tasks may be pushed to (or pulled
+/// by) CPUs that can run them now. Linux does not do this for forced idle; the chaos stress
+/// showed RT tasks waiting 4 to 15 ms on a forced-idle CPU while other cores ran fair tasks.
+/// Which CPUs can run a task *now* is [`rt_placement_mask`]'s part: without it this rule
+/// handed tasks back and forth (see there).
 fn running_prio(g: &RqInner) -> CpuPrio {
     if g.rt_bw.throttled || g.forced_since != 0 {
         return level_prio(THROTTLED_LEVEL);
@@ -180,14 +182,52 @@ fn running_prio(g: &RqInner) -> CpuPrio {
     level_prio(curr_level(g))
 }
 
-/// `g`'s waiting RT tasks (not `curr`) in run order, at most [`RT_SCAN`], as policy sees them.
+/// The CPUs of `candidates` where a task with core cookie `cookie` cannot start now because
+/// an SMT sibling runs a task of another cookie (`cadence_sched::rt_smp::core_excluded`, from
+/// the siblings' published `curr_prio`/`curr_cookie`). Empty unless core scheduling is on and
+/// a cookie exists (without cookies every task has cookie 0 and nothing is excluded).
+pub fn core_excluded(cookie: u64, candidates: CpuMask) -> CpuMask {
+    if !super::coresched::enabled() || !super::coresched::cookies_exist() {
+        return CpuMask(0);
+    }
+    rt_smp::core_excluded(cookie, candidates, |c| super::coresched::siblings(c as u32), |c| {
+        let rq = rq_of(c as u32);
+        rt_smp::Running {
+            prio: level_prio(rq.curr_prio.load(Ordering::Acquire)),
+            cookie: rq.curr_cookie.load(Ordering::Acquire),
+        }
+    })
+}
+
+/// Where an RT task may be moved to (push, pull) or placed at a wakeup: its online CPUs less
+/// those where core scheduling would make it wait ([`core_excluded`]).
+///
+/// Without this, a CPU that could not run a task at once (forced idle, or waiting for its
+/// sibling, so running "above every task" for [`running_prio`]) pushed it to another such
+/// CPU, which pushed or let it be pulled back: 14,000 round trips in 400 ms of one chaos run
+/// (seed 7, 30,000 operations, `-smp 4` SMT), with interrupts off, starving the sibling that
+/// was to make room of its run-queue lock; RT tasks waited up to 400 ms. Now a task moves
+/// only to a CPU whose siblings run idle or its own cookie, where it starts at once.
+fn rt_placement_mask(task: &Task) -> CpuMask {
+    let allowed = task.affinity() & online_mask();
+    allowed & !core_excluded(task.core_cookie.load(Ordering::Relaxed), allowed)
+}
+
+/// `g`'s waiting RT tasks (not `curr`) in run order, at most [`RT_SCAN`], as policy sees them
+/// (affinity: [`rt_placement_mask`], so no task is moved where core scheduling would make it
+/// wait; its own CPU stays in it if allowed, so "pushable" keeps meaning "allowed on another
+/// CPU", and pushes never target their own CPU anyway).
 fn waiting_rt(g: &RqInner) -> impl Iterator<Item = WaitingRt<Tid>> + '_ {
     g.rt
         .iter()
         .filter(move |(tid, _)| !g.curr.as_ref().is_some_and(|c| c.tid == *tid))
         .take(RT_SCAN)
         .filter_map(move |(tid, prio)| {
-            g.tasks.get(&tid).map(|t| WaitingRt { key: tid, rt_priority: prio, affinity: t.affinity() })
+            g.tasks.get(&tid).map(|t| WaitingRt {
+                key: tid,
+                rt_priority: prio,
+                affinity: rt_placement_mask(t) | (t.affinity() & CpuMask(1 << g.cpu)),
+            })
         })
 }
 
@@ -224,7 +264,9 @@ pub fn select_cpu(task: &Task, waker_cpu: u32) -> u32 {
     }
     match task.class() {
         ClassId::Rt => {
-            find_lowest_rt(task.rt_priority(), allowed, prev)
+            let placeable = rt_placement_mask(task);
+            let placeable = if placeable.is_empty() { allowed } else { placeable };
+            find_lowest_rt(task.rt_priority(), placeable, prev)
                 .unwrap_or(if allowed.contains(prev as usize) { prev } else { allowed.first().unwrap_or(0) as u32 })
         }
         _ => {

@@ -245,3 +245,78 @@ fn prctl_allocates_nothing_with_interrupts_off() {
     assert_eq!(total, 0, "allocations with interrupts off:\n{}", report);
     assert_eq!(coresched::COOKIES.lock().live(), 0, "cookies freed with their last task");
 }
+
+/// An RT task that cannot start on either CPU it may use (each one's SMT sibling runs a task
+/// of another cookie and cannot be switched off: it spins with preemption disabled) stays
+/// where it is until a sibling makes room. It used to be handed back and forth: each CPU,
+/// waiting for its sibling, counted as busy above every task and pushed it to the other, which
+/// did the same (14,000 round trips in 400 ms of a chaos run, interrupts off, starving the
+/// siblings of their run-queue locks). `balance::rt_placement_mask` keeps it off CPUs whose
+/// sibling runs another cookie.
+#[test_case]
+fn rt_task_is_not_bounced_between_cpus_its_siblings_keep_busy() {
+    use core::sync::atomic::AtomicU64;
+    if crate::percpu::nr_cpus() != 4 || coresched::siblings(1) != cadence_sched::CpuMask(0b11) || coresched::siblings(3) != cadence_sched::CpuMask(0b1100) {
+        crate::kprint!("(needs -smp 4,cores=2,threads=2: skipped) ");
+        return;
+    }
+    let now = crate::time::uptime_ns;
+    // The hogs spin, not preemptible, from `go` to `hog_end`; the RT task wakes 20 ms after
+    // `go`. Nothing else can run on CPUs 0 and 2 meanwhile except tasks of the hogs' cookie
+    // (this task, cookie 0, may wait too: the hogs end on their own).
+    let go = Arc::new(AtomicBool::new(false));
+    let hog_end = Arc::new(AtomicU64::new(u64::MAX));
+    let hog = |cpu: u32| {
+        let (go, hog_end) = (go.clone(), hog_end.clone());
+        spawn(SpawnOptions::new("cs-hog").pin(cpu), move || {
+            while !go.load(Ordering::Acquire) {
+                super::sleep_ns(MS);
+            }
+            let _no_preempt = super::preempt_disable();
+            while crate::time::uptime_ns() < hog_end.load(Ordering::Acquire) {
+                core::hint::spin_loop();
+            }
+            0
+        })
+        .expect("hog")
+    };
+    let (h1, h3) = (hog(1), hog(3));
+    let stop = Arc::new(AtomicBool::new(false));
+    let plain = sleeper(SpawnOptions::new("cs-plain"), &stop);
+    // One cookie for both hogs; this task takes it to share it and then drops it again.
+    prctl(PR_SCHED_CORE_CREATE as u64, h1.tid as u64, PIDTYPE_PID as u64, 0).expect("create");
+    prctl(PR_SCHED_CORE_SHARE_FROM as u64, h1.tid as u64, PIDTYPE_PID as u64, 0).expect("share from");
+    prctl(PR_SCHED_CORE_SHARE_TO as u64, h3.tid as u64, PIDTYPE_PID as u64, 0).expect("share to");
+    prctl(PR_SCHED_CORE_SHARE_FROM as u64, plain.tid as u64, PIDTYPE_PID as u64, 0).expect("reset");
+    // No cookie, SCHED_FIFO 50, allowed on CPUs 0 and 2 (the hogs' siblings).
+    let start = now() + 10 * MS;
+    let wake_at = start + 20 * MS;
+    let ran_at = Arc::new(AtomicU64::new(0));
+    let ran_at2 = ran_at.clone();
+    let opts = SpawnOptions::new("cs-rt").policy(Policy::Fifo, 50, 0).affinity(cadence_sched::CpuMask(0b101));
+    let rt = spawn(opts, move || {
+        super::sleep_until(wake_at);
+        ran_at2.store(crate::time::uptime_ns(), Ordering::Release);
+        0
+    })
+    .expect("rt task");
+    super::sleep_ns(5 * MS);
+    let moves_before = rt.stats.nr_migrations.load(Ordering::Relaxed);
+    hog_end.store(start + 120 * MS, Ordering::Release);
+    while now() < start {
+        core::hint::spin_loop();
+    }
+    go.store(true, Ordering::Release);
+    for t in [&rt, &h1, &h3] {
+        wait(t.tid).expect("reap");
+    }
+    let moves = rt.stats.nr_migrations.load(Ordering::Relaxed) - moves_before;
+    stop.store(true, Ordering::Release);
+    wait(plain.tid).expect("reap");
+    let (ran, end) = (ran_at.load(Ordering::Acquire), hog_end.load(Ordering::Acquire));
+    crate::kprint!("(ran {} us after the hogs ended, {} moves) ", ran.saturating_sub(end) / 1000, moves);
+    assert!(ran >= end, "the RT task ran while both its CPUs' siblings ran another cookie");
+    // Its wakeup may place it once; a bounced task moved thousands of times here.
+    assert!(moves <= 2, "the RT task moved {} times while it could not run anywhere", moves);
+    assert_eq!(coresched::COOKIES.lock().live(), 0);
+}

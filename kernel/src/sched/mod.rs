@@ -118,6 +118,9 @@ pub struct Rq {
     pub fair_load: AtomicU64,
     /// Priority of what runs: 0 idle, 1 fair, 2 + rt_priority for RT (see [`cpu_prio`]).
     pub curr_prio: AtomicU8,
+    /// Core-scheduling cookie of what runs (published with `curr_prio`; read by RT placement,
+    /// `balance::core_excluded`).
+    pub curr_cookie: AtomicU64,
     /// RT tasks queued here that are not running.
     pub rt_waiting: AtomicU32,
     /// Level ([`cpu_prio`] encoding) of the most important waiting RT task that may run on
@@ -212,6 +215,7 @@ impl Rq {
             nr_running: AtomicU32::new(0),
             fair_load: AtomicU64::new(0),
             curr_prio: AtomicU8::new(0),
+            curr_cookie: AtomicU64::new(0),
             rt_waiting: AtomicU32::new(0),
             rt_pushable: AtomicU8::new(0),
             rt_level: AtomicU8::new(0),
@@ -560,6 +564,7 @@ pub(super) fn requeue_locked(g: &mut RqInner, t: &Arc<Task>, now: u64, change: i
     }
     if running {
         class::of(t).set_next(g, t);
+        rq_of(g.cpu).curr_cookie.store(t.core_cookie.load(Ordering::Relaxed), Ordering::Release);
         rq_of(g.cpu).curr_prio.store(cpu_prio(t), Ordering::Release);
     }
     if hold {
@@ -758,7 +763,13 @@ fn __schedule_irqs_off(preempted: bool) {
     if !prev.is_idle && prev.is_on_rq() {
         if !preempted && prev.state() != TaskState::Running {
             dequeue_task(&mut g, &prev, DEQUEUE_SLEEP);
-        } else if !prev.affinity().contains(g.cpu as usize) {
+        } else if prev.state() != TaskState::Dead && !prev.affinity().contains(g.cpu as usize) {
+            // A task preempted on its way out (Dead set, its last `schedule()` not reached)
+            // stays queued here, affinity or not, to finish exiting: migrated, it was
+            // disposed of by `finish_task_switch` (dead, not queued) and never ran again,
+            // leaking the reference in `exit`'s frame (the chaos stress, 1,000,000
+            // operations: a `sched_setaffinity` IPI landing between `set_state(Dead)` and
+            // `drop(me)`).
             dequeue_task(&mut g, &prev, 0);
             migrate = true;
         }
@@ -808,6 +819,7 @@ fn __schedule_irqs_off(preempted: bool) {
     if migrate {
         g.migrate_out = Some(prev.clone());
     }
+    rq.curr_cookie.store(next.core_cookie.load(Ordering::Relaxed), Ordering::Release);
     rq.curr_prio.store(cpu_prio(&next), Ordering::Release);
 
     if Arc::ptr_eq(&prev, &next) {
@@ -851,18 +863,20 @@ fn finish_task_switch() {
     let g = unsafe { rq.lock.data_while_held() };
     let prev = g.prev.take();
     let migrate = g.migrate_out.take();
+    // A dead task that was *preempted* on its way out (between setting Dead and its final
+    // `schedule()`) is still queued and will run again to finish exiting: only one that has
+    // left its run queue is gone. Decided under the lock: once it is released another CPU may
+    // requeue the preempted task (`requeue_locked`, from a `sched_setattr` that looked it up
+    // just before it died), and `on_rq` read then could be false for a moment, disposing of a
+    // task that will still run on its stack.
+    let dead = prev.as_ref().is_some_and(|p| p.state() == TaskState::Dead && !p.is_on_rq());
     if let Some(p) = &prev {
         p.on_cpu.store(false, Ordering::Release);
     }
     // SAFETY: held since before the switch (see above); no guard exists.
     unsafe { rq.lock.unlock_after_switch() };
-    if let Some(p) = prev {
-        // A dead task that was *preempted* on its way out (between setting Dead and its final
-        // `schedule()`) is still queued and will run again to finish exiting: only one that has
-        // left its run queue is gone.
-        if p.state() == TaskState::Dead && !p.is_on_rq() {
-            task_dead(p);
-        }
+    if let Some(p) = prev.filter(|_| dead) {
+        task_dead(p);
     }
     if let Some(t) = migrate {
         // The task left a CPU it may no longer use and is on no run queue. A wakeup may have
@@ -898,15 +912,17 @@ extern "C" fn task_start(arg: u64) -> ! {
 
 /// Ends the calling task with `code`.
 pub fn exit(code: i32) -> ! {
-    // Holds `me` until Dead is set: a kill arriving meanwhile must not start a second `exit`
-    // from the interrupt exit, abandoning this frame and its reference (a leaked `Task`).
-    // Never dropped: the task does not come back.
+    // A kill arriving meanwhile must not start a second `exit` from the interrupt exit,
+    // abandoning this frame and its reference (a leaked `Task`). Never dropped: the task does
+    // not come back.
     let _defer = signal::DeferFatal::new();
     let me = current();
     me.set_exit_code(code);
     crate::trace::sched_process_exit(&me, crate::time::uptime_ns());
-    me.set_state(TaskState::Dead);
     drop(me);
+    // Dead is set with no reference left in this frame (through `current`, which the run
+    // queue keeps alive): from here on the frame may be abandoned at any instruction.
+    signal::with_current(|t| t.set_state(TaskState::Dead));
     schedule();
     unreachable!("a dead task was scheduled again");
 }

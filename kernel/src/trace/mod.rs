@@ -287,10 +287,13 @@ fn affinity_start() {
     }
 }
 
-/// Entries in the affinity table (it keeps every traced task's first mask until the next
-/// `trace start`, so it grows with the tasks a traced run creates).
-pub fn affinity_entries() -> usize {
-    AFFINITY.lock().len()
+/// Stops recording affinities and frees the table (the chaos stress, before it measures the
+/// heap: the table grows with every task a traced run creates). The next `trace start`
+/// rebuilds it.
+pub fn affinity_release() {
+    AFFINITY_ON.store(false, Ordering::SeqCst);
+    let table = core::mem::take(&mut *AFFINITY.lock());
+    drop(table); // freed with the lock released (interrupts on)
 }
 
 /// A copy of the table (tid order).
@@ -439,6 +442,21 @@ fn new_buffer(entries: usize) -> Result<*mut CpuBuffer, String> {
 /// Gives every online CPU an empty ring of `entries` records (reusing rings of that size).
 /// Caller holds CONTROL, writers paused.
 fn install_buffers(ctl: &mut Control, entries: usize) -> Result<(), String> {
+    // Rings that would leave the heap nearly full make every later allocation fail (an
+    // infallible one panics): keep an eighth of it, at least 16 MiB, for the kernel.
+    let ring_bytes = entries.saturating_mul(core::mem::size_of::<UnsafeCell<Event>>());
+    let needed = ring_bytes.saturating_mul(crate::percpu::nr_cpus() as usize);
+    let held = if ctl.entries == 0 { 0 } else { ctl.entries * core::mem::size_of::<UnsafeCell<Event>>() * crate::percpu::nr_cpus() as usize };
+    let heap = crate::mm::heap::size();
+    let free_after = (heap + held).saturating_sub(crate::mm::heap::used()).saturating_sub(needed);
+    if ctl.entries != entries && free_after < (heap / 8).max(16 << 20) {
+        return Err(alloc::format!(
+            "{} records per CPU need {} MiB of the {} MiB heap and would leave too little free (boot with more memory)",
+            entries,
+            needed >> 20,
+            heap >> 20
+        ));
+    }
     for cpu in crate::percpu::online_cpus() {
         let slot = &SLOTS[cpu.cpu_id as usize];
         let old = slot.buf.load(Ordering::Acquire);

@@ -127,6 +127,44 @@ pub const fn rt_overloaded(nr_pushable: usize) -> bool {
     nr_pushable > 0
 }
 
+/// What a CPU runs, for [`core_excluded`]: its [`CpuPrio`] and the core-scheduling cookie of
+/// its running task (0: none; the idle task's cookie does not matter).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Running {
+    /// What it runs.
+    pub prio: CpuPrio,
+    /// The running task's core cookie.
+    pub cookie: u64,
+}
+
+/// Core scheduling (strict model: SMT siblings never run different cookies): the CPUs of
+/// `candidates` on which a task with core cookie `cookie` cannot start now, because an SMT
+/// sibling runs a task (not idle) of another cookie. There the task would wait: forced idle
+/// if the sibling's task is the more important, else until the sibling has been made to
+/// switch (an IPI, and as long as the host keeps that vCPU descheduled).
+///
+/// The kernel moves waiting RT tasks (push, pull, wakeup placement) only to CPUs outside
+/// this set, while a CPU that cannot run its waiting task now counts as busy above every
+/// task. The two rules together cannot hand a task back and forth: a task leaves a CPU
+/// that cannot run it only for one that can. `siblings_of(c)`: `c`'s SMT siblings (itself
+/// included); `running(s)`: what `s` runs.
+pub fn core_excluded(
+    cookie: u64,
+    candidates: CpuMask,
+    siblings_of: impl Fn(usize) -> CpuMask,
+    running: impl Fn(usize) -> Running,
+) -> CpuMask {
+    candidates
+        .iter()
+        .filter(|&c| {
+            siblings_of(c).without(c).iter().any(|s| {
+                let r = running(s);
+                r.prio != CpuPrio::Idle && r.cookie != cookie
+            })
+        })
+        .collect()
+}
+
 /// The push from `src_cpu` (running `src_running`): the most important waiting task of
 /// `waiting` that is pushable (allowed on another CPU online in `cpupri`), does not beat
 /// `src_running`, and has a target, i.e. `cpupri.find(prio, affinity & online - {src})`
@@ -207,6 +245,34 @@ mod tests {
             cp.set(cpu, Some(l));
         }
         cp
+    }
+
+    /// CPUs 0,1 and 2,3 are SMT pairs.
+    fn pairs(c: usize) -> CpuMask {
+        mask(&[c & !1, c | 1])
+    }
+
+    #[test]
+    fn core_excluded_is_a_sibling_running_another_cookie() {
+        let run = |prio, cookie| Running { prio, cookie };
+        // CPU 1 runs Rt(60) cookie 7; CPU 3 runs a fair task cookie 9; CPU 2 idle; CPU 0
+        // runs a fair task cookie 7.
+        let running = |c: usize| match c {
+            0 => run(Fair, 7),
+            1 => run(Rt(60), 7),
+            3 => run(Fair, 9),
+            _ => run(Idle, 0),
+        };
+        let all = mask(&[0, 1, 2, 3]);
+        // Cookie 5: CPU 0 (sibling 1 runs cookie 7), CPU 1 (sibling 0 runs cookie 7) and
+        // CPU 2 (sibling 3 runs cookie 9, a fair task: it too would have to switch first)
+        // are excluded; CPU 3's sibling is idle.
+        assert_eq!(core_excluded(5, all, pairs, running), mask(&[0, 1, 2]));
+        // Cookie 7 shares the core with CPUs 0 and 1.
+        assert_eq!(core_excluded(7, all, pairs, running), mask(&[2]));
+        // Only candidates are reported; without SMT nothing is excluded.
+        assert_eq!(core_excluded(5, mask(&[3]), pairs, running), mask(&[]));
+        assert_eq!(core_excluded(5, all, |c| mask(&[c]), running), mask(&[]));
     }
 
     #[test]

@@ -24,44 +24,46 @@ pub fn check(events: &[Event], smt: &[CpuMask], end_ns: Option<u64>) -> Result<C
         first.entry(e.cpu).and_modify(|t| *t = (*t).min(e.ts_ns)).or_insert(e.ts_ns);
     }
     let start = first.values().copied().max().unwrap_or(0);
-    let mut at_start: alloc::collections::BTreeMap<u32, Event> = alloc::collections::BTreeMap::new();
-    let mut window: Vec<Event> = Vec::new();
+    // Converted as they are read (a `TraceEvent` is a third of an `Event`): the kernel checks
+    // millions of events on a heap that also holds the rings and their sorted copy (copies of
+    // whole `Event`s here once needed 176 MiB at once and failed).
+    let mut at_start: alloc::collections::BTreeMap<u32, TraceEvent> = alloc::collections::BTreeMap::new();
+    let mut v: Vec<TraceEvent> = Vec::new();
+    let n = events.iter().filter(|e| matches!(e.kind, EventKind::CoreSwitch { .. })).count();
+    v.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
     for e in events {
-        if !matches!(e.kind, EventKind::CoreSwitch { .. }) {
-            continue;
-        }
+        let Some(te) = trace_event(e) else { continue };
         if e.ts_ns < start {
-            at_start.insert(e.cpu, Event { ts_ns: start, ..*e });
+            at_start.insert(e.cpu, TraceEvent { time_ns: start, ..te });
         } else {
-            window.push(*e);
+            v.push(te);
         }
     }
-    let checked = window.len() as u64;
-    let mut all: Vec<Event> = at_start.into_values().collect();
-    all.extend(window);
-    // The events synthesised at the window's start are states, not switches.
-    check_all(&all, smt, end_ns).map(|r| CheckReport { switches: checked, ..r })
+    let checked = v.len() as u64;
+    // The states synthesised at the window's start come first (they are states, not switches;
+    // at most one per CPU, from events the reservation counted).
+    v.splice(0..0, at_start.into_values());
+    if !v.is_sorted_by_key(|e| e.time_ns) {
+        v.sort_by_key(|e| e.time_ns);
+    }
+    let end = end_ns.or_else(|| v.last().map(|e| e.time_ns)).unwrap_or(0);
+    check_trace(&v, smt, end).map(|r| CheckReport { switches: checked, ..r })
 }
 
-fn check_all(events: &[Event], smt: &[CpuMask], end_ns: Option<u64>) -> Result<CheckReport, Errno> {
-    let mut v: Vec<TraceEvent> = events
-        .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::CoreSwitch { pid, cookie, forced } => Some(TraceEvent {
-                time_ns: e.ts_ns,
-                cpu: e.cpu as usize,
-                state: match (pid, forced) {
-                    (0, true) => CpuState::ForcedIdle,
-                    (0, false) => CpuState::Idle,
-                    _ => CpuState::Task(CookieId(cookie)),
-                },
-            }),
-            _ => None,
-        })
-        .collect();
-    v.sort_by_key(|e| e.time_ns);
-    let end = end_ns.or_else(|| v.last().map(|e| e.time_ns)).unwrap_or(0);
-    check_trace(&v, smt, end)
+/// A `sched_core_switch` event as the policy crate's checker takes it.
+fn trace_event(e: &Event) -> Option<TraceEvent> {
+    match e.kind {
+        EventKind::CoreSwitch { pid, cookie, forced } => Some(TraceEvent {
+            time_ns: e.ts_ns,
+            cpu: e.cpu as usize,
+            state: match (pid, forced) {
+                (0, true) => CpuState::ForcedIdle,
+                (0, false) => CpuState::Idle,
+                _ => CpuState::Task(CookieId(cookie)),
+            },
+        }),
+        _ => None,
+    }
 }
 
 /// SMT groups as "pairs": CPUs 0-1, 2-3, … (QEMU's `threads=2` numbering, and Cadence's).
