@@ -407,6 +407,7 @@ struct Baseline {
     cookies: usize,
     timers: usize,
     heap: usize,
+    heap_by_size: [isize; crate::mm::heap::SIZE_BUCKETS],
     /// Run-queue, task-table and stack-list storage (kept at its peak by design).
     reserved: usize,
     frames: u64,
@@ -422,6 +423,7 @@ fn baseline() -> Baseline {
         cookies: coresched::COOKIES.lock().live(),
         timers: percpu::online_cpus().map(|c| c.timers.len()).sum(),
         heap: crate::mm::heap::used(),
+        heap_by_size: crate::mm::heap::live_by_size(),
         reserved: crate::sched::reserve::reserved_bytes(),
         frames: crate::mm::frame::free_frames(),
     }
@@ -660,6 +662,18 @@ pub fn run(seed: u64, ops: u64, trace_entries: usize, fail_pct: u32) -> Outcome 
         after.heap <= base.heap + heap_slack,
         format!("{} bytes now, {} before (+{} allowed, {} of them reserved queue storage)", after.heap, base.heap, heap_slack, reserved),
     );
+    if after.heap > base.heap + heap_slack {
+        // Which sizes grew (live allocations by size bucket, like /proc/slabinfo): what
+        // points at the kind of object kept.
+        let mut grew = String::new();
+        for (b, (a, z)) in after.heap_by_size.iter().zip(base.heap_by_size.iter()).enumerate() {
+            if a != z {
+                let lo = if b == 0 { 0 } else { (1usize << (b - 1)) + 1 };
+                grew.push_str(&format!(" {}..{}B:{:+}", lo, 1usize << b, a - z));
+            }
+        }
+        crate::kprintln!("chaos: heap: live allocations by size, change:{}", grew);
+    }
     leak("frames", after.frames + 16 >= base.frames, format!("{} free now, {} before (-16 allowed)", after.frames, base.frames));
     for problem in sched::check_accounting() {
         crate::kprintln!("chaos: accounting: {}", problem);

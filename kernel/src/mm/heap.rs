@@ -27,6 +27,35 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicIsize, Ordering};
 use linked_list_allocator::Heap;
 
+/// Live allocations by size, per CPU (a block freed on another CPU than the one that allocated
+/// it makes one count negative and the other positive: only sums mean something). Bucket `b`
+/// counts sizes in `(2^(b-1), 2^b]` (bucket 0: sizes 0 and 1). Like `/proc/slabinfo`'s active
+/// objects: what the chaos stress prints when the heap did not return to its baseline.
+static LIVE_BY_SIZE: [[AtomicIsize; SIZE_BUCKETS]; MAX_CPUS] = [const { [const { AtomicIsize::new(0) }; SIZE_BUCKETS] }; MAX_CPUS];
+/// Buckets of [`LIVE_BY_SIZE`]: up to 2^31 bytes.
+pub const SIZE_BUCKETS: usize = 32;
+
+fn size_bucket(size: usize) -> usize {
+    (usize::BITS - size.saturating_sub(1).leading_zeros()).min(SIZE_BUCKETS as u32 - 1) as usize
+}
+
+fn count_live(size: usize, delta: isize) {
+    let cpu = crate::percpu::cpu_id() as usize % MAX_CPUS;
+    LIVE_BY_SIZE[cpu][size_bucket(size)].fetch_add(delta, Ordering::Relaxed);
+}
+
+/// Live heap allocations by size bucket (bucket `b`: sizes in `(2^(b-1), 2^b]`), summed over
+/// CPUs.
+pub fn live_by_size() -> [isize; SIZE_BUCKETS] {
+    let mut out = [0isize; SIZE_BUCKETS];
+    for cpu in LIVE_BY_SIZE.iter() {
+        for (o, c) in out.iter_mut().zip(cpu.iter()) {
+            *o += c.load(Ordering::Relaxed);
+        }
+    }
+    out
+}
+
 /// Size classes of the per-CPU caches (bytes).
 const CLASSES: [usize; 6] = [16, 32, 64, 128, 256, 512];
 /// Largest allocation served from the per-CPU caches.
@@ -172,13 +201,20 @@ impl KernelHeap {
 unsafe impl GlobalAlloc for KernelHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         super::atomic_alloc::note(layout.size());
-        match class_of(layout) {
+        let p = match class_of(layout) {
             Some(ci) => self.cached_alloc(ci),
             None => self.global_alloc(layout),
+        };
+        if !p.is_null() {
+            count_live(layout.size(), 1);
         }
+        p
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if !ptr.is_null() {
+            count_live(layout.size(), -1);
+        }
         match (NonNull::new(ptr), class_of(layout)) {
             (None, _) => {}
             // SAFETY: GlobalAlloc's contract: `ptr` came from `alloc` with this `layout`,
