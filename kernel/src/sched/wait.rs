@@ -63,6 +63,35 @@ impl WaitQueue {
         self.waiters.lock().retain(|t| !Arc::ptr_eq(t, &me));
     }
 
+    /// Blocks until `cond()` is true, like [`wait_until`](Self::wait_until), but a fatal
+    /// signal does not end the wait (Linux's `TASK_UNINTERRUPTIBLE`, the `D` state): for waits
+    /// that must see their end, such as a device request whose buffers the device still
+    /// writes. The signal is acted on after the wait, at the caller's next preemption point
+    /// outside its `DeferFatal` sections. `cond` must become true without the caller's help.
+    pub fn wait_until_uninterruptible(&self, mut cond: impl FnMut() -> bool) {
+        if cond() {
+            return;
+        }
+        let _defer = super::signal::DeferFatal::new();
+        let me = super::current();
+        loop {
+            me.set_state(TaskState::Sleeping);
+            {
+                // Room reserved outside the lock: no allocation with interrupts off.
+                let mut w = crate::sync::lock_with_room(&self.waiters, 1, |w| w);
+                if !w.iter().any(|t| Arc::ptr_eq(t, &me)) {
+                    w.push_back(me.clone());
+                }
+            }
+            if cond() {
+                break;
+            }
+            super::schedule();
+        }
+        me.set_state(TaskState::Running);
+        self.waiters.lock().retain(|t| !Arc::ptr_eq(t, &me));
+    }
+
     /// Wakes one waiter. Returns whether there was one.
     ///
     /// Preemption stays disabled from the pop to the wakeup (as for `wake_all`): releasing the
