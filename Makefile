@@ -4,10 +4,13 @@
 #   make setup                 pinned Rust toolchain, QEMU and OVMF (idempotent)
 #   make kernel                release build of kernel/
 #   make run [SMP=8] [UEFI=1] [ARGS='poweroff ...'] [TRACE=file] [WORKLOAD='a b'] [TIMEOUT=s]
+#            [DISK=img]        virtio disk /dev/vda (default target/scratch-disk.img; created
+#                              as a 256 MiB sparse image when missing)
 #   make test                  host unit tests, in-kernel tests, QEMU scenario tests
 #   make bench BENCH=name      boots with ARGS='run="bench NAME" poweroff'
 #   make test-stress           the core-scheduling stress with 1,000,000 switches
-#   make test-repeat TEST=name N=n [SMP=spec]  boots the matching in-kernel tests n times
+#   make test-repeat TEST=name N=n [SMP=spec] [DISK=img]  boots the matching in-kernel tests n
+#                                   times (DISK: attach a virtio disk, for the blk tests)
 #   make bench-coresched [SMP=spec] [SECS=n]  core scheduling's cost: an SMT boot and a nosmt boot
 #   make test-chaos [SEED=n] [OPS=n] [SMP=spec] [FAIL=percent] [FUZZ_SECS=n]  chaos stress (100000
 #                                   ops, -smp 4 SMT; FAIL: that share of object allocations fail)
@@ -34,6 +37,8 @@ TRACE ?=
 WORKLOAD ?=
 TIMEOUT ?=
 BENCH ?=
+DISK ?=
+SCRATCH_DISK := $(ROOT)/target/scratch-disk.img
 
 # The kernel command line travels through the environment so that any quotes
 # in it reach cadence-boot untouched.
@@ -42,7 +47,7 @@ export CADENCE_RUN_ARGS = $(ARGS)
 .PHONY: help setup kernel boot-tool run test test-stress test-repeat bench bench-coresched compare compare-rtapp clean
 
 help:
-	@sed -n '4,15s/^# \{0,1\}//p' '$(ROOT)/Makefile'
+	@sed -n '4,19s/^# \{0,1\}//p' '$(ROOT)/Makefile'
 
 setup:
 	@set -e; \
@@ -74,7 +79,7 @@ run: kernel boot-tool
 	'$(CADENCE_BOOT)' run --kernel '$(KERNEL)' --args "$$CADENCE_RUN_ARGS" \
 	  $(if $(filter 1 yes true,$(UEFI)),--uefi) $(if $(SMP),--smp '$(SMP)') \
 	  $(if $(TRACE),--trace '$(TRACE)') $(foreach w,$(WORKLOAD),--workload '$(w)') \
-	  $(if $(TIMEOUT),--timeout '$(TIMEOUT)')
+	  $(if $(TIMEOUT),--timeout '$(TIMEOUT)') --disk '$(if $(DISK),$(DISK),$(SCRATCH_DISK))'
 
 bench: override ARGS = run="bench $(BENCH)" poweroff
 bench: run
@@ -121,7 +126,7 @@ test-chaos: kernel boot-tool
 TEST ?=
 N ?= 10
 test-repeat: kernel boot-tool
-	'$(ROOT)/tools/test-repeat.sh' '$(TEST)' '$(N)' '$(SMP)'
+	CADENCE_TEST_DISK='$(DISK)' '$(ROOT)/tools/test-repeat.sh' '$(TEST)' '$(N)' '$(SMP)'
 
 clean:
 	cd '$(ROOT)' && cargo clean

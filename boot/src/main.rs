@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--args STR]
-//!                  [--timeout SECS] [--trace FILE] [--workload FILE]... [--qemu-arg ARG]...
+//!                  [--timeout SECS] [--trace FILE] [--workload FILE]... [--disk IMG]
+//!                  [--qemu-arg ARG]...
 //! cadence-boot runner ELF [IGNORED...]      # cargo runner for the kernel's tests
 //! cadence-boot image --kernel ELF [--uefi] -o OUT
 //! cadence-boot trace report FILE [--svg OUT]  # tracer report of a COM2 ftrace capture
@@ -30,7 +31,11 @@
 //! (stdin is a terminal and the command line lacks `poweroff`) has none;
 //! `--timeout 0` disables it. `runner` defaults to 300 s per boot
 //! (`CADENCE_TEST_TIMEOUT` overrides) and takes the kernel command line from
-//! `CADENCE_TEST_ARGS` (and the `-smp` spec from `CADENCE_TEST_SMP`, if set).
+//! `CADENCE_TEST_ARGS` (and the `-smp` spec from `CADENCE_TEST_SMP`, if set;
+//! a virtio disk from `CADENCE_TEST_DISK`, created if missing).
+//!
+//! `--disk IMG` attaches a raw image as a virtio-blk disk, `cache=writeback`;
+//! a missing IMG is created as a 256 MiB sparse file.
 
 use cadence_boot::harness::{run_suite, Suite};
 use cadence_boot::{build_image, Firmware, KernelExit, Qemu};
@@ -41,7 +46,8 @@ use std::time::Duration;
 
 const USAGE: &str = "\
 usage: cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--args STR]
-                        [--timeout SECS] [--trace FILE] [--workload FILE]... [--qemu-arg ARG]...
+                        [--timeout SECS] [--trace FILE] [--workload FILE]... [--disk IMG]
+                        [--qemu-arg ARG]...
        cadence-boot runner ELF [IGNORED...]
        cadence-boot image --kernel ELF [--uefi] -o OUT
        cadence-boot trace report FILE [--svg OUT]
@@ -102,6 +108,7 @@ struct Opts {
     timeout: Option<Option<Duration>>,
     trace: Option<PathBuf>,
     workloads: Vec<PathBuf>,
+    disk: Option<PathBuf>,
     qemu_args: Vec<String>,
     out: Option<PathBuf>,
 }
@@ -139,6 +146,8 @@ fn parse_opts(argv: &[String], allowed: &[&str]) -> Result<Opts, Exit> {
             "--timeout" => o.timeout = Some(parse_timeout(&value)?),
             "--trace" => o.trace = Some(value.into()),
             "--workload" => o.workloads.push(value.into()),
+            "--disk" if value.is_empty() => return Err(usage("--disk needs a file")),
+            "--disk" => o.disk = Some(value.into()),
             "--qemu-arg" => o.qemu_args.push(value),
             "-o" | "--output" => o.out = Some(value.into()),
             _ => unreachable!("flag {flag} allowed but not handled"),
@@ -168,6 +177,7 @@ fn cmd_run(argv: &[String]) -> Exit {
         "--timeout",
         "--trace",
         "--workload",
+        "--disk",
         "--qemu-arg",
     ];
     let o = match parse_opts(argv, &flags) {
@@ -198,6 +208,9 @@ fn cmd_run(argv: &[String]) -> Exit {
     }
     for w in o.workloads {
         q = q.workload(w);
+    }
+    if let Some(d) = o.disk {
+        q = q.disk(d);
     }
     for a in o.qemu_args {
         q = q.qemu_arg(a);
@@ -298,6 +311,11 @@ fn cmd_runner(argv: &[String]) -> Exit {
         Ok(spec) if spec.trim().is_empty() => {}
         Ok(spec) => q = q.smp(spec),
         Err(_) => {}
+    }
+    // A virtio disk for the kernel's blk tests (they skip without one).
+    match std::env::var_os("CADENCE_TEST_DISK") {
+        Some(d) if !d.is_empty() => q = q.disk(PathBuf::from(d)),
+        _ => {}
     }
     // One boot per failing test: see `cadence_boot::harness`.
     let mut suite = Suite::new(&args, timeout);

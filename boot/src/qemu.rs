@@ -12,7 +12,15 @@
 //! non-empty kernel command line (the string is written verbatim to a private
 //! temp file, so quotes, commas and spaces survive), `-serial file:TRACE` for
 //! a trace port (COM2), `-fw_cfg name=opt/cadence/workload/<basename>,file=ABS`
-//! per workload and then any pass-through arguments.
+//! per workload, `-drive file=DISK,format=raw,if=virtio,cache=writeback` for a
+//! disk ([`Qemu::disk`]: the kernel's `/dev/vda`; a missing file is created as a
+//! sparse raw image of [`DISK_SIZE`] bytes) and then any pass-through arguments.
+//!
+//! `cache=writeback` (QEMU's default, stated so it cannot drift): the guest
+//! sees a volatile write cache, QEMU offers `VIRTIO_BLK_F_FLUSH`, and a guest
+//! flush is an `fdatasync` of the image on the host; completed writes are in
+//! the host's page cache, so they survive QEMU being killed, and flushed ones
+//! survive a host crash.
 //!
 //! A run either inherits stdio ([`Qemu::run`], used by the CLI), captures
 //! COM1 through a pipe ([`Qemu::run_capture`], used by tests), or both copies
@@ -44,6 +52,29 @@ pub const DEFAULT_MEMORY: &str = "512M";
 /// Longest fw_cfg file name QEMU accepts (56 bytes including the NUL).
 const FW_CFG_MAX_NAME: usize = 55;
 const WORKLOAD_PREFIX: &str = "opt/cadence/workload/";
+
+/// Size of a disk image [`Qemu::disk`] creates: 256 MiB (sparse).
+pub const DISK_SIZE: u64 = 256 << 20;
+
+/// Creates `path` as a sparse raw image of [`DISK_SIZE`] bytes (and its parent
+/// directories) unless it exists; an existing file is left as it is.
+pub fn ensure_disk(path: &Path) -> Result<()> {
+    if path.exists() {
+        return Ok(());
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::new(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| Error::new(format!("cannot create disk image {}: {e}", path.display())))?;
+    file.set_len(DISK_SIZE)
+        .map_err(|e| Error::new(format!("cannot size disk image {}: {e}", path.display())))?;
+    Ok(())
+}
 
 /// How a run ended, from the kernel's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +194,7 @@ pub struct Qemu {
     timeout: Option<Duration>,
     trace: Option<PathBuf>,
     workloads: Vec<PathBuf>,
+    disk: Option<PathBuf>,
     extra: Vec<OsString>,
     interactive: bool,
     echo: bool,
@@ -181,6 +213,7 @@ impl Qemu {
             timeout: None,
             trace: None,
             workloads: Vec::new(),
+            disk: None,
             extra: Vec::new(),
             interactive: false,
             echo: false,
@@ -227,6 +260,14 @@ impl Qemu {
     /// `opt/cadence/workload/<basename>`.
     pub fn workload(mut self, file: impl Into<PathBuf>) -> Self {
         self.workloads.push(file.into());
+        self
+    }
+
+    /// Attaches `path` as a virtio disk (`/dev/vda` in the kernel), creating a
+    /// sparse [`DISK_SIZE`] image there if it does not exist. Writes go to the
+    /// file (no snapshot): two runs cannot share one image at once.
+    pub fn disk(mut self, path: impl Into<PathBuf>) -> Self {
+        self.disk = Some(path.into());
         self
     }
 
@@ -328,6 +369,12 @@ impl Qemu {
             let mut spec = OsString::from(format!("name={WORKLOAD_PREFIX}{name},"));
             spec.push(opt("file=", path));
             push(&["-fw_cfg".as_ref(), &spec]);
+        }
+        if let Some(disk) = &self.disk {
+            ensure_disk(disk)?;
+            let mut spec = opt("file=", disk);
+            spec.push(",format=raw,if=virtio,cache=writeback");
+            push(&["-drive".as_ref(), &spec]);
         }
         args.extend(self.extra.iter().cloned());
 
@@ -706,6 +753,19 @@ mod tests {
         );
         assert_eq!(KernelExit::NoExit.exit_code(), 2);
         assert_eq!(KernelExit::Timeout.exit_code(), 124);
+    }
+
+    #[test]
+    fn disk_is_created_sparse_once_and_attached() {
+        let dir = TempDir::new().unwrap();
+        let img = dir.path.join("sub/disk.img");
+        ensure_disk(&img).unwrap();
+        assert_eq!(std::fs::metadata(&img).unwrap().len(), DISK_SIZE);
+        std::fs::write(&img, b"kept").unwrap();
+        ensure_disk(&img).unwrap();
+        assert_eq!(std::fs::read(&img).unwrap(), b"kept");
+        let q = Qemu::new("/nonexistent-kernel").disk(&img);
+        assert_eq!(q.disk.as_deref(), Some(img.as_path()));
     }
 
     #[test]
