@@ -11,7 +11,7 @@ use std::time::Duration;
 const TIMEOUT: Duration = Duration::from_secs(180);
 
 fn run_with_disk(disk: &PathBuf, commands: &str) -> Run {
-    let run = boot(qemu().timeout(TIMEOUT).disk(disk).args(&format!(r#"run="{commands}" poweroff"#)));
+    let run = boot(qemu().timeout(TIMEOUT).disk(disk).args(format!(r#"run="{commands}" poweroff"#)));
     run.check(
         !run.outcome.output.contains("cadence: PANIC") && !run.outcome.output.contains("cadence: EXCEPTION"),
         "the kernel panicked",
@@ -66,4 +66,34 @@ fn without_a_disk_blk_says_no_such_device() {
         "expected three `blk: /dev/vda: No such device` lines",
     );
     run.expect_exit(KernelExit::Success);
+}
+
+/// QEMU's `blkdebug` fails every read and write with EIO: each command reports it, the
+/// kernel goes on (and the requests still completed by interrupt).
+#[test]
+fn device_errors_are_eio_and_the_kernel_goes_on() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target");
+    let (conf, img) = (dir.join("blk-eio.conf"), dir.join("blk-eio.img"));
+    std::fs::create_dir_all(&dir).expect("target dir");
+    std::fs::write(
+        &conf,
+        "[inject-error]\nevent = \"write_aio\"\nerrno = \"5\"\n\n[inject-error]\nevent = \"read_aio\"\nerrno = \"5\"\n",
+    )
+    .expect("blkdebug config");
+    cadence_boot::ensure_disk(&img).expect("disk image");
+    let drive = format!("file=blkdebug:{}:{},format=raw,if=virtio,werror=report,rerror=report", conf.display(), img.display());
+    let run = boot(
+        qemu()
+            .timeout(TIMEOUT)
+            .qemu_arg("-drive")
+            .qemu_arg(drive)
+            .args(r#"run="blk fill 1 1; blk verify 1 1; blk read 0; echo still-alive" poweroff"#),
+    );
+    run.check(
+        lines(&run, "blk: /dev/vda: ") == ["blk: /dev/vda: Input/output error"; 3],
+        format!("expected three EIO lines, got {:?}", lines(&run, "blk: /dev/vda: ")),
+    );
+    run.check(lines(&run, "still-alive").len() == 1, "the shell did not go on");
+    run.expect_exit(KernelExit::Success);
+    let _ = std::fs::remove_file(&img);
 }
