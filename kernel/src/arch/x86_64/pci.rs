@@ -77,6 +77,9 @@ impl ConfigurationAccess for PortIoCam {
         self.write(device_function, register_offset, data)
     }
 
+    /// # Safety
+    /// As the trait says: the clone is used only to read read-only fields. (Every access is
+    /// serialised under `CONFIG_LOCK` anyway, so a clone cannot break an address/data pair.)
     unsafe fn unsafe_clone(&self) -> Self {
         Self { _private: () }
     }
