@@ -4,7 +4,16 @@
 //! bootloader's mapping covers it (the first 4 GiB at least, where SeaBIOS puts QEMU's BARs),
 //! else through fresh uncached mappings in [`MMIO_WINDOW`] (OVMF places 64-bit BARs high).
 //!
-//! No IOMMU: `share` only translates, `unshare` does nothing.
+//! No IOMMU. `share` hands the device a buffer's own physical address when the buffer lies in
+//! the physical-memory mapping (heap memory, the drivers' DMA pages); anything else (a buffer
+//! on a kernel stack, which `mm::stack` maps from separately allocated frames, or any other
+//! mapping) is copied into a bounce page, and `unshare` copies it back (device-to-driver) and
+//! frees the page. The crate's blocking requests (`flush`) keep their request header and
+//! status byte on the caller's stack, so without bouncing a header that straddled a page
+//! boundary between two unrelated frames would be handed to the device as one range. Bounce
+//! pages for buffers of at most a page come from a small pool filled at probe time
+//! ([`reserve_bounce`]), so no request allocates; larger ones are allocated (and the kernel
+//! panics if no frames are left: the `Hal` contract has no error path for `share`).
 
 use crate::mm::{self, frame, paging};
 use crate::sync::IrqLock;
@@ -29,18 +38,68 @@ static WINDOW_MAPS: IrqLock<ArrayVec<(u64, u64, u64), 12>> = IrqLock::new(ArrayV
 /// The kernel's [`Hal`] (a unit type: all its state is the kernel's allocators).
 pub struct KernelHal;
 
-/// Physical address of `len` bytes at `virt`, which must be mapped and physically contiguous
-/// (the driver's DMA memory and heap buffers are: both live in the physical-memory mapping).
-fn virt_to_phys(virt: u64, len: usize) -> PhysAddr {
-    let phys = paging::translate(virt).expect("virtio: DMA buffer is not mapped");
-    let end = virt + len.max(1) as u64;
-    let mut page = (virt & !(PAGE - 1)) + PAGE;
+/// The physical address of `len` bytes at `virt` if they all lie in the physical-memory
+/// mapping (then they are physically contiguous too); `None` otherwise (a kernel stack, the
+/// MMIO window, anything unmapped).
+fn direct_phys(virt: u64, len: usize) -> Option<PhysAddr> {
+    let phys = virt.checked_sub(mm::phys_offset())?;
+    let end = virt.checked_add(len.max(1) as u64)?;
+    let mut page = virt & !(PAGE - 1);
     while page < end {
-        let expect = phys + (page - virt);
-        assert_eq!(paging::translate(page), Some(expect), "virtio: DMA buffer at {:#x} is not physically contiguous", virt);
+        if paging::translate(page) != Some(page - mm::phys_offset()) {
+            return None;
+        }
         page += PAGE;
     }
-    phys
+    Some(phys)
+}
+
+/// Single bounce pages for small buffers (see the module doc), taken by `share` and given back
+/// by `unshare`.
+const BOUNCE_POOL: usize = 4;
+static BOUNCE: IrqLock<ArrayVec<u64, BOUNCE_POOL>> = IrqLock::new(ArrayVec::new_const());
+/// Buffers `share` had to bounce (`blk info` does not show it; for tests).
+static BOUNCED: AtomicU64 = AtomicU64::new(0);
+
+/// Fills the bounce pool (task context, at probe time). Returns whether it is full.
+pub fn reserve_bounce() -> bool {
+    loop {
+        if BOUNCE.lock().is_full() {
+            return true;
+        }
+        let Some(frame) = frame::alloc() else { return false };
+        if let Err(e) = BOUNCE.lock().try_push(frame) {
+            frame::free(e.element());
+            return true;
+        }
+    }
+}
+
+/// How many buffers `share` has copied into bounce pages since boot.
+pub fn bounced() -> u64 {
+    BOUNCED.load(Ordering::Relaxed)
+}
+
+/// Physically contiguous frames for a bounce copy of `len` bytes.
+fn bounce_alloc(len: usize) -> PhysAddr {
+    let pages = (len.max(1) as u64).div_ceil(PAGE);
+    let pooled = if pages == 1 { BOUNCE.lock().pop() } else { None };
+    pooled
+        .or_else(|| frame::alloc_contiguous(pages))
+        .expect("virtio: no frames for a DMA bounce buffer")
+}
+
+fn bounce_free(phys: PhysAddr, len: usize) {
+    let pages = (len.max(1) as u64).div_ceil(PAGE);
+    if pages == 1 {
+        if let Err(e) = BOUNCE.lock().try_push(phys) {
+            frame::free(e.element());
+        }
+        return;
+    }
+    for i in 0..pages {
+        frame::free(phys + i * PAGE);
+    }
 }
 
 /// Is every page of `[paddr, paddr + size)` mapped at `phys_to_virt` by the physical mapping?
@@ -95,7 +154,9 @@ pub fn map_bar(paddr: u64, size: u64) -> Option<u64> {
 // SAFETY: `dma_alloc` hands out frames that the frame allocator marked used for this caller
 // alone, zeroed, page-aligned and mapped at `phys_to_virt`; `mmio_phys_to_virt` returns a
 // mapping of exactly the requested device region; `share` returns the physical address the
-// buffer is mapped at (no IOMMU, so the device sees that address).
+// buffer is mapped at (no IOMMU, so the device sees that address) when that is one contiguous
+// range of the physical mapping, else that of a bounce copy the device alone uses until
+// `unshare` copies it back and frees it.
 unsafe impl Hal for KernelHal {
     fn dma_alloc(pages: usize, _direction: BufferDirection) -> (PhysAddr, NonNull<u8>) {
         let Some(phys) = frame::alloc_contiguous(pages as u64) else {
@@ -128,13 +189,44 @@ unsafe impl Hal for KernelHal {
 
     /// # Safety
     /// As the trait says: `buffer` is valid and not accessed by others during the call.
-    unsafe fn share(buffer: NonNull<[u8]>, _direction: BufferDirection) -> PhysAddr {
-        virt_to_phys(buffer.as_ptr() as *mut u8 as u64, buffer.len())
+    unsafe fn share(buffer: NonNull<[u8]>, direction: BufferDirection) -> PhysAddr {
+        let (virt, len) = (buffer.as_ptr() as *mut u8 as u64, buffer.len());
+        if let Some(phys) = direct_phys(virt, len) {
+            return phys;
+        }
+        let phys = bounce_alloc(len);
+        BOUNCED.fetch_add(1, Ordering::Relaxed);
+        let copy = mm::phys_to_virt(phys) as *mut u8;
+        // SAFETY: `copy` is `len` bytes (or more) of frames just taken for this buffer alone,
+        // mapped writable at `phys_to_virt`; `buffer` is valid for `len` bytes (the caller's
+        // contract) and cannot overlap frames that were free.
+        unsafe {
+            if direction == BufferDirection::DeviceToDriver {
+                core::ptr::write_bytes(copy, 0, len);
+            } else {
+                core::ptr::copy_nonoverlapping(virt as *const u8, copy, len);
+            }
+        }
+        phys
     }
 
     /// # Safety
-    /// As the trait says; nothing to undo without an IOMMU or bounce buffers.
-    unsafe fn unshare(_paddr: PhysAddr, _buffer: NonNull<[u8]>, _direction: BufferDirection) {}
+    /// As the trait says: `paddr` is what `share` returned for this `buffer`.
+    unsafe fn unshare(paddr: PhysAddr, buffer: NonNull<[u8]>, direction: BufferDirection) {
+        let (virt, len) = (buffer.as_ptr() as *mut u8 as u64, buffer.len());
+        if direct_phys(virt, len) == Some(paddr) {
+            return;
+        }
+        // A bounce copy (a direct share returns the buffer's own address, which no bounce
+        // frame can have while the buffer's frame is in use).
+        if direction != BufferDirection::DriverToDevice {
+            // SAFETY: `paddr` is the bounce copy `share` made of `len` bytes, no longer used by
+            // the device (the crate unshares after popping the used entry); `buffer` is valid
+            // for `len` bytes and not otherwise accessed during the call (the contract).
+            unsafe { core::ptr::copy_nonoverlapping(mm::phys_to_virt(paddr) as *const u8, virt as *mut u8, len) };
+        }
+        bounce_free(paddr, len);
+    }
 }
 
 /// Physically contiguous DMA pages owned by a driver (the crate's own `Dma` is private):
