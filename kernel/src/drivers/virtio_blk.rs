@@ -19,9 +19,26 @@
 //! capability the transport uses) so that it never takes the device's lock: a task holds that
 //! lock across a whole request, sleeping.
 //!
+//! Only the i440fx (QEMU's `pc` machine, host bridge 8086:1237, PIIX3 PIRQ links) is handled:
+//! there the interrupt line register is also the I/O APIC input. On another chipset (Q35's
+//! ICH9 routes PIRQs to GSIs 16–23, which the line register does not say) [`probe`] refuses
+//! the disk with a message rather than guess. The driver assumes it is the only user of its
+//! INTx line (the handler wakes the waiters whatever the ISR byte says, and a line shared with
+//! another device's unacknowledged interrupt would keep firing).
+//!
+//! A lost or misrouted interrupt does not hang a request: the wait re-checks the used ring
+//! every [`POLL_NS`] (10 ms, a timed wait). A completion found that way with no interrupt
+//! taken since the submission counts as a lost interrupt ([`lost_interrupts`]; the first is
+//! logged, `virtio-blk: /dev/vda: lost interrupt ...`).
+//!
 //! # Requests
 //! One request is in flight at a time, under a sleeping [`Mutex`] (a task waiting for the
-//! device sleeps, it does not spin). The request header, the status byte and a
+//! device sleeps, it does not spin). The whole locked section (submit, wait, complete, and
+//! every 64 KiB chunk of a longer transfer) is a [`DeferFatal`] section made before the lock is
+//! taken (so it ends after the lock is released): a fatal signal that arrives meanwhile cannot
+//! end the task with the mutex held and a token un-popped, which would wedge the disk. Between
+//! chunks a pending fatal signal ends the transfer early (`EINTR`, [`BlkError::Interrupted`]),
+//! with the lock given back; the task then dies at its next preemption point. The request header, the status byte and a
 //! [`BOUNCE_PAGES`]-page data buffer are DMA memory allocated once at probe time, so no request
 //! allocates. A request goes in with `read_blocks_nb`/`write_blocks_nb`; the task then sleeps
 //! on [`COMPLETION`] until the used ring holds its token (the interrupt wakes it), and collects
@@ -31,16 +48,34 @@
 //! never takes it and a request lasts a device round trip.
 //!
 //! A flush (`VIRTIO_BLK_T_FLUSH`, offered by QEMU with `cache=writeback`) has no non-blocking
-//! form in `virtio-drivers` 0.13: [`flush`] calls the crate's blocking `flush`, which polls the
-//! used ring. It polls in task context with interrupts and preemption on (the sleeping mutex is
-//! the only lock held), so other tasks and interrupts run meanwhile; the completion interrupt
-//! it raises is acknowledged by the handler as any other.
+//! form in `virtio-drivers` 0.13 (its request header type and the queue are private to the
+//! crate): [`flush`] calls the crate's blocking `flush`, which spins on the used ring inside
+//! the crate (`spin_loop`, no hook to sleep or yield). It spins in task context with
+//! interrupts and preemption on (the sleeping mutex is the only lock held), so interrupts and
+//! higher-priority tasks run meanwhile, but a SCHED_FIFO caller keeps its CPU from equal and
+//! lower priorities for the flush's round trip (an `fdatasync` on the host). The flush is
+//! yielded before and after ([`sched::yield_now`](crate::sched::yield_now)) so it at least
+//! does not extend a time slice already used up. Its header and status byte live in the
+//! crate's stack frame: [`KernelHal`]'s `share` copies such buffers into bounce pages (see
+//! `virtio_hal`), and the request cannot be abandoned half-way (the `DeferFatal` section).
+//! The completion interrupt it raises is acknowledged by the handler as any other.
+//!
+//! # Memory and panics
+//! The BARs inside the physical-memory mapping (SeaBIOS places QEMU's below 4 GiB) are reached
+//! through that mapping, whose page attributes are write-back: uncached access relies on the
+//! firmware's MTRRs marking the PCI hole uncacheable (SeaBIOS and OVMF do). Only BARs outside it
+//! get explicit `NO_CACHE` mappings ([`virtio_hal::map_bar`]). The crate allocates from the
+//! kernel heap inside requests (an indirect descriptor list per request, `add_indirect`, when
+//! the device offers `VIRTIO_F_INDIRECT_DESC`) and unwraps the allocation: heap exhaustion
+//! during a request panics the kernel.
 //!
 //! Errors are Linux's errnos ([`BlkError`]): no disk `ENODEV`, a write past the end `ENOSPC`
-//! (checked before anything is written), a device error `EIO`, a read-only disk `EROFS`.
+//! (checked before anything is written), a device error `EIO`, a read-only disk `EROFS`, a
+//! transfer cut short by a fatal signal `EINTR`.
 
 use super::virtio_hal::{self, DmaPages, KernelHal};
 use crate::arch::pci::PortIoCam;
+use crate::sched::signal::DeferFatal;
 use crate::sched::wait::{Mutex, WaitQueue};
 use core::sync::atomic::{AtomicU64, Ordering};
 use virtio_drivers::device::blk::{BlkReq, BlkResp, VirtIOBlk, SECTOR_SIZE};
@@ -53,6 +88,10 @@ pub const VIRTIO_BLK_VECTOR: u8 = 0x31;
 /// Data buffer per request: 64 KiB (longer transfers are split).
 pub const BOUNCE_PAGES: usize = 16;
 const BOUNCE_BYTES: usize = BOUNCE_PAGES * 4096;
+/// How often a waiting request re-checks the used ring without an interrupt: 10 ms.
+pub const POLL_NS: u64 = 10_000_000;
+/// The one host bridge whose interrupt routing the probe knows (i440fx, QEMU `pc`).
+const I440FX: (u16, u16) = (0x8086, 0x1237);
 /// The name in messages, as Linux names the first virtio disk.
 pub const NAME: &str = "/dev/vda";
 
@@ -72,6 +111,8 @@ pub enum BlkError {
     ReadOnly,
     /// EINVAL: a length that is not a whole number of sectors, a read past the end.
     Invalid,
+    /// EINTR: a fatal signal ended a multi-chunk transfer between two requests.
+    Interrupted,
 }
 
 impl BlkError {
@@ -83,6 +124,7 @@ impl BlkError {
             BlkError::Io => "Input/output error",
             BlkError::ReadOnly => "Read-only file system",
             BlkError::Invalid => "Invalid argument",
+            BlkError::Interrupted => "Interrupted system call",
         }
     }
 }
@@ -120,6 +162,8 @@ static ISR: AtomicU64 = AtomicU64::new(0);
 static COMPLETION: WaitQueue = WaitQueue::new();
 static INTERRUPTS: AtomicU64 = AtomicU64::new(0);
 static REQUESTS: AtomicU64 = AtomicU64::new(0);
+/// Completions found by the [`POLL_NS`] re-check with no interrupt since their submission.
+static LOST: AtomicU64 = AtomicU64::new(0);
 
 /// Interrupt routing facts from the MADT, kept by [`set_platform`] for the probe.
 struct Routing {
@@ -143,6 +187,16 @@ pub fn info() -> Option<Info> {
 /// (interrupts taken, requests completed) since boot.
 pub fn counters() -> (u64, u64) {
     (INTERRUPTS.load(Ordering::Relaxed), REQUESTS.load(Ordering::Relaxed))
+}
+
+/// Completions whose interrupt never came (found by the periodic re-check), since boot.
+pub fn lost_interrupts() -> u64 {
+    LOST.load(Ordering::Relaxed)
+}
+
+/// `sectors` 512-byte sectors in bytes, if that fits in a u64 (the count is the device's).
+pub fn capacity_bytes(sectors: u64) -> Option<u64> {
+    sectors.checked_mul(SECTOR_SIZE as u64)
 }
 
 /// The disk's interrupt (from the IDT stub, before its EOI).
@@ -173,7 +227,7 @@ pub fn probe() {
             NAME,
             i.location,
             i.sectors,
-            (i.sectors * SECTOR_SIZE as u64) >> 20,
+            capacity_bytes(i.sectors).map_or(u64::MAX >> 20, |b| b >> 20),
             if i.readonly { ", read-only" } else { "" },
             i.irq,
             i.gsi,
@@ -218,6 +272,15 @@ fn probe_inner() -> Result<Option<Info>, &'static str> {
     // SAFETY: as above; the transport's configuration accesses go through this one.
     let mut root = PciRoot::new(unsafe { PortIoCam::new() });
     let Some(df) = find(&root, &cam) else { return Ok(None) };
+    let host = cam.read(DeviceFunction { bus: 0, device: 0, function: 0 }, 0);
+    if (host as u16, (host >> 16) as u16) != I440FX {
+        crate::klog!(
+            "virtio-blk: host bridge {:04x}:{:04x} is not the i440fx (QEMU `pc`): its PCI interrupt routing (Q35: GSIs 16-23) is not handled",
+            host as u16,
+            (host >> 16) as u16
+        );
+        return Err("unsupported chipset (use QEMU's `pc` machine)");
+    }
 
     let (_, command) = root.get_status_command(df);
     let wanted = (command | Command::IO_SPACE | Command::MEMORY_SPACE | Command::BUS_MASTER) & !Command::INTERRUPT_DISABLE;
@@ -249,6 +312,9 @@ fn probe_inner() -> Result<Option<Info>, &'static str> {
 
     let transport = PciTransport::new::<KernelHal, _>(&mut root, df).map_err(|_| "not a usable virtio-pci device")?;
     let blk = VirtIOBlk::<KernelHal, _>::new(transport).map_err(|_| "device setup failed")?;
+    if !virtio_hal::reserve_bounce() {
+        return Err("no memory for bounce pages");
+    }
     let header = DmaPages::new(1).ok_or("no memory for requests")?;
     let bounce = DmaPages::new(BOUNCE_PAGES).ok_or("no memory for requests")?;
     let bars_in_window = virtio_hal::window_mapped() > 0;
@@ -296,8 +362,32 @@ fn check(info: &Info, sector: u64, len: usize, write: bool) -> Result<(), BlkErr
     }
 }
 
+/// Sleeps until the used ring holds `token`: woken by the completion interrupt, or by a
+/// [`POLL_NS`] timer that re-checks the ring (counting a completion found that way with no
+/// interrupt since `irqs0` as a lost interrupt).
+fn wait_used(disk: &mut Disk, token: u16, irqs0: u64) {
+    loop {
+        let deadline = crate::time::uptime_ns().saturating_add(POLL_NS);
+        if COMPLETION.wait_until_uninterruptible_deadline(|| disk.blk.peek_used() == Some(token), deadline) {
+            return;
+        }
+        if disk.blk.peek_used() == Some(token) {
+            if INTERRUPTS.load(Ordering::Relaxed) == irqs0 && LOST.fetch_add(1, Ordering::Relaxed) == 0 {
+                crate::klog!(
+                    "virtio-blk: {}: lost interrupt (a request completed with no interrupt in {} ms): polling every {} ms",
+                    NAME,
+                    POLL_NS / 1_000_000,
+                    POLL_NS / 1_000_000
+                );
+            }
+            return;
+        }
+    }
+}
+
 /// One request of at most [`BOUNCE_BYTES`], through the bounce buffer, sleeping until the
-/// interrupt reports it complete.
+/// interrupt (or the periodic re-check) reports it complete. Call inside a [`DeferFatal`]
+/// section: the request must not be abandoned between submission and completion.
 fn request(disk: &mut Disk, sector: u64, op: Op<'_>) -> Result<(), BlkError> {
     let len = match &op {
         Op::Read(b) => b.len(),
@@ -307,24 +397,26 @@ fn request(disk: &mut Disk, sector: u64, op: Op<'_>) -> Result<(), BlkError> {
     let req = disk.header.ptr(0).cast::<BlkReq>();
     let resp = disk.header.ptr(RESP_OFFSET).cast::<BlkResp>();
     let data = disk.bounce.ptr(0);
+    let irqs0 = INTERRUPTS.load(Ordering::Relaxed);
     // SAFETY: `header` and `bounce` are DMA memory this driver alone owns (allocated at probe,
     // zeroed, page-aligned); the sleeping mutex held by our caller admits one request at a
     // time, so nothing else touches them until the request is complete below. BlkReq (16
     // bytes, align 8) fits at offset 0 and BlkResp (1 byte) at RESP_OFFSET; `len` is at most
     // the bounce buffer's size. The device accesses them only between the `_nb` call and the
-    // matching `complete_*` call, which are passed the very same buffers.
+    // matching `complete_*` call, which are passed the very same buffers; the caller's
+    // `DeferFatal` section keeps the task from ending in between.
     unsafe {
         let (req, resp, buf) = (&mut *req, &mut *resp, core::slice::from_raw_parts_mut(data, len));
         let result = match op {
             Op::Write(src) => {
                 buf.copy_from_slice(src);
                 let token = disk.blk.write_blocks_nb(sector as usize, req, buf, resp).map_err(|_| BlkError::Io)?;
-                COMPLETION.wait_until_uninterruptible(|| disk.blk.peek_used() == Some(token));
+                wait_used(disk, token, irqs0);
                 disk.blk.complete_write_blocks(token, req, buf, resp)
             }
             Op::Read(dst) => {
                 let token = disk.blk.read_blocks_nb(sector as usize, req, buf, resp).map_err(|_| BlkError::Io)?;
-                COMPLETION.wait_until_uninterruptible(|| disk.blk.peek_used() == Some(token));
+                wait_used(disk, token, irqs0);
                 let r = disk.blk.complete_read_blocks(token, req, buf, resp);
                 if r.is_ok() {
                     dst.copy_from_slice(buf);
@@ -337,14 +429,28 @@ fn request(disk: &mut Disk, sector: u64, op: Op<'_>) -> Result<(), BlkError> {
     }
 }
 
+/// `EINTR` if a fatal signal is pending for the calling task (checked between chunks).
+fn interrupted() -> Result<(), BlkError> {
+    if crate::sched::signal::current_fatal_pending() {
+        Err(BlkError::Interrupted)
+    } else {
+        Ok(())
+    }
+}
+
 /// Reads `buf.len()` bytes (whole sectors) from `sector` on.
 pub fn read(sector: u64, buf: &mut [u8]) -> Result<(), BlkError> {
     let info = info().ok_or(BlkError::NoDevice)?;
     check(&info, sector, buf.len(), false)?;
+    // Made before the lock, so dropped after it (see the module doc).
+    let _defer = DeferFatal::new();
     let mut guard = DISK.lock();
     let disk = guard.as_mut().ok_or(BlkError::NoDevice)?;
     let mut s = sector;
-    for chunk in buf.chunks_mut(BOUNCE_BYTES) {
+    for (i, chunk) in buf.chunks_mut(BOUNCE_BYTES).enumerate() {
+        if i > 0 {
+            interrupted()?;
+        }
         let n = chunk.len();
         request(disk, s, Op::Read(chunk))?;
         s += (n / SECTOR_SIZE) as u64;
@@ -357,10 +463,15 @@ pub fn read(sector: u64, buf: &mut [u8]) -> Result<(), BlkError> {
 pub fn write(sector: u64, buf: &[u8]) -> Result<(), BlkError> {
     let info = info().ok_or(BlkError::NoDevice)?;
     check(&info, sector, buf.len(), true)?;
+    // Made before the lock, so dropped after it (see the module doc).
+    let _defer = DeferFatal::new();
     let mut guard = DISK.lock();
     let disk = guard.as_mut().ok_or(BlkError::NoDevice)?;
     let mut s = sector;
-    for chunk in buf.chunks(BOUNCE_BYTES) {
+    for (i, chunk) in buf.chunks(BOUNCE_BYTES).enumerate() {
+        if i > 0 {
+            interrupted()?;
+        }
         request(disk, s, Op::Write(chunk))?;
         s += (chunk.len() / SECTOR_SIZE) as u64;
     }
@@ -368,12 +479,19 @@ pub fn write(sector: u64, buf: &[u8]) -> Result<(), BlkError> {
 }
 
 /// Asks the device to make every completed write durable (a host `fdatasync` under QEMU's
-/// `cache=writeback`). Polls (see the module doc).
+/// `cache=writeback`). Spins inside the crate (see the module doc).
 pub fn flush() -> Result<(), BlkError> {
     info().ok_or(BlkError::NoDevice)?;
-    let mut guard = DISK.lock();
-    let disk = guard.as_mut().ok_or(BlkError::NoDevice)?;
-    let r = disk.blk.flush().map_err(|_| BlkError::Io);
-    REQUESTS.fetch_add(1, Ordering::Relaxed);
+    crate::sched::yield_now();
+    let r = {
+        // Made before the lock, so dropped after it (see the module doc).
+        let _defer = DeferFatal::new();
+        let mut guard = DISK.lock();
+        let disk = guard.as_mut().ok_or(BlkError::NoDevice)?;
+        let r = disk.blk.flush().map_err(|_| BlkError::Io);
+        REQUESTS.fetch_add(1, Ordering::Relaxed);
+        r
+    };
+    crate::sched::yield_now();
     r
 }
