@@ -4,10 +4,11 @@
 #   make setup                 pinned Rust toolchain, QEMU and OVMF (idempotent)
 #   make kernel                release build of kernel/
 #   make run [SMP=8] [UEFI=1] [ARGS='poweroff ...'] [TRACE=file] [WORKLOAD='a b'] [TIMEOUT=s]
-#            [DISK=img]        virtio disk /dev/vda (default target/scratch-disk.img; created
-#                              as a 256 MiB sparse image when missing)
+#            [DISK=img|none]   virtio disk /dev/vda: DISK=img read-write (created as a 256 MiB
+#                              sparse image when missing), none: no disk; default: the blank
+#                              target/scratch-disk.img with snapshot=on (writes are dropped)
 #   make test                  host unit tests, in-kernel tests, QEMU scenario tests
-#   make bench BENCH=name      boots with ARGS='run="bench NAME" poweroff'
+#   make bench BENCH=name      boots with ARGS='run="bench NAME" poweroff' (no disk unless DISK=)
 #   make test-stress           the core-scheduling stress with 1,000,000 switches
 #   make test-repeat TEST=name N=n [SMP=spec] [DISK=img]  boots the matching in-kernel tests n
 #                                   times (DISK: attach a virtio disk, for the blk tests)
@@ -39,6 +40,12 @@ TIMEOUT ?=
 BENCH ?=
 DISK ?=
 SCRATCH_DISK := $(ROOT)/target/scratch-disk.img
+# 1: no default scratch disk (benchmarks: no device they did not ask for).
+NO_SCRATCH ?=
+# run's disk: DISK=img read-write, DISK=none none, else the scratch image under snapshot=on
+# (QEMU opens it read-only and writes to a temporary overlay: it stays blank, and concurrent
+# runs do not trip over QEMU's image lock).
+DISK_OPT = $(if $(filter none,$(DISK)),,$(if $(DISK),--disk '$(DISK)',$(if $(filter 1,$(NO_SCRATCH)),,--scratch-disk '$(SCRATCH_DISK)')))
 
 # The kernel command line travels through the environment so that any quotes
 # in it reach cadence-boot untouched.
@@ -47,7 +54,7 @@ export CADENCE_RUN_ARGS = $(ARGS)
 .PHONY: help setup kernel boot-tool run test test-stress test-repeat bench bench-coresched compare compare-rtapp clean
 
 help:
-	@sed -n '4,19s/^# \{0,1\}//p' '$(ROOT)/Makefile'
+	@sed -n '4,20s/^# \{0,1\}//p' '$(ROOT)/Makefile'
 
 setup:
 	@set -e; \
@@ -79,9 +86,10 @@ run: kernel boot-tool
 	'$(CADENCE_BOOT)' run --kernel '$(KERNEL)' --args "$$CADENCE_RUN_ARGS" \
 	  $(if $(filter 1 yes true,$(UEFI)),--uefi) $(if $(SMP),--smp '$(SMP)') \
 	  $(if $(TRACE),--trace '$(TRACE)') $(foreach w,$(WORKLOAD),--workload '$(w)') \
-	  $(if $(TIMEOUT),--timeout '$(TIMEOUT)') --disk '$(if $(DISK),$(DISK),$(SCRATCH_DISK))'
+	  $(if $(TIMEOUT),--timeout '$(TIMEOUT)') $(DISK_OPT)
 
 bench: override ARGS = run="bench $(BENCH)" poweroff
+bench: override NO_SCRATCH = 1
 bench: run
 
 SECS ?= 2
@@ -91,13 +99,13 @@ bench-coresched: kernel boot-tool
 SITTINGS ?= 1
 TRACED ?= 1
 compare: kernel boot-tool
-	SMP='$(SMP)' SITTINGS='$(SITTINGS)' TRACED='$(TRACED)' '$(ROOT)/tools/compare.sh'
+	DISK='$(if $(DISK),$(DISK),none)' SMP='$(SMP)' SITTINGS='$(SITTINGS)' TRACED='$(TRACED)' '$(ROOT)/tools/compare.sh'
 
 FILE ?=
 DURATION ?= 2
 compare-rtapp: kernel boot-tool
 	@test -n '$(FILE)' || { echo 'usage: make compare-rtapp FILE=x.json [DURATION=s]' >&2; exit 2; }
-	'$(ROOT)/tools/compare-rtapp.sh' '$(FILE)' '$(DURATION)'
+	DISK='$(if $(DISK),$(DISK),none)' '$(ROOT)/tools/compare-rtapp.sh' '$(FILE)' '$(DURATION)'
 
 # Runs all three suites even if one fails, then fails if any did.
 test: kernel

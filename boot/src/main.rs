@@ -3,7 +3,7 @@
 //! ```text
 //! cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--args STR]
 //!                  [--timeout SECS] [--trace FILE] [--workload FILE]... [--disk IMG]
-//!                  [--qemu-arg ARG]...
+//!                  [--scratch-disk IMG] [--qemu-arg ARG]...
 //! cadence-boot runner ELF [IGNORED...]      # cargo runner for the kernel's tests
 //! cadence-boot image --kernel ELF [--uefi] -o OUT
 //! cadence-boot trace report FILE [--svg OUT]  # tracer report of a COM2 ftrace capture
@@ -35,7 +35,10 @@
 //! a virtio disk from `CADENCE_TEST_DISK`, created if missing).
 //!
 //! `--disk IMG` attaches a raw image as a virtio-blk disk, `cache=writeback`;
-//! a missing IMG is created as a 256 MiB sparse file.
+//! a missing IMG is created as a 256 MiB sparse file. `--scratch-disk IMG` does
+//! the same with `snapshot=on`: the guest's writes go to a temporary overlay,
+//! IMG is never written, and concurrent runs can share it (what `make run`
+//! attaches without `DISK=`).
 
 use cadence_boot::harness::{run_suite, Suite};
 use cadence_boot::{build_image, Firmware, KernelExit, Qemu};
@@ -47,7 +50,7 @@ use std::time::Duration;
 const USAGE: &str = "\
 usage: cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--args STR]
                         [--timeout SECS] [--trace FILE] [--workload FILE]... [--disk IMG]
-                        [--qemu-arg ARG]...
+                        [--scratch-disk IMG] [--qemu-arg ARG]...
        cadence-boot runner ELF [IGNORED...]
        cadence-boot image --kernel ELF [--uefi] -o OUT
        cadence-boot trace report FILE [--svg OUT]
@@ -109,6 +112,7 @@ struct Opts {
     trace: Option<PathBuf>,
     workloads: Vec<PathBuf>,
     disk: Option<PathBuf>,
+    scratch_disk: Option<PathBuf>,
     qemu_args: Vec<String>,
     out: Option<PathBuf>,
 }
@@ -148,6 +152,8 @@ fn parse_opts(argv: &[String], allowed: &[&str]) -> Result<Opts, Exit> {
             "--workload" => o.workloads.push(value.into()),
             "--disk" if value.is_empty() => return Err(usage("--disk needs a file")),
             "--disk" => o.disk = Some(value.into()),
+            "--scratch-disk" if value.is_empty() => return Err(usage("--scratch-disk needs a file")),
+            "--scratch-disk" => o.scratch_disk = Some(value.into()),
             "--qemu-arg" => o.qemu_args.push(value),
             "-o" | "--output" => o.out = Some(value.into()),
             _ => unreachable!("flag {flag} allowed but not handled"),
@@ -178,6 +184,7 @@ fn cmd_run(argv: &[String]) -> Exit {
         "--trace",
         "--workload",
         "--disk",
+        "--scratch-disk",
         "--qemu-arg",
     ];
     let o = match parse_opts(argv, &flags) {
@@ -209,8 +216,11 @@ fn cmd_run(argv: &[String]) -> Exit {
     for w in o.workloads {
         q = q.workload(w);
     }
-    if let Some(d) = o.disk {
-        q = q.disk(d);
+    match (o.disk, o.scratch_disk) {
+        (Some(_), Some(_)) => return usage("--disk and --scratch-disk exclude each other"),
+        (Some(d), None) => q = q.disk(d),
+        (None, Some(d)) => q = q.scratch_disk(d),
+        (None, None) => {}
     }
     for a in o.qemu_args {
         q = q.qemu_arg(a);

@@ -14,7 +14,8 @@
 //! a trace port (COM2), `-fw_cfg name=opt/cadence/workload/<basename>,file=ABS`
 //! per workload, `-drive file=DISK,format=raw,if=virtio,cache=writeback` for a
 //! disk ([`Qemu::disk`]: the kernel's `/dev/vda`; a missing file is created as a
-//! sparse raw image of [`DISK_SIZE`] bytes) and then any pass-through arguments.
+//! sparse raw image of [`DISK_SIZE`] bytes; [`Qemu::scratch_disk`] adds
+//! `snapshot=on`) and then any pass-through arguments.
 //!
 //! `cache=writeback` (QEMU's default, stated so it cannot drift): the guest
 //! sees a volatile write cache, QEMU offers `VIRTIO_BLK_F_FLUSH`, and a guest
@@ -57,7 +58,9 @@ const WORKLOAD_PREFIX: &str = "opt/cadence/workload/";
 pub const DISK_SIZE: u64 = 256 << 20;
 
 /// Creates `path` as a sparse raw image of [`DISK_SIZE`] bytes (and its parent
-/// directories) unless it exists; an existing file is left as it is.
+/// directories) unless it exists; an existing file is left as it is. Safe against
+/// concurrent callers: the image is sized under a private name and then linked in
+/// place, so nobody sees it half-made and the first one wins.
 pub fn ensure_disk(path: &Path) -> Result<()> {
     if path.exists() {
         return Ok(());
@@ -66,14 +69,21 @@ pub fn ensure_disk(path: &Path) -> Result<()> {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::new(format!("cannot create {}: {e}", dir.display())))?;
     }
-    let file = std::fs::OpenOptions::new()
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".{}.tmp", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let made = std::fs::OpenOptions::new()
         .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| Error::new(format!("cannot create disk image {}: {e}", path.display())))?;
-    file.set_len(DISK_SIZE)
-        .map_err(|e| Error::new(format!("cannot size disk image {}: {e}", path.display())))?;
-    Ok(())
+        .create(true)
+        .truncate(true)
+        .open(&tmp)
+        .and_then(|f| f.set_len(DISK_SIZE))
+        .and_then(|()| match std::fs::hard_link(&tmp, path) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            r => r,
+        });
+    let _ = std::fs::remove_file(&tmp);
+    made.map_err(|e| Error::new(format!("cannot create disk image {}: {e}", path.display())))
 }
 
 /// How a run ended, from the kernel's point of view.
@@ -195,6 +205,7 @@ pub struct Qemu {
     trace: Option<PathBuf>,
     workloads: Vec<PathBuf>,
     disk: Option<PathBuf>,
+    disk_snapshot: bool,
     extra: Vec<OsString>,
     interactive: bool,
     echo: bool,
@@ -214,6 +225,7 @@ impl Qemu {
             trace: None,
             workloads: Vec::new(),
             disk: None,
+            disk_snapshot: false,
             extra: Vec::new(),
             interactive: false,
             echo: false,
@@ -265,9 +277,21 @@ impl Qemu {
 
     /// Attaches `path` as a virtio disk (`/dev/vda` in the kernel), creating a
     /// sparse [`DISK_SIZE`] image there if it does not exist. Writes go to the
-    /// file (no snapshot): two runs cannot share one image at once.
+    /// file (no snapshot): two runs cannot share one image at once (QEMU's
+    /// image lock refuses the second).
     pub fn disk(mut self, path: impl Into<PathBuf>) -> Self {
         self.disk = Some(path.into());
+        self.disk_snapshot = false;
+        self
+    }
+
+    /// Like [`disk`](Self::disk), but with `snapshot=on`: QEMU opens the image
+    /// read-only and sends the guest's writes to a temporary overlay that is
+    /// dropped at exit. The image stays as it was (a blank scratch stays
+    /// blank), and any number of runs can share it at once.
+    pub fn scratch_disk(mut self, path: impl Into<PathBuf>) -> Self {
+        self.disk = Some(path.into());
+        self.disk_snapshot = true;
         self
     }
 
@@ -374,6 +398,9 @@ impl Qemu {
             ensure_disk(disk)?;
             let mut spec = opt("file=", disk);
             spec.push(",format=raw,if=virtio,cache=writeback");
+            if self.disk_snapshot {
+                spec.push(",snapshot=on");
+            }
             push(&["-drive".as_ref(), &spec]);
         }
         args.extend(self.extra.iter().cloned());
@@ -766,6 +793,20 @@ mod tests {
         assert_eq!(std::fs::read(&img).unwrap(), b"kept");
         let q = Qemu::new("/nonexistent-kernel").disk(&img);
         assert_eq!(q.disk.as_deref(), Some(img.as_path()));
+        assert!(!q.disk_snapshot);
+        let q = Qemu::new("/nonexistent-kernel").scratch_disk(&img);
+        assert!(q.disk_snapshot);
+        // Concurrent creators: every one succeeds, one image of the right size, no leftovers.
+        let shared = dir.path.join("shared.img");
+        let threads: Vec<_> = (0..4).map(|_| {
+            let p = shared.clone();
+            std::thread::spawn(move || ensure_disk(&p))
+        }).collect();
+        for t in threads {
+            t.join().unwrap().unwrap();
+        }
+        assert_eq!(std::fs::metadata(&shared).unwrap().len(), DISK_SIZE);
+        assert_eq!(std::fs::read_dir(&dir.path).unwrap().count(), 3, "sub/, shared.img and nothing else");
     }
 
     #[test]
