@@ -107,12 +107,15 @@ compare-rtapp: kernel boot-tool
 	@test -n '$(FILE)' || { echo 'usage: make compare-rtapp FILE=x.json [DURATION=s]' >&2; exit 2; }
 	DISK='$(if $(DISK),$(DISK),none)' '$(ROOT)/tools/compare-rtapp.sh' '$(FILE)' '$(DURATION)'
 
-# Runs all three suites even if one fails, then fails if any did.
+# Runs all three suites even if one fails, then fails if any did. The in-kernel tests get a
+# fresh virtio disk of their own (per make process, removed after), so shell::blk::tests run.
 test: kernel
 	@cd '$(ROOT)'; failed=; \
 	step() { echo "+ $$*"; "$$@" || failed="$$failed [$$*]"; }; \
 	step cargo test --release --workspace --exclude cadence-tests; \
-	step env CADENCE_TEST_TIMEOUT=$${CADENCE_TEST_TIMEOUT:-1800} bash -c 'cd kernel && cargo test'; \
+	disk='$(ROOT)/target/test-disk-'$$$$.img; rm -f "$$disk"; \
+	step env CADENCE_TEST_DISK="$$disk" CADENCE_TEST_TIMEOUT=$${CADENCE_TEST_TIMEOUT:-1800} bash -c 'cd kernel && cargo test'; \
+	rm -f "$$disk"; \
 	step cargo test --release -p cadence-tests --no-fail-fast; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi
 

@@ -1,17 +1,21 @@
 //! The virtio disk (`/dev/vda`, issue #14's data-safety check): what `blk fill` wrote and
 //! flushed before a poweroff is read back intact by the next boot on the same image, a wrong
 //! seed shows as mismatches, a fill past the end is refused before anything is written, and a
-//! boot without a disk says so. Every boot has its own timeout.
+//! boot without a disk says so. Every boot has the scenario timeout
+//! (`$CADENCE_SCENARIO_TIMEOUT`, see `cadence_tests`). Images are named after this process, so
+//! overlapping runs of the test do not share (or lock each other out of) an image.
 
 use cadence_boot::KernelExit;
 use cadence_tests::{boot, qemu, Run};
 use std::path::PathBuf;
-use std::time::Duration;
 
-const TIMEOUT: Duration = Duration::from_secs(180);
+/// `target/<stem>-<pid>.<ext>`, unique to this test process.
+fn scratch(stem: &str, ext: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../target/{stem}-{}.{ext}", std::process::id()))
+}
 
 fn run_with_disk(disk: &PathBuf, commands: &str) -> Run {
-    let run = boot(qemu().timeout(TIMEOUT).disk(disk).args(format!(r#"run="{commands}" poweroff"#)));
+    let run = boot(qemu().disk(disk).args(format!(r#"run="{commands}" poweroff"#)));
     run.check(
         !run.outcome.output.contains("cadence: PANIC") && !run.outcome.output.contains("cadence: EXCEPTION"),
         "the kernel panicked",
@@ -27,7 +31,7 @@ fn lines<'a>(run: &'a Run, prefix: &str) -> Vec<&'a str> {
 
 #[test]
 fn filled_blocks_survive_a_poweroff_and_bad_requests_are_refused() {
-    let disk = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/blk-scenario.img");
+    let disk = scratch("blk-scenario", "img");
     let _ = std::fs::remove_file(&disk);
 
     let first = run_with_disk(&disk, "blk info; blk fill 7 256");
@@ -60,7 +64,7 @@ fn filled_blocks_survive_a_poweroff_and_bad_requests_are_refused() {
 
 #[test]
 fn without_a_disk_blk_says_no_such_device() {
-    let run = boot(qemu().timeout(TIMEOUT).args(r#"run="blk info; blk fill 7 1; blk verify 7 1" poweroff"#));
+    let run = boot(qemu().args(r#"run="blk info; blk fill 7 1; blk verify 7 1" poweroff"#));
     run.check(
         lines(&run, "blk: /dev/vda: No such device").len() == 3,
         "expected three `blk: /dev/vda: No such device` lines",
@@ -72,9 +76,8 @@ fn without_a_disk_blk_says_no_such_device() {
 /// kernel goes on (and the requests still completed by interrupt).
 #[test]
 fn device_errors_are_eio_and_the_kernel_goes_on() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target");
-    let (conf, img) = (dir.join("blk-eio.conf"), dir.join("blk-eio.img"));
-    std::fs::create_dir_all(&dir).expect("target dir");
+    let (conf, img) = (scratch("blk-eio", "conf"), scratch("blk-eio", "img"));
+    std::fs::create_dir_all(conf.parent().expect("target dir")).expect("target dir");
     std::fs::write(
         &conf,
         "[inject-error]\nevent = \"write_aio\"\nerrno = \"5\"\n\n[inject-error]\nevent = \"read_aio\"\nerrno = \"5\"\n",
@@ -84,7 +87,6 @@ fn device_errors_are_eio_and_the_kernel_goes_on() {
     let drive = format!("file=blkdebug:{}:{},format=raw,if=virtio,werror=report,rerror=report", conf.display(), img.display());
     let run = boot(
         qemu()
-            .timeout(TIMEOUT)
             .qemu_arg("-drive")
             .qemu_arg(drive)
             .args(r#"run="blk fill 1 1; blk verify 1 1; blk read 0; echo still-alive" poweroff"#),
@@ -96,4 +98,5 @@ fn device_errors_are_eio_and_the_kernel_goes_on() {
     run.check(lines(&run, "still-alive").len() == 1, "the shell did not go on");
     run.expect_exit(KernelExit::Success);
     let _ = std::fs::remove_file(&img);
+    let _ = std::fs::remove_file(&conf);
 }
