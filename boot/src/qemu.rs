@@ -69,8 +69,11 @@ pub fn ensure_disk(path: &Path) -> Result<()> {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::new(format!("cannot create {}: {e}", dir.display())))?;
     }
+    // Unique per process and call (threads of one test binary create images too).
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".{}.tmp", std::process::id()));
+    tmp.push(format!(".{}-{n}.tmp", std::process::id()));
     let tmp = PathBuf::from(tmp);
     let made = std::fs::OpenOptions::new()
         .write(true)
@@ -798,15 +801,17 @@ mod tests {
         assert!(q.disk_snapshot);
         // Concurrent creators: every one succeeds, one image of the right size, no leftovers.
         let shared = dir.path.join("shared.img");
-        let threads: Vec<_> = (0..4).map(|_| {
-            let p = shared.clone();
-            std::thread::spawn(move || ensure_disk(&p))
-        }).collect();
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let p = shared.clone();
+                std::thread::spawn(move || ensure_disk(&p))
+            })
+            .collect();
         for t in threads {
             t.join().unwrap().unwrap();
         }
         assert_eq!(std::fs::metadata(&shared).unwrap().len(), DISK_SIZE);
-        assert_eq!(std::fs::read_dir(&dir.path).unwrap().count(), 3, "sub/, shared.img and nothing else");
+        assert_eq!(std::fs::read_dir(&dir.path).unwrap().count(), 2, "sub/, shared.img and nothing else");
     }
 
     #[test]
