@@ -4,10 +4,14 @@
 #   make setup                 pinned Rust toolchain, QEMU and OVMF (idempotent)
 #   make kernel                release build of kernel/
 #   make run [SMP=8] [UEFI=1] [ARGS='poweroff ...'] [TRACE=file] [WORKLOAD='a b'] [TIMEOUT=s]
+#            [DISK=img|none]   virtio disk /dev/vda: DISK=img read-write (created as a 256 MiB
+#                              sparse image when missing), none: no disk; default: the blank
+#                              target/scratch-disk.img with snapshot=on (writes are dropped)
 #   make test                  host unit tests, in-kernel tests, QEMU scenario tests
-#   make bench BENCH=name      boots with ARGS='run="bench NAME" poweroff'
+#   make bench BENCH=name      boots with ARGS='run="bench NAME" poweroff' (no disk unless DISK=)
 #   make test-stress           the core-scheduling stress with 1,000,000 switches
-#   make test-repeat TEST=name N=n [SMP=spec]  boots the matching in-kernel tests n times
+#   make test-repeat TEST=name N=n [SMP=spec] [DISK=img]  boots the matching in-kernel tests n
+#                                   times (DISK: attach a virtio disk, for the blk tests)
 #   make bench-coresched [SMP=spec] [SECS=n]  core scheduling's cost: an SMT boot and a nosmt boot
 #   make test-chaos [SEED=n] [OPS=n] [SMP=spec] [FAIL=percent] [FUZZ_SECS=n]  chaos stress (100000
 #                                   ops, -smp 4 SMT; FAIL: that share of object allocations fail)
@@ -34,6 +38,14 @@ TRACE ?=
 WORKLOAD ?=
 TIMEOUT ?=
 BENCH ?=
+DISK ?=
+SCRATCH_DISK := $(ROOT)/target/scratch-disk.img
+# 1: no default scratch disk (benchmarks: no device they did not ask for).
+NO_SCRATCH ?=
+# run's disk: DISK=img read-write, DISK=none none, else the scratch image under snapshot=on
+# (QEMU opens it read-only and writes to a temporary overlay: it stays blank, and concurrent
+# runs do not trip over QEMU's image lock).
+DISK_OPT = $(if $(filter none,$(DISK)),,$(if $(DISK),--disk '$(DISK)',$(if $(filter 1,$(NO_SCRATCH)),,--scratch-disk '$(SCRATCH_DISK)')))
 
 # The kernel command line travels through the environment so that any quotes
 # in it reach cadence-boot untouched.
@@ -42,7 +54,7 @@ export CADENCE_RUN_ARGS = $(ARGS)
 .PHONY: help setup kernel boot-tool run test test-stress test-repeat bench bench-coresched compare compare-rtapp clean
 
 help:
-	@sed -n '4,15s/^# \{0,1\}//p' '$(ROOT)/Makefile'
+	@sed -n '4,20s/^# \{0,1\}//p' '$(ROOT)/Makefile'
 
 setup:
 	@set -e; \
@@ -74,9 +86,10 @@ run: kernel boot-tool
 	'$(CADENCE_BOOT)' run --kernel '$(KERNEL)' --args "$$CADENCE_RUN_ARGS" \
 	  $(if $(filter 1 yes true,$(UEFI)),--uefi) $(if $(SMP),--smp '$(SMP)') \
 	  $(if $(TRACE),--trace '$(TRACE)') $(foreach w,$(WORKLOAD),--workload '$(w)') \
-	  $(if $(TIMEOUT),--timeout '$(TIMEOUT)')
+	  $(if $(TIMEOUT),--timeout '$(TIMEOUT)') $(DISK_OPT)
 
 bench: override ARGS = run="bench $(BENCH)" poweroff
+bench: override NO_SCRATCH = 1
 bench: run
 
 SECS ?= 2
@@ -86,20 +99,23 @@ bench-coresched: kernel boot-tool
 SITTINGS ?= 1
 TRACED ?= 1
 compare: kernel boot-tool
-	SMP='$(SMP)' SITTINGS='$(SITTINGS)' TRACED='$(TRACED)' '$(ROOT)/tools/compare.sh'
+	DISK='$(if $(DISK),$(DISK),none)' SMP='$(SMP)' SITTINGS='$(SITTINGS)' TRACED='$(TRACED)' '$(ROOT)/tools/compare.sh'
 
 FILE ?=
 DURATION ?= 2
 compare-rtapp: kernel boot-tool
 	@test -n '$(FILE)' || { echo 'usage: make compare-rtapp FILE=x.json [DURATION=s]' >&2; exit 2; }
-	'$(ROOT)/tools/compare-rtapp.sh' '$(FILE)' '$(DURATION)'
+	DISK='$(if $(DISK),$(DISK),none)' '$(ROOT)/tools/compare-rtapp.sh' '$(FILE)' '$(DURATION)'
 
-# Runs all three suites even if one fails, then fails if any did.
+# Runs all three suites even if one fails, then fails if any did. The in-kernel tests get a
+# fresh virtio disk of their own (per make process, removed after), so shell::blk::tests run.
 test: kernel
 	@cd '$(ROOT)'; failed=; \
 	step() { echo "+ $$*"; "$$@" || failed="$$failed [$$*]"; }; \
 	step cargo test --release --workspace --exclude cadence-tests; \
-	step env CADENCE_TEST_TIMEOUT=$${CADENCE_TEST_TIMEOUT:-1800} bash -c 'cd kernel && cargo test'; \
+	disk='$(ROOT)/target/test-disk-'$$$$.img; rm -f "$$disk"; \
+	step env CADENCE_TEST_DISK="$$disk" CADENCE_TEST_TIMEOUT=$${CADENCE_TEST_TIMEOUT:-1800} bash -c 'cd kernel && cargo test'; \
+	rm -f "$$disk"; \
 	step cargo test --release -p cadence-tests --no-fail-fast; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi
 
@@ -121,7 +137,7 @@ test-chaos: kernel boot-tool
 TEST ?=
 N ?= 10
 test-repeat: kernel boot-tool
-	'$(ROOT)/tools/test-repeat.sh' '$(TEST)' '$(N)' '$(SMP)'
+	CADENCE_TEST_DISK='$(DISK)' '$(ROOT)/tools/test-repeat.sh' '$(TEST)' '$(N)' '$(SMP)'
 
 clean:
 	cd '$(ROOT)' && cargo clean

@@ -2,7 +2,7 @@
 # Runs one rt-app JSON workload on Cadence and on the Linux peer and prints the per-thread
 # summary lines of both, then a side-by-side table.
 #   tools/compare-rtapp.sh FILE [SECONDS]        (make compare-rtapp FILE=x.json [DURATION=2])
-# Cadence: `make run WORKLOAD=FILE ARGS='run="rtapp <file> -d SECONDS -q" poweroff'` (summaries
+# Cadence (no disk unless DISK=img is given): `make run WORKLOAD=FILE ARGS='run="rtapp <file> -d SECONDS -q" poweroff'` (summaries
 # printed by the kernel). Linux: the file rewritten for rt-app 1.0 by `rtapp-host peer-json`
 # (workgen's unique keys, duration SECONDS, logs in /), run with the peer's run.sh; the same
 # summary is computed on the host from rt-app's own log files (`rtapp-host summary`).
@@ -30,7 +30,7 @@ out=$root/target/compare-rtapp/$name
 mkdir -p "$out"
 
 echo "compare-rtapp: $name for $secs s on Cadence (SMP=$smp)..." >&2
-make -s -C "$root" run SMP="$smp" WORKLOAD="$abs" TIMEOUT=$((secs * 20 + 120)) \
+make -s -C "$root" run DISK="${DISK:-none}" SMP="$smp" WORKLOAD="$abs" TIMEOUT=$((secs * 20 + 120)) \
   ARGS="run=\"rtapp $name -d $secs -q\" poweroff" > "$out/cadence.out" 2>&1 || true
 grep '^rtapp: thread=' "$out/cadence.out" > "$out/cadence.sum" || true
 

@@ -28,6 +28,7 @@
 # and reports the median and the min-max range of every number; ratios are ratios of medians.
 # A side that produced no number for a benchmark fails the command, naming it.
 # Raw outputs are kept in $OUT (default target/compare/), one file per side and sitting.
+# The Cadence runs get no virtio disk unless DISK=img is given.
 # Pictures (cadence-boot plot, SVG): $OUT/cyclic-idle.svg and cyclic-load.svg (the cyclictest -h
 # histograms of every sitting, per kernel) and wakeup-switch.svg (RT wakeup->switch from the
 # traces), each kernel one series, log-log, as the share of its samples per bin.
@@ -84,7 +85,7 @@ for ((i = 1; i <= SITTINGS; i++)); do
     trace_arg=(TRACE="$OUT/cadence-$i.trace")
   fi
   echo "compare: sitting $i/$SITTINGS: Cadence (smp $SMP) ..." >&2
-  make -s -C "$root" run SMP="$SMP" TIMEOUT=900 "${trace_arg[@]}" ARGS="run=\"$c_cmds\" poweroff" 2>&1 | tr -d '\r' > "$OUT/cadence-$i.txt" \
+  make -s -C "$root" run DISK="${DISK:-none}" SMP="$SMP" TIMEOUT=900 "${trace_arg[@]}" ARGS="run=\"$c_cmds\" poweroff" 2>&1 | tr -d '\r' > "$OUT/cadence-$i.txt" \
     || echo "compare: the Cadence run of sitting $i failed (see $OUT/cadence-$i.txt)" >&2
   echo "compare: sitting $i/$SITTINGS: Linux generic ..." >&2
   traced=$((i <= TRACED)); disk=(); disk_rt=()

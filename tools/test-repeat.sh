@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# make test-repeat TEST=<substring> N=<n> [SMP=<spec>]
+# make test-repeat TEST=<substring> N=<n> [SMP=<spec>] [DISK=<img>]
 #
+# DISK (CADENCE_TEST_DISK for the runner): a raw image attached read-write as the virtio disk
+# /dev/vda in every boot, created as a 256 MiB sparse file if missing (the blk tests skip
+# without one).
 # Builds the in-kernel test kernel once, then boots it N times with only the tests whose
 # name contains <substring> (kernel option `test=`), each boot with its own timeout.
 # Prints one line per run and finally, exactly:
@@ -16,7 +19,7 @@ test_name="${1:-}"
 n="${2:-}"
 smp="${3:-}"
 if [[ -z "$test_name" || ! "$n" =~ ^[1-9][0-9]*$ ]]; then
-  echo "usage: make test-repeat TEST=<substring> N=<n> [SMP=<spec>]" >&2
+  echo "usage: make test-repeat TEST=<substring> N=<n> [SMP=<spec>] [DISK=<img>]" >&2
   exit 2
 fi
 label="${smp:-4,sockets=1,cores=2,threads=2}"

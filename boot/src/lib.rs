@@ -24,6 +24,7 @@
 //!   `opt/cadence/cmdline` (no NUL terminator; absent when the line is empty).
 //! * Workloads are fw_cfg files `opt/cadence/workload/<basename>`.
 //! * `--trace FILE` adds COM2 as a second serial port written to FILE.
+//! * `--disk IMG` attaches IMG as a virtio-blk disk (the kernel's `/dev/vda`).
 
 mod error;
 pub mod fuzz;
@@ -36,5 +37,5 @@ pub mod trace;
 
 pub use error::{Error, Result};
 pub use image::{build_image, disk_image, Firmware};
-pub use qemu::{find_ovmf, Console, KernelExit, Outcome, Ovmf, Qemu, DEFAULT_MEMORY, DEFAULT_SMP};
+pub use qemu::{ensure_disk, find_ovmf, Console, KernelExit, Outcome, Ovmf, Qemu, DEFAULT_MEMORY, DEFAULT_SMP, DISK_SIZE};
 pub use report::{BootReport, CpuOnline, SmpSummary, Timing};

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--args STR]
-//!                  [--timeout SECS] [--trace FILE] [--workload FILE]... [--qemu-arg ARG]...
+//!                  [--timeout SECS] [--trace FILE] [--workload FILE]... [--disk IMG]
+//!                  [--scratch-disk IMG] [--qemu-arg ARG]...
 //! cadence-boot runner ELF [IGNORED...]      # cargo runner for the kernel's tests
 //! cadence-boot image --kernel ELF [--uefi] -o OUT
 //! cadence-boot trace report FILE [--svg OUT]  # tracer report of a COM2 ftrace capture
@@ -30,7 +31,14 @@
 //! (stdin is a terminal and the command line lacks `poweroff`) has none;
 //! `--timeout 0` disables it. `runner` defaults to 300 s per boot
 //! (`CADENCE_TEST_TIMEOUT` overrides) and takes the kernel command line from
-//! `CADENCE_TEST_ARGS` (and the `-smp` spec from `CADENCE_TEST_SMP`, if set).
+//! `CADENCE_TEST_ARGS` (and the `-smp` spec from `CADENCE_TEST_SMP`, if set;
+//! a virtio disk from `CADENCE_TEST_DISK`, created if missing).
+//!
+//! `--disk IMG` attaches a raw image as a virtio-blk disk, `cache=writeback`;
+//! a missing IMG is created as a 256 MiB sparse file. `--scratch-disk IMG` does
+//! the same with `snapshot=on`: the guest's writes go to a temporary overlay,
+//! IMG is never written, and concurrent runs can share it (what `make run`
+//! attaches without `DISK=`).
 
 use cadence_boot::harness::{run_suite, Suite};
 use cadence_boot::{build_image, Firmware, KernelExit, Qemu};
@@ -41,7 +49,8 @@ use std::time::Duration;
 
 const USAGE: &str = "\
 usage: cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--args STR]
-                        [--timeout SECS] [--trace FILE] [--workload FILE]... [--qemu-arg ARG]...
+                        [--timeout SECS] [--trace FILE] [--workload FILE]... [--disk IMG]
+                        [--scratch-disk IMG] [--qemu-arg ARG]...
        cadence-boot runner ELF [IGNORED...]
        cadence-boot image --kernel ELF [--uefi] -o OUT
        cadence-boot trace report FILE [--svg OUT]
@@ -102,6 +111,8 @@ struct Opts {
     timeout: Option<Option<Duration>>,
     trace: Option<PathBuf>,
     workloads: Vec<PathBuf>,
+    disk: Option<PathBuf>,
+    scratch_disk: Option<PathBuf>,
     qemu_args: Vec<String>,
     out: Option<PathBuf>,
 }
@@ -139,6 +150,10 @@ fn parse_opts(argv: &[String], allowed: &[&str]) -> Result<Opts, Exit> {
             "--timeout" => o.timeout = Some(parse_timeout(&value)?),
             "--trace" => o.trace = Some(value.into()),
             "--workload" => o.workloads.push(value.into()),
+            "--disk" if value.is_empty() => return Err(usage("--disk needs a file")),
+            "--disk" => o.disk = Some(value.into()),
+            "--scratch-disk" if value.is_empty() => return Err(usage("--scratch-disk needs a file")),
+            "--scratch-disk" => o.scratch_disk = Some(value.into()),
             "--qemu-arg" => o.qemu_args.push(value),
             "-o" | "--output" => o.out = Some(value.into()),
             _ => unreachable!("flag {flag} allowed but not handled"),
@@ -168,6 +183,8 @@ fn cmd_run(argv: &[String]) -> Exit {
         "--timeout",
         "--trace",
         "--workload",
+        "--disk",
+        "--scratch-disk",
         "--qemu-arg",
     ];
     let o = match parse_opts(argv, &flags) {
@@ -198,6 +215,12 @@ fn cmd_run(argv: &[String]) -> Exit {
     }
     for w in o.workloads {
         q = q.workload(w);
+    }
+    match (o.disk, o.scratch_disk) {
+        (Some(_), Some(_)) => return usage("--disk and --scratch-disk exclude each other"),
+        (Some(d), None) => q = q.disk(d),
+        (None, Some(d)) => q = q.scratch_disk(d),
+        (None, None) => {}
     }
     for a in o.qemu_args {
         q = q.qemu_arg(a);
@@ -298,6 +321,11 @@ fn cmd_runner(argv: &[String]) -> Exit {
         Ok(spec) if spec.trim().is_empty() => {}
         Ok(spec) => q = q.smp(spec),
         Err(_) => {}
+    }
+    // A virtio disk for the kernel's blk tests (they skip without one).
+    match std::env::var_os("CADENCE_TEST_DISK") {
+        Some(d) if !d.is_empty() => q = q.disk(PathBuf::from(d)),
+        _ => {}
     }
     // One boot per failing test: see `cadence_boot::harness`.
     let mut suite = Suite::new(&args, timeout);

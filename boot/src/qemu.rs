@@ -12,7 +12,16 @@
 //! non-empty kernel command line (the string is written verbatim to a private
 //! temp file, so quotes, commas and spaces survive), `-serial file:TRACE` for
 //! a trace port (COM2), `-fw_cfg name=opt/cadence/workload/<basename>,file=ABS`
-//! per workload and then any pass-through arguments.
+//! per workload, `-drive file=DISK,format=raw,if=virtio,cache=writeback` for a
+//! disk ([`Qemu::disk`]: the kernel's `/dev/vda`; a missing file is created as a
+//! sparse raw image of [`DISK_SIZE`] bytes; [`Qemu::scratch_disk`] adds
+//! `snapshot=on`) and then any pass-through arguments.
+//!
+//! `cache=writeback` (QEMU's default, stated so it cannot drift): the guest
+//! sees a volatile write cache, QEMU offers `VIRTIO_BLK_F_FLUSH`, and a guest
+//! flush is an `fdatasync` of the image on the host; completed writes are in
+//! the host's page cache, so they survive QEMU being killed, and flushed ones
+//! survive a host crash.
 //!
 //! A run either inherits stdio ([`Qemu::run`], used by the CLI), captures
 //! COM1 through a pipe ([`Qemu::run_capture`], used by tests), or both copies
@@ -44,6 +53,41 @@ pub const DEFAULT_MEMORY: &str = "512M";
 /// Longest fw_cfg file name QEMU accepts (56 bytes including the NUL).
 const FW_CFG_MAX_NAME: usize = 55;
 const WORKLOAD_PREFIX: &str = "opt/cadence/workload/";
+
+/// Size of a disk image [`Qemu::disk`] creates: 256 MiB (sparse).
+pub const DISK_SIZE: u64 = 256 << 20;
+
+/// Creates `path` as a sparse raw image of [`DISK_SIZE`] bytes (and its parent
+/// directories) unless it exists; an existing file is left as it is. Safe against
+/// concurrent callers: the image is sized under a private name and then linked in
+/// place, so nobody sees it half-made and the first one wins.
+pub fn ensure_disk(path: &Path) -> Result<()> {
+    if path.exists() {
+        return Ok(());
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::new(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    // Unique per process and call (threads of one test binary create images too).
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".{}-{n}.tmp", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&tmp)
+        .and_then(|f| f.set_len(DISK_SIZE))
+        .and_then(|()| match std::fs::hard_link(&tmp, path) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            r => r,
+        });
+    let _ = std::fs::remove_file(&tmp);
+    made.map_err(|e| Error::new(format!("cannot create disk image {}: {e}", path.display())))
+}
 
 /// How a run ended, from the kernel's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +207,8 @@ pub struct Qemu {
     timeout: Option<Duration>,
     trace: Option<PathBuf>,
     workloads: Vec<PathBuf>,
+    disk: Option<PathBuf>,
+    disk_snapshot: bool,
     extra: Vec<OsString>,
     interactive: bool,
     echo: bool,
@@ -181,6 +227,8 @@ impl Qemu {
             timeout: None,
             trace: None,
             workloads: Vec::new(),
+            disk: None,
+            disk_snapshot: false,
             extra: Vec::new(),
             interactive: false,
             echo: false,
@@ -227,6 +275,26 @@ impl Qemu {
     /// `opt/cadence/workload/<basename>`.
     pub fn workload(mut self, file: impl Into<PathBuf>) -> Self {
         self.workloads.push(file.into());
+        self
+    }
+
+    /// Attaches `path` as a virtio disk (`/dev/vda` in the kernel), creating a
+    /// sparse [`DISK_SIZE`] image there if it does not exist. Writes go to the
+    /// file (no snapshot): two runs cannot share one image at once (QEMU's
+    /// image lock refuses the second).
+    pub fn disk(mut self, path: impl Into<PathBuf>) -> Self {
+        self.disk = Some(path.into());
+        self.disk_snapshot = false;
+        self
+    }
+
+    /// Like [`disk`](Self::disk), but with `snapshot=on`: QEMU opens the image
+    /// read-only and sends the guest's writes to a temporary overlay that is
+    /// dropped at exit. The image stays as it was (a blank scratch stays
+    /// blank), and any number of runs can share it at once.
+    pub fn scratch_disk(mut self, path: impl Into<PathBuf>) -> Self {
+        self.disk = Some(path.into());
+        self.disk_snapshot = true;
         self
     }
 
@@ -328,6 +396,15 @@ impl Qemu {
             let mut spec = OsString::from(format!("name={WORKLOAD_PREFIX}{name},"));
             spec.push(opt("file=", path));
             push(&["-fw_cfg".as_ref(), &spec]);
+        }
+        if let Some(disk) = &self.disk {
+            ensure_disk(disk)?;
+            let mut spec = opt("file=", disk);
+            spec.push(",format=raw,if=virtio,cache=writeback");
+            if self.disk_snapshot {
+                spec.push(",snapshot=on");
+            }
+            push(&["-drive".as_ref(), &spec]);
         }
         args.extend(self.extra.iter().cloned());
 
@@ -706,6 +783,35 @@ mod tests {
         );
         assert_eq!(KernelExit::NoExit.exit_code(), 2);
         assert_eq!(KernelExit::Timeout.exit_code(), 124);
+    }
+
+    #[test]
+    fn disk_is_created_sparse_once_and_attached() {
+        let dir = TempDir::new().unwrap();
+        let img = dir.path.join("sub/disk.img");
+        ensure_disk(&img).unwrap();
+        assert_eq!(std::fs::metadata(&img).unwrap().len(), DISK_SIZE);
+        std::fs::write(&img, b"kept").unwrap();
+        ensure_disk(&img).unwrap();
+        assert_eq!(std::fs::read(&img).unwrap(), b"kept");
+        let q = Qemu::new("/nonexistent-kernel").disk(&img);
+        assert_eq!(q.disk.as_deref(), Some(img.as_path()));
+        assert!(!q.disk_snapshot);
+        let q = Qemu::new("/nonexistent-kernel").scratch_disk(&img);
+        assert!(q.disk_snapshot);
+        // Concurrent creators: every one succeeds, one image of the right size, no leftovers.
+        let shared = dir.path.join("shared.img");
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let p = shared.clone();
+                std::thread::spawn(move || ensure_disk(&p))
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap().unwrap();
+        }
+        assert_eq!(std::fs::metadata(&shared).unwrap().len(), DISK_SIZE);
+        assert_eq!(std::fs::read_dir(&dir.path).unwrap().count(), 2, "sub/, shared.img and nothing else");
     }
 
     #[test]

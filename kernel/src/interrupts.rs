@@ -16,6 +16,16 @@ pub fn com1() {
     crate::console::rx_interrupt();
 }
 
+/// Vector of the virtio-blk disk's INTx line (routed through the I/O APIC to CPU 0 by
+/// `drivers::virtio_blk::probe`).
+pub const VIRTIO_BLK_VECTOR: u8 = crate::drivers::virtio_blk::VIRTIO_BLK_VECTOR;
+
+/// The disk completed requests: acknowledge it and wake their tasks. (The IDT stub sends the
+/// EOI after this and calls `sched::irq_exit`.)
+pub fn virtio_blk() {
+    crate::drivers::virtio_blk::interrupt();
+}
+
 /// The LAPIC timer interrupt: expire this CPU's timers (the tick is one of them).
 pub fn lapic_timer() {
     crate::timer::interrupt();

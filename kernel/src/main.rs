@@ -6,7 +6,7 @@
 //!
 //! Module map: `arch` (all hardware access), `mm` (frames, heap, paging, stacks), `percpu`
 //! (GS-based per-CPU data), `smp` (AP bring-up, topology), `cmdline`, `platform` (ACPI),
-//! `console`, `sync` (interrupt-safe locks), `interrupts` (what each vector does), `testing`.
+//! `console`, `drivers` (the virtio-blk disk), `sync` (interrupt-safe locks), `interrupts` (what each vector does), `testing`.
 #![no_std]
 #![no_main]
 #![feature(abi_x86_interrupt)]
@@ -21,6 +21,7 @@ pub mod bench;
 pub mod chaos;
 pub mod cmdline;
 pub mod console;
+pub mod drivers;
 pub mod interrupts;
 pub mod irqflags;
 pub mod mm;
@@ -111,6 +112,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     if !console::enable_rx_irq(&platform, bsp.apic_id) {
         klog!("console: no I/O APIC for COM1: the shell polls for input");
     }
+    drivers::virtio_blk::set_platform(&platform, bsp.apic_id);
     sched::init_this_cpu();
     smp::announce_online(bsp);
     irqflags::enable();
@@ -155,6 +157,7 @@ fn init_main(opts: cmdline::BootOptions) -> i32 {
     sched::lockup::start();
     sched::reserve::settle();
     mm::atomic_alloc::arm();
+    drivers::virtio_blk::probe();
     #[cfg(test)]
     {
         testing::configure(&opts);

@@ -103,6 +103,11 @@ pub fn fatal_pending(t: &Task) -> bool {
     (1..=SIGMAX).any(|s| p & (1u64 << s) != 0 && is_fatal(s))
 }
 
+/// Is a fatal signal pending for the calling task? (`false` before the scheduler runs.)
+pub fn current_fatal_pending() -> bool {
+    with_current(fatal_pending).unwrap_or(false)
+}
+
 /// Takes a pending non-fatal signal of the calling task (e.g. SIGXCPU), if any.
 pub fn take_pending(sig: u32) -> bool {
     // No task reference, and no `DeferFatal` either: a task polling this in a loop would

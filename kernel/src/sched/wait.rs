@@ -63,6 +63,83 @@ impl WaitQueue {
         self.waiters.lock().retain(|t| !Arc::ptr_eq(t, &me));
     }
 
+    /// Blocks until `cond()` is true, like [`wait_until`](Self::wait_until), but a fatal
+    /// signal does not end the wait (Linux's `TASK_UNINTERRUPTIBLE`, the `D` state): for waits
+    /// that must see their end, such as a device request whose buffers the device still
+    /// writes. The signal is acted on after the wait, at the caller's next preemption point
+    /// outside its `DeferFatal` sections. `cond` must become true without the caller's help.
+    pub fn wait_until_uninterruptible(&self, mut cond: impl FnMut() -> bool) {
+        if cond() {
+            return;
+        }
+        let _defer = super::signal::DeferFatal::new();
+        let me = super::current();
+        loop {
+            me.set_state(TaskState::Sleeping);
+            {
+                // Room reserved outside the lock: no allocation with interrupts off.
+                let mut w = crate::sync::lock_with_room(&self.waiters, 1, |w| w);
+                if !w.iter().any(|t| Arc::ptr_eq(t, &me)) {
+                    w.push_back(me.clone());
+                }
+            }
+            if cond() {
+                break;
+            }
+            super::schedule();
+        }
+        me.set_state(TaskState::Running);
+        self.waiters.lock().retain(|t| !Arc::ptr_eq(t, &me));
+    }
+
+    /// [`wait_until_uninterruptible`](Self::wait_until_uninterruptible) with a deadline: returns
+    /// `true` once `cond()` is true, `false` when `uptime_ns()` reaches `deadline_ns` first (a
+    /// timer wakes the task; after that wakeup `cond` is not re-checked, so a caller can tell a
+    /// condition that came true without a wakeup, e.g. a device completion whose interrupt was
+    /// lost, from one that was signalled). Also `false`, at once, if no timer can be armed.
+    pub fn wait_until_uninterruptible_deadline(&self, mut cond: impl FnMut() -> bool, deadline_ns: u64) -> bool {
+        if cond() {
+            return true;
+        }
+        // Holds `me`, a queue entry and a timer's reference: a fatal signal waits for the end.
+        let _defer = super::signal::DeferFatal::new();
+        let me = super::current();
+        let cpu = crate::percpu::cpu_id();
+        let raw = Arc::into_raw(me.clone()) as u64;
+        let Some(timer) = crate::timer::arm(cpu, deadline_ns, super::wake_from_timer, raw) else {
+            // SAFETY: not handed to a timer: take the reference back.
+            drop(unsafe { Arc::from_raw(raw as *const Task) });
+            return false;
+        };
+        let done = loop {
+            me.set_state(TaskState::Sleeping);
+            {
+                // Room reserved outside the lock: no allocation with interrupts off.
+                let mut w = crate::sync::lock_with_room(&self.waiters, 1, |w| w);
+                if !w.iter().any(|t| Arc::ptr_eq(t, &me)) {
+                    w.push_back(me.clone());
+                }
+            }
+            if cond() {
+                break true;
+            }
+            if crate::time::uptime_ns() >= deadline_ns {
+                break false;
+            }
+            super::schedule();
+            if crate::time::uptime_ns() >= deadline_ns {
+                break false;
+            }
+        };
+        me.set_state(TaskState::Running);
+        self.waiters.lock().retain(|t| !Arc::ptr_eq(t, &me));
+        if crate::timer::cancel(cpu, timer) {
+            // SAFETY: the cancelled timer will never run, so its reference is ours again.
+            drop(unsafe { Arc::from_raw(raw as *const Task) });
+        }
+        done
+    }
+
     /// Wakes one waiter. Returns whether there was one.
     ///
     /// Preemption stays disabled from the pop to the wakeup (as for `wake_all`): releasing the

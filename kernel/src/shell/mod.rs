@@ -15,6 +15,7 @@
 //! Output of the shell's own commands goes through [`print`] (macro `shout!`), which tests can
 //! capture per task ([`capture`]); benchmarks print straight to the console.
 
+pub mod blk;
 pub mod cmds;
 pub mod console;
 pub mod coresched;
@@ -146,6 +147,12 @@ pub const COMMANDS: &[Command] = &[
         usage: "coresched get|create|share-to|share-from PID [--type pid|tgid|pgid] | coresched stat",
         help: "SMT core-scheduling cookies (PR_SCHED_CORE)",
         run: coresched::cmd_coresched,
+    },
+    Command {
+        name: "blk",
+        usage: "blk info | blk read SECTOR | blk fill SEED COUNT | blk verify SEED COUNT",
+        help: "the virtio disk /dev/vda: size, a sector's bytes, write or check a seeded pattern of 4 KiB blocks",
+        run: blk::cmd_blk,
     },
     Command { name: "ls", usage: "ls /workloads", help: "list workload files", run: |a| adapt("ls", crate::rtapp::cmd_ls(a)) },
     Command {

@@ -8,6 +8,7 @@
 //! Device/IPI vectors: `apic::TIMER_VECTOR` → [`crate::interrupts::timer_tick`],
 //! `RESCHEDULE_VECTOR` and `CALL_FUNCTION_VECTOR` → `crate::interrupts`,
 //! `interrupts::COM1_VECTOR` (COM1 receive, ISA IRQ 4 through the I/O APIC) → `crate::interrupts::com1`,
+//! `interrupts::VIRTIO_BLK_VECTOR` (the virtio disk's INTx, level-triggered) → `crate::interrupts::virtio_blk`,
 //! spurious ignored.
 //! Any other vector is counted and acknowledged.
 
@@ -125,6 +126,16 @@ extern "x86-interrupt" fn com1(_frame: InterruptStackFrame) {
     crate::irqflags::hardirq_exit();
 }
 
+extern "x86-interrupt" fn virtio_blk(_frame: InterruptStackFrame) {
+    crate::irqflags::hardirq_enter();
+    // Level-triggered: the handler reads the device's ISR status (lowering the line) before
+    // the EOI.
+    crate::interrupts::virtio_blk();
+    apic::eoi();
+    crate::sched::irq_exit();
+    crate::irqflags::hardirq_exit();
+}
+
 extern "x86-interrupt" fn apic_error(_frame: InterruptStackFrame) {
     crate::irqflags::hardirq_enter();
     apic::write(apic::Reg::ErrorStatus, 0);
@@ -181,6 +192,7 @@ fn build() -> InterruptDescriptorTable {
     idt[apic::RESCHEDULE_VECTOR].set_handler_fn(reschedule_ipi);
     idt[apic::CALL_FUNCTION_VECTOR].set_handler_fn(call_function_ipi);
     idt[crate::interrupts::COM1_VECTOR].set_handler_fn(com1);
+    idt[crate::interrupts::VIRTIO_BLK_VECTOR].set_handler_fn(virtio_blk);
     idt[apic::ERROR_VECTOR].set_handler_fn(apic_error);
     idt[apic::SPURIOUS_VECTOR].set_handler_fn(spurious);
     idt

@@ -10,6 +10,7 @@ const REG_ID: u32 = 0x00;
 const REG_VERSION: u32 = 0x01;
 const REG_REDTBL: u32 = 0x10;
 const MASKED: u32 = 1 << 16;
+const LEVEL_TRIGGERED: u32 = 1 << 15;
 
 /// One I/O APIC, addressed through the physical-memory mapping.
 #[derive(Clone, Copy, Debug)]
@@ -65,5 +66,14 @@ impl IoApic {
     pub fn route(&self, pin: u32, vector: u8, apic_id: u32) {
         self.write(REG_REDTBL + 2 * pin + 1, apic_id << 24);
         self.write(REG_REDTBL + 2 * pin, vector as u32);
+    }
+
+    /// Routes input `pin` (level-triggered, active high: a PCI INTx line as QEMU's PIIX3
+    /// delivers it, see the MADT's overrides for IRQs 5, 9, 10, 11) to `vector` on the CPU with
+    /// `apic_id`. The handler must quiet the device (e.g. read its interrupt status) before
+    /// the EOI, or the line fires again at once.
+    pub fn route_level(&self, pin: u32, vector: u8, apic_id: u32) {
+        self.write(REG_REDTBL + 2 * pin + 1, apic_id << 24);
+        self.write(REG_REDTBL + 2 * pin, vector as u32 | LEVEL_TRIGGERED);
     }
 }

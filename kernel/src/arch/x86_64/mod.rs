@@ -9,6 +9,7 @@ pub mod gdt;
 pub mod idt;
 pub mod ioapic;
 pub mod msr;
+pub mod pci;
 pub mod pic;
 pub mod pit;
 pub mod qemu;
