@@ -206,10 +206,11 @@ pub fn interrupt() {
         crate::interrupts::count_unexpected(VIRTIO_BLK_VECTOR, 0);
         return;
     }
-    // SAFETY: `isr` maps the device's ISR status byte (set by `probe` before the line was
-    // routed, never unmapped). Reading it is how virtio-pci acknowledges an INTx interrupt (it
-    // clears the bits and lowers the line); the transport's own pointer to it is never used
-    // (the driver never calls `ack_interrupt`), so no other access races with this one.
+    // Reading the ISR status byte is how virtio-pci acknowledges an INTx interrupt (it clears
+    // the bits and lowers the line).
+    // SAFETY: `isr` maps that byte (set by `probe` before the line was routed, never
+    // unmapped); the transport's own pointer to it is never used (the driver never calls
+    // `ack_interrupt`), so no other access races with this one.
     let status = unsafe { core::ptr::read_volatile(isr as *const u8) };
     INTERRUPTS.fetch_add(1, Ordering::Relaxed);
     if status != 0 {
@@ -398,13 +399,13 @@ fn request(disk: &mut Disk, sector: u64, op: Op<'_>) -> Result<(), BlkError> {
     let resp = disk.header.ptr(RESP_OFFSET).cast::<BlkResp>();
     let data = disk.bounce.ptr(0);
     let irqs0 = INTERRUPTS.load(Ordering::Relaxed);
-    // SAFETY: `header` and `bounce` are DMA memory this driver alone owns (allocated at probe,
-    // zeroed, page-aligned); the sleeping mutex held by our caller admits one request at a
-    // time, so nothing else touches them until the request is complete below. BlkReq (16
-    // bytes, align 8) fits at offset 0 and BlkResp (1 byte) at RESP_OFFSET; `len` is at most
-    // the bounce buffer's size. The device accesses them only between the `_nb` call and the
-    // matching `complete_*` call, which are passed the very same buffers; the caller's
-    // `DeferFatal` section keeps the task from ending in between.
+    // The device accesses `header` and `bounce` only between the `_nb` call and the matching
+    // `complete_*` call, which are passed the very same buffers; the caller's `DeferFatal`
+    // section keeps the task from ending in between.
+    // SAFETY: both are DMA memory this driver alone owns (allocated at probe, zeroed,
+    // page-aligned), and the caller's sleeping mutex admits one request at a time, so nothing
+    // else touches them until the request completes below. BlkReq (16 bytes, align 8) fits at
+    // offset 0 and BlkResp (1 byte) at RESP_OFFSET; `len` is at most the bounce buffer's size.
     unsafe {
         let (req, resp, buf) = (&mut *req, &mut *resp, core::slice::from_raw_parts_mut(data, len));
         let result = match op {
@@ -438,44 +439,40 @@ fn interrupted() -> Result<(), BlkError> {
     }
 }
 
-/// Reads `buf.len()` bytes (whole sectors) from `sector` on.
-pub fn read(sector: u64, buf: &mut [u8]) -> Result<(), BlkError> {
+/// Runs `each(disk, sector, range)` for the consecutive bounce-buffer-sized pieces of a
+/// transfer of `len` bytes from `sector` on, with the disk locked (after the bounds check:
+/// nothing is transferred past the end), stopping early at a pending fatal signal between
+/// pieces.
+fn transfer(
+    sector: u64,
+    len: usize,
+    write: bool,
+    mut each: impl FnMut(&mut Disk, u64, core::ops::Range<usize>) -> Result<(), BlkError>,
+) -> Result<(), BlkError> {
     let info = info().ok_or(BlkError::NoDevice)?;
-    check(&info, sector, buf.len(), false)?;
+    check(&info, sector, len, write)?;
     // Made before the lock, so dropped after it (see the module doc).
     let _defer = DeferFatal::new();
     let mut guard = DISK.lock();
     let disk = guard.as_mut().ok_or(BlkError::NoDevice)?;
-    let mut s = sector;
-    for (i, chunk) in buf.chunks_mut(BOUNCE_BYTES).enumerate() {
-        if i > 0 {
+    for start in (0..len).step_by(BOUNCE_BYTES) {
+        if start > 0 {
             interrupted()?;
         }
-        let n = chunk.len();
-        request(disk, s, Op::Read(chunk))?;
-        s += (n / SECTOR_SIZE) as u64;
+        each(disk, sector + (start / SECTOR_SIZE) as u64, start..(start + BOUNCE_BYTES).min(len))?;
     }
     Ok(())
+}
+
+/// Reads `buf.len()` bytes (whole sectors) from `sector` on.
+pub fn read(sector: u64, buf: &mut [u8]) -> Result<(), BlkError> {
+    transfer(sector, buf.len(), false, |disk, s, r| request(disk, s, Op::Read(&mut buf[r])))
 }
 
 /// Writes `buf` (whole sectors) from `sector` on. Nothing is written if the end is past the
 /// disk's (`ENOSPC`).
 pub fn write(sector: u64, buf: &[u8]) -> Result<(), BlkError> {
-    let info = info().ok_or(BlkError::NoDevice)?;
-    check(&info, sector, buf.len(), true)?;
-    // Made before the lock, so dropped after it (see the module doc).
-    let _defer = DeferFatal::new();
-    let mut guard = DISK.lock();
-    let disk = guard.as_mut().ok_or(BlkError::NoDevice)?;
-    let mut s = sector;
-    for (i, chunk) in buf.chunks(BOUNCE_BYTES).enumerate() {
-        if i > 0 {
-            interrupted()?;
-        }
-        request(disk, s, Op::Write(chunk))?;
-        s += (chunk.len() / SECTOR_SIZE) as u64;
-    }
-    Ok(())
+    transfer(sector, buf.len(), true, |disk, s, r| request(disk, s, Op::Write(&buf[r])))
 }
 
 /// Asks the device to make every completed write durable (a host `fdatasync` under QEMU's

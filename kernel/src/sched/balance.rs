@@ -186,7 +186,7 @@ fn running_prio(g: &RqInner) -> CpuPrio {
 /// an SMT sibling runs a task of another cookie (`cadence_sched::rt_smp::core_excluded`, from
 /// the siblings' published `curr_prio`/`curr_cookie`). Empty unless core scheduling is on and
 /// a cookie exists (without cookies every task has cookie 0 and nothing is excluded).
-pub fn core_excluded(cookie: u64, candidates: CpuMask) -> CpuMask {
+fn core_excluded(cookie: u64, candidates: CpuMask) -> CpuMask {
     if !super::coresched::enabled() || !super::coresched::cookies_exist() {
         return CpuMask(0);
     }

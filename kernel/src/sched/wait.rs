@@ -30,6 +30,23 @@ impl WaitQueue {
         Self { waiters: IrqLock::new(VecDeque::new()) }
     }
 
+    /// One step of every wait: `me` is marked sleeping, then queued (once), so that a wakeup
+    /// after the caller's next `cond()` check finds it.
+    fn enqueue_sleeping(&self, me: &Arc<Task>) {
+        me.set_state(TaskState::Sleeping);
+        // Room reserved outside the lock: no allocation with interrupts off.
+        let mut w = crate::sync::lock_with_room(&self.waiters, 1, |w| w);
+        if !w.iter().any(|t| Arc::ptr_eq(t, me)) {
+            w.push_back(me.clone());
+        }
+    }
+
+    /// The end of every wait: `me` runs on and is off the queue.
+    fn leave(&self, me: &Arc<Task>) {
+        me.set_state(TaskState::Running);
+        self.waiters.lock().retain(|t| !Arc::ptr_eq(t, me));
+    }
+
     /// Blocks until `cond()` is true.
     pub fn wait_until(&self, mut cond: impl FnMut() -> bool) {
         if cond() {
@@ -39,28 +56,19 @@ impl WaitQueue {
         let _defer = super::signal::DeferFatal::new();
         let me = super::current();
         loop {
-            me.set_state(TaskState::Sleeping);
-            {
-                // Room reserved outside the lock: no allocation with interrupts off.
-                let mut w = crate::sync::lock_with_room(&self.waiters, 1, |w| w);
-                if !w.iter().any(|t| Arc::ptr_eq(t, &me)) {
-                    w.push_back(me.clone());
-                }
-            }
+            self.enqueue_sleeping(&me);
             if cond() {
                 break;
             }
             if super::signal::fatal_pending(&me) {
-                me.set_state(TaskState::Running);
-                self.waiters.lock().retain(|t| !Arc::ptr_eq(t, &me));
+                self.leave(&me);
                 drop(me);
                 super::signal::handle_pending();
                 unreachable!("a fatal signal ends the task");
             }
             super::schedule();
         }
-        me.set_state(TaskState::Running);
-        self.waiters.lock().retain(|t| !Arc::ptr_eq(t, &me));
+        self.leave(&me);
     }
 
     /// Blocks until `cond()` is true, like [`wait_until`](Self::wait_until), but a fatal
@@ -75,21 +83,13 @@ impl WaitQueue {
         let _defer = super::signal::DeferFatal::new();
         let me = super::current();
         loop {
-            me.set_state(TaskState::Sleeping);
-            {
-                // Room reserved outside the lock: no allocation with interrupts off.
-                let mut w = crate::sync::lock_with_room(&self.waiters, 1, |w| w);
-                if !w.iter().any(|t| Arc::ptr_eq(t, &me)) {
-                    w.push_back(me.clone());
-                }
-            }
+            self.enqueue_sleeping(&me);
             if cond() {
                 break;
             }
             super::schedule();
         }
-        me.set_state(TaskState::Running);
-        self.waiters.lock().retain(|t| !Arc::ptr_eq(t, &me));
+        self.leave(&me);
     }
 
     /// [`wait_until_uninterruptible`](Self::wait_until_uninterruptible) with a deadline: returns
@@ -112,14 +112,7 @@ impl WaitQueue {
             return false;
         };
         let done = loop {
-            me.set_state(TaskState::Sleeping);
-            {
-                // Room reserved outside the lock: no allocation with interrupts off.
-                let mut w = crate::sync::lock_with_room(&self.waiters, 1, |w| w);
-                if !w.iter().any(|t| Arc::ptr_eq(t, &me)) {
-                    w.push_back(me.clone());
-                }
-            }
+            self.enqueue_sleeping(&me);
             if cond() {
                 break true;
             }
@@ -131,8 +124,7 @@ impl WaitQueue {
                 break false;
             }
         };
-        me.set_state(TaskState::Running);
-        self.waiters.lock().retain(|t| !Arc::ptr_eq(t, &me));
+        self.leave(&me);
         if crate::timer::cancel(cpu, timer) {
             // SAFETY: the cancelled timer will never run, so its reference is ours again.
             drop(unsafe { Arc::from_raw(raw as *const Task) });
