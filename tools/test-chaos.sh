@@ -9,7 +9,8 @@
 # FAIL=P turns on failure injection (debug.fail_alloc) for P% of the kernel's object
 # allocations while the workers run (chaos -f P).
 # Then the console fuzz (cadence-boot fuzz-console, boot/src/fuzz.rs): FUZZ_SECS (default 600)
-# seconds of random input into the shell over COM1 in a second boot with the same -smp, after
+# seconds of random input into the shell over COM1 in a second boot with the same -smp and a
+# blank scratch disk under snapshot=on (so the fuzzed `blk` commands reach the driver), after
 # which echo and ps must answer and poweroff must be clean; FUZZ_SECS=0 skips it. Its final
 # line is `console-fuzz: seed=<n> seconds=<n> bursts=<n> bytes=<n> probes=<n> result=ok`.
 # TRACE_ENTRIES (records per CPU ring) defaults to OPS x 5 / CPUs (at least 200,000, at most
@@ -50,5 +51,6 @@ fuzz_secs="${FUZZ_SECS:-600}"
 [[ "$fuzz_secs" =~ ^[0-9]+$ ]] || { echo "test-chaos: FUZZ_SECS must be a number of seconds" >&2; exit 2; }
 (( fuzz_secs == 0 )) && exit 0
 "$root/target/release/cadence-boot" fuzz-console --kernel "$root/kernel/target/x86_64-unknown-none/release/cadence-kernel" \
-  --smp "$smp" --seconds "$fuzz_secs" --seed "$seed" --log "$root/target/console-fuzz.log" 2>/dev/null \
+  --smp "$smp" --seconds "$fuzz_secs" --seed "$seed" --log "$root/target/console-fuzz.log" \
+  --scratch-disk "$root/target/scratch-disk.img" 2>/dev/null \
   || { echo "test-chaos: console fuzz FAILED (replay: cadence-boot fuzz-console --seed $seed --seconds $fuzz_secs; transcript: target/console-fuzz.log)" >&2; exit 1; }

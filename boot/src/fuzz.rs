@@ -6,7 +6,9 @@
 //! truncated ones), runs of NULs, 10,000-byte lines, ^C storms, editing keys (backspace, ^U,
 //! ^A/^E, arrows, Delete) over random text, control and high bytes, and *command lines*: real
 //! command names with random, mostly invalid arguments (bad numbers, unknown flags, unbalanced
-//! quotes, `&`, `;`), so the argument parsers' error paths run too.
+//! quotes, `&`, `;`), so the argument parsers' error paths run too. `blk` is among them: with a
+//! disk attached (`--scratch-disk`, as `make test-chaos` and `make test` do) its reads, fills
+//! and verifies reach the virtio driver, and ^C storms interrupt them between batches.
 //!
 //! Command lines leave out what would end the session for reasons that are not bugs:
 //! `poweroff`, `kill` (a SIGSTOP to the shell stops it, as on Linux), `sleep`, `bench`,
@@ -78,6 +80,10 @@ const COMMANDS: &[(&str, &[&str])] = &[
     ("group", &["create", "move", "weight", "destroy", "/", "g", "0", "262145"]),
     ("coresched", &["get", "create", "share-to", "share-from", "stat", "--type", "pgid", "tid"]),
     ("trace", &["report", "check", "rt", "coresched", "-b", "events", "irqsoff", "stop", "clear"]),
+    // The virtio disk (a scratch image under `make test-chaos`; without one every call is
+    // ENODEV): counts run from in range to past the end and overflowing.
+    // 4 KiB blocks, 512-byte sectors: a 256 MiB scratch image has 65,536 and 524,288.
+    ("blk", &["info", "read", "fill", "verify", "0", "7", "64", "65536", "65537", "524287", "524288", "-1"]),
     ("nosuch-command", &["x"]),
 ];
 

@@ -12,6 +12,7 @@
 //! cadence-boot plot cyclic OUT.svg LABEL=FILE[,FILE...]...  # cyclictest -h histograms, overlaid
 //! cadence-boot plot wakeup OUT.svg LABEL=TRACE[,TRACE...]... # RT wakeup->switch, from traces
 //! cadence-boot fuzz-console --kernel ELF [--smp SPEC] [--seconds N] [--seed N] [--log FILE]
+//!                          [--disk IMG | --scratch-disk IMG]
 //!                                        # random input into the shell (cadence_boot::fuzz)
 //! ```
 //!
@@ -57,7 +58,8 @@ usage: cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--ar
        cadence-boot trace check coresched FILE [--smt 0,1:2,3]
        cadence-boot trace check rt FILE [-b US] [--smt 0,1:2,3]
        cadence-boot plot cyclic|wakeup OUT.svg LABEL=FILE[,FILE...]...
-       cadence-boot fuzz-console --kernel ELF [--smp SPEC] [--seconds N] [--seed N] [--log FILE] [--timeout SECS]";
+       cadence-boot fuzz-console --kernel ELF [--smp SPEC] [--seconds N] [--seed N] [--log FILE] [--timeout SECS]
+                                   [--disk IMG | --scratch-disk IMG]";
 
 /// How `main` ends: a status plus an optional message for stderr.
 struct Exit(u8, Option<String>);
@@ -162,6 +164,16 @@ fn parse_opts(argv: &[String], allowed: &[&str]) -> Result<Opts, Exit> {
     Ok(o)
 }
 
+/// `--disk IMG` (read-write) or `--scratch-disk IMG` (snapshot=on): at most one of them.
+fn attach_disk(q: Qemu, disk: Option<PathBuf>, scratch: Option<PathBuf>) -> Result<Qemu, Exit> {
+    match (disk, scratch) {
+        (Some(_), Some(_)) => Err(usage("--disk and --scratch-disk exclude each other")),
+        (Some(d), None) => Ok(q.disk(d)),
+        (None, Some(d)) => Ok(q.scratch_disk(d)),
+        (None, None) => Ok(q),
+    }
+}
+
 /// Seconds (integer or fraction); 0 means no timeout.
 fn parse_timeout(v: &str) -> Result<Option<Duration>, Exit> {
     match v.parse::<f64>() {
@@ -216,12 +228,10 @@ fn cmd_run(argv: &[String]) -> Exit {
     for w in o.workloads {
         q = q.workload(w);
     }
-    match (o.disk, o.scratch_disk) {
-        (Some(_), Some(_)) => return usage("--disk and --scratch-disk exclude each other"),
-        (Some(d), None) => q = q.disk(d),
-        (None, Some(d)) => q = q.scratch_disk(d),
-        (None, None) => {}
-    }
+    let mut q = match attach_disk(q, o.disk, o.scratch_disk) {
+        Ok(q) => q,
+        Err(e) => return e,
+    };
     for a in o.qemu_args {
         q = q.qemu_arg(a);
     }
@@ -259,7 +269,7 @@ fn cmd_fuzz_console(argv: &[String]) -> Exit {
             _ => return usage(format!("{flag} needs a whole number")),
         }
     }
-    let o = match parse_opts(&rest, &["--kernel", "--smp", "--timeout"]) {
+    let o = match parse_opts(&rest, &["--kernel", "--smp", "--timeout", "--disk", "--scratch-disk"]) {
         Ok(o) => o,
         Err(e) => return e,
     };
@@ -275,6 +285,10 @@ fn cmd_fuzz_console(argv: &[String]) -> Exit {
     if let Some(smp) = o.smp {
         q = q.smp(smp);
     }
+    let q = match attach_disk(q, o.disk, o.scratch_disk) {
+        Ok(q) => q,
+        Err(e) => return e,
+    };
     match cadence_boot::fuzz::run(&q, seed, seconds) {
         Ok(f) => {
             if !f.ok || log.is_some() {

@@ -75,7 +75,12 @@ impl<T: Fn()> Testable for T {
     fn run(&self) {
         crate::kprint!("test {} ... ", self.name());
         let start = crate::time::uptime_ns();
+        let bad_enqueues = crate::sched::bad_enqueues();
         self();
+        // An invariant no test may break, whatever it tests: `on_rq` as every enqueue expects
+        // it (else, e.g., a task was put on a second run queue).
+        let bad_enqueues = crate::sched::bad_enqueues() - bad_enqueues;
+        assert!(bad_enqueues == 0, "{} enqueues found on_rq wrong during this test", bad_enqueues);
         let ms = (crate::time::uptime_ns() - start) / 1_000_000;
         if SKIP_CURRENT.swap(false, Ordering::SeqCst) {
             LAST_SKIPPED.store(true, Ordering::SeqCst);

@@ -140,11 +140,12 @@ pub fn sched_setaffinity(pid: Tid, mask: CpuMask) -> Result<(), Errno> {
     let running = g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, &t));
     if t.cpu() == cpu && t.is_on_rq() && !running {
         let level_before = rq.rt_level.load(core::sync::atomic::Ordering::SeqCst);
-        super::dequeue_task(&mut g, &t, DEQUEUE_SAVE);
+        // A migration: `on_rq` stays set until the enqueue there (see `sched::dequeue_task`).
+        super::dequeue_task(&mut g, &t, DEQUEUE_SAVE | cadence_sched::eevdf::DEQUEUE_MIGRATING);
         update_counts(rq, &g);
         drop(g);
         let target = super::balance::select_cpu(&t, crate::percpu::cpu_id());
-        super::activate_on(&t, target, cadence_sched::eevdf::ENQUEUE_MIGRATED);
+        super::activate_on(&t, target, cadence_sched::eevdf::ENQUEUE_MIGRATED | cadence_sched::eevdf::ENQUEUE_MIGRATING);
         // Its best queued RT task may have left: that CPU may pull.
         super::rt_balance(cpu, level_before);
     } else if running {

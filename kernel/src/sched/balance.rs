@@ -36,7 +36,7 @@ use alloc::vec::Vec;
 use cadence_sched::balance::{self as policy, CpuPrio, Topology};
 use cadence_sched::rt_smp::{self, PullSource, WaitingRt};
 use cadence_sched::CpuPri;
-use cadence_sched::eevdf::{DEQUEUE_MIGRATING, ENQUEUE_MIGRATED};
+use cadence_sched::eevdf::{DEQUEUE_MIGRATING, ENQUEUE_MIGRATED, ENQUEUE_MIGRATING};
 use cadence_sched::CpuMask;
 use core::sync::atomic::Ordering;
 
@@ -289,14 +289,17 @@ pub fn select_cpu(task: &Task, waker_cpu: u32) -> u32 {
     }
 }
 
-/// Moves a queued, not-running task between two locked run queues.
+/// Moves a queued, not-running task between two locked run queues. `on_rq` stays set
+/// throughout (`DEQUEUE_MIGRATING` … `ENQUEUE_MIGRATING`, see `sched::dequeue_task`): the task
+/// may be asleep-to-be (set Sleeping, preempted before switching out), and its waker, which
+/// does not take the run-queue locks we hold here, must not take it for a task on no queue.
 fn move_task(src: &mut RqInner, dst: &mut RqInner, task: &Arc<Task>) {
     let now = crate::time::uptime_ns();
     // The fair entity is parked by the dequeue and carries its lag to `dst`.
     super::dequeue_task(src, task, DEQUEUE_MIGRATING);
     task.stats.nr_migrations.fetch_add(1, Ordering::Relaxed);
     crate::trace::sched_migrate_task(task, src.cpu, dst.cpu, now);
-    super::enqueue_task(dst, task, ENQUEUE_MIGRATED, now);
+    super::enqueue_task(dst, task, ENQUEUE_MIGRATED | ENQUEUE_MIGRATING, now);
 }
 
 fn movable(g: &RqInner, task: &Arc<Task>, dst: u32) -> bool {

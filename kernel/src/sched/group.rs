@@ -21,14 +21,25 @@
 //! scheduled as if in the root group. `TaskGroup::nr_tasks` counts members; a group can be
 //! destroyed only when it has none and no child groups (EBUSY).
 //!
-//! Lock order: the registry ([`GROUPS`]) is a leaf lock: it may be taken under a run-queue
-//! lock, and nothing is locked while holding it.
+//! **Registry**: groups by id in [`GROUPS`] (what the scheduler looks up, under run-queue
+//! locks: an `IrqLock` over a sorted vector whose capacity is reserved before the lock is taken,
+//! so creating a group allocates nothing with interrupts off), names in [`NAMES`] (a `SpinLock`,
+//! interrupts on: only `create`, `destroy` and `by_name` use it, never an interrupt handler),
+//! and each group's count of child groups (`nr_children`). No operation scans every group: the
+//! chaos stress keeps thousands alive (5,787 after 300,000 operations at -smp 8), and with a
+//! scan of all names per create and of all groups per destroy under the interrupts-off lock the
+//! scheduler's lookups also take, 300,000 operations took 8.4 times as long as 100,000.
+//!
+//! Lock order: [`NAMES`] (held across a create or destroy, which it serializes) before
+//! [`GROUPS`]; `GROUPS` is a leaf lock: it may be taken under a run-queue lock, and nothing is
+//! locked while holding it.
 
-use crate::sync::IrqLock;
+use crate::sync::{IrqLock, SpinLock};
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use cadence_sched::vecmap::{grow_target, VecMap};
 use cadence_sched::{Errno, FairRq};
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
@@ -59,6 +70,8 @@ pub struct TaskGroup {
     load_total: AtomicU64,
     /// Member tasks (any state).
     pub nr_tasks: AtomicU32,
+    /// Child groups (changed under [`NAMES`], by `create` and `destroy`).
+    nr_children: AtomicU32,
     /// Autogroup nice (what `/proc/<pid>/autogroup` shows).
     pub nice: AtomicI32,
 }
@@ -119,8 +132,14 @@ impl GroupRq {
     }
 }
 
-static GROUPS: IrqLock<BTreeMap<GroupId, Arc<TaskGroup>>> = IrqLock::new(BTreeMap::new());
+/// Groups by id (see the module doc: capacity reserved outside the lock, by [`reserve_ids`]).
+static GROUPS: IrqLock<VecMap<GroupId, Arc<TaskGroup>>> = IrqLock::new(VecMap::new());
+/// Group names, and the lock that serializes creating and destroying groups.
+static NAMES: SpinLock<BTreeMap<GroupName, GroupId>> = SpinLock::new(BTreeMap::new());
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
+
+/// A group's name: at most 32 bytes (`valid_name`), so it needs no allocation as a key.
+type GroupName = arrayvec::ArrayString<32>;
 
 /// The group with id `id` (None for the root or an unknown/destroyed id).
 pub fn lookup(id: GroupId) -> Option<Arc<TaskGroup>> {
@@ -130,10 +149,11 @@ pub fn lookup(id: GroupId) -> Option<Arc<TaskGroup>> {
 /// Finds a group by name (`name` or `/name`).
 pub fn by_name(name: &str) -> Option<Arc<TaskGroup>> {
     let name = name.strip_prefix('/').unwrap_or(name);
-    GROUPS.lock().values().find(|g| g.name == name).cloned()
+    let id = *NAMES.lock().get(name)?;
+    lookup(id)
 }
 
-/// Every group (root excluded), by id.
+/// All groups except the root.
 pub fn all() -> Vec<Arc<TaskGroup>> {
     GROUPS.lock().values().cloned().collect()
 }
@@ -142,18 +162,35 @@ fn valid_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= 32 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
 }
 
-/// Creates a group under `parent` with `cpu.weight` `weight`.
-/// EINVAL: bad name or weight outside 1..=10000; EBUSY: the name exists; ESRCH: no parent.
+/// Makes room in [`GROUPS`] for one more group, allocating outside its lock (the vecmap
+/// contract). Called under [`NAMES`], so nobody else inserts meanwhile.
+fn reserve_ids() {
+    loop {
+        let (len, cap) = {
+            let ids = GROUPS.lock();
+            (ids.len(), ids.capacity())
+        };
+        let Some(target) = grow_target(len, cap) else { return };
+        let mut spare = VecMap::with_capacity(target);
+        let adopted = GROUPS.lock().adopt_storage(&mut spare);
+        drop(spare); // the old buffer (or the unused new one), freed with interrupts on
+        if adopted {
+            return;
+        }
+    }
+}
+
+/// Creates a group under `parent` with `cpu.weight` `weight`. EINVAL for a bad name or weight,
+/// ESRCH for an unknown parent, EBUSY for a name in use, ENOMEM (injected failures).
 pub fn create(name: &str, parent: GroupId, weight: u64, kind: GroupKind) -> Result<Arc<TaskGroup>, Errno> {
     let _defer = super::signal::DeferFatal::new();
     if !valid_name(name) || !(1..=MAX_WEIGHT).contains(&weight) {
         return Err(Errno::EINVAL);
     }
-    let mut groups = GROUPS.lock();
-    if parent != ROOT_GROUP && !groups.contains_key(&parent) {
-        return Err(Errno::ESRCH);
-    }
-    if groups.values().any(|g| g.name == name) {
+    let key = GroupName::from(name).map_err(|_| Errno::EINVAL)?;
+    let mut names = NAMES.lock();
+    let parent_tg = if parent == ROOT_GROUP { None } else { Some(lookup(parent).ok_or(Errno::ESRCH)?) };
+    if names.contains_key(&key) {
         return Err(Errno::EBUSY);
     }
     if crate::mm::fail_alloc::should_fail("task_group") {
@@ -168,23 +205,40 @@ pub fn create(name: &str, parent: GroupId, weight: u64, kind: GroupKind) -> Resu
         shares: AtomicU64::new(weight * cadence_sched::weight::NICE_0_LOAD as u64 / DEFAULT_WEIGHT),
         load_total: AtomicU64::new(0),
         nr_tasks: AtomicU32::new(0),
+        nr_children: AtomicU32::new(0),
         nice: AtomicI32::new(0),
     });
-    groups.insert(id, tg.clone());
+    names.insert(key, id);
+    reserve_ids();
+    GROUPS.lock().insert(id, tg.clone());
+    if let Some(p) = parent_tg {
+        p.nr_children.fetch_add(1, Ordering::AcqRel);
+    }
     Ok(tg)
 }
 
 /// Removes a group. EBUSY while it has member tasks or child groups; ESRCH if unknown.
 pub fn destroy(id: GroupId) -> Result<(), Errno> {
     let _defer = super::signal::DeferFatal::new();
-    {
-        let mut groups = GROUPS.lock();
-        let tg = groups.get(&id).ok_or(Errno::ESRCH)?;
-        if tg.nr_tasks.load(Ordering::Acquire) > 0 || groups.values().any(|g| g.parent == id) {
-            return Err(Errno::EBUSY);
+    let removed = {
+        let mut names = NAMES.lock();
+        let removed = {
+            let mut groups = GROUPS.lock();
+            let tg = groups.get(&id).ok_or(Errno::ESRCH)?;
+            if tg.nr_tasks.load(Ordering::Acquire) > 0 || tg.nr_children.load(Ordering::Acquire) > 0 {
+                return Err(Errno::EBUSY);
+            }
+            groups.remove(&id)
+        };
+        if let Some(tg) = &removed {
+            names.remove(tg.name.as_str());
+            if let Some(parent) = lookup(tg.parent) {
+                parent.nr_children.fetch_sub(1, Ordering::AcqRel);
+            }
         }
-        groups.remove(&id);
-    }
+        removed
+    };
+    drop(removed); // with no lock held: it may be the last reference
     // Drop its (empty) per-CPU queues and their entities in the parent queues.
     for cpu in crate::percpu::online_cpus() {
         let mut g = cpu.rq.lock.lock();

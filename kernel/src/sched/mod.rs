@@ -513,11 +513,31 @@ fn end_wait(task: &Task, now: u64) {
     }
 }
 
+/// Enqueues that found `on_rq` other than their kind expects (see [`dequeue_task`]): a plain
+/// enqueue of a task already marked queued — a task on two run queues — or the second half of
+/// a requeue or migration of one not marked queued. 0 unless a bug; the chaos stress counts it
+/// as a violation and every in-kernel test asserts it.
+static BAD_ENQUEUES: AtomicU64 = AtomicU64::new(0);
+
+/// How many enqueues found `on_rq` wrong ([`BAD_ENQUEUES`]).
+pub fn bad_enqueues() -> u64 {
+    BAD_ENQUEUES.load(Ordering::Relaxed)
+}
+
+/// The enqueue halves of a requeue (`ENQUEUE_RESTORE`) or migration (`ENQUEUE_MIGRATING`): the
+/// task kept `on_rq` through its dequeue.
+const ENQUEUE_KEEPS_ON_RQ: u32 = cadence_sched::eevdf::ENQUEUE_RESTORE | cadence_sched::eevdf::ENQUEUE_MIGRATING;
+/// The dequeue halves of the same (`DEQUEUE_SAVE`, `DEQUEUE_MIGRATING`).
+const DEQUEUE_KEEPS_ON_RQ: u32 = cadence_sched::eevdf::DEQUEUE_SAVE | cadence_sched::eevdf::DEQUEUE_MIGRATING;
+
 /// Puts a runnable task on `g`'s queues (Linux `activate_task` → class `enqueue`).
 fn enqueue_task(g: &mut RqInner, task: &Arc<Task>, flags: u32, now: u64) {
     task.cpu.store(g.cpu, Ordering::Release);
     class::of(task).enqueue(g, task, flags);
-    task.on_rq.store(true, Ordering::Release);
+    let was_queued = task.on_rq.swap(true, Ordering::AcqRel);
+    if was_queued != (flags & ENQUEUE_KEEPS_ON_RQ != 0) {
+        BAD_ENQUEUES.fetch_add(1, Ordering::Relaxed);
+    }
     if task.core_cookie.load(Ordering::Relaxed) != 0 {
         rq_of(g.cpu).nr_cookied.fetch_add(1, Ordering::SeqCst);
     }
@@ -529,9 +549,24 @@ fn enqueue_task(g: &mut RqInner, task: &Arc<Task>, flags: u32, now: u64) {
 }
 
 /// Takes a task off `g`'s queues (Linux `deactivate_task`).
+///
+/// `on_rq` is cleared only when the task really leaves the queues (it sleeps, exits, or leaves
+/// a CPU its affinity forbids, to be queued again under its `params` lock). A requeue around an
+/// attribute change (`DEQUEUE_SAVE` … `ENQUEUE_RESTORE`) and a migration between two run
+/// queues (`DEQUEUE_MIGRATING` … `ENQUEUE_MIGRATING`) keep it set, as Linux keeps `p->on_rq`
+/// non-zero there (`TASK_ON_RQ_MIGRATING`): [`try_to_wake_up`] reads `on_rq` without a
+/// run-queue lock and, finding it clear, takes the task for one on no queue and enqueues it
+/// itself. The balancer's move and autogroup's toggle requeue tasks without their `params`
+/// lock, and a task that set itself Sleeping and was preempted before switching out is still
+/// queued: cleared for the move, a waker that read it then queued the task a second time, on
+/// another CPU. It ran on both, and once it had exited on one, the other switched back into it
+/// ("a dead task was scheduled again": the chaos stress at -smp 8, 300,000 operations). Kept
+/// set, the waker locks the task's run queue, which the mover holds, and follows the task.
 fn dequeue_task(g: &mut RqInner, task: &Arc<Task>, flags: u32) {
     class::of(task).dequeue(g, task, flags);
-    task.on_rq.store(false, Ordering::Release);
+    if flags & DEQUEUE_KEEPS_ON_RQ == 0 {
+        task.on_rq.store(false, Ordering::Release);
+    }
     if task.core_cookie.load(Ordering::Relaxed) != 0 {
         rq_of(g.cpu).nr_cookied.fetch_sub(1, Ordering::SeqCst);
     }
@@ -904,7 +939,7 @@ extern "C" fn task_start(arg: u64) -> ! {
     // while it runs (its run queue holds it).
     let task = unsafe { &*(arg as *const Task) };
     let code = match task.take_entry() {
-        Some(f) => f(),
+        Some((run, body)) => run(body),
         None => 0,
     };
     exit(code)
@@ -1026,9 +1061,11 @@ pub fn try_to_wake_up(task: &Arc<Task>) -> bool {
     // Only a Sleeping task is woken: it may have woken itself meanwhile (a wait whose condition
     // came true) and even exited, and `Dead` must never turn back into `Running`.
     //
-    // `on_rq` is read first without the lock (Linux `READ_ONCE(p->on_rq)`): only wakers,
-    // serialized by `params`, set it, so `false` here stays `false`, and a dequeued task's
-    // run queue (often another CPU's) need not be locked at all.
+    // `on_rq` is read first without the lock (Linux `READ_ONCE(p->on_rq)`): it is cleared
+    // only when a task really leaves the queues, and then set again only under `params` (by
+    // wakers, or the migration in `finish_task_switch`), so `false` here stays `false`, and a
+    // dequeued task's run queue (often another CPU's) need not be locked at all. Requeues and
+    // migrations, some made without `params`, keep it set throughout (see `dequeue_task`).
     while task.is_on_rq() {
         let cpu = task.cpu();
         let rq = rq_of(cpu);
@@ -1274,6 +1311,11 @@ pub enum SpawnError {
 }
 
 /// Creates and starts a kernel task running `f`; its return value is the exit code.
+/// A new task's [`task::Entry`] for body `f`.
+fn entry_of<F: FnOnce() -> i32 + Send + 'static>(f: F) -> task::Entry {
+    (task::run_entry::<F>, Box::new(f))
+}
+
 pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Result<Arc<Task>, SpawnError> {
     let _defer = signal::DeferFatal::new();
     let parent = current();
@@ -1298,7 +1340,7 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Re
     let params = SchedParams { attr, affinity };
     let task = task::new_task(&opts, Some(&parent), params, Some(stack), false, parent.cpu());
     crate::trace::task_affinity(task.tid, affinity.0);
-    task::set_entry(&task, Box::new(f));
+    task::set_entry(&task, entry_of(f));
     // Groups, like cgroups and autogroups, are inherited.
     let manual = parent.group.load(Ordering::Acquire);
     if manual != group::ROOT_GROUP && group::lookup(manual).is_some() {
