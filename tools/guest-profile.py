@@ -3,6 +3,7 @@
 performance counters, and sees code that runs with interrupts off, which no guest timer can).
 
     tools/guest-profile.py [-p PORT] [-r HZ] [-d SECS] [--after SECS] [--kernel ELF] [--lines]
+                           [--callers SUBSTR]
 
 Start QEMU with `-gdb tcp::PORT` (for `make run`: CADENCE_QEMU=tools/qemu-gdb.sh, which adds
 `-gdb tcp::$GDB_PORT`, default 1234), then run this: every 1/HZ s it stops the machine
@@ -119,12 +120,29 @@ def main():
     ap.add_argument("--kernel", default="kernel/target/x86_64-unknown-none/release/cadence-kernel")
     ap.add_argument("--lines", action="store_true", help="also by source line (addr2line)")
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--callers", metavar="SUBSTR",
+                    help="for samples in functions whose name contains SUBSTR, also read the top of "
+                         "the stack and report the callers found there (return addresses into "
+                         "kernel text, a heuristic: identical generic code such as lock spins is "
+                         "folded under one symbol, and this tells whose lock it was)")
     a = ap.parse_args()
 
     g = Gdb(a.port, 60)
     time.sleep(a.after)
     addrs, names = symbols(a.kernel)
+    # The kernel is position-independent and linked at 0; the bootloader maps it at the base
+    # of the higher half (its dynamic range starts there): symbol = rip - base.
+    base = 0xFFFF_8000_0000_0000 if addrs and addrs[-1] < 1 << 47 else 0
+
+    def name_of(rip):
+        if rip < base:
+            return "(below the kernel: bootloader or firmware)"
+        i = bisect.bisect_right(addrs, rip - base) - 1
+        return names[i] if i >= 0 else hex(rip)
+
     samples = collections.Counter()  # (rip, irqs_off) -> n
+    stacks = collections.Counter()  # (caller names) -> n, for --callers
+    text_end = addrs[-1] if addrs else 0
     per_cpu = collections.Counter()
     threads = None
     end = time.time() + a.duration
@@ -141,6 +159,20 @@ def main():
                 rip, flags = reg(regs[256:272]), reg(regs[272:280])
                 samples[(rip, not flags & 0x200)] += 1
                 per_cpu[(i, not flags & 0x200)] += 1
+                if a.callers and a.callers in name_of(rip):
+                    rsp = reg(regs[112:128])
+                    mem = g.cmd(f"m{rsp:x},80")
+                    callers = []
+                    if not mem.startswith("E"):
+                        words = [reg(mem[k:k + 16]) for k in range(0, len(mem) - 15, 16)]
+                        for w in words:
+                            if base <= w <= base + text_end:
+                                fn = name_of(w)
+                                if fn != name_of(rip) and fn not in callers:
+                                    callers.append(fn)
+                            if len(callers) == 2:
+                                break
+                    stacks[tuple(callers)] += 1
             g.send("c")
             n += 1
             time.sleep(1 / a.rate)
@@ -152,13 +184,6 @@ def main():
 
     # The kernel is position-independent and linked at 0; the bootloader maps it at the base
     # of the higher half (its dynamic range starts there): symbol = rip - base.
-    base = 0xFFFF_8000_0000_0000 if addrs and addrs[-1] < 1 << 47 else 0
-
-    def name_of(rip):
-        if rip < base:
-            return "(below the kernel: bootloader or firmware)"
-        i = bisect.bisect_right(addrs, rip - base) - 1
-        return names[i] if i >= 0 else hex(rip)
 
     by_fn = collections.defaultdict(lambda: [0, 0])
     for (rip, off), c in samples.items():
@@ -171,6 +196,10 @@ def main():
     print(f"{'samples':>8} {'%':>6} {'irqs off':>8}  function")
     for name, (on, off) in sorted(by_fn.items(), key=lambda kv: -sum(kv[1]))[: a.top]:
         print(f"{on + off:>8} {100 * (on + off) / total:>6.1f} {off:>8}  {name[:110]}")
+    if a.callers:
+        print(f"\n{'samples':>8}  callers of *{a.callers}* (nearest first, from the stack)")
+        for callers, c in stacks.most_common(a.top):
+            print(f"{c:>8}  {' <- '.join(x[:70] for x in callers) or '?'}")
     if a.lines:
         rips = sorted({r for r, _ in samples})
         # With inlining, an address's innermost line is often in `core` (an atomic, a slice

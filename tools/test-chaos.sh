@@ -53,4 +53,4 @@ fuzz_secs="${FUZZ_SECS:-600}"
 "$root/target/release/cadence-boot" fuzz-console --kernel "$root/kernel/target/x86_64-unknown-none/release/cadence-kernel" \
   --smp "$smp" --seconds "$fuzz_secs" --seed "$seed" --log "$root/target/console-fuzz.log" \
   --scratch-disk "$root/target/scratch-disk.img" 2>/dev/null \
-  || { echo "test-chaos: console fuzz FAILED (replay: cadence-boot fuzz-console --seed $seed --seconds $fuzz_secs; transcript: target/console-fuzz.log)" >&2; exit 1; }
+  || { echo "test-chaos: console fuzz FAILED (replay: target/release/cadence-boot fuzz-console --kernel kernel/target/x86_64-unknown-none/release/cadence-kernel --smp $smp --scratch-disk target/scratch-disk.img --seed $seed --seconds $fuzz_secs; transcript: target/console-fuzz.log)" >&2; exit 1; }

@@ -23,8 +23,10 @@
 //!
 //! **Registry**: groups by id in [`GROUPS`] (what the scheduler looks up, under run-queue
 //! locks: an `IrqLock` over a sorted vector whose capacity is reserved before the lock is taken,
-//! so creating a group allocates nothing with interrupts off), names in [`NAMES`] (a `SpinLock`,
-//! interrupts on: only `create`, `destroy` and `by_name` use it, never an interrupt handler),
+//! so creating a group allocates nothing with interrupts off), names in [`NAMES`] (a `SpinLock`:
+//! only `create`, `destroy` and `by_name` take it, never an interrupt handler, and its holders
+//! never sleep; `create` allocates under it with interrupts on, while `destroy` may also come
+//! with interrupts off, from a task's last switch when it was an autogroup's last member),
 //! and each group's count of child groups (`nr_children`). No operation scans every group: the
 //! chaos stress keeps thousands alive (5,787 after 300,000 operations at -smp 8), and with a
 //! scan of all names per create and of all groups per destroy under the interrupts-off lock the
@@ -134,7 +136,8 @@ impl GroupRq {
 
 /// Groups by id (see the module doc: capacity reserved outside the lock, by [`reserve_ids`]).
 static GROUPS: IrqLock<VecMap<GroupId, Arc<TaskGroup>>> = IrqLock::new(VecMap::new());
-/// Group names, and the lock that serializes creating and destroying groups.
+/// Group names, and the lock that serializes creating and destroying groups (see the module
+/// doc for when it is taken with interrupts off).
 static NAMES: SpinLock<BTreeMap<GroupName, GroupId>> = SpinLock::new(BTreeMap::new());
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 

@@ -499,12 +499,15 @@ fn update_curr(g: &mut RqInner, now: u64) -> bool {
     }
 }
 
+/// The task starts waiting on a run queue, unless it already was (a requeue or migration
+/// while it waits does not restart its wait).
 fn start_wait(task: &Task, now: u64) {
-    task.stats.wait_start.store(now.max(1), Ordering::Relaxed);
+    let _ = task.stats.wait_start.compare_exchange(0, now.max(1), Ordering::Relaxed, Ordering::Relaxed);
 }
 
 fn end_wait(task: &Task, now: u64) {
     let start = task.stats.wait_start.swap(0, Ordering::Relaxed);
+    task.stats.last_queued_at.store(start, Ordering::Relaxed);
     if start != 0 {
         let w = now.saturating_sub(start);
         task.stats.wait_sum.fetch_add(w, Ordering::Relaxed);
@@ -938,9 +941,13 @@ extern "C" fn task_start(arg: u64) -> ! {
     // SAFETY: `arg` is the task's own address (see `task::init_context`); the task is alive
     // while it runs (its run queue holds it).
     let task = unsafe { &*(arg as *const Task) };
+    let defer = signal::DeferFatal::new();
     let code = match task.take_entry() {
-        Some((run, body)) => run(body),
-        None => 0,
+        Some((run, body)) => run(body, defer),
+        None => {
+            drop(defer);
+            0
+        }
     };
     exit(code)
 }

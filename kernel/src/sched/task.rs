@@ -87,6 +87,10 @@ pub struct TaskStats {
     pub max_wakeup_latency: AtomicU64,
     /// When the wakeup behind `last_wakeup_latency` happened (ns since boot).
     pub last_woken_at: AtomicU64,
+    /// When the wait on a run queue that ended at its last switch-in began (ns since boot; 0
+    /// if it did not wait): after a wakeup, when it was queued — a wakeup that sat on a wake
+    /// list was queued only when the list was drained.
+    pub last_queued_at: AtomicU64,
     /// Asleep in `sleep_until` with a timer due at this time (0 = not in a timed sleep).
     pub(super) sleep_deadline: AtomicU64,
     /// Reported by the hung-task detector (once per episode).
@@ -510,10 +514,12 @@ pub(super) fn new_task(
 /// body a kill ends half-way (its frame abandoned at an interrupt exit) never returns, and a
 /// `Box<dyn FnOnce>` called directly frees its box only when the call returns — one leaked
 /// allocation per killed task (the chaos stress: ~5,000 after 300,000 operations).
-pub(super) type Entry = (fn(Box<dyn Any + Send>) -> i32, Box<dyn Any + Send>);
+/// The caller takes the entry inside a `DeferFatal` section and hands it over, so that no kill
+/// lands while the box is in its frame.
+pub(super) type Entry = (fn(Box<dyn Any + Send>, super::signal::DeferFatal) -> i32, Box<dyn Any + Send>);
 
-/// The [`Entry`] function for a body of type `F`.
-pub(super) fn run_entry<F: FnOnce() -> i32 + Send + 'static>(body: Box<dyn Any + Send>) -> i32 {
+/// The [`Entry`] function for a body of type `F`: ends `defer` once the body is on the stack.
+pub(super) fn run_entry<F: FnOnce() -> i32 + Send + 'static>(body: Box<dyn Any + Send>, defer: super::signal::DeferFatal) -> i32 {
     let Ok(body) = body.downcast::<F>() else {
         return 0; // cannot happen: `spawn` pairs `run_entry::<F>` with a boxed `F`
     };
@@ -522,6 +528,7 @@ pub(super) fn run_entry<F: FnOnce() -> i32 + Send + 'static>(body: Box<dyn Any +
         let boxed = body;
         *boxed
     };
+    drop(defer);
     body()
 }
 
