@@ -79,6 +79,7 @@ const CHILDREN_PER_CPU: usize = 3;
 /// the heap's first-fit search through that memory (the global heap lock: 29% of all vCPU
 /// time at 300,000 operations, most of it allocating group queue storage) more than the races
 /// it is for, and 1,000,000 operations did not finish in 25 minutes.
+/// (Checked before the create, so racing workers may pass it together: 34 at -smp 8.)
 const GROUPS_PER_CPU: usize = 4;
 /// Unexpected results printed in full.
 const PRINT_UNEXPECTED: u64 = 10;
