@@ -115,10 +115,17 @@ pub static RX_DROPPED: AtomicU64 = AtomicU64::new(0);
 const RX_CAPACITY: usize = 4096;
 
 /// Moves every byte the UART holds into the input buffer; true if any arrived.
+///
+/// The ring's lock is held across each read from the UART and its push (lock order: `RX`,
+/// then `CONSOLE`; nothing takes `RX` under `CONSOLE`). Two drainers run at once — the receive
+/// interrupt on one CPU, the reading task's wait condition on another — and with the byte read
+/// under `CONSOLE` alone and pushed after, one could push a later byte before the other pushed
+/// an earlier one: the console fuzz typed `ps\r` and the shell got `p`, `\r`, `s`.
 fn drain_uart() -> bool {
     let mut any = false;
+    let mut rx = RX.lock();
     while let Some(b) = try_read_byte() {
-        if !RX.lock().push(b) {
+        if !rx.push(b) {
             RX_DROPPED.fetch_add(1, Ordering::Relaxed);
         }
         any = true;
