@@ -43,14 +43,18 @@ if [[ -z "$final" ]]; then
   echo "test-chaos: no final line (log: $log)" >&2
   exit 1
 fi
+# Both parts run whatever the first gave (a harness reports every failure); the exit status
+# is non-zero if either failed.
+status=0
 if ! [[ "$final" =~ violations=0\ leaks=0\ lost_wakeups=0\ errors_unexpected=0$ ]]; then
   echo "test-chaos: FAILED (replay: make test-chaos SEED=$seed OPS=$ops SMP=$smp FAIL=$fail; log: $log)" >&2
-  exit 1
+  status=1
 fi
 fuzz_secs="${FUZZ_SECS:-600}"
 [[ "$fuzz_secs" =~ ^[0-9]+$ ]] || { echo "test-chaos: FUZZ_SECS must be a number of seconds" >&2; exit 2; }
-(( fuzz_secs == 0 )) && exit 0
+(( fuzz_secs == 0 )) && exit "$status"
 "$root/target/release/cadence-boot" fuzz-console --kernel "$root/kernel/target/x86_64-unknown-none/release/cadence-kernel" \
   --smp "$smp" --seconds "$fuzz_secs" --seed "$seed" --log "$root/target/console-fuzz.log" \
   --scratch-disk "$root/target/scratch-disk.img" 2>/dev/null \
   || { echo "test-chaos: console fuzz FAILED (replay: target/release/cadence-boot fuzz-console --kernel kernel/target/x86_64-unknown-none/release/cadence-kernel --smp $smp --scratch-disk target/scratch-disk.img --seed $seed --seconds $fuzz_secs; transcript: target/console-fuzz.log)" >&2; exit 1; }
+exit "$status"

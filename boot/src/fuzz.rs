@@ -231,6 +231,20 @@ impl Fuzzer {
             line.push_str(r.pick(BAD_VALUES));
             return line;
         }
+        if cmd == "blk" && r.below(2) == 0 {
+            // Half the time well formed, so requests reach the disk (random words almost never
+            // give `fill`/`verify` exactly two numbers): sectors and counts at the edges of a
+            // 256 MiB image (524,288 sectors, 65,536 blocks) and past them. No `&`: ^C must
+            // reach a long fill or verify.
+            match r.below(3) {
+                0 => line.push_str(&format!(" read {}", r.pick(&[0u64, 7, 524_287, 524_288]))),
+                k => {
+                    let sub = if k == 1 { "fill" } else { "verify" };
+                    line.push_str(&format!(" {sub} {} {}", r.below(5), r.pick(&[0u64, 1, 16, 256, 65_536, 65_537])));
+                }
+            }
+            return line;
+        }
         for _ in 0..r.below(6) {
             line.push(' ');
             let w = if r.below(2) == 0 { *r.pick(likes) } else { *r.pick(WORDS) };
@@ -365,6 +379,19 @@ mod tests {
             }
         }
         assert_eq!(seen.len(), 8, "{seen:?}");
+    }
+
+    #[test]
+    fn blk_requests_are_often_well_formed() {
+        let mut f = Fuzzer::new(5);
+        let lines: Vec<String> = (0..20_000).map(|_| f.command_line()).filter(|l| l.starts_with("blk ")).collect();
+        let formed = |sub: &str, args: usize| {
+            lines.iter().filter(|l| {
+                let w: Vec<&str> = l.split(' ').collect();
+                w.len() == 2 + args && w[1] == sub && w[2..].iter().all(|a| a.parse::<u64>().is_ok())
+            }).count()
+        };
+        assert!(formed("read", 1) > 50 && formed("fill", 2) > 50 && formed("verify", 2) > 50, "{lines:?}");
     }
 
     #[test]
