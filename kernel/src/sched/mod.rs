@@ -1317,12 +1317,13 @@ pub enum SpawnError {
     BadAffinity,
 }
 
-/// Creates and starts a kernel task running `f`; its return value is the exit code.
-/// A new task's [`task::Entry`] for body `f`.
+/// A new task's [`task::Entry`] for body `f` (a helper: `spawn`'s `impl FnOnce` type has no
+/// name to instantiate `run_entry` with).
 fn entry_of<F: FnOnce() -> i32 + Send + 'static>(f: F) -> task::Entry {
     (task::run_entry::<F>, Box::new(f))
 }
 
+/// Creates and starts a kernel task running `f`; its return value is the exit code.
 pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Result<Arc<Task>, SpawnError> {
     let _defer = signal::DeferFatal::new();
     let parent = current();
