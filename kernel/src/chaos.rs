@@ -627,7 +627,7 @@ pub fn run(seed: u64, ops: u64, trace_entries: usize, fail_pct: u32) -> Outcome 
     // Undo what the stress made.
     let gids: Vec<group::GroupId> = shared.groups.lock().drain(..).collect();
     crate::kprintln!(
-        "chaos: groups: {} made, at most {} alive at once, {} left at the end",
+        "chaos: groups: {} create calls, at most {} alive at once, {} left at the end",
         shared.next_group.load(Ordering::Relaxed),
         shared.groups_peak.load(Ordering::Relaxed),
         gids.len()
