@@ -7,6 +7,7 @@
 #            [DISK=img|none]   virtio disk /dev/vda: DISK=img read-write (created as a 256 MiB
 #                              sparse image when missing), none: no disk; default: the blank
 #                              target/scratch-disk.img with snapshot=on (writes are dropped)
+#            [DISK_OPTS=opts]  extra QEMU -drive options (throttling.bps-write=8388608: 8 MiB/s)
 #   make test                  host unit tests, in-kernel tests, QEMU scenario tests
 #   make bench BENCH=name      boots with ARGS='run="bench NAME" poweroff' (no disk unless DISK=)
 #   make test-stress           the core-scheduling stress with 1,000,000 switches
@@ -17,6 +18,9 @@
 #                                   ops, -smp 4 SMT; FAIL: that share of object allocations fail)
 #   make compare [SITTINGS=n] [TRACED=n] [SMP=spec]  benchmarks on Cadence and the Linux peer: medians, ranges, ratios
 #   make compare-rtapp FILE=x.json [DURATION=s]  rt-app workload on Cadence and on the Linux peer
+#   make bench-dirty [RUNS=n]  Morton's dirty-throttle test (`bench dirty`) on an 8 MiB/s disk
+#   make bench-alloc [RUNS=n]  the RT page-allocator reserve test (`bench alloc`)
+#   make compare-vm [RUNS=n] [SMP=spec]  the dirty-throttle test on Cadence and the Linux peer
 #   make clean
 #
 # Host crates are built with --release everywhere so the bootloader crate's
@@ -46,12 +50,14 @@ NO_SCRATCH ?=
 # (QEMU opens it read-only and writes to a temporary overlay: it stays blank, and concurrent
 # runs do not trip over QEMU's image lock).
 DISK_OPT = $(if $(filter none,$(DISK)),,$(if $(DISK),--disk '$(DISK)',$(if $(filter 1,$(NO_SCRATCH)),,--scratch-disk '$(SCRATCH_DISK)')))
+DISK_OPTS ?=
+DISK_OPTS_OPT = $(if $(DISK_OPTS),$(if $(findstring --,$(DISK_OPT)),--disk-opts '$(DISK_OPTS)'))
 
 # The kernel command line travels through the environment so that any quotes
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool run test test-stress test-repeat bench bench-coresched compare compare-rtapp clean
+.PHONY: help setup kernel boot-tool run test test-stress test-repeat bench bench-coresched compare compare-rtapp bench-dirty bench-alloc compare-vm clean
 
 help:
 	@sed -n '4,20s/^# \{0,1\}//p' '$(ROOT)/Makefile'
@@ -86,7 +92,7 @@ run: kernel boot-tool
 	'$(CADENCE_BOOT)' run --kernel '$(KERNEL)' --args "$$CADENCE_RUN_ARGS" \
 	  $(if $(filter 1 yes true,$(UEFI)),--uefi) $(if $(SMP),--smp '$(SMP)') \
 	  $(if $(TRACE),--trace '$(TRACE)') $(foreach w,$(WORKLOAD),--workload '$(w)') \
-	  $(if $(TIMEOUT),--timeout '$(TIMEOUT)') $(DISK_OPT)
+	  $(if $(TIMEOUT),--timeout '$(TIMEOUT)') $(DISK_OPT) $(DISK_OPTS_OPT)
 
 bench: override ARGS = run="bench $(BENCH)" poweroff
 bench: override NO_SCRATCH = 1
@@ -106,6 +112,21 @@ DURATION ?= 2
 compare-rtapp: kernel boot-tool
 	@test -n '$(FILE)' || { echo 'usage: make compare-rtapp FILE=x.json [DURATION=s]' >&2; exit 2; }
 	DISK='$(if $(DISK),$(DISK),none)' '$(ROOT)/tools/compare-rtapp.sh' '$(FILE)' '$(DURATION)'
+
+RUNS ?= 5
+# The dirty test on a fresh 256 MiB image that writes 8 MiB/s (target/bench-dirty.img).
+bench-dirty: kernel boot-tool
+	rm -f '$(ROOT)/target/bench-dirty.img'
+	'$(CADENCE_BOOT)' run --kernel '$(KERNEL)' $(if $(SMP),--smp '$(SMP)') --timeout 3600 \
+	  --disk '$(ROOT)/target/bench-dirty.img' --disk-opts throttling.bps-write=8388608 \
+	  --args 'run="bench dirty -n $(RUNS)" poweroff'
+
+bench-alloc: kernel boot-tool
+	'$(CADENCE_BOOT)' run --kernel '$(KERNEL)' $(if $(SMP),--smp '$(SMP)') --timeout 1200 \
+	  --args 'run="bench alloc -n $(RUNS)" poweroff'
+
+compare-vm: kernel boot-tool
+	SMP='$(SMP)' '$(ROOT)/tools/compare-vm.sh' '$(RUNS)'
 
 # Runs all three suites even if one fails, then fails if any did. The in-kernel tests get a
 # fresh virtio disk of their own (per make process, removed after), so shell::blk::tests run.

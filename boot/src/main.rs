@@ -3,7 +3,7 @@
 //! ```text
 //! cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--args STR]
 //!                  [--timeout SECS] [--trace FILE] [--workload FILE]... [--disk IMG]
-//!                  [--scratch-disk IMG] [--qemu-arg ARG]...
+//!                  [--scratch-disk IMG] [--disk-opts OPTS] [--qemu-arg ARG]...
 //! cadence-boot runner ELF [IGNORED...]      # cargo runner for the kernel's tests
 //! cadence-boot image --kernel ELF [--uefi] -o OUT
 //! cadence-boot trace report FILE [--svg OUT]  # tracer report of a COM2 ftrace capture
@@ -39,7 +39,9 @@
 //! a missing IMG is created as a 256 MiB sparse file. `--scratch-disk IMG` does
 //! the same with `snapshot=on`: the guest's writes go to a temporary overlay,
 //! IMG is never written, and concurrent runs can share it (what `make run`
-//! attaches without `DISK=`).
+//! attaches without `DISK=`). `--disk-opts OPTS` appends QEMU `-drive` options to
+//! either, e.g. `throttling.bps-write=8388608` for a disk that writes 8 MiB/s (the
+//! peer's `DISK_OPTS`).
 
 use cadence_boot::harness::{run_suite, Suite};
 use cadence_boot::{build_image, Firmware, KernelExit, Qemu};
@@ -51,7 +53,7 @@ use std::time::Duration;
 const USAGE: &str = "\
 usage: cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--args STR]
                         [--timeout SECS] [--trace FILE] [--workload FILE]... [--disk IMG]
-                        [--scratch-disk IMG] [--qemu-arg ARG]...
+                        [--scratch-disk IMG] [--disk-opts OPTS] [--qemu-arg ARG]...
        cadence-boot runner ELF [IGNORED...]
        cadence-boot image --kernel ELF [--uefi] -o OUT
        cadence-boot trace report FILE [--svg OUT]
@@ -115,6 +117,7 @@ struct Opts {
     workloads: Vec<PathBuf>,
     disk: Option<PathBuf>,
     scratch_disk: Option<PathBuf>,
+    disk_opts: Option<String>,
     qemu_args: Vec<String>,
     out: Option<PathBuf>,
 }
@@ -156,6 +159,7 @@ fn parse_opts(argv: &[String], allowed: &[&str]) -> Result<Opts, Exit> {
             "--disk" => o.disk = Some(value.into()),
             "--scratch-disk" if value.is_empty() => return Err(usage("--scratch-disk needs a file")),
             "--scratch-disk" => o.scratch_disk = Some(value.into()),
+            "--disk-opts" => o.disk_opts = Some(value),
             "--qemu-arg" => o.qemu_args.push(value),
             "-o" | "--output" => o.out = Some(value.into()),
             _ => unreachable!("flag {flag} allowed but not handled"),
@@ -197,6 +201,7 @@ fn cmd_run(argv: &[String]) -> Exit {
         "--workload",
         "--disk",
         "--scratch-disk",
+        "--disk-opts",
         "--qemu-arg",
     ];
     let o = match parse_opts(argv, &flags) {
@@ -206,6 +211,9 @@ fn cmd_run(argv: &[String]) -> Exit {
     let Some(kernel) = o.kernel else {
         return usage("run needs --kernel ELF");
     };
+    if o.disk_opts.is_some() && o.disk.is_none() && o.scratch_disk.is_none() {
+        return usage("--disk-opts needs --disk or --scratch-disk");
+    }
     let args = o.args.unwrap_or_default();
     let interactive = std::io::stdin().is_terminal();
     let powers_off = args.split_whitespace().any(|w| w == "poweroff");
@@ -232,6 +240,9 @@ fn cmd_run(argv: &[String]) -> Exit {
         Ok(q) => q,
         Err(e) => return e,
     };
+    if let Some(d) = o.disk_opts {
+        q = q.disk_opts(d);
+    }
     for a in o.qemu_args {
         q = q.qemu_arg(a);
     }

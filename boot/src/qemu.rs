@@ -209,6 +209,7 @@ pub struct Qemu {
     workloads: Vec<PathBuf>,
     disk: Option<PathBuf>,
     disk_snapshot: bool,
+    disk_opts: Option<String>,
     extra: Vec<OsString>,
     interactive: bool,
     echo: bool,
@@ -229,6 +230,7 @@ impl Qemu {
             workloads: Vec::new(),
             disk: None,
             disk_snapshot: false,
+            disk_opts: None,
             extra: Vec::new(),
             interactive: false,
             echo: false,
@@ -285,6 +287,12 @@ impl Qemu {
     pub fn disk(mut self, path: impl Into<PathBuf>) -> Self {
         self.disk = Some(path.into());
         self.disk_snapshot = false;
+        self
+    }
+
+    /// Extra QEMU `-drive` options for the disk (e.g. `throttling.bps-write=8388608`).
+    pub fn disk_opts(mut self, opts: impl Into<String>) -> Self {
+        self.disk_opts = Some(opts.into());
         self
     }
 
@@ -403,6 +411,10 @@ impl Qemu {
             spec.push(",format=raw,if=virtio,cache=writeback");
             if self.disk_snapshot {
                 spec.push(",snapshot=on");
+            }
+            if let Some(o) = &self.disk_opts {
+                spec.push(",");
+                spec.push(o);
             }
             push(&["-drive".as_ref(), &spec]);
         }
@@ -550,7 +562,7 @@ impl Qemu {
         let err = child.stderr.take().map(|s| collect(s, Echo::None));
         let start = Instant::now();
         let stdin = child.stdin.take();
-        let mut console = Console { stdin, transcript: transcript.clone(), start, timeout: self.timeout };
+        let mut console = Console { stdin, transcript: transcript.clone(), start, timeout: self.timeout, pid: child.id() };
         let driven = driver(&mut console);
         drop(console.stdin.take());
         let left = self.timeout.map(|t| t.saturating_sub(start.elapsed()));
@@ -573,9 +585,22 @@ pub struct Console {
     transcript: Arc<Mutex<Vec<u8>>>,
     start: Instant,
     timeout: Option<Duration>,
+    pid: u32,
 }
 
 impl Console {
+    /// Kills QEMU at once (SIGKILL: a power cut; the guest gets no chance to write anything).
+    pub fn kill_qemu(&mut self) -> Result<()> {
+        let status = Command::new("kill")
+            .args(["-KILL", &self.pid.to_string()])
+            .status()
+            .map_err(|e| Error::new(format!("cannot run kill: {e}")))?;
+        if !status.success() {
+            return Err(Error::new(format!("kill -KILL {} failed ({status})", self.pid)));
+        }
+        Ok(())
+    }
+
     /// Types `bytes` into COM1 (blocks while QEMU does not take them).
     pub fn send(&mut self, bytes: &[u8]) -> Result<()> {
         let stdin = self.stdin.as_mut().ok_or_else(|| Error::new("COM1 input is closed"))?;

@@ -158,6 +158,8 @@ fn init_main(opts: cmdline::BootOptions) -> i32 {
     sched::reserve::settle();
     mm::atomic_alloc::arm();
     drivers::virtio_blk::probe();
+    mm::reclaim::start();
+    mm::writeback::start();
     #[cfg(test)]
     {
         testing::configure(&opts);

@@ -248,7 +248,73 @@ pub static SYSCTLS: &[Sysctl] = &[
             Ok(())
         },
     },
+    Sysctl {
+        name: "vm.dirty_ratio",
+        help: "% of dirtyable memory a writer may dirty before it is paused (0..=100; setting it clears vm.dirty_bytes)",
+        get: || dirty_get("dirty_ratio"),
+        set: |v| dirty_set("dirty_ratio", v),
+    },
+    Sysctl {
+        name: "vm.dirty_bytes",
+        help: "bytes a writer may dirty before it is paused (>= 8192; setting it clears vm.dirty_ratio)",
+        get: || dirty_get("dirty_bytes"),
+        set: |v| dirty_set("dirty_bytes", v),
+    },
+    Sysctl {
+        name: "vm.dirty_background_ratio",
+        help: "% of dirtyable memory above which the flusher writes in the background (0..=100)",
+        get: || dirty_get("dirty_background_ratio"),
+        set: |v| dirty_set("dirty_background_ratio", v),
+    },
+    Sysctl {
+        name: "vm.dirty_background_bytes",
+        help: "bytes above which the flusher writes in the background (>= 1)",
+        get: || dirty_get("dirty_background_bytes"),
+        set: |v| dirty_set("dirty_background_bytes", v),
+    },
+    Sysctl {
+        name: "vm.dirty_expire_centisecs",
+        help: "age (1/100 s) after which dirty data is written by the flusher's periodic pass",
+        get: || dirty_get("dirty_expire_centisecs"),
+        set: |v| dirty_set("dirty_expire_centisecs", v),
+    },
+    Sysctl {
+        name: "vm.dirty_writeback_centisecs",
+        help: "the flusher's period (1/100 s; 0: no periodic pass)",
+        get: || dirty_get("dirty_writeback_centisecs"),
+        set: |v| dirty_set("dirty_writeback_centisecs", v),
+    },
+    Sysctl {
+        name: "vm.rt_dirty_throttle",
+        help: "RT writers over the dirty limit: exempt (never paused, 2003 seed), boost (limits +25%, Linux), off",
+        get: || String::from(crate::mm::writeback::rt_mode().name()),
+        set: |v| {
+            crate::mm::writeback::set_rt_mode(cadence_vm::dirty::RtDirty::parse(v.trim()).map_err(|_| Errno::EINVAL)?);
+            Ok(())
+        },
+    },
+    Sysctl {
+        name: "vm.drop_caches",
+        help: "write 1 or 3: free every clean page-cache page (dirty pages stay; run sync first)",
+        get: || String::from("0"),
+        set: |v| match parse_u64_range(v, 1, 3)? {
+            1 | 3 => {
+                crate::mm::pagecache::drop_clean();
+                Ok(())
+            }
+            _ => Err(Errno::EINVAL),
+        },
+    },
 ];
+
+fn dirty_get(name: &str) -> String {
+    format!("{}", crate::mm::writeback::get(name).unwrap_or(0))
+}
+
+fn dirty_set(name: &str, v: &str) -> Result<(), Errno> {
+    let n = parse_u64_range(v, 0, i64::MAX as u64)?;
+    crate::mm::writeback::set(name, n).map_err(|_| Errno::EINVAL)
+}
 
 /// Looks an entry up by its name (`kernel.x` or `kernel/x`, as `sysctl` accepts).
 pub fn find(name: &str) -> Option<&'static Sysctl> {

@@ -10,10 +10,12 @@
 //!   ([`latency`]: cyclictest's `-q` lines, the seed's wakeup-latency summary and `pert` lines).
 //! * `bench hackbench`: rt-tests hackbench in pipe mode ([`hackbench`]).
 //! * `bench hwlat`: how long the vCPUs stop under the kernel (Linux's hwlat tracer, [`hwlat`]).
+//! * `bench dirty`, `bench alloc`: the RT-VM seed's experiments (dirty throttle, reserves; [`vm`]).
 
 pub mod hackbench;
 pub mod hwlat;
 pub mod latency;
+pub mod vm;
 
 pub mod autogroup;
 pub mod coresched;

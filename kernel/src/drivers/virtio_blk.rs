@@ -28,12 +28,15 @@
 //!
 //! A lost or misrouted interrupt does not hang a request: the wait re-checks the used ring
 //! every [`POLL_NS`] (10 ms, a timed wait). A completion found that way with no interrupt
-//! taken since the submission counts as a lost interrupt ([`lost_interrupts`]; the first is
+//! taken since the submission, and none in the [`POLL_NS`] after (the device writes the used
+//! ring before it raises the interrupt, and a poll can fall in between), counts as a lost
+//! interrupt ([`lost_interrupts`]; the first is
 //! logged, `virtio-blk: /dev/vda: lost interrupt ...`).
 //!
 //! # Requests
 //! One request is in flight at a time, under a sleeping [`Mutex`] (a task waiting for the
-//! device sleeps, it does not spin). The whole locked section (submit, wait, complete, and
+//! device sleeps, it does not spin; uninterruptibly, as the page cache calls in with pages
+//! locked or under writeback that a killed caller must release first). The whole locked section (submit, wait, complete, and
 //! every 64 KiB chunk of a longer transfer) is a [`DeferFatal`] section made before the lock is
 //! taken (so it ends after the lock is released): a fatal signal that arrives meanwhile cannot
 //! end the task with the mutex held and a token un-popped, which would wedge the disk. Between
@@ -113,6 +116,8 @@ pub enum BlkError {
     Invalid,
     /// EINTR: a fatal signal ended a multi-chunk transfer between two requests.
     Interrupted,
+    /// ENOMEM: no page for the page cache (never from the device itself).
+    NoMemory,
 }
 
 impl BlkError {
@@ -125,6 +130,7 @@ impl BlkError {
             BlkError::ReadOnly => "Read-only file system",
             BlkError::Invalid => "Invalid argument",
             BlkError::Interrupted => "Interrupted system call",
+            BlkError::NoMemory => "Cannot allocate memory",
         }
     }
 }
@@ -373,7 +379,13 @@ fn wait_used(disk: &mut Disk, token: u16, irqs0: u64) {
             return;
         }
         if disk.blk.peek_used() == Some(token) {
-            if INTERRUPTS.load(Ordering::Relaxed) == irqs0 && LOST.fetch_add(1, Ordering::Relaxed) == 0 {
+            // The device fills the used ring before it raises the interrupt: a poll can land
+            // in between (a slow, throttled disk completes at any moment). Lost only if no
+            // interrupt follows within another period.
+            let late = crate::time::uptime_ns().saturating_add(POLL_NS);
+            let arrived = INTERRUPTS.load(Ordering::Relaxed) != irqs0
+                || COMPLETION.wait_until_uninterruptible_deadline(|| INTERRUPTS.load(Ordering::Relaxed) != irqs0, late);
+            if !arrived && LOST.fetch_add(1, Ordering::Relaxed) == 0 {
                 crate::klog!(
                     "virtio-blk: {}: lost interrupt (a request completed with no interrupt in {} ms): polling every {} ms",
                     NAME,
@@ -453,7 +465,7 @@ fn transfer(
     check(&info, sector, len, write)?;
     // Made before the lock, so dropped after it (see the module doc).
     let _defer = DeferFatal::new();
-    let mut guard = DISK.lock();
+    let mut guard = DISK.lock_uninterruptible();
     let disk = guard.as_mut().ok_or(BlkError::NoDevice)?;
     for start in (0..len).step_by(BOUNCE_BYTES) {
         if start > 0 {
@@ -483,7 +495,7 @@ pub fn flush() -> Result<(), BlkError> {
     let r = {
         // Made before the lock, so dropped after it (see the module doc).
         let _defer = DeferFatal::new();
-        let mut guard = DISK.lock();
+        let mut guard = DISK.lock_uninterruptible();
         let disk = guard.as_mut().ok_or(BlkError::NoDevice)?;
         let r = disk.blk.flush().map_err(|_| BlkError::Io);
         REQUESTS.fetch_add(1, Ordering::Relaxed);

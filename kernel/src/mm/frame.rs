@@ -25,8 +25,10 @@
 //! formulas and the table of what each context may use): the fast path checks `low`, the slow
 //! path `min`, minus the reserve of the caller's context — interrupts off counts as atomic, a
 //! task in the RT class as an RT task under `vm.rt_alloc_reserve` (`seed`, the default: half
-//! of each watermark; `linux`; `off`). A failing task reclaims directly: nothing is
-//! reclaimable yet (no page cache), so it then fails, and the caller reports ENOMEM.
+//! of each watermark; `linux`; `off`). Taking a frame that leaves fewer than `low` free
+//! wakes the reclaim thread (`kswapd0`, [`super::reclaim`]); a task failing the slow path
+//! reclaims clean page-cache pages directly and retries once, then fails (the caller's
+//! ENOMEM).
 //! `vm.min_free_kbytes` (default Linux's `int_sqrt(kbytes × 16)` of the frames managed here)
 //! and `vm.watermark_scale_factor` recompute the watermarks. [`alloc_contiguous`] (boot) and
 //! [`take_low_page`] do not check them.
@@ -46,6 +48,8 @@ struct Bitmap {
     next: u64,
     /// Frames this allocator managed once boot was done (the watermarks' base).
     managed: u64,
+    /// Usable frames above 1 MiB in the memory map (`free`'s total).
+    total: u64,
     min_free_kbytes: u64,
     watermark_scale_factor: u64,
     wm: Watermarks,
@@ -100,7 +104,7 @@ pub fn init(regions: &MemoryRegions, phys_offset: u64) -> (u64, u64) {
     // Every bit starts set (used); usable frames are freed below.
     // No watermarks until `init_watermarks` (boot allocates freely).
     let wm = Watermarks { min: 0, low: 0, high: 0 };
-    let mut map = Bitmap { bits, frames, free: 0, next: LOW_MEMORY_END / FRAME_SIZE, managed: 0, min_free_kbytes: 0, watermark_scale_factor: 0, wm };
+    let mut map = Bitmap { bits, frames, free: 0, next: LOW_MEMORY_END / FRAME_SIZE, managed: 0, total: 0, min_free_kbytes: 0, watermark_scale_factor: 0, wm };
     let mut usable = 0;
     let mut low = [0u64; 8];
     let mut nlow = 0;
@@ -112,6 +116,7 @@ pub fn init(regions: &MemoryRegions, phys_offset: u64) -> (u64, u64) {
             usable += FRAME_SIZE;
             if addr >= LOW_MEMORY_END {
                 map.set_free(f);
+                map.total += 1;
             } else if addr != 0 && nlow < low.len() {
                 low[nlow] = addr;
                 nlow += 1;
@@ -220,14 +225,28 @@ fn alloc_dirty(ctx: AllocContext) -> Option<u64> {
     let mode = rt_reserve();
     let mut after_reclaim = false;
     loop {
-        let mut guard = FRAMES.lock();
-        let map = guard.as_mut()?;
-        match watermark::decide(&map.wm, map.free, 1, ctx, mode, after_reclaim) {
-            // No reclaim thread to wake yet (it comes with the page cache).
-            Decision::Take { .. } => return map.take_one(),
-            // Nothing reclaimable yet (no page cache): retry once at `min`, then fail.
-            Decision::Reclaim(_) => after_reclaim = true,
-            Decision::Fail => return None,
+        let decision = {
+            let mut guard = FRAMES.lock();
+            let map = guard.as_mut()?;
+            let d = watermark::decide(&map.wm, map.free, 1, ctx, mode, after_reclaim);
+            if let Decision::Take { wake_reclaim } = d {
+                let frame = map.take_one();
+                drop(guard);
+                if wake_reclaim {
+                    super::reclaim::wake_kswapd();
+                }
+                return frame;
+            }
+            d
+        };
+        match decision {
+            // Direct reclaim (clean page-cache pages), then the slow path once more.
+            Decision::Reclaim(n) => {
+                super::reclaim::wake_kswapd();
+                super::reclaim::direct(n);
+                after_reclaim = true;
+            }
+            _ => return None,
         }
     }
 }
@@ -290,6 +309,11 @@ pub fn free(phys: u64) {
             map.set_free(f);
         }
     }
+}
+
+/// Usable frames above 1 MiB (what `free` calls total memory).
+pub fn total_frames() -> u64 {
+    FRAMES.lock().as_ref().map(|m| m.total).unwrap_or(0)
 }
 
 /// Number of free frames.

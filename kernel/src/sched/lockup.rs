@@ -171,7 +171,7 @@ const SCAN_PERIOD_S: u64 = 5;
 
 /// Starts `khungtaskd` (call once, from a task).
 pub fn start() {
-    let opts = super::task::SpawnOptions::new("khungtaskd").detached();
+    let opts = super::task::SpawnOptions::new("khungtaskd").kthread();
     if let Err(e) = super::spawn(opts, khungtaskd) {
         crate::kprintln!("cadence: warning: no hung-task detector: {:?}", e);
     }

@@ -73,8 +73,11 @@ pub fn kill(tid: Tid, sig: u32) -> Result<(), Errno> {
     Ok(())
 }
 
-/// Delivers `sig` to `t`.
+/// Delivers `sig` to `t` (nothing for a kernel thread: Linux's kthreads ignore signals).
 pub fn send(t: &Arc<Task>, sig: u32) {
+    if t.kthread {
+        return;
+    }
     match sig {
         SIGCONT => {
             t.pending.fetch_and(!(1 << SIGSTOP), Ordering::AcqRel);

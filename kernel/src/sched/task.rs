@@ -95,6 +95,8 @@ pub struct TaskStats {
     pub(super) sleep_deadline: AtomicU64,
     /// Reported by the hung-task detector (once per episode).
     pub(super) hung_reported: AtomicBool,
+    /// Time paused by the dirty throttle (`mm::writeback::balance_dirty_pages`), ns.
+    pub throttled_ns: AtomicU64,
 }
 
 /// Attributes protected by [`Task::params`] (Linux's `pi_lock` role).
@@ -175,6 +177,9 @@ pub struct Task {
     /// Set once the dead task's stack and entity are released (it can be reaped).
     pub(super) released: AtomicBool,
     pub is_idle: bool,
+    /// A kernel thread (`kswapd0`, the flusher, `khungtaskd`): signals are ignored, as Linux's
+    /// kthreads ignore them, since the kernel depends on it running.
+    pub kthread: bool,
     pub created_ns: u64,
 }
 
@@ -398,11 +403,13 @@ pub struct SpawnOptions {
     pub thread: bool,
     /// Reap automatically at exit (no `wait`).
     pub detached: bool,
+    /// A kernel thread: ignores signals ([`Task::kthread`]).
+    pub kthread: bool,
 }
 
 impl SpawnOptions {
     pub fn new(name: &str) -> Self {
-        SpawnOptions { name: name.into(), attr: None, affinity: None, stack_size: 32 * 1024, thread: false, detached: false }
+        SpawnOptions { name: name.into(), attr: None, affinity: None, stack_size: 32 * 1024, thread: false, detached: false, kthread: false }
     }
     pub fn attr(mut self, attr: ValidAttr) -> Self {
         self.attr = Some(attr);
@@ -420,6 +427,12 @@ impl SpawnOptions {
     }
     pub fn detached(mut self) -> Self {
         self.detached = true;
+        self
+    }
+    /// A detached kernel thread that ignores signals.
+    pub fn kthread(mut self) -> Self {
+        self.detached = true;
+        self.kthread = true;
         self
     }
     pub fn thread(mut self) -> Self {
@@ -493,6 +506,7 @@ pub(super) fn new_task(
         detached: AtomicBool::new(opts.detached),
         released: AtomicBool::new(false),
         is_idle,
+        kthread: opts.kthread,
         created_ns: crate::time::uptime_ns(),
     });
     task.cache_params(&params);

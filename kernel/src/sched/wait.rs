@@ -210,6 +210,17 @@ impl<T> Mutex<T> {
         MutexGuard { m: self }
     }
 
+    /// [`lock`](Self::lock) whose wait a fatal signal does not end (Linux's
+    /// `mutex_lock` against `mutex_lock_killable`): for callers inside a `DeferFatal` section
+    /// that must not die before they undo what they hold (a page cache page locked, a page
+    /// under writeback).
+    pub fn lock_uninterruptible(&self) -> MutexGuard<'_, T> {
+        if !self.try_acquire() {
+            self.wq.wait_until_uninterruptible(|| self.try_acquire());
+        }
+        MutexGuard { m: self }
+    }
+
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
         self.try_acquire().then_some(MutexGuard { m: self })
     }

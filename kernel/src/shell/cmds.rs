@@ -167,7 +167,7 @@ pub fn ps(args: &[&str]) -> CmdResult {
             return Err(usage_err("ps", alloc::format!("unsupported option '{}'", a)));
         }
     }
-    shout!("  PID   TID CLS RTPRIO  NI PSR S    TIME(ms) {:<14} COMMAND", "GROUP");
+    shout!("  PID   TID CLS RTPRIO  NI PSR S    TIME(ms)  THR(ms) {:<14} COMMAND", "GROUP");
     for t in task::all() {
         let st = t.state();
         if st == task::TaskState::Dead && t.detached.load(core::sync::atomic::Ordering::Relaxed) {
@@ -180,8 +180,9 @@ pub fn ps(args: &[&str]) -> CmdResult {
             (String::from("-"), alloc::format!("{}", t.nice()))
         };
         let ns = t.stats.sum_exec_runtime.load(core::sync::atomic::Ordering::Relaxed);
+        let thr = t.stats.throttled_ns.load(core::sync::atomic::Ordering::Relaxed);
         shout!(
-            "{:>5} {:>5} {:<3} {:>6} {:>3} {:>3} {} {:>11} {:<14} {}{}",
+            "{:>5} {:>5} {:<3} {:>6} {:>3} {:>3} {} {:>11} {:>8} {:<14} {}{}",
             t.tgid,
             t.tid,
             class_abbrev(p),
@@ -190,6 +191,7 @@ pub fn ps(args: &[&str]) -> CmdResult {
             t.cpu(),
             st.letter(),
             alloc::format!("{}.{:03}", ns / 1_000_000, (ns / 1000) % 1000),
+            thr / 1_000_000,
             crate::sched::group::task_group_path(&t),
             t.name,
             if t.watchdog.demotions.load(core::sync::atomic::Ordering::Relaxed) > 0 { " (demoted by RT watchdog)" } else { "" }

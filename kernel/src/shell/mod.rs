@@ -20,6 +20,7 @@ pub mod cmds;
 pub mod console;
 pub mod coresched;
 pub mod groups;
+pub mod vm;
 #[cfg(test)]
 mod tests;
 
@@ -111,7 +112,7 @@ pub const COMMANDS: &[Command] = &[
     Command { name: "jobs", usage: "jobs", help: "list background jobs", run: cmd_jobs },
     Command {
         name: "bench",
-        usage: "bench pipe|scale|slice|autogroup|coresched|cyclic|hackbench|hwlat|pert|wakeup-latency [OPTIONS] (bench NAME -h for options)",
+        usage: "bench pipe|scale|slice|autogroup|coresched|cyclic|hackbench|hwlat|pert|wakeup-latency|dirty|alloc [OPTIONS] (bench NAME -h for options)",
         help: "run a benchmark",
         run: cmd_bench,
     },
@@ -153,6 +154,20 @@ pub const COMMANDS: &[Command] = &[
         usage: "blk info | blk read SECTOR | blk fill SEED COUNT | blk verify SEED COUNT",
         help: "the virtio disk /dev/vda: size, a sector's bytes, write or check a seeded pattern of 4 KiB blocks",
         run: blk::cmd_blk,
+    },
+    Command {
+        name: "dd",
+        usage: "dd if=/dev/zero|/dev/vda of=/dev/vda|/dev/null [bs=N] [count=N] [seek=N] [skip=N] [oflag=sync] [conv=fsync] [status=none|noxfer]",
+        help: "copy blocks through the page cache (GNU dd's summary)",
+        run: vm::cmd_dd,
+    },
+    Command { name: "sync", usage: "sync", help: "write back the disk's dirty pages and flush it", run: vm::cmd_sync },
+    Command { name: "free", usage: "free [-b|-k|-m|-g]", help: "memory: total, used, free, buff/cache, available", run: vm::cmd_free },
+    Command {
+        name: "vmstat",
+        usage: "vmstat [DELAY [COUNT]]",
+        help: "memory, dirty pages, disk I/O, context switches and dirty-throttle time",
+        run: vm::cmd_vmstat,
     },
     Command { name: "ls", usage: "ls /workloads", help: "list workload files", run: |a| adapt("ls", crate::rtapp::cmd_ls(a)) },
     Command {
@@ -245,6 +260,8 @@ fn cmd_bench(args: &[&str]) -> CmdResult {
         Some("pert") => crate::bench::latency::cmd_pert(rest),
         Some("hackbench") => crate::bench::hackbench::cmd_hackbench(rest),
         Some("hwlat") => crate::bench::hwlat::cmd_hwlat(rest),
+        Some("dirty") => crate::bench::vm::cmd_dirty(rest),
+        Some("alloc") => crate::bench::vm::cmd_alloc(rest),
         Some(other) => return Err(usage_err("bench", alloc::format!("unknown benchmark '{}'", other))),
         None => return Err(Error::Usage(None)),
     };
