@@ -11,9 +11,10 @@
 # after the background region, run i at region i) as SCHED_OTHER and as SCHED_FIFO 50.
 # * Cadence: `bench dirty -n RUNS` (kernel tasks writing through the page cache; every
 #   vm.rt_dirty_throttle mode; each run's region written back before its clock starts).
-# * Linux 6.1 (generic): busybox `dd` processes (and `chrt -f 50 dd`), timed by dd's own
-#   summary; Linux has one rule (RT tasks: limits +25%, like Cadence's `boost`); regions are
-#   not synced first (a global `sync` would also drain the background writer's pages).
+# * Linux 6.1 (generic): busybox `dd` processes (and `chrt -f 50 dd`), timed with
+#   /proc/uptime (10 ms resolution; busybox's dd prints no time); Linux has one rule (RT
+#   tasks: limits +25%, like Cadence's `boost`); regions are not synced first (a global
+#   `sync` would also drain the background writer's pages).
 # Raw outputs stay in target/compare-vm/. PEER (default /tmp/peer) and PEER_DIR locate the peer.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,19 +48,21 @@ for p in other fifo; do
   i=0
   while [ \$i -lt $runs ]; do
     seek=\$((128 + i * 16))
-    if [ \$p = fifo ]; then r=\$(chrt -f 50 dd if=/dev/zero of=/dev/vda bs=1M count=16 seek=\$seek conv=notrunc 2>&1 | tail -n 1)
-    else r=\$(dd if=/dev/zero of=/dev/vda bs=1M count=16 seek=\$seek conv=notrunc 2>&1 | tail -n 1); fi
-    echo \"peer-dd: policy=\$p \$r\"
+    t0=\$(cut -d' ' -f1 /proc/uptime)
+    if [ \$p = fifo ]; then chrt -f 50 dd if=/dev/zero of=/dev/vda bs=1M count=16 seek=\$seek conv=notrunc 2>/dev/null
+    else dd if=/dev/zero of=/dev/vda bs=1M count=16 seek=\$seek conv=notrunc 2>/dev/null; fi
+    t1=\$(cut -d' ' -f1 /proc/uptime)
+    echo \"peer-dd: policy=\$p start=\$t0 end=\$t1\"
     i=\$((i + 1))
   done
 done
 kill \$bg"
 DISK_OPTS=$throttle PEER=${PEER:-/tmp/peer} PEER_TIMEOUT=$((runs * 300 + 600)) "$peer_dir/run.sh" --smp "$smp" \
   --disk "$out/linux.img" "$script" > "$out/linux.out" 2>&1 || true
-# dd's summary (GNU `copied, 2.3 s,` or busybox `copied, 2.345678 seconds,`): the number
-# after "copied," is the time.
+# busybox dd prints no time: each write is timed by /proc/uptime before and after (10 ms
+# resolution).
 awk '
-  /^peer-dd: policy=/ { split($2, p, "="); for (i = 1; i < NF; i++) if ($i == "copied,") { ms[p[2]] = ms[p[2]] " " int($(i + 1) * 1000 + 0.5) } }
+  /^peer-dd: policy=/ { split($2, p, "="); split($3, a, "="); split($4, b, "="); ms[p[2]] = ms[p[2]] " " int((b[2] - a[2]) * 1000 + 0.5) }
   END {
     for (pol in ms) {
       n = split(substr(ms[pol], 2), v, " ")

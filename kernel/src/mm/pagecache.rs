@@ -600,6 +600,45 @@ mod tests {
         crate::kprint!("(throttled: normal {} us, rt off {} us) ", normal, rt_off);
     }
 
+    /// Writers killed while throttled or copying (and a sync killed mid-way) leave no page
+    /// locked or under writeback: a sync afterwards completes and the cache empties.
+    #[test_case]
+    fn killed_writers_and_syncs_leave_the_cache_usable() {
+        use crate::sched::signal;
+        if !disk() {
+            return;
+        }
+        empty_cache();
+        let cfg0 = writeback::config();
+        let mut cfg = cfg0;
+        cfg.set("dirty_bytes", 256 << 10).expect("dirty_bytes");
+        cfg.set("dirty_background_bytes", 128 << 10).expect("dirty_background_bytes");
+        writeback::set_config(cfg);
+        let mut tids = alloc::vec::Vec::new();
+        for k in 0..3u64 {
+            let t = crate::sched::spawn(SpawnOptions::new("killed-writer"), move || {
+                let buf = alloc::vec![k as u8; 1 << 20];
+                for i in 0..8u64 {
+                    let _ = writeback::write(BASE + ((k * 8 + i) << 20) + 512, &buf, false);
+                }
+                let _ = writeback::sync();
+                0
+            })
+            .expect("spawn");
+            tids.push(t.tid);
+        }
+        for (j, &tid) in tids.iter().enumerate() {
+            crate::sched::sleep_ns(20_000_000 * (j as u64 + 1));
+            let _ = signal::kill(tid, signal::SIGKILL);
+        }
+        for tid in tids {
+            let code = crate::sched::wait(tid).expect("reap");
+            assert!(code == 128 + 9 || code == 0, "writer exit {}", code);
+        }
+        writeback::set_config(cfg0);
+        empty_cache();
+    }
+
     #[test_case]
     fn dd_sync_free_vmstat_answer_as_the_linux_tools() {
         let run = |cmd: &str| crate::shell::capture(|| crate::shell::execute(cmd));
