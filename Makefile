@@ -8,7 +8,8 @@
 #                              sparse image when missing), none: no disk; default: the blank
 #                              target/scratch-disk.img with snapshot=on (writes are dropped)
 #            [DISK_OPTS=opts]  extra QEMU -drive options (throttling.bps-write=8388608: 8 MiB/s)
-#   make test                  host unit tests, in-kernel tests, QEMU scenario tests
+#   make test                  lint gates, host unit tests, in-kernel tests, QEMU scenario tests
+#   make lint                  cargo fmt --check and clippy -D warnings (both workspaces)
 #   make bench BENCH=name      boots with ARGS='run="bench NAME" poweroff' (no disk unless DISK=)
 #   make test-stress           the core-scheduling stress with 1,000,000 switches
 #   make test-repeat TEST=name N=n [SMP=spec] [DISK=img]  boots the matching in-kernel tests n
@@ -57,7 +58,7 @@ DISK_OPTS_OPT = $(if $(DISK_OPTS),$(if $(findstring --,$(DISK_OPT)),--disk-opts 
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool run test test-stress test-repeat bench bench-coresched compare compare-rtapp bench-dirty bench-alloc compare-vm clean
+.PHONY: help setup kernel boot-tool run test lint test-stress test-repeat bench bench-coresched compare compare-rtapp bench-dirty bench-alloc compare-vm clean
 
 help:
 	@sed -n '4,20s/^# \{0,1\}//p' '$(ROOT)/Makefile'
@@ -67,7 +68,8 @@ setup:
 	if [ -z "$(CHANNEL)" ]; then echo "setup: no channel in rust-toolchain.toml" >&2; exit 1; fi; \
 	have=$$(rustup component list --installed --toolchain '$(CHANNEL)' 2>/dev/null || true); \
 	if ! grep -q '^rust-src' <<<"$$have" || ! grep -q '^llvm-tools' <<<"$$have" \
-	   || ! grep -q 'x86_64-unknown-none' <<<"$$have"; then \
+	   || ! grep -q 'x86_64-unknown-none' <<<"$$have" || ! grep -q '^rustfmt' <<<"$$have" \
+	   || ! grep -q '^clippy' <<<"$$have"; then \
 	  echo "setup: installing Rust $(CHANNEL)"; \
 	  rustup toolchain install '$(CHANNEL)' --profile minimal -c rust-src -c llvm-tools \
 	    -c rustfmt -c clippy -t x86_64-unknown-none; \
@@ -128,11 +130,22 @@ bench-alloc: kernel boot-tool
 compare-vm: kernel boot-tool
 	SMP='$(SMP)' '$(ROOT)/tools/compare-vm.sh' '$(RUNS)'
 
+# The house rules as gates (part of `make test`): rustfmt (rustfmt.toml) and clippy with
+# every warning an error and every unsafe block documented (`// SAFETY:`), in both workspaces.
+CLIPPY_FLAGS = -D warnings -D clippy::undocumented_unsafe_blocks
+lint: setup
+	cd '$(ROOT)' && cargo fmt --all --check
+	cd '$(ROOT)/kernel' && cargo fmt --check
+	cd '$(ROOT)' && cargo clippy --release --workspace --all-targets -- $(CLIPPY_FLAGS)
+	cd '$(ROOT)/kernel' && cargo clippy --release -- $(CLIPPY_FLAGS)
+	cd '$(ROOT)/kernel' && cargo clippy --release --tests -- $(CLIPPY_FLAGS)
+
 # Runs all three suites even if one fails, then fails if any did. The in-kernel tests get a
 # fresh virtio disk of their own (per make process, removed after), so shell::blk::tests run.
 test: kernel
 	@cd '$(ROOT)'; failed=; \
 	step() { echo "+ $$*"; "$$@" || failed="$$failed [$$*]"; }; \
+	step $(MAKE) -s lint; \
 	step cargo test --release --workspace --exclude cadence-tests; \
 	disk='$(ROOT)/target/test-disk-'$$$$.img; rm -f "$$disk"; \
 	step env CADENCE_TEST_DISK="$$disk" CADENCE_TEST_TIMEOUT=$${CADENCE_TEST_TIMEOUT:-1800} bash -c 'cd kernel && cargo test'; \

@@ -80,9 +80,7 @@ pub fn parse_boot(output: &str) -> BootLog {
     for (i, line) in lines.iter().enumerate() {
         if let Some(rest) = after(line, "test-start ") {
             let mut words = rest.split_whitespace();
-            if let (Some(Ok(index)), Some(name)) =
-                (words.next().map(str::parse::<usize>), words.next())
-            {
+            if let (Some(Ok(index)), Some(name)) = (words.next().map(str::parse::<usize>), words.next()) {
                 log.started.push((index, name.to_string()));
             }
         } else if let Some(rest) = after(line, "kernel: ") {
@@ -242,21 +240,12 @@ impl Suite {
         if let Some(n) = log.selected {
             match self.total {
                 None => self.total = Some(n),
-                Some(t) if t != n => {
-                    return self.stop_outside(
-                        boot,
-                        format!("the kernel selected {n} tests, {t} in boot 1"),
-                    )
-                }
+                Some(t) if t != n => return self.stop_outside(boot, format!("the kernel selected {n} tests, {t} in boot 1")),
                 Some(_) => {}
             }
         }
         if !log.errors.is_empty() {
-            let msg = format!(
-                "the kernel rejected the test options '{}': {}",
-                self.args,
-                log.errors.join("; ")
-            );
+            let msg = format!("the kernel rejected the test options '{}': {}", self.args, log.errors.join("; "));
             self.abort(msg);
             return None;
         }
@@ -281,10 +270,7 @@ impl Suite {
         }
         if let (Some(total), Some(end)) = (self.total, expect) {
             if end > total {
-                return self.stop_outside(
-                    boot,
-                    format!("test #{} is past the {total} selected tests", end - 1),
-                );
+                return self.stop_outside(boot, format!("test #{} is past the {total} selected tests", end - 1));
             }
         }
         let skipped_here = |name: &str| log.skipped.iter().any(|s| s == name);
@@ -313,11 +299,7 @@ impl Suite {
         match log.started.split_last() {
             Some(((index, name), before)) if !log.completed => {
                 count_returned(self, before);
-                self.failures.push(Failure {
-                    name: name.clone(),
-                    boot,
-                    reason: why,
-                });
+                self.failures.push(Failure { name: name.clone(), boot, reason: why });
                 let next = index + 1;
                 self.next = Some(next);
                 match self.total {
@@ -327,8 +309,7 @@ impl Suite {
                         "runner: test #{index} {name} failed in boot {boot}; booting again from \
                          test #{next} (test_skip={next})"
                     )),
-                    Some(total) if next < total => self
-                        .stop_outside(boot, format!("{boot} boots for {total} tests: giving up")),
+                    Some(total) if next < total => self.stop_outside(boot, format!("{boot} boots for {total} tests: giving up")),
                     _ => {
                         self.done = true;
                         None
@@ -361,11 +342,7 @@ impl Suite {
     /// Records a failure outside any test (listed as `<boot B>`) and ends the run; the tests
     /// from `self.next` on were not reached.
     fn stop_outside(&mut self, boot: usize, reason: String) -> Option<String> {
-        self.failures.push(Failure {
-            name: format!("<boot {boot}>"),
-            boot,
-            reason,
-        });
+        self.failures.push(Failure { name: format!("<boot {boot}>"), boot, reason });
         if let Some(total) = self.total {
             self.not_run = total.saturating_sub(self.next.unwrap_or(0));
         }
@@ -402,13 +379,7 @@ impl Suite {
     pub fn summary(&self) -> String {
         let mut s = String::new();
         let total = self.total.map_or_else(|| "? ".into(), |t| format!("{t} "));
-        let _ = write!(
-            s,
-            "runner: {} boot{}, {}tests",
-            self.boots,
-            if self.boots == 1 { "" } else { "s" },
-            total
-        );
+        let _ = write!(s, "runner: {} boot{}, {}tests", self.boots, if self.boots == 1 { "" } else { "s" }, total);
         if self.boots > 1 {
             s.push_str(", test_skip used after failures");
         }
@@ -424,12 +395,7 @@ impl Suite {
             let _ = writeln!(s, "runner: error: {e}");
             return s;
         }
-        let _ = write!(
-            s,
-            "kernel: {} passed, {} failed",
-            self.passed,
-            self.failures.len()
-        );
+        let _ = write!(s, "kernel: {} passed, {} failed", self.passed, self.failures.len());
         if self.skipped > 0 {
             let _ = write!(s, ", {} skipped", self.skipped);
         }
@@ -481,20 +447,14 @@ mod tests {
         if from == 0 {
             s += &format!("running {} kernel tests\r\n", names.len());
         } else {
-            s += &format!(
-                "running {} kernel tests, from #{from} on (test_skip={from})\r\n",
-                names.len()
-            );
+            s += &format!("running {} kernel tests, from #{from} on (test_skip={from})\r\n", names.len());
         }
         let mut passed = 0;
         for (i, name) in names.iter().enumerate().skip(from) {
             s += &format!("test-start {i} {name}\r\ntest {name} ... ");
             if fail == Some(i) {
                 s += "FAILED\r\n";
-                s += &format!(
-                    "kernel: {passed} passed, 1 failed ({} not run)\r\n",
-                    names.len() - i - 1
-                );
+                s += &format!("kernel: {passed} passed, 1 failed ({} not run)\r\n", names.len() - i - 1);
                 s += "cadence: PANIC on cpu 2: panicked at src/x.rs:1:2:\r\nboom\r\n";
                 return s;
             }
@@ -519,11 +479,8 @@ mod tests {
             &mut suite,
             |cmdline: &str| {
                 cmdlines.push(cmdline.to_string());
-                let from = cmdline
-                    .split_whitespace()
-                    .filter_map(|w| w.strip_prefix("test_skip="))
-                    .next_back()
-                    .map_or(0, |v| v.parse().unwrap());
+                let from =
+                    cmdline.split_whitespace().filter_map(|w| w.strip_prefix("test_skip=")).next_back().map_or(0, |v| v.parse().unwrap());
                 Ok(match end(cmdline, from) {
                     None => (KernelExit::Success, boot_output(names, from, None)),
                     Some((exit, fail)) => {
@@ -559,20 +516,12 @@ mod tests {
             2 => Some((KernelExit::Failure, Some(3))),
             _ => None,
         });
-        assert_eq!(
-            cmdlines,
-            ["test=x", "test=x test_skip=2", "test=x test_skip=4"]
-        );
+        assert_eq!(cmdlines, ["test=x", "test=x test_skip=2", "test=x test_skip=4"]);
         assert!(!suite.success());
         let names: Vec<&str> = suite.failures().iter().map(|f| f.name.as_str()).collect();
         assert_eq!(names, ["a::two", "b::four"]);
-        assert_eq!(
-            suite.failures()[0].reason,
-            "cadence: PANIC on cpu 2: panicked at src/x.rs:1:2: boom"
-        );
-        assert!(out.contains(
-            "runner: test #1 a::two failed in boot 1; booting again from test #2 (test_skip=2)\n"
-        ));
+        assert_eq!(suite.failures()[0].reason, "cadence: PANIC on cpu 2: panicked at src/x.rs:1:2: boom");
+        assert!(out.contains("runner: test #1 a::two failed in boot 1; booting again from test #2 (test_skip=2)\n"));
         assert!(out.ends_with(
             "runner: 3 boots, 5 tests, test_skip used after failures\nfailures:\nfailed: a::two\n    \
              boot 1: cadence: PANIC on cpu 2: panicked at src/x.rs:1:2: boom\nfailed: b::four\n    \
@@ -583,8 +532,7 @@ mod tests {
 
     #[test]
     fn last_test_failing_needs_no_reboot() {
-        let (suite, cmdlines, out) =
-            simulate(&NAMES, "", |_, _| Some((KernelExit::Failure, Some(4))));
+        let (suite, cmdlines, out) = simulate(&NAMES, "", |_, _| Some((KernelExit::Failure, Some(4))));
         assert_eq!(cmdlines, [""]);
         assert_eq!(suite.passed(), 4);
         assert!(out.ends_with("kernel: 4 passed, 1 failed\n"));
@@ -592,9 +540,7 @@ mod tests {
 
     #[test]
     fn every_test_failing_takes_one_boot_each() {
-        let (suite, cmdlines, out) = simulate(&NAMES, "", |_, from| {
-            Some((KernelExit::Failure, Some(from)))
-        });
+        let (suite, cmdlines, out) = simulate(&NAMES, "", |_, from| Some((KernelExit::Failure, Some(from))));
         assert_eq!(cmdlines.len(), NAMES.len());
         assert_eq!(cmdlines[1], "test_skip=1");
         assert_eq!(suite.failures().len(), 5);
@@ -609,10 +555,7 @@ mod tests {
             _ => None,
         });
         let f = suite.failures();
-        assert_eq!(
-            (f[0].name.as_str(), f[0].reason.as_str()),
-            ("a::one", "timeout after 300 s")
-        );
+        assert_eq!((f[0].name.as_str(), f[0].reason.as_str()), ("a::one", "timeout after 300 s"));
         assert_eq!(f[1].name, "a::two");
         assert!(f[1].reason.contains("triple fault"));
         assert!(out.ends_with("kernel: 3 passed, 2 failed\n"));
@@ -625,9 +568,7 @@ mod tests {
         let mut suite = Suite::new("", None);
         let note = suite.record(KernelExit::Failure, out);
         assert!(note.is_some_and(|n| n.contains("test_skip=1")));
-        assert!(suite.failures()[0]
-            .reason
-            .starts_with("cadence: EXCEPTION page fault"));
+        assert!(suite.failures()[0].reason.starts_with("cadence: EXCEPTION page fault"));
     }
 
     #[test]
@@ -638,24 +579,13 @@ mod tests {
         suite.record(KernelExit::Timeout, "running 5 kernel tests, from #2 on\n");
         assert_eq!(suite.next_cmdline(), None);
         assert_eq!(suite.failures()[1].name, "<boot 2>");
-        assert_eq!(
-            suite.failures()[1].reason,
-            "failed before test #2: timeout after 0 s"
-        );
+        assert_eq!(suite.failures()[1].reason, "failed before test #2: timeout after 0 s");
         assert_eq!(suite.not_run(), 3);
-        assert!(suite
-            .summary()
-            .ends_with("kernel: 1 passed, 2 failed, 3 not run\n"));
+        assert!(suite.summary().ends_with("kernel: 1 passed, 2 failed, 3 not run\n"));
 
         let mut early = Suite::new("", None);
-        early.record(
-            KernelExit::Failure,
-            "cadence: PANIC on cpu 0: panicked at a.rs:1:1:\nno heap\n",
-        );
-        assert_eq!(
-            early.failures()[0].reason,
-            "failed before its first test: cadence: PANIC on cpu 0: panicked at a.rs:1:1: no heap"
-        );
+        early.record(KernelExit::Failure, "cadence: PANIC on cpu 0: panicked at a.rs:1:1:\nno heap\n");
+        assert_eq!(early.failures()[0].reason, "failed before its first test: cadence: PANIC on cpu 0: panicked at a.rs:1:1: no heap");
         assert!(early.summary().ends_with(
             "failed: <boot 1>\n    boot 1: failed before its first test: \
              cadence: PANIC on cpu 0: panicked at a.rs:1:1: no heap\nkernel: 0 passed, 1 failed\n"
@@ -668,19 +598,14 @@ mod tests {
         suite.record(KernelExit::NoExit, &boot_output(&NAMES[..2], 0, None));
         assert_eq!(suite.passed(), 2);
         assert_eq!(suite.failures()[0].name, "<boot 1>");
-        assert!(suite.failures()[0]
-            .reason
-            .starts_with("failed after its last test: QEMU exited"));
+        assert!(suite.failures()[0].reason.starts_with("failed after its last test: QEMU exited"));
         assert!(!suite.success());
     }
 
     #[test]
     fn kernel_error_line_is_a_run_error_without_a_result_line() {
         let mut suite = Suite::new("test=nope", None);
-        suite.record(
-            KernelExit::Failure,
-            "running 0 kernel tests\r\nkernel: error: test=nope matches no kernel test\r\n",
-        );
+        suite.record(KernelExit::Failure, "running 0 kernel tests\r\nkernel: error: test=nope matches no kernel test\r\n");
         assert_eq!(suite.next_cmdline(), None);
         assert!(!suite.success());
         let s = suite.summary();
@@ -710,9 +635,7 @@ mod tests {
         assert_eq!(suite.record(KernelExit::Success, out), None);
         assert!(suite.success());
         assert_eq!(suite.skipped(), 1);
-        assert!(suite
-            .summary()
-            .ends_with("kernel: 2 passed, 0 failed, 1 skipped\n"));
+        assert!(suite.summary().ends_with("kernel: 2 passed, 0 failed, 1 skipped\n"));
     }
 
     #[test]
@@ -747,9 +670,7 @@ mod tests {
         assert!(result.is_err());
         let out = String::from_utf8(out).unwrap();
         assert!(out.contains("failed: a::one\n"));
-        assert!(out.ends_with(
-            "runner: error: could not boot the test kernel: qemu-system-x86_64 not found\n"
-        ));
+        assert!(out.ends_with("runner: error: could not boot the test kernel: qemu-system-x86_64 not found\n"));
         assert!(!out.contains(" passed, "));
     }
 

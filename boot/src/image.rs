@@ -39,21 +39,13 @@ impl Firmware {
 /// Checks that `kernel` is an existing ELF file, with a helpful error.
 pub(crate) fn check_kernel(kernel: &Path) -> Result<()> {
     let mut magic = [0u8; 4];
-    let read =
-        fs::File::open(kernel).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic));
+    let read = fs::File::open(kernel).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic));
     match read {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::new(format!(
-            "kernel ELF {} does not exist (build it with `make kernel`)",
-            kernel.display()
-        ))),
-        Err(e) => Err(Error::new(format!(
-            "cannot read kernel {}: {e}",
-            kernel.display()
-        ))),
-        Ok(()) if magic != *b"\x7fELF" => Err(Error::new(format!(
-            "{} is not an ELF file",
-            kernel.display()
-        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(Error::new(format!("kernel ELF {} does not exist (build it with `make kernel`)", kernel.display())))
+        }
+        Err(e) => Err(Error::new(format!("cannot read kernel {}: {e}", kernel.display()))),
+        Ok(()) if magic != *b"\x7fELF" => Err(Error::new(format!("{} is not an ELF file", kernel.display()))),
         Ok(()) => Ok(()),
     }
 }
@@ -83,28 +75,17 @@ pub fn build_image(kernel: &Path, firmware: Firmware, out: &Path) -> Result<()> 
     check_kernel(kernel)?;
     let tmp = {
         let mut s = out.as_os_str().to_owned();
-        s.push(format!(
-            ".tmp{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
+        s.push(format!(".tmp{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed)));
         PathBuf::from(s)
     };
     let built = match firmware {
         Firmware::Bios => bootloader::BiosBoot::new(kernel).create_disk_image(&tmp),
         Firmware::Uefi => bootloader::UefiBoot::new(kernel).create_disk_image(&tmp),
     };
-    let result = built
-        .map_err(|e| format!("{e:#}"))
-        .and_then(|()| fs::rename(&tmp, out).map_err(|e| e.to_string()));
+    let result = built.map_err(|e| format!("{e:#}")).and_then(|()| fs::rename(&tmp, out).map_err(|e| e.to_string()));
     if let Err(e) = result {
         let _ = fs::remove_file(&tmp);
-        return Err(Error::new(format!(
-            "cannot build {} disk image {} from {}: {e}",
-            firmware.name(),
-            out.display(),
-            kernel.display()
-        )));
+        return Err(Error::new(format!("cannot build {} disk image {} from {}: {e}", firmware.name(), out.display(), kernel.display())));
     }
     Ok(())
 }

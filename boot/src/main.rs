@@ -71,11 +71,7 @@ fn usage(msg: impl std::fmt::Display) -> Exit {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = match std::env::args_os()
-        .skip(1)
-        .map(|a| a.into_string())
-        .collect()
-    {
+    let args: Vec<String> = match std::env::args_os().skip(1).map(|a| a.into_string()).collect() {
         Ok(a) => a,
         Err(bad) => return finish(usage(format!("argument {bad:?} is not valid UTF-8"))),
     };
@@ -146,9 +142,7 @@ fn parse_opts(argv: &[String], allowed: &[&str]) -> Result<Opts, Exit> {
         };
         match flag {
             "--kernel" => o.kernel = Some(value.into()),
-            "--smp" if value.is_empty() => {
-                return Err(usage("--smp needs a non-empty QEMU -smp spec"))
-            }
+            "--smp" if value.is_empty() => return Err(usage("--smp needs a non-empty QEMU -smp spec")),
             "--smp" => o.smp = Some(value),
             "--memory" => o.memory = Some(value),
             "--args" => o.args = Some(value),
@@ -183,26 +177,14 @@ fn parse_timeout(v: &str) -> Result<Option<Duration>, Exit> {
     match v.parse::<f64>() {
         Ok(0.0) => Ok(None),
         Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Some(Duration::from_secs_f64(s))),
-        _ => Err(usage(format!(
-            "--timeout wants a number of seconds, got '{v}'"
-        ))),
+        _ => Err(usage(format!("--timeout wants a number of seconds, got '{v}'"))),
     }
 }
 
 fn cmd_run(argv: &[String]) -> Exit {
     let flags = [
-        "--kernel",
-        "--uefi",
-        "--smp",
-        "--memory",
-        "--args",
-        "--timeout",
-        "--trace",
-        "--workload",
-        "--disk",
-        "--scratch-disk",
-        "--disk-opts",
-        "--qemu-arg",
+        "--kernel", "--uefi", "--smp", "--memory", "--args", "--timeout", "--trace", "--workload", "--disk", "--scratch-disk",
+        "--disk-opts", "--qemu-arg",
     ];
     let o = match parse_opts(argv, &flags) {
         Ok(o) => o,
@@ -219,11 +201,7 @@ fn cmd_run(argv: &[String]) -> Exit {
     let powers_off = args.split_whitespace().any(|w| w == "poweroff");
     let default = (!interactive || powers_off).then(|| Duration::from_secs(600));
     let timeout = o.timeout.unwrap_or(default);
-    let mut q = Qemu::new(kernel)
-        .uefi(o.uefi)
-        .args(args)
-        .timeout(timeout)
-        .interactive(interactive);
+    let mut q = Qemu::new(kernel).uefi(o.uefi).args(args).timeout(timeout).interactive(interactive);
     if let Some(smp) = o.smp {
         q = q.smp(smp);
     }
@@ -287,9 +265,7 @@ fn cmd_fuzz_console(argv: &[String]) -> Exit {
     let Some(kernel) = o.kernel else {
         return usage("fuzz-console needs --kernel ELF");
     };
-    let seed = seed.unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(1)
-    });
+    let seed = seed.unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(1));
     println!("console-fuzz: seed={seed} (replay with --seed {seed})");
     let timeout = o.timeout.unwrap_or(Some(Duration::from_secs(seconds + 600)));
     let mut q = Qemu::new(kernel).timeout(timeout);
@@ -320,22 +296,12 @@ fn cmd_runner(argv: &[String]) -> Exit {
         return usage("runner needs the kernel ELF path");
     };
     if argv.len() > 1 {
-        eprintln!(
-            "cadence-boot: note: ignoring test-harness arguments {:?}",
-            &argv[1..]
-        );
+        eprintln!("cadence-boot: note: ignoring test-harness arguments {:?}", &argv[1..]);
     }
     let timeout = match std::env::var("CADENCE_TEST_TIMEOUT") {
         Ok(v) => match parse_timeout(&v) {
             Ok(t) => t,
-            Err(_) => {
-                return Exit(
-                    64,
-                    Some(format!(
-                        "CADENCE_TEST_TIMEOUT='{v}' is not a number of seconds"
-                    )),
-                )
-            }
+            Err(_) => return Exit(64, Some(format!("CADENCE_TEST_TIMEOUT='{v}' is not a number of seconds"))),
         },
         Err(_) => Some(Duration::from_secs(300)),
     };
@@ -367,10 +333,7 @@ fn cmd_runner(argv: &[String]) -> Exit {
         None => {
             let n = suite.failures().len();
             let s = if n == 1 { "" } else { "s" };
-            Exit(
-                1,
-                Some(format!("{n} kernel test failure{s} (listed above)")),
-            )
+            Exit(1, Some(format!("{n} kernel test failure{s} (listed above)")))
         }
     }
 }
@@ -383,11 +346,7 @@ fn cmd_image(argv: &[String]) -> Exit {
     let (Some(kernel), Some(out)) = (o.kernel, o.out) else {
         return usage("image needs --kernel ELF and -o OUT");
     };
-    let fw = if o.uefi {
-        Firmware::Uefi
-    } else {
-        Firmware::Bios
-    };
+    let fw = if o.uefi { Firmware::Uefi } else { Firmware::Bios };
     match build_image(&kernel, fw, &out) {
         Ok(()) => Exit(0, Some(format!("{}", out.display()))),
         Err(e) => Exit(3, Some(e.to_string())),
@@ -404,13 +363,8 @@ fn boot(q: &Qemu, timeout: Option<Duration>) -> Exit {
     let msg = match exit {
         KernelExit::Success => None,
         KernelExit::Failure => Some("kernel reported failure".to_string()),
-        KernelExit::NoExit => {
-            Some("QEMU exited without a kernel exit code (triple fault, reset or quit)".to_string())
-        }
-        KernelExit::Timeout => Some(format!(
-            "timeout after {} s",
-            timeout.map_or(0.0, |t| t.as_secs_f64())
-        )),
+        KernelExit::NoExit => Some("QEMU exited without a kernel exit code (triple fault, reset or quit)".to_string()),
+        KernelExit::Timeout => Some(format!("timeout after {} s", timeout.map_or(0.0, |t| t.as_secs_f64()))),
         KernelExit::Other(c) => Some(format!("QEMU exited with status {c}")),
     };
     Exit(code, msg)

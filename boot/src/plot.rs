@@ -134,12 +134,7 @@ pub fn draw(out: &str, title: &str, x_desc: &str, series: &[Distribution]) -> Re
         .y_label_area_size(70)
         .build_cartesian_2d((1f64..xmax).log_scale(), (ymin..1f64).log_scale())
         .map_err(|e| e.to_string())?;
-    chart
-        .configure_mesh()
-        .x_desc(x_desc)
-        .y_desc("share of samples per bin")
-        .draw()
-        .map_err(|e| e.to_string())?;
+    chart.configure_mesh().x_desc(x_desc).y_desc("share of samples per bin").draw().map_err(|e| e.to_string())?;
     for (i, (d, points)) in series.iter().zip(&binned).enumerate() {
         let color = Palette99::pick(i).to_rgba();
         let median = d.median_us().map(|m| format!("{m:.0} µs")).unwrap_or_else(|| String::from("beyond range"));
@@ -149,9 +144,7 @@ pub fn draw(out: &str, title: &str, x_desc: &str, series: &[Distribution]) -> Re
             .map_err(|e| e.to_string())?
             .label(label)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
-        chart
-            .draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))
-            .map_err(|e| e.to_string())?;
+        chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled()))).map_err(|e| e.to_string())?;
     }
     chart
         .configure_series_labels()

@@ -66,8 +66,7 @@ pub fn ensure_disk(path: &Path) -> Result<()> {
         return Ok(());
     }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Error::new(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir).map_err(|e| Error::new(format!("cannot create {}: {e}", dir.display())))?;
     }
     // Unique per process and call (threads of one test binary create images too).
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -75,15 +74,12 @@ pub fn ensure_disk(path: &Path) -> Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(format!(".{}-{n}.tmp", std::process::id()));
     let tmp = PathBuf::from(tmp);
-    let made = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&tmp)
-        .and_then(|f| f.set_len(DISK_SIZE))
-        .and_then(|()| match std::fs::hard_link(&tmp, path) {
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-            r => r,
+    let made =
+        std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(&tmp).and_then(|f| f.set_len(DISK_SIZE)).and_then(|()| {
+            match std::fs::hard_link(&tmp, path) {
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+                r => r,
+            }
         });
     let _ = std::fs::remove_file(&tmp);
     made.map_err(|e| Error::new(format!("cannot create disk image {}: {e}", path.display())))
@@ -162,10 +158,7 @@ pub fn find_ovmf() -> Result<Ovmf> {
         return if path.is_file() {
             Ok(Ovmf::Combined(path))
         } else {
-            Err(Error::new(format!(
-                "CADENCE_OVMF={} is not a file",
-                path.display()
-            )))
+            Err(Error::new(format!("CADENCE_OVMF={} is not a file", path.display())))
         };
     }
     for combined in ["/usr/share/ovmf/OVMF.fd", "/usr/share/qemu/OVMF.fd"] {
@@ -174,20 +167,11 @@ pub fn find_ovmf() -> Result<Ovmf> {
         }
     }
     for (code, vars) in [
-        (
-            "/usr/share/OVMF/OVMF_CODE.fd",
-            "/usr/share/OVMF/OVMF_VARS.fd",
-        ),
-        (
-            "/usr/share/OVMF/OVMF_CODE_4M.fd",
-            "/usr/share/OVMF/OVMF_VARS_4M.fd",
-        ),
+        ("/usr/share/OVMF/OVMF_CODE.fd", "/usr/share/OVMF/OVMF_VARS.fd"),
+        ("/usr/share/OVMF/OVMF_CODE_4M.fd", "/usr/share/OVMF/OVMF_VARS_4M.fd"),
     ] {
         if Path::new(code).is_file() && Path::new(vars).is_file() {
-            return Ok(Ovmf::Split {
-                code: code.into(),
-                vars: vars.into(),
-            });
+            return Ok(Ovmf::Split { code: code.into(), vars: vars.into() });
         }
     }
     Err(Error::new(
@@ -348,14 +332,7 @@ impl Qemu {
             push(&[a.as_ref()]);
         }
         push(&[self.smp.as_ref(), "-m".as_ref(), self.memory.as_ref()]);
-        for a in [
-            "-serial",
-            "stdio",
-            "-display",
-            "none",
-            "-no-reboot",
-            "-device",
-        ] {
+        for a in ["-serial", "stdio", "-display", "none", "-no-reboot", "-device"] {
             push(&[a.as_ref()]);
         }
         push(&["isa-debug-exit,iobase=0xf4,iosize=0x04".as_ref()]);
@@ -364,21 +341,10 @@ impl Qemu {
             Some(Ovmf::Combined(fd)) => push(&["-bios".as_ref(), fd.as_os_str()]),
             Some(Ovmf::Split { code, vars }) => {
                 let vars_copy = tmp.path.join("OVMF_VARS.fd");
-                std::fs::copy(vars, &vars_copy).map_err(|e| {
-                    Error::new(format!(
-                        "cannot copy {} to {}: {e}",
-                        vars.display(),
-                        vars_copy.display()
-                    ))
-                })?;
-                push(&[
-                    "-drive".as_ref(),
-                    &opt("if=pflash,format=raw,readonly=on,file=", code),
-                ]);
-                push(&[
-                    "-drive".as_ref(),
-                    &opt("if=pflash,format=raw,file=", &vars_copy),
-                ]);
+                std::fs::copy(vars, &vars_copy)
+                    .map_err(|e| Error::new(format!("cannot copy {} to {}: {e}", vars.display(), vars_copy.display())))?;
+                push(&["-drive".as_ref(), &opt("if=pflash,format=raw,readonly=on,file=", code)]);
+                push(&["-drive".as_ref(), &opt("if=pflash,format=raw,file=", &vars_copy)]);
             }
         }
         // snapshot=on: writes go to a throwaway overlay, so parallel runs can share
@@ -388,12 +354,8 @@ impl Qemu {
         push(&["-drive".as_ref(), &drive]);
         if !self.args.is_empty() {
             let file = tmp.path.join("cmdline");
-            std::fs::write(&file, self.args.as_bytes())
-                .map_err(|e| Error::new(format!("cannot write {}: {e}", file.display())))?;
-            push(&[
-                "-fw_cfg".as_ref(),
-                &opt("name=opt/cadence/cmdline,file=", &file),
-            ]);
+            std::fs::write(&file, self.args.as_bytes()).map_err(|e| Error::new(format!("cannot write {}: {e}", file.display())))?;
+            push(&["-fw_cfg".as_ref(), &opt("name=opt/cadence/cmdline,file=", &file)]);
         }
         if let Some(trace) = &self.trace {
             let mut spec = OsString::from("file:");
@@ -420,43 +382,26 @@ impl Qemu {
         }
         args.extend(self.extra.iter().cloned());
 
-        let display = std::iter::once(qemu.as_os_str())
-            .chain(args.iter().map(|a| a.as_os_str()))
-            .map(shell_quote)
-            .collect::<Vec<_>>()
-            .join(" ");
+        let display =
+            std::iter::once(qemu.as_os_str()).chain(args.iter().map(|a| a.as_os_str())).map(shell_quote).collect::<Vec<_>>().join(" ");
         let mut command = Command::new(&qemu);
         command.args(&args);
-        Ok(Prepared {
-            command,
-            display,
-            qemu: qemu.to_string_lossy().into_owned(),
-            _tmp: tmp,
-        })
+        Ok(Prepared { command, display, qemu: qemu.to_string_lossy().into_owned(), _tmp: tmp })
     }
 
     /// Validates workloads: existing files with distinct, short-enough names.
     fn checked_workloads(&self) -> Result<Vec<(String, PathBuf)>> {
         let mut out: Vec<(String, PathBuf)> = Vec::new();
         for path in &self.workloads {
-            let abs = std::fs::canonicalize(path)
-                .map_err(|e| Error::new(format!("workload {}: {e}", path.display())))?;
+            let abs = std::fs::canonicalize(path).map_err(|e| Error::new(format!("workload {}: {e}", path.display())))?;
             if !abs.is_file() {
-                return Err(Error::new(format!(
-                    "workload {} is not a regular file",
-                    path.display()
-                )));
+                return Err(Error::new(format!("workload {} is not a regular file", path.display())));
             }
             let name = abs
                 .file_name()
                 .and_then(|n| n.to_str())
                 .filter(|n| !n.contains(','))
-                .ok_or_else(|| {
-                    Error::new(format!(
-                        "workload {}: name must be UTF-8 without commas",
-                        path.display()
-                    ))
-                })?
+                .ok_or_else(|| Error::new(format!("workload {}: name must be UTF-8 without commas", path.display())))?
                 .to_string();
             if WORKLOAD_PREFIX.len() + name.len() > FW_CFG_MAX_NAME {
                 return Err(Error::new(format!(
@@ -476,11 +421,7 @@ impl Qemu {
     pub fn run(&self) -> Result<KernelExit> {
         let mut prepared = self.prepare()?;
         eprintln!("cadence-boot: {}", prepared.display);
-        let stdin = if self.interactive {
-            Stdio::inherit()
-        } else {
-            Stdio::null()
-        };
+        let stdin = if self.interactive { Stdio::inherit() } else { Stdio::null() };
         prepared.command.stdin(stdin);
         let mut child = prepared.spawn()?;
         let (exit, _) = wait_with_timeout(&mut child, self.timeout)?;
@@ -491,27 +432,16 @@ impl Qemu {
     pub fn run_capture(&self) -> Result<Outcome> {
         let mut prepared = self.prepare()?;
         eprintln!("cadence-boot: {}", prepared.display);
-        prepared
-            .command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        prepared.command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = prepared.spawn()?;
         let echo = if self.echo { Echo::Stderr } else { Echo::None };
         let out = child.stdout.take().map(|s| collect(s, echo));
         let err = child.stderr.take().map(|s| collect(s, Echo::None));
         let (exit, elapsed) = wait_with_timeout(&mut child, self.timeout)?;
         let join = |h: Option<thread::JoinHandle<Vec<u8>>>| {
-            h.and_then(|h| h.join().ok())
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .unwrap_or_default()
+            h.and_then(|h| h.join().ok()).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
         };
-        Ok(Outcome {
-            exit,
-            output: join(out),
-            stderr: join(err),
-            elapsed,
-        })
+        Ok(Outcome { exit, output: join(out), stderr: join(err), elapsed })
     }
 
     /// Runs QEMU with stdin from /dev/null, COM1 copied live to our stdout *and* captured
@@ -523,16 +453,8 @@ impl Qemu {
         let mut child = prepared.spawn()?;
         let out = child.stdout.take().map(|s| collect(s, Echo::Stdout));
         let (exit, elapsed) = wait_with_timeout(&mut child, self.timeout)?;
-        let output = out
-            .and_then(|h| h.join().ok())
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default();
-        Ok(Outcome {
-            exit,
-            output,
-            stderr: String::new(),
-            elapsed,
-        })
+        let output = out.and_then(|h| h.join().ok()).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+        Ok(Outcome { exit, output, stderr: String::new(), elapsed })
     }
 }
 
@@ -541,10 +463,7 @@ impl Qemu {
     /// [`Console`] to type into and to wait on while the kernel runs. When the driver returns,
     /// QEMU's stdin is closed and the run ends as usual (the kernel's exit, or the timeout,
     /// which counts from the start). The driver's error, if any, is returned with the outcome.
-    pub fn run_driven<T>(
-        &self,
-        driver: impl FnOnce(&mut Console) -> Result<T>,
-    ) -> Result<(Outcome, Result<T>)> {
+    pub fn run_driven<T>(&self, driver: impl FnOnce(&mut Console) -> Result<T>) -> Result<(Outcome, Result<T>)> {
         let mut prepared = self.prepare()?;
         eprintln!("cadence-boot: {}", prepared.display);
         prepared.command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -553,11 +472,7 @@ impl Qemu {
         let reader = child.stdout.take().map(|pipe| {
             let transcript = transcript.clone();
             let echo = if self.echo { Echo::Stderr } else { Echo::None };
-            thread::spawn(move || {
-                pump(pipe, echo, |chunk| {
-                    transcript.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(chunk)
-                })
-            })
+            thread::spawn(move || pump(pipe, echo, |chunk| transcript.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(chunk)))
         });
         let err = child.stderr.take().map(|s| collect(s, Echo::None));
         let start = Instant::now();
@@ -571,10 +486,7 @@ impl Qemu {
             let _ = r.join();
         }
         let output = String::from_utf8_lossy(&transcript.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
-        let stderr = err
-            .and_then(|h| h.join().ok())
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default();
+        let stderr = err.and_then(|h| h.join().ok()).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
         Ok((Outcome { exit, output, stderr, elapsed: start.elapsed() }, driven))
     }
 }
@@ -604,10 +516,7 @@ impl Console {
     /// Types `bytes` into COM1 (blocks while QEMU does not take them).
     pub fn send(&mut self, bytes: &[u8]) -> Result<()> {
         let stdin = self.stdin.as_mut().ok_or_else(|| Error::new("COM1 input is closed"))?;
-        stdin
-            .write_all(bytes)
-            .and_then(|_| stdin.flush())
-            .map_err(|e| Error::new(format!("cannot type into COM1 (QEMU gone?): {e}")))
+        stdin.write_all(bytes).and_then(|_| stdin.flush()).map_err(|e| Error::new(format!("cannot type into COM1 (QEMU gone?): {e}")))
     }
 
     /// Bytes the kernel has written to COM1 so far.
@@ -658,10 +567,7 @@ impl Prepared {
     fn spawn(&mut self) -> Result<Child> {
         self.command.spawn().map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                Error::new(format!(
-                    "{} not found; install it with `apt-get install qemu-system-x86` (or `make setup`)",
-                    self.qemu
-                ))
+                Error::new(format!("{} not found; install it with `apt-get install qemu-system-x86` (or `make setup`)", self.qemu))
             } else {
                 Error::new(format!("cannot start {}: {e}", self.qemu))
             }
@@ -714,10 +620,7 @@ fn pump(mut pipe: impl Read, echo: Echo, mut sink: impl FnMut(&[u8])) {
 }
 
 /// Waits for QEMU, stopping it when `timeout` passes.
-fn wait_with_timeout(
-    child: &mut Child,
-    timeout: Option<Duration>,
-) -> Result<(KernelExit, Duration)> {
+fn wait_with_timeout(child: &mut Child, timeout: Option<Duration>) -> Result<(KernelExit, Duration)> {
     let start = Instant::now();
     let werr = |e: std::io::Error| Error::new(format!("waiting for QEMU failed: {e}"));
     loop {
@@ -773,13 +676,8 @@ struct TempDir {
 impl TempDir {
     fn new() -> Result<Self> {
         static COUNTER: AtomicU32 = AtomicU32::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "cadence-boot-{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&path)
-            .map_err(|e| Error::new(format!("cannot create {}: {e}", path.display())))?;
+        let path = std::env::temp_dir().join(format!("cadence-boot-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed)));
+        std::fs::create_dir_all(&path).map_err(|e| Error::new(format!("cannot create {}: {e}", path.display())))?;
         Ok(TempDir { path })
     }
 }
@@ -802,10 +700,7 @@ mod tests {
         assert_eq!(KernelExit::from_status(st(35)), KernelExit::Failure);
         assert_eq!(KernelExit::from_status(st(0)), KernelExit::NoExit);
         assert_eq!(KernelExit::from_status(st(1)), KernelExit::Other(1));
-        assert_eq!(
-            KernelExit::from_status(ExitStatus::from_raw(9)),
-            KernelExit::Other(137)
-        );
+        assert_eq!(KernelExit::from_status(ExitStatus::from_raw(9)), KernelExit::Other(137));
         assert_eq!(KernelExit::NoExit.exit_code(), 2);
         assert_eq!(KernelExit::Timeout.exit_code(), 124);
     }
@@ -844,9 +739,6 @@ mod tests {
         assert_eq!(shell_quote("-smp".as_ref()), "-smp");
         assert_eq!(shell_quote("a b".as_ref()), "'a b'");
         assert_eq!(shell_quote("it's".as_ref()), r"'it'\''s'");
-        assert_eq!(
-            opt("file=", Path::new("/a,b")),
-            OsString::from("file=/a,,b")
-        );
+        assert_eq!(opt("file=", Path::new("/a,b")), OsString::from("file=/a,,b"));
     }
 }

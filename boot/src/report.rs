@@ -76,9 +76,7 @@ impl BootReport {
             let line = raw[at..].trim_end();
             let rest = &line["cadence: ".len()..];
             let ok = if rest.starts_with("cpu ") && rest.contains(" smt-siblings ") {
-                parse_siblings(rest)
-                    .map(|s| r.smt_siblings.push(s))
-                    .is_some()
+                parse_siblings(rest).map(|s| r.smt_siblings.push(s)).is_some()
             } else if rest.starts_with("cpu ") {
                 parse_cpu(rest).map(|c| r.cpus.push(c)).is_some()
             } else if rest.starts_with("smp:") {
@@ -141,48 +139,27 @@ fn nums<T: std::str::FromStr>(caps: &[&str]) -> Option<Vec<T>> {
 fn parse_cpu(s: &str) -> Option<CpuOnline> {
     let caps = fields(s, "cpu {} online apic={} package={} core={} thread={}")?;
     let n: Vec<u32> = nums(&caps)?;
-    Some(CpuOnline {
-        cpu: n[0],
-        apic: n[1],
-        package: n[2],
-        core: n[3],
-        thread: n[4],
-    })
+    Some(CpuOnline { cpu: n[0], apic: n[1], package: n[2], core: n[3], thread: n[4] })
 }
 
 fn parse_siblings(s: &str) -> Option<(u32, Vec<u32>)> {
     let (head, list) = s.split_once(" smt-siblings ")?;
     let cpu = fields(head, "cpu {}")?[0].parse().ok()?;
     let inner = list.trim().strip_prefix('[')?.strip_suffix(']')?;
-    let ids = inner
-        .split(',')
-        .map(|x| x.trim().parse().ok())
-        .collect::<Option<Vec<u32>>>()?;
+    let ids = inner.split(',').map(|x| x.trim().parse().ok()).collect::<Option<Vec<u32>>>()?;
     Some((cpu, ids))
 }
 
 fn parse_smp(s: &str) -> Option<SmpSummary> {
-    let caps = fields(
-        s,
-        "smp: {} cpus online ({} packages, {} cores, {} threads per core)",
-    )?;
+    let caps = fields(s, "smp: {} cpus online ({} packages, {} cores, {} threads per core)")?;
     let n: Vec<u32> = nums(&caps)?;
-    Some(SmpSummary {
-        cpus: n[0],
-        packages: n[1],
-        cores: n[2],
-        threads_per_core: n[3],
-    })
+    Some(SmpSummary { cpus: n[0], packages: n[1], cores: n[2], threads_per_core: n[3] })
 }
 
 fn parse_timing(s: &str) -> Option<Timing> {
     let caps = fields(s, "tsc {} MHz, lapic timer {} MHz, hz {}")?;
     let mhz: Vec<f64> = nums(&caps[..2])?;
-    Some(Timing {
-        tsc_mhz: mhz[0],
-        lapic_mhz: mhz[1],
-        hz: caps[2].parse().ok()?,
-    })
+    Some(Timing { tsc_mhz: mhz[0], lapic_mhz: mhz[1], hz: caps[2].parse().ok()? })
 }
 
 fn parse_boot_ok(s: &str) -> Option<f64> {
@@ -212,34 +189,10 @@ cadence: boot ok in 412 ms
     fn parses_full_report() {
         let r = BootReport::parse(SAMPLE);
         assert_eq!(r.cpus.len(), 4);
-        assert_eq!(
-            r.cpus[1],
-            CpuOnline {
-                cpu: 1,
-                apic: 1,
-                package: 0,
-                core: 0,
-                thread: 1
-            }
-        );
-        assert_eq!(
-            r.smp,
-            Some(SmpSummary {
-                cpus: 4,
-                packages: 1,
-                cores: 2,
-                threads_per_core: 2
-            })
-        );
+        assert_eq!(r.cpus[1], CpuOnline { cpu: 1, apic: 1, package: 0, core: 0, thread: 1 });
+        assert_eq!(r.smp, Some(SmpSummary { cpus: 4, packages: 1, cores: 2, threads_per_core: 2 }));
         assert_eq!(r.smt_siblings, vec![(0, vec![0, 1]), (3, vec![2, 3])]);
-        assert_eq!(
-            r.timing,
-            Some(Timing {
-                tsc_mhz: 2893.5,
-                lapic_mhz: 1000.0,
-                hz: 100
-            })
-        );
+        assert_eq!(r.timing, Some(Timing { tsc_mhz: 2893.5, lapic_mhz: 1000.0, hz: 100 }));
         assert_eq!(r.boot_ms, Some(412.0));
         assert!(r.booted());
         assert_eq!(r.warnings, vec!["unknown option 'frobnicate'".to_string()]);
@@ -253,10 +206,7 @@ cadence: boot ok in 412 ms
                    cadence: EXCEPTION page fault at 0xdead cr2=0x0\n";
         let r = BootReport::parse(out);
         assert_eq!(r.cpus.len(), 1);
-        assert_eq!(
-            r.exceptions,
-            vec!["cadence: EXCEPTION page fault at 0xdead cr2=0x0".to_string()]
-        );
+        assert_eq!(r.exceptions, vec!["cadence: EXCEPTION page fault at 0xdead cr2=0x0".to_string()]);
         assert!(!r.booted());
     }
 

@@ -130,11 +130,7 @@ pub fn histogram_svg(hist: &Histogram, title: &str) -> String {
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let _ = writeln!(s, r#"<text x="{left}" y="25" font-size="15">{}</text>"#, xml_escape(title));
     let base = top + plot_h;
-    let _ = writeln!(
-        s,
-        r#"<line x1="{left}" y1="{base}" x2="{:.0}" y2="{base}" stroke="black"/>"#,
-        width - 10.0
-    );
+    let _ = writeln!(s, r#"<line x1="{left}" y1="{base}" x2="{:.0}" y2="{base}" stroke="black"/>"#, width - 10.0);
     let _ = writeln!(s, r#"<line x1="{left}" y1="{top}" x2="{left}" y2="{base}" stroke="black"/>"#);
     let _ = writeln!(
         s,
@@ -154,12 +150,7 @@ pub fn histogram_svg(hist: &Histogram, title: &str) -> String {
             Histogram::upper(i),
             c
         );
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{c}</text>"#,
-            x + bar_w / 2.0,
-            base - h - 4.0
-        );
+        let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{c}</text>"#, x + bar_w / 2.0, base - h - 4.0);
         let _ = writeln!(
             s,
             r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
@@ -209,7 +200,7 @@ mod tests {
         assert!(r.errors.is_empty(), "{:?}", &r.errors[..r.errors.len().min(5)]);
         let lines = text.lines().filter(|l| !l.starts_with('#')).count() as u64;
         let waking = text.lines().filter(|l| l.contains(" sched_waking: ")).count() as u64;
-        assert_eq!(r.report.events as u64, lines - waking, "every event but sched_waking is used");
+        assert_eq!(r.report.events, lines - waking, "every event but sched_waking is used");
         assert!(r.report.rt.count > 0 && r.report.fair.count > 0, "RT (pipetest, FIFO 50) and fair wakeups");
         assert!(report_text(&r.report).starts_with("trace: "));
     }

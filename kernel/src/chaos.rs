@@ -27,8 +27,8 @@
 //! state); every CPU's published `nr_running`
 //! equals its queues' counts and its queued-task map, and every queued task is
 //! on exactly one CPU (`sched::check_accounting`); groups and live cookies are at baseline;
-//! per-CPU timers at most baseline + one per CPU (an armed hrtick); heap use at most baseline
-//! + 64 KiB per CPU (the per-CPU block caches keep freed blocks) + what the
+//! per-CPU timers at most baseline + one per CPU (an armed hrtick); heap use at most
+//! baseline plus 64 KiB per CPU (the per-CPU block caches keep freed blocks) + what the
 //! run queues' reserved storage grew by (`sched::reserve::reserved_bytes`: it keeps its peak
 //! capacity, by design), measured after the trace checks, with the tracer's affinity table
 //! freed (it keeps every traced task's first mask) and the stress's own list of the tasks it
@@ -246,9 +246,7 @@ fn with_shared<R>(f: impl FnOnce(&Shared) -> R) -> Option<R> {
 /// SIGSTOPs the stress sent to child `tid` so far (0 before its record exists: it cannot have
 /// been sent any then).
 fn stops_of(tid: Tid) -> u64 {
-    with_shared(|s| s.children.lock().iter().find(|c| c.tid == tid).map(|c| c.stops.load(Ordering::Acquire)))
-        .flatten()
-        .unwrap_or(0)
+    with_shared(|s| s.children.lock().iter().find(|c| c.tid == tid).map(|c| c.stops.load(Ordering::Acquire))).flatten().unwrap_or(0)
 }
 
 /// What a child does: a bounded number of rounds, so that it ends on its own. Its frame holds
@@ -327,9 +325,8 @@ fn spawn_child(shared: &Arc<Shared>, rng: &mut Rng) {
 fn reap_dead(shared: &Shared) {
     let dead: Vec<Arc<Child>> = {
         let mut c = shared.children.lock();
-        let (dead, live): (Vec<_>, Vec<_>) = c.drain(..).partition(|ch| {
-            task::find(ch.tid).map(|t| t.state() == TaskState::Dead).unwrap_or(true)
-        });
+        let (dead, live): (Vec<_>, Vec<_>) =
+            c.drain(..).partition(|ch| task::find(ch.tid).map(|t| t.state() == TaskState::Dead).unwrap_or(true));
         *c = live;
         dead
     };
@@ -341,8 +338,8 @@ fn reap_dead(shared: &Shared) {
 
 fn random_mask(rng: &mut Rng) -> CpuMask {
     match rng.below(4) {
-        0 => CpuMask(0),                                   // empty: EINVAL
-        1 => CpuMask(1u64 << (32 + rng.below(32))),        // offline only: EINVAL
+        0 => CpuMask(0),                            // empty: EINVAL
+        1 => CpuMask(1u64 << (32 + rng.below(32))), // offline only: EINVAL
         2 => CpuMask(1u64 << rng.below(percpu::nr_cpus() as u64)),
         _ => CpuMask(rng.next()),
     }
@@ -409,7 +406,11 @@ fn one_op(shared: &Arc<Shared>, rng: &mut Rng) {
             let Some(c) = shared.random_child(rng) else { return };
             let gid = {
                 let g = shared.groups.lock();
-                if g.is_empty() || rng.chance(25) { group::ROOT_GROUP } else { g[rng.below(g.len() as u64) as usize] }
+                if g.is_empty() || rng.chance(25) {
+                    group::ROOT_GROUP
+                } else {
+                    g[rng.below(g.len() as u64) as usize]
+                }
             };
             let r = group::move_task(c.tid, gid);
             shared.expect("group move", r, &[Errno::ESRCH]);
@@ -450,7 +451,7 @@ fn one_op(shared: &Arc<Shared>, rng: &mut Rng) {
         12 => {
             let target = shared.random_child(rng).map(|c| c.tid as u64).unwrap_or(0);
             let cmd = [cs::PR_SCHED_CORE_CREATE, cs::PR_SCHED_CORE_SHARE_TO, cs::PR_SCHED_CORE_SHARE_FROM, 7][rng.below(4) as usize];
-            let pidtype = rng.below(4) as u64; // 3: invalid
+            let pidtype = rng.below(4); // 3: invalid
             let r = coresched::prctl(cmd as u64, target, pidtype, 0);
             let invalid = cmd >= cs::PR_SCHED_CORE_MAX || pidtype > 2 || (cmd == cs::PR_SCHED_CORE_SHARE_FROM && pidtype != 0);
             let mut allowed = alloc::vec![Errno::ESRCH];
@@ -659,7 +660,11 @@ pub fn run(seed: u64, ops: u64, trace_entries: usize, fail_pct: u32) -> Outcome 
     if passed_here > 0 {
         crate::kprintln!(
             "chaos: violation: {} picks passed over a queued RT task (last: cpu {} rt tid {} picked tid {} core-wide {})",
-            passed_here, passed.cpu, passed.rt_tid, passed.picked_tid, passed.core_wide
+            passed_here,
+            passed.cpu,
+            passed.rt_tid,
+            passed.picked_tid,
+            passed.core_wide
         );
         violations += passed_here;
     }
@@ -738,7 +743,7 @@ pub fn run(seed: u64, ops: u64, trace_entries: usize, fail_pct: u32) -> Outcome 
                 t.tid,
                 t.name,
                 t.state(),
-                Arc::strong_count(&t) - 1,
+                Arc::strong_count(t) - 1,
                 t.is_on_rq(),
                 t.is_wake_queued(),
                 t.cpu(),
@@ -784,14 +789,13 @@ pub fn run(seed: u64, ops: u64, trace_entries: usize, fail_pct: u32) -> Outcome 
 
     let late_runs = shared.late_runs.load(Ordering::Relaxed);
     if late_runs > 0 {
-        crate::kprintln!("chaos: late runs: {} (queued in time, waited over {} s to run: not lost wakeups)", late_runs, LOST_NS / 1_000_000_000);
+        crate::kprintln!(
+            "chaos: late runs: {} (queued in time, waited over {} s to run: not lost wakeups)",
+            late_runs,
+            LOST_NS / 1_000_000_000
+        );
     }
-    let outcome = Outcome {
-        violations,
-        leaks,
-        lost_wakeups: lost,
-        errors_unexpected: shared.unexpected.load(Ordering::Relaxed),
-    };
+    let outcome = Outcome { violations, leaks, lost_wakeups: lost, errors_unexpected: shared.unexpected.load(Ordering::Relaxed) };
     crate::kprintln!(
         "chaos: seed={} ops={} smp={} violations={} leaks={} lost_wakeups={} errors_unexpected={}",
         seed,

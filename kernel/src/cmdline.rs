@@ -87,7 +87,10 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("hrtick=0|1", "preempt exactly at slice end with one-shot timers (default 0, as Linux)"),
     ("sysctl.NAME=VALUE", "set a sysctl at boot, as Linux (e.g. sysctl.kernel.sched_features=RT_PUSH_IPI; quote values with spaces)"),
     ("run=\"c1; c2\"", "commands to run at boot"),
-    ("test=NAME", "under cargo test: only kernel tests whose name contains NAME (repeatable: any of them); one matching no test fails the run"),
+    (
+        "test=NAME",
+        "under cargo test: only kernel tests whose name contains NAME (repeatable: any of them); one matching no test fails the run",
+    ),
     ("test_skip=N", "under cargo test: skip the first N selected tests (the runner reboots with it after a failure)"),
     ("test_stress", "under cargo test: also run the long stress tests"),
     ("test_fail_demo", "under cargo test: make testing::tests::fail_demo_when_asked fail (shows the runner going on)"),

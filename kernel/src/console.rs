@@ -148,8 +148,7 @@ pub fn enable_rx_irq(platform: &crate::platform::Platform, apic_id: u32) -> bool
         return false;
     };
     // SAFETY: the MADT gives the I/O APIC's MMIO address; it is inside the physical mapping.
-    let ioapic =
-        unsafe { crate::arch::ioapic::IoApic::new(crate::mm::phys_to_virt(io.address as u64), io.id, io.gsi_base) };
+    let ioapic = unsafe { crate::arch::ioapic::IoApic::new(crate::mm::phys_to_virt(io.address as u64), io.id, io.gsi_base) };
     if gsi - io.gsi_base >= ioapic.max_entries() {
         return false;
     }

@@ -113,9 +113,5 @@ pub fn count_unexpected(_vector: u8, _info: u32) {
 
 /// Counters for tests and diagnostics: (unexpected, reschedule IPIs, call-function IPIs).
 pub fn counters() -> (u64, u64, u64) {
-    (
-        UNEXPECTED.load(Ordering::Relaxed),
-        RESCHEDULE_IPIS.load(Ordering::Relaxed),
-        CALL_FUNCTION_IPIS.load(Ordering::Relaxed),
-    )
+    (UNEXPECTED.load(Ordering::Relaxed), RESCHEDULE_IPIS.load(Ordering::Relaxed), CALL_FUNCTION_IPIS.load(Ordering::Relaxed))
 }

@@ -33,12 +33,12 @@ pub mod sched;
 pub mod shell;
 pub mod smp;
 pub mod sync;
+pub mod sysctl;
 pub mod testing;
 pub mod time;
 pub mod timer;
 pub mod trace;
 pub mod tty;
-pub mod sysctl;
 
 use bootloader_api::config::{BootloaderConfig, Mapping};
 use bootloader_api::BootInfo;
@@ -130,12 +130,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
         let sib = smp::smt_siblings(cpu);
         kprintln!("cadence: cpu {} smt-siblings {:?}", cpu.cpu_id, sib);
     }
-    kprintln!(
-        "cadence: tsc {} MHz, lapic timer {} MHz, hz {}",
-        tsc_hz / 1_000_000,
-        lapic_hz / 1_000_000,
-        arch::apic::tick_hz()
-    );
+    kprintln!("cadence: tsc {} MHz, lapic timer {} MHz, hz {}", tsc_hz / 1_000_000, lapic_hz / 1_000_000, arch::apic::tick_hz());
     sched::balance::init_topology();
     sched::init_tunables(cpus);
     kprintln!("cadence: boot ok in {} ms", time::uptime_ms());

@@ -26,7 +26,11 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
     x86_64::instructions::interrupts::disable();
     #[cfg(test)]
     crate::testing::report_panic();
-    crate::console::emergency_print(format_args!("cadence: PANIC on cpu {}: {}\n", crate::percpu::cpu_id_checked().map(|c| c as i64).unwrap_or(-1), info));
+    crate::console::emergency_print(format_args!(
+        "cadence: PANIC on cpu {}: {}\n",
+        crate::percpu::cpu_id_checked().map(|c| c as i64).unwrap_or(-1),
+        info
+    ));
     stop_other_cpus();
     crate::arch::qemu::exit(crate::arch::qemu::ExitCode::Failure)
 }

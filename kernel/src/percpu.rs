@@ -48,9 +48,8 @@ unsafe impl Sync for PerCpu {}
 // SAFETY: as above; the raw pointer is never used to mutate non-atomic fields.
 unsafe impl Send for PerCpu {}
 
-const NO_CPU: AtomicPtr<PerCpu> = AtomicPtr::new(core::ptr::null_mut());
 /// Every CPU's per-CPU area, by logical id (null until that CPU is set up).
-static CPUS: [AtomicPtr<PerCpu>; MAX_CPUS] = [NO_CPU; MAX_CPUS];
+static CPUS: [AtomicPtr<PerCpu>; MAX_CPUS] = [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_CPUS];
 static NR_CPUS: AtomicU32 = AtomicU32::new(0);
 /// True once the BSP has installed its GS base (before that, `cpu_id()` is 0).
 static GS_READY: AtomicBool = AtomicBool::new(false);

@@ -37,9 +37,7 @@ impl acpi::AcpiHandler for PhysMapHandler {
         let virt = crate::mm::phys_to_virt(physical_address as u64) as *mut T;
         // SAFETY: all physical memory (including ACPI tables) is mapped at phys_offset, so the
         // region is readable for `size` bytes; the mapping is never torn down.
-        unsafe {
-            acpi::PhysicalMapping::new(physical_address, NonNull::new(virt).expect("non-null"), size, size, *self)
-        }
+        unsafe { acpi::PhysicalMapping::new(physical_address, NonNull::new(virt).expect("non-null"), size, size, *self) }
     }
 
     fn unmap_physical_region<T>(_region: &acpi::PhysicalMapping<Self, T>) {}
@@ -68,8 +66,7 @@ pub fn discover(rsdp_addr: Option<u64>) -> Platform {
                 .iter()
                 .map(|io| IoApicInfo { id: io.id, address: io.address, gsi_base: io.global_system_interrupt_base })
                 .collect();
-            p.isa_overrides =
-                apic.interrupt_source_overrides.iter().map(|o| (o.isa_source, o.global_system_interrupt)).collect();
+            p.isa_overrides = apic.interrupt_source_overrides.iter().map(|o| (o.isa_source, o.global_system_interrupt)).collect();
         }
         _ => p.error = Some("the MADT describes no APIC interrupt model".to_string()),
     }

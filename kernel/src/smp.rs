@@ -28,14 +28,7 @@ fn init_this_cpu_interrupts() {
 /// Prints this CPU's boot-report line and marks it online.
 pub fn announce_online(cpu: &PerCpu) {
     let t = cpu.topology;
-    crate::kprintln!(
-        "cadence: cpu {} online apic={} package={} core={} thread={}",
-        cpu.cpu_id,
-        cpu.apic_id,
-        t.package,
-        t.core,
-        t.thread
-    );
+    crate::kprintln!("cadence: cpu {} online apic={} package={} core={} thread={}", cpu.cpu_id, cpu.apic_id, t.package, t.core, t.thread);
     cpu.online.store(true, Ordering::Release);
 }
 
@@ -110,7 +103,7 @@ pub fn start_aps(ap_apic_ids: &[u32], max_cpus: u32, nosmt: bool) -> u32 {
         tramp.prepare(stack.top(), ap_entry, area as u64);
         if arch_smp::start_ap(&tramp, apic_id, 200) {
             core::mem::forget(stack); // the AP's idle stack lives forever
-            // Wait for it to finish bring-up (prints its online line) before reusing the trampoline.
+                                      // Wait for it to finish bring-up (prints its online line) before reusing the trampoline.
             let deadline = crate::time::uptime_ns() + 2_000_000_000;
             let cpu_id = next_id;
             while !percpu::get(cpu_id).is_some_and(|c| c.online.load(Ordering::Acquire)) {
@@ -122,11 +115,7 @@ pub fn start_aps(ap_apic_ids: &[u32], max_cpus: u32, nosmt: bool) -> u32 {
             }
             next_id += 1;
         } else {
-            crate::kprintln!(
-                "cadence: warning: cpu {} (apic {}) did not come up; continuing with fewer cpus",
-                next_id,
-                apic_id
-            );
+            crate::kprintln!("cadence: warning: cpu {} (apic {}) did not come up; continuing with fewer cpus", next_id, apic_id);
             // SAFETY: the AP never reached its entry (and was sent INIT again), so the area was
             // never published; reclaim it.
             drop(unsafe { Box::from_raw(area) });

@@ -8,8 +8,8 @@
 //! takes its timer and IPIs: the irqsoff tracer found the pipe's lock, an `IrqLock` then, to
 //! be a quarter of the interrupts-off time under `bench hackbench`.
 
-use core::ops::{Deref, DerefMut};
 use crate::irqflags;
+use core::ops::{Deref, DerefMut};
 use core::panic::Location;
 
 /// A spin lock that keeps interrupts disabled on the holding CPU.

@@ -176,10 +176,7 @@ pub fn report_panic() {
     let not_run = TOTAL.load(Ordering::SeqCst).saturating_sub(running);
     crate::console::emergency_print(format_args!("FAILED\n"));
     if skipped > 0 {
-        crate::console::emergency_print(format_args!(
-            "kernel: {} passed, 1 failed, {} skipped ({} not run)\n",
-            passed, skipped, not_run
-        ));
+        crate::console::emergency_print(format_args!("kernel: {} passed, 1 failed, {} skipped ({} not run)\n", passed, skipped, not_run));
     } else {
         crate::console::emergency_print(format_args!("kernel: {} passed, 1 failed ({} not run)\n", passed, not_run));
     }
@@ -191,7 +188,7 @@ pub struct Rng(pub u64);
 
 impl Rng {
     /// The next value (never 0 for a non-zero seed).
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -200,7 +197,7 @@ impl Rng {
 
     /// One of `xs`, uniformly (xs must not be empty).
     pub fn pick<'a, T: ?Sized>(&mut self, xs: &[&'a T]) -> &'a T {
-        xs[(self.next() % xs.len() as u64) as usize]
+        xs[(self.next_u64() % xs.len() as u64) as usize]
     }
 }
 
@@ -216,8 +213,8 @@ mod tests {
     fn deterministic_rng_replays_its_seed() {
         let (mut a, mut b) = (Rng(42), Rng(42));
         for _ in 0..100 {
-            let x = a.next();
-            assert_eq!(x, b.next());
+            let x = a.next_u64();
+            assert_eq!(x, b.next_u64());
             assert_ne!(x, 0);
         }
     }

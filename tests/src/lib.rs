@@ -25,14 +25,10 @@ pub use cadence_boot;
 pub fn kernel() -> PathBuf {
     let path = match std::env::var_os("CADENCE_KERNEL") {
         Some(p) => PathBuf::from(p),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../kernel/target/x86_64-unknown-none/release/cadence-kernel"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../kernel/target/x86_64-unknown-none/release/cadence-kernel"),
     };
     if !path.is_file() {
-        panic!(
-            "kernel ELF {} not found: run `make kernel` first (or set CADENCE_KERNEL=<elf>)",
-            path.display()
-        );
+        panic!("kernel ELF {} not found: run `make kernel` first (or set CADENCE_KERNEL=<elf>)", path.display());
     }
     path
 }
@@ -45,11 +41,7 @@ pub fn test_kernel() -> PathBuf {
     let found = ELF.get_or_init(|| {
         if let Some(p) = std::env::var_os("CADENCE_TEST_KERNEL") {
             let p = PathBuf::from(p);
-            return if p.is_file() {
-                Ok(p)
-            } else {
-                Err(format!("CADENCE_TEST_KERNEL={} is not a file", p.display()))
-            };
+            return if p.is_file() { Ok(p) } else { Err(format!("CADENCE_TEST_KERNEL={} is not a file", p.display())) };
         }
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../kernel");
         // As in boot/runner.sh: the kernel has its own workspace and target; none of the
@@ -70,12 +62,7 @@ pub fn test_kernel() -> PathBuf {
         let exe = stderr
             .lines()
             .filter(|l| l.trim_start().starts_with("Executable "))
-            .filter_map(|l| {
-                l.trim_end()
-                    .strip_suffix(')')?
-                    .rsplit_once('(')
-                    .map(|(_, p)| p)
-            })
+            .filter_map(|l| l.trim_end().strip_suffix(')')?.rsplit_once('(').map(|(_, p)| p))
             .next_back()
             .ok_or_else(|| format!("no `Executable` line in cargo's output:\n{stderr}"))?;
         Ok(dir.join(exe))
@@ -93,10 +80,7 @@ pub fn qemu() -> Qemu {
 
 /// [`qemu`] for another kernel ELF (e.g. [`test_kernel`]).
 pub fn qemu_for(elf: PathBuf) -> Qemu {
-    let secs = std::env::var("CADENCE_SCENARIO_TIMEOUT")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(300);
+    let secs = std::env::var("CADENCE_SCENARIO_TIMEOUT").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
     let echo = std::env::var_os("CADENCE_TEST_ECHO").is_some_and(|v| v == "1");
     Qemu::new(elf).timeout(Duration::from_secs(secs)).echo(echo)
 }
@@ -107,10 +91,7 @@ struct Slots {
     cv: Condvar,
 }
 
-static SLOTS: Slots = Slots {
-    free: Mutex::new(usize::MAX),
-    cv: Condvar::new(),
-};
+static SLOTS: Slots = Slots { free: Mutex::new(usize::MAX), cv: Condvar::new() };
 
 struct SlotGuard;
 
@@ -118,11 +99,7 @@ impl SlotGuard {
     fn acquire() -> SlotGuard {
         let mut free = SLOTS.free.lock().unwrap_or_else(|e| e.into_inner());
         if *free == usize::MAX {
-            *free = std::env::var("CADENCE_TEST_QEMUS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .filter(|&n: &usize| n > 0)
-                .unwrap_or(2);
+            *free = std::env::var("CADENCE_TEST_QEMUS").ok().and_then(|v| v.parse().ok()).filter(|&n: &usize| n > 0).unwrap_or(2);
         }
         while *free == 0 {
             free = SLOTS.cv.wait(free).unwrap_or_else(|e| e.into_inner());
@@ -166,10 +143,7 @@ impl Run {
 
     /// Fails unless the kernel exited the given way.
     pub fn expect_exit(&self, want: KernelExit) {
-        self.check(
-            self.outcome.exit == want,
-            format!("expected kernel exit {want:?}"),
-        );
+        self.check(self.outcome.exit == want, format!("expected kernel exit {want:?}"));
     }
 }
 
@@ -183,10 +157,7 @@ pub fn with_slot<T>(f: impl FnOnce() -> T) -> T {
 pub fn boot(q: Qemu) -> Run {
     let _slot = SlotGuard::acquire();
     match q.run_capture() {
-        Ok(outcome) => Run {
-            report: BootReport::parse(&outcome.output),
-            outcome,
-        },
+        Ok(outcome) => Run { report: BootReport::parse(&outcome.output), outcome },
         Err(e) => panic!("could not run QEMU: {e}"),
     }
 }

@@ -9,7 +9,7 @@ use cadence_tests::{boot, qemu, Run};
 /// Boots `smp` with `cmds` and checks a clean run with every command's output present.
 fn run_benches(smp: &str) -> Run {
     let cmds = "bench hackbench -g 4 -l 50; bench pipe -l 2000; bench hackbench -g 8 -l 20; trace atomic-alloc";
-    let run = boot(qemu().smp(smp).args(&format!(r#"run="{cmds}" poweroff"#)));
+    let run = boot(qemu().smp(smp).args(format!(r#"run="{cmds}" poweroff"#)));
     run.expect_exit(KernelExit::Success);
     run.check(run.report.exceptions.is_empty(), "unexpected EXCEPTION line");
     let out = &run.outcome.output;

@@ -17,10 +17,7 @@ fn scratch(stem: &str, ext: &str) -> PathBuf {
 
 fn run_with_disk(disk: &PathBuf, commands: &str) -> Run {
     let run = boot(qemu().disk(disk).args(format!(r#"run="{commands}" poweroff"#)));
-    run.check(
-        !run.outcome.output.contains("cadence: PANIC") && !run.outcome.output.contains("cadence: EXCEPTION"),
-        "the kernel panicked",
-    );
+    run.check(!run.outcome.output.contains("cadence: PANIC") && !run.outcome.output.contains("cadence: EXCEPTION"), "the kernel panicked");
     run.check(run.outcome.output.contains("virtio-blk: /dev/vda at "), "no virtio-blk probe line");
     run.expect_exit(KernelExit::Success);
     run
@@ -50,8 +47,7 @@ fn filled_blocks_survive_a_poweroff_and_bad_requests_are_refused() {
     second.check(
         verified
             == [
-                "blk: verified 256 blocks, 0 mismatches",
-                "blk: verified 16 blocks, 16 mismatches",
+                "blk: verified 256 blocks, 0 mismatches", "blk: verified 16 blocks, 16 mismatches",
                 "blk: verified 256 blocks, 0 mismatches",
             ],
         format!("verify lines: {verified:?}"),
@@ -69,9 +65,7 @@ fn filled_blocks_survive_a_poweroff_and_bad_requests_are_refused() {
 fn synced_blocks_survive_qemu_being_killed_without_sync() {
     let disk = scratch("blk-kill", "img");
     let _ = std::fs::remove_file(&disk);
-    let q = qemu().disk(&disk).args(
-        r#"run="blk fill 9 128; dd if=/dev/zero of=/dev/vda bs=64k count=64 seek=32; echo unsynced-written""#,
-    );
+    let q = qemu().disk(&disk).args(r#"run="blk fill 9 128; dd if=/dev/zero of=/dev/vda bs=64k count=64 seek=32; echo unsynced-written""#);
     let (outcome, driven) = cadence_tests::with_slot(|| {
         q.run_driven(|con| {
             // At a line's start: the command line and the command's echo contain it too.
@@ -87,20 +81,14 @@ fn synced_blocks_survive_qemu_being_killed_without_sync() {
     assert!(!out.contains("cadence: poweroff"), "the kernel powered off instead of being killed:\n{out}");
 
     let second = run_with_disk(&disk, "blk verify 9 128");
-    second.check(
-        lines(&second, "blk: verified ") == ["blk: verified 128 blocks, 0 mismatches"],
-        "synced blocks did not survive the kill",
-    );
+    second.check(lines(&second, "blk: verified ") == ["blk: verified 128 blocks, 0 mismatches"], "synced blocks did not survive the kill");
     let _ = std::fs::remove_file(&disk);
 }
 
 #[test]
 fn without_a_disk_blk_says_no_such_device() {
     let run = boot(qemu().args(r#"run="blk info; blk fill 7 1; blk verify 7 1" poweroff"#));
-    run.check(
-        lines(&run, "blk: /dev/vda: No such device").len() == 3,
-        "expected three `blk: /dev/vda: No such device` lines",
-    );
+    run.check(lines(&run, "blk: /dev/vda: No such device").len() == 3, "expected three `blk: /dev/vda: No such device` lines");
     run.expect_exit(KernelExit::Success);
 }
 
@@ -112,11 +100,8 @@ fn without_a_disk_blk_says_no_such_device() {
 fn device_errors_are_eio_and_the_kernel_goes_on() {
     let (conf, img) = (scratch("blk-eio", "conf"), scratch("blk-eio", "img"));
     std::fs::create_dir_all(conf.parent().expect("target dir")).expect("target dir");
-    std::fs::write(
-        &conf,
-        "[inject-error]\nevent = \"write_aio\"\nerrno = \"5\"\n\n[inject-error]\nevent = \"read_aio\"\nerrno = \"5\"\n",
-    )
-    .expect("blkdebug config");
+    std::fs::write(&conf, "[inject-error]\nevent = \"write_aio\"\nerrno = \"5\"\n\n[inject-error]\nevent = \"read_aio\"\nerrno = \"5\"\n")
+        .expect("blkdebug config");
     cadence_boot::ensure_disk(&img).expect("disk image");
     let drive = format!("file=blkdebug:{}:{},format=raw,if=virtio,werror=report,rerror=report", conf.display(), img.display());
     let run = boot(

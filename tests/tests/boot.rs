@@ -20,94 +20,44 @@ use std::collections::{BTreeMap, BTreeSet};
 fn assert_topology(run: &Run, cpus: u32, packages: u32, cores: u32, threads: u32) {
     run.expect_exit(KernelExit::Success);
     let r = &run.report;
-    run.check(
-        r.malformed.is_empty(),
-        format!("malformed report lines: {:?}", r.malformed),
-    );
+    run.check(r.malformed.is_empty(), format!("malformed report lines: {:?}", r.malformed));
     run.check(r.exceptions.is_empty(), "unexpected EXCEPTION line");
-    run.check(
-        r.cpus.len() == cpus as usize,
-        format!("expected {cpus} `cpu ... online` lines"),
-    );
+    run.check(r.cpus.len() == cpus as usize, format!("expected {cpus} `cpu ... online` lines"));
 
     let ids: BTreeSet<u32> = r.cpus.iter().map(|c| c.cpu).collect();
-    run.check(
-        ids == (0..cpus).collect(),
-        "cpu numbers must be 0..N, each once",
-    );
+    run.check(ids == (0..cpus).collect(), "cpu numbers must be 0..N, each once");
     let apics: BTreeSet<u32> = r.cpus.iter().map(|c| c.apic).collect();
     run.check(apics.len() == cpus as usize, "APIC ids must be distinct");
 
     let mut per_core: BTreeMap<(u32, u32), BTreeSet<u32>> = BTreeMap::new();
     for c in &r.cpus {
-        run.check(
-            c.package < packages,
-            format!("cpu {} package id out of range", c.cpu),
-        );
-        run.check(
-            c.thread < threads,
-            format!("cpu {} thread id out of range", c.cpu),
-        );
-        let fresh = per_core
-            .entry((c.package, c.core))
-            .or_default()
-            .insert(c.thread);
-        run.check(
-            fresh,
-            format!("cpu {} duplicates a package/core/thread triple", c.cpu),
-        );
+        run.check(c.package < packages, format!("cpu {} package id out of range", c.cpu));
+        run.check(c.thread < threads, format!("cpu {} thread id out of range", c.cpu));
+        let fresh = per_core.entry((c.package, c.core)).or_default().insert(c.thread);
+        run.check(fresh, format!("cpu {} duplicates a package/core/thread triple", c.cpu));
     }
-    run.check(
-        per_core.len() == (packages * cores) as usize,
-        format!("expected {} distinct cores", packages * cores),
-    );
+    run.check(per_core.len() == (packages * cores) as usize, format!("expected {} distinct cores", packages * cores));
     let all_threads: BTreeSet<u32> = (0..threads).collect();
     for (core, t) in &per_core {
-        run.check(
-            *t == all_threads,
-            format!("core {core:?} must have thread ids 0..{threads}"),
-        );
+        run.check(*t == all_threads, format!("core {core:?} must have thread ids 0..{threads}"));
     }
 
     // Optional `cpu <n> smt-siblings [...]` lines must agree with the topology.
     for (cpu, siblings) in &r.smt_siblings {
-        let Some(me) = r.cpus.iter().find(|c| c.cpu == *cpu) else {
-            run.fail(format!("smt-siblings line for unknown cpu {cpu}"))
-        };
-        let want: BTreeSet<u32> = r
-            .cpus
-            .iter()
-            .filter(|c| (c.package, c.core) == (me.package, me.core))
-            .map(|c| c.cpu)
-            .collect();
+        let Some(me) = r.cpus.iter().find(|c| c.cpu == *cpu) else { run.fail(format!("smt-siblings line for unknown cpu {cpu}")) };
+        let want: BTreeSet<u32> = r.cpus.iter().filter(|c| (c.package, c.core) == (me.package, me.core)).map(|c| c.cpu).collect();
         let got: BTreeSet<u32> = siblings.iter().copied().collect();
-        run.check(
-            got == want,
-            format!("cpu {cpu}: smt siblings {got:?}, expected {want:?}"),
-        );
+        run.check(got == want, format!("cpu {cpu}: smt siblings {got:?}, expected {want:?}"));
     }
 
-    let smp = r
-        .smp
-        .unwrap_or_else(|| run.fail("no `cadence: smp:` summary line"));
+    let smp = r.smp.unwrap_or_else(|| run.fail("no `cadence: smp:` summary line"));
     run.check(smp.cpus == cpus, "smp summary: wrong cpu count");
     run.check(smp.packages == packages, "smp summary: wrong package count");
-    run.check(
-        smp.cores == cores * packages || smp.cores == cores,
-        "smp summary: wrong core count",
-    );
-    run.check(
-        smp.threads_per_core == threads,
-        "smp summary: wrong threads per core",
-    );
+    run.check(smp.cores == cores * packages || smp.cores == cores, "smp summary: wrong core count");
+    run.check(smp.threads_per_core == threads, "smp summary: wrong threads per core");
 
-    let t = r
-        .timing
-        .unwrap_or_else(|| run.fail("no `cadence: tsc` line"));
-    run.check(
-        t.tsc_mhz > 0.0 && t.lapic_mhz > 0.0 && t.hz > 0,
-        "tsc line has zero values",
-    );
+    let t = r.timing.unwrap_or_else(|| run.fail("no `cadence: tsc` line"));
+    run.check(t.tsc_mhz > 0.0 && t.lapic_mhz > 0.0 && t.hz > 0, "tsc line has zero values");
     run.check(r.booted(), "no `cadence: boot ok` line");
 }
 
@@ -146,10 +96,7 @@ fn page_fault_fails_with_exception_report() {
     // `poweroff` too, so a kernel that ignores test_fault ends quickly (and fails here).
     let run = boot(qemu().smp("1").args("test_fault=pagefault poweroff"));
     run.expect_exit(KernelExit::Failure);
-    run.check(
-        !run.report.exceptions.is_empty(),
-        "no `cadence: EXCEPTION` line",
-    );
+    run.check(!run.report.exceptions.is_empty(), "no `cadence: EXCEPTION` line");
 }
 
 #[test]
@@ -158,10 +105,7 @@ fn unknown_option_warns_and_boots() {
     run.expect_exit(KernelExit::Success);
     run.check(run.report.booted(), "no `cadence: boot ok` line");
     run.check(
-        run.report
-            .warnings
-            .iter()
-            .any(|w| w.contains("no_such_option")),
+        run.report.warnings.iter().any(|w| w.contains("no_such_option")),
         "expected a `cadence: warning:` line naming no_such_option",
     );
 }
@@ -173,10 +117,7 @@ fn malformed_option_value_warns_and_boots() {
     let run = boot(qemu().smp("1").args("poweroff hz=notanumber"));
     run.expect_exit(KernelExit::Success);
     run.check(run.report.booted(), "no `cadence: boot ok` line");
-    run.check(
-        run.report.warnings.iter().any(|w| w.contains("hz")),
-        "expected a `cadence: warning:` line about hz",
-    );
+    run.check(run.report.warnings.iter().any(|w| w.contains("hz")), "expected a `cadence: warning:` line about hz");
 }
 
 /// Runs the in-kernel test suite with kernel options `args` through the multi-boot runner, as
@@ -194,21 +135,13 @@ fn run_test_kernel(args: &str, check: impl FnOnce(&Suite, &[String], &str) -> Re
         |cmdline: &str| {
             cmdlines.push(cmdline.to_string());
             let run = boot(qemu_for(elf.clone()).smp("2").args(cmdline));
-            logs += &format!(
-                "--- boot {} ({cmdline}): {:?}\n{}\n",
-                cmdlines.len(),
-                run.outcome.exit,
-                run.outcome.output
-            );
+            logs += &format!("--- boot {} ({cmdline}): {:?}\n{}\n", cmdlines.len(), run.outcome.exit, run.outcome.output);
             Ok((run.outcome.exit, run.outcome.output))
         },
         &mut out,
     );
     let out = String::from_utf8_lossy(&out).into_owned();
-    if let Err(e) = result
-        .map_err(|e| e.to_string())
-        .and_then(|()| check(&suite, &cmdlines, &out))
-    {
+    if let Err(e) = result.map_err(|e| e.to_string()).and_then(|()| check(&suite, &cmdlines, &out)) {
         panic!("{e}\n--- runner output:\n{out}{logs}");
     }
 }
@@ -216,43 +149,31 @@ fn run_test_kernel(args: &str, check: impl FnOnce(&Suite, &[String], &str) -> Re
 #[test]
 fn test_runner_goes_on_after_a_failing_test() {
     // `testing::tests` selects three quick tests; #1, fail_demo_when_asked, fails on purpose.
-    run_test_kernel(
-        "test=testing::tests test_fail_demo",
-        |suite, cmdlines, out| {
-            let failed: Vec<&str> = suite.failures().iter().map(|f| f.name.as_str()).collect();
-            if failed != ["testing::tests::fail_demo_when_asked"] {
-                return Err(format!(
-                    "expected only the demo test to fail, got {failed:?}"
-                ));
-            }
-            if !suite.failures()[0].reason.contains("fails on purpose") {
-                return Err("the failure should quote the demo's panic message".into());
-            }
-            if cmdlines.len() != 2 || !cmdlines[1].ends_with(" test_skip=2") {
-                return Err(format!(
-                    "expected a second boot with test_skip=2, got {cmdlines:?}"
-                ));
-            }
-            let want = "failures:\nfailed: testing::tests::fail_demo_when_asked\n";
-            if !out.contains(want) || !out.ends_with("\nkernel: 2 passed, 1 failed\n") {
-                return Err(format!(
-                    "expected `{want}` and a last line `kernel: 2 passed, 1 failed`"
-                ));
-            }
-            Ok(())
-        },
-    );
+    run_test_kernel("test=testing::tests test_fail_demo", |suite, cmdlines, out| {
+        let failed: Vec<&str> = suite.failures().iter().map(|f| f.name.as_str()).collect();
+        if failed != ["testing::tests::fail_demo_when_asked"] {
+            return Err(format!("expected only the demo test to fail, got {failed:?}"));
+        }
+        if !suite.failures()[0].reason.contains("fails on purpose") {
+            return Err("the failure should quote the demo's panic message".into());
+        }
+        if cmdlines.len() != 2 || !cmdlines[1].ends_with(" test_skip=2") {
+            return Err(format!("expected a second boot with test_skip=2, got {cmdlines:?}"));
+        }
+        let want = "failures:\nfailed: testing::tests::fail_demo_when_asked\n";
+        if !out.contains(want) || !out.ends_with("\nkernel: 2 passed, 1 failed\n") {
+            return Err(format!("expected `{want}` and a last line `kernel: 2 passed, 1 failed`"));
+        }
+        Ok(())
+    });
 }
 
 #[test]
 fn test_filter_matching_nothing_is_an_error() {
     run_test_kernel("test=no_such_kernel_test", |suite, cmdlines, out| {
         let error = suite.error().unwrap_or("");
-        if cmdlines.len() != 1 || !error.contains("test=no_such_kernel_test matches no kernel test")
-        {
-            return Err(format!(
-                "expected one boot and the kernel's error, got {error:?}"
-            ));
+        if cmdlines.len() != 1 || !error.contains("test=no_such_kernel_test matches no kernel test") {
+            return Err(format!("expected one boot and the kernel's error, got {error:?}"));
         }
         if suite.success() || out.contains(" passed, ") {
             return Err("a filter matching nothing must fail without a `passed` line".into());

@@ -25,7 +25,7 @@ fn final_line(output: &str) -> Option<Vec<(String, u64)>> {
 
 /// Boots the stress with `args` and checks the counts every run must have.
 fn run_chaos(args: &str) -> Run {
-    let run = boot(qemu().smp("4,sockets=1,cores=2,threads=2").args(&format!(r#"run="chaos {args}" poweroff"#)));
+    let run = boot(qemu().smp("4,sockets=1,cores=2,threads=2").args(format!(r#"run="chaos {args}" poweroff"#)));
     let Some(fields) = final_line(&run.outcome.output) else {
         run.fail("no final `chaos: seed=... errors_unexpected=<n>` line");
     };

@@ -151,7 +151,7 @@ pub fn cmd_autogroup(args: &[&str]) -> Result<(), String> {
             let mut v = Vec::new();
             pert(secs, 2_000, 20_000, |s| {
                 crate::kprintln!("{}", s.line(20_000));
-                v.push(s.clone());
+                v.push(*s);
             });
             v
         })?;
@@ -160,7 +160,7 @@ pub fn cmd_autogroup(args: &[&str]) -> Result<(), String> {
         let count: u64 = seconds.iter().map(|s| s.count).sum();
         let max = seconds.iter().map(|s| s.max_ns).max().unwrap_or(0);
         let share = if span == 0 { 0.0 } else { 100.0 * (span.saturating_sub(gaps)) as f64 / span as f64 };
-        let avg = if count == 0 { 0 } else { gaps / count };
+        let avg = gaps.checked_div(count).unwrap_or(0);
         summaries.push(alloc::format!(
             "autogroup: mode={} share={:.1}% avg_latency={}us max_latency={}us",
             mode.name(),
@@ -174,14 +174,8 @@ pub fn cmd_autogroup(args: &[&str]) -> Result<(), String> {
     }
     for mode in modes {
         let r = run_mode(cpu, jobs, burst, mode, move || wakeup_latency(secs, 1000, 0))??;
-        let avg = if r.samples == 0 { 0 } else { r.sum_ns / r.samples };
-        crate::kprintln!(
-            "autogroup-wakeup: mode={} avg={}us max={}us missed={}",
-            mode.name(),
-            avg / 1000,
-            r.max_ns / 1000,
-            r.missed
-        );
+        let avg = r.sum_ns.checked_div(r.samples).unwrap_or(0);
+        crate::kprintln!("autogroup-wakeup: mode={} avg={}us max={}us missed={}", mode.name(), avg / 1000, r.max_ns / 1000, r.missed);
     }
     Ok(())
 }

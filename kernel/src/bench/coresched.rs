@@ -81,7 +81,7 @@ fn hogs(n: usize, affinity: CpuMask, stop: &Arc<AtomicBool>, loops: &Arc<AtomicU
                 let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     n += 1;
-                    if n % 4096 == 0 {
+                    if n.is_multiple_of(4096) {
                         loops.fetch_add(4096, Ordering::Relaxed);
                     }
                 }
@@ -204,8 +204,7 @@ pub fn cmd_coresched(args: &[&str]) -> Result<(), String> {
                     if mode == Mode::Off {
                         base = tp;
                     }
-                    let normalized =
-                        if base > 0.0 { alloc::format!("{:.2}", tp / base) } else { String::from("n/a") };
+                    let normalized = if base > 0.0 { alloc::format!("{:.2}", tp / base) } else { String::from("n/a") };
                     crate::kprintln!(
                         "coresched: mode={} workload={} throughput={:.0} normalized={} forced_idle_pct={:.1}",
                         mode.name(),

@@ -70,7 +70,11 @@ pub fn hackbench(groups: usize, loops: usize, fds: usize, datasize: usize) -> Re
                 if st.done.fetch_add(1, Ordering::AcqRel) + 1 == st.total {
                     st.wq.wake_all();
                 }
-                if got == expect { 0 } else { 1 }
+                if got == expect {
+                    0
+                } else {
+                    1
+                }
             });
             match t {
                 Ok(t) => tids.push(t.tid),
@@ -98,7 +102,11 @@ pub fn hackbench(groups: usize, loops: usize, fds: usize, datasize: usize) -> Re
                 if st.done.fetch_add(1, Ordering::AcqRel) + 1 == st.total {
                     st.wq.wake_all();
                 }
-                if ok { 0 } else { 1 }
+                if ok {
+                    0
+                } else {
+                    1
+                }
             });
             match t {
                 Ok(t) => tids.push(t.tid),

@@ -18,11 +18,11 @@
 
 use super::Args;
 use crate::sched::task::SpawnOptions;
-use cadence_sched::Policy;
 use crate::sched::{self, spawn, wait};
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use cadence_sched::Policy;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// One CPU's findings.

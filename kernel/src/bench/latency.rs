@@ -142,8 +142,8 @@ impl CyclicResult {
     /// `<name>=<avg>/<max>` in µs.
     pub fn split_line(&self, index: usize) -> String {
         let mut s = alloc::format!("split T:{:2} cycles={}", index, self.split_cycles);
-        for k in 0..SPLIT_PARTS {
-            s.push_str(&alloc::format!(" {}={}/{}", SPLIT_NAMES[k], self.split_avg_ns[k] / 1000, self.split_max_ns[k] / 1000));
+        for (k, name) in SPLIT_NAMES.iter().enumerate().take(SPLIT_PARTS) {
+            s.push_str(&alloc::format!(" {}={}/{}", name, self.split_avg_ns[k] / 1000, self.split_max_ns[k] / 1000));
         }
         s
     }
@@ -350,7 +350,7 @@ pub fn cyclic_with_histograms(cfg: CyclicConfig) -> Result<(Vec<CyclicResult>, V
                 cycles: c,
                 min_us: if c == 0 { 0 } else { s.min.load(Ordering::Relaxed) },
                 act_us: s.act.load(Ordering::Relaxed),
-                avg_us: if c == 0 { 0 } else { s.sum.load(Ordering::Relaxed) / c },
+                avg_us: s.sum.load(Ordering::Relaxed).checked_div(c).unwrap_or(0),
                 max_us: s.max.load(Ordering::Relaxed),
                 split_avg_ns: core::array::from_fn(|k| s.split_sum[k].load(Ordering::Relaxed) / s.split_n.load(Ordering::Relaxed).max(1)),
                 split_max_ns: core::array::from_fn(|k| s.split_max[k].load(Ordering::Relaxed)),

@@ -56,7 +56,7 @@ impl<'a> Args<'a> {
     }
 
     pub fn has(&self, flag: &str) -> bool {
-        self.words.iter().any(|w| *w == flag)
+        self.words.contains(&flag)
     }
 
     /// Numeric option in `min..=max`, `default` when absent.
@@ -164,7 +164,8 @@ fn pipe_group_overhead(loops: u64, cpu: u32) -> Result<(), String> {
     use crate::sched::group::{self, GroupKind, ROOT_GROUP};
     let me = sched::current_tid();
     let home = sched::find(me).map(|t| t.group.load(Ordering::Relaxed)).unwrap_or(ROOT_GROUP);
-    let outer = group::create("pipe-outer", ROOT_GROUP, 100, GroupKind::Manual).map_err(|e| alloc::format!("pipe-outer: {}", e.strerror()))?;
+    let outer =
+        group::create("pipe-outer", ROOT_GROUP, 100, GroupKind::Manual).map_err(|e| alloc::format!("pipe-outer: {}", e.strerror()))?;
     let inner = match group::create("pipe-inner", outer.id, 100, GroupKind::Manual) {
         Ok(g) => g,
         Err(e) => {
@@ -260,12 +261,7 @@ pub fn cmd_scale(args: &[&str]) -> Result<(), String> {
         }
         crate::mm::stack::reclaim();
         let rate = switches as f64 / secs;
-        crate::kprintln!(
-            "scale: tasks={} switches_per_s={:.0} us_per_switch={:.2}",
-            n,
-            rate,
-            if rate > 0.0 { 1e6 / rate } else { 0.0 }
-        );
+        crate::kprintln!("scale: tasks={} switches_per_s={:.0} us_per_switch={:.2}", n, rate, if rate > 0.0 { 1e6 / rate } else { 0.0 });
     }
     Ok(())
 }

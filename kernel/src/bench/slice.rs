@@ -50,7 +50,7 @@ fn run_hogs(cpu: u32, hogs: usize, wakers: usize, ms: u64) -> Result<Run, String
                 let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     n += 1;
-                    if n % 1024 == 0 {
+                    if n.is_multiple_of(1024) {
                         loops.fetch_add(1024, Ordering::Relaxed);
                     }
                 }

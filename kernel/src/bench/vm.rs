@@ -135,7 +135,8 @@ fn dirty_cases(region0: u64, runs: u64) -> Result<(), String> {
             for run in 0..runs {
                 let pos = region0 + run * FOREGROUND;
                 // Start from clean pages (not timed).
-                writeback::sync_range(pos / pagecache::PAGE, (pos + FOREGROUND) / pagecache::PAGE - 1).map_err(|e| format!("sync: {}", e.strerror()))?;
+                writeback::sync_range(pos / pagecache::PAGE, (pos + FOREGROUND) / pagecache::PAGE - 1)
+                    .map_err(|e| format!("sync: {}", e.strerror()))?;
                 let out = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
                 let out2 = out.clone();
                 let tid = spawn_as("dirty-fg", policy, move || {
@@ -240,7 +241,14 @@ fn alloc_cases(runs: u64, pages: u64) -> Result<(), String> {
                 failed += out.1.load(Ordering::Relaxed);
             }
             let max = ms.iter().copied().max().unwrap_or(0);
-            crate::kprintln!("alloc: mode={} policy={} p50_ms={} max_ms={} failed={}", mode.name(), policy_name(policy), median(&mut ms), max, failed);
+            crate::kprintln!(
+                "alloc: mode={} policy={} p50_ms={} max_ms={} failed={}",
+                mode.name(),
+                policy_name(policy),
+                median(&mut ms),
+                max,
+                failed
+            );
         }
     }
     Ok(())

@@ -84,9 +84,7 @@ pub fn bounced() -> u64 {
 fn bounce_alloc(len: usize) -> PhysAddr {
     let pages = (len.max(1) as u64).div_ceil(PAGE);
     let pooled = if pages == 1 { BOUNCE.lock().pop() } else { None };
-    pooled
-        .or_else(|| frame::alloc_contiguous(pages))
-        .expect("virtio: no frames for a DMA bounce buffer")
+    pooled.or_else(|| frame::alloc_contiguous(pages)).expect("virtio: no frames for a DMA bounce buffer")
 }
 
 fn bounce_free(phys: PhysAddr, len: usize) {

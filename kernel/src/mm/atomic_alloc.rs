@@ -93,10 +93,11 @@ pub fn sites() -> alloc::vec::Vec<(Option<&'static Location<'static>>, u64, usiz
         .iter()
         .filter_map(|s| {
             let (site, n) = (s.site.load(Ordering::Acquire), s.count.load(Ordering::Relaxed));
+            let size = s.last_size.load(Ordering::Relaxed);
             // SAFETY: values > 1 are only ever stored from `&'static Location<'static>`
             // references (in `record`), which live for the whole run.
-            let size = s.last_size.load(Ordering::Relaxed);
-            (site != 0 && n > 0).then(|| ((site > 1).then(|| unsafe { &*(site as *const Location<'static>) }), n, size))
+            let location = (site > 1).then(|| unsafe { &*(site as *const Location<'static>) });
+            (site != 0 && n > 0).then_some((location, n, size))
         })
         .collect();
     v.sort_by_key(|s| core::cmp::Reverse(s.1));

@@ -84,7 +84,7 @@ pub fn should_fail(site: &'static str) -> bool {
         return false;
     }
     let interval = interval();
-    if interval > 1 && (COUNT.fetch_add(1, Ordering::Relaxed) + 1) % interval != 0 {
+    if interval > 1 && !(COUNT.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of(interval) {
         return false;
     }
     if p <= (next_random() % 100) as u32 {

@@ -79,12 +79,7 @@ static LOW_PAGES: IrqLock<[u64; 8]> = IrqLock::new([0; 8]);
 
 /// Builds the allocator from the memory map. Returns (usable bytes, total frames).
 pub fn init(regions: &MemoryRegions, phys_offset: u64) -> (u64, u64) {
-    let max_phys = regions
-        .iter()
-        .filter(|r| r.kind == MemoryRegionKind::Usable)
-        .map(|r| r.end)
-        .max()
-        .unwrap_or(0);
+    let max_phys = regions.iter().filter(|r| r.kind == MemoryRegionKind::Usable).map(|r| r.end).max().unwrap_or(0);
     let frames = max_phys / FRAME_SIZE;
     let words = frames.div_ceil(64);
     let bitmap_bytes = (words * 8).div_ceil(FRAME_SIZE) * FRAME_SIZE;
@@ -104,7 +99,17 @@ pub fn init(regions: &MemoryRegions, phys_offset: u64) -> (u64, u64) {
     // Every bit starts set (used); usable frames are freed below.
     // No watermarks until `init_watermarks` (boot allocates freely).
     let wm = Watermarks { min: 0, low: 0, high: 0 };
-    let mut map = Bitmap { bits, frames, free: 0, next: LOW_MEMORY_END / FRAME_SIZE, managed: 0, total: 0, min_free_kbytes: 0, watermark_scale_factor: 0, wm };
+    let mut map = Bitmap {
+        bits,
+        frames,
+        free: 0,
+        next: LOW_MEMORY_END / FRAME_SIZE,
+        managed: 0,
+        total: 0,
+        min_free_kbytes: 0,
+        watermark_scale_factor: 0,
+        wm,
+    };
     let mut usable = 0;
     let mut low = [0u64; 8];
     let mut nlow = 0;
@@ -420,7 +425,9 @@ mod tests {
                 crate::sched::sleep_ns(1_000_000);
             }
             let r = super::alloc();
-            r.map(super::free);
+            if let Some(f) = r {
+                super::free(f);
+            }
             s2.store(if r.is_some() { 2 } else { 3 }, Ordering::Release);
             0
         })

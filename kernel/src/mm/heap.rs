@@ -87,10 +87,8 @@ struct CpuCache {
 unsafe impl Sync for CpuCache {}
 
 #[allow(clippy::declare_interior_mutable_const)]
-const EMPTY_CACHE: CpuCache = CpuCache {
-    lists: UnsafeCell::new([FreeList { head: core::ptr::null_mut(), len: 0 }; CLASSES.len()]),
-    cached: AtomicIsize::new(0),
-};
+const EMPTY_CACHE: CpuCache =
+    CpuCache { lists: UnsafeCell::new([FreeList { head: core::ptr::null_mut(), len: 0 }; CLASSES.len()]), cached: AtomicIsize::new(0) };
 static CACHES: [CpuCache; MAX_CPUS] = [EMPTY_CACHE; MAX_CPUS];
 
 /// The size class serving `layout`, if it is small enough.

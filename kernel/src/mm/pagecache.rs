@@ -68,15 +68,8 @@ pub(super) struct Cache {
     pub(super) wb_error: bool,
 }
 
-
-pub(super) static CACHE: SpinLock<Cache> = SpinLock::new(Cache {
-    pages: BTreeMap::new(),
-    dirty: BTreeSet::new(),
-    nr_writeback: 0,
-    dirtied_when: 0,
-    hand: 0,
-    wb_error: false,
-});
+pub(super) static CACHE: SpinLock<Cache> =
+    SpinLock::new(Cache { pages: BTreeMap::new(), dirty: BTreeSet::new(), nr_writeback: 0, dirtied_when: 0, hand: 0, wb_error: false });
 
 /// Tasks waiting for a page to be unlocked or to finish writeback.
 pub(super) static PAGE_WAIT: WaitQueue = WaitQueue::new();
@@ -229,27 +222,47 @@ fn check(pos: u64, len: u64, write: bool) -> Result<(), BlkError> {
     }
 }
 
+/// The pieces of `len` bytes at byte offset `pos`, one per page: (page index, offset in the
+/// page, bytes, offset in the caller's buffer).
+fn pieces(pos: u64, len: usize) -> impl Iterator<Item = (u64, usize, usize, usize)> {
+    let mut done = 0usize;
+    core::iter::from_fn(move || {
+        if done >= len {
+            return None;
+        }
+        let at = pos + done as u64;
+        let (index, offset) = (at / PAGE, (at % PAGE) as usize);
+        let n = (PAGE as usize - offset).min(len - done);
+        let piece = (index, offset, n, done);
+        done += n;
+        Some(piece)
+    })
+}
+
+/// Locks page `index` (inside the caller's `DeferFatal` section), reading it from the disk
+/// first unless it is up to date or `whole` (the caller overwrites all of it). A failed read
+/// drops the page.
+fn lock_filled(index: u64, whole: bool) -> Result<Locked, BlkError> {
+    let l = lock_page(index)?;
+    if !l.uptodate && !whole {
+        if let Err(e) = fill_from_disk(&l) {
+            let _ = unlock_page(l, false, false, true);
+            return Err(e);
+        }
+    }
+    Ok(l)
+}
+
 /// Reads `buf.len()` bytes at byte offset `pos` through the cache.
 pub fn read(pos: u64, buf: &mut [u8]) -> Result<(), BlkError> {
     check(pos, buf.len() as u64, false)?;
-    let mut done = 0usize;
-    while done < buf.len() {
-        let at = pos + done as u64;
-        let (index, offset) = (at / PAGE, (at % PAGE) as usize);
-        let n = (PAGE as usize - offset).min(buf.len() - done);
+    for (index, offset, n, done) in pieces(pos, buf.len()) {
         // A task killed with the page locked would leave it locked for good.
         let _defer = DeferFatal::new();
-        let l = lock_page(index)?;
-        if !l.uptodate {
-            if let Err(e) = fill_from_disk(&l) {
-                let _ = unlock_page(l, false, false, true);
-                return Err(e);
-            }
-        }
+        let l = lock_filled(index, false)?;
         // SAFETY: `l` is locked by this task (see `frame_bytes`).
         buf[done..done + n].copy_from_slice(&unsafe { frame_bytes(l.phys) }[offset..offset + n]);
         let _ = unlock_page(l, true, false, false);
-        done += n;
     }
     Ok(())
 }
@@ -263,26 +276,17 @@ pub fn write(pos: u64, data: &[u8], mut after_page: impl FnMut()) -> Result<(), 
     if virtio_blk::info().is_some_and(|i| i.readonly) {
         return Err(BlkError::ReadOnly);
     }
-    let mut done = 0usize;
-    while done < data.len() {
-        let at = pos + done as u64;
-        let (index, offset) = (at / PAGE, (at % PAGE) as usize);
-        let n = (PAGE as usize - offset).min(data.len() - done);
-        // A task killed with the page locked would leave it locked for good.
-        let defer = DeferFatal::new();
-        let l = lock_page(index)?;
-        if !l.uptodate && n < PAGE as usize {
-            if let Err(e) = fill_from_disk(&l) {
-                let _ = unlock_page(l, false, false, true);
-                return Err(e);
-            }
-        }
-        // SAFETY: `l` is locked by this task (see `frame_bytes`).
-        let page = unsafe { frame_bytes(l.phys) };
-        page[offset..offset + n].copy_from_slice(&data[done..done + n]);
-        let newly_dirty = unlock_page(l, true, true, false);
-        drop(defer);
-        done += n;
+    for (index, offset, n, done) in pieces(pos, data.len()) {
+        let newly_dirty = {
+            // A task killed with the page locked would leave it locked for good.
+            let _defer = DeferFatal::new();
+            let l = lock_filled(index, n == PAGE as usize)?;
+            // SAFETY: `l` is locked by this task (see `frame_bytes`).
+            let page = unsafe { frame_bytes(l.phys) };
+            page[offset..offset + n].copy_from_slice(&data[done..done + n]);
+            unlock_page(l, true, true, false)
+        };
+        // Outside the section: the throttle's sleep may end a killed task.
         if newly_dirty {
             after_page();
         }

@@ -8,9 +8,7 @@
 use crate::sync::IrqLock;
 use x86_64::registers::control::Cr3;
 use x86_64::structures::paging::mapper::{MapToError, UnmapError};
-use x86_64::structures::paging::{
-    Mapper, OffsetPageTable, Page, PageTable, PageTableFlags, PhysFrame, Size4KiB, Translate,
-};
+use x86_64::structures::paging::{Mapper, OffsetPageTable, Page, PageTable, PageTableFlags, PhysFrame, Size4KiB, Translate};
 use x86_64::{PhysAddr, VirtAddr};
 
 static PAGE_TABLES: IrqLock<()> = IrqLock::new(());

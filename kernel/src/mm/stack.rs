@@ -31,8 +31,7 @@ struct Slots {
     live: usize,
 }
 
-static SLOTS: IrqLock<Slots> =
-    IrqLock::new(Slots { next: STACK_REGION, free: Vec::new(), cached: Vec::new(), live: 0 });
+static SLOTS: IrqLock<Slots> = IrqLock::new(Slots { next: STACK_REGION, free: Vec::new(), cached: Vec::new(), live: 0 });
 
 /// Cached stacks kept mapped before `reclaim_if_needed` unmaps them.
 pub const CACHE_LIMIT: usize = 64;

@@ -243,7 +243,9 @@ fn sync_indices(indices: &[u64], staging: &mut [u8]) -> Result<(), BlkError> {
             // Not writable now. Clean: nothing to do (its writeback is waited for below).
             // Dirty but locked (a writer copying in) or under writeback: wait, then retry.
             match pagecache::state(i) {
-                Some(s) if s.dirty => PAGE_WAIT.wait_until_uninterruptible(|| pagecache::state(i).is_none_or(|s| !s.locked && !s.writeback)),
+                Some(s) if s.dirty => {
+                    PAGE_WAIT.wait_until_uninterruptible(|| pagecache::state(i).is_none_or(|s| !s.locked && !s.writeback))
+                }
                 _ => break,
             }
         }

@@ -62,8 +62,7 @@ pub fn cmd_ls(args: &[&str]) -> Result<(), String> {
         [] | ["/workloads"] | ["/workloads/"] => {}
         _ => return Err(String::from("usage")),
     }
-    let files: Vec<_> =
-        crate::arch::fwcfg::files().into_iter().filter(|f| f.name.starts_with(PREFIX)).collect();
+    let files: Vec<_> = crate::arch::fwcfg::files().into_iter().filter(|f| f.name.starts_with(PREFIX)).collect();
     if files.is_empty() {
         crate::kprintln!("(no workloads: boot with make run WORKLOAD=file.json)");
     }
@@ -457,7 +456,7 @@ fn thread_body(sh: Arc<Shared>, idx: usize, ti: usize) -> i32 {
 fn find_workload(name: &str) -> Option<(String, Vec<u8>)> {
     let files = crate::arch::fwcfg::files();
     let want = [format!("{}{}", PREFIX, name), format!("{}{}.json", PREFIX, name)];
-    let f = files.into_iter().find(|f| want.iter().any(|w| *w == f.name))?;
+    let f = files.into_iter().find(|f| want.contains(&f.name))?;
     let short = String::from(&f.name[PREFIX.len()..]);
     Some((short, crate::arch::fwcfg::read_file(&f, MAX_FILE)))
 }
@@ -465,9 +464,8 @@ fn find_workload(name: &str) -> Option<(String, Vec<u8>)> {
 /// Checks what the loader cannot: CPUs that are not online.
 fn check_cpus(w: &Workload, online: CpuMask) -> Result<(), String> {
     for t in &w.tasks {
-        let lists = core::iter::once((t.cpus.as_ref(), t.line, format!("tasks.{}.cpus", t.name))).chain(
-            t.phases.iter().map(|p| (p.cpus.as_ref(), p.line, format!("tasks.{}.phases.{}.cpus", t.name, p.name))),
-        );
+        let lists = core::iter::once((t.cpus.as_ref(), t.line, format!("tasks.{}.cpus", t.name)))
+            .chain(t.phases.iter().map(|p| (p.cpus.as_ref(), p.line, format!("tasks.{}.phases.{}.cpus", t.name, p.name))));
         for (cpus, line, key) in lists {
             if let Some(c) = cpus.and_then(|c| c.iter().find(|&&c| !online.contains(c as usize))) {
                 return Err(format!("line {}: {}: cpu {} is not online", line, key, c));
@@ -501,8 +499,7 @@ pub fn cmd_rtapp(args: &[&str]) -> Result<(), String> {
         }
     }
     let name = name.ok_or_else(|| String::from("usage"))?;
-    let (file, bytes) =
-        find_workload(name).ok_or_else(|| format!("no workload '{}' (see 'ls /workloads')", name))?;
+    let (file, bytes) = find_workload(name).ok_or_else(|| format!("no workload '{}' (see 'ls /workloads')", name))?;
     let w = cadence_rtapp::load(&bytes).map_err(|e| format!("{}: {}", file, e))?;
     let online = sched::online_mask();
     check_cpus(&w, online).map_err(|e| format!("{}: {}", file, e))?;
@@ -539,13 +536,7 @@ fn run(file: &str, w: Workload, duration: Option<i64>, quiet: bool) -> Result<()
     let rows_cap = (MAX_ROWS_TOTAL / n.max(1)).min(MAX_ROWS_THREAD);
     let start_ns = crate::time::uptime_ns();
     let end_ns = if dur > 0 { start_ns.saturating_add(dur as u64 * 1_000_000_000) } else { u64::MAX };
-    crate::kprintln!(
-        "rtapp: {}: {} threads, duration {} s, {} ns per loop",
-        file,
-        n,
-        if dur > 0 { dur } else { -1 },
-        ps_per_loop / 1000
-    );
+    crate::kprintln!("rtapp: {}: {} threads, duration {} s, {} ns per loop", file, n, if dur > 0 { dur } else { -1 }, ps_per_loop / 1000);
     let mut results = Vec::with_capacity(n);
     results.resize_with(n, || None);
     let sh = Arc::new(Shared {

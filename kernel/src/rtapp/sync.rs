@@ -68,10 +68,7 @@ pub struct EvCond {
 
 impl EvCond {
     pub const fn new() -> Self {
-        EvCond {
-            st: IrqLock::new(CondState { next_ticket: 0, waiting: VecDeque::new(), released: BTreeSet::new() }),
-            wq: WaitQueue::new(),
-        }
+        EvCond { st: IrqLock::new(CondState { next_ticket: 0, waiting: VecDeque::new(), released: BTreeSet::new() }), wq: WaitQueue::new() }
     }
 
     /// `pthread_cond_wait`: releases `m`, waits for a signal, takes `m` again. Returns `false`

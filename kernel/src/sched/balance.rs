@@ -30,14 +30,14 @@ use super::rqlock::{lock_two, try_lock_two};
 use super::task::{ClassId, Task, Tid};
 use super::{cpu_prio, online_mask, rq_of, set_need_resched, update_counts, RqInner};
 use crate::percpu::{self, MAX_CPUS};
-use core::cell::UnsafeCell;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use cadence_sched::balance::{self as policy, CpuPrio, Topology};
-use cadence_sched::rt_smp::{self, PullSource, WaitingRt};
-use cadence_sched::CpuPri;
 use cadence_sched::eevdf::{DEQUEUE_MIGRATING, ENQUEUE_MIGRATED, ENQUEUE_MIGRATING};
+use cadence_sched::rt_smp::{self, PullSource, WaitingRt};
 use cadence_sched::CpuMask;
+use cadence_sched::CpuPri;
+use core::cell::UnsafeCell;
 use core::sync::atomic::Ordering;
 
 /// Ticks between periodic balancing passes on a CPU (staggered by CPU id).
@@ -190,13 +190,15 @@ fn core_excluded(cookie: u64, candidates: CpuMask) -> CpuMask {
     if !super::coresched::enabled() || !super::coresched::cookies_exist() {
         return CpuMask(0);
     }
-    rt_smp::core_excluded(cookie, candidates, |c| super::coresched::siblings(c as u32), |c| {
-        let rq = rq_of(c as u32);
-        rt_smp::Running {
-            prio: level_prio(rq.curr_prio.load(Ordering::Acquire)),
-            cookie: rq.curr_cookie.load(Ordering::Acquire),
-        }
-    })
+    rt_smp::core_excluded(
+        cookie,
+        candidates,
+        |c| super::coresched::siblings(c as u32),
+        |c| {
+            let rq = rq_of(c as u32);
+            rt_smp::Running { prio: level_prio(rq.curr_prio.load(Ordering::Acquire)), cookie: rq.curr_cookie.load(Ordering::Acquire) }
+        },
+    )
 }
 
 /// Where an RT task may be moved to (push, pull) or placed at a wakeup: its online CPUs less
@@ -218,17 +220,13 @@ fn rt_placement_mask(task: &Task) -> CpuMask {
 /// wait; its own CPU stays in it if allowed, so "pushable" keeps meaning "allowed on another
 /// CPU", and pushes never target their own CPU anyway).
 fn waiting_rt(g: &RqInner) -> impl Iterator<Item = WaitingRt<Tid>> + '_ {
-    g.rt
-        .iter()
-        .filter(move |(tid, _)| !g.curr.as_ref().is_some_and(|c| c.tid == *tid))
-        .take(RT_SCAN)
-        .filter_map(move |(tid, prio)| {
-            g.tasks.get(&tid).map(|t| WaitingRt {
-                key: tid,
-                rt_priority: prio,
-                affinity: rt_placement_mask(t) | (t.affinity() & CpuMask(1 << g.cpu)),
-            })
+    g.rt.iter().filter(move |(tid, _)| !g.curr.as_ref().is_some_and(|c| c.tid == *tid)).take(RT_SCAN).filter_map(move |(tid, prio)| {
+        g.tasks.get(&tid).map(|t| WaitingRt {
+            key: tid,
+            rt_priority: prio,
+            affinity: rt_placement_mask(t) | (t.affinity() & CpuMask(1 << g.cpu)),
         })
+    })
 }
 
 /// Level of an RT-throttled CPU: above every task, so nothing is pushed to a CPU that could
@@ -248,9 +246,8 @@ fn idle_mask() -> CpuMask {
     online_mask()
         .iter()
         .filter(|&c| {
-            percpu::get(c as u32).is_some_and(|p| {
-                p.rq.nr_running.load(Ordering::Acquire) == 0 && p.rq.wake_pending.load(Ordering::Acquire) == 0
-            })
+            percpu::get(c as u32)
+                .is_some_and(|p| p.rq.nr_running.load(Ordering::Acquire) == 0 && p.rq.wake_pending.load(Ordering::Acquire) == 0)
         })
         .collect()
 }
@@ -266,8 +263,11 @@ pub fn select_cpu(task: &Task, waker_cpu: u32) -> u32 {
         ClassId::Rt => {
             let placeable = rt_placement_mask(task);
             let placeable = if placeable.is_empty() { allowed } else { placeable };
-            find_lowest_rt(task.rt_priority(), placeable, prev)
-                .unwrap_or(if allowed.contains(prev as usize) { prev } else { allowed.first().unwrap_or(0) as u32 })
+            find_lowest_rt(task.rt_priority(), placeable, prev).unwrap_or(if allowed.contains(prev as usize) {
+                prev
+            } else {
+                allowed.first().unwrap_or(0) as u32
+            })
         }
         _ => {
             let topo = topology();
@@ -303,9 +303,7 @@ fn move_task(src: &mut RqInner, dst: &mut RqInner, task: &Arc<Task>) {
 }
 
 fn movable(g: &RqInner, task: &Arc<Task>, dst: u32) -> bool {
-    !g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, task))
-        && !task.on_cpu.load(Ordering::Acquire)
-        && task.affinity().contains(dst as usize)
+    !g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, task)) && !task.on_cpu.load(Ordering::Acquire) && task.affinity().contains(dst as usize)
 }
 
 /// How a fair pull was started.

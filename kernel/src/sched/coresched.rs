@@ -463,7 +463,15 @@ pub fn prctl(cmd: u64, pid: u64, pidtype: u64, uaddr: u64) -> Result<u64, Errno>
             .collect();
         // CREATE's allocation is a failure-injection site, asked where the policy allocates.
         let may_alloc = || !crate::mm::fail_alloc::should_fail("sched_core_cookie");
-        let r = policy::sched_core_share_pid_with(&mut reg, &infos, me.tid as i32, [cmd, pid, pidtype, uaddr], smt_present(), |_| true, may_alloc);
+        let r = policy::sched_core_share_pid_with(
+            &mut reg,
+            &infos,
+            me.tid as i32,
+            [cmd, pid, pidtype, uaddr],
+            smt_present(),
+            |_| true,
+            may_alloc,
+        );
         sync_live(&reg);
         let outcome = r?;
         let mut assigned: Vec<Arc<Task>> = Vec::new();

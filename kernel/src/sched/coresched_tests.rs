@@ -138,16 +138,16 @@ fn stress_never_runs_different_cookies_on_siblings() {
         let opts = SpawnOptions::new("cs-stress").policy(policy, if policy == Policy::Fifo { 10 } else { 0 }, 0).stack_size(16 * 1024);
         tasks.push(
             spawn(opts, move || {
-                let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (i + 1) * 0x1000_0001);
+                let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ ((i + 1) * 0x1000_0001));
                 while !stop.load(Ordering::Relaxed) {
-                    let burst = 20_000 + rng.next() % 300_000;
+                    let burst = 20_000 + rng.next_u64() % 300_000;
                     let until = crate::time::uptime_ns() + burst;
                     while crate::time::uptime_ns() < until {
                         core::hint::spin_loop();
                     }
-                    super::sleep_ns(50_000 + rng.next() % 400_000);
-                    if rng.next() % 16 == 0 {
-                        let mask = (rng.next() % 15) + 1;
+                    super::sleep_ns(50_000 + rng.next_u64() % 400_000);
+                    if rng.next_u64().is_multiple_of(16) {
+                        let mask = (rng.next_u64() % 15) + 1;
                         let _ = super::api::sched_setaffinity(0, cadence_sched::CpuMask(mask));
                     }
                 }
@@ -181,7 +181,7 @@ fn stress_never_runs_different_cookies_on_siblings() {
         if switches >= target || crate::time::uptime_ns() > deadline {
             break;
         }
-        let t = &tasks[(rng.next() % 12) as usize];
+        let t = &tasks[(rng.next_u64() % 12) as usize];
         let _ = prctl(PR_SCHED_CORE_CREATE as u64, t.tid as u64, PIDTYPE_PID as u64, 0);
     }
     let switches: u64 = crate::percpu::online_cpus().map(|c| c.rq.nr_switches.load(Ordering::Relaxed)).sum::<u64>() - switches0;
@@ -256,7 +256,10 @@ fn prctl_allocates_nothing_with_interrupts_off() {
 #[test_case]
 fn rt_task_is_not_bounced_between_cpus_its_siblings_keep_busy() {
     use core::sync::atomic::AtomicU64;
-    if crate::percpu::nr_cpus() != 4 || coresched::siblings(1) != cadence_sched::CpuMask(0b11) || coresched::siblings(3) != cadence_sched::CpuMask(0b1100) {
+    if crate::percpu::nr_cpus() != 4
+        || coresched::siblings(1) != cadence_sched::CpuMask(0b11)
+        || coresched::siblings(3) != cadence_sched::CpuMask(0b1100)
+    {
         crate::kprint!("(needs -smp 4,cores=2,threads=2: skipped) ");
         return;
     }

@@ -81,7 +81,7 @@ pub struct TaskGroup {
 impl TaskGroup {
     /// `cpu.weight` (shares × 100 / 1024, rounded).
     pub fn weight(&self) -> u64 {
-        (self.shares() * DEFAULT_WEIGHT + 512) / cadence_sched::weight::NICE_0_LOAD as u64
+        (self.shares() * DEFAULT_WEIGHT + 512) / cadence_sched::weight::NICE_0_LOAD
     }
 
     pub fn shares(&self) -> u64 {
@@ -205,7 +205,7 @@ pub fn create(name: &str, parent: GroupId, weight: u64, kind: GroupKind) -> Resu
         name: name.into(),
         parent,
         kind,
-        shares: AtomicU64::new(weight * cadence_sched::weight::NICE_0_LOAD as u64 / DEFAULT_WEIGHT),
+        shares: AtomicU64::new(weight * cadence_sched::weight::NICE_0_LOAD / DEFAULT_WEIGHT),
         load_total: AtomicU64::new(0),
         nr_tasks: AtomicU32::new(0),
         nr_children: AtomicU32::new(0),
@@ -242,7 +242,7 @@ pub fn destroy(id: GroupId) -> Result<(), Errno> {
         removed
     };
     drop(removed); // with no lock held: it may be the last reference
-    // Drop its (empty) per-CPU queues and their entities in the parent queues.
+                   // Drop its (empty) per-CPU queues and their entities in the parent queues.
     for cpu in crate::percpu::online_cpus() {
         let mut g = cpu.rq.lock.lock();
         super::class::forget_group(&mut g, id);
@@ -256,7 +256,7 @@ pub fn set_weight(id: GroupId, weight: u64) -> Result<(), Errno> {
     if !(1..=MAX_WEIGHT).contains(&weight) {
         return Err(Errno::EINVAL);
     }
-    set_shares(id, weight * cadence_sched::weight::NICE_0_LOAD as u64 / DEFAULT_WEIGHT)
+    set_shares(id, weight * cadence_sched::weight::NICE_0_LOAD / DEFAULT_WEIGHT)
 }
 
 /// Sets a group's shares directly (autogroup nice) and re-weights its entities.

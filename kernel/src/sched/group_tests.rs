@@ -34,8 +34,7 @@ fn tty_session_with_hogs(id: u32, n: usize, stop: &Arc<AtomicBool>) -> (Arc<Task
     let leader = tty::spawn_on_tty(id, SpawnOptions::new("session"), move || {
         let mut kids = Vec::new();
         for _ in 0..n {
-            let t = spawn(SpawnOptions::new("tty-hog").policy(Policy::Normal, 0, 0).pin(3), hog_fn(stop2.clone()))
-                .expect("hog");
+            let t = spawn(SpawnOptions::new("tty-hog").policy(Policy::Normal, 0, 0).pin(3), hog_fn(stop2.clone())).expect("hog");
             tids2.lock().push(t.tid);
             kids.push(t);
         }

@@ -133,16 +133,16 @@ pub(super) fn tick(cpu: &percpu::PerCpu) {
             if let Some(stuck) = verdict::lockup(since, now, thresh, ran, tick_ns) {
                 if !me.reported.swap(true, Ordering::Relaxed) {
                     let curr = super::current();
-                    report(lockup_panic(), format_args!(
-                        "watchdog: BUG: soft lockup - CPU#{} stuck for {}s! [{}:{}]",
-                        cpu.cpu_id, stuck, curr.name, curr.tid
-                    ));
+                    report(
+                        lockup_panic(),
+                        format_args!("watchdog: BUG: soft lockup - CPU#{} stuck for {}s! [{}:{}]", cpu.cpu_id, stuck, curr.name, curr.tid),
+                    );
                 }
             }
         }
     }
     let hz = 1_000_000_000 / tick_ns.max(1);
-    if cpu.cpu_id != 0 || ticks % hz.max(1) != 0 {
+    if cpu.cpu_id != 0 || !ticks.is_multiple_of(hz.max(1)) {
         return;
     }
     for other in percpu::online_cpus().filter(|c| c.cpu_id != 0) {
@@ -217,14 +217,10 @@ pub fn scan(timeout_s: u64) -> usize {
             Hung::RunnableNotRun(s) => (s, "runnable, not run"),
             Hung::TimerExpiredStillAsleep(s) => (s, "its sleep timer expired, still asleep"),
         };
-        report(hung_panic(), format_args!(
-            "INFO: task {}:{} blocked for more than {} seconds ({}, cpu {})",
-            t.name,
-            t.tid,
-            s,
-            reason,
-            t.cpu()
-        ));
+        report(
+            hung_panic(),
+            format_args!("INFO: task {}:{} blocked for more than {} seconds ({}, cpu {})", t.name, t.tid, s, reason, t.cpu()),
+        );
     }
     found
 }
@@ -285,8 +281,7 @@ mod tests {
             })
             .expect("hog")
         };
-        let victim = spawn(SpawnOptions::new("victim").affinity(CpuMask(1 << 3)).policy(Policy::Fifo, 10, 0), || 0)
-            .expect("victim");
+        let victim = spawn(SpawnOptions::new("victim").affinity(CpuMask(1 << 3)).policy(Policy::Fifo, 10, 0), || 0).expect("victim");
         crate::sched::sleep_ns(1_500 * MS);
         scan(1);
         let reported = victim.stats.hung_reported.load(Ordering::SeqCst);

@@ -971,9 +971,8 @@ pub fn exit(code: i32) -> ! {
 
 /// A task finished switching out for the last time.
 fn task_dead(task: Arc<Task>) {
-    if let Some(se) = task.parked_se.lock().take() {
-        drop(se);
-    }
+    // The parked entity (if any) goes with the task.
+    let _ = task.parked_se.lock().take();
     autogroup::exit(&task);
     // Under `params`, with `left_group` set, so that a `group::move_task` racing with the
     // exit cannot join the task to a group after it left its last one. The cookie reference
@@ -1513,9 +1512,7 @@ pub fn preempt_point() {
 
 /// A reschedule is pending and may happen now (scheduler running, preemption enabled).
 fn preemptible_with_resched(rq: &Rq) -> bool {
-    rq.ready.load(Ordering::Acquire)
-        && rq.need_resched.load(Ordering::Acquire)
-        && rq.preempt_count.load(Ordering::Relaxed) == 0
+    rq.ready.load(Ordering::Acquire) && rq.need_resched.load(Ordering::Acquire) && rq.preempt_count.load(Ordering::Relaxed) == 0
 }
 
 /// Disables preemption on this CPU until the guard drops.

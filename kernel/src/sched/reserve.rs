@@ -96,9 +96,8 @@ pub fn note_insert(g: &mut RqInner, task: Option<&Task>) {
         || g.fair.grow_target().is_some()
         || grow_target(g.group_rqs.len(), g.group_rqs.capacity()).is_some()
         || g.spare_groups.len() < SPARE_GROUPS;
-    let mut least = spare(g.tasks.len(), g.tasks.capacity())
-        .min(spare(g.rt.nr_running(), g.rt.capacity()))
-        .min(spare(g.fair.len(), g.fair.capacity()));
+    let mut least =
+        spare(g.tasks.len(), g.tasks.capacity()).min(spare(g.rt.nr_running(), g.rt.capacity())).min(spare(g.fair.len(), g.fair.capacity()));
     if let Some(grq) = task.and_then(|t| g.group_rqs.get(&t.se_group.load(Ordering::Relaxed))) {
         short |= grq.rq.grow_target().is_some();
         least = least.min(spare(grq.rq.len(), grq.rq.capacity()));
@@ -195,9 +194,8 @@ pub fn fits(g: &RqInner, task: &Task) -> bool {
 /// room among them): load balancing moves no more than this at once.
 pub fn room(g: &RqInner) -> usize {
     let spare = |len: usize, cap: usize| cap.saturating_sub(len);
-    let mut room = spare(g.tasks.len(), g.tasks.capacity())
-        .min(spare(g.rt.nr_running(), g.rt.capacity()))
-        .min(spare(g.fair.len(), g.fair.capacity()));
+    let mut room =
+        spare(g.tasks.len(), g.tasks.capacity()).min(spare(g.rt.nr_running(), g.rt.capacity())).min(spare(g.fair.len(), g.fair.capacity()));
     for grq in g.group_rqs.values() {
         room = room.min(spare(grq.rq.len(), grq.rq.capacity()));
     }

@@ -15,11 +15,11 @@
 //! Lock order (see `sched` module docs): a task's `params` lock (Linux `pi_lock`) before any
 //! run-queue lock; two run-queue locks in ascending CPU order ([`lock_two`]).
 
+use crate::irqflags;
 use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
-use core::sync::atomic::{AtomicBool, Ordering};
-use crate::irqflags;
 use core::panic::Location;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 pub struct RqLock<T> {
     locked: AtomicBool,

@@ -261,36 +261,12 @@ fn act_on(me: &Arc<Task>) -> bool {
             crate::kprintln!("cadence: watchdog: {} [{}] used {} us of RT time: SIGXCPU", me.name, me.tid, used_us);
             super::signal::send(me, super::signal::SIGXCPU);
         } else {
-            crate::kprintln!(
-                "cadence: watchdog: {} [{}] used {} us of RT time: demoted to SCHED_OTHER",
-                me.name,
-                me.tid,
-                used_us
-            );
+            crate::kprintln!("cadence: watchdog: {} [{}] used {} us of RT time: demoted to SCHED_OTHER", me.name, me.tid, used_us);
             me.watchdog.demotions.fetch_add(1, Ordering::Relaxed);
             super::api::demote_to_normal(me);
         }
     }
     false
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test_case]
-    fn rt_bandwidth_sysctls_validate() {
-        assert_eq!(set_rt_runtime_us(2_000_000), Err(Errno::EINVAL), "runtime > period");
-        assert_eq!(set_rt_runtime_us(-2), Err(Errno::EINVAL));
-        assert_eq!(set_rt_period_us(0), Err(Errno::EINVAL));
-        assert_eq!(set_rt_period_us(-5), Err(Errno::EINVAL));
-        assert_eq!(set_rt_period_us(900_000), Err(Errno::EINVAL), "period below runtime");
-        assert_eq!(set_watchdog_action("bogus"), Err(Errno::EINVAL));
-        assert_eq!(prlimit(0, 7, None), Err(Errno::EINVAL), "only RLIMIT_RTTIME");
-        assert_eq!(prlimit(0, RLIMIT_RTTIME, Some((10, 5))), Err(Errno::EINVAL), "soft > hard");
-        assert_eq!(prlimit(999_999, RLIMIT_RTTIME, None), Err(Errno::ESRCH));
-        assert_eq!(prlimit(0, RLIMIT_RTTIME, None), Ok((RLIM_INFINITY, RLIM_INFINITY)));
-    }
 }
 
 fn fmt_limit(v: u64) -> alloc::string::String {
@@ -323,10 +299,9 @@ pub fn cmd_prlimit(args: &[&str]) -> Result<(), alloc::string::String> {
             pid = Some(v.parse().map_err(|_| alloc::format!("invalid pid '{}'", v))?);
         } else if let Some(v) = a.strip_prefix("--rttime=") {
             new = Some(match v.split_once(':') {
-                Some((s, h)) => (
-                    if s.is_empty() { None } else { Some(parse_limit(s)?) },
-                    if h.is_empty() { None } else { Some(parse_limit(h)?) },
-                ),
+                Some((s, h)) => {
+                    (if s.is_empty() { None } else { Some(parse_limit(s)?) }, if h.is_empty() { None } else { Some(parse_limit(h)?) })
+                }
                 None => {
                     let l = parse_limit(v)?;
                     (Some(l), Some(l))
@@ -341,11 +316,29 @@ pub fn cmd_prlimit(args: &[&str]) -> Result<(), alloc::string::String> {
     let (soft, hard) = prlimit(pid, RLIMIT_RTTIME, None).map_err(errno)?;
     if let Some((s, h)) = new {
         let want = (s.unwrap_or(soft), h.unwrap_or(hard));
-        prlimit(pid, RLIMIT_RTTIME, Some(want))
-            .map_err(|e| alloc::format!("failed to set the RTTIME resource limit: {}", e.strerror()))?;
+        prlimit(pid, RLIMIT_RTTIME, Some(want)).map_err(|e| alloc::format!("failed to set the RTTIME resource limit: {}", e.strerror()))?;
         return Ok(());
     }
     crate::kprintln!("RESOURCE DESCRIPTION                    SOFT      HARD UNITS");
     crate::kprintln!("RTTIME   timeout for real-time tasks {:>9} {:>9} microsecs", fmt_limit(soft), fmt_limit(hard));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test_case]
+    fn rt_bandwidth_sysctls_validate() {
+        assert_eq!(set_rt_runtime_us(2_000_000), Err(Errno::EINVAL), "runtime > period");
+        assert_eq!(set_rt_runtime_us(-2), Err(Errno::EINVAL));
+        assert_eq!(set_rt_period_us(0), Err(Errno::EINVAL));
+        assert_eq!(set_rt_period_us(-5), Err(Errno::EINVAL));
+        assert_eq!(set_rt_period_us(900_000), Err(Errno::EINVAL), "period below runtime");
+        assert_eq!(set_watchdog_action("bogus"), Err(Errno::EINVAL));
+        assert_eq!(prlimit(0, 7, None), Err(Errno::EINVAL), "only RLIMIT_RTTIME");
+        assert_eq!(prlimit(0, RLIMIT_RTTIME, Some((10, 5))), Err(Errno::EINVAL), "soft > hard");
+        assert_eq!(prlimit(999_999, RLIMIT_RTTIME, None), Err(Errno::ESRCH));
+        assert_eq!(prlimit(0, RLIMIT_RTTIME, None), Ok((RLIM_INFINITY, RLIM_INFINITY)));
+    }
 }

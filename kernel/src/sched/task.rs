@@ -11,17 +11,17 @@
 //! `reset_on_fork` is set. Accounting follows Linux schedstat: `sum_exec_runtime`, run-queue
 //! wait time (sum, max, count) and voluntary / involuntary context switches.
 
-use core::any::Any;
 use super::SeKey;
 use crate::arch::context::Context;
 use crate::mm::stack::KernelStack;
 use crate::sync::IrqLock;
 use alloc::boxed::Box;
-use cadence_sched::vecmap::VecMap;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use cadence_sched::vecmap::VecMap;
 use cadence_sched::{CpuMask, Errno, FairEntity, Policy, ValidAttr};
+use core::any::Any;
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
@@ -409,7 +409,15 @@ pub struct SpawnOptions {
 
 impl SpawnOptions {
     pub fn new(name: &str) -> Self {
-        SpawnOptions { name: name.into(), attr: None, affinity: None, stack_size: 32 * 1024, thread: false, detached: false, kthread: false }
+        SpawnOptions {
+            name: name.into(),
+            attr: None,
+            affinity: None,
+            stack_size: 32 * 1024,
+            thread: false,
+            detached: false,
+            kthread: false,
+        }
     }
     pub fn attr(mut self, attr: ValidAttr) -> Self {
         self.attr = Some(attr);
@@ -455,12 +463,7 @@ pub(super) fn new_task(
 ) -> Arc<Task> {
     let tid = if is_idle { 0 } else { NEXT_TID.fetch_add(1, Ordering::Relaxed) };
     let (tgid, pgid, sid, ptid) = match parent {
-        Some(p) => (
-            if opts.thread { p.tgid } else { tid },
-            p.pgid.load(Ordering::Relaxed),
-            p.sid.load(Ordering::Relaxed),
-            p.tid,
-        ),
+        Some(p) => (if opts.thread { p.tgid } else { tid }, p.pgid.load(Ordering::Relaxed), p.sid.load(Ordering::Relaxed), p.tid),
         None => (tid, tid, tid, 0),
     };
     OBJECTS.fetch_add(1, Ordering::Relaxed);
@@ -570,4 +573,3 @@ pub fn wait(tid: Tid) -> Result<i32, Errno> {
     remove(tid);
     Ok(task.exit_code())
 }
-

@@ -80,8 +80,7 @@ fn eight_hogs_on_four_cpus_get_half_a_cpu_each() {
     let t0 = crate::time::uptime_ns();
     super::sleep_ns(1000 * MS);
     let elapsed = crate::time::uptime_ns() - t0;
-    let shares: Vec<f64> =
-        hogs.iter().zip(&before).map(|(t, b)| (runtime(t) - b) as f64 / elapsed as f64).collect();
+    let shares: Vec<f64> = hogs.iter().zip(&before).map(|(t, b)| (runtime(t) - b) as f64 / elapsed as f64).collect();
     stop_and_reap(&stop, &hogs);
     for s in &shares {
         assert!((s - 0.5).abs() <= 0.05, "shares {:?}", shares);

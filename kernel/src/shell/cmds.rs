@@ -16,9 +16,9 @@
 //! init without handlers.
 
 use super::{fail, usage_err, CmdResult, Error};
-use crate::shout;
 use crate::sched::api;
 use crate::sched::task::{self, policy_name, SpawnOptions, Tid};
+use crate::shout;
 use alloc::string::String;
 use alloc::vec::Vec;
 use cadence_sched::{CpuMask, Errno, Policy, ValidAttr};
@@ -45,13 +45,7 @@ impl<'a> Opts<'a> {
     }
 }
 
-pub fn getopt<'a>(
-    cmd: &str,
-    args: &[&'a str],
-    flags: &str,
-    with_value: &str,
-    long: &[(&str, char)],
-) -> Result<Opts<'a>, Error> {
+pub fn getopt<'a>(cmd: &str, args: &[&'a str], flags: &str, with_value: &str, long: &[(&str, char)]) -> Result<Opts<'a>, Error> {
     let mut o = Opts { flags: Vec::new(), rest: Vec::new() };
     let mut i = 0;
     while i < args.len() {
@@ -65,10 +59,8 @@ pub fn getopt<'a>(
                 Some((n, v)) => (n, Some(v)),
                 None => (name, None),
             };
-            let &(_, c) = long
-                .iter()
-                .find(|(l, _)| *l == name)
-                .ok_or_else(|| usage_err(cmd, alloc::format!("unrecognized option '{}'", a)))?;
+            let &(_, c) =
+                long.iter().find(|(l, _)| *l == name).ok_or_else(|| usage_err(cmd, alloc::format!("unrecognized option '{}'", a)))?;
             if with_value.contains(c) {
                 let v = match val {
                     Some(v) => v,
@@ -218,8 +210,7 @@ fn policy_from_flags(o: &Opts) -> Option<Policy> {
 }
 
 fn show_policy(pid: Tid) -> CmdResult {
-    let a = api::sched_getattr(pid)
-        .map_err(|e| fail("chrt", alloc::format!("failed to get pid {}'s policy: {}", pid, strerror(e))))?;
+    let a = api::sched_getattr(pid).map_err(|e| fail("chrt", alloc::format!("failed to get pid {}'s policy: {}", pid, strerror(e))))?;
     let shown = if pid == 0 { crate::sched::current_tid() } else { pid };
     let reset = if a.reset_on_fork { "|SCHED_RESET_ON_FORK" } else { "" };
     shout!("pid {}'s current scheduling policy: {}{}", shown, policy_name(a.policy), reset);
@@ -262,10 +253,7 @@ pub fn chrt(args: &[&str]) -> CmdResult {
         let min = api::sched_get_priority_min(p.raw()).unwrap_or(0);
         let max = api::sched_get_priority_max(p.raw()).unwrap_or(0);
         if prio < min || prio > max {
-            return Err(fail(
-                "chrt",
-                alloc::format!("unsupported priority value for the policy: {} (see --max for valid range)", prio),
-            ));
+            return Err(fail("chrt", alloc::format!("unsupported priority value for the policy: {} (see --max for valid range)", prio)));
         }
         Ok(())
     };
@@ -304,14 +292,7 @@ pub fn chrt(args: &[&str]) -> CmdResult {
     }
 }
 
-fn set_policy(
-    pid: Tid,
-    p: Policy,
-    prio: i32,
-    reset: bool,
-    check_range: &dyn Fn(Policy, i32) -> CmdResult,
-    verbose: bool,
-) -> CmdResult {
+fn set_policy(pid: Tid, p: Policy, prio: i32, reset: bool, check_range: &dyn Fn(Policy, i32) -> CmdResult, verbose: bool) -> CmdResult {
     check_range(p, prio)?;
     let r = if reset {
         api::sched_getattr(pid).and_then(|cur| {
@@ -342,7 +323,8 @@ pub fn nice(args: &[&str]) -> CmdResult {
     // Legacy `nice -N cmd` / `nice --N cmd`.
     let (adj, rest): (Option<&str>, &[&str]) = match args.first() {
         Some(a) if a.len() > 1 && a.starts_with('-') && a[1..].trim_start_matches('-').parse::<i64>().is_ok() && !a.starts_with("-n") => {
-            (Some(if a.starts_with("--") { &a[1..] } else { &a[1..] }), &args[1..])
+            // `-N` is +N, `--N` is -N: both drop the first dash.
+            (Some(&a[1..]), &args[1..])
         }
         _ => {
             let o = getopt("nice", args, "h", "n", &[("adjustment", 'n'), ("help", 'h')])?;

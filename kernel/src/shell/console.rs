@@ -22,7 +22,7 @@ const MAX_HISTORY: usize = 64;
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Esc {
     None,
-    Esc,
+    Start,
     Csi,
     /// `ESC [ <digit>`: waiting for `~`.
     CsiNum(u8),
@@ -60,15 +60,7 @@ impl Default for LineEditor {
 
 impl LineEditor {
     pub fn new() -> Self {
-        LineEditor {
-            buf: Vec::new(),
-            cursor: 0,
-            history: Vec::new(),
-            hist_pos: 0,
-            saved: Vec::new(),
-            esc: Esc::None,
-            last_cr: false,
-        }
+        LineEditor { buf: Vec::new(), cursor: 0, history: Vec::new(), hist_pos: 0, saved: Vec::new(), esc: Esc::None, last_cr: false }
     }
 
     pub fn line(&self) -> &str {
@@ -175,7 +167,7 @@ impl LineEditor {
     pub fn feed(&mut self, b: u8, out: &mut String) -> Event {
         let after_cr = core::mem::replace(&mut self.last_cr, false);
         match self.esc {
-            Esc::Esc => {
+            Esc::Start => {
                 self.esc = match b {
                     b'[' => Esc::Csi,
                     b'O' => Esc::Ss3,
@@ -213,7 +205,7 @@ impl LineEditor {
             Esc::None => {}
         }
         match b {
-            0x1b => self.esc = Esc::Esc,
+            0x1b => self.esc = Esc::Start,
             b'\r' => {
                 self.last_cr = true;
                 out.push_str("\r\n");
@@ -256,15 +248,13 @@ impl LineEditor {
                 out.push_str("\x1b[H\x1b[2J");
                 self.redraw(out);
             }
-            0x20..=0x7e => {
-                if self.buf.len() < MAX_LINE {
-                    self.buf.insert(self.cursor, b);
-                    self.cursor += 1;
-                    if self.cursor == self.buf.len() {
-                        out.push(b as char);
-                    } else {
-                        self.redraw(out);
-                    }
+            0x20..=0x7e if self.buf.len() < MAX_LINE => {
+                self.buf.insert(self.cursor, b);
+                self.cursor += 1;
+                if self.cursor == self.buf.len() {
+                    out.push(b as char);
+                } else {
+                    self.redraw(out);
                 }
             }
             _ => {}

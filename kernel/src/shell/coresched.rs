@@ -11,7 +11,9 @@ use super::cmds::strerror;
 use super::{fail, usage_err, CmdResult, Error};
 use crate::sched::coresched;
 use crate::shout;
-use cadence_sched::core_sched::{PIDTYPE_PGID, PIDTYPE_PID, PIDTYPE_TGID, PR_SCHED_CORE_CREATE, PR_SCHED_CORE_GET, PR_SCHED_CORE_SHARE_FROM, PR_SCHED_CORE_SHARE_TO};
+use cadence_sched::core_sched::{
+    PIDTYPE_PGID, PIDTYPE_PID, PIDTYPE_TGID, PR_SCHED_CORE_CREATE, PR_SCHED_CORE_GET, PR_SCHED_CORE_SHARE_FROM, PR_SCHED_CORE_SHARE_TO,
+};
 use core::sync::atomic::Ordering;
 
 fn parse_type(args: &[&str]) -> Result<u32, Error> {
@@ -56,7 +58,11 @@ pub fn cmd_coresched(args: &[&str]) -> CmdResult {
 }
 
 fn stat() -> CmdResult {
-    shout!("core scheduling: {} (kernel.sched_core), smt {}", if coresched::enabled() { "on" } else { "off" }, if coresched::smt_present() { "present" } else { "absent" });
+    shout!(
+        "core scheduling: {} (kernel.sched_core), smt {}",
+        if coresched::enabled() { "on" } else { "off" },
+        if coresched::smt_present() { "present" } else { "absent" }
+    );
     shout!("cookied tasks started without the core-wide check: {} (must be 0)", coresched::unchecked_picks());
     let mut seen = 0u64;
     for cpu in crate::percpu::online_cpus() {

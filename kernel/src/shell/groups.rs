@@ -12,11 +12,11 @@
 //! Errors use Linux's `strerror` texts.
 
 use super::cmds::strerror;
-use crate::shout;
 use super::{fail, usage_err, CmdResult, Error};
 use crate::sched::autogroup;
 use crate::sched::group::{self, GroupKind, ROOT_GROUP};
 use crate::sched::task::{self, SpawnOptions, Tid};
+use crate::shout;
 use crate::tty;
 use alloc::string::String;
 use alloc::vec::Vec;

@@ -20,9 +20,9 @@ pub mod cmds;
 pub mod console;
 pub mod coresched;
 pub mod groups;
-pub mod vm;
 #[cfg(test)]
 mod tests;
+pub mod vm;
 
 use crate::sched::task::{SpawnOptions, Tid};
 use crate::sync::IrqLock;
@@ -60,12 +60,7 @@ pub struct Command {
 
 pub const COMMANDS: &[Command] = &[
     Command { name: "help", usage: "help [COMMAND]", help: "list commands", run: cmd_help },
-    Command {
-        name: "ps",
-        usage: "ps [-e] [-L]",
-        help: "list tasks (PID=thread group, TID, class, rtprio, nice, cpu, state, runtime)",
-        run: cmds::ps,
-    },
+    Command { name: "ps", usage: "ps [-e] [-L]", help: "list tasks (PID=thread group, TID, class, rtprio, nice, cpu, state, runtime)", run: cmds::ps },
     Command {
         name: "chrt",
         usage: "chrt -p PID | chrt [-f|-r|-o|-b|-i] [-R] -p PRIO PID | chrt [-f|-r|-o|-b|-i] PRIO COMMAND... | chrt -m",
@@ -78,24 +73,14 @@ pub const COMMANDS: &[Command] = &[
         help: "print the shell's niceness, or run a command with an adjusted niceness (default +10)",
         run: cmds::nice,
     },
-    Command {
-        name: "renice",
-        usage: "renice [-n] PRIORITY [-p] PID...",
-        help: "set the niceness of tasks",
-        run: cmds::renice,
-    },
+    Command { name: "renice", usage: "renice [-n] PRIORITY [-p] PID...", help: "set the niceness of tasks", run: cmds::renice },
     Command {
         name: "taskset",
         usage: "taskset -p [MASK] PID | taskset -cp [LIST] PID | taskset [-c] MASK|LIST COMMAND...",
         help: "show or set CPU affinity",
         run: cmds::taskset,
     },
-    Command {
-        name: "kill",
-        usage: "kill [-s SIG | -SIG] PID|%JOB... | kill -l",
-        help: "send a signal (default TERM)",
-        run: cmds::kill,
-    },
+    Command { name: "kill", usage: "kill [-s SIG | -SIG] PID|%JOB... | kill -l", help: "send a signal (default TERM)", run: cmds::kill },
     Command {
         name: "sysctl",
         usage: "sysctl [-n] NAME... | sysctl [-w] NAME=VALUE... | sysctl -a",
@@ -219,7 +204,10 @@ pub fn capture<R>(f: impl FnOnce() -> R) -> (R, String) {
 
 fn cmd_help(args: &[&str]) -> CmdResult {
     if let Some(name) = args.first() {
-        let c = COMMANDS.iter().find(|c| c.name == *name).ok_or_else(|| usage_err("help", alloc::format!("no help topics match '{}'", name)))?;
+        let c = COMMANDS
+            .iter()
+            .find(|c| c.name == *name)
+            .ok_or_else(|| usage_err("help", alloc::format!("no help topics match '{}'", name)))?;
         shout!("{}: {}\nusage: {}", c.name, c.help, c.usage);
         return Ok(());
     }
@@ -245,7 +233,6 @@ fn cmd_poweroff(_: &[&str]) -> CmdResult {
 pub fn adapt(cmd: &str, r: Result<(), String>) -> CmdResult {
     r.map_err(|e| if e == "usage" { Error::Usage(None) } else { fail(cmd, e) })
 }
-
 
 fn cmd_bench(args: &[&str]) -> CmdResult {
     let rest = args.get(1..).unwrap_or(&[]);
@@ -310,8 +297,7 @@ pub fn reap_jobs() {
         let mut done = Vec::new();
         let mut i = 0;
         while i < jobs.len() {
-            let dead = crate::sched::task::find(jobs[i].tid)
-                .is_none_or(|t| t.state() == crate::sched::task::TaskState::Dead);
+            let dead = crate::sched::task::find(jobs[i].tid).is_none_or(|t| t.state() == crate::sched::task::TaskState::Dead);
             if dead {
                 done.push(jobs.remove(i));
             } else {
@@ -347,10 +333,13 @@ fn spawn_background(line: &str) -> i32 {
             0
         }
         Err(e) => {
-            shout!("cadence: fork: {}", match e {
-                crate::sched::SpawnError::NoMemory => "Cannot allocate memory",
-                crate::sched::SpawnError::BadAffinity => "Invalid argument",
-            });
+            shout!(
+                "cadence: fork: {}",
+                match e {
+                    crate::sched::SpawnError::NoMemory => "Cannot allocate memory",
+                    crate::sched::SpawnError::BadAffinity => "Invalid argument",
+                }
+            );
             1
         }
     }

@@ -80,7 +80,7 @@ fn line_editor_survives_random_bytes() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut out = String::new();
     for _ in 0..20_000 {
-        let b = (rng.next() & 0xff) as u8;
+        let b = (rng.next_u64() & 0xff) as u8;
         out.clear();
         let _ = ed.feed(b, &mut out);
         assert!(ed.cursor() <= ed.line().len());
@@ -238,16 +238,16 @@ fn background_jobs_run_and_are_reaped() {
 fn fuzzed_command_lines_never_panic() {
     let cmds = ["help", "ps", "chrt", "nice", "renice", "taskset", "kill", "sysctl", "jobs", "bench", "trace", "help"];
     let toks = [
-        "-p", "-f", "-r", "-o", "-b", "-i", "-m", "-R", "-v", "-c", "-cp", "-pc", "-n", "-s", "-l", "-a", "-w", "-q",
-        "-e", "-L", "-h", "--", "-", "--pid", "--max", "--priority", "--bogus=1", "1000000000", "4294967295",
-        "4294967296", "18446744073709551616", "-1", "-20", "-99999", "99", "100", "abc", "0x", "0xzz", "f", "1-3",
-        "0-99", "3-1", ",", ",,", "0-7:0", "%", "%1", "%x", "-KILL", "-SIGFOO", "-64", "-00x", "kernel.x=1",
-        "kernel.sched_rr_timeslice_ms", "=", "==", "'", "\"", "'a b'", ";", "&", "é", "\u{7f}", "\t",
+        "-p", "-f", "-r", "-o", "-b", "-i", "-m", "-R", "-v", "-c", "-cp", "-pc", "-n", "-s", "-l", "-a", "-w", "-q", "-e", "-L", "-h",
+        "--", "-", "--pid", "--max", "--priority", "--bogus=1", "1000000000", "4294967295", "4294967296", "18446744073709551616", "-1",
+        "-20", "-99999", "99", "100", "abc", "0x", "0xzz", "f", "1-3", "0-99", "3-1", ",", ",,", "0-7:0", "%", "%1", "%x", "-KILL",
+        "-SIGFOO", "-64", "-00x", "kernel.x=1", "kernel.sched_rr_timeslice_ms", "=", "==", "'", "\"", "'a b'", ";", "&", "é", "\u{7f}",
+        "\t",
     ];
     let mut rng = Rng(0x1234_5678_9abc_def1);
     for _ in 0..1500 {
         let mut line = String::from(rng.pick(&cmds));
-        for _ in 0..(rng.next() % 6) {
+        for _ in 0..(rng.next_u64() % 6) {
             line.push(' ');
             line.push_str(rng.pick(&toks));
         }
@@ -256,9 +256,9 @@ fn fuzzed_command_lines_never_panic() {
     }
     // Random printable garbage as whole lines.
     for _ in 0..500 {
-        let n = rng.next() % 40;
+        let n = rng.next_u64() % 40;
         // (No `&`: background jobs print to the console, outside the capture.)
-        let line: String = (0..n).map(|_| (0x20 + (rng.next() % 95) as u8) as char).filter(|&c| c != '&').collect();
+        let line: String = (0..n).map(|_| (0x20 + (rng.next_u64() % 95) as u8) as char).filter(|&c| c != '&').collect();
         let _ = run(&line);
     }
     crate::sched::sleep_ns(20_000_000);
@@ -291,9 +291,20 @@ fn cyclic_and_hackbench_produce_results() {
     for (i, t) in r.iter().enumerate() {
         assert!(t.split_cycles * 10 >= t.cycles * 8, "thread {}: {} of {} cycles split", i, t.split_cycles, t.cycles);
         let parts_us = t.split_avg_ns.iter().sum::<u64>() / 1000;
-        assert!(parts_us + 2 >= t.min_us && parts_us <= t.max_us + 1, "thread {}: parts {} us, min {} max {}", i, parts_us, t.min_us, t.max_us);
+        assert!(
+            parts_us + 2 >= t.min_us && parts_us <= t.max_us + 1,
+            "thread {}: parts {} us, min {} max {}",
+            i,
+            parts_us,
+            t.min_us,
+            t.max_us
+        );
         let split = t.split_line(i);
-        assert!(split.starts_with(&alloc::format!("split T:{:2} cycles=", i)) && split.contains(" irq=") && split.contains(" switch>run="), "{}", split);
+        assert!(
+            split.starts_with(&alloc::format!("split T:{:2} cycles=", i)) && split.contains(" irq=") && split.contains(" switch>run="),
+            "{}",
+            split
+        );
     }
     // cyclictest -h: one row per non-empty µs bucket, counts summing to the cycles.
     let cfg = crate::bench::latency::CyclicConfig {

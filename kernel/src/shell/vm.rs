@@ -188,7 +188,18 @@ fn dd_number(s: &str) -> Result<u64, Error> {
 }
 
 fn dd_args(args: &[&str]) -> Result<DdArgs, Error> {
-    let mut a = DdArgs { input: Input::Zero, output: Output::Null, bs: 512, count: None, seek: 0, skip: 0, osync: false, fsync: false, quiet: false, noxfer: false };
+    let mut a = DdArgs {
+        input: Input::Zero,
+        output: Output::Null,
+        bs: 512,
+        count: None,
+        seek: 0,
+        skip: 0,
+        osync: false,
+        fsync: false,
+        quiet: false,
+        noxfer: false,
+    };
     let (mut have_if, mut have_of) = (false, false);
     for arg in args {
         let Some((k, v)) = arg.split_once('=') else {
@@ -217,7 +228,10 @@ fn dd_args(args: &[&str]) -> Result<DdArgs, Error> {
                     return Err(fail("dd", format!("invalid number: '{}'", v)));
                 }
                 if n > MAX_BS {
-                    return Err(fail("dd", format!("memory exhausted by input buffer of size {} bytes ({})", n, human(n.into(), 1024, &IEC))));
+                    return Err(fail(
+                        "dd",
+                        format!("memory exhausted by input buffer of size {} bytes ({})", n, human(n.into(), 1024, &IEC)),
+                    ));
                 }
                 a.bs = n;
             }
@@ -537,10 +551,7 @@ mod tests {
         assert_eq!(seconds_g(1_500_000_000), "1.5");
         assert_eq!(seconds_g(123_456_789_000), "123.457");
         assert_eq!(seconds_g(12_000), "1.2e-05");
-        assert_eq!(
-            dd_summary(16 << 20, 15_258_400),
-            "16777216 bytes (17 MB, 16 MiB) copied, 0.0152584 s, 1.1 GB/s"
-        );
+        assert_eq!(dd_summary(16 << 20, 15_258_400), "16777216 bytes (17 MB, 16 MiB) copied, 0.0152584 s, 1.1 GB/s");
         assert_eq!(dd_summary(512, 1_000_000), "512 bytes copied, 0.001 s, 512 kB/s");
         assert_eq!(dd_summary(1000, 1_000_000_000), "1000 bytes (1.0 kB) copied, 1 s, 1.0 kB/s");
     }

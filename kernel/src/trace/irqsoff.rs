@@ -318,7 +318,10 @@ pub fn start() {
         }
         s.by_site_dropped.store(0, Ordering::Relaxed);
         snapshot(&s.timer_counters_at_start, crate::timer::counters(cpu as u32));
-        for t in [&s.timer_count, &s.timer_late_ns, &s.timer_off_ns, &s.timer_window_off_ns, &s.timer_truncated, &s.timer_max_late_ns, &s.timer_max_off_ns] {
+        for t in [
+            &s.timer_count, &s.timer_late_ns, &s.timer_off_ns, &s.timer_window_off_ns, &s.timer_truncated, &s.timer_max_late_ns,
+            &s.timer_max_off_ns,
+        ] {
             t.store(0, Ordering::Relaxed);
         }
         for (c, n) in s.hist_count.iter().zip(&s.hist_ns) {

@@ -446,7 +446,8 @@ fn install_buffers(ctl: &mut Control, entries: usize) -> Result<(), String> {
     // infallible one panics): keep an eighth of it, at least 16 MiB, for the kernel.
     let ring_bytes = entries.saturating_mul(core::mem::size_of::<UnsafeCell<Event>>());
     let needed = ring_bytes.saturating_mul(crate::percpu::nr_cpus() as usize);
-    let held = if ctl.entries == 0 { 0 } else { ctl.entries * core::mem::size_of::<UnsafeCell<Event>>() * crate::percpu::nr_cpus() as usize };
+    let held =
+        if ctl.entries == 0 { 0 } else { ctl.entries * core::mem::size_of::<UnsafeCell<Event>>() * crate::percpu::nr_cpus() as usize };
     let heap = crate::mm::heap::size();
     let free_after = (heap + held).saturating_sub(crate::mm::heap::used()).saturating_sub(needed);
     if ctl.entries != entries && free_after < (heap / 8).max(16 << 20) {
@@ -577,8 +578,7 @@ pub fn check_coresched() -> Result<cadence_sched::core_sched::CheckReport, Strin
         crate::kprintln!("trace: {} events were lost: checking the window where every CPU's trace is complete", s.lost());
     }
     let end = s.events.last().map(|e| e.ts_ns).unwrap_or(0);
-    cadence_trace::coresched::check(&s.events, &smt_groups(), Some(end))
-        .map_err(|e| alloc::format!("cannot check: {}", e.strerror()))
+    cadence_trace::coresched::check(&s.events, &smt_groups(), Some(end)).map_err(|e| alloc::format!("cannot check: {}", e.strerror()))
 }
 
 /// `trace check rt`: every interval longer than `bound_ns` in which an RT task waited while a
@@ -639,8 +639,8 @@ fn copy_rings() -> Result<Snapshot, String> {
     events.try_reserve_exact(total).map_err(|_| alloc::format!("cannot allocate a copy of {} events", total))?;
     let mut per_cpu = Vec::new();
     let mut written = NO_BUFFER.load(Ordering::Relaxed);
-    for cpu in 0..ncpus {
-        let dropped = SLOTS[cpu].dropped.load(Ordering::Relaxed);
+    for (cpu, slot) in SLOTS.iter().enumerate().take(ncpus) {
+        let dropped = slot.dropped.load(Ordering::Relaxed);
         written += dropped;
         let Some(b) = cpu_buffer(cpu) else {
             per_cpu.push((0, 0, dropped));
@@ -808,7 +808,12 @@ pub fn cmd_trace(args: &[&str]) -> Result<(), String> {
             for v in r.violations.iter().take(10) {
                 crate::kprintln!(
                     "violation: {}..{} ns cpus {} and {} cookies {:#x} and {:#x}",
-                    v.start_ns, v.end_ns, v.cpu_a, v.cpu_b, v.cookie_a.0, v.cookie_b.0
+                    v.start_ns,
+                    v.end_ns,
+                    v.cpu_a,
+                    v.cpu_b,
+                    v.cookie_a.0,
+                    v.cookie_b.0
                 );
             }
             crate::kprintln!("{}", r);

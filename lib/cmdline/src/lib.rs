@@ -156,10 +156,8 @@ pub fn parse_duration_ns(word: &str) -> Option<u64> {
         ("h", 3_600_000_000_000),
         ("d", 86_400_000_000_000),
     ];
-    let (number, unit_ns) = UNITS
-        .iter()
-        .find_map(|&(suffix, ns)| word.strip_suffix(suffix).map(|n| (n, ns)))
-        .unwrap_or((word, 1_000_000_000));
+    let (number, unit_ns) =
+        UNITS.iter().find_map(|&(suffix, ns)| word.strip_suffix(suffix).map(|n| (n, ns))).unwrap_or((word, 1_000_000_000));
     let (int, frac) = match number.split_once('.') {
         Some((i, f)) => (i, f),
         None => (number, ""),
@@ -215,10 +213,7 @@ mod tests {
         assert_eq!(split_commands(r#"echo "x;y"; z"#), vec![r#"echo "x;y""#, "z"]);
         assert!(split_commands(" ; ").is_empty());
         assert_eq!(split_commands("a & b"), vec!["a & b"]);
-        assert_eq!(
-            split_command_list("a & b; 'c&d' &", true),
-            vec![("a".into(), true), ("b".into(), false), ("'c&d'".into(), true)]
-        );
+        assert_eq!(split_command_list("a & b; 'c&d' &", true), vec![("a".into(), true), ("b".into(), false), ("'c&d'".into(), true)]);
     }
 
     #[test]

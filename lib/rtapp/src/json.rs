@@ -155,9 +155,7 @@ impl<'a> Parser<'a> {
                         self.pos += 2;
                         loop {
                             match self.bump() {
-                                None => {
-                                    return Err(SyntaxError { line: start, msg: "unterminated /* comment".into() })
-                                }
+                                None => return Err(SyntaxError { line: start, msg: "unterminated /* comment".into() }),
                                 Some(b'*') if self.peek() == Some(b'/') => {
                                     self.pos += 1;
                                     break;
@@ -242,9 +240,7 @@ impl<'a> Parser<'a> {
                     self.bump();
                 }
                 Some(b'}') => {}
-                _ => {
-                    return Err(self.err(&format!("expected ',' or '}}' after a member, found {}", self.describe())))
-                }
+                _ => return Err(self.err(&format!("expected ',' or '}}' after a member, found {}", self.describe()))),
             }
         }
     }

@@ -204,23 +204,59 @@ pub struct Resource {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EventKind {
-    Run { us: u64 },
-    Runtime { us: u64 },
-    Sleep { us: u64 },
-    Mem { bytes: u64 },
-    IoRun { bytes: u64 },
-    Timer { timer: ResId, period_us: u64, absolute: bool },
-    Lock { mutex: ResId },
-    Unlock { mutex: ResId },
-    Wait { cond: ResId, mutex: ResId },
-    Signal { cond: ResId },
-    Broad { cond: ResId },
-    Sync { cond: ResId, mutex: ResId },
+    Run {
+        us: u64,
+    },
+    Runtime {
+        us: u64,
+    },
+    Sleep {
+        us: u64,
+    },
+    Mem {
+        bytes: u64,
+    },
+    IoRun {
+        bytes: u64,
+    },
+    Timer {
+        timer: ResId,
+        period_us: u64,
+        absolute: bool,
+    },
+    Lock {
+        mutex: ResId,
+    },
+    Unlock {
+        mutex: ResId,
+    },
+    Wait {
+        cond: ResId,
+        mutex: ResId,
+    },
+    Signal {
+        cond: ResId,
+    },
+    Broad {
+        cond: ResId,
+    },
+    Sync {
+        cond: ResId,
+        mutex: ResId,
+    },
     /// Waits on condition `cond` with the internal mutex `mutex` (both named after the target).
-    Suspend { cond: ResId, mutex: ResId },
+    Suspend {
+        cond: ResId,
+        mutex: ResId,
+    },
     /// Broadcasts condition `cond` under `mutex`.
-    Resume { cond: ResId, mutex: ResId },
-    Barrier { barrier: ResId },
+    Resume {
+        cond: ResId,
+        mutex: ResId,
+    },
+    Barrier {
+        barrier: ResId,
+    },
     Yield,
 }
 
@@ -297,8 +333,8 @@ impl Workload {
 
 /// rt-app event names in rt-app's matching order (`runtime` before `run`).
 pub const EVENTS: &[&str] = &[
-    "lock", "unlock", "wait", "signal", "broad", "sync", "sleep", "runtime", "run", "timer", "suspend", "resume",
-    "mem", "iorun", "yield", "barrier", "fork",
+    "lock", "unlock", "wait", "signal", "broad", "sync", "sleep", "runtime", "run", "timer", "suspend", "resume", "mem", "iorun", "yield",
+    "barrier", "fork",
 ];
 
 /// The event a key names: an event name followed by nothing or decimal digits.
@@ -490,8 +526,7 @@ pub fn load(input: &[u8]) -> Result<Workload, Error> {
 
 /// Builds the workload from a parsed document.
 pub fn from_value(doc: &Value) -> Result<Workload, Error> {
-    let top = members(doc, "")
-        .map_err(|e| Error { msg: "the file must hold a JSON object with \"tasks\"".into(), ..e })?;
+    let top = members(doc, "").map_err(|e| Error { msg: "the file must hold a JSON object with \"tasks\"".into(), ..e })?;
     let mut once = Once::new();
     let mut global = Global::default();
     let mut tasks_v = None;
@@ -514,13 +549,8 @@ pub fn from_value(doc: &Value) -> Result<Workload, Error> {
     if tm.is_empty() {
         return err(tasks_m.line, "tasks", "no threads defined");
     }
-    let mut ctx = Ctx {
-        resources: Vec::new(),
-        needs: Vec::new(),
-        locked: BTreeSet::new(),
-        waited: BTreeSet::new(),
-        task_barriers: BTreeSet::new(),
-    };
+    let mut ctx =
+        Ctx { resources: Vec::new(), needs: Vec::new(), locked: BTreeSet::new(), waited: BTreeSet::new(), task_barriers: BTreeSet::new() };
     let names = unique_keys(tm);
     let mut tasks = Vec::new();
     let mut nthreads: u32 = 0;
@@ -654,9 +684,7 @@ fn parse_task(name: &str, m: &Member, path: &str, g: &Global, ctx: &mut Ctx) -> 
             "tty" => t.tty = Some(int_in(v, &p, 0, 63)? as u32),
             "session" => t.session = boolean(v, &p)?,
             "group" => t.group = Some(name_str(v, &p)?.into()),
-            k if LEGACY.contains(&k) => {
-                return err(c.line, &p, "legacy rt-app 0.x key (not in the rt-app 1.0 grammar)")
-            }
+            k if LEGACY.contains(&k) => return err(c.line, &p, "legacy rt-app 0.x key (not in the rt-app 1.0 grammar)"),
             _ => return err(c.line, &p, "unknown key or event in a thread"),
         }
     }
@@ -698,18 +726,9 @@ fn parse_task(name: &str, m: &Member, path: &str, g: &Global, ctx: &mut Ctx) -> 
 }
 
 #[allow(clippy::too_many_arguments)]
-fn parse_phase(
-    pname: &str,
-    v: &Value,
-    path: &str,
-    task: &Task,
-    thread: &str,
-    ctx: &mut Ctx,
-    own_object: bool,
-) -> Result<Phase, Error> {
+fn parse_phase(pname: &str, v: &Value, path: &str, task: &Task, thread: &str, ctx: &mut Ctx, own_object: bool) -> Result<Phase, Error> {
     let obj = members(v, path)?;
-    let mut ph =
-        Phase { name: pname.into(), line: v.line, loops: 1, cpus: None, policy: None, priority: None, events: Vec::new() };
+    let mut ph = Phase { name: pname.into(), line: v.line, loops: 1, cpus: None, policy: None, priority: None, events: Vec::new() };
     let mut once = Once::new();
     let mut prio: Option<(i32, u32, String)> = None;
     for c in obj {
@@ -736,9 +755,7 @@ fn parse_phase(
             "cpus" => ph.cpus = Some(cpus(v, &p)?),
             "policy" => ph.policy = Some(policy(v, &p)?),
             "priority" => prio = Some((int_in(v, &p, -1000, 1000)? as i32, v.line, p)),
-            k if LEGACY.contains(&k) => {
-                return err(c.line, &p, "legacy rt-app 0.x key (not in the rt-app 1.0 grammar)")
-            }
+            k if LEGACY.contains(&k) => return err(c.line, &p, "legacy rt-app 0.x key (not in the rt-app 1.0 grammar)"),
             _ => return err(c.line, &p, "unknown key or event in a phase"),
         }
     }

@@ -47,11 +47,13 @@ fn all_examples_load() {
         }
     }
     // The acceptance list of issue 8, by name.
-    for n in ["mp3-short.json", "mp3-long.json", "video-short.json", "video-long.json", "browser-short.json",
-        "browser-long.json", "spreading-tasks.json"]
-        .iter()
-        .map(|s| s.to_string())
-        .chain((1..=8).map(|i| format!("tutorial-example{}.json", i)))
+    for n in [
+        "mp3-short.json", "mp3-long.json", "video-short.json", "video-long.json", "browser-short.json", "browser-long.json",
+        "spreading-tasks.json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain((1..=8).map(|i| format!("tutorial-example{}.json", i)))
     {
         fixture(&n);
     }
@@ -176,8 +178,7 @@ fn errors_name_key_and_line() {
 
 #[test]
 fn extensions() {
-    let w = load_str("{\"tasks\": {\"t\": {\"tty\": 2, \"session\": true, \"group\": \"g1\", \"instance\": 3, \"run\": 1}}}")
-        .unwrap();
+    let w = load_str("{\"tasks\": {\"t\": {\"tty\": 2, \"session\": true, \"group\": \"g1\", \"instance\": 3, \"run\": 1}}}").unwrap();
     assert_eq!((w.tasks[0].tty, w.tasks[0].session, w.tasks[0].group.as_deref()), (Some(2), true, Some("g1")));
     assert!(err_of("{\"tasks\": {\"t\": {\"tty\": \"x\", \"run\": 1}}}").key == "tasks.t.tty");
 }
@@ -235,7 +236,8 @@ fn peer_rewrite_is_strict_and_equivalent() {
 
 #[test]
 fn log_rows_and_summary() {
-    let line = "   0    25906    15307    97345        10927568        11024913           16591      79155      10000     100000       2801";
+    let line =
+        "   0    25906    15307    97345        10927568        11024913           16591      79155      10000     100000       2801";
     let r = Row::parse(line).unwrap();
     assert_eq!(r.format(), line);
     assert_eq!(r.slack, 79155);

@@ -147,8 +147,7 @@ impl SchedAttr {
         if self.flags & SCHED_FLAG_UTIL_CLAMP != 0 {
             return Err(Errno::EOPNOTSUPP);
         }
-        let custom_slice_ns = (policy.is_fair() && self.slice_ns != 0)
-            .then(|| self.slice_ns.clamp(SCHED_SLICE_MIN_NS, SCHED_SLICE_MAX_NS));
+        let custom_slice_ns = (policy.is_fair() && self.slice_ns != 0).then(|| self.slice_ns.clamp(SCHED_SLICE_MIN_NS, SCHED_SLICE_MAX_NS));
         Ok(ValidAttr {
             policy,
             nice: self.nice,

@@ -45,11 +45,7 @@ impl Topology {
         if smt.len() != llc.len() || smt.len() > MAX_CPUS {
             return Err(Errno::EINVAL);
         }
-        let ok = smt
-            .iter()
-            .zip(&llc)
-            .enumerate()
-            .all(|(cpu, (s, l))| s.contains(cpu) && l.contains(cpu) && s.is_subset_of(*l));
+        let ok = smt.iter().zip(&llc).enumerate().all(|(cpu, (s, l))| s.contains(cpu) && l.contains(cpu) && s.is_subset_of(*l));
         if ok {
             Ok(Topology { smt, llc })
         } else {
@@ -74,10 +70,7 @@ impl Topology {
             let start = cpu - cpu % size;
             CpuMask::all((start + size).min(ncpus)).andnot(CpuMask::all(start))
         };
-        Topology::new(
-            (0..ncpus).map(|c| group(c, threads_per_core)).collect(),
-            (0..ncpus).map(|c| group(c, cpus_per_llc)).collect(),
-        )
+        Topology::new((0..ncpus).map(|c| group(c, threads_per_core)).collect(), (0..ncpus).map(|c| group(c, cpus_per_llc)).collect())
     }
 
     /// Number of CPUs described.
@@ -103,13 +96,7 @@ impl Topology {
 
 /// Picks the CPU a waking (or new) fair task should be queued on; see the module docs
 /// for the order of preference. `None` only if `affinity` is empty.
-pub fn select_task_rq_fair(
-    affinity: CpuMask,
-    prev_cpu: usize,
-    waker_cpu: Option<usize>,
-    idle: CpuMask,
-    topo: &Topology,
-) -> Option<usize> {
+pub fn select_task_rq_fair(affinity: CpuMask, prev_cpu: usize, waker_cpu: Option<usize>, idle: CpuMask, topo: &Topology) -> Option<usize> {
     if affinity.is_empty() {
         return None;
     }
@@ -169,11 +156,7 @@ pub fn find_busiest(this_cpu: usize, nr_running: &[u32], load: &[u64], candidate
     if (b_load as u128) * 100 <= (this_load as u128) * (IMBALANCE_PCT as u128) {
         return None;
     }
-    Some(Imbalance {
-        busiest,
-        nr_to_pull: (b_nr.saturating_sub(this_nr) / 2).max(1),
-        load_imbalance: b_load - this_load,
-    })
+    Some(Imbalance { busiest, nr_to_pull: (b_nr.saturating_sub(this_nr) / 2).max(1), load_imbalance: b_load - this_load })
 }
 
 /// Is moving a task of load `task_load` across a `remaining` load difference an

@@ -803,12 +803,7 @@ pub fn check_trace(events: &[TraceEvent], smt_groups: &[CpuMask], end_ns: u64) -
 /// group of `smt_groups` (disjoint, else `EINVAL`), each maximal interval in which both ran
 /// tasks whose cookies conflict under `model`. Adjacent stretches with the same pair and
 /// cookies merge into one violation.
-pub fn check_trace_with(
-    events: &[TraceEvent],
-    smt_groups: &[CpuMask],
-    end_ns: u64,
-    model: CheckModel,
-) -> Result<CheckReport, Errno> {
+pub fn check_trace_with(events: &[TraceEvent], smt_groups: &[CpuMask], end_ns: u64, model: CheckModel) -> Result<CheckReport, Errno> {
     let mut group_of = [usize::MAX; MAX_CPUS];
     for (g, m) in smt_groups.iter().enumerate() {
         for cpu in m.iter() {
@@ -864,14 +859,7 @@ pub fn check_trace_with(
                         if let Some((s, x, y)) = cur {
                             open.remove(&(a, b));
                             if s < t {
-                                report.violations.push(Violation {
-                                    start_ns: s,
-                                    end_ns: t,
-                                    cpu_a: a,
-                                    cpu_b: b,
-                                    cookie_a: x,
-                                    cookie_b: y,
-                                });
+                                report.violations.push(Violation { start_ns: s, end_ns: t, cpu_a: a, cpu_b: b, cookie_a: x, cookie_b: y });
                             }
                         }
                         if let Some((p, q)) = now {
@@ -935,9 +923,8 @@ mod tests {
         }
         fn prctl(&mut self, cmd: u64, pid: i64, ty: u64, uaddr: u64) -> Result<PrctlOutcome, Errno> {
             let denied = self.denied.clone();
-            let out = sched_core_share_pid(&mut self.reg, &self.tasks, ME, [cmd, pid as u64, ty, uaddr], true, |t| {
-                !denied.contains(&t.tid)
-            })?;
+            let out =
+                sched_core_share_pid(&mut self.reg, &self.tasks, ME, [cmd, pid as u64, ty, uaddr], true, |t| !denied.contains(&t.tid))?;
             if let PrctlOutcome::Assign(a) = &out {
                 for x in a {
                     let t = self.tasks.iter_mut().find(|t| t.tid == x.tid).unwrap();
@@ -980,13 +967,7 @@ mod tests {
     fn constants_match_linux() {
         assert_eq!(PR_SCHED_CORE, 62);
         assert_eq!(
-            [
-                PR_SCHED_CORE_GET,
-                PR_SCHED_CORE_CREATE,
-                PR_SCHED_CORE_SHARE_TO,
-                PR_SCHED_CORE_SHARE_FROM,
-                PR_SCHED_CORE_MAX
-            ],
+            [PR_SCHED_CORE_GET, PR_SCHED_CORE_CREATE, PR_SCHED_CORE_SHARE_TO, PR_SCHED_CORE_SHARE_FROM, PR_SCHED_CORE_MAX],
             [0, 1, 2, 3, 4]
         );
         assert_eq!([PIDTYPE_PID, PIDTYPE_TGID, PIDTYPE_PGID], [0, 1, 2]);
@@ -1330,10 +1311,7 @@ mod tests {
     fn candidate() -> impl Strategy<Value = Candidate<u32>> {
         (
             any::<u32>(),
-            prop_oneof![
-                (-20i64..20).prop_map(|key| Rank::Fair { key }),
-                (0u8..4).prop_map(|rt_priority| Rank::Rt { rt_priority })
-            ],
+            prop_oneof![(-20i64..20).prop_map(|key| Rank::Fair { key }), (0u8..4).prop_map(|rt_priority| Rank::Rt { rt_priority })],
             0u64..4,
         )
             .prop_map(|(task, rank, c)| Candidate { task, rank, cookie: CookieId(c) })
@@ -1441,14 +1419,7 @@ mod tests {
         assert_eq!(r, CheckReport::default());
         assert_eq!(alloc::format!("{r}"), "coresched check: violations=0 checked_ns=0 forced_idle_ns=0");
         let r = CheckReport {
-            violations: vec![Violation {
-                start_ns: 0,
-                end_ns: 1,
-                cpu_a: 0,
-                cpu_b: 1,
-                cookie_a: CookieId(1),
-                cookie_b: CookieId(2),
-            }],
+            violations: vec![Violation { start_ns: 0, end_ns: 1, cpu_a: 0, cpu_b: 1, cookie_a: CookieId(1), cookie_b: CookieId(2) }],
             checked_ns: 5,
             forced_idle_ns: 3,
             switches: 2,
@@ -1462,14 +1433,7 @@ mod tests {
         let r = check_trace(&e, &pairs(), 200).unwrap();
         assert_eq!(
             r.violations,
-            vec![Violation {
-                start_ns: 110,
-                end_ns: 130,
-                cpu_a: 0,
-                cpu_b: 1,
-                cookie_a: CookieId(1),
-                cookie_b: CookieId(2)
-            }]
+            vec![Violation { start_ns: 110, end_ns: 130, cpu_a: 0, cpu_b: 1, cookie_a: CookieId(1), cookie_b: CookieId(2) }]
         );
         assert_eq!((r.checked_ns, r.forced_idle_ns), (100, 0));
     }
@@ -1485,14 +1449,7 @@ mod tests {
         let r = check_trace_with(&e, &pairs(), 50, CheckModel::NonZeroOnly).unwrap();
         assert!(r.violations.is_empty());
         // Two equal cookies, two zeros, idle, and non-siblings are all fine.
-        let e = [
-            ev(0, 0, tk(4)),
-            ev(0, 1, tk(4)),
-            ev(0, 2, tk(0)),
-            ev(0, 3, tk(0)),
-            ev(5, 3, CpuState::Idle),
-            ev(6, 2, tk(9)),
-        ];
+        let e = [ev(0, 0, tk(4)), ev(0, 1, tk(4)), ev(0, 2, tk(0)), ev(0, 3, tk(0)), ev(5, 3, CpuState::Idle), ev(6, 2, tk(9))];
         assert!(check_trace(&e, &pairs(), 50).unwrap().violations.is_empty());
     }
 
@@ -1531,12 +1488,7 @@ mod tests {
     }
 
     /// Brute force: per-ns conflict time per pair, and forced-idle ns.
-    fn brute(
-        events: &[TraceEvent],
-        groups: &[CpuMask],
-        end: u64,
-        model: CheckModel,
-    ) -> (BTreeMap<(usize, usize), u64>, u64) {
+    fn brute(events: &[TraceEvent], groups: &[CpuMask], end: u64, model: CheckModel) -> (BTreeMap<(usize, usize), u64>, u64) {
         let mut conflicts = BTreeMap::new();
         let mut fi = 0;
         for t in 0..end {

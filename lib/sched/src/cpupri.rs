@@ -167,13 +167,7 @@ impl CpuPri {
     /// returns, `prev_cpu` if present (warm cache), else the lowest-numbered one in
     /// `topology_hint` (e.g. CPUs sharing `prev_cpu`'s cache), else the lowest-numbered
     /// one. `None` if `find` is empty.
-    pub fn find_lowest(
-        &self,
-        task_prio: u8,
-        affinity: CpuMask,
-        prev_cpu: usize,
-        topology_hint: Option<CpuMask>,
-    ) -> Option<usize> {
+    pub fn find_lowest(&self, task_prio: u8, affinity: CpuMask, prev_cpu: usize, topology_hint: Option<CpuMask>) -> Option<usize> {
         let lowest = self.find(task_prio, affinity);
         if lowest.contains(prev_cpu) {
             return Some(prev_cpu);

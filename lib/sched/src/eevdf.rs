@@ -285,11 +285,7 @@ pub struct FairStorage<K> {
 impl<K: Copy + Ord> FairStorage<K> {
     /// Room for `n` entities.
     pub fn with_capacity(n: usize) -> Self {
-        FairStorage {
-            entities: SlabMap::with_capacity(n),
-            timeline: VecSet::with_capacity(n),
-            by_vruntime: VecSet::with_capacity(n),
-        }
+        FairStorage { entities: SlabMap::with_capacity(n), timeline: VecSet::with_capacity(n), by_vruntime: VecSet::with_capacity(n) }
     }
 
     /// Bytes of memory it reserves.
@@ -395,10 +391,7 @@ impl<K: Copy + Ord> FairRq<K> {
     pub fn adopt_storage(&mut self, spare: &mut FairStorage<K>) -> bool {
         let n = self.entities.len();
         let fits = |m: usize| m >= n;
-        if !spare.is_empty()
-            || !fits(spare.entities.capacity())
-            || !fits(spare.timeline.capacity())
-            || !fits(spare.by_vruntime.capacity())
+        if !spare.is_empty() || !fits(spare.entities.capacity()) || !fits(spare.timeline.capacity()) || !fits(spare.by_vruntime.capacity())
         {
             return false;
         }
@@ -948,6 +941,13 @@ pub fn slice_remaining_ns(se: &FairEntity) -> Option<u64> {
     (vleft > 0).then(|| virtual_to_real(vleft as u64, se.weight()))
 }
 
+impl FairEntity {
+    /// Orders by virtual deadline (wrapping), like Linux `entity_before`.
+    pub fn deadline_cmp(&self, other: &FairEntity) -> Ordering {
+        vdiff(self.deadline, other.deadline).cmp(&0)
+    }
+}
+
 #[cfg(test)]
 mod slice_remainder_tests {
     use super::*;
@@ -955,7 +955,7 @@ mod slice_remainder_tests {
     #[test]
     fn remainder_is_the_slice_at_start_and_shrinks_in_real_time() {
         for nice in [-20, -5, 0, 5, 19] {
-            let w = crate::weight::nice_to_weight(nice) as u64;
+            let w = crate::weight::nice_to_weight(nice);
             let mut rq: FairRq<u32> = FairRq::new(FairTunables::default());
             rq.attach_new(1, w).unwrap();
             rq.attach_new(2, 1024).unwrap();
@@ -982,12 +982,5 @@ mod slice_remainder_tests {
         assert_eq!(slice_remaining_ns(&se), None);
         assert_eq!(virtual_to_real(1000, 2048), 2000);
         assert_eq!(virtual_to_real(u64::MAX, 88761), u64::MAX);
-    }
-}
-
-impl FairEntity {
-    /// Orders by virtual deadline (wrapping), like Linux `entity_before`.
-    pub fn deadline_cmp(&self, other: &FairEntity) -> Ordering {
-        vdiff(self.deadline, other.deadline).cmp(&0)
     }
 }

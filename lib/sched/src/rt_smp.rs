@@ -202,11 +202,7 @@ pub fn push_candidate<K: Copy>(
 /// the most important waiting task allowed on `this_cpu` for which
 /// [`should_pull`]`(this_highest, source.running, prio)` holds. Ties go to the first
 /// source, then the first task within it. `None` if nothing should move.
-pub fn pull_candidate<K, W>(
-    this_cpu: usize,
-    this_highest: CpuPrio,
-    sources: impl IntoIterator<Item = PullSource<W>>,
-) -> Option<PullMove<K>>
+pub fn pull_candidate<K, W>(this_cpu: usize, this_highest: CpuPrio, sources: impl IntoIterator<Item = PullSource<W>>) -> Option<PullMove<K>>
 where
     K: Copy,
     W: IntoIterator<Item = WaitingRt<K>>,
@@ -321,10 +317,7 @@ mod tests {
         let src = |cpu, running, waiting: Vec<WaitingRt<u32>>| PullSource { cpu, running, waiting };
         // CPU 0 just dropped to fair; CPU 1 runs Rt(50) with waiting 40 and 45 (45 not
         // allowed here); CPU 2 runs Rt(30) with waiting 35 (about to preempt: skipped).
-        let sources = vec![
-            src(1, Rt(50), vec![w(10, 40, &[0, 1]), w(11, 45, &[1, 2])]),
-            src(2, Rt(30), vec![w(20, 35, &[0, 2])]),
-        ];
+        let sources = vec![src(1, Rt(50), vec![w(10, 40, &[0, 1]), w(11, 45, &[1, 2])]), src(2, Rt(30), vec![w(20, 35, &[0, 2])])];
         assert_eq!(pull_candidate(0, Fair, sources.clone()), Some(PullMove { key: 10, rt_priority: 40, src_cpu: 1 }));
         // Level already at Rt(40): nothing beats it.
         assert_eq!(pull_candidate(0, Rt(40), sources.clone()), None);

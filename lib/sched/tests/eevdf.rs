@@ -65,7 +65,7 @@ fn pick_earliest_eligible_deadline_and_curr_bookkeeping() {
     assert_eq!(rq.curr(), Some(1));
     assert_eq!(rq.queued().collect::<Vec<_>>(), [2, 3]);
     assert_eq!(rq.nr_queued(), 3); // curr still counts
-    // Run 1 for its slice: it needs to reschedule and goes behind.
+                                   // Run 1 for its slice: it needs to reschedule and goes behind.
     assert!(rq.update_curr(SCHED_BASE_SLICE_NS));
     assert!(!rq.is_eligible(1));
     assert_eq!(schedule(&mut rq), Some(2));

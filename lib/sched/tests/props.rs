@@ -23,12 +23,7 @@ enum Op {
 }
 
 fn weight() -> impl Strategy<Value = u64> {
-    prop_oneof![
-        (-20i32..=19).prop_map(nice_to_weight),
-        Just(WEIGHT_IDLEPRIO),
-        1u64..200_000,
-        Just(88761u64),
-    ]
+    prop_oneof![(-20i32..=19).prop_map(nice_to_weight), Just(WEIGHT_IDLEPRIO), 1u64..200_000, Just(88761u64),]
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -47,10 +42,7 @@ fn op() -> impl Strategy<Value = Op> {
             ])
         )
             .prop_map(|(k, f)| Op::Enqueue(k, f)),
-        (
-            key.clone(),
-            prop::sample::select(vec![DEQUEUE_SLEEP, DEQUEUE_SAVE, DEQUEUE_SAVE | DEQUEUE_MOVE, DEQUEUE_MIGRATING])
-        )
+        (key.clone(), prop::sample::select(vec![DEQUEUE_SLEEP, DEQUEUE_SAVE, DEQUEUE_SAVE | DEQUEUE_MOVE, DEQUEUE_MIGRATING]))
             .prop_map(|(k, f)| Op::Dequeue(k, f)),
         prop_oneof![0u64..2_000_000, 0u64..50_000_000, Just(u32::MAX as u64)].prop_map(Op::UpdateCurr),
         Just(Op::Schedule),

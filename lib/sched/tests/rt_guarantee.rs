@@ -29,9 +29,7 @@
 
 use cadence_sched::balance::{find_lowest_rq, CpuPrio};
 use cadence_sched::cpupri::{cpu_level, CpuPri};
-use cadence_sched::rt_smp::{
-    is_pushable, pull_candidate, push_candidate, rt_overloaded, PullMove, PullSource, PushMove, WaitingRt,
-};
+use cadence_sched::rt_smp::{is_pushable, pull_candidate, push_candidate, rt_overloaded, PullMove, PullSource, PushMove, WaitingRt};
 use cadence_sched::{CpuMask, RtPrioArray};
 use proptest::prelude::*;
 use CpuPrio::*;
@@ -294,8 +292,7 @@ impl Smp {
         (0..self.ncpus)
             .filter(|&c| c != this)
             .map(|cpu| {
-                let pushable: Vec<_> =
-                    self.waiting(cpu).into_iter().filter(|w| is_pushable(w.affinity, self.online, false)).collect();
+                let pushable: Vec<_> = self.waiting(cpu).into_iter().filter(|w| is_pushable(w.affinity, self.online, false)).collect();
                 PullSource { cpu, running: self.running_prio(cpu), waiting: pushable }
             })
             .filter(|s| rt_overloaded(s.waiting.len()))
@@ -392,17 +389,15 @@ impl Smp {
                 self.wake(self.tasks.len() - 1)?;
             }
             Op::Wake(i) => {
-                let sleeping: Vec<usize> = (0..self.tasks.len())
-                    .filter(|&k| matches!(self.tasks[k].state, TaskState::Sleeping { .. }))
-                    .collect();
+                let sleeping: Vec<usize> =
+                    (0..self.tasks.len()).filter(|&k| matches!(self.tasks[k].state, TaskState::Sleeping { .. })).collect();
                 if !sleeping.is_empty() {
                     self.wake(sleeping[i % sleeping.len()])?;
                 }
             }
             Op::Sleep(i) => {
-                let queued: Vec<usize> = (0..self.tasks.len())
-                    .filter(|&k| matches!(self.tasks[k].state, TaskState::Queued { .. }))
-                    .collect();
+                let queued: Vec<usize> =
+                    (0..self.tasks.len()).filter(|&k| matches!(self.tasks[k].state, TaskState::Queued { .. })).collect();
                 if !queued.is_empty() {
                     self.dequeue(queued[i % queued.len()]);
                 }
@@ -518,8 +513,11 @@ fn op(full_affinity: bool) -> impl Strategy<Value = Op> {
     };
     let idx = 0usize..64;
     let cpu = 0usize..MODEL_CPUS;
-    let set_affinity = (idx.clone(), affinity.clone(), idx.clone())
-        .prop_map(|(task, affinity, dst_choice)| Op::SetAffinity { task, affinity, dst_choice });
+    let set_affinity = (idx.clone(), affinity.clone(), idx.clone()).prop_map(|(task, affinity, dst_choice)| Op::SetAffinity {
+        task,
+        affinity,
+        dst_choice,
+    });
     prop_oneof![
         3 => (rt_priority(), affinity, cpu.clone()).prop_map(|(rt_priority, affinity, cpu)| Op::New { rt_priority, affinity, cpu }),
         3 => idx.clone().prop_map(Op::Wake),

@@ -183,27 +183,62 @@ impl EventType {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum EventKind {
     /// `prev` (leaving in state `prev_state`: b'R', b'S', b'T', b'Z'...) → `next`.
-    Switch { prev: TaskInfo, prev_state: u8, next: TaskInfo },
+    Switch {
+        prev: TaskInfo,
+        prev_state: u8,
+        next: TaskInfo,
+    },
     /// `task` made runnable on `target_cpu`; `new`: first wakeup of a new task.
-    Wakeup { task: TaskInfo, target_cpu: u32, new: bool },
-    Migrate { task: TaskInfo, orig_cpu: u32, dest_cpu: u32 },
-    Exit { task: TaskInfo },
+    Wakeup {
+        task: TaskInfo,
+        target_cpu: u32,
+        new: bool,
+    },
+    Migrate {
+        task: TaskInfo,
+        orig_cpu: u32,
+        dest_cpu: u32,
+    },
+    Exit {
+        task: TaskInfo,
+    },
     /// A timer of this CPU fired: `function` names the handler, `now_ns` is the time the
     /// timer queue compared its expiry against (Linux's `now=` field).
-    TimerExpire { function: Comm, now_ns: u64 },
+    TimerExpire {
+        function: Comm,
+        now_ns: u64,
+    },
     /// This CPU sent interrupt `vector` to `target_cpu`.
-    Ipi { target_cpu: u32, vector: u8 },
-    HrtickStart { delay_ns: u64 },
+    Ipi {
+        target_cpu: u32,
+        vector: u8,
+    },
+    HrtickStart {
+        delay_ns: u64,
+    },
     HrtickFire,
     /// CPU `cpu` was forced idle by core scheduling for `duration_ns`.
-    CoreForceIdle { cpu: u32, duration_ns: u64 },
+    CoreForceIdle {
+        cpu: u32,
+        duration_ns: u64,
+    },
     /// After a switch this CPU runs task `pid` with core cookie `cookie` (`pid` 0: idle;
     /// `forced`: idle although tasks are runnable, i.e. forced idle by core scheduling).
-    CoreSwitch { pid: u32, cookie: u64, forced: bool },
+    CoreSwitch {
+        pid: u32,
+        cookie: u64,
+        forced: bool,
+    },
     /// `task`'s priority changed from `old_prio` to `task.prio` (Linux prio numbers).
-    Prio { task: TaskInfo, old_prio: i32 },
+    Prio {
+        task: TaskInfo,
+        old_prio: i32,
+    },
     /// `task` may now run on `mask`.
-    Affinity { task: TaskInfo, mask: u64 },
+    Affinity {
+        task: TaskInfo,
+        mask: u64,
+    },
 }
 
 impl EventKind {
@@ -240,8 +275,7 @@ pub struct Event {
 
 impl Event {
     /// A placeholder (fills unused ring-buffer slots).
-    pub const EMPTY: Event =
-        Event { ts_ns: 0, cpu: 0, comm: Comm { bytes: [0; COMM_LEN] }, pid: 0, kind: EventKind::HrtickFire };
+    pub const EMPTY: Event = Event { ts_ns: 0, cpu: 0, comm: Comm { bytes: [0; COMM_LEN] }, pid: 0, kind: EventKind::HrtickFire };
 }
 
 #[cfg(test)]

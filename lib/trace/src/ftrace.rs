@@ -48,8 +48,7 @@ pub const RESCHEDULE_VECTOR: u8 = 0x21;
 /// Vector of the call-function IPI (must match the kernel's `apic::CALL_FUNCTION_VECTOR`).
 pub const CALL_FUNCTION_VECTOR: u8 = 0x22;
 
-const IPI_REASONS: [(u8, &str); 2] =
-    [(RESCHEDULE_VECTOR, "Rescheduling interrupts"), (CALL_FUNCTION_VECTOR, "Function call interrupts")];
+const IPI_REASONS: [(u8, &str); 2] = [(RESCHEDULE_VECTOR, "Rescheduling interrupts"), (CALL_FUNCTION_VECTOR, "Function call interrupts")];
 
 /// The comm shown in the task column for pid 0.
 pub const IDLE_COMM: &str = "<idle>";
@@ -87,10 +86,7 @@ pub fn parse_affinity_line(line: &str) -> Option<Result<(u32, CpuMask), ParseErr
     let parsed = (|| {
         let f = split_fields(rest.trim_start(), ["pid=", " mask="])?;
         let pid = num(f[0], "pid")?;
-        let mask = f[1]
-            .strip_prefix("0x")
-            .and_then(|h| u64::from_str_radix(h, 16).ok())
-            .ok_or(ParseError::BadField("mask"))?;
+        let mask = f[1].strip_prefix("0x").and_then(|h| u64::from_str_radix(h, 16).ok()).ok_or(ParseError::BadField("mask"))?;
         Ok((pid, CpuMask(mask)))
     })();
     Some(parsed)
@@ -135,15 +131,11 @@ pub fn write_event(out: &mut impl Write, e: &Event) -> fmt::Result {
         EventKind::Wakeup { task, target_cpu, .. } => {
             write!(out, "comm={} pid={} prio={} target_cpu={:03}", task.comm, task.pid, task.prio, target_cpu)?
         }
-        EventKind::Migrate { task, orig_cpu, dest_cpu } => write!(
-            out,
-            "comm={} pid={} prio={} orig_cpu={} dest_cpu={}",
-            task.comm, task.pid, task.prio, orig_cpu, dest_cpu
-        )?,
-        EventKind::Exit { task } => write!(out, "comm={} pid={} prio={}", task.comm, task.pid, task.prio)?,
-        EventKind::TimerExpire { function, now_ns } => {
-            write!(out, "hrtimer=0000000000000000 function={} now={}", function, now_ns)?
+        EventKind::Migrate { task, orig_cpu, dest_cpu } => {
+            write!(out, "comm={} pid={} prio={} orig_cpu={} dest_cpu={}", task.comm, task.pid, task.prio, orig_cpu, dest_cpu)?
         }
+        EventKind::Exit { task } => write!(out, "comm={} pid={} prio={}", task.comm, task.pid, task.prio)?,
+        EventKind::TimerExpire { function, now_ns } => write!(out, "hrtimer=0000000000000000 function={} now={}", function, now_ns)?,
         EventKind::Ipi { target_cpu, vector } => {
             let mask = 1u64.checked_shl(*target_cpu).unwrap_or(0);
             write!(out, "target_mask={:08x},{:08x} (", mask >> 32, mask & 0xffff_ffff)?;
@@ -160,9 +152,7 @@ pub fn write_event(out: &mut impl Write, e: &Event) -> fmt::Result {
         EventKind::Prio { task, old_prio } => {
             write!(out, "comm={} pid={} oldprio={} newprio={}", task.comm, task.pid, old_prio, task.prio)?
         }
-        EventKind::Affinity { task, mask } => {
-            write!(out, "comm={} pid={} prio={} mask={:#x}", task.comm, task.pid, task.prio, mask)?
-        }
+        EventKind::Affinity { task, mask } => write!(out, "comm={} pid={} prio={} mask={:#x}", task.comm, task.pid, task.prio, mask)?,
     }
     out.write_char('\n')
 }
@@ -292,15 +282,7 @@ pub fn parse_line(line: &str) -> Result<Option<Event>, ParseError> {
         EventType::SchedSwitch => {
             let f = split_fields(
                 args,
-                [
-                    "prev_comm=",
-                    " prev_pid=",
-                    " prev_prio=",
-                    " prev_state=",
-                    " ==> next_comm=",
-                    " next_pid=",
-                    " next_prio=",
-                ],
+                ["prev_comm=", " prev_pid=", " prev_prio=", " prev_state=", " ==> next_comm=", " next_pid=", " next_prio="],
             )?;
             let state = f[3].bytes().next().ok_or(ParseError::BadField("prev_state"))?;
             EventKind::Switch { prev: task(f[0], f[1], f[2])?, prev_state: state, next: task(f[4], f[5], f[6])? }
@@ -309,19 +291,11 @@ pub fn parse_line(line: &str) -> Result<Option<Event>, ParseError> {
             let f = split_fields(args, ["comm=", " pid=", " prio=", " target_cpu="])?;
             // Older kernels print "success=1 target_cpu=..": drop a success field if present.
             let prio = f[2].split(' ').next().unwrap_or("");
-            EventKind::Wakeup {
-                task: task(f[0], f[1], prio)?,
-                target_cpu: num(f[3], "target_cpu")?,
-                new: ty == EventType::SchedWakeupNew,
-            }
+            EventKind::Wakeup { task: task(f[0], f[1], prio)?, target_cpu: num(f[3], "target_cpu")?, new: ty == EventType::SchedWakeupNew }
         }
         EventType::SchedMigrateTask => {
             let f = split_fields(args, ["comm=", " pid=", " prio=", " orig_cpu=", " dest_cpu="])?;
-            EventKind::Migrate {
-                task: task(f[0], f[1], f[2])?,
-                orig_cpu: num(f[3], "orig_cpu")?,
-                dest_cpu: num(f[4], "dest_cpu")?,
-            }
+            EventKind::Migrate { task: task(f[0], f[1], f[2])?, orig_cpu: num(f[3], "orig_cpu")?, dest_cpu: num(f[4], "dest_cpu")? }
         }
         EventType::SchedProcessExit => {
             let f = split_fields(args, ["comm=", " pid=", " prio="])?;
@@ -346,10 +320,9 @@ pub fn parse_line(line: &str) -> Result<Option<Event>, ParseError> {
             let reason = f[1].strip_suffix(')').ok_or(ParseError::BadField("reason"))?;
             let vector = match IPI_REASONS.iter().find(|(_, r)| *r == reason) {
                 Some((v, _)) => *v,
-                None => reason
-                    .strip_prefix("vector 0x")
-                    .and_then(|h| u8::from_str_radix(h, 16).ok())
-                    .ok_or(ParseError::BadField("reason"))?,
+                None => {
+                    reason.strip_prefix("vector 0x").and_then(|h| u8::from_str_radix(h, 16).ok()).ok_or(ParseError::BadField("reason"))?
+                }
             };
             EventKind::Ipi { target_cpu: mask.trailing_zeros(), vector }
         }
@@ -377,10 +350,7 @@ pub fn parse_line(line: &str) -> Result<Option<Event>, ParseError> {
         }
         EventType::SetAffinity => {
             let f = split_fields(args, ["comm=", " pid=", " prio=", " mask="])?;
-            let mask = f[3]
-                .strip_prefix("0x")
-                .and_then(|h| u64::from_str_radix(h, 16).ok())
-                .ok_or(ParseError::BadField("mask"))?;
+            let mask = f[3].strip_prefix("0x").and_then(|h| u64::from_str_radix(h, 16).ok()).ok_or(ParseError::BadField("mask"))?;
             EventKind::Affinity { task: task(f[0], f[1], f[2])?, mask }
         }
     };

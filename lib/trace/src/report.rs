@@ -277,9 +277,7 @@ impl Analyzer {
         // A task still running at the end: count its runtime up to its CPU's last event? No:
         // like perf, only completed run intervals count.
         let mut tasks: Vec<TaskLatency> = self.tasks.into_values().filter(|t| t.pid != 0).collect();
-        tasks.sort_by(|a, b| {
-            b.delay.avg_ns().cmp(&a.delay.avg_ns()).then(b.delay.max_ns.cmp(&a.delay.max_ns)).then(a.pid.cmp(&b.pid))
-        });
+        tasks.sort_by(|a, b| b.delay.avg_ns().cmp(&a.delay.avg_ns()).then(b.delay.max_ns.cmp(&a.delay.max_ns)).then(a.pid.cmp(&b.pid)));
         self.report.tasks = tasks;
         self.report.lost = lost;
         self.report.rt_samples.sort_unstable();
@@ -340,7 +338,8 @@ impl Report {
 
     /// The `perf sched latency` table.
     pub fn write_tasks(&self, out: &mut impl Write) -> fmt::Result {
-        const RULE: &str = " -----------------------------------------------------------------------------------------------------------------";
+        const RULE: &str =
+            " -----------------------------------------------------------------------------------------------------------------";
         writeln!(out, "{}", RULE)?;
         writeln!(
             out,
@@ -446,15 +445,15 @@ mod tests {
         let a = t("fair-a", 10, 120);
         let r = t("rt-b", 11, 9);
         let evs = [
-            sw(1_000_000, 0, idle(0), b'R', a),             // a runs on cpu0
-            wake(1_500_000, 0, a),                          // running: ignored
-            sw(2_000_000, 0, a, b'S', idle(0)),             // a sleeps after 1 ms
-            wake(3_000_100, 1, a),                          // a woken (quantized to 3_000_000)
-            wake(3_500_000, 1, a),                          // second wakeup keeps the first
-            wake(4_000_000, 0, r),                          // rt woken
-            sw(4_010_999, 0, idle(0), b'R', r),             // rt in: 10 us
-            sw(4_020_000, 0, r, b'R', a),                   // rt preempted; a in: 1.02 ms
-            sw(5_020_000, 0, a, b'S', r),                   // rt back: 1 ms delay (not a wakeup)
+            sw(1_000_000, 0, idle(0), b'R', a), // a runs on cpu0
+            wake(1_500_000, 0, a),              // running: ignored
+            sw(2_000_000, 0, a, b'S', idle(0)), // a sleeps after 1 ms
+            wake(3_000_100, 1, a),              // a woken (quantized to 3_000_000)
+            wake(3_500_000, 1, a),              // second wakeup keeps the first
+            wake(4_000_000, 0, r),              // rt woken
+            sw(4_010_999, 0, idle(0), b'R', r), // rt in: 10 us
+            sw(4_020_000, 0, r, b'R', a),       // rt preempted; a in: 1.02 ms
+            sw(5_020_000, 0, a, b'S', r),       // rt back: 1 ms delay (not a wakeup)
             ev(5_030_000, 0, EventKind::Exit { task: r }),
             sw(5_030_000, 0, r, b'Z', idle(0)),
         ];
@@ -475,7 +474,13 @@ mod tests {
         assert_eq!(tr.max_delay_at_ns, 5_020_000);
         let mut out = String::new();
         rep.write(&mut out).unwrap();
-        assert!(out.contains("  fair-a:10             |      2.000 ms |        2 | avg:    1.020 ms | max:    1.020 ms | max at:      0.004020 s\n"), "{}", out);
+        assert!(
+            out.contains(
+                "  fair-a:10             |      2.000 ms |        2 | avg:    1.020 ms | max:    1.020 ms | max at:      0.004020 s\n"
+            ),
+            "{}",
+            out
+        );
         assert!(out.contains("  TOTAL:                |      2.020 ms |        4 |\n"));
     }
 

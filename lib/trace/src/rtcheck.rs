@@ -231,9 +231,7 @@ impl<F: Fn(u32) -> Option<CpuMask>> Replay<F> {
     fn core_allows(&self, pid: u32, w_prio: i32, cpu: u32) -> bool {
         let cookie = self.task_cookie.get(&pid).copied().unwrap_or(0);
         self.siblings_of(cpu).all(|s| match self.cpus.get(&s) {
-            Some(r) if r.pid != 0 => {
-                self.cpu_cookie.get(&s).copied().unwrap_or(0) == cookie || rank(r) > w_prio as i64
-            }
+            Some(r) if r.pid != 0 => self.cpu_cookie.get(&s).copied().unwrap_or(0) == cookie || rank(r) > w_prio as i64,
             _ => true,
         })
     }
@@ -408,13 +406,8 @@ pub fn check<F: Fn(u32) -> Option<CpuMask>>(events: &[Event], opts: &Options, af
     }
     let start = first.values().copied().max().unwrap_or(0);
     let end = opts.end_ns.map(trunc).or(last).unwrap_or(0).max(start);
-    let report = RtReport {
-        checked_ns: end - start,
-        window_start_ns: start,
-        window_end_ns: end,
-        bound_ns: opts.bound_ns,
-        ..RtReport::default()
-    };
+    let report =
+        RtReport { checked_ns: end - start, window_start_ns: start, window_end_ns: end, bound_ns: opts.bound_ns, ..RtReport::default() };
     let mut r = Replay {
         affinity,
         affinity_set: BTreeMap::new(),
@@ -481,7 +474,13 @@ mod tests {
     }
 
     fn wake(ts: u64, cpu: u32, ctx: u32, w: (u32, i32)) -> Event {
-        Event { ts_ns: ts, cpu, comm: Comm::new("waker"), pid: ctx, kind: EventKind::Wakeup { task: task(w.0, w.1), target_cpu: cpu, new: false } }
+        Event {
+            ts_ns: ts,
+            cpu,
+            comm: Comm::new("waker"),
+            pid: ctx,
+            kind: EventKind::Wakeup { task: task(w.0, w.1), target_cpu: cpu, new: false },
+        }
     }
 
     fn all(_: u32) -> Option<CpuMask> {
@@ -706,5 +705,4 @@ mod tests {
         // (Pid 1 is fair now: CPU 0 itself counts too, and CPU 1 no longer has an excuse.)
         assert_eq!(check(&e2, &opts(2).with_smt(&smt), all).violations, 2);
     }
-
 }

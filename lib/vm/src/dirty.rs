@@ -73,8 +73,9 @@ impl Default for DirtyConfig {
 }
 
 /// The names [`DirtyConfig::set`] takes (without `vm.`).
-pub const SYSCTLS: [&str; 6] =
-    ["dirty_ratio", "dirty_bytes", "dirty_background_ratio", "dirty_background_bytes", "dirty_expire_centisecs", "dirty_writeback_centisecs"];
+pub const SYSCTLS: [&str; 6] = [
+    "dirty_ratio", "dirty_bytes", "dirty_background_ratio", "dirty_background_bytes", "dirty_expire_centisecs", "dirty_writeback_centisecs",
+];
 
 impl DirtyConfig {
     /// Sets one sysctl (`name` without `vm.`) as Linux does: the ratio and bytes of a pair

@@ -225,8 +225,8 @@ mod tests {
     fn int_sqrt_is_the_floor() {
         for x in [0u64, 1, 2, 3, 4, 15, 16, 17, 1 << 40, u64::MAX] {
             let r = int_sqrt(x);
-            assert!(r.checked_mul(r).map_or(false, |v| v <= x), "{}", x);
-            assert!((r + 1).checked_mul(r + 1).map_or(true, |v| v > x), "{}", x);
+            assert!(r.checked_mul(r).is_some_and(|v| v <= x), "{}", x);
+            assert!((r + 1).checked_mul(r + 1).is_none_or(|v| v > x), "{}", x);
         }
     }
 

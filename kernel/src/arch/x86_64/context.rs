@@ -97,7 +97,9 @@ mod tests {
     fn new_task_frame_layout() {
         let stack = crate::mm::stack::KernelStack::allocate(4096).expect("stack");
         extern "C" fn never(_: u64) -> ! {
-            loop {}
+            loop {
+                core::hint::spin_loop();
+            }
         }
         // SAFETY: a fresh stack we own.
         let ctx = unsafe { Context::new_task(stack.top(), never, 77) };

@@ -40,12 +40,7 @@ pub fn topology() -> Topology {
     // Fallback: leaf 1 (logical processors per package) and leaf 4 (cores per package).
     let apic_id = cpuid.get_feature_info().map(|f| f.initial_local_apic_id() as u32).unwrap_or(0);
     let logical = cpuid.get_feature_info().map(|f| f.max_logical_processor_ids() as u32).unwrap_or(1).max(1);
-    let cores = cpuid
-        .get_cache_parameters()
-        .and_then(|mut c| c.next())
-        .map(|c| c.max_cores_for_package() as u32)
-        .unwrap_or(1)
-        .max(1);
+    let cores = cpuid.get_cache_parameters().and_then(|mut c| c.next()).map(|c| c.max_cores_for_package() as u32).unwrap_or(1).max(1);
     let threads = (logical / cores).max(1);
     let smt_shift = bits_for(threads);
     let core_shift = smt_shift + bits_for(cores);

@@ -3,9 +3,9 @@
 //! later, workloads. Big-endian directory at selector 0x19 (`FW_CFG_FILE_DIR`): a u32 count,
 //! then 64-byte entries `{u32 size, u16 select, u16 reserved, char name[56]}`.
 
+use ::x86_64::instructions::port::Port;
 use alloc::string::String;
 use alloc::vec::Vec;
-use ::x86_64::instructions::port::Port;
 
 const SEL_SIGNATURE: u16 = 0x0000;
 const SEL_FILE_DIR: u16 = 0x0019;

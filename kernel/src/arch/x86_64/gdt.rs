@@ -6,11 +6,11 @@
 //! working stack to report on.
 
 use crate::mm::stack::KernelStack;
-use alloc::boxed::Box;
 use ::x86_64::instructions::segmentation::{Segment, CS, DS, ES, SS};
 use ::x86_64::instructions::tables::load_tss;
 use ::x86_64::structures::gdt::{Descriptor, GlobalDescriptorTable, SegmentSelector};
 use ::x86_64::structures::tss::TaskStateSegment;
+use alloc::boxed::Box;
 
 pub const DOUBLE_FAULT_IST: u16 = 0;
 pub const NMI_IST: u16 = 1;

@@ -148,11 +148,7 @@ impl Trampoline {
         // pages) and mapped through the physical-memory mapping; the source is the trampoline's
         // bytes in the kernel image.
         unsafe {
-            core::ptr::copy_nonoverlapping(
-                &raw const cadence_ap_trampoline_start,
-                crate::mm::phys_to_virt(phys) as *mut u8,
-                len,
-            );
+            core::ptr::copy_nonoverlapping(&raw const cadence_ap_trampoline_start, crate::mm::phys_to_virt(phys) as *mut u8, len);
         }
         let t = Trampoline { phys };
         t.write_u32(off!(cadence_ap_tramp_gdtr) + 2, (phys + off!(cadence_ap_tramp_gdt)) as u32);
