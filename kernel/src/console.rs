@@ -188,17 +188,6 @@ pub fn read_byte() -> u8 {
     }
 }
 
-/// Queues bytes as if they had been typed (for tests of the line editor and the shell).
-pub fn inject_input(bytes: &[u8]) {
-    {
-        let mut rx = RX.lock();
-        for &b in bytes {
-            rx.push(b);
-        }
-    }
-    RX_WAIT.wake_all();
-}
-
 #[macro_export]
 macro_rules! kprint {
     ($($arg:tt)*) => ($crate::console::_print(format_args!($($arg)*)));

@@ -59,7 +59,7 @@ use alloc::sync::Arc;
 use cadence_sched::eevdf::{DEQUEUE_SLEEP, ENQUEUE_INITIAL, ENQUEUE_WAKEUP};
 use cadence_sched::rt::RrTimeslice;
 use cadence_sched::vecmap::VecMap;
-use cadence_sched::{CpuMask, FairRq, FairTunables, Policy, RtPrioArray, ValidAttr};
+use cadence_sched::{CpuMask, FairRq, FairTunables, RtPrioArray, ValidAttr};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use rqlock::RqLock;
 use task::{ClassId, SchedParams, SpawnOptions, Task, TaskState, Tid};
@@ -163,7 +163,7 @@ pub struct Rq {
     pub last_idle_balance: AtomicU64,
     /// The idle loop is polling `need_resched` (no IPI needed to wake it).
     pub polling: AtomicBool,
-    /// This CPU's RT class is throttled (lock-free copy of `RqInner::rt_throttled`).
+    /// This CPU's RT class is throttled (lock-free copy of `RqInner::rt_bw.throttled`).
     pub rt_throttled: AtomicBool,
     /// Queued tasks with a core-scheduling cookie (see `core::active`).
     pub nr_cookied: AtomicU32,
@@ -1598,9 +1598,4 @@ fn wake_from_timer(_cpu: u32, data: u64) {
     // SAFETY: `data` is an `Arc<Task>` leaked by `sleep_until` for this timer alone.
     let task = unsafe { Arc::from_raw(data as *const Task) };
     wake_up(&task);
-}
-
-/// Policy of a fair or RT attribute set (helper for callers).
-pub fn is_rt(p: Policy) -> bool {
-    p.is_rt()
 }

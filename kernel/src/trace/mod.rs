@@ -3,8 +3,8 @@
 //!
 //! # Hooks
 //! The scheduler calls [`sched_switch`], [`sched_wakeup`] (also `sched_wakeup_new`),
-//! [`sched_migrate_task`], [`sched_process_exit`], [`timer_expire`], [`ipi_send`]; later issues
-//! call [`hrtick_start`], [`hrtick_fire`], [`sched_core_force_idle`]. Contract: they may be called
+//! [`sched_migrate_task`], [`sched_process_exit`], [`timer_expire`], [`ipi_send`]; the hrtick
+//! calls [`hrtick_start`] and [`hrtick_fire`], core scheduling [`sched_core_force_idle`]. Contract: they may be called
 //! with interrupts off, from interrupt context and with a run-queue lock held, so they take no
 //! lock, never allocate and never block. Each starts with one relaxed load of [`ACTIVE`] (the
 //! enable mask, 0 while tracing is stopped) and a branch; the recording path is out of line.
