@@ -230,6 +230,35 @@ impl FairEntity {
         }
     }
 
+    /// Linux `reweight_entity` for an entity on no queue (a task's parked entity while its
+    /// nice or policy changes): keeps `w * vlag` (the lag in real time) and scales a relative
+    /// deadline by `old_w / new_w`, so toggling nice neither sheds negative lag nor gains
+    /// positive lag. `EINVAL` for a weight outside `1..=MAX_WEIGHT`, `EBUSY` if it is queued
+    /// (use [`FairRq::reweight`]).
+    pub fn reweight(&mut self, new_weight: u64) -> Result<(), Errno> {
+        let new_weight = check_weight(new_weight)?;
+        if self.on_rq {
+            return Err(Errno::EBUSY);
+        }
+        if new_weight != self.weight {
+            self.rescale(new_weight);
+        }
+        Ok(())
+    }
+
+    /// The weight change of a not-queued entity: `vlag` and a relative deadline scaled by
+    /// `old / new` (shared by [`FairEntity::reweight`] and [`FairRq::reweight`]).
+    fn rescale(&mut self, new_weight: u64) {
+        let old = self.weight;
+        self.vlag = saturate_i64(self.vlag as i128 * old as i128 / new_weight as i128);
+        if self.rel_deadline {
+            let rel = self.deadline as i64 as i128;
+            self.deadline = saturate_i64(rel * old as i128 / new_weight as i128) as u64;
+        }
+        self.weight = new_weight;
+        self.protect_slice = false;
+    }
+
     /// Load weight.
     pub fn weight(&self) -> u64 {
         self.weight
@@ -838,13 +867,7 @@ impl<K: Copy + Ord> FairRq<K> {
             self.load -= old;
             self.nr_queued -= 1;
         }
-        se.vlag = saturate_i64(se.vlag as i128 * old as i128 / new_weight as i128);
-        if se.rel_deadline {
-            let rel = se.deadline as i64 as i128;
-            se.deadline = saturate_i64(rel * old as i128 / new_weight as i128) as u64;
-        }
-        se.weight = new_weight;
-        se.protect_slice = false;
+        se.rescale(new_weight);
         if on_rq {
             self.place_entity(key, 0);
             if let Some(se) = self.entities.get_mut(&key) {

@@ -437,3 +437,42 @@ fn no_overflow_with_many_heavy_entities_and_days_of_runtime() {
     rq.enqueue(c, ENQUEUE_WAKEUP).unwrap();
     rq.verify().unwrap();
 }
+
+/// Issue #15: a nice change while the task is off its queue (the kernel's save/restore
+/// requeue) keeps its lag in real time: toggling nice 0 → 19 → 0 does not shed negative lag.
+#[test]
+fn toggling_nice_keeps_negative_lag() {
+    let mut rq = FairRq::new(no_parity());
+    for k in 1..=3u32 {
+        rq.attach_new(k, 1024).unwrap();
+        rq.enqueue(k, 0).unwrap();
+    }
+    // Task 1 runs past its share: negative lag (inside the save's clamp, 2 × the 0.75 ms
+    // slice, so that only the reweight could change it).
+    assert_eq!(schedule(&mut rq), Some(1));
+    rq.update_curr(MS);
+    rq.put_prev(1).unwrap();
+    let before = lag(&rq, 1);
+    assert!(before < 0, "lag {before}");
+    for w in [nice_to_weight(19), nice_to_weight(0)] {
+        // change_params: dequeue with DEQUEUE_SAVE, reweight the parked entity, put it back.
+        rq.dequeue(1, DEQUEUE_SAVE).unwrap();
+        let mut se = rq.detach(1).unwrap();
+        se.reweight(w).unwrap();
+        rq.attach(1, se).unwrap();
+        rq.enqueue(1, ENQUEUE_RESTORE).unwrap();
+        rq.verify().unwrap();
+    }
+    let after = lag(&rq, 1);
+    assert!(after < 0 && (after - before).abs() <= before.abs() / 10 + 2, "lag {before} -> {after}");
+    // A queued entity is refused (the run queue's reweight is the one for it).
+    let mut queued = FairEntity::new(1024).unwrap();
+    assert_eq!(queued.reweight(0), Err(Errno::EINVAL));
+    assert_eq!(queued.reweight(2048), Ok(()));
+    assert_eq!(queued.weight(), 2048);
+    rq.dequeue(2, DEQUEUE_SAVE).unwrap();
+    let mut se = rq.detach(2).unwrap();
+    let vlag = se.vlag();
+    se.reweight(512).unwrap();
+    assert_eq!(se.vlag(), vlag * 2, "w · vlag kept");
+}
