@@ -35,32 +35,20 @@ fn change_params(t: &Arc<Task>, f: impl FnOnce(&mut SchedParams)) {
     let old_prio = crate::trace::task_prio(t);
     let mut p = t.params.lock();
     super::with_task_rq(t, |g, now| {
-        super::requeue_locked(g, t, now, || {
+        super::requeue_locked(g, t, now, |g| {
             let old = p.attr;
             f(&mut p);
             t.cache_params(&p);
             // The fair entity follows the class: gone for RT, fresh when the task becomes fair,
-            // reweighted when its nice or fair policy changes (Linux's `reweight_entity`: the
-            // lag in real time and the relative deadline survive, so toggling nice neither
-            // sheds negative lag nor gains positive lag).
-            let mut se = t.parked_se.lock();
+            // reweighted when its nice or fair policy changes (Linux's `reweight_task`: the lag
+            // in real time and the relative deadline survive, so toggling nice neither sheds
+            // negative lag nor gains positive lag).
             if !p.attr.policy.is_fair() {
-                *se = None;
+                *t.parked_se.lock() = None;
             } else if !old.policy.is_fair() {
-                *se = Some(class::new_entity(&p.attr));
-            } else if let Some(mut e) = se.take() {
-                // Parked (the requeue dequeued it) and the weight valid: cannot fail.
-                let reweighted = e.reweight(p.attr.weight());
-                debug_assert!(reweighted.is_ok(), "reweight of a parked entity: {:?}", reweighted);
-                if reweighted.is_err() {
-                    e = class::new_entity(&p.attr);
-                }
-                if old.custom_slice_ns != p.attr.custom_slice_ns {
-                    e = e.with_custom_slice(p.attr.custom_slice_ns);
-                }
-                *se = Some(e);
-            } else {
-                *se = Some(class::new_entity(&p.attr));
+                *t.parked_se.lock() = Some(class::new_entity(&p.attr));
+            } else if old.weight() != p.attr.weight() || old.custom_slice_ns != p.attr.custom_slice_ns {
+                class::reweight_task(g, t, &p.attr);
             }
         });
         // Under the run-queue lock, with the change: the RT checker replays it in order.

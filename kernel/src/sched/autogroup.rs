@@ -82,7 +82,7 @@ pub fn set_enabled(on: bool) -> (usize, u64) {
             .cloned()
             .collect();
         for t in &movers {
-            super::requeue_locked(&mut g, t, now, || {});
+            super::requeue_locked(&mut g, t, now, |_| {});
         }
         moved += movers.len();
         drop(g);
@@ -128,7 +128,7 @@ pub fn assign(t: &Arc<Task>, gid: GroupId) {
         let _params = t.params.lock();
         super::with_task_rq(t, |g, now| {
             if t.is_on_rq() {
-                super::requeue_locked(g, t, now, || {});
+                super::requeue_locked(g, t, now, |_| {});
             }
         });
     }

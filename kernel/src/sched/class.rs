@@ -57,6 +57,35 @@ pub fn new_entity(attr: &ValidAttr) -> FairEntity {
         .with_custom_slice(attr.custom_slice_ns)
 }
 
+/// A fair task's new weight and slice (Linux `reweight_task`), wherever its entity is: in its
+/// group's queue (queued or running: `FairRq::reweight`, which keeps `w · vlag`) or parked
+/// (`FairEntity::reweight`, the same rule). Called between the dequeue and the enqueue of a
+/// save/restore requeue (`sched::requeue_locked`), with `task`'s run queue locked.
+pub fn reweight_task(rq: &mut RqInner, task: &Arc<Task>, attr: &ValidAttr) {
+    let key = task.key();
+    let gid = task.se_group.load(core::sync::atomic::Ordering::Relaxed);
+    if let Some(frq) = fair_rq_mut(rq, gid).filter(|f| f.entity(key).is_some()) {
+        let reweighted = frq.reweight(key, attr.weight());
+        let sliced = frq.set_custom_slice(key, attr.custom_slice_ns);
+        debug_assert!(reweighted.is_ok() && sliced.is_ok(), "reweight of a queued entity: {:?} {:?}", reweighted, sliced);
+        return;
+    }
+    let mut parked = task.parked_se.lock();
+    let e = match parked.take() {
+        Some(mut e) => {
+            // Parked, and the weight valid (`ValidAttr`): cannot fail.
+            let reweighted = e.reweight(attr.weight());
+            debug_assert!(reweighted.is_ok(), "reweight of a parked entity: {:?}", reweighted);
+            if reweighted.is_err() {
+                e = new_entity(attr);
+            }
+            e.with_custom_slice(attr.custom_slice_ns)
+        }
+        None => new_entity(attr),
+    };
+    *parked = Some(e);
+}
+
 fn lookup(rq: &RqInner, tid: super::Tid) -> Option<Arc<Task>> {
     rq.tasks.get(&tid).cloned()
 }

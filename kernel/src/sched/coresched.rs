@@ -428,7 +428,7 @@ fn apply(t: &Arc<Task>) {
             // Effective first, then clear pending (see `apply_pending`).
             let new = t.core_cookie_pending.load(Ordering::Acquire);
             if new != NO_PENDING {
-                super::requeue_locked(g, t, now, || t.core_cookie.store(new, Ordering::Release));
+                super::requeue_locked(g, t, now, |_| t.core_cookie.store(new, Ordering::Release));
                 let _ = t.core_cookie_pending.compare_exchange(new, NO_PENDING, Ordering::AcqRel, Ordering::Acquire);
             }
         }

@@ -307,7 +307,7 @@ pub fn move_task(tid: super::Tid, gid: GroupId) -> Result<(), Errno> {
     }
     join(gid);
     super::with_task_rq(&t, |g, now| {
-        super::requeue_locked(g, &t, now, || t.group.store(gid, Ordering::Release));
+        super::requeue_locked(g, &t, now, |_| t.group.store(gid, Ordering::Release));
     });
     leave(old);
     Ok(())

@@ -580,7 +580,7 @@ fn dequeue_task(g: &mut RqInner, task: &Arc<Task>, flags: u32) {
 /// running — lets `change` alter it, and puts it back: Linux's DEQUEUE_SAVE / ENQUEUE_RESTORE
 /// dance (`__sched_setscheduler`, `sched_move_task`), which keeps a fair task's lag, so it
 /// keeps its place fairly wherever it lands (another class, group or weight).
-pub(super) fn requeue_locked(g: &mut RqInner, t: &Arc<Task>, now: u64, change: impl FnOnce()) {
+pub(super) fn requeue_locked(g: &mut RqInner, t: &Arc<Task>, now: u64, change: impl FnOnce(&mut RqInner)) {
     let queued = t.is_on_rq();
     let running = g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, t));
     // Siblings read the queued-cookie count without our lock (`coresched::active`): it must
@@ -596,7 +596,7 @@ pub(super) fn requeue_locked(g: &mut RqInner, t: &Arc<Task>, now: u64, change: i
     if running {
         class::of(t).put_prev(g, t);
     }
-    change();
+    change(g);
     if queued {
         enqueue_task(g, t, cadence_sched::eevdf::ENQUEUE_RESTORE | cadence_sched::eevdf::ENQUEUE_MOVE, now);
     }

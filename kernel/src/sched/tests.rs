@@ -506,3 +506,33 @@ fn killing_sleepers_and_waiters_leaks_no_task() {
     super::sleep_ns(20_000_000);
     assert_eq!(task::objects(), before, "Task objects still referenced after their reaping");
 }
+
+/// A nice change reaches the entity wherever it is: running (the entity stays in its queue as
+/// `curr` across the save/restore requeue) or queued behind it; with the weights the CPU
+/// splits as the new nice values say.
+#[test_case]
+fn renice_reweights_running_and_queued_fair_tasks() {
+    let stop = Arc::new(AtomicBool::new(false));
+    let a = hog("ra", SpawnOptions::new("renice-a").pin(3), &stop);
+    let b = hog("rb", SpawnOptions::new("renice-b").pin(3), &stop);
+    super::sleep_ns(30 * MS);
+    let weight_of = |t: &Arc<Task>| {
+        let g = super::rq_of(3).lock.lock();
+        let gid = t.se_group.load(Ordering::Relaxed);
+        let queued = super::class::fair_rq(&g, gid).and_then(|f| f.entity(t.key()).map(|e| e.weight()));
+        queued.or_else(|| t.parked_se.lock().as_ref().map(|e| e.weight()))
+    };
+    // One of them runs, the other waits: renice both.
+    assert_eq!(api::setpriority(a.tid, 5), Ok(()));
+    assert_eq!(api::setpriority(b.tid, -5), Ok(()));
+    let (wa, wb) = (weight_of(&a), weight_of(&b));
+    super::sleep_ns(50 * MS);
+    let (a0, b0) = (runtime(&a), runtime(&b));
+    super::sleep_ns(400 * MS);
+    let (a1, b1) = (runtime(&a) - a0, runtime(&b) - b0);
+    stop_and_reap(&stop, &[a, b]);
+    assert_eq!((wa, wb), (Some(335), Some(3121)), "entity weights after renice");
+    let ratio = b1 as f64 / a1.max(1) as f64;
+    let want = 3121.0 / 335.0;
+    assert!((ratio / want - 1.0).abs() < 0.15, "nice-5:nice5 = {:.2}, want {:.2} ± 15%", ratio, want);
+}
