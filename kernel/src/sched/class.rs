@@ -57,6 +57,23 @@ pub fn new_entity(attr: &ValidAttr) -> FairEntity {
         .with_custom_slice(attr.custom_slice_ns)
 }
 
+/// Parks a fair task's entity (off every queue and not running: between the dequeue and the
+/// enqueue of a save/restore requeue) in `task.parked_se`, with its saved lag, so that what
+/// the requeue changes (its group, its weight) applies to the entity that goes back: a running
+/// task's entity otherwise stays in its old group's queue (it was `curr`), and the enqueue
+/// would attach a fresh one elsewhere (Linux's `detach_task_cfs_rq` / `attach_task_cfs_rq`).
+pub fn park_entity(rq: &mut RqInner, task: &Arc<Task>) {
+    if task.class() != ClassId::Fair {
+        return;
+    }
+    let gid = task.se_group.load(core::sync::atomic::Ordering::Relaxed);
+    if let Some(frq) = fair_rq_mut(rq, gid) {
+        if let Ok(se) = frq.detach(task.key()) {
+            *task.parked_se.lock() = Some(se);
+        }
+    }
+}
+
 /// A fair task's new weight and slice (Linux `reweight_task`), wherever its entity is: in its
 /// group's queue (queued or running: `FairRq::reweight`, which keeps `w · vlag`) or parked
 /// (`FairEntity::reweight`, the same rule). Called between the dequeue and the enqueue of a

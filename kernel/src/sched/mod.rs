@@ -596,6 +596,9 @@ pub(super) fn requeue_locked(g: &mut RqInner, t: &Arc<Task>, now: u64, change: i
     if running {
         class::of(t).put_prev(g, t);
     }
+    if queued || running {
+        class::park_entity(g, t);
+    }
     change(g);
     if queued {
         enqueue_task(g, t, cadence_sched::eevdf::ENQUEUE_RESTORE | cadence_sched::eevdf::ENQUEUE_MOVE, now);
