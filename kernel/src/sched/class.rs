@@ -255,8 +255,11 @@ fn depth(rq: &RqInner, task: &Task) -> usize {
 }
 
 /// Re-weights the group entities from `gid` up to the root after `gid`'s queue changed, and
-/// queues/dequeues them as their queues become non-empty/empty.
-fn propagate(rq: &mut RqInner, mut gid: GroupId, flags: u32, enqueue: bool) {
+/// queues/dequeues them as their queues become non-empty/empty. As in Linux's
+/// `enqueue_task_fair` / `dequeue_task_fair`, a group entity is queued as a wakeup
+/// (`ENQUEUE_WAKEUP`, whatever the task's flags: never `ENQUEUE_INITIAL`, which is a new
+/// task's half-slice placement) and dequeued as a sleep (`DEQUEUE_SLEEP`).
+fn propagate(rq: &mut RqInner, mut gid: GroupId, enqueue: bool) {
     while gid != ROOT_GROUP {
         let Some(grq) = rq.group_rqs.get_mut(&gid) else { return };
         grq.sync_load();
@@ -274,9 +277,11 @@ fn propagate(rq: &mut RqInner, mut gid: GroupId, flags: u32, enqueue: bool) {
         let on_rq = prq.entity(key).is_some_and(|e| e.on_rq());
         let _ = prq.reweight(key, weight);
         if enqueue && !on_rq && !empty {
-            let _ = prq.enqueue(key, flags & (cadence_sched::eevdf::ENQUEUE_WAKEUP | cadence_sched::eevdf::ENQUEUE_INITIAL));
+            let queued = prq.enqueue(key, cadence_sched::eevdf::ENQUEUE_WAKEUP);
+            debug_assert!(queued.is_ok(), "group entity enqueue: {:?}", queued);
         } else if !enqueue && on_rq && empty {
-            let _ = prq.dequeue(key, flags & cadence_sched::eevdf::DEQUEUE_SLEEP);
+            let dequeued = prq.dequeue(key, cadence_sched::eevdf::DEQUEUE_SLEEP);
+            debug_assert!(dequeued.is_ok(), "group entity dequeue: {:?}", dequeued);
         }
         gid = parent;
     }
@@ -337,7 +342,7 @@ pub fn task_entity<'a>(rq: &'a RqInner, task: &Task) -> Option<&'a cadence_sched
 /// Re-weights group `gid`'s entities on this CPU (after its shares changed).
 pub fn refresh_group_weights(rq: &mut RqInner, gid: GroupId) {
     if rq.group_rqs.contains_key(&gid) {
-        propagate(rq, gid, 0, true);
+        propagate(rq, gid, true);
     }
 }
 
@@ -379,7 +384,7 @@ impl SchedClass for FairClass {
         }
         let _ = frq.enqueue(key, flags);
         rq.nr_fair_tasks += 1;
-        propagate(rq, gid, flags, true);
+        propagate(rq, gid, true);
     }
 
     fn dequeue(&self, rq: &mut RqInner, task: &Arc<Task>, flags: u32) {
@@ -395,7 +400,7 @@ impl SchedClass for FairClass {
                 *task.parked_se.lock() = Some(se);
             }
         }
-        propagate(rq, gid, flags, false);
+        propagate(rq, gid, false);
     }
 
     fn pick_next(&self, rq: &mut RqInner) -> Option<Arc<Task>> {
@@ -441,7 +446,7 @@ impl SchedClass for FairClass {
         // a slice ran out; keep the group weights on the path fresh.
         let gid = task.se_group.load(core::sync::atomic::Ordering::Relaxed);
         if gid != ROOT_GROUP {
-            propagate(rq, gid, 0, true);
+            propagate(rq, gid, true);
         }
         false
     }
