@@ -17,6 +17,8 @@
 //! * [`vecmap`]: sorted-vector map and set with capacity reserved outside locks (the run
 //!   queues' storage: no allocation under a run-queue lock).
 //! * [`timerq`]: timer-queue ordering (the kernel's per-CPU timers, tick, sleeps, hrtick).
+//! * [`deadline`]: SCHED_DEADLINE policy: parameter checks, admission control, CBS, `cpudl`
+//!   (the kernel class is not built yet, issue #16).
 //! * [`core_sched`]: SMT core scheduling: cookies, `PR_SCHED_CORE`, the core-wide pick,
 //!   forced-idle accounting and the trace checker.
 #![cfg_attr(not(test), no_std)]
@@ -31,6 +33,7 @@ pub mod consts;
 pub mod core_sched;
 pub mod cpumask;
 pub mod cpupri;
+pub mod deadline;
 pub mod eevdf;
 pub mod errno;
 pub mod haltpoll;
