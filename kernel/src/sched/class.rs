@@ -24,6 +24,11 @@ pub trait SchedClass: Sync {
     fn put_prev(&self, rq: &mut RqInner, task: &Arc<Task>);
     /// `task` starts running.
     fn set_next(&self, rq: &mut RqInner, task: &Arc<Task>);
+    /// Charges `delta_ns` of execution to the running `task` (Linux `update_curr`), at every
+    /// tick, switch and attribute change; returns true to reschedule. Default: nothing.
+    fn update_curr(&self, _rq: &mut RqInner, _task: &Arc<Task>, _delta_ns: u64, _now: u64) -> bool {
+        false
+    }
     /// Periodic tick while `task` runs; returns true to reschedule.
     fn task_tick(&self, rq: &mut RqInner, task: &Arc<Task>) -> bool;
     /// `sched_yield` by the running task.
@@ -132,9 +137,26 @@ impl SchedClass for RtClass {
 
     fn set_next(&self, _rq: &mut RqInner, _task: &Arc<Task>) {}
 
+    /// The RLIMIT_RTTIME watchdog and RT throttling (`rt_limits::account`), then the
+    /// SCHED_RR quantum: charged by the exact running time (`cadence_sched::rt::rr_tick`
+    /// with this delta, where Linux's `task_tick_rt` takes one tick), refilled on expiry and
+    /// the task moved behind its peers at the same priority.
+    fn update_curr(&self, rq: &mut RqInner, task: &Arc<Task>, delta_ns: u64, now: u64) -> bool {
+        let mut resched = super::rt_limits::account(rq, task, delta_ns, now);
+        if task.policy() == cadence_sched::Policy::RR {
+            let left = task.rr_remaining_ns.load(core::sync::atomic::Ordering::Relaxed);
+            let (left, expired) = cadence_sched::rt::rr_tick(left, delta_ns, super::rr_timeslice_ns());
+            task.rr_remaining_ns.store(left, core::sync::atomic::Ordering::Relaxed);
+            if expired && rq.rt.nr_at_prio(task.rt_priority()) > 1 {
+                // ESRCH if it was dequeued before this charge (a sleep): nothing to rotate.
+                resched |= rq.rt.requeue(task.tid, false).is_ok();
+            }
+        }
+        resched
+    }
+
     fn task_tick(&self, _rq: &mut RqInner, _task: &Arc<Task>) -> bool {
-        // The RR quantum, the watchdog and throttling are accounted in `update_curr`
-        // (`rt_limits::account`), which the tick calls first.
+        // Everything time-based is charged in `update_curr`, which the tick calls first.
         false
     }
 
@@ -439,6 +461,10 @@ impl SchedClass for FairClass {
                 let _ = frq.set_next(key);
             }
         });
+    }
+
+    fn update_curr(&self, rq: &mut RqInner, task: &Arc<Task>, delta_ns: u64, _now: u64) -> bool {
+        update_curr_fair(rq, task, delta_ns)
     }
 
     fn task_tick(&self, rq: &mut RqInner, task: &Arc<Task>) -> bool {

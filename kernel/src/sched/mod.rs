@@ -492,11 +492,7 @@ fn update_curr(g: &mut RqInner, now: u64) -> bool {
         return false;
     }
     curr.stats.sum_exec_runtime.fetch_add(delta, Ordering::Relaxed);
-    match curr.class() {
-        ClassId::Fair => class::update_curr_fair(g, &curr, delta),
-        ClassId::Rt => rt_limits::account(g, &curr, delta, now),
-        _ => false,
-    }
+    class::of(&curr).update_curr(g, &curr, delta, now)
 }
 
 /// The task starts waiting on a run queue, unless it already was (a requeue or migration

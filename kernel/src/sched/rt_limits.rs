@@ -147,8 +147,9 @@ pub fn prlimit(tid: Tid, resource: u32, new: Option<(u64, u64)>) -> Result<(u64,
     Ok(old)
 }
 
-/// Accounts `delta` ns of RT execution by `curr` on `g` (under the run-queue lock): watchdog,
-/// throttling, and the SCHED_RR quantum. Returns true if the CPU should reschedule.
+/// Accounts `delta` ns of RT execution by `curr` on `g` (under the run-queue lock): the
+/// watchdog and throttling (the RT class's `update_curr` adds the SCHED_RR quantum). Returns
+/// true if the CPU should reschedule.
 pub(super) fn account(g: &mut RqInner, curr: &Arc<Task>, delta: u64, now: u64) -> bool {
     let mut resched = false;
     // Watchdog.
@@ -166,19 +167,6 @@ pub(super) fn account(g: &mut RqInner, curr: &Arc<Task>, delta: u64, now: u64) -
     // Throttling.
     g.rt_bw.account(delta);
     resched |= check_throttle(g, now);
-    // SCHED_RR quantum.
-    if curr.policy() == cadence_sched::Policy::RR {
-        let left = curr.rr_remaining_ns.load(Ordering::Relaxed);
-        if left > delta {
-            curr.rr_remaining_ns.store(left - delta, Ordering::Relaxed);
-        } else {
-            curr.rr_remaining_ns.store(super::rr_timeslice_ns(), Ordering::Relaxed);
-            if g.rt.nr_at_prio(curr.rt_priority()) > 1 {
-                let _ = g.rt.requeue(curr.tid, false);
-                resched = true;
-            }
-        }
-    }
     resched
 }
 
