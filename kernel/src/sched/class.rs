@@ -31,8 +31,41 @@ pub trait SchedClass: Sync {
     }
     /// Periodic tick while `task` runs; returns true to reschedule.
     fn task_tick(&self, rq: &mut RqInner, task: &Arc<Task>) -> bool;
+    /// `waking`, of this class, was just queued on `rq` while `curr`, of this class too, runs:
+    /// should it preempt (Linux `wakeup_preempt`)? Across classes the core decides by class
+    /// order ([`preempts_by_class`]). Default: no.
+    fn wakeup_preempt(&self, _rq: &mut RqInner, _curr: &Arc<Task>, _waking: &Arc<Task>) -> bool {
+        false
+    }
+    /// How long the running `task` may run before its class wants the CPU back (the hrtick,
+    /// Linux `hrtick_start_fair` / the RR quantum). Default: no limit.
+    fn hrtick_slice(&self, _rq: &mut RqInner, _task: &Task) -> HrtickSlice {
+        HrtickSlice::None
+    }
     /// `sched_yield` by the running task.
     fn yield_task(&self, rq: &mut RqInner, task: &Arc<Task>);
+}
+
+/// What [`SchedClass::hrtick_slice`] answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HrtickSlice {
+    /// No timer needed (nothing to share the CPU with, or no slice).
+    None,
+    /// Preempt after this many ns.
+    Left(u64),
+    /// The slice is already over: reschedule now.
+    Expired,
+}
+
+/// Across classes: does a task of `waking`'s class preempt one of `curr`'s? Iff it comes
+/// earlier in [`CLASSES`] (Linux: `sched_class_above`).
+pub fn preempts_by_class(waking: ClassId, curr: ClassId) -> bool {
+    // By name: the class objects are zero-sized statics, whose addresses may coincide.
+    let rank = |c: ClassId| {
+        let name = of_class(c).name();
+        CLASSES.iter().position(|k| k.name() == name).unwrap_or(CLASSES.len())
+    };
+    rank(waking) < rank(curr)
 }
 
 pub struct RtClass;
@@ -48,7 +81,12 @@ pub static CLASSES: [&dyn SchedClass; 3] = [&RT, &FAIR, &IDLE];
 
 /// The class a task belongs to.
 pub fn of(task: &Task) -> &'static dyn SchedClass {
-    match task.class() {
+    of_class(task.class())
+}
+
+/// The class object of a class id.
+pub fn of_class(id: ClassId) -> &'static dyn SchedClass {
+    match id {
         ClassId::Rt => &RT,
         ClassId::Fair => &FAIR,
         ClassId::Idle => &IDLE,
@@ -158,6 +196,20 @@ impl SchedClass for RtClass {
     fn task_tick(&self, _rq: &mut RqInner, _task: &Arc<Task>) -> bool {
         // Everything time-based is charged in `update_curr`, which the tick calls first.
         false
+    }
+
+    /// A higher RT priority preempts (equal priorities queue behind, FIFO).
+    fn wakeup_preempt(&self, _rq: &mut RqInner, curr: &Arc<Task>, waking: &Arc<Task>) -> bool {
+        waking.rt_priority() > curr.rt_priority()
+    }
+
+    /// A SCHED_RR task sharing its priority: the rest of its quantum.
+    fn hrtick_slice(&self, rq: &mut RqInner, task: &Task) -> HrtickSlice {
+        if task.policy() == cadence_sched::Policy::RR && rq.rt.nr_at_prio(task.rt_priority()) > 1 {
+            HrtickSlice::Left(task.rr_remaining_ns.load(core::sync::atomic::Ordering::Relaxed))
+        } else {
+            HrtickSlice::None
+        }
     }
 
     fn yield_task(&self, rq: &mut RqInner, task: &Arc<Task>) {
@@ -465,6 +517,26 @@ impl SchedClass for FairClass {
 
     fn update_curr(&self, rq: &mut RqInner, task: &Arc<Task>, delta_ns: u64, _now: u64) -> bool {
         update_curr_fair(rq, task, delta_ns)
+    }
+
+    /// `curr`'s slice ran out (charged now), or EEVDF's wakeup rule on the two paths.
+    fn wakeup_preempt(&self, rq: &mut RqInner, curr: &Arc<Task>, waking: &Arc<Task>) -> bool {
+        if super::update_curr(rq, crate::time::uptime_ns()) {
+            return true;
+        }
+        check_preempt_fair(rq, curr, waking)
+    }
+
+    /// With other fair tasks here: what is left of the running entity's slice.
+    fn hrtick_slice(&self, rq: &mut RqInner, task: &Task) -> HrtickSlice {
+        if rq.nr_fair_tasks <= 1 {
+            return HrtickSlice::None;
+        }
+        match task_entity(rq, task).map(cadence_sched::eevdf::slice_remaining_ns) {
+            None => HrtickSlice::None,
+            Some(Some(ns)) => HrtickSlice::Left(ns),
+            Some(None) => HrtickSlice::Expired,
+        }
     }
 
     fn task_tick(&self, rq: &mut RqInner, task: &Arc<Task>) -> bool {

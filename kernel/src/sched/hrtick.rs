@@ -20,7 +20,8 @@
 //! Slice-overshoot statistics for `bench slice`: while enabled, every time a fair task's slice
 //! ends, how far it ran past the end (real ns) is recorded per CPU.
 
-use super::task::{ClassId, Task};
+use super::class::HrtickSlice;
+use super::task::Task;
 use super::{rq_of, update_curr, RqInner};
 use crate::sync::IrqLock;
 use alloc::vec::Vec;
@@ -50,23 +51,15 @@ pub(super) fn update(g: &mut RqInner, curr: &Task, now: u64) {
     if !enabled() {
         return;
     }
-    let delay = match curr.class() {
-        ClassId::Fair if g.nr_fair_tasks > 1 => {
-            let Some(se) = super::class::task_entity(g, curr) else { return };
-            match cadence_sched::eevdf::slice_remaining_ns(se) {
-                Some(ns) => ns,
-                None => {
-                    // `g` may be another CPU's queue (a wakeup queued there): that CPU must
-                    // get the IPI, not just the flag.
-                    super::set_need_resched(g.cpu);
-                    return;
-                }
-            }
+    let delay = match super::class::of(curr).hrtick_slice(g, curr) {
+        HrtickSlice::Left(ns) => ns,
+        HrtickSlice::Expired => {
+            // `g` may be another CPU's queue (a wakeup queued there): that CPU must get the
+            // IPI, not just the flag.
+            super::set_need_resched(g.cpu);
+            return;
         }
-        ClassId::Rt if curr.policy() == cadence_sched::Policy::RR && g.rt.nr_at_prio(curr.rt_priority()) > 1 => {
-            curr.rr_remaining_ns.load(Ordering::Relaxed)
-        }
-        _ => return,
+        HrtickSlice::None => return,
     };
     let delay = delay.max(HRTICK_MIN_DELAY_NS);
     crate::trace::hrtick_start(delay);

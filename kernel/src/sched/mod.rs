@@ -645,18 +645,11 @@ fn wakeup_preempt(g: &mut RqInner, task: &Arc<Task>) -> bool {
     if Arc::ptr_eq(&curr, task) {
         return false;
     }
-    match (task.class(), curr.class()) {
-        (_, ClassId::Idle) => true,
-        (ClassId::Rt, ClassId::Fair) => true,
-        (ClassId::Rt, ClassId::Rt) => task.rt_priority() > curr.rt_priority(),
-        (ClassId::Fair, ClassId::Fair) => {
-            let now = crate::time::uptime_ns();
-            if update_curr(g, now) {
-                return true;
-            }
-            class::check_preempt_fair(g, &curr, task)
-        }
-        _ => false,
+    // Linux's `wakeup_preempt`: the class decides within itself, class order across.
+    if task.class() == curr.class() {
+        class::of(task).wakeup_preempt(g, &curr, task)
+    } else {
+        class::preempts_by_class(task.class(), curr.class())
     }
 }
 

@@ -536,3 +536,12 @@ fn renice_reweights_running_and_queued_fair_tasks() {
     let want = 3121.0 / 335.0;
     assert!((ratio / want - 1.0).abs() < 0.15, "nice-5:nice5 = {:.2}, want {:.2} ± 15%", ratio, want);
 }
+
+/// Across classes the order of `CLASSES` decides wakeup preemption: RT over fair over idle.
+#[test_case]
+fn class_order_decides_cross_class_preemption() {
+    use super::class::preempts_by_class;
+    use super::task::ClassId::*;
+    assert!(preempts_by_class(Rt, Fair) && preempts_by_class(Rt, Idle) && preempts_by_class(Fair, Idle));
+    assert!(!preempts_by_class(Fair, Rt) && !preempts_by_class(Idle, Fair) && !preempts_by_class(Rt, Rt));
+}
