@@ -7,8 +7,11 @@
 # /dev/vda with QEMU's throttling.bps-write=8388608 (8 MiB/s: an emulated disk that keeps up
 # with the writer never engages the throttle), vm.dirty_bytes 32 MiB,
 # vm.dirty_background_bytes 16 MiB, a background SCHED_OTHER loop of `dd bs=1M count=128` to
-# /dev/vda from offset 0 (2 s head start), then RUNS timed 16 MiB writes (`dd bs=1M count=16`
-# after the background region, run i at region i) as SCHED_OTHER and as SCHED_FIFO 50.
+# /dev/vda from offset 0 (5 s head start), then RUNS timed 16 MiB writes (`dd bs=1M count=16`
+# after the background region, run i at region i) per case: SCHED_OTHER and SCHED_FIFO 50 (on
+# Cadence under each vm.rt_dirty_throttle mode, in rounds of one run per case, each region
+# written back first; on Linux the OTHER runs, then the FIFO runs, as a region rewritten while
+# still dirty would not be dirtied again).
 # * Cadence: `bench dirty -n RUNS` (kernel tasks writing through the page cache; every
 #   vm.rt_dirty_throttle mode; each run's region written back before its clock starts).
 # * Linux 6.1 (generic): busybox `dd` processes (and `chrt -f 50 dd`), timed with
@@ -43,7 +46,7 @@ fresh "$out/linux.img"
 script="sysctl -w vm.dirty_bytes=33554432 >/dev/null; sysctl -w vm.dirty_background_bytes=16777216 >/dev/null
 ( while true; do dd if=/dev/zero of=/dev/vda bs=1M count=128 conv=notrunc 2>/dev/null; done ) &
 bg=\$!
-sleep 2
+sleep 5
 for p in other fifo; do
   i=0
   while [ \$i -lt $runs ]; do

@@ -8,12 +8,14 @@
 //! `vm.dirty_background_bytes` 16 MiB (the peer's settings; restored afterwards), then:
 //! * a background SCHED_OTHER task loops over `dd if=/dev/zero of=/dev/vda bs=1M count=B`
 //!   with B = min(512 MiB, half the disk) from offset 0 (Morton's `while true; do dd ...
-//!   count=512 conv=notrunc; done`), and runs WARMUP_S (default 2) seconds first;
+//!   count=512 conv=notrunc; done`), and runs WARMUP_S (default 5) seconds first (the
+//!   flusher's bandwidth estimate, which starts at 100 MiB/s, settles on the disk's meanwhile);
 //! * the timed writer dirties 16 MiB (`dd bs=1M count=16`: Morton's `bs=16M count=1` in
 //!   pieces the heap likes; the throttle acts per page either way) after the background
 //!   region, as SCHED_OTHER and as SCHED_FIFO 50, RUNS (default 5) times each, under each
-//!   `vm.rt_dirty_throttle` mode. Run i writes region i mod RUNS, written back before the
-//!   clock starts, so every run dirties 16 MiB of clean pages.
+//!   `vm.rt_dirty_throttle` mode, in rounds (round i runs every case once, in region i,
+//!   written back before the clock starts), so every run dirties 16 MiB of clean pages and
+//!   every case sees the same mix of conditions.
 //!
 //! One line per case, exactly:
 //! `dirty: mode=<exempt|boost|off> policy=<other|fifo> p50_ms=<n> max_ms=<n> throttled_ms=<n>`
@@ -66,7 +68,7 @@ fn spawn_as(name: &str, policy: Policy, f: impl FnOnce() -> i32 + Send + 'static
 pub fn cmd_dirty(args: &[&str]) -> Result<(), String> {
     super::latency::check_flags(args, &["-d", "-n"], &[])?;
     let a = Args::new(args);
-    let warmup_s = a.num("-d", 2, 0, 3600)?;
+    let warmup_s = a.num("-d", 5, 0, 3600)?;
     let runs = a.num("-n", 5, 1, 100)?;
     let disk = pagecache::disk_bytes().map_err(|e| format!("/dev/vda: {}", e.strerror()))?;
     let background = (512 * MIB).min(disk / 2 / MIB * MIB);
@@ -127,36 +129,27 @@ pub fn cmd_dirty(args: &[&str]) -> Result<(), String> {
     result
 }
 
+/// The cases in rounds: round i runs every (mode, policy) once, in region i, so that no mode
+/// meets only the conditions of one stretch of the run (the first cases after the warmup, or
+/// those right after an exempt RT writer left the cache far over the limit).
 fn dirty_cases(region0: u64, runs: u64) -> Result<(), String> {
-    for mode in [RtDirty::Exempt, RtDirty::Boost, RtDirty::Off] {
-        writeback::set_rt_mode(mode);
-        for policy in [Policy::Normal, Policy::Fifo] {
-            let (mut ms, mut thr) = (Vec::new(), Vec::new());
-            for run in 0..runs {
+    const MODES: [RtDirty; 3] = [RtDirty::Exempt, RtDirty::Boost, RtDirty::Off];
+    const POLICIES: [Policy; 2] = [Policy::Normal, Policy::Fifo];
+    // (ms, throttled ms) per run, per case in MODES × POLICIES order.
+    let mut results: [Vec<(u64, u64)>; 6] = Default::default();
+    for run in 0..runs {
+        for (m, mode) in MODES.into_iter().enumerate() {
+            writeback::set_rt_mode(mode);
+            for (p, policy) in POLICIES.into_iter().enumerate() {
                 let pos = region0 + run * FOREGROUND;
-                // Start from clean pages (not timed).
-                writeback::sync_range(pos / pagecache::PAGE, (pos + FOREGROUND) / pagecache::PAGE - 1)
-                    .map_err(|e| format!("sync: {}", e.strerror()))?;
-                let out = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
-                let out2 = out.clone();
-                let tid = spawn_as("dirty-fg", policy, move || {
-                    let me = sched::current();
-                    let thr0 = me.stats.throttled_ns.load(Ordering::Relaxed);
-                    let (ns, r) = crate::shell::vm::dd_zero_to_disk(pos, FOREGROUND, MIB);
-                    out2.0.store(ns, Ordering::Relaxed);
-                    out2.1.store(me.stats.throttled_ns.load(Ordering::Relaxed) - thr0, Ordering::Relaxed);
-                    if r.is_ok() {
-                        0
-                    } else {
-                        1
-                    }
-                })?;
-                if wait(tid) != Ok(0) {
-                    return Err(String::from("the timed writer failed"));
-                }
-                ms.push(out.0.load(Ordering::Relaxed) / 1_000_000);
-                thr.push(out.1.load(Ordering::Relaxed) / 1_000_000);
+                results[m * POLICIES.len() + p].push(dirty_run(pos, policy)?);
             }
+        }
+    }
+    for (m, mode) in MODES.into_iter().enumerate() {
+        for (p, policy) in POLICIES.into_iter().enumerate() {
+            let r = &results[m * POLICIES.len() + p];
+            let (mut ms, mut thr): (Vec<u64>, Vec<u64>) = r.iter().copied().unzip();
             let max = ms.iter().copied().max().unwrap_or(0);
             crate::kprintln!(
                 "dirty: mode={} policy={} p50_ms={} max_ms={} throttled_ms={}",
@@ -169,6 +162,32 @@ fn dirty_cases(region0: u64, runs: u64) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// One timed 16 MiB write at `pos` by a new task of `policy`, from clean pages: (ms, ms
+/// throttled).
+fn dirty_run(pos: u64, policy: Policy) -> Result<(u64, u64), String> {
+    // Start from clean pages (not timed).
+    writeback::sync_range(pos / pagecache::PAGE, (pos + FOREGROUND) / pagecache::PAGE - 1)
+        .map_err(|e| format!("sync: {}", e.strerror()))?;
+    let out = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+    let out2 = out.clone();
+    let tid = spawn_as("dirty-fg", policy, move || {
+        let me = sched::current();
+        let thr0 = me.stats.throttled_ns.load(Ordering::Relaxed);
+        let (ns, r) = crate::shell::vm::dd_zero_to_disk(pos, FOREGROUND, MIB);
+        out2.0.store(ns, Ordering::Relaxed);
+        out2.1.store(me.stats.throttled_ns.load(Ordering::Relaxed) - thr0, Ordering::Relaxed);
+        if r.is_ok() {
+            0
+        } else {
+            1
+        }
+    })?;
+    if wait(tid) != Ok(0) {
+        return Err(String::from("the timed writer failed"));
+    }
+    Ok((out.0.load(Ordering::Relaxed) / 1_000_000, out.1.load(Ordering::Relaxed) / 1_000_000))
 }
 
 /// `bench alloc`.
