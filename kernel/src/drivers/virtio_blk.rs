@@ -414,10 +414,9 @@ fn request(disk: &mut Disk, sector: u64, op: Op<'_>) -> Result<(), BlkError> {
     // The device accesses `header` and `bounce` only between the `_nb` call and the matching
     // `complete_*` call, which are passed the very same buffers; the caller's `DeferFatal`
     // section keeps the task from ending in between.
-    // SAFETY: both are DMA memory this driver alone owns (allocated at probe, zeroed,
-    // page-aligned), and the caller's sleeping mutex admits one request at a time, so nothing
-    // else touches them until the request completes below. BlkReq (16 bytes, align 8) fits at
-    // offset 0 and BlkResp (1 byte) at RESP_OFFSET; `len` is at most the bounce buffer's size.
+    // SAFETY: both are DMA memory this driver alone owns (allocated at probe, zeroed, page-aligned), and the caller's sleeping
+    // mutex admits one request at a time, so nothing else touches them until the request completes below. BlkReq (16 bytes,
+    // align 8) fits at offset 0 and BlkResp (1 byte) at RESP_OFFSET; `len` is at most the bounce buffer's size.
     unsafe {
         let (req, resp, buf) = (&mut *req, &mut *resp, core::slice::from_raw_parts_mut(data, len));
         let result = match op {
