@@ -121,7 +121,7 @@ bench-dirty: kernel boot-tool
 	rm -f '$(ROOT)/target/bench-dirty.img'
 	'$(CADENCE_BOOT)' run --kernel '$(KERNEL)' $(if $(SMP),--smp '$(SMP)') --timeout 3600 \
 	  --disk '$(ROOT)/target/bench-dirty.img' --disk-opts throttling.bps-write=8388608 \
-	  --args 'run="bench dirty -n $(RUNS)" poweroff'
+	  --args 'run="bench dirty -v -n $(RUNS)" poweroff'
 
 bench-alloc: kernel boot-tool
 	'$(CADENCE_BOOT)' run --kernel '$(KERNEL)' $(if $(SMP),--smp '$(SMP)') --timeout 1200 \

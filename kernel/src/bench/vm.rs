@@ -1,7 +1,7 @@
 //! The RT-VM seed's experiments (issue #14): `bench dirty` (Morton's dirty-throttle test) and
 //! `bench alloc` (Love's reserve rule).
 //!
-//! # `bench dirty [-d WARMUP_S] [-n RUNS]`
+//! # `bench dirty [-d WARMUP_S] [-n RUNS] [-v]`
 //! Needs the disk, ideally as slow as a real one (`make bench-dirty` gives QEMU's
 //! `throttling.bps-write=8388608`, as the peer's measurement; an emulated disk that keeps up
 //! with the writer never engages the throttle). Sets `vm.dirty_bytes` 32 MiB and
@@ -19,7 +19,8 @@
 //!
 //! One line per case, exactly:
 //! `dirty: mode=<exempt|boost|off> policy=<other|fifo> p50_ms=<n> max_ms=<n> throttled_ms=<n>`
-//! (`throttled_ms`: the median run's time paused by the throttle).
+//! (`throttled_ms`: the median run's time paused by the throttle). `-v` also prints each run:
+//! `dirty-run: round=<i> mode=<m> policy=<p> ms=<n> throttled_ms=<n>`.
 //!
 //! # `bench alloc [-n RUNS]`
 //! Raises `vm.min_free_kbytes` so that half of `min` covers 4 MiB and a margin (restored
@@ -66,8 +67,9 @@ fn spawn_as(name: &str, policy: Policy, f: impl FnOnce() -> i32 + Send + 'static
 
 /// `bench dirty`.
 pub fn cmd_dirty(args: &[&str]) -> Result<(), String> {
-    super::latency::check_flags(args, &["-d", "-n"], &[])?;
+    super::latency::check_flags(args, &["-d", "-n"], &["-v"])?;
     let a = Args::new(args);
+    let verbose = a.has("-v");
     let warmup_s = a.num("-d", 5, 0, 3600)?;
     let runs = a.num("-n", 5, 1, 100)?;
     let disk = pagecache::disk_bytes().map_err(|e| format!("/dev/vda: {}", e.strerror()))?;
@@ -109,7 +111,7 @@ pub fn cmd_dirty(args: &[&str]) -> Result<(), String> {
     let result = match bg {
         Ok(bg) => {
             sched::sleep_ns(warmup_s * 1_000_000_000);
-            let r = dirty_cases(background, runs);
+            let r = dirty_cases(background, runs, verbose);
             stop.store(true, Ordering::Relaxed);
             let code = wait(bg);
             if code != Ok(0) {
@@ -132,7 +134,7 @@ pub fn cmd_dirty(args: &[&str]) -> Result<(), String> {
 /// The cases in rounds: round i runs every (mode, policy) once, in region i, so that no mode
 /// meets only the conditions of one stretch of the run (the first cases after the warmup, or
 /// those right after an exempt RT writer left the cache far over the limit).
-fn dirty_cases(region0: u64, runs: u64) -> Result<(), String> {
+fn dirty_cases(region0: u64, runs: u64, verbose: bool) -> Result<(), String> {
     const MODES: [RtDirty; 3] = [RtDirty::Exempt, RtDirty::Boost, RtDirty::Off];
     const POLICIES: [Policy; 2] = [Policy::Normal, Policy::Fifo];
     // (ms, throttled ms) per run, per case in MODES × POLICIES order.
@@ -148,7 +150,18 @@ fn dirty_cases(region0: u64, runs: u64) -> Result<(), String> {
             writeback::set_rt_mode(mode);
             for (p, policy) in POLICIES.into_iter().enumerate() {
                 let pos = region0 + run * FOREGROUND;
-                results[m * POLICIES.len() + p].push(dirty_run(pos, policy)?);
+                let (ms, thr) = dirty_run(pos, policy)?;
+                if verbose {
+                    crate::kprintln!(
+                        "dirty-run: round={} mode={} policy={} ms={} throttled_ms={}",
+                        run,
+                        mode.name(),
+                        policy_name(policy),
+                        ms,
+                        thr
+                    );
+                }
+                results[m * POLICIES.len() + p].push((ms, thr));
             }
         }
     }

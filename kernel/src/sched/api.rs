@@ -36,20 +36,12 @@ fn change_params(t: &Arc<Task>, f: impl FnOnce(&mut SchedParams)) {
     let mut p = t.params.lock();
     super::with_task_rq(t, |g, now| {
         super::requeue_locked(g, t, now, |g| {
-            let old = p.attr;
+            let (old, old_class) = (p.attr, t.class());
             f(&mut p);
             t.cache_params(&p);
-            // The fair entity follows the class: gone for RT, fresh when the task becomes fair,
-            // reweighted when its nice or fair policy changes (Linux's `reweight_task`: the lag
-            // in real time and the relative deadline survive, so toggling nice neither sheds
-            // negative lag nor gains positive lag).
-            if !p.attr.policy.is_fair() {
-                *t.parked_se.lock() = None;
-            } else if !old.policy.is_fair() {
-                *t.parked_se.lock() = Some(class::new_entity(&p.attr));
-            } else if old.weight() != p.attr.weight() || old.custom_slice_ns != p.attr.custom_slice_ns {
-                class::reweight_task(g, t, &p.attr);
-            }
+            // The classes adjust what they keep of the task (`prio_changed`, or
+            // `switched_from` / `switched_to`): the fair entity, reweighted with its lag.
+            class::attr_changed(g, t, old_class, &old, &p.attr);
         });
         // Under the run-queue lock, with the change: the RT checker replays it in order.
         crate::trace::sched_pi_setprio(t, old_prio, now);
@@ -151,7 +143,7 @@ pub fn sched_setaffinity(pid: Tid, mask: CpuMask) -> Result<(), Errno> {
         let target = super::balance::select_cpu(&t, crate::percpu::cpu_id());
         super::activate_on(&t, target, cadence_sched::eevdf::ENQUEUE_MIGRATED | cadence_sched::eevdf::ENQUEUE_MIGRATING);
         // Its best queued RT task may have left: that CPU may pull.
-        super::rt_balance(cpu, level_before);
+        super::balance_callbacks(cpu, level_before);
     } else if running {
         // Kick again: the kick from `change_params` may have been spent on the very switch
         // that started it here (it was queued behind another task, and picking does not look

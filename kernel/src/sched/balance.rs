@@ -26,6 +26,7 @@
 //! use runs something less important, beyond the time a push or pull takes (checked on traces
 //! by `trace check rt`; modelled by `cadence-sched`'s `rt_guarantee` proptest).
 
+use super::class::BalancePoint;
 use super::rqlock::{lock_two, try_lock_two};
 use super::task::{ClassId, Task, Tid};
 use super::{cpu_prio, online_mask, rq_of, set_need_resched, update_counts, RqInner};
@@ -252,40 +253,33 @@ fn idle_mask() -> CpuMask {
         .collect()
 }
 
-/// The CPU a waking (or new) task should be queued on.
+/// The CPU a waking (or new) task should be queued on: its class decides
+/// (`SchedClass::select_cpu`) among the allowed online CPUs.
 pub fn select_cpu(task: &Task, waker_cpu: u32) -> u32 {
     let allowed = task.affinity() & online_mask();
     let prev = task.cpu();
     if allowed.is_empty() {
         return prev; // cannot happen: affinity is validated against online CPUs
     }
-    match task.class() {
-        ClassId::Rt => {
-            let placeable = rt_placement_mask(task);
-            let placeable = if placeable.is_empty() { allowed } else { placeable };
-            find_lowest_rt(task.rt_priority(), placeable, prev).unwrap_or(if allowed.contains(prev as usize) {
-                prev
-            } else {
-                allowed.first().unwrap_or(0) as u32
-            })
+    super::class::of(task).select_cpu(task, prev, waker_cpu, allowed)
+}
+
+/// An RT task's CPU: the lowest-level allowed CPU (cpupri), avoiding SMT siblings running
+/// another cookie; `prev` if none is lower.
+pub fn select_cpu_rt(task: &Task, prev: u32, allowed: CpuMask) -> u32 {
+    let placeable = rt_placement_mask(task);
+    let placeable = if placeable.is_empty() { allowed } else { placeable };
+    find_lowest_rt(task.rt_priority(), placeable, prev).unwrap_or_else(|| super::class::stay_or_first(prev, allowed))
+}
+
+/// A fair task's CPU: `cadence_sched::balance::select_task_rq_fair` over the idle CPUs and
+/// the topology (before the topology is known: `prev`).
+pub fn select_cpu_fair(prev: u32, waker_cpu: u32, allowed: CpuMask) -> u32 {
+    match topology() {
+        Some(t) if t.nr_cpus() >= percpu::nr_cpus() as usize => {
+            policy::select_task_rq_fair(allowed, prev as usize, Some(waker_cpu as usize), idle_mask(), t).map(|c| c as u32).unwrap_or(prev)
         }
-        _ => {
-            let topo = topology();
-            match topo {
-                Some(t) if t.nr_cpus() >= percpu::nr_cpus() as usize => {
-                    policy::select_task_rq_fair(allowed, prev as usize, Some(waker_cpu as usize), idle_mask(), t)
-                        .map(|c| c as u32)
-                        .unwrap_or(prev)
-                }
-                _ => {
-                    if allowed.contains(prev as usize) {
-                        prev
-                    } else {
-                        allowed.first().unwrap_or(0) as u32
-                    }
-                }
-            }
-        }
+        _ => super::class::stay_or_first(prev, allowed),
     }
 }
 
@@ -308,7 +302,7 @@ fn movable(g: &RqInner, task: &Arc<Task>, dst: u32) -> bool {
 
 /// How a fair pull was started.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum PullKind {
+pub enum PullKind {
     /// From the tick; `idle` if this CPU has nothing to run.
     Periodic { idle: bool },
     /// From the idle loop, the CPU having just run out of work (Linux `CPU_NEWLY_IDLE`).
@@ -322,7 +316,7 @@ enum PullKind {
 /// balancing is a source of latency", `detach_tasks`): the idle task does it with two run-queue
 /// locks held, and an RT task woken on this CPU meanwhile waits for all of it (measured: 30
 /// moves, 7 ms under TCG, in front of a cyclictest wakeup). More follow from the tick.
-fn pull_fair(this: u32, kind: PullKind) -> usize {
+pub fn pull_fair(this: u32, kind: PullKind) -> usize {
     let idle = kind != PullKind::Periodic { idle: false };
     let max_moves = if kind == PullKind::NewIdle { 1 } else { u32::MAX };
     // Back off after fruitless passes (everything pinned), like Linux's balance_interval.
@@ -404,22 +398,20 @@ fn pull_fair(this: u32, kind: PullKind) -> usize {
     moved
 }
 
-/// Periodic balancing from the tick.
+/// Periodic balancing from the tick: every class's `balance` hook.
 pub fn periodic_balance(this: u32) {
-    pull_fair(this, PullKind::Periodic { idle: rq_of(this).nr_running.load(Ordering::Acquire) == 0 });
+    super::class::balance(this, BalancePoint::Tick { idle: rq_of(this).nr_running.load(Ordering::Acquire) == 0 });
 }
 
-/// New-idle balancing from the idle loop: pull RT, then fair work. True if something moved.
+/// New-idle balancing from the idle loop: the classes in order (RT pulls, then fair), until
+/// one brings a task. True if something moved.
 pub fn idle_balance(this: u32) -> bool {
     let rq = rq_of(this);
     let tick = rq.ticks.load(Ordering::Relaxed);
     if rq.last_idle_balance.swap(tick, Ordering::Relaxed) == tick {
         return false; // at most once per tick
     }
-    if super::RT_OVERLOAD.load(Ordering::Acquire) != 0 && pull_rt(this) {
-        return true;
-    }
-    pull_fair(this, PullKind::NewIdle) > 0
+    super::class::balance(this, BalancePoint::NewIdle)
 }
 
 /// Most waiting RT tasks examined per push or pull (bounds the work under run-queue locks).

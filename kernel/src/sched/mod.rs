@@ -294,13 +294,10 @@ fn refresh_tunables() {
 
 // ----- helpers ----------------------------------------------------------------------------
 
-/// Encodes what a CPU runs for RT placement: 0 idle, 1 fair, 2 + rt_priority.
+/// Encodes what a CPU runs for RT placement: 0 idle, 1 fair, 2 + rt_priority (the task's
+/// class says: `SchedClass::cpupri_level`).
 pub fn cpu_prio(task: &Task) -> u8 {
-    match task.class() {
-        ClassId::Idle => 0,
-        ClassId::Fair => 1,
-        ClassId::Rt => 2 + task.rt_priority(),
-    }
+    class::of(task).cpupri_level(task)
 }
 
 fn this_cpu() -> &'static PerCpu {
@@ -468,18 +465,12 @@ pub fn check_accounting() -> alloc::vec::Vec<alloc::string::String> {
 /// CPUs with a waiting RT task that may run elsewhere (Linux's `rto_mask`): pull sources.
 static RT_OVERLOAD: AtomicU64 = AtomicU64::new(0);
 
-/// After a scheduling decision on `cpu` (its lock released): push waiting RT tasks that may
-/// run elsewhere, and pull RT work if the CPU's level fell below `level_before` (Linux's
-/// `balance_rt`/`push_rt_tasks` balance callbacks). Both are cheap when there is nothing to do.
-fn rt_balance(cpu: u32, level_before: u8) {
-    let rq = rq_of(cpu);
-    if rq.rt_pushable.load(Ordering::SeqCst) != 0 {
-        balance::push_rt(cpu);
-    }
-    let level = rq.rt_level.load(Ordering::SeqCst);
-    if level < level_before && RT_OVERLOAD.load(Ordering::SeqCst) & !(1u64 << cpu) != 0 {
-        balance::pull_rt(cpu);
-    }
+/// After a scheduling decision on `cpu` (its lock released): every class's balance hook
+/// (`BalancePoint::Decision`: RT pushes waiting tasks that may run elsewhere and pulls if the
+/// CPU's level fell below `level_before`; Linux's `balance_rt`/`push_rt_tasks` callbacks).
+/// Cheap when there is nothing to do.
+fn balance_callbacks(cpu: u32, level_before: u8) {
+    class::balance(cpu, class::BalancePoint::Decision { level_before });
 }
 
 /// Accounts the running task's time up to `now`. Returns true if the fair class wants a
@@ -514,9 +505,16 @@ fn end_wait(task: &Task, now: u64) {
 
 /// Enqueues that found `on_rq` other than their kind expects (see [`dequeue_task`]): a plain
 /// enqueue of a task already marked queued — a task on two run queues — or the second half of
-/// a requeue or migration of one not marked queued. 0 unless a bug; the chaos stress counts it
+/// a requeue or migration of one not marked queued; and enqueues a class refused because the
+/// task was already in its queue. 0 unless a bug; the chaos stress counts it
 /// as a violation and every in-kernel test asserts it.
 static BAD_ENQUEUES: AtomicU64 = AtomicU64::new(0);
+
+/// A class found a task it was asked to queue already queued (its policy's `EBUSY`): the
+/// same bug as a wrong `on_rq`, counted with it.
+fn note_bad_enqueue() {
+    BAD_ENQUEUES.fetch_add(1, Ordering::Relaxed);
+}
 
 /// How many enqueues found `on_rq` wrong ([`BAD_ENQUEUES`]).
 pub fn bad_enqueues() -> u64 {
@@ -634,7 +632,7 @@ pub(super) fn with_task_rq<R>(t: &Arc<Task>, f: impl FnOnce(&mut RqInner, u64) -
         set_need_resched(cpu);
         // A priority, policy or affinity change may have lowered that CPU's level (pull) or
         // made a waiting task pushable (Linux `prio_changed_rt` / `switched_from_rt`).
-        rt_balance(cpu, level_before);
+        balance_callbacks(cpu, level_before);
         return r;
     }
 }
@@ -855,7 +853,7 @@ fn __schedule_irqs_off(preempted: bool) {
     if Arc::ptr_eq(&prev, &next) {
         update_counts(rq, &g);
         drop(g);
-        rt_balance(cpu.cpu_id, level_before);
+        balance_callbacks(cpu.cpu_id, level_before);
         return;
     }
     rq.level_before_switch.store(level_before, Ordering::Relaxed);
@@ -919,7 +917,7 @@ fn finish_task_switch() {
         }
     }
     // A preempted RT task may run elsewhere; a CPU that dropped in priority may pull.
-    rt_balance(cpu.cpu_id, rq.level_before_switch.load(Ordering::Relaxed));
+    balance_callbacks(cpu.cpu_id, rq.level_before_switch.load(Ordering::Relaxed));
     // Wakeups handed to us while a task was switching out here (see `queue_wakeup`).
     ttwu_pending();
 }
@@ -1043,8 +1041,8 @@ fn activate_locked(task: &Arc<Task>, cpu: u32, flags: u32, mut g: rqlock::RqGuar
     // A woken RT task that waits (or that waits elsewhere after the snapshot went stale)
     // moves to a CPU running something less important now; one that preempts is pushed, if
     // still waiting, by the switch it causes.
-    if !preempt && rq.rt_pushable.load(Ordering::SeqCst) != 0 {
-        balance::push_rt(cpu);
+    if !preempt {
+        class::balance(cpu, class::BalancePoint::Woken);
     }
 }
 

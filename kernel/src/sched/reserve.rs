@@ -156,20 +156,22 @@ fn plan(g: &RqInner, incoming: usize, out: &mut [Option<Want>; MAX_WANTS]) -> us
     n
 }
 
-/// Can `task` be queued on `g` without any queue it would touch allocating? The task map; an
-/// RT task's priority array; a fair task's root queue and the queue of its group and every
-/// ancestor here, and for levels with no queue here yet, a spare storage each and room in the
-/// map of group queues. The wake-list drain asks this before each wakeup it queues.
+/// Can `task` be queued on `g` without any queue it would touch allocating? The task map,
+/// then its class's queues (`SchedClass::fits`: an RT task's priority array, [`fair_fits`]).
+/// The wake-list drain asks this before each wakeup it queues.
 pub fn fits(g: &RqInner, task: &Task) -> bool {
     let free = |len: usize, cap: usize| cap > len;
     if !free(g.tasks.len(), g.tasks.capacity()) {
         return false;
     }
-    match task.class() {
-        super::ClassId::Rt => return free(g.rt.nr_running(), g.rt.capacity()),
-        super::ClassId::Idle => return true,
-        super::ClassId::Fair => {}
-    }
+    super::class::of(task).fits(g, task)
+}
+
+/// [`fits`] for a fair task (`FairClass::fits`): room in the root queue, and in the queue of
+/// its group and every ancestor here, or for levels with no queue here yet, a spare storage
+/// each and room in the map of group queues.
+pub fn fair_fits(g: &RqInner, task: &Task) -> bool {
+    let free = |len: usize, cap: usize| cap > len;
     if !free(g.fair.len(), g.fair.capacity()) {
         return false;
     }

@@ -58,13 +58,12 @@
 //! 0x2f8 (its scratch register does not hold a value), nothing is streamed.
 
 use crate::percpu::MAX_CPUS;
-use crate::sched::task::{ClassId, Task, TaskState};
+use crate::sched::task::{Task, TaskState};
 use crate::sync::IrqLock;
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
-use cadence_trace::event::{fair_prio, rt_prio};
 use cadence_trace::{ftrace, report, ring, rtcheck, Comm, Event, EventKind, EventType, TaskInfo};
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -303,17 +302,13 @@ fn affinity_table() -> Vec<(u32, u64)> {
 
 // ----- recording -----------------------------------------------------------------------------
 
-/// A task as events record it: idle is pid 0 `swapper/<cpu>` prio 120; RT prio is
-/// `99 - rt_priority`, fair `120 + nice` (Linux's `p->prio`).
+/// A task as events record it: idle is pid 0 `swapper/<cpu>` prio 120; the others' prio is
+/// their class's `prio` hook: RT `99 - rt_priority`, fair `120 + nice` (Linux's `p->prio`).
 fn info(t: &Task) -> TaskInfo {
     if t.is_idle {
         return TaskInfo { comm: Comm::with_number("swapper/", t.cpu()), pid: 0, prio: 120 };
     }
-    let prio = match t.class() {
-        ClassId::Rt => rt_prio(t.rt_priority()),
-        ClassId::Fair => fair_prio(t.nice()),
-        ClassId::Idle => 120,
-    };
+    let prio = crate::sched::class::of(t).prio(t);
     TaskInfo { comm: Comm::new(&t.name), pid: t.tid, prio }
 }
 

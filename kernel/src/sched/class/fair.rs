@@ -1,97 +1,22 @@
-//! Scheduling classes behind one trait, in fixed order: [`CLASSES`] = rt > fair > idle.
+//! The fair class (SCHED_NORMAL, SCHED_BATCH, SCHED_IDLE): EEVDF (`cadence_sched::eevdf`)
+//! over a hierarchy of task groups.
 //!
-//! Each class implements Linux's hooks over the run queue's locked part (`RqInner`): enqueue,
-//! dequeue, pick_next, put_prev, set_next, task_tick, yield_task. Wakeup preemption between
-//! classes and CPU selection are in `sched` (`wakeup_preempt`) and `sched::balance`.
-//!
-//! Adding a class: implement [`SchedClass`], give it a [`ClassId`], insert it in [`CLASSES`]
-//! at its priority and map tasks to it in [`of`].
+//! A fair task's entity sits in the queue of its group on this CPU (`se_group`); each
+//! non-root group on the path to the root has one entity in its parent's queue. Levels are
+//! walked with [`for_each_level`] ([`task_level`], then [`level_above`]): (queue owner, key)
+//! pairs from the task's own level up to the root's. Outside a queue (asleep, or between the
+//! dequeue and enqueue of a requeue) a task's entity is parked in `Task::parked_se` with its
+//! lag.
 
-use super::task::{ClassId, Task};
-use super::RqInner;
+use super::{lookup, BalancePoint, HrtickSlice, SchedClass};
+use crate::sched::group::{GroupId, GroupRq, ROOT_GROUP};
+use crate::sched::task::{ClassId, Task};
+use crate::sched::{RqInner, SeKey};
 use alloc::sync::Arc;
-use cadence_sched::{FairEntity, ValidAttr};
+use cadence_sched::{CpuMask, FairEntity, FairRq, ValidAttr};
 
-pub trait SchedClass: Sync {
-    fn name(&self) -> &'static str;
-    /// Queue a runnable task (`flags`: `ENQUEUE_*`).
-    fn enqueue(&self, rq: &mut RqInner, task: &Arc<Task>, flags: u32);
-    /// Take a task off the queue (`flags`: `DEQUEUE_*`).
-    fn dequeue(&self, rq: &mut RqInner, task: &Arc<Task>, flags: u32);
-    /// The best task of this class, if any (no state change).
-    fn pick_next(&self, rq: &mut RqInner) -> Option<Arc<Task>>;
-    /// `task` (the running one) stops running.
-    fn put_prev(&self, rq: &mut RqInner, task: &Arc<Task>);
-    /// `task` starts running.
-    fn set_next(&self, rq: &mut RqInner, task: &Arc<Task>);
-    /// Charges `delta_ns` of execution to the running `task` (Linux `update_curr`), at every
-    /// tick, switch and attribute change; returns true to reschedule. Default: nothing.
-    fn update_curr(&self, _rq: &mut RqInner, _task: &Arc<Task>, _delta_ns: u64, _now: u64) -> bool {
-        false
-    }
-    /// Periodic tick while `task` runs; returns true to reschedule.
-    fn task_tick(&self, rq: &mut RqInner, task: &Arc<Task>) -> bool;
-    /// `waking`, of this class, was just queued on `rq` while `curr`, of this class too, runs:
-    /// should it preempt (Linux `wakeup_preempt`)? Across classes the core decides by class
-    /// order ([`preempts_by_class`]). Default: no.
-    fn wakeup_preempt(&self, _rq: &mut RqInner, _curr: &Arc<Task>, _waking: &Arc<Task>) -> bool {
-        false
-    }
-    /// How long the running `task` may run before its class wants the CPU back (the hrtick,
-    /// Linux `hrtick_start_fair` / the RR quantum). Default: no limit.
-    fn hrtick_slice(&self, _rq: &mut RqInner, _task: &Task) -> HrtickSlice {
-        HrtickSlice::None
-    }
-    /// `sched_yield` by the running task.
-    fn yield_task(&self, rq: &mut RqInner, task: &Arc<Task>);
-}
-
-/// What [`SchedClass::hrtick_slice`] answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HrtickSlice {
-    /// No timer needed (nothing to share the CPU with, or no slice).
-    None,
-    /// Preempt after this many ns.
-    Left(u64),
-    /// The slice is already over: reschedule now.
-    Expired,
-}
-
-/// Across classes: does a task of `waking`'s class preempt one of `curr`'s? Iff it comes
-/// earlier in [`CLASSES`] (Linux: `sched_class_above`).
-pub fn preempts_by_class(waking: ClassId, curr: ClassId) -> bool {
-    // By name: the class objects are zero-sized statics, whose addresses may coincide.
-    let rank = |c: ClassId| {
-        let name = of_class(c).name();
-        CLASSES.iter().position(|k| k.name() == name).unwrap_or(CLASSES.len())
-    };
-    rank(waking) < rank(curr)
-}
-
-pub struct RtClass;
 pub struct FairClass;
-pub struct IdleClass;
-
-pub static RT: RtClass = RtClass;
 pub static FAIR: FairClass = FairClass;
-pub static IDLE: IdleClass = IdleClass;
-
-/// Class order, highest first.
-pub static CLASSES: [&dyn SchedClass; 3] = [&RT, &FAIR, &IDLE];
-
-/// The class a task belongs to.
-pub fn of(task: &Task) -> &'static dyn SchedClass {
-    of_class(task.class())
-}
-
-/// The class object of a class id.
-pub fn of_class(id: ClassId) -> &'static dyn SchedClass {
-    match id {
-        ClassId::Rt => &RT,
-        ClassId::Fair => &FAIR,
-        ClassId::Idle => &IDLE,
-    }
-}
 
 /// A fresh fair entity for these attributes.
 pub fn new_entity(attr: &ValidAttr) -> FairEntity {
@@ -146,88 +71,6 @@ pub fn reweight_task(rq: &mut RqInner, task: &Arc<Task>, attr: &ValidAttr) {
     *parked = Some(e);
 }
 
-fn lookup(rq: &RqInner, tid: super::Tid) -> Option<Arc<Task>> {
-    rq.tasks.get(&tid).cloned()
-}
-
-impl SchedClass for RtClass {
-    fn name(&self) -> &'static str {
-        "rt"
-    }
-
-    fn enqueue(&self, rq: &mut RqInner, task: &Arc<Task>, flags: u32) {
-        let head = flags & cadence_sched::eevdf::ENQUEUE_HEAD != 0;
-        let _ = rq.rt.enqueue(task.tid, task.rt_priority(), head);
-    }
-
-    fn dequeue(&self, rq: &mut RqInner, task: &Arc<Task>, _flags: u32) {
-        let _ = rq.rt.dequeue(task.tid);
-    }
-
-    fn pick_next(&self, rq: &mut RqInner) -> Option<Arc<Task>> {
-        if rq.rt_bw.throttled {
-            return None; // RT bandwidth used up for this period: fair tasks run
-        }
-        rq.rt.pick_highest().and_then(|tid| lookup(rq, tid))
-    }
-
-    fn put_prev(&self, _rq: &mut RqInner, _task: &Arc<Task>) {}
-
-    fn set_next(&self, _rq: &mut RqInner, _task: &Arc<Task>) {}
-
-    /// The RLIMIT_RTTIME watchdog and RT throttling (`rt_limits::account`), then the
-    /// SCHED_RR quantum: charged by the exact running time (`cadence_sched::rt::rr_tick`
-    /// with this delta, where Linux's `task_tick_rt` takes one tick), refilled on expiry and
-    /// the task moved behind its peers at the same priority.
-    fn update_curr(&self, rq: &mut RqInner, task: &Arc<Task>, delta_ns: u64, now: u64) -> bool {
-        let mut resched = super::rt_limits::account(rq, task, delta_ns, now);
-        if task.policy() == cadence_sched::Policy::RR {
-            let left = task.rr_remaining_ns.load(core::sync::atomic::Ordering::Relaxed);
-            let (left, expired) = cadence_sched::rt::rr_tick(left, delta_ns, super::rr_timeslice_ns());
-            task.rr_remaining_ns.store(left, core::sync::atomic::Ordering::Relaxed);
-            if expired && rq.rt.nr_at_prio(task.rt_priority()) > 1 {
-                // ESRCH if it was dequeued before this charge (a sleep): nothing to rotate.
-                resched |= rq.rt.requeue(task.tid, false).is_ok();
-            }
-        }
-        resched
-    }
-
-    fn task_tick(&self, _rq: &mut RqInner, _task: &Arc<Task>) -> bool {
-        // Everything time-based is charged in `update_curr`, which the tick calls first.
-        false
-    }
-
-    /// A higher RT priority preempts (equal priorities queue behind, FIFO).
-    fn wakeup_preempt(&self, _rq: &mut RqInner, curr: &Arc<Task>, waking: &Arc<Task>) -> bool {
-        waking.rt_priority() > curr.rt_priority()
-    }
-
-    /// A SCHED_RR task sharing its priority: the rest of its quantum.
-    fn hrtick_slice(&self, rq: &mut RqInner, task: &Task) -> HrtickSlice {
-        if task.policy() == cadence_sched::Policy::RR && rq.rt.nr_at_prio(task.rt_priority()) > 1 {
-            HrtickSlice::Left(task.rr_remaining_ns.load(core::sync::atomic::Ordering::Relaxed))
-        } else {
-            HrtickSlice::None
-        }
-    }
-
-    fn yield_task(&self, rq: &mut RqInner, task: &Arc<Task>) {
-        let _ = rq.rt.requeue(task.tid, false);
-    }
-}
-
-// ----- the fair class, hierarchical -----------------------------------------------------------
-//
-// A fair task's entity sits in the queue of its group on this CPU (`se_group`); each non-root
-// group on the path to the root has one entity in its parent's queue. Levels are walked with
-// [`for_each_level`] ([`task_level`], then [`level_above`]): (queue owner, key) pairs from the
-// task's own level up to the root's.
-
-use super::group::{GroupId, GroupRq, ROOT_GROUP};
-use super::SeKey;
-use cadence_sched::FairRq;
-
 /// The fair queue of group `gid` on this CPU (root: the run queue's own).
 pub fn fair_rq(rq: &RqInner, gid: GroupId) -> Option<&FairRq<SeKey>> {
     if gid == ROOT_GROUP {
@@ -259,16 +102,16 @@ fn ensure_group_rq(rq: &mut RqInner, gid: GroupId) -> bool {
             id = grq.tg.parent;
             continue;
         }
-        let Some(tg) = super::group::lookup(id) else { return false };
+        let Some(tg) = crate::sched::group::lookup(id) else { return false };
         let parent = tg.parent;
-        let mut t = super::fair_tunables();
+        let mut t = crate::sched::fair_tunables();
         t.base_slice_ns = rq.fair.tunables().base_slice_ns;
         let mut grq = GroupRq::new(tg, t);
         if let Some(mut storage) = rq.spare_groups.pop() {
             grq.rq.adopt_storage(&mut storage); // `storage` is left with empty buffers
         }
         rq.group_rqs.insert(id, grq);
-        super::reserve::note_insert(rq, None);
+        crate::sched::reserve::note_insert(rq, None);
         id = parent;
     }
     true
@@ -281,7 +124,7 @@ pub fn effective_group(task: &Task) -> GroupId {
     if manual != ROOT_GROUP {
         return manual;
     }
-    if super::autogroup::enabled() {
+    if crate::sched::autogroup::enabled() {
         let ag = task.autogroup.load(core::sync::atomic::Ordering::Acquire);
         if ag != 0 {
             return ag;
@@ -346,10 +189,12 @@ fn propagate(rq: &mut RqInner, mut gid: GroupId, enqueue: bool) {
         let Some(prq) = fair_rq_mut(rq, parent) else { return };
         let key = SeKey::Group(gid);
         if prq.entity(key).is_none() {
-            let _ = prq.attach(key, cadence_sched::FairEntity::new(weight).unwrap_or_else(|_| new_entity(&ValidAttr::default())));
+            let attached = prq.attach(key, cadence_sched::FairEntity::new(weight).unwrap_or_else(|_| new_entity(&ValidAttr::default())));
+            debug_assert!(attached.is_ok(), "attach of an absent group entity: {:?}", attached);
         }
         let on_rq = prq.entity(key).is_some_and(|e| e.on_rq());
-        let _ = prq.reweight(key, weight);
+        let reweighted = prq.reweight(key, weight);
+        debug_assert!(reweighted.is_ok(), "group entity reweight: {:?}", reweighted);
         if enqueue && !on_rq && !empty {
             let queued = prq.enqueue(key, cadence_sched::eevdf::ENQUEUE_WAKEUP);
             debug_assert!(queued.is_ok(), "group entity enqueue: {:?}", queued);
@@ -372,12 +217,12 @@ pub fn update_curr_fair(rq: &mut RqInner, task: &Task, delta: u64) -> bool {
         }
         let old_deadline = frq.entity(key).map(|e| e.deadline());
         resched |= frq.update_curr(delta);
-        if own && super::hrtick::stats_on() {
+        if own && crate::sched::hrtick::stats_on() {
             if let (Some(d0), Some(se)) = (old_deadline, frq.entity(key)) {
                 if se.deadline() != d0 {
                     // The slice ended at virtual time d0; it ran (vruntime − d0) past it.
                     let over = se.vruntime().wrapping_sub(d0) as i64;
-                    super::hrtick::record_overshoot(super::hrtick::virtual_to_real(over.max(0) as u64, se.weight()));
+                    crate::sched::hrtick::record_overshoot(crate::sched::hrtick::virtual_to_real(over.max(0) as u64, se.weight()));
                 }
             }
         }
@@ -428,6 +273,7 @@ pub fn forget_group(rq: &mut RqInner, gid: GroupId) {
     }
     let parent = grq.tg.parent;
     if let Some(prq) = fair_rq_mut(rq, parent) {
+        // ESRCH: the group's entity was never attached here (its queue never had a task).
         let _ = prq.detach(SeKey::Group(gid));
     }
     if let Some(mut grq) = rq.group_rqs.remove(&gid) {
@@ -454,9 +300,14 @@ impl SchedClass for FairClass {
         let Some(frq) = fair_rq_mut(rq, gid) else { return };
         if frq.entity(key).is_none() {
             let se = task.parked_se.lock().take().unwrap_or_else(|| new_entity(&task.params_snapshot()));
-            let _ = frq.attach(key, se);
+            let attached = frq.attach(key, se);
+            debug_assert!(attached.is_ok(), "attach of an absent entity: {:?}", attached);
         }
-        let _ = frq.enqueue(key, flags);
+        // EBUSY (already queued) is a bug the core counts.
+        if frq.enqueue(key, flags).is_err() {
+            crate::sched::note_bad_enqueue();
+            return;
+        }
         rq.nr_fair_tasks += 1;
         propagate(rq, gid, true);
     }
@@ -492,7 +343,8 @@ impl SchedClass for FairClass {
         for_each_level(rq, task, |rq, (gid, key), _| {
             if let Some(frq) = fair_rq_mut(rq, gid) {
                 if frq.curr() == Some(key) {
-                    let _ = frq.put_prev(key);
+                    let put = frq.put_prev(key);
+                    debug_assert!(put.is_ok(), "put_prev of curr: {:?}", put);
                 }
             }
         });
@@ -510,7 +362,10 @@ impl SchedClass for FairClass {
     fn set_next(&self, rq: &mut RqInner, task: &Arc<Task>) {
         for_each_level(rq, task, |rq, (gid, key), _| {
             if let Some(frq) = fair_rq_mut(rq, gid) {
-                let _ = frq.set_next(key);
+                // EINVAL: not queued (a running task already dequeued, on its way to sleep,
+                // after an attribute change): nothing to start. Anything else is a bug.
+                let r = frq.set_next(key);
+                debug_assert!(matches!(r, Ok(()) | Err(cadence_sched::Errno::EINVAL)), "set_next: {:?}", r);
             }
         });
     }
@@ -521,7 +376,7 @@ impl SchedClass for FairClass {
 
     /// `curr`'s slice ran out (charged now), or EEVDF's wakeup rule on the two paths.
     fn wakeup_preempt(&self, rq: &mut RqInner, curr: &Arc<Task>, waking: &Arc<Task>) -> bool {
-        if super::update_curr(rq, crate::time::uptime_ns()) {
+        if crate::sched::update_curr(rq, crate::time::uptime_ns()) {
             return true;
         }
         check_preempt_fair(rq, curr, waking)
@@ -555,22 +410,50 @@ impl SchedClass for FairClass {
             frq.yield_curr();
         }
     }
-}
 
-impl SchedClass for IdleClass {
-    fn name(&self) -> &'static str {
-        "idle"
+    /// An idle CPU near `prev` or the waker (`cadence_sched::balance::select_task_rq_fair`).
+    fn select_cpu(&self, _task: &Task, prev: u32, waker_cpu: u32, allowed: CpuMask) -> u32 {
+        crate::sched::balance::select_cpu_fair(prev, waker_cpu, allowed)
     }
-    fn enqueue(&self, _rq: &mut RqInner, _task: &Arc<Task>, _flags: u32) {}
-    fn dequeue(&self, _rq: &mut RqInner, _task: &Arc<Task>, _flags: u32) {}
-    fn pick_next(&self, rq: &mut RqInner) -> Option<Arc<Task>> {
-        rq.idle.clone()
+
+    /// Load balancing: a pull from the busiest CPU on the tick and when going idle.
+    fn balance(&self, cpu: u32, at: BalancePoint) -> bool {
+        match at {
+            BalancePoint::Tick { idle } => crate::sched::balance::pull_fair(cpu, crate::sched::balance::PullKind::Periodic { idle }) > 0,
+            BalancePoint::NewIdle => crate::sched::balance::pull_fair(cpu, crate::sched::balance::PullKind::NewIdle) > 0,
+            BalancePoint::Decision { .. } | BalancePoint::Woken => false,
+        }
     }
-    fn put_prev(&self, _rq: &mut RqInner, _task: &Arc<Task>) {}
-    fn set_next(&self, _rq: &mut RqInner, _task: &Arc<Task>) {}
-    fn task_tick(&self, rq: &mut RqInner, _task: &Arc<Task>) -> bool {
-        // Something became runnable without a wakeup preemption (e.g. pulled): run it.
-        rq.rt.nr_running() + rq.nr_fair_tasks > 0
+
+    /// A new weight or slice keeps the entity's lag (Linux `reweight_task`: the lag in real
+    /// time and the relative deadline survive, so toggling nice neither sheds negative lag
+    /// nor gains positive lag).
+    fn prio_changed(&self, rq: &mut RqInner, task: &Arc<Task>, old: &ValidAttr, new: &ValidAttr) {
+        if old.weight() != new.weight() || old.custom_slice_ns != new.custom_slice_ns {
+            reweight_task(rq, task, new);
+        }
     }
-    fn yield_task(&self, _rq: &mut RqInner, _task: &Arc<Task>) {}
+
+    /// The entity goes: a task coming back gets a fresh one (Linux `switched_from_fair`
+    /// detaches it).
+    fn switched_from(&self, _rq: &mut RqInner, task: &Arc<Task>) {
+        *task.parked_se.lock() = None;
+    }
+
+    fn switched_to(&self, _rq: &mut RqInner, task: &Arc<Task>, attr: &ValidAttr) {
+        *task.parked_se.lock() = Some(new_entity(attr));
+    }
+
+    fn cpupri_level(&self, _task: &Task) -> u8 {
+        1
+    }
+
+    fn prio(&self, task: &Task) -> i32 {
+        cadence_trace::event::fair_prio(task.nice())
+    }
+
+    /// Room in the root queue and in the queue of the task's group and every ancestor here.
+    fn fits(&self, rq: &RqInner, task: &Task) -> bool {
+        crate::sched::reserve::fair_fits(rq, task)
+    }
 }
