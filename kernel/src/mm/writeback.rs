@@ -11,13 +11,15 @@
 //!   than `vm.dirty_expire_centisecs`, every page dirty at that moment; if pages stay dirty,
 //!   `dirtied_when` restarts at now (Linux's `redirty_tail`).
 //!
-//! # The throttle ([`balance_dirty_pages`]), after each page a writer dirties
-//! `cadence_vm::dirty::throttle` decides (its module doc has the formula): with `nr` the dirty
+//! # The throttle ([`balance_dirty_pages`]), every few pages a writer newly dirties
+//! `cadence_vm::dirty::throttle` decides (its module doc has the formulas): with `nr` the dirty
 //! plus writeback pages and `dirtyable = free frames + cache pages − high watermark` (Linux's
 //! `global_dirtyable_memory` with its reserve), above the background threshold the flusher is
-//! woken; above the limit the writer sleeps `(nr − limit) × 4096 / bandwidth` (at most
-//! 200 ms) and checks again. The time asleep is added to the task's `throttled_ns` (`ps`'s
-//! `THR(ms)`) and to [`throttled_ns_total`]. `vm.rt_dirty_throttle` selects the RT rule
+//! woken; between `(bg + limit) / 2` and the limit each writer is held to its share of the
+//! measured bandwidth (`bw / N × pos_ratio`, `N` the writers being limited), pausing for what
+//! its pages are worth at that rate; at the limit it sleeps 200 ms and checks again. The time
+//! asleep is added to the task's `throttled_ns` (`ps`'s `THR(ms)`) and to
+//! [`throttled_ns_total`]. `vm.rt_dirty_throttle` selects the RT rule
 //! (`exempt`: the seed, accounted and flusher woken but never paused; `boost`: Linux's +25%;
 //! `off`). A fatal signal ends the pause (a killed `dd` dies without waiting for the disk).
 //!
@@ -128,28 +130,67 @@ pub fn kick_flusher() {
     FLUSHER_WAIT.wake_all();
 }
 
-/// The dirty throttle after the caller dirtied a page (module doc).
+/// A task's state in the dirty throttle (Linux's `current->nr_dirtied`,
+/// `nr_dirtied_pause`, `dirty_paused_when`); only the task itself touches it.
+#[derive(Default)]
+pub struct WriterState {
+    /// Pages newly dirtied since its last check.
+    nr_dirtied: AtomicU64,
+    /// Pages before its next check (0: check at the next page).
+    nr_dirtied_pause: AtomicU64,
+    /// When its last check ended (after any pause), ns since boot.
+    paused_when: AtomicU64,
+    /// The `Dirtiers` interval it was last counted in.
+    seen: AtomicU64,
+}
+
+/// The rate-limited writers (`cadence_vm::dirty::Dirtiers`).
+static DIRTIERS: IrqLock<dirty::Dirtiers> = IrqLock::new(dirty::Dirtiers::new());
+
+/// The dirty throttle after the caller newly dirtied a page (module doc): a check every
+/// `nr_dirtied_pause` pages (Linux `balance_dirty_pages_ratelimited`), then, over the limit,
+/// again after each pause until under it.
 pub fn balance_dirty_pages() {
+    let task = crate::sched::current();
+    let st = &task.dirty;
+    let pages = st.nr_dirtied.fetch_add(1, Ordering::Relaxed) + 1;
+    if pages < st.nr_dirtied_pause.load(Ordering::Relaxed) {
+        return;
+    }
+    st.nr_dirtied.store(0, Ordering::Relaxed);
     let rt = crate::sched::current_is_rt();
     let mode = rt_mode();
-    let mut me = None;
+    let mut pages = pages;
     loop {
         let counts = pagecache::counts();
         let cfg = *CONFIG.lock();
-        let t = dirty::throttle(&cfg, dirtyable(counts.pages), counts.dirty + counts.writeback, bandwidth(), rt, mode);
+        let now = crate::time::uptime_ns();
+        let dirtiers = DIRTIERS.lock().count(now);
+        let dom =
+            dirty::Domain { dirtyable: dirtyable(counts.pages), nr_dirty: counts.dirty + counts.writeback, bw: bandwidth(), dirtiers };
+        let since = now.saturating_sub(st.paused_when.load(Ordering::Relaxed));
+        let t = dirty::throttle(&cfg, &dom, dirty::Writer { rt, pages, elapsed_ns: since }, mode);
+        if t.limited {
+            let mut seen = st.seen.load(Ordering::Relaxed);
+            DIRTIERS.lock().note(now, &mut seen);
+            st.seen.store(seen, Ordering::Relaxed);
+        }
         if t.wake_flusher && !FLUSHER_KICK.load(Ordering::Relaxed) {
             kick_flusher();
         }
-        if t.pause_ns == 0 || crate::sched::signal::current_fatal_pending() {
+        st.nr_dirtied_pause.store(t.next_check, Ordering::Relaxed);
+        if t.pause_ns > 0 && !crate::sched::signal::current_fatal_pending() {
+            // A fatal signal ends the task in here (nothing of the cache is held).
+            crate::sched::sleep_ns(t.pause_ns);
+            let slept = crate::time::uptime_ns() - now;
+            task.stats.throttled_ns.fetch_add(slept, Ordering::Relaxed);
+            THROTTLED_NS.fetch_add(slept, Ordering::Relaxed);
+        }
+        st.paused_when.store(crate::time::uptime_ns(), Ordering::Relaxed);
+        if !t.exceeded || crate::sched::signal::current_fatal_pending() {
             return;
         }
-        let task = me.get_or_insert_with(crate::sched::current);
-        let t0 = crate::time::uptime_ns();
-        // A fatal signal ends the task in here (nothing of the cache is held).
-        crate::sched::sleep_ns(t.pause_ns);
-        let slept = crate::time::uptime_ns() - t0;
-        task.stats.throttled_ns.fetch_add(slept, Ordering::Relaxed);
-        THROTTLED_NS.fetch_add(slept, Ordering::Relaxed);
+        pages = 0; // over the limit: check again before dirtying more
     }
 }
 

@@ -150,6 +150,8 @@ pub struct Task {
     stack: IrqLock<Option<KernelStack>>,
     entry: IrqLock<Option<Entry>>,
     pub stats: TaskStats,
+    /// Its state in the dirty throttle (`mm::writeback::balance_dirty_pages`).
+    pub dirty: crate::mm::writeback::WriterState,
     exit_code: AtomicI32,
     /// Pending signals (bit n = signal n).
     pub pending: AtomicU64,
@@ -498,6 +500,7 @@ pub(super) fn new_task(
         stack: IrqLock::new(stack),
         entry: IrqLock::new(None),
         stats: TaskStats::default(),
+        dirty: Default::default(),
         exit_code: AtomicI32::new(0),
         pending: AtomicU64::new(0),
         fatal_defer: AtomicU32::new(0),
