@@ -371,7 +371,8 @@ fn one_op(shared: &Arc<Shared>, rng: &mut Rng) {
                 2 => -1i64 as u32,
                 _ => 1 + rng.below(99) as u32,
             };
-            let attr = SchedAttr { policy, nice: rng.below(51) as i32 - 25, rt_priority: prio, slice_ns: 0, flags: 0 };
+            let attr =
+                SchedAttr { policy, nice: rng.below(51) as i32 - 25, rt_priority: prio, slice_ns: 0, flags: 0, ..Default::default() };
             let valid = attr.validate().is_ok();
             let r = api::sched_setattr(c.tid, &attr);
             let allowed: &[Errno] = if valid { &[Errno::ESRCH] } else { &[Errno::EINVAL, Errno::ESRCH] };

@@ -173,12 +173,13 @@ pub static SYSCTLS: &[Sysctl] = &[
     },
     Sysctl {
         name: "kernel.sched_features",
-        help: "scheduler features, Linux-style: HRTICK, TTWU_QUEUE, RT_PUSH_IPI; NO_<name> turns one off",
+        help: "scheduler features, Linux-style: HRTICK, HRTICK_DL, TTWU_QUEUE, RT_PUSH_IPI; NO_<name> turns one off",
         get: || {
             let flag = |on: bool, name: &str| if on { String::from(name) } else { format!("NO_{name}") };
             format!(
-                "{} {} {}",
+                "{} {} {} {}",
                 flag(crate::sched::hrtick::enabled(), "HRTICK"),
+                flag(crate::sched::hrtick::dl_enabled(), "HRTICK_DL"),
                 flag(crate::sched::ttwu_queue_enabled(), "TTWU_QUEUE"),
                 flag(crate::sched::rt_push_ipi_enabled(), "RT_PUSH_IPI")
             )
@@ -192,7 +193,7 @@ pub static SYSCTLS: &[Sysctl] = &[
                     None => (word, true),
                 };
                 match name {
-                    "HRTICK" | "TTWU_QUEUE" | "RT_PUSH_IPI" => changes.push((name, on)),
+                    "HRTICK" | "HRTICK_DL" | "TTWU_QUEUE" | "RT_PUSH_IPI" => changes.push((name, on)),
                     _ => return Err(Errno::EINVAL),
                 }
             }
@@ -202,6 +203,7 @@ pub static SYSCTLS: &[Sysctl] = &[
             for (name, on) in changes {
                 match name {
                     "HRTICK" => crate::sched::hrtick::set_enabled(on),
+                    "HRTICK_DL" => crate::sched::hrtick::set_dl_enabled(on),
                     "TTWU_QUEUE" => crate::sched::set_ttwu_queue(on),
                     _ => crate::sched::set_rt_push_ipi(on),
                 }

@@ -12,6 +12,7 @@
 //! * `bench hwlat`: how long the vCPUs stop under the kernel (Linux's hwlat tracer, [`hwlat`]).
 //! * `bench dirty`, `bench alloc`: the RT-VM seed's experiments (dirty throttle, reserves; [`vm`]).
 
+pub mod deadline;
 pub mod hackbench;
 pub mod hwlat;
 pub mod latency;
@@ -157,9 +158,14 @@ pub fn cmd_pipe(args: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
+/// Rounds of `bench pipe -g` (the median is reported).
+const PIPE_GROUP_ROUNDS: usize = 5;
+
 /// `bench pipe -g`: group-scheduling overhead (the seed measured ~5%): the same-CPU ping-pong
 /// with both tasks in the root group, then both inside a nested group (`/pipe-outer/…`
-/// two levels deep), alternating three times; prints each pipetest line and the overhead.
+/// two levels deep), alternating [`PIPE_GROUP_ROUNDS`] times; prints each pipetest line, then
+/// the medians per switch and the overhead, exactly:
+/// `pipe-group: root_us=<n> nested_us=<n> overhead_pct=<n>` (µs with two decimals, % with one).
 fn pipe_group_overhead(loops: u64, cpu: u32) -> Result<(), String> {
     use crate::sched::group::{self, GroupKind, ROOT_GROUP};
     let me = sched::current_tid();
@@ -173,15 +179,16 @@ fn pipe_group_overhead(loops: u64, cpu: u32) -> Result<(), String> {
             return Err(alloc::format!("pipe-inner: {}", e.strerror()));
         }
     };
-    let (mut root_s, mut group_s) = (0.0, 0.0);
+    let (mut root_us, mut nested_us) = (Vec::new(), Vec::new());
+    let per_switch_us = |s: f64| s / loops as f64 / 2.0 * 1e6;
     let mut result = Ok(());
-    for _ in 0..3 {
+    for _ in 0..PIPE_GROUP_ROUNDS {
         let _ = group::move_task(me, ROOT_GROUP);
         crate::kprintln!("bench pipe: 2 tasks on cpu {}, root group", cpu);
         match pipe_round_trips(loops, cpu, cpu) {
             Ok(s) => {
                 print_pipetest(loops, s);
-                root_s += s;
+                root_us.push(per_switch_us(s));
             }
             Err(e) => {
                 result = Err(e);
@@ -194,7 +201,7 @@ fn pipe_group_overhead(loops: u64, cpu: u32) -> Result<(), String> {
         match pipe_round_trips(loops, cpu, cpu) {
             Ok(s) => {
                 print_pipetest(loops, s);
-                group_s += s;
+                nested_us.push(per_switch_us(s));
             }
             Err(e) => {
                 result = Err(e);
@@ -206,12 +213,12 @@ fn pipe_group_overhead(loops: u64, cpu: u32) -> Result<(), String> {
     let _ = group::destroy(inner.id);
     let _ = group::destroy(outer.id);
     result?;
-    crate::kprintln!(
-        "pipe group overhead: root {:.3} s, nested group {:.3} s: {:+.1}%",
-        root_s,
-        group_s,
-        (group_s / root_s.max(1e-9) - 1.0) * 100.0
-    );
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    };
+    let (root, nested) = (median(&mut root_us), median(&mut nested_us));
+    crate::kprintln!("pipe-group: root_us={:.2} nested_us={:.2} overhead_pct={:.1}", root, nested, (nested / root.max(1e-9) - 1.0) * 100.0);
     Ok(())
 }
 

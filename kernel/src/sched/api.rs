@@ -32,8 +32,27 @@ fn task_of(pid: Tid) -> Result<Arc<Task>, Errno> {
 
 /// Applies new parameters to `t` (caller holds nothing).
 fn change_params(t: &Arc<Task>, f: impl FnOnce(&mut SchedParams)) {
+    let p = t.params.lock();
+    apply_params(t, p, f);
+}
+
+/// [`change_params`] with the checks that need `params` held: a deadline task's affinity must
+/// span the root domain (`EPERM`, as Linux's `sched_setattr`), and its bandwidth must be
+/// admitted (`EBUSY`); a task leaving SCHED_DEADLINE gives its bandwidth back.
+fn change_attr(t: &Arc<Task>, new: ValidAttr) -> Result<(), Errno> {
+    let p = t.params.lock();
+    if new.dl.is_some() && !super::class::deadline::spans_root_domain(p.affinity) {
+        return Err(Errno::EPERM);
+    }
+    if p.attr.dl != new.dl {
+        super::class::deadline::admit(p.attr.dl, new.dl)?;
+    }
+    apply_params(t, p, |p| p.attr = new);
+    Ok(())
+}
+
+fn apply_params(t: &Arc<Task>, mut p: crate::sync::IrqLockGuard<'_, SchedParams>, f: impl FnOnce(&mut SchedParams)) {
     let old_prio = crate::trace::task_prio(t);
-    let mut p = t.params.lock();
     super::with_task_rq(t, |g, now| {
         super::requeue_locked(g, t, now, |g| {
             let (old, old_class) = (p.attr, t.class());
@@ -59,8 +78,7 @@ pub fn sched_setattr(pid: Tid, attr: &SchedAttr) -> Result<(), Errno> {
     let t = task_of(pid)?;
     let current = t.attr();
     let new = attr.resolve_keep(&current).validate()?;
-    change_params(&t, |p| p.attr = new);
-    Ok(())
+    change_attr(&t, new)
 }
 
 /// `sched_getattr(pid)`.
@@ -77,10 +95,10 @@ pub fn sched_setscheduler(pid: Tid, policy: i32, priority: i32) -> Result<(), Er
     }
     let t = task_of(pid)?;
     let nice = t.attr().nice;
-    let attr = SchedAttr { policy, nice, rt_priority: priority as u32, slice_ns: 0, flags: 0 };
+    let attr = SchedAttr { policy, nice, rt_priority: priority as u32, ..SchedAttr::default() };
     let new = attr.validate()?;
-    change_params(&t, |p| p.attr = ValidAttr { custom_slice_ns: p.attr.custom_slice_ns, ..new });
-    Ok(())
+    let custom_slice_ns = t.attr().custom_slice_ns;
+    change_attr(&t, ValidAttr { custom_slice_ns, ..new })
 }
 
 /// `setpriority(PRIO_PROCESS, pid, nice)`: nice is clamped to −20..19 as Linux does.
@@ -121,6 +139,10 @@ pub fn sched_setaffinity(pid: Tid, mask: CpuMask) -> Result<(), Errno> {
         return Err(Errno::EINVAL);
     }
     let t = task_of(pid)?;
+    // A deadline task may not narrow its affinity below the root domain (Linux: EBUSY).
+    if t.attr().dl.is_some() && !super::class::deadline::spans_root_domain(effective) {
+        return Err(Errno::EBUSY);
+    }
     change_params(&t, |p| p.affinity = effective);
     crate::trace::task_affinity(t.tid, effective.0);
     crate::trace::sched_set_affinity(&t, effective.0, crate::time::uptime_ns());

@@ -287,7 +287,7 @@ pub fn select_cpu_fair(prev: u32, waker_cpu: u32, allowed: CpuMask) -> u32 {
 /// throughout (`DEQUEUE_MIGRATING` … `ENQUEUE_MIGRATING`, see `sched::dequeue_task`): the task
 /// may be asleep-to-be (set Sleeping, preempted before switching out), and its waker, which
 /// does not take the run-queue locks we hold here, must not take it for a task on no queue.
-fn move_task(src: &mut RqInner, dst: &mut RqInner, task: &Arc<Task>) {
+pub(super) fn move_task(src: &mut RqInner, dst: &mut RqInner, task: &Arc<Task>) {
     let now = crate::time::uptime_ns();
     // The fair entity is parked by the dequeue and carries its lag to `dst`.
     super::dequeue_task(src, task, DEQUEUE_MIGRATING);
@@ -296,7 +296,7 @@ fn move_task(src: &mut RqInner, dst: &mut RqInner, task: &Arc<Task>) {
     super::enqueue_task(dst, task, ENQUEUE_MIGRATED | ENQUEUE_MIGRATING, now);
 }
 
-fn movable(g: &RqInner, task: &Arc<Task>, dst: u32) -> bool {
+pub(super) fn movable(g: &RqInner, task: &Arc<Task>, dst: u32) -> bool {
     !g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, task)) && !task.on_cpu.load(Ordering::Acquire) && task.affinity().contains(dst as usize)
 }
 

@@ -185,18 +185,18 @@ pub(super) fn apply_pending(prev: &Task, cpu: u32) -> bool {
     old != new
 }
 
-/// Candidates of one CPU for the core-wide pick: up to [`MAX_CANDIDATES`] RT and as many
-/// fair tasks, in a fixed array (the pick runs under run-queue locks: no heap).
+/// Candidates of one CPU for the core-wide pick: up to [`MAX_CANDIDATES`] deadline, as many
+/// RT and as many fair tasks, in a fixed array (the pick runs under run-queue locks: no heap).
 #[derive(Clone, Copy)]
 pub struct CandList {
-    items: [Candidate<Tid>; 2 * MAX_CANDIDATES],
+    items: [Candidate<Tid>; 3 * MAX_CANDIDATES],
     len: usize,
 }
 
 const NO_CANDIDATE: Candidate<Tid> = Candidate { task: 0, rank: Rank::Rt { rt_priority: 0 }, cookie: CookieId::NONE };
 
 impl CandList {
-    const EMPTY: CandList = CandList { items: [NO_CANDIDATE; 2 * MAX_CANDIDATES], len: 0 };
+    const EMPTY: CandList = CandList { items: [NO_CANDIDATE; 3 * MAX_CANDIDATES], len: 0 };
 
     fn push(&mut self, c: Candidate<Tid>) {
         if let Some(slot) = self.items.get_mut(self.len) {
@@ -219,10 +219,15 @@ pub fn new_core_lists() -> alloc::boxed::Box<[CandList]> {
     alloc::vec![CandList::EMPTY; MAX_SMT].into_boxed_slice()
 }
 
-/// Runnable tasks of one run queue, best first (RT by priority, fair by relative deadline),
-/// into `out`.
+/// Runnable tasks of one run queue, best first (deadline tasks by absolute deadline, RT by
+/// priority, fair by relative deadline), into `out`.
 fn candidates(g: &RqInner, out: &mut CandList) {
     out.len = 0;
+    for (deadline, tid) in g.dl.iter().take(MAX_CANDIDATES) {
+        if let Some(t) = g.tasks.get(&tid) {
+            out.push(Candidate { task: tid, rank: Rank::Dl { deadline }, cookie: cookie_of(t) });
+        }
+    }
     if !g.rt_bw.throttled {
         for (tid, prio) in g.rt.iter().take(MAX_CANDIDATES) {
             if let Some(t) = g.tasks.get(&tid) {

@@ -40,6 +40,19 @@ pub fn set_enabled(on: bool) {
     HRTICK.store(on, Ordering::Relaxed);
 }
 
+/// `HRTICK_DL` (Linux's feature of that name; on by default here): the hrtick throttles a
+/// deadline task exactly when its runtime runs out, whatever `HRTICK` says. Off, runtime is
+/// enforced at the next tick (up to 4 ms late at HZ=250: Linux's default).
+static HRTICK_DL: AtomicBool = AtomicBool::new(true);
+
+pub fn dl_enabled() -> bool {
+    HRTICK_DL.load(Ordering::Relaxed)
+}
+
+pub fn set_dl_enabled(on: bool) {
+    HRTICK_DL.store(on, Ordering::Relaxed);
+}
+
 pub use cadence_sched::eevdf::virtual_to_real;
 
 /// Cancels the CPU's hrtick timer and arms it again if `curr` (the task running, or about
@@ -48,7 +61,8 @@ pub(super) fn update(g: &mut RqInner, curr: &Task, now: u64) {
     if let Some(id) = g.hrtick_timer.take() {
         crate::timer::cancel(g.cpu, id);
     }
-    if !enabled() {
+    let on = if curr.class() == super::ClassId::Dl { dl_enabled() } else { enabled() };
+    if !on {
         return;
     }
     let delay = match super::class::of(curr).hrtick_slice(g, curr) {

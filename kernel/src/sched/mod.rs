@@ -79,6 +79,8 @@ pub struct RqInner {
     pub curr: Option<Arc<Task>>,
     pub idle: Option<Arc<Task>>,
     pub rt: RtPrioArray<Tid>,
+    /// The deadline class's queue (`class::deadline`).
+    pub dl: class::deadline::DlRq,
     pub fair: FairRq<SeKey>,
     /// Every task queued here (RT and fair), by tid.
     pub tasks: VecMap<Tid, Arc<Task>>,
@@ -197,6 +199,7 @@ impl Rq {
                 curr: None,
                 idle: None,
                 rt: RtPrioArray::new(),
+                dl: class::deadline::DlRq::new(),
                 fair: FairRq::new(FairTunables::default()),
                 tasks: VecMap::new(),
                 group_rqs: VecMap::new(),
@@ -327,6 +330,21 @@ pub fn current_is_rt() -> bool {
         // interrupts off), alive while it runs; only an atomic field is read.
         !ptr.is_null() && unsafe { (*ptr).class() } == ClassId::Rt
     })
+}
+
+/// The calling task's CPU time so far, ns (Linux `CLOCK_THREAD_CPUTIME_ID`): what has been
+/// charged to it plus the stretch it is running now, as the scheduler counts it (so time the
+/// host took its vCPU away counts too, as a deadline task's runtime does). Takes this CPU's
+/// run-queue lock: poll it, do not spin on it.
+pub fn current_cputime_ns() -> u64 {
+    let irqs = crate::irqflags::save();
+    let rq = &this_cpu().rq;
+    let g = rq.lock.lock();
+    let now = crate::time::uptime_ns();
+    let t = g.curr.as_ref().map_or(0, |c| c.stats.sum_exec_runtime.load(Ordering::Relaxed) + now.saturating_sub(g.exec_start));
+    drop(g);
+    crate::irqflags::restore(irqs);
+    t
 }
 
 /// The running task.
@@ -715,7 +733,8 @@ pub fn rt_passed_over() -> RtPassedOver {
 /// least as important (Linux's core scheduling does the same); only a local RT task above
 /// every sibling's counts. Counted, not asserted: the chaos stress reports it.
 fn check_rt_pick(g: &RqInner, next: &Task, forced_idle: bool, others: Option<&[(u32, rqlock::RqGuard<'static, RqInner>)]>) {
-    if forced_idle || g.rt_bw.throttled || next.class() == ClassId::Rt {
+    // A deadline task outranks every RT task (class order).
+    if forced_idle || g.rt_bw.throttled || matches!(next.class(), ClassId::Rt | ClassId::Dl) {
         return;
     }
     let (Some(tid), Some(prio)) = (g.rt.pick_highest(), g.rt.highest_prio()) else { return };
@@ -961,8 +980,10 @@ pub fn exit(code: i32) -> ! {
 
 /// A task finished switching out for the last time.
 fn task_dead(task: Arc<Task>) {
-    // The parked entity (if any) goes with the task.
+    // The parked entity (if any) goes with the task; its class lets go of what it kept (a
+    // deadline task's bandwidth and timer).
     let _ = task.parked_se.lock().take();
+    class::of(&task).task_dead(&task);
     autogroup::exit(&task);
     // Under `params`, with `left_group` set, so that a `group::move_task` racing with the
     // exit cannot join the task to a group after it left its last one. The cookie reference
@@ -1302,8 +1323,13 @@ fn select_cpu(task: &Task, waker_cpu: u32) -> u32 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SpawnError {
     NoMemory,
-    /// The affinity mask names no online CPU.
+    /// The affinity mask names no online CPU (or, for a deadline task, not all of them).
     BadAffinity,
+    /// A deadline task's bandwidth is not admitted (`EBUSY`).
+    Busy,
+    /// The parent is a deadline task and the child would inherit its policy (Linux's
+    /// `sched_fork`: `EAGAIN` unless reset-on-fork).
+    Again,
 }
 
 /// A new task's [`task::Entry`] for body `f` (a helper: `spawn`'s `impl FnOnce` type has no
@@ -1327,12 +1353,29 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Re
     if affinity.is_empty() {
         return Err(SpawnError::BadAffinity);
     }
+    // A deadline child: only explicitly, within the root domain's bandwidth, on every CPU.
+    if attr.dl.is_some() {
+        if opts.attr.is_none() {
+            return Err(SpawnError::Again);
+        }
+        if !class::deadline::spans_root_domain(affinity) {
+            return Err(SpawnError::BadAffinity);
+        }
+        class::deadline::admit(None, attr.dl).map_err(|_| SpawnError::Busy)?;
+    }
+    // Admitted bandwidth goes back if the spawn fails below.
+    let unadmit = |e: SpawnError| {
+        if attr.dl.is_some() {
+            let _ = class::deadline::admit(attr.dl, None);
+        }
+        e
+    };
     crate::mm::stack::reclaim_if_needed();
-    let stack = crate::mm::stack::KernelStack::allocate(opts.stack_size).map_err(|_| SpawnError::NoMemory)?;
+    let stack = crate::mm::stack::KernelStack::allocate(opts.stack_size).map_err(|_| unadmit(SpawnError::NoMemory))?;
     // Before anything is registered: a failure here leaves nothing behind (the stack goes back
     // to the cache as it drops).
     if crate::mm::fail_alloc::should_fail("task") {
-        return Err(SpawnError::NoMemory);
+        return Err(unadmit(SpawnError::NoMemory));
     }
     let params = SchedParams { attr, affinity };
     let task = task::new_task(&opts, Some(&parent), params, Some(stack), false, parent.cpu());
@@ -1348,9 +1391,7 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Re
     coresched::fork(&task, &parent);
     task.tty.store(parent.tty.load(Ordering::Acquire), Ordering::Release);
     task::init_context(&task, task_start);
-    if attr.policy.is_fair() {
-        *task.parked_se.lock() = Some(class::new_entity(&attr));
-    }
+    class::of(&task).task_new(&task, &attr);
     {
         let _p = task.params.lock();
         let cpu = select_cpu(&task, percpu::cpu_id());

@@ -65,6 +65,7 @@ pub enum ClassId {
     Rt = 0,
     Fair = 1,
     Idle = 2,
+    Dl = 3,
 }
 
 /// Linux schedstat-style counters (all ns).
@@ -136,6 +137,8 @@ pub struct Task {
     pub(super) wake_queued: AtomicBool,
     /// Fair entity while the task is not queued (a queued task's lives in the run queue).
     pub(super) parked_se: IrqLock<Option<FairEntity>>,
+    /// Its deadline-class state (`class::deadline`; taken under its run-queue lock).
+    pub(super) dl: IrqLock<super::class::deadline::DlState>,
     /// Manual task group (`group move`; root = 0), like a cgroup.
     pub group: AtomicU32,
     /// Autogroup this task belongs to (0 = none; see `autogroup`).
@@ -212,18 +215,13 @@ impl Task {
         match self.class.load(Ordering::Acquire) {
             0 => ClassId::Rt,
             1 => ClassId::Fair,
+            3 => ClassId::Dl,
             _ => ClassId::Idle,
         }
     }
 
     pub fn policy(&self) -> Policy {
-        match self.policy.load(Ordering::Acquire) {
-            1 => Policy::Fifo,
-            2 => Policy::RR,
-            3 => Policy::Batch,
-            5 => Policy::Idle,
-            _ => Policy::Normal,
-        }
+        Policy::from_raw(i32::from(self.policy.load(Ordering::Acquire))).unwrap_or(Policy::Normal)
     }
 
     pub fn rt_priority(&self) -> u8 {
@@ -291,6 +289,7 @@ impl Task {
             rt_priority: self.rt_priority(),
             custom_slice_ns: None,
             reset_on_fork: false,
+            dl: None,
         }
     }
 
@@ -302,6 +301,8 @@ impl Task {
     pub(super) fn cache_params(&self, p: &SchedParams) {
         let class = if self.is_idle {
             ClassId::Idle
+        } else if p.attr.policy.is_deadline() {
+            ClassId::Dl
         } else if p.attr.policy.is_rt() {
             ClassId::Rt
         } else {
@@ -335,6 +336,7 @@ pub fn policy_name(p: Policy) -> &'static str {
         Policy::RR => "SCHED_RR",
         Policy::Batch => "SCHED_BATCH",
         Policy::Idle => "SCHED_IDLE",
+        Policy::Deadline => "SCHED_DEADLINE",
     }
 }
 
@@ -426,7 +428,7 @@ impl SpawnOptions {
         self
     }
     pub fn policy(self, policy: Policy, rt_priority: u8, nice: i32) -> Self {
-        self.attr(ValidAttr { policy, nice, rt_priority, custom_slice_ns: None, reset_on_fork: false })
+        self.attr(ValidAttr { policy, nice, rt_priority, custom_slice_ns: None, reset_on_fork: false, dl: None })
     }
     pub fn affinity(mut self, mask: CpuMask) -> Self {
         self.affinity = Some(mask);
@@ -491,6 +493,7 @@ pub(super) fn new_task(
         core_exited: AtomicBool::new(false),
         left_group: AtomicBool::new(false),
         parked_se: IrqLock::new(None),
+        dl: IrqLock::new(super::class::deadline::DlState::new()),
         group: AtomicU32::new(0),
         autogroup: AtomicU32::new(0),
         tty: AtomicU32::new(0),

@@ -129,6 +129,8 @@ fn run_with(name_hint: &str, words: &[&str], attr: Option<ValidAttr>, affinity: 
                 match e {
                     crate::sched::SpawnError::NoMemory => "Cannot allocate memory",
                     crate::sched::SpawnError::BadAffinity => "Invalid argument",
+                    crate::sched::SpawnError::Busy => "Device or resource busy",
+                    crate::sched::SpawnError::Again => "Resource temporarily unavailable",
                 }
             ),
         )
@@ -150,6 +152,7 @@ pub fn class_abbrev(p: Policy) -> &'static str {
         Policy::RR => "RR",
         Policy::Batch => "B",
         Policy::Idle => "IDL",
+        Policy::Deadline => "DLN",
     }
 }
 
@@ -203,6 +206,7 @@ fn policy_from_flags(o: &Opts) -> Option<Policy> {
             'o' => Some(Policy::Normal),
             'b' => Some(Policy::Batch),
             'i' => Some(Policy::Idle),
+            'd' => Some(Policy::Deadline),
             _ => p,
         };
     }
@@ -215,6 +219,9 @@ fn show_policy(pid: Tid) -> CmdResult {
     let reset = if a.reset_on_fork { "|SCHED_RESET_ON_FORK" } else { "" };
     shout!("pid {}'s current scheduling policy: {}{}", shown, policy_name(a.policy), reset);
     shout!("pid {}'s current scheduling priority: {}", shown, a.rt_priority);
+    if let Some(dl) = a.dl {
+        shout!("pid {}'s current runtime/deadline/period parameters: {}/{}/{}", shown, dl.runtime, dl.deadline, dl.period);
+    }
     Ok(())
 }
 
@@ -225,6 +232,10 @@ pub fn chrt(args: &[&str]) -> CmdResult {
         ("other", 'o'),
         ("batch", 'b'),
         ("idle", 'i'),
+        ("deadline", 'd'),
+        ("sched-runtime", 'T'),
+        ("sched-period", 'P'),
+        ("sched-deadline", 'D'),
         ("pid", 'p'),
         ("max", 'm'),
         ("reset-on-fork", 'R'),
@@ -232,12 +243,12 @@ pub fn chrt(args: &[&str]) -> CmdResult {
         ("all-tasks", 'a'),
         ("help", 'h'),
     ];
-    let o = getopt("chrt", args, "frobipmRvah", "", &long)?;
+    let o = getopt("chrt", args, "frobidpmRvah", "TPD", &long)?;
     if o.has('h') {
         return Err(Error::Usage(None));
     }
     if o.has('m') {
-        for p in [Policy::Normal, Policy::Fifo, Policy::RR, Policy::Batch, Policy::Idle] {
+        for p in [Policy::Normal, Policy::Fifo, Policy::RR, Policy::Batch, Policy::Idle, Policy::Deadline] {
             let min = api::sched_get_priority_min(p.raw()).unwrap_or(0);
             let max = api::sched_get_priority_max(p.raw()).unwrap_or(0);
             shout!("{} min/max priority\t: {}/{}", policy_name(p), min, max);
@@ -246,6 +257,20 @@ pub fn chrt(args: &[&str]) -> CmdResult {
     }
     let policy = policy_from_flags(&o);
     let reset = o.has('R');
+    // util-linux: --sched-runtime/--sched-period/--sched-deadline (ns) go with --deadline.
+    let ns = |c: char, name: &str| -> Result<u64, Error> {
+        match o.value(c) {
+            None => Ok(0),
+            Some(v) => v.parse::<u64>().map_err(|_| usage_err("chrt", alloc::format!("invalid {} argument: '{}'", name, v))),
+        }
+    };
+    let dl = (ns('T', "runtime")?, ns('D', "deadline")?, ns('P', "period")?);
+    if policy != Some(Policy::Deadline) && dl != (0, 0, 0) {
+        return Err(usage_err("chrt", String::from("--sched-{runtime,deadline,period} options are supported for SCHED_DEADLINE only")));
+    }
+    if policy == Some(Policy::Deadline) {
+        return chrt_deadline(&o, dl, reset);
+    }
     let parse_prio = |s: &str| -> Result<i32, Error> {
         s.parse::<i32>().map_err(|_| usage_err("chrt", alloc::format!("invalid priority argument: '{}'", s)))
     };
@@ -284,11 +309,51 @@ pub fn chrt(args: &[&str]) -> CmdResult {
                     rt_priority: prio as u8,
                     custom_slice_ns: None,
                     reset_on_fork: reset,
+                    dl: None,
                 };
                 run_with("chrt", cmd, Some(attr), None)
             }
             _ => Err(Error::Usage(None)),
         }
+    }
+}
+
+/// `chrt -d --sched-runtime NS [--sched-deadline NS] [--sched-period NS] 0 CMD` (or `-p 0
+/// PID`): SCHED_DEADLINE through `sched_setattr`; the deadline defaults to the period and the
+/// period to the deadline, as util-linux does.
+fn chrt_deadline(o: &Opts, (runtime, deadline, period): (u64, u64, u64), reset: bool) -> CmdResult {
+    let deadline = if deadline == 0 { period } else { deadline };
+    let attr = cadence_sched::SchedAttr {
+        policy: Policy::Deadline.raw(),
+        nice: api::getpriority(0).unwrap_or(0),
+        slice_ns: runtime,
+        deadline_ns: deadline,
+        period_ns: period,
+        flags: if reset { cadence_sched::consts::SCHED_FLAG_RESET_ON_FORK } else { 0 },
+        ..Default::default()
+    };
+    let prio_ok = |p: &str| p.parse::<i32>().map(|v| v == 0).unwrap_or(false);
+    if o.has('p') {
+        let [prio, pid] = o.rest.as_slice() else { return Err(Error::Usage(None)) };
+        if !prio_ok(prio) {
+            return Err(fail("chrt", String::from("unsupported priority value for the policy: SCHED_DEADLINE needs 0")));
+        }
+        let pid = parse_pid("chrt", pid)?;
+        api::sched_setattr(pid, &attr).map_err(|e| fail("chrt", alloc::format!("failed to set pid {}'s policy: {}", pid, strerror(e))))?;
+        if o.has('v') {
+            show_policy(pid)?;
+        }
+        return Ok(());
+    }
+    match o.rest.as_slice() {
+        [prio, cmd @ ..] if !cmd.is_empty() => {
+            if !prio_ok(prio) {
+                return Err(fail("chrt", String::from("unsupported priority value for the policy: SCHED_DEADLINE needs 0")));
+            }
+            let valid = attr.validate().map_err(|e| fail("chrt", alloc::format!("failed to set pid 0's policy: {}", strerror(e))))?;
+            run_with("chrt", cmd, Some(valid), None)
+        }
+        _ => Err(Error::Usage(None)),
     }
 }
 
@@ -302,8 +367,8 @@ fn set_policy(pid: Tid, p: Policy, prio: i32, reset: bool, check_range: &dyn Fn(
                     policy: p.raw(),
                     nice: cur.nice,
                     rt_priority: prio as u32,
-                    slice_ns: 0,
                     flags: cadence_sched::consts::SCHED_FLAG_RESET_ON_FORK,
+                    ..Default::default()
                 },
             )
         })

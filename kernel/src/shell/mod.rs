@@ -249,6 +249,7 @@ fn cmd_bench(args: &[&str]) -> CmdResult {
         Some("hwlat") => crate::bench::hwlat::cmd_hwlat(rest),
         Some("dirty") => crate::bench::vm::cmd_dirty(rest),
         Some("alloc") => crate::bench::vm::cmd_alloc(rest),
+        Some("deadline") => crate::bench::deadline::cmd_deadline(rest),
         Some(other) => return Err(usage_err("bench", alloc::format!("unknown benchmark '{}'", other))),
         None => return Err(Error::Usage(None)),
     };
@@ -338,6 +339,8 @@ fn spawn_background(line: &str) -> i32 {
                 match e {
                     crate::sched::SpawnError::NoMemory => "Cannot allocate memory",
                     crate::sched::SpawnError::BadAffinity => "Invalid argument",
+                    crate::sched::SpawnError::Busy => "Device or resource busy",
+                    crate::sched::SpawnError::Again => "Resource temporarily unavailable",
                 }
             );
             1

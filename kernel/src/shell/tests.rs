@@ -137,6 +137,11 @@ fn commands_report_linux_errors() {
         ("chrt -p abc", 2, "chrt: invalid PID argument: 'abc'"),
         ("chrt -x", 2, "chrt: invalid option -- 'x'"),
         ("chrt", 2, "usage: chrt"),
+        ("chrt -d 0 ps", 1, "chrt: failed to set pid 0's policy: Invalid argument"),
+        ("chrt -d -T 1000000 -P 10000000 5 ps", 1, "SCHED_DEADLINE needs 0"),
+        ("chrt -d -T 20000000 -P 10000000 0 ps", 1, "Invalid argument"),
+        ("chrt -f -T 1000000 10 ps", 2, "supported for SCHED_DEADLINE only"),
+        ("chrt -d -T abc 0 ps", 2, "chrt: invalid runtime argument: 'abc'"),
         ("taskset -p zz 1000000000", 1, "taskset: failed to parse CPU mask: zz"),
         ("taskset -cp 9-1 1000000000", 1, "taskset: failed to parse CPU list: 9-1"),
         ("taskset -p 1000000000", 1, "taskset: failed to get pid 1000000000's affinity: No such process"),
@@ -178,6 +183,27 @@ fn commands_report_linux_errors() {
         assert!(out.contains(want), "'{}' printed {:?}, wanted {:?}", line, out, want);
         assert_eq!(c, *code, "'{}' returned {} ({:?})", line, c, out);
     }
+}
+
+/// `chrt -d` sets SCHED_DEADLINE with util-linux's options (on a task, and on a command it
+/// runs), `chrt -p` shows the parameters, `ps` shows the class as `DLN`, and the bandwidth
+/// goes back when the task leaves the class.
+#[test_case]
+fn chrt_deadline_sets_sched_deadline() {
+    let (c, out) = run("chrt -d --sched-runtime 1000000 --sched-period 10000000 0 sleep 0.01");
+    assert_eq!(c, 0, "{}", out);
+    let (tid, stop) = sleeper();
+    let (c, out) = run(&alloc::format!("chrt -d -T 2000000 -D 5000000 -P 20000000 -p 0 {tid}; chrt -p {tid}; ps"));
+    assert_eq!(c, 0, "{}", out);
+    assert!(out.contains(&alloc::format!("pid {tid}'s current scheduling policy: SCHED_DEADLINE")), "{}", out);
+    assert!(out.contains(&alloc::format!("pid {tid}'s current runtime/deadline/period parameters: 2000000/5000000/20000000")), "{}", out);
+    assert!(out.lines().any(|l| l.contains(" DLN ") && l.contains(&alloc::format!(" {tid} "))), "{}", out);
+    assert_eq!(crate::sched::class::deadline::admitted().1, 1);
+    let (c, out) = run(&alloc::format!("chrt -o -p 0 {tid}"));
+    assert_eq!(c, 0, "{}", out);
+    assert_eq!(crate::sched::class::deadline::admitted().1, 0, "the bandwidth went back");
+    stop.store(true, Ordering::SeqCst);
+    assert_eq!(wait(tid), Ok(0));
 }
 
 #[test_case]

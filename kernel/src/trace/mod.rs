@@ -230,6 +230,24 @@ pub fn sched_core_switch(pid: u32, cookie: u64, forced: bool) {
     }
 }
 
+/// `sched_dl_throttle`: deadline task `task` used up its runtime (`runtime_ns` left, ≤ 0) and
+/// waits for the period after `deadline_ns`.
+pub fn dl_throttle(task: &Task, runtime_ns: i64, deadline_ns: u64) {
+    if on(EventType::DlThrottle) {
+        let kind = EventKind::Dl { task: info(task), runtime_ns, deadline_ns, replenish: false };
+        record_task(EventType::DlThrottle, crate::time::uptime_ns(), kind);
+    }
+}
+
+/// `sched_dl_replenish`: deadline task `task` got `runtime_ns` for its period ending at
+/// `deadline_ns`.
+pub fn dl_replenish(task: &Task, runtime_ns: i64, deadline_ns: u64) {
+    if on(EventType::DlReplenish) {
+        let kind = EventKind::Dl { task: info(task), runtime_ns, deadline_ns, replenish: true };
+        record_task(EventType::DlReplenish, crate::time::uptime_ns(), kind);
+    }
+}
+
 /// `sched_core_force_idle`: `cpu` was forced idle for `ns`.
 #[inline]
 pub fn sched_core_force_idle(cpu: u32, ns: u64) {

@@ -2,9 +2,11 @@
 //! parameter validation with Linux's errno semantics (kernel/sched/syscalls.c).
 //!
 //! Validation order and results ([`SchedAttr::validate`]):
-//! 1. unknown policy, or SCHED_DEADLINE (not implemented by Cadence) -> `EINVAL`;
+//! 1. unknown policy -> `EINVAL`;
 //! 2. flag bits outside `SCHED_FLAG_ALL` -> `EINVAL`;
-//! 3. `rt_priority > 99` -> `EINVAL`; FIFO/RR need `1..=99`, fair policies need `0` -> `EINVAL`;
+//! 3. `rt_priority > 99` -> `EINVAL`; FIFO/RR need `1..=99`, fair and deadline policies need
+//!    `0` -> `EINVAL`; SCHED_DEADLINE's runtime/deadline/period failing
+//!    [`DlParams::check`](crate::deadline::DlParams::check) (Linux `__checkparam_dl`) -> `EINVAL`;
 //! 4. nice outside `-20..=19` -> `EINVAL` (see below);
 //! 5. util-clamp flags -> `EOPNOTSUPP` (Linux without CONFIG_UCLAMP_TASK).
 //!
@@ -43,10 +45,12 @@ pub enum Policy {
     Batch,
     /// SCHED_IDLE: fair class with weight 3, preempted by any non-idle waker.
     Idle,
+    /// SCHED_DEADLINE: EDF with CBS bandwidth (`crate::deadline`).
+    Deadline,
 }
 
 impl Policy {
-    /// Parses a policy number; unknown numbers and SCHED_DEADLINE give `EINVAL`.
+    /// Parses a policy number; unknown numbers give `EINVAL`.
     pub const fn from_raw(raw: i32) -> Result<Policy, Errno> {
         match raw {
             SCHED_NORMAL => Ok(Policy::Normal),
@@ -54,6 +58,7 @@ impl Policy {
             SCHED_RR => Ok(Policy::RR),
             SCHED_BATCH => Ok(Policy::Batch),
             SCHED_IDLE => Ok(Policy::Idle),
+            SCHED_DEADLINE => Ok(Policy::Deadline),
             _ => Err(Errno::EINVAL),
         }
     }
@@ -66,6 +71,7 @@ impl Policy {
             Policy::RR => SCHED_RR,
             Policy::Batch => SCHED_BATCH,
             Policy::Idle => SCHED_IDLE,
+            Policy::Deadline => SCHED_DEADLINE,
         }
     }
 
@@ -76,7 +82,12 @@ impl Policy {
 
     /// NORMAL, BATCH or IDLE: scheduled by the EEVDF fair class.
     pub const fn is_fair(self) -> bool {
-        !self.is_rt()
+        matches!(self, Policy::Normal | Policy::Batch | Policy::Idle)
+    }
+
+    /// SCHED_DEADLINE (Linux `dl_policy`).
+    pub const fn is_deadline(self) -> bool {
+        matches!(self, Policy::Deadline)
     }
 
     /// Linux's name, e.g. `"SCHED_RR"`.
@@ -87,6 +98,7 @@ impl Policy {
             Policy::RR => "SCHED_RR",
             Policy::Batch => "SCHED_BATCH",
             Policy::Idle => "SCHED_IDLE",
+            Policy::Deadline => "SCHED_DEADLINE",
         }
     }
 }
@@ -100,8 +112,13 @@ pub struct SchedAttr {
     pub nice: i32,
     /// `sched_priority` (RT policies: 1..=99; fair: must be 0).
     pub rt_priority: u32,
-    /// `sched_runtime` for fair policies: requested slice in ns, 0 = base slice.
+    /// `sched_runtime`: for fair policies the requested slice in ns (0 = base slice); for
+    /// SCHED_DEADLINE the runtime per period.
     pub slice_ns: u64,
+    /// `sched_deadline` (SCHED_DEADLINE: the relative deadline, ns).
+    pub deadline_ns: u64,
+    /// `sched_period` (SCHED_DEADLINE: the period, ns; 0 = the deadline).
+    pub period_ns: u64,
     /// `sched_flags` (`SCHED_FLAG_*`).
     pub flags: u64,
 }
@@ -119,12 +136,14 @@ pub struct ValidAttr {
     pub custom_slice_ns: Option<u64>,
     /// SCHED_FLAG_RESET_ON_FORK was set.
     pub reset_on_fork: bool,
+    /// SCHED_DEADLINE's parameters (checked, period filled in); `None` for other policies.
+    pub dl: Option<crate::deadline::DlParams>,
 }
 
 impl Default for ValidAttr {
     /// SCHED_NORMAL, nice 0: what `init` and reset-on-fork children get.
     fn default() -> Self {
-        ValidAttr { policy: Policy::Normal, nice: 0, rt_priority: 0, custom_slice_ns: None, reset_on_fork: false }
+        ValidAttr { policy: Policy::Normal, nice: 0, rt_priority: 0, custom_slice_ns: None, reset_on_fork: false, dl: None }
     }
 }
 
@@ -147,6 +166,12 @@ impl SchedAttr {
         if self.flags & SCHED_FLAG_UTIL_CLAMP != 0 {
             return Err(Errno::EOPNOTSUPP);
         }
+        let dl = if policy.is_deadline() {
+            let p = crate::deadline::DlParams { runtime: self.slice_ns, deadline: self.deadline_ns, period: self.period_ns };
+            Some(p.check()?)
+        } else {
+            None
+        };
         let custom_slice_ns = (policy.is_fair() && self.slice_ns != 0).then(|| self.slice_ns.clamp(SCHED_SLICE_MIN_NS, SCHED_SLICE_MAX_NS));
         Ok(ValidAttr {
             policy,
@@ -154,6 +179,7 @@ impl SchedAttr {
             rt_priority: self.rt_priority as u8,
             custom_slice_ns,
             reset_on_fork: self.flags & SCHED_FLAG_RESET_ON_FORK != 0,
+            dl,
         })
     }
 
@@ -168,6 +194,9 @@ impl SchedAttr {
             a.nice = current.nice;
             a.rt_priority = current.rt_priority as u32;
             a.slice_ns = current.custom_slice_ns.unwrap_or(0);
+            if let Some(dl) = current.dl {
+                (a.slice_ns, a.deadline_ns, a.period_ns) = (dl.runtime, dl.deadline, dl.period);
+            }
         }
         a
     }
@@ -214,8 +243,7 @@ pub const fn nice_after_increment(current_nice: i32, increment: i64) -> i32 {
     clamp_nice(current_nice as i64 + inc)
 }
 
-/// `sched_get_priority_max(2)`: 99 for FIFO/RR, 0 for the others (including
-/// SCHED_DEADLINE, which Linux answers with 0 even though Cadence cannot run it),
+/// `sched_get_priority_max(2)`: 99 for FIFO/RR, 0 for the others (SCHED_DEADLINE included),
 /// `EINVAL` for unknown policies.
 pub const fn sched_get_priority_max(policy: i32) -> Result<i32, Errno> {
     match policy {
@@ -234,9 +262,12 @@ pub const fn sched_get_priority_min(policy: i32) -> Result<i32, Errno> {
     }
 }
 
-/// Linux `__normal_prio`: RT `99 - rt_priority` (0 = most important), fair `120 + nice`.
+/// Linux `__normal_prio`: deadline −1, RT `99 - rt_priority` (0 = most important), fair
+/// `120 + nice`.
 pub const fn normal_prio(policy: Policy, nice: i32, rt_priority: u8) -> i32 {
-    if policy.is_rt() {
+    if policy.is_deadline() {
+        MAX_DL_PRIO - 1
+    } else if policy.is_rt() {
         MAX_RT_PRIO - 1 - rt_priority as i32
     } else {
         nice_to_prio(nice)
@@ -244,7 +275,7 @@ pub const fn normal_prio(policy: Policy, nice: i32, rt_priority: u8) -> i32 {
 }
 
 /// The value `/proc/<pid>/stat` shows (Linux `task_prio`): `prio - 100`, i.e. `-2..=-100`
-/// for RT priorities 1..=99 and the nice value for fair tasks.
+/// for RT priorities 1..=99, −101 for deadline tasks and the nice value for fair tasks.
 pub const fn task_prio(prio: i32) -> i32 {
     prio - MAX_RT_PRIO
 }
@@ -301,11 +332,11 @@ mod tests {
 
     #[test]
     fn policy_round_trip() {
-        for p in [Policy::Normal, Policy::Fifo, Policy::RR, Policy::Batch, Policy::Idle] {
+        for p in [Policy::Normal, Policy::Fifo, Policy::RR, Policy::Batch, Policy::Idle, Policy::Deadline] {
             assert_eq!(Policy::from_raw(p.raw()), Ok(p));
         }
         assert_eq!(Policy::from_raw(4), Err(Errno::EINVAL));
-        assert_eq!(Policy::from_raw(SCHED_DEADLINE), Err(Errno::EINVAL));
+        assert!(Policy::Deadline.is_deadline() && !Policy::Deadline.is_fair() && !Policy::Deadline.is_rt());
         assert_eq!(Policy::from_raw(-1), Err(Errno::EINVAL));
         assert_eq!(Policy::from_raw(7), Err(Errno::EINVAL));
         assert_eq!(Policy::RR.name(), "SCHED_RR");
@@ -332,8 +363,26 @@ mod tests {
     fn every_errno_case() {
         // Unknown / unsupported policy.
         assert_eq!(attr(4, 0, 0).validate(), Err(Errno::EINVAL));
-        assert_eq!(attr(SCHED_DEADLINE, 0, 0).validate(), Err(Errno::EINVAL));
         assert_eq!(attr(-1, 0, 0).validate(), Err(Errno::EINVAL));
+        // SCHED_DEADLINE without parameters, with a priority, or with bad parameters
+        // (`__checkparam_dl`; the cases are in `deadline`'s tests).
+        assert_eq!(attr(SCHED_DEADLINE, 0, 0).validate(), Err(Errno::EINVAL));
+        let dl = |runtime, deadline, period| SchedAttr {
+            slice_ns: runtime,
+            deadline_ns: deadline,
+            period_ns: period,
+            ..attr(SCHED_DEADLINE, 0, 0)
+        };
+        assert_eq!(SchedAttr { rt_priority: 1, ..dl(1_000_000, 10_000_000, 0) }.validate(), Err(Errno::EINVAL));
+        assert_eq!(dl(20_000_000, 10_000_000, 0).validate(), Err(Errno::EINVAL), "runtime > deadline");
+        assert_eq!(dl(1_000_000, 10_000_000, 5_000_000).validate(), Err(Errno::EINVAL), "deadline > period");
+        assert_eq!(dl(1000, 10_000_000, 0).validate(), Err(Errno::EINVAL), "runtime under 1024 ns");
+        let v = dl(1_000_000, 10_000_000, 0).validate().unwrap();
+        let p = crate::deadline::DlParams { runtime: 1_000_000, deadline: 10_000_000, period: 10_000_000 };
+        assert_eq!((v.policy, v.dl, v.prio(), v.custom_slice_ns), (Policy::Deadline, Some(p), -1, None));
+        // KEEP_PARAMS keeps the deadline parameters.
+        let kept = SchedAttr { flags: SCHED_FLAG_KEEP_PARAMS, ..attr(SCHED_DEADLINE, 0, 0) }.resolve_keep(&v);
+        assert_eq!(kept.validate().unwrap().dl, Some(p));
         // Unknown flag bits.
         let a = SchedAttr { flags: 0x80, ..attr(SCHED_NORMAL, 0, 0) };
         assert_eq!(a.validate(), Err(Errno::EINVAL));

@@ -21,6 +21,8 @@ pub const SCHED_DEADLINE: i32 = 6;
 
 /// Number of real-time priority levels (`prio` 0..=99).
 pub const MAX_RT_PRIO: i32 = 100;
+/// Linux `MAX_DL_PRIO`: deadline tasks have `prio` −1, above every RT priority.
+pub const MAX_DL_PRIO: i32 = 0;
 /// Highest user-visible `rt_priority` (`sched_get_priority_max(SCHED_FIFO)`).
 pub const MAX_USER_RT_PRIO: i32 = MAX_RT_PRIO - 1;
 /// Most favourable nice value.

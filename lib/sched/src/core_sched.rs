@@ -519,15 +519,33 @@ pub enum Rank {
         /// User-visible priority 1..=99 (0 allowed for PI boosting).
         rt_priority: u8,
     },
+    /// Deadline class, above RT; an earlier absolute `deadline` (ns, wrapping clock) = more
+    /// important.
+    Dl {
+        /// Absolute deadline.
+        deadline: u64,
+    },
+}
+
+impl Rank {
+    /// Class order: fair < RT < deadline.
+    fn class(&self) -> u8 {
+        match self {
+            Rank::Fair { .. } => 0,
+            Rank::Rt { .. } => 1,
+            Rank::Dl { .. } => 2,
+        }
+    }
 }
 
 impl Ord for Rank {
     fn cmp(&self, other: &Self) -> Ordering {
         match (self, other) {
             (Rank::Rt { rt_priority: a }, Rank::Rt { rt_priority: b }) => a.cmp(b),
-            (Rank::Rt { .. }, Rank::Fair { .. }) => Ordering::Greater,
-            (Rank::Fair { .. }, Rank::Rt { .. }) => Ordering::Less,
             (Rank::Fair { key: a }, Rank::Fair { key: b }) => b.cmp(a),
+            // Earlier deadline first, on a wrapping clock (Linux `dl_time_before`).
+            (Rank::Dl { deadline: a }, Rank::Dl { deadline: b }) => (b.wrapping_sub(*a) as i64).cmp(&0),
+            _ => self.class().cmp(&other.class()),
         }
     }
 }
@@ -1241,6 +1259,9 @@ mod tests {
     fn rank_order() {
         assert!(Rank::Rt { rt_priority: 1 } > Rank::Fair { key: i64::MIN });
         assert!(Rank::Rt { rt_priority: 50 } > Rank::Rt { rt_priority: 49 });
+        assert!(Rank::Dl { deadline: u64::MAX } > Rank::Rt { rt_priority: 99 });
+        assert!(Rank::Dl { deadline: 10 } > Rank::Dl { deadline: 20 });
+        assert!(Rank::Dl { deadline: u64::MAX - 5 } > Rank::Dl { deadline: 5 }, "wrapping: MAX-5 is before 5");
         assert!(Rank::Fair { key: -5 } > Rank::Fair { key: 3 });
         assert_eq!(Rank::Fair { key: 3 }.cmp(&Rank::Fair { key: 3 }), Ordering::Equal);
     }
@@ -1311,7 +1332,11 @@ mod tests {
     fn candidate() -> impl Strategy<Value = Candidate<u32>> {
         (
             any::<u32>(),
-            prop_oneof![(-20i64..20).prop_map(|key| Rank::Fair { key }), (0u8..4).prop_map(|rt_priority| Rank::Rt { rt_priority })],
+            prop_oneof![
+                (-20i64..20).prop_map(|key| Rank::Fair { key }),
+                (0u8..4).prop_map(|rt_priority| Rank::Rt { rt_priority }),
+                (0u64..4).prop_map(|deadline| Rank::Dl { deadline })
+            ],
             0u64..4,
         )
             .prop_map(|(task, rank, c)| Candidate { task, rank, cookie: CookieId(c) })

@@ -129,10 +129,14 @@ pub enum EventType {
     PiSetprio = 11,
     /// Cadence: a task's CPU affinity changed.
     SetAffinity = 12,
+    /// Cadence: a SCHED_DEADLINE task used up its runtime and waits for its next period.
+    DlThrottle = 13,
+    /// Cadence: a throttled SCHED_DEADLINE task's replenishment timer gave it a new runtime.
+    DlReplenish = 14,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 13] = [
+    pub const ALL: [EventType; 15] = [
         EventType::SchedSwitch,
         EventType::SchedWakeup,
         EventType::SchedWakeupNew,
@@ -146,10 +150,12 @@ impl EventType {
         EventType::CoreSwitch,
         EventType::PiSetprio,
         EventType::SetAffinity,
+        EventType::DlThrottle,
+        EventType::DlReplenish,
     ];
 
     /// Mask with every event enabled.
-    pub const ALL_MASK: u32 = (1 << 13) - 1;
+    pub const ALL_MASK: u32 = (1 << 15) - 1;
 
     pub fn bit(self) -> u32 {
         1 << self as u32
@@ -171,6 +177,8 @@ impl EventType {
             EventType::CoreSwitch => "sched_core_switch",
             EventType::PiSetprio => "sched_pi_setprio",
             EventType::SetAffinity => "sched_set_affinity",
+            EventType::DlThrottle => "sched_dl_throttle",
+            EventType::DlReplenish => "sched_dl_replenish",
         }
     }
 
@@ -239,6 +247,14 @@ pub enum EventKind {
         task: TaskInfo,
         mask: u64,
     },
+    /// SCHED_DEADLINE `task` was throttled (`replenish` false: runtime used up) or replenished
+    /// (`replenish` true), with `runtime_ns` left and absolute `deadline_ns` after it.
+    Dl {
+        task: TaskInfo,
+        runtime_ns: i64,
+        deadline_ns: u64,
+        replenish: bool,
+    },
 }
 
 impl EventKind {
@@ -257,6 +273,8 @@ impl EventKind {
             EventKind::CoreSwitch { .. } => EventType::CoreSwitch,
             EventKind::Prio { .. } => EventType::PiSetprio,
             EventKind::Affinity { .. } => EventType::SetAffinity,
+            EventKind::Dl { replenish: false, .. } => EventType::DlThrottle,
+            EventKind::Dl { replenish: true, .. } => EventType::DlReplenish,
         }
     }
 }

@@ -26,6 +26,7 @@
 //! | `sched_core_switch` (Cadence) | `pid=%d cookie=%#llx forced=%d` (what the CPU runs after a switch) |
 //! | `sched_pi_setprio` | `comm=%s pid=%d oldprio=%d newprio=%d` (Linux's format; Cadence emits it for every priority change) |
 //! | `sched_set_affinity` (Cadence) | `comm=%s pid=%d prio=%d mask=%#llx` |
+//! | `sched_dl_throttle`, `sched_dl_replenish` (Cadence) | `comm=%s pid=%d runtime=%lld deadline=%llu` (ns left; absolute deadline, ns since boot) |
 //!
 //! Cadence adds, after the header and before the events, one comment line per task it knows the
 //! CPU affinity of ([`write_affinity`]): `# cadence-affinity: pid=<n> mask=0x<hex>` (the union
@@ -153,6 +154,9 @@ pub fn write_event(out: &mut impl Write, e: &Event) -> fmt::Result {
             write!(out, "comm={} pid={} oldprio={} newprio={}", task.comm, task.pid, old_prio, task.prio)?
         }
         EventKind::Affinity { task, mask } => write!(out, "comm={} pid={} prio={} mask={:#x}", task.comm, task.pid, task.prio, mask)?,
+        EventKind::Dl { task, runtime_ns, deadline_ns, .. } => {
+            write!(out, "comm={} pid={} runtime={} deadline={}", task.comm, task.pid, runtime_ns, deadline_ns)?
+        }
     }
     out.write_char('\n')
 }
@@ -353,6 +357,15 @@ pub fn parse_line(line: &str) -> Result<Option<Event>, ParseError> {
             let mask = f[3].strip_prefix("0x").and_then(|h| u64::from_str_radix(h, 16).ok()).ok_or(ParseError::BadField("mask"))?;
             EventKind::Affinity { task: task(f[0], f[1], f[2])?, mask }
         }
+        EventType::DlThrottle | EventType::DlReplenish => {
+            let f = split_fields(args, ["comm=", " pid=", " runtime=", " deadline="])?;
+            EventKind::Dl {
+                task: task(f[0], f[1], "-1")?,
+                runtime_ns: num(f[2], "runtime")?,
+                deadline_ns: num(f[3], "deadline")?,
+                replenish: ty == EventType::DlReplenish,
+            }
+        }
     };
     Ok(Some(Event { ts_ns, cpu, comm: Comm::new(comm), pid, kind }))
 }
@@ -473,6 +486,8 @@ mod tests {
             EventKind::CoreSwitch { pid: 0, cookie: 0, forced: true },
             EventKind::Prio { task: t("chrt", 12, 120), old_prio: 49 },
             EventKind::Affinity { task: t("taskset", 13, 9), mask: 0xf0 },
+            EventKind::Dl { task: t("dl", 14, -1), runtime_ns: -1200, deadline_ns: 5_000_000_000, replenish: false },
+            EventKind::Dl { task: t("dl", 14, -1), runtime_ns: 1_000_000, deadline_ns: 5_010_000_000, replenish: true },
         ];
         for (i, k) in kinds.into_iter().enumerate() {
             let e = ev(987_654_321_000 + i as u64 * 1000, i as u32, "task-with-dash", 1234567, k);

@@ -444,6 +444,10 @@ impl SchedClass for FairClass {
         *task.parked_se.lock() = Some(new_entity(attr));
     }
 
+    fn task_new(&self, task: &Task, attr: &ValidAttr) {
+        *task.parked_se.lock() = Some(new_entity(attr));
+    }
+
     fn cpupri_level(&self, _task: &Task) -> u8 {
         1
     }

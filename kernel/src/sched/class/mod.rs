@@ -1,12 +1,13 @@
-//! Scheduling classes behind one trait, in fixed order: [`CLASSES`] = rt > fair > idle, one
-//! file per class.
+//! Scheduling classes behind one trait, in fixed order: [`CLASSES`] = dl > rt > fair > idle,
+//! one file per class.
 //!
 //! The core (`sched`) calls a class only through [`SchedClass`], Linux's `sched_class`:
 //! queueing (enqueue, dequeue), picking (pick_next, put_prev, set_next), charging time
 //! (update_curr, task_tick, hrtick_slice), wakeup preemption within the class
 //! (wakeup_preempt; across classes [`CLASSES`] order decides, [`preempts_by_class`]),
 //! placement and balancing (select_cpu, balance), attribute changes (prio_changed,
-//! switched_from, switched_to), what a CPU running the class looks like to RT placement
+//! switched_from, switched_to), a task's birth and death (task_new, task_dead), what a CPU
+//! running the class looks like to RT placement
 //! (cpupri_level), the Linux priority tracepoints print (prio), and whether a task fits the
 //! run queue's preallocated room (fits).
 //!
@@ -78,6 +79,12 @@ pub trait SchedClass: Sync {
     fn switched_from(&self, _rq: &mut RqInner, _task: &Arc<Task>) {}
     /// `task` joins this class with `attr` (Linux `switched_to`); as for `prio_changed`.
     fn switched_to(&self, _rq: &mut RqInner, _task: &Arc<Task>, _attr: &ValidAttr) {}
+    /// A new task of this class with `attr`, before its first enqueue (Linux `task_fork`).
+    /// Default: nothing.
+    fn task_new(&self, _task: &Task, _attr: &ValidAttr) {}
+    /// `task`, of this class, exited and will not run again (Linux `task_dead`). Default:
+    /// nothing.
+    fn task_dead(&self, _task: &Task) {}
     /// What a CPU running `task` (or with it as its best queued task) looks like to RT
     /// placement (`cadence_sched::cpupri` levels: 0 idle, 1 fair, 2 + RT priority; Linux
     /// `convert_prio`).
@@ -164,16 +171,18 @@ pub fn preempts_by_class(waking: ClassId, curr: ClassId) -> bool {
     rank(waking) < rank(curr)
 }
 
+pub mod deadline;
 mod fair;
 mod idle;
 mod rt;
 
+pub use deadline::DL;
 pub use fair::{effective_group, fair_rq, fair_rq_mut, forget_group, new_entity, park_entity, refresh_group_weights, reweight_task, FAIR};
 pub use idle::IDLE;
 pub use rt::RT;
 
 /// Class order, highest first.
-pub static CLASSES: [&dyn SchedClass; 3] = [&RT, &FAIR, &IDLE];
+pub static CLASSES: [&dyn SchedClass; 4] = [&DL, &RT, &FAIR, &IDLE];
 
 /// The class a task belongs to.
 pub fn of(task: &Task) -> &'static dyn SchedClass {
@@ -186,6 +195,7 @@ pub fn of_class(id: ClassId) -> &'static dyn SchedClass {
         ClassId::Rt => &RT,
         ClassId::Fair => &FAIR,
         ClassId::Idle => &IDLE,
+        ClassId::Dl => &DL,
     }
 }
 
