@@ -79,6 +79,7 @@ fn kpolicy(p: Policy) -> KPolicy {
         Policy::Rr => KPolicy::RR,
         Policy::Batch => KPolicy::Batch,
         Policy::Idle => KPolicy::Idle,
+        Policy::Deadline => KPolicy::Deadline,
     }
 }
 
@@ -557,7 +558,33 @@ fn run(file: &str, w: Workload, duration: Option<i64>, quiet: bool) -> Result<()
         let Some(t) = sh.w.tasks.get(*ti) else { continue };
         let mask = t.cpus.as_deref().map(mask_of).unwrap_or(online);
         let (rtp, nice) = if t.policy.is_rt() { (t.priority as u8, 0) } else { (0, t.priority) };
-        let opts = SpawnOptions::new(tname).policy(kpolicy(t.policy), rtp, nice).affinity(mask).stack_size(64 * 1024);
+        let mut opts = SpawnOptions::new(tname).policy(kpolicy(t.policy), rtp, nice).affinity(mask).stack_size(64 * 1024);
+        if let Some(dl) = t.dl {
+            // rt-app's µs; the kernel's checks and admission decide (EINVAL, EBUSY, EPERM for a
+            // `cpus` narrower than every CPU).
+            let attr = cadence_sched::SchedAttr {
+                policy: cadence_sched::consts::SCHED_DEADLINE,
+                slice_ns: dl.runtime * 1000,
+                deadline_ns: dl.deadline * 1000,
+                period_ns: dl.period * 1000,
+                ..Default::default()
+            };
+            match attr.validate() {
+                Ok(a) => opts = opts.attr(a),
+                Err(e) => {
+                    crate::kprintln!(
+                        "rtapp: cannot start {}: SCHED_DEADLINE {}/{}/{} us: {}",
+                        tname,
+                        dl.runtime,
+                        dl.deadline,
+                        dl.period,
+                        e.strerror()
+                    );
+                    sh.stop.store(true, Ordering::Release);
+                    break;
+                }
+            }
+        }
         let s2 = sh.clone();
         let ti = *ti;
         match sched::spawn(opts, move || thread_body(s2, idx, ti)) {

@@ -12,11 +12,14 @@
 //! accepted and ignored.
 //!
 //! A thread object: `instance`, `loop`, `policy` (`SCHED_OTHER`/`SCHED_NORMAL`, `SCHED_FIFO`,
-//! `SCHED_RR`, `SCHED_BATCH`, `SCHED_IDLE`), `priority` (1..=99 for FIFO/RR, a nice value
-//! -20..=19 for the others), `cpus`, `delay` (µs), then either `phases` (an object of phase
-//! objects, run in file order) or the events of its single phase directly. A phase object:
-//! `loop`, `cpus`, `policy`, `priority` and events. `dl-runtime`/`dl-period`/`dl-deadline`
-//! are accepted (SCHED_DEADLINE itself is refused).
+//! `SCHED_RR`, `SCHED_BATCH`, `SCHED_IDLE`, `SCHED_DEADLINE`), `priority` (1..=99 for FIFO/RR,
+//! a nice value -20..=19 for the others), `dl-runtime`/`dl-period`/`dl-deadline` (µs;
+//! SCHED_DEADLINE needs all three: Debian's rt-app 1.0 takes a missing deadline as 0, which
+//! `sched_setattr` refuses with EINVAL, so Cadence refuses it when loading), `cpus`, `delay`
+//! (µs), then either `phases` (an
+//! object of phase objects, run in file order) or the events of its single phase directly. A
+//! phase object: `loop`, `cpus`, `policy`, `priority` and events (a phase cannot switch to
+//! SCHED_DEADLINE: its parameters are the thread's).
 //!
 //! Loops as rt-app: with `phases`, the thread repeats the whole list `loop` times (default -1 =
 //! forever) and each phase repeats `loop` times (default 1); without `phases`, the single
@@ -81,6 +84,7 @@ pub enum Policy {
     Rr,
     Batch,
     Idle,
+    Deadline,
 }
 
 impl Policy {
@@ -91,6 +95,7 @@ impl Policy {
             "SCHED_RR" => Policy::Rr,
             "SCHED_BATCH" => Policy::Batch,
             "SCHED_IDLE" => Policy::Idle,
+            "SCHED_DEADLINE" => Policy::Deadline,
             _ => return None,
         })
     }
@@ -101,6 +106,7 @@ impl Policy {
             Policy::Rr => "SCHED_RR",
             Policy::Batch => "SCHED_BATCH",
             Policy::Idle => "SCHED_IDLE",
+            Policy::Deadline => "SCHED_DEADLINE",
         }
     }
     pub fn is_rt(self) -> bool {
@@ -297,6 +303,16 @@ pub struct Task {
     pub session: bool,
     /// Cadence extension: manual scheduling group.
     pub group: Option<String>,
+    /// SCHED_DEADLINE parameters (µs), with the defaults filled in; `None` for other policies.
+    pub dl: Option<DlUs>,
+}
+
+/// A thread's `dl-runtime`, `dl-deadline`, `dl-period` (µs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DlUs {
+    pub runtime: u64,
+    pub deadline: u64,
+    pub period: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -471,13 +487,10 @@ fn cpus(v: &Value, path: &str) -> Result<Vec<u32>, Error> {
 
 fn policy(v: &Value, path: &str) -> Result<Policy, Error> {
     let s = string(v, path)?;
-    if s == "SCHED_DEADLINE" {
-        return err(v.line, path, "SCHED_DEADLINE is not supported by Cadence");
-    }
     Policy::parse(s).ok_or_else(|| Error {
         line: v.line,
         key: path.into(),
-        msg: format!("unknown policy '{}' (SCHED_OTHER, SCHED_FIFO, SCHED_RR, SCHED_BATCH, SCHED_IDLE)", s),
+        msg: format!("unknown policy '{}' (SCHED_OTHER, SCHED_FIFO, SCHED_RR, SCHED_BATCH, SCHED_IDLE, SCHED_DEADLINE)", s),
     })
 }
 
@@ -653,7 +666,9 @@ fn parse_task(name: &str, m: &Member, path: &str, g: &Global, ctx: &mut Ctx) -> 
         tty: None,
         session: false,
         group: None,
+        dl: None,
     };
+    let mut dl_keys: [Option<u64>; 3] = [None; 3];
     let mut prio: Option<(i32, u32, String)> = None;
     let mut loop_v: Option<i64> = None;
     let mut phases_m: Option<&Member> = None;
@@ -678,9 +693,9 @@ fn parse_task(name: &str, m: &Member, path: &str, g: &Global, ctx: &mut Ctx) -> 
             "cpus" => t.cpus = Some(cpus(v, &p)?),
             "delay" => t.delay_us = int_in(v, &p, 0, MAX_US)? as u64,
             "phases" => phases_m = Some(c),
-            "dl-runtime" | "dl-period" | "dl-deadline" => {
-                int_in(v, &p, 0, MAX_US)?;
-            }
+            "dl-runtime" => dl_keys[0] = Some(int_in(v, &p, 0, MAX_US)? as u64),
+            "dl-deadline" => dl_keys[1] = Some(int_in(v, &p, 0, MAX_US)? as u64),
+            "dl-period" => dl_keys[2] = Some(int_in(v, &p, 0, MAX_US)? as u64),
             "tty" => t.tty = Some(int_in(v, &p, 0, 63)? as u32),
             "session" => t.session = boolean(v, &p)?,
             "group" => t.group = Some(name_str(v, &p)?.into()),
@@ -696,6 +711,16 @@ fn parse_task(name: &str, m: &Member, path: &str, g: &Global, ctx: &mut Ctx) -> 
     }
     if loop_v == Some(0) {
         return err(m.line, &join(path, "loop"), "loop must be -1 (forever) or at least 1");
+    }
+    if t.policy == Policy::Deadline {
+        let need = |i: usize, key: &str| {
+            dl_keys[i].filter(|&v| v > 0).ok_or_else(|| Error {
+                line: m.line,
+                key: join(path, key),
+                msg: format!("SCHED_DEADLINE needs {} (µs, > 0; rt-app 1.0 would pass 0, which sched_setattr refuses)", key),
+            })
+        };
+        t.dl = Some(DlUs { runtime: need(0, "dl-runtime")?, deadline: need(1, "dl-deadline")?, period: need(2, "dl-period")? });
     }
     match phases_m {
         Some(pm) => {
@@ -753,7 +778,13 @@ fn parse_phase(pname: &str, v: &Value, path: &str, task: &Task, thread: &str, ct
                 ph.loops = l;
             }
             "cpus" => ph.cpus = Some(cpus(v, &p)?),
-            "policy" => ph.policy = Some(policy(v, &p)?),
+            "policy" => {
+                let pol = policy(v, &p)?;
+                if pol == Policy::Deadline {
+                    return err(v.line, &p, "a phase cannot switch to SCHED_DEADLINE (set it on the thread, with dl-runtime)");
+                }
+                ph.policy = Some(pol);
+            }
             "priority" => prio = Some((int_in(v, &p, -1000, 1000)? as i32, v.line, p)),
             k if LEGACY.contains(&k) => return err(c.line, &p, "legacy rt-app 0.x key (not in the rt-app 1.0 grammar)"),
             _ => return err(c.line, &p, "unknown key or event in a phase"),

@@ -28,6 +28,18 @@ fn fixture(name: &str) -> model::Workload {
     model::load(&std::fs::read(dir().join(name)).unwrap()).unwrap_or_else(|e| panic!("{}: {}", name, e))
 }
 
+#[test]
+fn deadline_threads_carry_their_parameters() {
+    let w = fixture("deadline.json");
+    let dl = |name: &str| w.tasks.iter().find(|t| t.name == name).and_then(|t| t.dl);
+    assert_eq!(dl("dl10"), Some(model::DlUs { runtime: 3000, deadline: 10000, period: 10000 }));
+    assert_eq!(dl("dl20"), Some(model::DlUs { runtime: 5000, deadline: 15000, period: 20000 }));
+    assert_eq!(dl("hog"), None);
+    let e = load_str("{\"tasks\": {\"t\": {\"policy\": \"SCHED_DEADLINE\", \"dl-runtime\": 500, \"dl-period\": 1000, \"run\": 1}}}")
+        .unwrap_err();
+    assert_eq!(e.key, "tasks.t.dl-deadline", "{}", e);
+}
+
 fn load_str(s: &str) -> Result<model::Workload, model::Error> {
     model::load(s.as_bytes())
 }
@@ -160,7 +172,9 @@ fn errors_name_key_and_line() {
     let e = err_of("{\"tasks\": {\"t\": {\"cpus\": [0, 64], \"run\": 1}}}");
     assert_eq!(e.key, "tasks.t.cpus");
     let e = err_of("{\"tasks\": {\"t\": {\"policy\": \"SCHED_DEADLINE\", \"run\": 1}}}");
-    assert!(e.msg.contains("DEADLINE"));
+    assert!(e.msg.contains("dl-runtime"), "{}", e);
+    let e = err_of("{\"tasks\": {\"t\": {\"phases\": {\"p\": {\"policy\": \"SCHED_DEADLINE\", \"run\": 1}}}}}");
+    assert!(e.msg.contains("phase cannot switch"), "{}", e);
     let e = err_of("{\"tasks\": {\"t\": {\"fork\": \"x\"}}}");
     assert!(e.msg.contains("fork"));
     let e = err_of("{\"tasks\": {\"t\": {\"run\": 1,}},\n\"oops\": 3}");
