@@ -20,7 +20,9 @@
 //!
 //! After each set, the time the host took the vCPUs away from running jobs (steps of the burn
 //! loop charged more than 200 µs beyond what they spun) and how many missed jobs lost some:
-//! `deadline-steal: util_pct=<n> stolen_ms=<n> missed_with_steal=<n>`. Runtime is charged in
+//! `deadline-steal: util_pct=<n> stolen_ms=<n> missed_with_steal=<n> missed_after_late_job=<n>`
+//! (the last: missed jobs without steal that started late because the previous job of their
+//! task ended after their release). Runtime is charged in
 //! wall time while a task is current, as on Linux in a VM without steal-time accounting, so a
 //! vCPU descheduled by the host uses up its tasks' runtime without running them.
 
@@ -51,6 +53,9 @@ struct Report {
     /// Time stolen from its jobs by the host (see [`burn`]), and missed jobs that had some.
     stolen_ns: AtomicU64,
     missed_stolen: AtomicU64,
+    /// Missed jobs that lost no time to the host but started late because the job before
+    /// them ended after their release (a late job delays the next ones).
+    missed_after_late: AtomicU64,
 }
 
 /// Runs for `ns` of CPU time (module doc); returns the time charged to it in steps longer
@@ -93,6 +98,7 @@ fn spawn_periodic(name: &str, runtime: u64, period: u64, job_ns: u64, start: u64
     let t = spawn(SpawnOptions::new(name).attr(attr), move || {
         let mut release = start;
         sched::sleep_until(release);
+        let mut late_start = false;
         while release < end {
             let stolen = burn(job_ns);
             let done = crate::time::uptime_ns();
@@ -104,10 +110,13 @@ fn spawn_periodic(name: &str, runtime: u64, period: u64, job_ns: u64, start: u64
                 report.max_lateness_ns.fetch_max(done - deadline, Ordering::Relaxed);
                 if stolen > 0 {
                     report.missed_stolen.fetch_add(1, Ordering::Relaxed);
+                } else if late_start {
+                    report.missed_after_late.fetch_add(1, Ordering::Relaxed);
                 }
             }
             release += period;
-            if crate::time::uptime_ns() < release {
+            late_start = crate::time::uptime_ns() >= release;
+            if !late_start {
                 sched::sleep_until(release);
             }
         }
@@ -180,6 +189,7 @@ fn run_set(util_pct: u64, secs: u64, overrun: bool, n: usize) -> Result<(usize, 
         sum.throttled.fetch_add(r.throttled.load(Ordering::Relaxed), Ordering::Relaxed);
         sum.stolen_ns.fetch_add(r.stolen_ns.load(Ordering::Relaxed), Ordering::Relaxed);
         sum.missed_stolen.fetch_add(r.missed_stolen.load(Ordering::Relaxed), Ordering::Relaxed);
+        sum.missed_after_late.fetch_add(r.missed_after_late.load(Ordering::Relaxed), Ordering::Relaxed);
     }
     let over = over.map(|r| Arc::try_unwrap(r).unwrap_or_default());
     Ok((n, sum, over))
@@ -213,10 +223,11 @@ pub fn cmd_deadline(args: &[&str]) -> Result<(), String> {
             r.throttled.load(Ordering::Relaxed)
         );
         crate::kprintln!(
-            "deadline-steal: util_pct={} stolen_ms={} missed_with_steal={}",
+            "deadline-steal: util_pct={} stolen_ms={} missed_with_steal={} missed_after_late_job={}",
             util,
             r.stolen_ns.load(Ordering::Relaxed) / 1_000_000,
-            r.missed_stolen.load(Ordering::Relaxed)
+            r.missed_stolen.load(Ordering::Relaxed),
+            r.missed_after_late.load(Ordering::Relaxed)
         );
     }
     let (_, others, over) = run_set(50, secs, true, n)?;

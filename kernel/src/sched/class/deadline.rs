@@ -259,6 +259,10 @@ fn replenish_timer(_cpu: u32, tid: u64) {
             drop(g);
             if preempt {
                 set_need_resched(cpu);
+            } else {
+                // It waits behind an earlier deadline: another CPU may run it now (Linux's
+                // `dl_task_timer` pushes too).
+                push(cpu);
             }
         }
         return;
