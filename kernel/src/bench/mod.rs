@@ -86,28 +86,24 @@ pub fn pipe_round_trips(loops: u64, cpu_a: u32, cpu_b: u32) -> Result<f64, Strin
         0
     })
     .map_err(|e| alloc::format!("cannot start pong: {:?}", e))?;
-    let pinger = spawn(SpawnOptions::new("pipe-ping").pin(cpu_a), move || {
+    let pinger = sched::spawn_result(SpawnOptions::new("pipe-ping").pin(cpu_a), move || {
         let mut b = [0u8; 1];
         let t0 = crate::time::uptime_ns();
         for _ in 0..loops {
             if w1.write(&b).is_err() || r2.read(&mut b) != 1 {
-                return -1;
+                return None;
             }
         }
-        // Elapsed µs as the exit code would overflow: report via a shared slot instead.
-        LAST_NS.store(crate::time::uptime_ns() - t0, Ordering::SeqCst);
-        0
+        Some(crate::time::uptime_ns() - t0)
     })
     .map_err(|e| alloc::format!("cannot start ping: {:?}", e))?;
-    let a = wait(pinger.tid).unwrap_or(-1);
+    let ns = pinger.join().ok().flatten();
     let b = wait(ponger.tid).unwrap_or(-1);
-    if a != 0 || b != 0 {
-        return Err(String::from("ping-pong failed (a pipe closed early)"));
+    match ns {
+        Some(ns) if b == 0 => Ok(ns as f64 / 1e9),
+        _ => Err(String::from("ping-pong failed (a pipe closed early)")),
     }
-    Ok(LAST_NS.load(Ordering::SeqCst) as f64 / 1e9)
 }
-
-static LAST_NS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
 
 /// Prints the peer's pipetest line.
 pub fn print_pipetest(loops: u64, secs: f64) {

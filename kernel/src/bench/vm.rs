@@ -189,24 +189,19 @@ fn dirty_run(pos: u64, policy: Policy) -> Result<(u64, u64), String> {
     // Start from clean pages (not timed).
     writeback::sync_range(pos / pagecache::PAGE, (pos + FOREGROUND) / pagecache::PAGE - 1)
         .map_err(|e| format!("sync: {}", e.strerror()))?;
-    let out = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
-    let out2 = out.clone();
-    let tid = spawn_as("dirty-fg", policy, move || {
+    let prio = if policy == Policy::Fifo { 50 } else { 0 };
+    let opts = SpawnOptions::new("dirty-fg").policy(policy, prio, 0);
+    let fg = sched::spawn_result(opts, move || {
         let me = sched::current();
         let thr0 = me.stats.throttled_ns.load(Ordering::Relaxed);
         let (ns, r) = crate::shell::vm::dd_zero_to_disk(pos, FOREGROUND, MIB);
-        out2.0.store(ns, Ordering::Relaxed);
-        out2.1.store(me.stats.throttled_ns.load(Ordering::Relaxed) - thr0, Ordering::Relaxed);
-        if r.is_ok() {
-            0
-        } else {
-            1
-        }
-    })?;
-    if wait(tid) != Ok(0) {
-        return Err(String::from("the timed writer failed"));
+        r.ok().map(|_| (ns, me.stats.throttled_ns.load(Ordering::Relaxed) - thr0))
+    })
+    .map_err(|e| format!("cannot spawn dirty-fg: {:?}", e))?;
+    match fg.join() {
+        Ok(Some((ns, thr))) => Ok((ns / 1_000_000, thr / 1_000_000)),
+        _ => Err(String::from("the timed writer failed")),
     }
-    Ok((out.0.load(Ordering::Relaxed) / 1_000_000, out.1.load(Ordering::Relaxed) / 1_000_000))
 }
 
 /// `bench alloc`.

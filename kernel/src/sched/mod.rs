@@ -1400,6 +1400,34 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Re
     Ok(task)
 }
 
+/// A task started by [`spawn_result`]: its tid, and the value its body returns.
+pub struct JoinHandle<T> {
+    pub tid: Tid,
+    slot: Arc<spin::Mutex<Option<T>>>,
+}
+
+impl<T> JoinHandle<T> {
+    /// Waits for the task and takes its value; `Err` with its exit code if it did not return
+    /// one (killed), or the errno of `wait`.
+    pub fn join(self) -> Result<T, Result<i32, cadence_sched::Errno>> {
+        let code = wait(self.tid);
+        self.slot.lock().take().ok_or(code)
+    }
+}
+
+/// [`spawn`] for a body that returns a value rather than an exit code (exit code 0): the
+/// caller gets it from [`JoinHandle::join`], with no shared state of its own.
+pub fn spawn_result<T: Send + 'static>(opts: SpawnOptions, f: impl FnOnce() -> T + Send + 'static) -> Result<JoinHandle<T>, SpawnError> {
+    let slot = Arc::new(spin::Mutex::new(None));
+    let s2 = slot.clone();
+    let t = spawn(opts, move || {
+        let v = f();
+        *s2.lock() = Some(v);
+        0
+    })?;
+    Ok(JoinHandle { tid: t.tid, slot })
+}
+
 /// Mask of the CPUs that run the scheduler.
 pub fn online_mask() -> CpuMask {
     CpuMask(ONLINE_MASK.load(Ordering::Acquire))
