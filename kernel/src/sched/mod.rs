@@ -635,23 +635,30 @@ pub(super) fn requeue_locked(g: &mut RqInner, t: &Arc<Task>, now: u64, change: i
 /// `f` would see it queued on a run queue that is not the one it holds.
 pub(super) fn with_task_rq<R>(t: &Arc<Task>, f: impl FnOnce(&mut RqInner, u64) -> R) -> R {
     debug_assert!(t.params.is_locked(), "with_task_rq without the task's params lock");
+    let (cpu, mut g) = lock_task_rq(t);
+    let rq = rq_of(cpu);
+    let now = crate::time::uptime_ns();
+    let level_before = rq.rt_level.load(Ordering::SeqCst);
+    update_curr(&mut g, now);
+    let r = f(&mut g, now);
+    drop(g);
+    set_need_resched(cpu);
+    // A priority, policy or affinity change may have lowered that CPU's level (pull) or
+    // made a waiting task pushable (Linux `prio_changed_rt` / `switched_from_rt`).
+    balance_callbacks(cpu, level_before);
+    r
+}
+
+/// Locks the run queue `t` is on, retrying if it moves meanwhile (a wakeup stores the task's
+/// new CPU before queueing it there): its CPU and the guard. Without `t.params` held (see
+/// [`with_task_rq`]) the task may move as soon as the guard drops.
+pub(super) fn lock_task_rq(t: &Task) -> (u32, rqlock::RqGuard<'static, RqInner>) {
     loop {
         let cpu = t.cpu();
-        let rq = rq_of(cpu);
-        let mut g = rq.lock.lock();
-        if t.cpu() != cpu {
-            continue;
+        let g = rq_of(cpu).lock.lock();
+        if t.cpu() == cpu {
+            return (cpu, g);
         }
-        let now = crate::time::uptime_ns();
-        let level_before = rq.rt_level.load(Ordering::SeqCst);
-        update_curr(&mut g, now);
-        let r = f(&mut g, now);
-        drop(g);
-        set_need_resched(cpu);
-        // A priority, policy or affinity change may have lowered that CPU's level (pull) or
-        // made a waiting task pushable (Linux `prio_changed_rt` / `switched_from_rt`).
-        balance_callbacks(cpu, level_before);
-        return r;
     }
 }
 

@@ -227,45 +227,36 @@ fn throttle(rq: &mut RqInner, task: &Task, st: &mut DlState) {
 /// The replenishment timer of task `tid` (armed on `cpu`) fired.
 fn replenish_timer(_cpu: u32, tid: u64) {
     let Some(task) = task::find(tid as Tid) else { return };
-    loop {
-        let cpu = task.cpu();
-        let rq = rq_of(cpu);
-        let mut g = rq.lock.lock();
-        // The task may have moved (its wakeup stores the CPU before queueing it there).
-        if task.cpu() != cpu {
-            continue;
-        }
-        let now = crate::time::uptime_ns();
-        let mut st = task.dl.lock();
-        st.timer = None;
-        let Some(e) = st.entity.as_mut() else { return };
-        if !e.throttled {
-            return;
-        }
-        e.replenish(now);
-        let (runtime, deadline) = (e.runtime, e.deadline);
-        st.nr_throttled += 1;
-        crate::trace::dl_replenish(&task, runtime, deadline);
-        if task.is_on_rq() && task.class() == ClassId::Dl {
-            queue(&mut g, &task, &mut st);
-            drop(st);
-            let preempt = match g.curr.as_ref() {
-                Some(c) if c.class() == ClassId::Dl && !Arc::ptr_eq(c, &task) => {
-                    c.dl.lock().entity.is_some_and(|ce| cadence_sched::deadline::time_before(deadline, ce.deadline))
-                }
-                Some(c) => !Arc::ptr_eq(c, &task),
-                None => true,
-            };
-            drop(g);
-            if preempt {
-                set_need_resched(cpu);
-            } else {
-                // It waits behind an earlier deadline: another CPU may run it now (Linux's
-                // `dl_task_timer` pushes too).
-                push(cpu);
-            }
-        }
+    let (cpu, mut g) = crate::sched::lock_task_rq(&task);
+    let now = crate::time::uptime_ns();
+    let mut st = task.dl.lock();
+    st.timer = None;
+    let Some(e) = st.entity.as_mut() else { return };
+    if !e.throttled {
         return;
+    }
+    e.replenish(now);
+    let (runtime, deadline) = (e.runtime, e.deadline);
+    st.nr_throttled += 1;
+    crate::trace::dl_replenish(&task, runtime, deadline);
+    if task.is_on_rq() && task.class() == ClassId::Dl {
+        queue(&mut g, &task, &mut st);
+        drop(st);
+        let preempt = match g.curr.as_ref() {
+            Some(c) if c.class() == ClassId::Dl && !Arc::ptr_eq(c, &task) => {
+                c.dl.lock().entity.is_some_and(|ce| cadence_sched::deadline::time_before(deadline, ce.deadline))
+            }
+            Some(c) => !Arc::ptr_eq(c, &task),
+            None => true,
+        };
+        drop(g);
+        if preempt {
+            set_need_resched(cpu);
+        } else {
+            // It waits behind an earlier deadline: another CPU may run it now (Linux's
+            // `dl_task_timer` pushes too).
+            push(cpu);
+        }
     }
 }
 
