@@ -97,6 +97,10 @@ pub struct DlState {
     queued: Option<(u64, Tid)>,
     /// The pending replenishment timer: (CPU, id).
     timer: Option<(u32, TimerId)>,
+    /// Generation of the last timer armed: a handler whose timer was cancelled after it
+    /// fired (it waited for the run-queue lock meanwhile) finds another number and does
+    /// nothing.
+    timer_gen: u32,
     /// Times it was throttled (runtime used up) and replenished by the timer.
     pub nr_throttled: u64,
 }
@@ -109,7 +113,7 @@ impl Default for DlState {
 
 impl DlState {
     pub const fn new() -> DlState {
-        DlState { entity: None, queued: None, timer: None, nr_throttled: 0 }
+        DlState { entity: None, queued: None, timer: None, timer_gen: 0, nr_throttled: 0 }
     }
 
     fn cancel_timer(&mut self) {
@@ -211,25 +215,33 @@ fn throttle(rq: &mut RqInner, task: &Task, st: &mut DlState) {
     unqueue(rq, st);
     let Some(e) = st.entity.as_mut() else { return };
     e.throttled = true;
+    let (at, runtime, deadline) = (e.next_period(), e.runtime, e.deadline);
     if st.timer.is_none() {
-        let at = e.next_period();
-        st.timer = crate::timer::arm(rq.cpu, at, replenish_timer, u64::from(task.tid)).map(|id| (rq.cpu, id));
+        st.timer_gen = st.timer_gen.wrapping_add(1);
+        let data = u64::from(st.timer_gen) << 32 | u64::from(task.tid);
+        st.timer = crate::timer::arm(rq.cpu, at, replenish_timer, data).map(|id| (rq.cpu, id));
         if st.timer.is_none() {
             // No timer slot: replenish now rather than leave the task throttled for good.
-            e.replenish(crate::time::uptime_ns());
+            if let Some(e) = st.entity.as_mut() {
+                e.replenish(crate::time::uptime_ns());
+            }
             queue(rq, task, st);
             return;
         }
     }
-    crate::trace::dl_throttle(task, e.runtime, e.deadline);
+    crate::trace::dl_throttle(task, runtime, deadline);
 }
 
-/// The replenishment timer of task `tid` (armed on `cpu`) fired.
-fn replenish_timer(_cpu: u32, tid: u64) {
-    let Some(task) = task::find(tid as Tid) else { return };
+/// A replenishment timer fired: `data` is its generation (high half) and the task's tid.
+fn replenish_timer(_cpu: u32, data: u64) {
+    let (gen, tid) = ((data >> 32) as u32, data as u32 as Tid);
+    let Some(task) = task::find(tid) else { return };
     let (cpu, mut g) = crate::sched::lock_task_rq(&task);
     let now = crate::time::uptime_ns();
     let mut st = task.dl.lock();
+    if st.timer_gen != gen {
+        return; // cancelled after it fired; a newer timer (if any) is the task's
+    }
     st.timer = None;
     let Some(e) = st.entity.as_mut() else { return };
     if !e.throttled {
