@@ -15,7 +15,8 @@
 //!
 //! Then the overrun run: the 50% set plus one task (10 ms period, 1 ms runtime) whose jobs
 //! try to run 3 ms: it is throttled every period, and the others miss nothing:
-//! `deadline-overrun: runtime_us=<n> job_us=<n> jobs=<n> throttled=<n> others_missed=<n>`.
+//! `deadline-overrun: runtime_us=<n> job_us=<n> jobs=<n> throttled=<n> others_missed=<n>
+//! others_missed_with_steal=<n> others_missed_after_late_job=<n>`.
 //! S (default 3) is each run's length in seconds.
 //!
 //! After each set, the time the host took the vCPUs away from running jobs (steps of the burn
@@ -233,10 +234,12 @@ pub fn cmd_deadline(args: &[&str]) -> Result<(), String> {
     let (_, others, over) = run_set(50, secs, true, n)?;
     let over = over.unwrap_or_default();
     crate::kprintln!(
-        "deadline-overrun: runtime_us=1000 job_us=3000 jobs={} throttled={} others_missed={}",
+        "deadline-overrun: runtime_us=1000 job_us=3000 jobs={} throttled={} others_missed={} others_missed_with_steal={} others_missed_after_late_job={}",
         over.jobs.load(Ordering::Relaxed),
         over.throttled.load(Ordering::Relaxed),
-        others.missed.load(Ordering::Relaxed)
+        others.missed.load(Ordering::Relaxed),
+        others.missed_stolen.load(Ordering::Relaxed),
+        others.missed_after_late.load(Ordering::Relaxed)
     );
     Ok(())
 }
