@@ -41,6 +41,9 @@ fn change_params(t: &Arc<Task>, f: impl FnOnce(&mut SchedParams)) {
 /// admitted (`EBUSY`); a task leaving SCHED_DEADLINE gives its bandwidth back.
 fn change_attr(t: &Arc<Task>, new: ValidAttr) -> Result<(), Errno> {
     let p = t.params.lock();
+    if t.left_group.load(core::sync::atomic::Ordering::Acquire) {
+        return Err(Errno::ESRCH); // exited: its class let go of it (`task_dead`)
+    }
     if new.dl.is_some() && !super::class::deadline::spans_root_domain(p.affinity) {
         return Err(Errno::EPERM);
     }
@@ -69,7 +72,12 @@ fn apply_params(t: &Arc<Task>, mut p: crate::sync::IrqLockGuard<'_, SchedParams>
 
 /// The RT watchdog's soft-limit action: SCHED_NORMAL, nice 0.
 pub fn demote_to_normal(t: &Arc<Task>) {
-    change_params(t, |p| p.attr = ValidAttr::default());
+    let p = t.params.lock();
+    // Checked under `params`: a task that left the RT class meanwhile (SCHED_DEADLINE, whose
+    // bandwidth this would not give back) is not demoted.
+    if p.attr.policy.is_rt() {
+        apply_params(t, p, |p| p.attr = ValidAttr::default());
+    }
 }
 
 /// `sched_setattr(pid, attr, 0)`.
@@ -139,11 +147,14 @@ pub fn sched_setaffinity(pid: Tid, mask: CpuMask) -> Result<(), Errno> {
         return Err(Errno::EINVAL);
     }
     let t = task_of(pid)?;
-    // A deadline task may not narrow its affinity below the root domain (Linux: EBUSY).
-    if t.attr().dl.is_some() && !super::class::deadline::spans_root_domain(effective) {
-        return Err(Errno::EBUSY);
+    {
+        let p = t.params.lock();
+        // A deadline task may not narrow its affinity below the root domain (Linux: EBUSY).
+        if p.attr.dl.is_some() && !super::class::deadline::spans_root_domain(effective) {
+            return Err(Errno::EBUSY);
+        }
+        apply_params(&t, p, |p| p.affinity = effective);
     }
-    change_params(&t, |p| p.affinity = effective);
     crate::trace::task_affinity(t.tid, effective.0);
     crate::trace::sched_set_affinity(&t, effective.0, crate::time::uptime_ns());
     // A queued task on a now-forbidden CPU is requeued where it may run; a running one is

@@ -990,7 +990,6 @@ fn task_dead(task: Arc<Task>) {
     // The parked entity (if any) goes with the task; its class lets go of what it kept (a
     // deadline task's bandwidth and timer).
     let _ = task.parked_se.lock().take();
-    class::of(&task).task_dead(&task);
     autogroup::exit(&task);
     // Under `params`, with `left_group` set, so that a `group::move_task` racing with the
     // exit cannot join the task to a group after it left its last one. The cookie reference
@@ -1003,6 +1002,9 @@ fn task_dead(task: Arc<Task>) {
         let _params = task.params.lock();
         coresched::exit(&mut cookies, &task);
         task.left_group.store(true, Ordering::Release);
+        // Under `params` too: a `sched_setattr` racing with the exit either changed the class
+        // before (its bandwidth is what this releases) or sees `left_group` and fails.
+        class::of(&task).task_dead(&task);
         group::leave(task.group.swap(group::ROOT_GROUP, Ordering::AcqRel));
     }
     crate::tty::task_exit(&task);
@@ -1398,9 +1400,10 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Re
     coresched::fork(&task, &parent);
     task.tty.store(parent.tty.load(Ordering::Acquire), Ordering::Release);
     task::init_context(&task, task_start);
-    class::of(&task).task_new(&task, &attr);
     {
-        let _p = task.params.lock();
+        let p = task.params.lock();
+        // Under `params`: a `sched_setattr` by tid may already have changed the attributes.
+        class::of(&task).task_new(&task, &p.attr);
         let cpu = select_cpu(&task, percpu::cpu_id());
         activate_on(&task, cpu, ENQUEUE_INITIAL);
     }

@@ -236,6 +236,11 @@ fn throttle(rq: &mut RqInner, task: &Task, st: &mut DlState) {
 fn replenish_timer(_cpu: u32, data: u64) {
     let (gen, tid) = ((data >> 32) as u32, data as u32 as Tid);
     let Some(task) = task::find(tid) else { return };
+    // `params` first, as a wakeup holds it from choosing the task's CPU to queueing it there
+    // (Linux's `dl_task_timer` takes `pi_lock`): without it a throttled task woken onto
+    // another CPU meanwhile could be queued here, on a queue that is not its CPU's, or be
+    // left runnable in no queue.
+    let _params = task.params.lock();
     let (cpu, mut g) = crate::sched::lock_task_rq(&task);
     let now = crate::time::uptime_ns();
     let mut st = task.dl.lock();
