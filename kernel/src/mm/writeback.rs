@@ -17,7 +17,8 @@
 //! `global_dirtyable_memory` with its reserve), above the background threshold the flusher is
 //! woken; between `(bg + limit) / 2` and the limit each writer is held to its share of the
 //! measured bandwidth (`bw / N × pos_ratio`, `N` the writers being limited), pausing for what
-//! its pages are worth at that rate; at the limit it sleeps 200 ms and checks again. The time
+//! its pages are worth at that rate; at the limit it sleeps `max_pause` (an eighth of the time
+//! the device needs for `nr` pages, 1 to 200 ms) and checks again. The time
 //! asleep is added to the task's `throttled_ns` (`ps`'s `THR(ms)`) and to
 //! [`throttled_ns_total`]. `vm.rt_dirty_throttle` selects the RT rule
 //! (`exempt`: the seed, accounted and flusher woken but never paused; `boost`: Linux's +25%;
@@ -151,16 +152,19 @@ static DIRTIERS: IrqLock<dirty::Dirtiers> = IrqLock::new(dirty::Dirtiers::new())
 /// `nr_dirtied_pause` pages (Linux `balance_dirty_pages_ratelimited`), then, over the limit,
 /// again after each pause until under it.
 pub fn balance_dirty_pages() {
+    // The per-page part reads the counters through `current` without taking a reference.
+    let due = crate::sched::signal::with_current(|t| {
+        let pages = t.dirty.nr_dirtied.fetch_add(1, Ordering::Relaxed) + 1;
+        (pages >= t.dirty.nr_dirtied_pause.load(Ordering::Relaxed)).then(|| {
+            t.dirty.nr_dirtied.store(0, Ordering::Relaxed);
+            pages
+        })
+    });
+    let Some(Some(mut pages)) = due else { return };
     let task = crate::sched::current();
     let st = &task.dirty;
-    let pages = st.nr_dirtied.fetch_add(1, Ordering::Relaxed) + 1;
-    if pages < st.nr_dirtied_pause.load(Ordering::Relaxed) {
-        return;
-    }
-    st.nr_dirtied.store(0, Ordering::Relaxed);
     let rt = crate::sched::current_is_rt();
     let mode = rt_mode();
-    let mut pages = pages;
     loop {
         let counts = pagecache::counts();
         let cfg = *CONFIG.lock();
