@@ -130,11 +130,11 @@ fn spawn_periodic(name: &str, runtime: u64, period: u64, job_ns: u64, start: u64
 
 /// The admission limit in `BW_SHIFT` units.
 fn limit_bw() -> u64 {
-    let cpus = sched::online_mask().count() as u64;
-    let rt = crate::sched::rt_limits::rt_runtime_us();
-    let per_cpu =
-        if rt < 0 { 1 << BW_SHIFT } else { cadence_sched::deadline::to_ratio(crate::sched::rt_limits::rt_period_us(), rt as u64) };
-    per_cpu * cpus
+    let cpus = sched::online_mask().count();
+    let limits =
+        cadence_sched::deadline::DlAdmission::new(crate::sched::rt_limits::rt_runtime_us(), crate::sched::rt_limits::rt_period_us(), cpus);
+    // No limit (`sched_rt_runtime_us` −1): the sets are sized against every CPU, full.
+    limits.bw.unwrap_or(1 << BW_SHIFT) * u64::from(cpus)
 }
 
 /// A set at `util_pct` of the limit, plus (if `overrun`) the overrunning task; returns the
