@@ -64,6 +64,9 @@ pub struct TaskGroup {
     pub id: GroupId,
     pub name: String,
     pub parent: GroupId,
+    /// Levels below the root group (1 for a child of the root): a member task's entity sits
+    /// this many group entities below the root queue.
+    pub depth: u32,
     pub kind: GroupKind,
     /// Shares (Linux `tg->shares`): `cpu.weight × 1024 / 100`, or a nice's weight for an
     /// autogroup whose nice was set.
@@ -131,6 +134,95 @@ impl GroupRq {
     /// Weight of the group's entity on this CPU.
     pub fn entity_weight(&self) -> u64 {
         cadence_sched::weight::calc_group_shares(self.tg.shares(), self.tg.load_total(), self.rq.load()).max(2)
+    }
+}
+
+/// Number of position hints [`GroupRqs`] keeps (direct-mapped by group id).
+const GROUP_RQ_HINTS: usize = 8;
+
+/// One CPU's group queues by group id (`RqInner::group_rqs`): a sorted map, plus a small
+/// direct-mapped cache of positions in it. The fair class looks a group's queue up several
+/// times per level per switch (charging, queueing, picking), and the binary searches were
+/// the largest part of the group path's cost (`bench pipe -g`, the README's *Group
+/// scheduling overhead*). A hint is checked against the key it names, so a stale one (after
+/// an insert or removal shifted the entries) costs only the search it would have saved.
+/// Protected by the run-queue lock like the rest of `RqInner`.
+pub struct GroupRqs {
+    map: VecMap<GroupId, GroupRq>,
+    hints: [core::cell::Cell<u32>; GROUP_RQ_HINTS],
+}
+
+impl Default for GroupRqs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl GroupRqs {
+    pub const fn new() -> Self {
+        GroupRqs { map: VecMap::new(), hints: [const { core::cell::Cell::new(u32::MAX) }; GROUP_RQ_HINTS] }
+    }
+
+    fn pos(&self, gid: GroupId) -> Option<usize> {
+        let hint = &self.hints[gid as usize % GROUP_RQ_HINTS];
+        let h = hint.get() as usize;
+        if self.map.at(h).is_some_and(|(&k, _)| k == gid) {
+            return Some(h);
+        }
+        let pos = self.map.position(&gid)?;
+        hint.set(pos as u32);
+        Some(pos)
+    }
+
+    pub fn get(&self, gid: &GroupId) -> Option<&GroupRq> {
+        self.map.at(self.pos(*gid)?).map(|(_, v)| v)
+    }
+
+    pub fn get_mut(&mut self, gid: &GroupId) -> Option<&mut GroupRq> {
+        let pos = self.pos(*gid)?;
+        self.map.at_mut(pos).map(|(_, v)| v)
+    }
+
+    pub fn contains_key(&self, gid: &GroupId) -> bool {
+        self.pos(*gid).is_some()
+    }
+
+    /// Inserts or replaces (allocates only when full, as [`VecMap::insert`]).
+    pub fn insert(&mut self, gid: GroupId, grq: GroupRq) -> Option<GroupRq> {
+        self.map.insert(gid, grq)
+    }
+
+    pub fn remove(&mut self, gid: &GroupId) -> Option<GroupRq> {
+        self.map.remove(gid)
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.map.capacity()
+    }
+
+    pub fn storage_bytes(&self) -> usize {
+        self.map.storage_bytes()
+    }
+
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&GroupId, &GroupRq)> + ExactSizeIterator + '_ {
+        self.map.iter()
+    }
+
+    pub fn values(&self) -> impl DoubleEndedIterator<Item = &GroupRq> + ExactSizeIterator + '_ {
+        self.map.values()
+    }
+
+    /// As [`VecMap::adopt_storage`] (positions are kept).
+    pub fn adopt_storage(&mut self, spare: &mut VecMap<GroupId, GroupRq>) -> bool {
+        self.map.adopt_storage(spare)
     }
 }
 
@@ -204,6 +296,7 @@ pub fn create(name: &str, parent: GroupId, weight: u64, kind: GroupKind) -> Resu
         id,
         name: name.into(),
         parent,
+        depth: parent_tg.as_ref().map_or(1, |p| p.depth + 1),
         kind,
         shares: AtomicU64::new(weight * cadence_sched::weight::NICE_0_LOAD / DEFAULT_WEIGHT),
         load_total: AtomicU64::new(0),

@@ -82,10 +82,10 @@ pub struct RqInner {
     /// The deadline class's queue (`class::deadline`).
     pub dl: class::deadline::DlRq,
     pub fair: FairRq<SeKey>,
-    /// Every task queued here (RT and fair), by tid.
+    /// Every task queued here (every class, throttled deadline tasks included), by tid.
     pub tasks: VecMap<Tid, Arc<Task>>,
     /// Non-root task groups' queues on this CPU (see `group`).
-    pub group_rqs: VecMap<group::GroupId, group::GroupRq>,
+    pub group_rqs: group::GroupRqs,
     /// Fair tasks queued on this CPU at any level of the group tree.
     pub nr_fair_tasks: usize,
     /// When `curr` last had its runtime accounted.
@@ -109,6 +109,15 @@ pub struct RqInner {
     /// A runnable task switched out because it may no longer run here (affinity change):
     /// moved to an allowed CPU after the switch.
     migrate_out: Option<Arc<Task>>,
+}
+
+impl RqInner {
+    /// Tasks queued in the class queues (Linux `rq->nr_running`): RT, fair at every group
+    /// level, and deadline tasks not throttled (a throttled deadline task is out of its queue
+    /// until its replenishment, as in Linux, though still in `tasks`).
+    pub fn nr_queued(&self) -> usize {
+        self.rt.nr_running() + self.nr_fair_tasks + self.dl.nr_running()
+    }
 }
 
 /// One CPU's run queue.
@@ -202,7 +211,7 @@ impl Rq {
                 dl: class::deadline::DlRq::new(),
                 fair: FairRq::new(FairTunables::default()),
                 tasks: VecMap::new(),
-                group_rqs: VecMap::new(),
+                group_rqs: group::GroupRqs::new(),
                 spare_groups: arrayvec::ArrayVec::new_const(),
                 core_lists: coresched::new_core_lists(),
                 nr_fair_tasks: 0,
@@ -414,8 +423,7 @@ fn send_reschedule_ipi(cpu: u32) {
 /// while a CPU whose level drops stores it and then reads the overload mask (pull). Both use
 /// `SeqCst`, so at least one side sees the other (store-load ordering), and the task is moved.
 fn update_counts(rq: &Rq, g: &RqInner) {
-    let nr = g.rt.nr_running() + g.nr_fair_tasks;
-    rq.nr_running.store(nr as u32, Ordering::Release);
+    rq.nr_running.store(g.nr_queued() as u32, Ordering::Release);
     rq.fair_load.store(g.fair.load(), Ordering::Release);
     let curr = g.curr.as_ref();
     let running_rt = curr.is_some_and(|c| c.class() == ClassId::Rt && c.is_on_rq());
@@ -457,14 +465,16 @@ pub fn check_accounting() -> alloc::vec::Vec<alloc::string::String> {
     let mut seen: BTreeMap<Tid, u32> = BTreeMap::new();
     for cpu in percpu::online_cpus() {
         let g = cpu.rq.lock.lock();
-        let queued = g.rt.nr_running() + g.nr_fair_tasks;
+        let queued = g.nr_queued();
         let published = cpu.rq.nr_running.load(Ordering::Acquire) as usize;
-        if queued != published || queued != g.tasks.len() {
+        let throttled = g.tasks.values().filter(|t| t.class() == ClassId::Dl && class::deadline::is_throttled(t)).count();
+        if queued != published || queued + throttled != g.tasks.len() {
             problems.push(format!(
-                "cpu {}: nr_running {} published, {} in the class queues, {} queued tasks",
+                "cpu {}: nr_running {} published, {} in the class queues, {} throttled, {} queued tasks",
                 cpu.cpu_id,
                 published,
                 queued,
+                throttled,
                 g.tasks.len()
             ));
         }
@@ -828,14 +838,23 @@ fn __schedule_irqs_off(preempted: bool) {
             migrate = true;
         }
     }
-    class::of(&prev).put_prev(&mut g, &prev);
+    // The class's fast path (Linux's `pick_next_task_fair(rq, prev)`): it picks with `prev`
+    // still current and switches only what differs (for a fair task: the group levels below
+    // the common ancestor). Not on a core-wide pick, which needs every sibling's `prev` put.
+    // (Moved into `next` below: a local still holding a reference across the switch would
+    // keep the task alive for as long as `prev` is switched out — for ever if it exits.)
+    let mut fast_next = if core_locked || prev.is_idle { None } else { class::of(&prev).pick_next_task(&mut g, &prev) };
+    let fast = fast_next.is_some();
+    if !fast {
+        class::of(&prev).put_prev(&mut g, &prev);
+    }
     if prev.is_on_rq() && !prev.is_idle {
         start_wait(&prev, now);
     }
     let (next, forced_idle) = match core_locked {
         true => coresched::pick(cpu.cpu_id, &mut g, &mut core_guards),
         false => {
-            let next = pick_next(&mut g);
+            let next = fast_next.take().unwrap_or_else(|| pick_next(&mut g));
             coresched::check_alone_pick(cpu.cpu_id, &next);
             (next, false)
         }
@@ -859,8 +878,11 @@ fn __schedule_irqs_off(preempted: bool) {
     if coresched::cookies_exist() || core_locked {
         coresched::kick_waiters(cpu.cpu_id);
     }
+    debug_assert!(fast_next.is_none(), "the fast path's pick must move into `next`");
     core_guards.clear(); // the siblings' locks, released
-    class::of(&next).set_next(&mut g, &next);
+    if !fast {
+        class::of(&next).set_next(&mut g, &next);
+    }
     hrtick::update(&mut g, &next, now);
     end_wait(&next, now);
     let woken = next.stats.woken_at.swap(0, Ordering::Relaxed);
@@ -1051,12 +1073,15 @@ fn activate_locked(task: &Arc<Task>, cpu: u32, flags: u32, mut g: rqlock::RqGuar
             crate::trace::sched_migrate_task(task, orig, cpu, now);
         }
     }
-    update_curr(&mut g, now);
+    // The running task is charged up to now once, here: its class may want the CPU back
+    // already (a slice ended with others waiting), and the wakeup preemption check below
+    // relies on the charge (Linux's `check_preempt_wakeup_fair` calls `update_curr` first).
+    let curr_done = update_curr(&mut g, now);
     enqueue_task(&mut g, task, flags, now);
     if flags & (ENQUEUE_WAKEUP | ENQUEUE_INITIAL) != 0 {
         crate::trace::sched_wakeup(task, cpu, flags & ENQUEUE_INITIAL != 0, now);
     }
-    let preempt = wakeup_preempt(&mut g, task);
+    let preempt = curr_done || wakeup_preempt(&mut g, task);
     if !preempt {
         // The running task may now share its CPU: end its slice on time.
         if let Some(curr) = g.curr.clone() {

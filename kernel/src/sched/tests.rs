@@ -353,6 +353,32 @@ fn ten_thousand_tasks_come_and_go_without_leaking() {
     assert!(grown < 4096, "heap grew by {} bytes over 10,000 tasks", grown);
 }
 
+/// A task that exits while another fair task waits on its CPU hands over through the fair
+/// class's switch fast path (`SchedClass::pick_next_task`). Its last switch never returns, so
+/// nothing on that path may keep a reference to the task it switches to or from: each exited
+/// task must be freed (a reference held across the switch once kept every one alive, and the
+/// setsid stress ran 5× slower in the fragmented heap).
+#[test_case]
+fn exited_tasks_are_freed_when_a_fair_task_runs_next() {
+    let cpu = super::online_mask().iter().last().unwrap_or(0) as u32;
+    let stop = Arc::new(AtomicBool::new(false));
+    let busy = hog("busy", SpawnOptions::new("busy").pin(cpu), &stop);
+    let mut gone = Vec::new();
+    for _ in 0..4 {
+        let batch: Vec<_> =
+            (0..50).map(|_| spawn(SpawnOptions::new("short").pin(cpu).stack_size(16 * 1024), || 0).expect("spawn")).collect();
+        for t in batch {
+            wait(t.tid).expect("reap");
+            gone.push(Arc::downgrade(&t));
+        }
+    }
+    // The last exit's switch has finished once the CPU has switched again.
+    super::sleep_ns(20 * MS);
+    stop_and_reap(&stop, &[busy]);
+    let alive = gone.iter().filter(|w| w.upgrade().is_some()).count();
+    assert_eq!(alive, 0, "{} of {} exited tasks still referenced", alive, gone.len());
+}
+
 #[test_case]
 fn errno_cases_match_linux() {
     let me = 0;

@@ -341,6 +341,13 @@ pub struct FairRq<K: Copy + Ord> {
     timeline: VecSet<(u64, K)>,
     by_vruntime: VecSet<(u64, K)>,
     curr: Option<K>,
+    /// `curr`'s position in `entities` (valid while `curr` is set): the running entity is
+    /// what most operations touch (charging, eligibility, picking), reached without a search.
+    curr_pos: u32,
+    /// The last other entity looked up and its position: an operation on one entity looks it
+    /// up several times (enqueue: check, place, queue, tree insert). Checked against the key
+    /// stored at that position before use, so it is never wrong, only sometimes a miss.
+    hot: core::cell::Cell<Option<(K, u32)>>,
     avg_vruntime: i128,
     avg_load: u64,
     load: u64,
@@ -368,6 +375,8 @@ impl<K: Copy + Ord> FairRq<K> {
             timeline: VecSet::new(),
             by_vruntime: VecSet::new(),
             curr: None,
+            curr_pos: 0,
+            hot: core::cell::Cell::new(None),
             avg_vruntime: 0,
             avg_load: 0,
             load: 0,
@@ -468,14 +477,21 @@ impl<K: Copy + Ord> FairRq<K> {
         if se.on_rq || self.curr == Some(key) {
             return Err(Errno::EBUSY);
         }
-        self.entities.remove(&key).ok_or(Errno::ESRCH)
+        let se = self.entities.remove(&key).ok_or(Errno::ESRCH)?;
+        // The removal moved the running entity if it was the last value (it fills the hole).
+        if let Some(c) = self.curr {
+            if self.entities.key_at(self.curr_pos) != Some(&c) {
+                self.curr_pos = self.entities.position(&c).unwrap_or(0);
+            }
+        }
+        Ok(se)
     }
 
     /// Changes an entity's custom slice (see [`FairEntity::with_custom_slice`]); it takes
     /// effect at its next deadline update or placement.
     pub fn set_custom_slice(&mut self, key: K, slice_ns: Option<u64>) -> Result<(), Errno> {
         let base = self.tunables.base_slice_ns;
-        let se = self.entities.get_mut(&key).ok_or(Errno::ESRCH)?;
+        let se = self.pos(key).and_then(|p| self.entities.at_mut(p)).ok_or(Errno::ESRCH)?;
         se.set_custom_slice(slice_ns);
         if !se.custom_slice {
             se.slice = base;
@@ -487,7 +503,7 @@ impl<K: Copy + Ord> FairRq<K> {
 
     /// State of one entity.
     pub fn entity(&self, key: K) -> Option<&FairEntity> {
-        self.entities.get(&key)
+        self.se(key)
     }
     /// The running entity, if any (it may have been dequeued, e.g. going to sleep,
     /// until `put_prev`).
@@ -520,8 +536,27 @@ impl<K: Copy + Ord> FairRq<K> {
         self.timeline.iter().map(|&(_, k)| k)
     }
 
+    /// Where `key`'s entity sits in `entities` (`curr` without a search).
+    fn pos(&self, key: K) -> Option<u32> {
+        if self.curr == Some(key) {
+            return Some(self.curr_pos);
+        }
+        if let Some((k, p)) = self.hot.get() {
+            if k == key && self.entities.key_at(p) == Some(&key) {
+                return Some(p);
+            }
+        }
+        let p = self.entities.position(&key)?;
+        self.hot.set(Some((key, p)));
+        Some(p)
+    }
+
+    fn se(&self, key: K) -> Option<&FairEntity> {
+        self.entities.at(self.pos(key)?)
+    }
+
     fn curr_on_rq(&self) -> Option<&FairEntity> {
-        self.curr.and_then(|k| self.entities.get(&k)).filter(|se| se.on_rq)
+        self.curr.and_then(|_| self.entities.at(self.curr_pos)).filter(|se| se.on_rq)
     }
 
     fn key_of(&self, vruntime: u64) -> i64 {
@@ -559,19 +594,19 @@ impl<K: Copy + Ord> FairRq<K> {
 
     /// `V - v` for a queued entity (unclamped, virtual ns); the saved `vlag` otherwise.
     pub fn lag(&self, key: K) -> Option<i64> {
-        let se = self.entities.get(&key)?;
+        let se = self.se(key)?;
         Some(if se.on_rq { vdiff(self.avg_vruntime(), se.vruntime) } else { se.vlag })
     }
 
     /// Linux `entity_eligible`: queued and `lag >= 0` (computed without division).
     pub fn is_eligible(&self, key: K) -> bool {
-        self.entities.get(&key).is_some_and(|se| se.on_rq && self.vruntime_eligible(se.vruntime))
+        self.se(key).is_some_and(|se| se.on_rq && self.vruntime_eligible(se.vruntime))
     }
 
     // ----- tree maintenance ---------------------------------------------------------
 
     fn tree_insert(&mut self, key: K) {
-        let Some(se) = self.entities.get(&key) else { return };
+        let Some(se) = self.se(key) else { return };
         let (v, d, w) = (se.vruntime, se.deadline, se.weight);
         self.avg_vruntime += self.key_of(v) as i128 * w as i128;
         self.avg_load += w;
@@ -580,7 +615,7 @@ impl<K: Copy + Ord> FairRq<K> {
     }
 
     fn tree_remove(&mut self, key: K) {
-        let Some(se) = self.entities.get(&key) else { return };
+        let Some(se) = self.se(key) else { return };
         let (v, d, w) = (se.vruntime, se.deadline, se.weight);
         if self.timeline.remove(&(d, key)) {
             self.by_vruntime.remove(&(v, key));
@@ -633,7 +668,7 @@ impl<K: Copy + Ord> FairRq<K> {
     fn update_entity_lag(&mut self, key: K) {
         let v_avg = self.avg_vruntime();
         let tick = self.tunables.tick_nsec;
-        if let Some(se) = self.entities.get_mut(&key) {
+        if let Some(se) = self.pos(key).and_then(|p| self.entities.at_mut(p)) {
             let limit = calc_delta_fair(se.slice.saturating_mul(2).max(tick), se.weight);
             let limit = limit.min(i64::MAX as u64) as i64;
             se.vlag = vdiff(v_avg, se.vruntime).clamp(-limit, limit);
@@ -647,7 +682,7 @@ impl<K: Copy + Ord> FairRq<K> {
         let queued_load = self.sums().1;
         let nr_queued = self.nr_queued;
         let t = self.tunables;
-        let Some(se) = self.entities.get_mut(&key) else { return };
+        let Some(se) = self.pos(key).and_then(|p| self.entities.at_mut(p)) else { return };
         if !se.custom_slice {
             se.slice = t.base_slice_ns;
         }
@@ -681,12 +716,12 @@ impl<K: Copy + Ord> FairRq<K> {
         if flags & !ENQUEUE_ALL != 0 {
             return Err(Errno::EINVAL);
         }
-        let se = self.entities.get(&key).ok_or(Errno::ESRCH)?;
+        let se = self.se(key).ok_or(Errno::ESRCH)?;
         if se.on_rq {
             return Err(Errno::EBUSY);
         }
         self.place_entity(key, flags);
-        let Some(se) = self.entities.get_mut(&key) else { return Err(Errno::ESRCH) };
+        let Some(se) = self.pos(key).and_then(|p| self.entities.at_mut(p)) else { return Err(Errno::ESRCH) };
         se.on_rq = true;
         self.load += se.weight;
         self.nr_queued += 1;
@@ -705,7 +740,7 @@ impl<K: Copy + Ord> FairRq<K> {
         if flags & !DEQUEUE_ALL != 0 {
             return Err(Errno::EINVAL);
         }
-        let se = self.entities.get(&key).ok_or(Errno::ESRCH)?;
+        let se = self.se(key).ok_or(Errno::ESRCH)?;
         if !se.on_rq {
             return Err(Errno::EINVAL);
         }
@@ -714,7 +749,7 @@ impl<K: Copy + Ord> FairRq<K> {
             self.tree_remove(key);
         }
         let rel = self.tunables.place_rel_deadline && flags & DEQUEUE_SLEEP == 0;
-        let Some(se) = self.entities.get_mut(&key) else { return Err(Errno::ESRCH) };
+        let Some(se) = self.pos(key).and_then(|p| self.entities.at_mut(p)) else { return Err(Errno::ESRCH) };
         if rel {
             se.deadline = se.deadline.wrapping_sub(se.vruntime);
             se.rel_deadline = true;
@@ -734,38 +769,60 @@ impl<K: Copy + Ord> FairRq<K> {
     /// slice is kept. Falls back to the earliest deadline if rounding leaves nothing
     /// eligible. `None` iff nothing is queued. Does not change any state.
     pub fn pick_next(&self) -> Option<K> {
-        let curr = self.curr.filter(|&k| self.entities.get(&k).is_some_and(|se| se.on_rq));
-        let leftmost = self.timeline.first().map(|&(_, k)| k);
+        self.pick(self.tunables.run_to_parity, false)
+    }
+
+    /// [`FairRq::pick_next`] as if `curr` had been put back first ([`FairRq::put_prev`]): it
+    /// competes like any queued entity, without RUN_TO_PARITY. The kernel's switch fast path
+    /// picks with the running entities still `curr` (to put and set only the levels that
+    /// change) and uses this to choose what a put-back-then-pick would.
+    pub fn pick_next_as_put_back(&self) -> Option<K> {
+        self.pick(false, true)
+    }
+
+    /// `put_back`: `curr` is ordered as the tree orders (deadline, then key) and without
+    /// RUN_TO_PARITY, exactly as if it had been put back.
+    fn pick(&self, run_to_parity: bool, put_back: bool) -> Option<K> {
+        let queued_curr = self.curr.filter(|&k| self.se(k).is_some_and(|se| se.on_rq));
+        let first = self.timeline.first().copied();
+        // `c` (curr, deadline `cd`) before the tree entry `(d, k)`?
+        let before = |cd: u64, c: K, (d, k): (u64, K)| if put_back { (cd, c) < (d, k) } else { vdiff(cd, d) < 0 };
+        let earliest = |c: Option<K>| match (c.and_then(|c| self.se(c).map(|se| (se.deadline, c))), first) {
+            (Some((cd, c)), Some(f)) if before(cd, c, f) => Some(c),
+            (_, Some((_, k))) => Some(k),
+            (c, None) => c.map(|(_, c)| c),
+        };
         if self.nr_queued == 1 {
-            return curr.or(leftmost);
+            return queued_curr.or(first.map(|(_, k)| k));
         }
-        let curr = curr.filter(|&k| self.is_eligible(k));
+        let curr = queued_curr.filter(|&k| self.is_eligible(k));
         if let Some(c) = curr {
-            if self.tunables.run_to_parity && self.entities.get(&c).is_some_and(|se| se.protect_slice) {
+            if run_to_parity && self.se(c).is_some_and(|se| se.protect_slice) {
                 return Some(c);
             }
         }
         let best = self.timeline.iter().find(|&&(_, k)| self.is_eligible(k)).copied();
         let chosen = match (best, curr) {
-            (Some((d, k)), Some(c)) => {
-                let cd = self.entities.get(&c).map_or(d, |se| se.deadline);
-                if vdiff(cd, d) < 0 {
+            (Some(b), Some(c)) => {
+                let cd = self.se(c).map_or(b.0, |se| se.deadline);
+                if before(cd, c, b) {
                     Some(c)
                 } else {
-                    Some(k)
+                    Some(b.1)
                 }
             }
             (Some((_, k)), None) => Some(k),
             (None, c) => c,
         };
-        chosen.or(leftmost)
+        // Nothing eligible (rounding): the earliest deadline, `curr` included when put back.
+        chosen.or_else(|| earliest(if put_back { queued_curr } else { None }))
     }
 
     /// Linux `set_next_entity`: `key` becomes the running entity and leaves the tree
     /// (it stays counted in `V` and `load`). `ESRCH` unknown, `EINVAL` not queued,
     /// `EBUSY` another entity is still `curr` (call [`FairRq::put_prev`] first).
     pub fn set_next(&mut self, key: K) -> Result<(), Errno> {
-        let se = self.entities.get(&key).ok_or(Errno::ESRCH)?;
+        let se = self.se(key).ok_or(Errno::ESRCH)?;
         if !se.on_rq {
             return Err(Errno::EINVAL);
         }
@@ -773,9 +830,11 @@ impl<K: Copy + Ord> FairRq<K> {
             return Err(Errno::EBUSY);
         }
         self.tree_remove(key);
+        let Some(pos) = self.pos(key) else { return Err(Errno::ESRCH) };
         self.curr = Some(key);
+        self.curr_pos = pos;
         let parity = self.tunables.run_to_parity;
-        if let Some(se) = self.entities.get_mut(&key) {
+        if let Some(se) = self.pos(key).and_then(|p| self.entities.at_mut(p)) {
             se.protect_slice = parity;
         }
         Ok(())
@@ -788,7 +847,7 @@ impl<K: Copy + Ord> FairRq<K> {
             return Err(Errno::EINVAL);
         }
         self.curr = None;
-        if self.entities.get(&key).is_some_and(|se| se.on_rq) {
+        if self.se(key).is_some_and(|se| se.on_rq) {
             self.tree_insert(key);
         }
         Ok(())
@@ -800,7 +859,7 @@ impl<K: Copy + Ord> FairRq<K> {
     /// started and other entities are queued). No `curr`: nothing to do, `false`.
     pub fn update_curr(&mut self, delta_exec_ns: u64) -> bool {
         let Some(key) = self.curr else { return false };
-        let Some(se) = self.entities.get_mut(&key) else { return false };
+        let Some(se) = self.pos(key).and_then(|p| self.entities.at_mut(p)) else { return false };
         se.sum_exec_runtime = se.sum_exec_runtime.saturating_add(delta_exec_ns);
         se.vruntime = se.vruntime.wrapping_add(calc_delta_fair(delta_exec_ns, se.weight));
         let resched = self.update_deadline();
@@ -814,7 +873,7 @@ impl<K: Copy + Ord> FairRq<K> {
     pub fn update_deadline(&mut self) -> bool {
         let base = self.tunables.base_slice_ns;
         let nr_queued = self.nr_queued;
-        let Some(se) = self.curr.and_then(|k| self.entities.get_mut(&k)) else { return false };
+        let Some(se) = self.curr.and_then(|_| self.entities.at_mut(self.curr_pos)) else { return false };
         if vdiff(se.vruntime, se.deadline) < 0 {
             return false;
         }
@@ -832,7 +891,7 @@ impl<K: Copy + Ord> FairRq<K> {
         if self.nr_queued <= 1 {
             return;
         }
-        if let Some(se) = self.curr.and_then(|k| self.entities.get_mut(&k)) {
+        if let Some(se) = self.curr.and_then(|_| self.entities.at_mut(self.curr_pos)) {
             se.deadline = se.deadline.wrapping_add(calc_delta_fair(se.slice, se.weight));
             se.protect_slice = false;
         }
@@ -844,7 +903,7 @@ impl<K: Copy + Ord> FairRq<K> {
     /// `ESRCH` unknown, `EINVAL` weight outside `1..=MAX_WEIGHT`.
     pub fn reweight(&mut self, key: K, new_weight: u64) -> Result<(), Errno> {
         let new_weight = check_weight(new_weight)?;
-        let se = self.entities.get(&key).ok_or(Errno::ESRCH)?;
+        let se = self.se(key).ok_or(Errno::ESRCH)?;
         if se.weight == new_weight {
             // Linux `update_cfs_group` reweights only on a change: a same-weight reweight would
             // re-place the entity (and drop its slice protection) for nothing.
@@ -858,7 +917,7 @@ impl<K: Copy + Ord> FairRq<K> {
                 self.tree_remove(key);
             }
         }
-        let Some(se) = self.entities.get_mut(&key) else { return Err(Errno::ESRCH) };
+        let Some(se) = self.pos(key).and_then(|p| self.entities.at_mut(p)) else { return Err(Errno::ESRCH) };
         let old = se.weight;
         if on_rq {
             se.deadline = se.deadline.wrapping_sub(se.vruntime);
@@ -870,7 +929,7 @@ impl<K: Copy + Ord> FairRq<K> {
         se.rescale(new_weight);
         if on_rq {
             self.place_entity(key, 0);
-            if let Some(se) = self.entities.get_mut(&key) {
+            if let Some(se) = self.pos(key).and_then(|p| self.entities.at_mut(p)) {
                 se.on_rq = true;
             }
             self.load += new_weight;
@@ -892,7 +951,7 @@ impl<K: Copy + Ord> FairRq<K> {
     ///   `calc_delta_fair(wakeup_granularity_ns, waking.weight)`.
     pub fn check_preempt_wakeup(&self, waking: K, curr_policy: Policy, waking_policy: Policy) -> bool {
         let Some(curr) = self.curr else { return false };
-        let Some(pse) = self.entities.get(&waking).filter(|se| se.on_rq) else { return false };
+        let Some(pse) = self.se(waking).filter(|se| se.on_rq) else { return false };
         if curr == waking {
             return false;
         }
@@ -945,6 +1004,9 @@ impl<K: Copy + Ord> FairRq<K> {
         }
         if self.curr.is_some_and(|k| !self.entities.contains_key(&k)) {
             return Err("curr not attached");
+        }
+        if self.curr.is_some_and(|k| self.entities.position(&k) != Some(self.curr_pos)) {
+            return Err("curr position stale");
         }
         Ok(())
     }

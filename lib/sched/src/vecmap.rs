@@ -97,6 +97,21 @@ impl<K: Ord, V> VecMap<K, V> {
         self.find(key).is_ok()
     }
 
+    /// Where `key` sits (its rank), for [`VecMap::at`]: valid until the next insert or removal.
+    pub fn position(&self, key: &K) -> Option<usize> {
+        self.find(key).ok()
+    }
+
+    /// The entry at `pos` (see [`VecMap::position`]), without a search.
+    pub fn at(&self, pos: usize) -> Option<(&K, &V)> {
+        self.items.get(pos).map(|(k, v)| (k, v))
+    }
+
+    /// The entry at `pos`, its value mutable.
+    pub fn at_mut(&mut self, pos: usize) -> Option<(&K, &mut V)> {
+        self.items.get_mut(pos).map(|(k, v)| (&*k, v))
+    }
+
     /// Inserts or replaces; returns the old value. Allocates only when full.
     pub fn insert(&mut self, key: K, value: V) -> Option<V> {
         match self.find(&key) {
@@ -225,6 +240,28 @@ impl<K: Ord + Copy, V> SlabMap<K, V> {
     /// Is `key` present?
     pub fn contains_key(&self, key: &K) -> bool {
         self.index.contains_key(key)
+    }
+
+    /// Where `key`'s value sits: a position for [`SlabMap::at`], valid until the next
+    /// [`SlabMap::remove`] (which moves the last value into the hole). Inserts and
+    /// [`SlabMap::adopt_storage`] keep positions.
+    pub fn position(&self, key: &K) -> Option<u32> {
+        self.index.get(key).copied()
+    }
+
+    /// The key at `pos` (see [`SlabMap::position`]).
+    pub fn key_at(&self, pos: u32) -> Option<&K> {
+        self.values.get(pos as usize).map(|(k, _)| k)
+    }
+
+    /// The value at `pos` (see [`SlabMap::position`]), without a search.
+    pub fn at(&self, pos: u32) -> Option<&V> {
+        self.values.get(pos as usize).map(|(_, v)| v)
+    }
+
+    /// The value at `pos`, mutable.
+    pub fn at_mut(&mut self, pos: u32) -> Option<&mut V> {
+        self.values.get_mut(pos as usize).map(|(_, v)| v)
     }
 
     /// Inserts or replaces; returns the old value. Allocates only when full.

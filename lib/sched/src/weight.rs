@@ -80,7 +80,15 @@ pub const fn calc_delta_fair(delta: u64, weight: u64) -> u64 {
 /// (`tg_load == 0`) computes 0 and is clamped up to `MIN_SHARES`, as in Linux.
 pub const fn calc_group_shares(tg_shares: u64, tg_load: u64, cfs_rq_load: u64) -> u64 {
     let tg_load = if tg_load < cfs_rq_load { cfs_rq_load } else { tg_load };
-    let shares = if tg_load == 0 { 0 } else { (tg_shares as u128) * (cfs_rq_load as u128) / (tg_load as u128) };
+    // All of the group's load on this CPU (the common case of a group on one CPU): the whole
+    // shares, without the 128-bit division (which costs a library call).
+    let shares = if tg_load == 0 {
+        0
+    } else if tg_load == cfs_rq_load {
+        tg_shares as u128
+    } else {
+        (tg_shares as u128) * (cfs_rq_load as u128) / (tg_load as u128)
+    };
     let shares = if shares > tg_shares as u128 { tg_shares } else { shares as u64 };
     if shares < MIN_SHARES {
         MIN_SHARES

@@ -476,3 +476,34 @@ fn toggling_nice_keeps_negative_lag() {
     se.reweight(512).unwrap();
     assert_eq!(se.vlag(), vlag * 2, "w · vlag kept");
 }
+
+/// The running entity is reached by its cached position: detaching another entity moves the
+/// last one into the hole, and when that is the running one its position must follow.
+#[test]
+fn detach_moving_the_running_entity_keeps_it_reachable() {
+    let mut rq = FairRq::new(no_parity());
+    for k in 1..=4u32 {
+        rq.attach_new(k, 1024 * k as u64).unwrap();
+    }
+    for k in [1u32, 4] {
+        rq.enqueue(k, ENQUEUE_WAKEUP).unwrap();
+    }
+    rq.set_next(4).unwrap(); // attached last: the entity a removal moves
+    let before = rq.entity(4).unwrap().sum_exec_runtime();
+    assert_eq!(rq.detach(2).unwrap().weight(), 2048);
+    rq.verify().unwrap();
+    rq.update_curr(3 * MS);
+    assert_eq!(rq.entity(4).unwrap().sum_exec_runtime(), before + 3 * MS);
+    assert_eq!(rq.entity(4).unwrap().weight(), 4096);
+    // The other entities are intact, and looking them up in turn (the cached last lookup)
+    // never returns another one's state.
+    for (k, w) in [(1u32, 1024u64), (3, 3072), (4, 4096), (1, 1024), (3, 3072)] {
+        assert_eq!(rq.entity(k).unwrap().weight(), w);
+    }
+    assert_eq!(rq.detach(3).unwrap().weight(), 3072);
+    rq.put_prev(4).unwrap();
+    rq.verify().unwrap();
+    let next = schedule(&mut rq).unwrap();
+    assert!(next == 1 || next == 4, "picked {}", next);
+    rq.verify().unwrap();
+}

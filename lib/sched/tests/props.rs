@@ -119,6 +119,14 @@ fn check_invariants(rq: &FairRq<u8>, last_min: &mut u64, eevdf_pick: bool) -> Re
             prop_assert!(eligible.iter().all(|&k| dl(p) <= dl(k)));
         }
     }
+    // (d) the switch fast path's pick with `curr` held is the pick after putting it back.
+    if let Some(c) = rq.curr() {
+        let mut put = rq.clone();
+        put.put_prev(c).unwrap();
+        prop_assert_eq!(rq.pick_next_as_put_back(), put.pick_next());
+    } else {
+        prop_assert_eq!(rq.pick_next_as_put_back(), rq.pick_next());
+    }
     Ok(())
 }
 

@@ -157,6 +157,11 @@ pub fn nr_throttled(task: &Task) -> u64 {
     task.dl.lock().nr_throttled
 }
 
+/// Whether `task` is throttled (out of its queue until its replenishment timer).
+pub fn is_throttled(task: &Task) -> bool {
+    task.dl.lock().entity.as_ref().is_some_and(|e| e.throttled)
+}
+
 /// Whether `mask` spans the root domain (every online CPU), as a deadline task's affinity
 /// must (Linux: `EPERM` from `sched_setattr`, `EBUSY` from `sched_setaffinity`).
 pub fn spans_root_domain(mask: CpuMask) -> bool {

@@ -94,13 +94,14 @@ fn parent_of(rq: &RqInner, gid: GroupId) -> GroupId {
 }
 
 /// Creates this CPU's queues for `gid` and its ancestors if missing. False if the group no
-/// longer exists (the caller then uses the root group).
+/// longer exists (the caller then uses the root group). A group's queue here implies its
+/// ancestors' (they are created together, and a group is destroyed, `forget_group`, only
+/// without child groups), so the walk stops at the first queue that exists.
 fn ensure_group_rq(rq: &mut RqInner, gid: GroupId) -> bool {
     let mut id = gid;
     while id != ROOT_GROUP {
-        if let Some(grq) = rq.group_rqs.get(&id) {
-            id = grq.tg.parent;
-            continue;
+        if rq.group_rqs.contains_key(&id) {
+            return true;
         }
         let Some(tg) = crate::sched::group::lookup(id) else { return false };
         let parent = tg.parent;
@@ -148,35 +149,55 @@ fn level_above(rq: &RqInner, (gid, _): Level) -> Option<Level> {
     (gid != ROOT_GROUP).then(|| (parent_of(rq, gid), SeKey::Group(gid)))
 }
 
-/// Calls `f(rq, level, own)` for every level of the task's path, from its own (`own` = true)
-/// up to the root's entity. The next level is looked up before `f` runs, so `f` may change
-/// the queues.
-fn for_each_level(rq: &mut RqInner, task: &Task, mut f: impl FnMut(&mut RqInner, Level, bool)) {
-    let mut next = Some(task_level(task));
+/// Calls `f(queue, key, own)` for every level of the task's path, from its own (`own` = true)
+/// up to the root's entity: one lookup per level (the group's queue here, which also names
+/// its parent).
+fn for_each_level(rq: &mut RqInner, task: &Task, mut f: impl FnMut(&mut FairRq<SeKey>, SeKey, bool)) {
+    let (mut gid, mut key) = task_level(task);
     let mut own = true;
-    while let Some(level) = next {
-        next = level_above(rq, level);
-        f(rq, level, core::mem::replace(&mut own, false));
+    loop {
+        let (frq, parent) = if gid == ROOT_GROUP {
+            (&mut rq.fair, None)
+        } else {
+            match rq.group_rqs.get_mut(&gid) {
+                Some(g) => (&mut g.rq, Some(g.tg.parent)),
+                None => return,
+            }
+        };
+        f(frq, key, core::mem::replace(&mut own, false));
+        let Some(parent) = parent else { return };
+        (gid, key) = (parent, SeKey::Group(gid));
     }
 }
 
-/// Number of levels above the task's own (0 for a task of the root group).
+/// Number of levels above the task's own (0 for a task of the root group): its group's depth.
 fn depth(rq: &RqInner, task: &Task) -> usize {
-    let mut level = task_level(task);
-    let mut d = 0;
-    while let Some(up) = level_above(rq, level) {
-        level = up;
-        d += 1;
+    let gid = task.se_group.load(core::sync::atomic::Ordering::Relaxed);
+    if gid == ROOT_GROUP {
+        return 0;
     }
-    d
+    rq.group_rqs.get(&gid).map_or(0, |g| g.tg.depth as usize)
+}
+
+/// What [`propagate`] does above a level that did not change.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Propagate {
+    /// Stop there: with the load taken as the queued weight, a level whose entity kept its
+    /// weight and its place leaves its parent queue's load, and so everything above, as it
+    /// was (enqueue and dequeue).
+    Changes,
+    /// Every level up to the root (the tick and a shares change: other CPUs' loads, or the
+    /// shares themselves, move the weights at every level).
+    All,
 }
 
 /// Re-weights the group entities from `gid` up to the root after `gid`'s queue changed, and
 /// queues/dequeues them as their queues become non-empty/empty. As in Linux's
 /// `enqueue_task_fair` / `dequeue_task_fair`, a group entity is queued as a wakeup
 /// (`ENQUEUE_WAKEUP`, whatever the task's flags: never `ENQUEUE_INITIAL`, which is a new
-/// task's half-slice placement) and dequeued as a sleep (`DEQUEUE_SLEEP`).
-fn propagate(rq: &mut RqInner, mut gid: GroupId, enqueue: bool) {
+/// task's half-slice placement) and dequeued as a sleep (`DEQUEUE_SLEEP`). Each level costs
+/// two lookups (the group's queue and its parent's).
+fn propagate(rq: &mut RqInner, mut gid: GroupId, enqueue: bool, how: Propagate) {
     while gid != ROOT_GROUP {
         let Some(grq) = rq.group_rqs.get_mut(&gid) else { return };
         grq.sync_load();
@@ -188,19 +209,26 @@ fn propagate(rq: &mut RqInner, mut gid: GroupId, enqueue: bool) {
         }
         let Some(prq) = fair_rq_mut(rq, parent) else { return };
         let key = SeKey::Group(gid);
-        if prq.entity(key).is_none() {
+        let (attached, on_rq, old_weight) = prq.entity(key).map_or((false, false, 0), |e| (true, e.on_rq(), e.weight()));
+        if !attached {
             let attached = prq.attach(key, cadence_sched::FairEntity::new(weight).unwrap_or_else(|_| new_entity(&ValidAttr::default())));
             debug_assert!(attached.is_ok(), "attach of an absent group entity: {:?}", attached);
         }
-        let on_rq = prq.entity(key).is_some_and(|e| e.on_rq());
-        let reweighted = prq.reweight(key, weight);
-        debug_assert!(reweighted.is_ok(), "group entity reweight: {:?}", reweighted);
-        if enqueue && !on_rq && !empty {
+        let reweight = !attached || old_weight != weight;
+        if reweight {
+            let reweighted = prq.reweight(key, weight);
+            debug_assert!(reweighted.is_ok(), "group entity reweight: {:?}", reweighted);
+        }
+        let requeue = if enqueue { !on_rq && !empty } else { on_rq && empty };
+        if requeue && enqueue {
             let queued = prq.enqueue(key, cadence_sched::eevdf::ENQUEUE_WAKEUP);
             debug_assert!(queued.is_ok(), "group entity enqueue: {:?}", queued);
-        } else if !enqueue && on_rq && empty {
+        } else if requeue {
             let dequeued = prq.dequeue(key, cadence_sched::eevdf::DEQUEUE_SLEEP);
             debug_assert!(dequeued.is_ok(), "group entity dequeue: {:?}", dequeued);
+        }
+        if how == Propagate::Changes && !reweight && !requeue {
+            return;
         }
         gid = parent;
     }
@@ -210,20 +238,18 @@ fn propagate(rq: &mut RqInner, mut gid: GroupId, enqueue: bool) {
 /// some level's slice ended with others waiting (reschedule).
 pub fn update_curr_fair(rq: &mut RqInner, task: &Task, delta: u64) -> bool {
     let mut resched = false;
-    for_each_level(rq, task, |rq, (gid, key), own| {
-        let Some(frq) = fair_rq_mut(rq, gid) else { return };
+    let stats = crate::sched::hrtick::stats_on();
+    for_each_level(rq, task, |frq, key, own| {
         if frq.curr() != Some(key) {
             return;
         }
-        let old_deadline = frq.entity(key).map(|e| e.deadline());
+        let old_deadline = if own && stats { frq.entity(key).map(|e| e.deadline()) } else { None };
         resched |= frq.update_curr(delta);
-        if own && crate::sched::hrtick::stats_on() {
-            if let (Some(d0), Some(se)) = (old_deadline, frq.entity(key)) {
-                if se.deadline() != d0 {
-                    // The slice ended at virtual time d0; it ran (vruntime − d0) past it.
-                    let over = se.vruntime().wrapping_sub(d0) as i64;
-                    crate::sched::hrtick::record_overshoot(crate::sched::hrtick::virtual_to_real(over.max(0) as u64, se.weight()));
-                }
+        if let (Some(d0), Some(se)) = (old_deadline, frq.entity(key)) {
+            if se.deadline() != d0 {
+                // The slice ended at virtual time d0; it ran (vruntime − d0) past it.
+                let over = se.vruntime().wrapping_sub(d0) as i64;
+                crate::sched::hrtick::record_overshoot(crate::sched::hrtick::virtual_to_real(over.max(0) as u64, se.weight()));
             }
         }
     });
@@ -261,7 +287,7 @@ pub fn task_entity<'a>(rq: &'a RqInner, task: &Task) -> Option<&'a cadence_sched
 /// Re-weights group `gid`'s entities on this CPU (after its shares changed).
 pub fn refresh_group_weights(rq: &mut RqInner, gid: GroupId) {
     if rq.group_rqs.contains_key(&gid) {
-        propagate(rq, gid, true);
+        propagate(rq, gid, true, Propagate::All);
     }
 }
 
@@ -283,6 +309,61 @@ pub fn forget_group(rq: &mut RqInner, gid: GroupId) {
             let _ = rq.spare_groups.try_push(storage);
         }
     }
+}
+
+/// A task dequeued while running (sleep, exit, migration) parks its entity once it is put.
+fn park_if_dequeued(rq: &mut RqInner, task: &Task) {
+    if !task.is_on_rq() {
+        let gid = task.se_group.load(core::sync::atomic::Ordering::Relaxed);
+        if let Some(frq) = fair_rq_mut(rq, gid) {
+            if let Ok(se) = frq.detach(task.key()) {
+                *task.parked_se.lock() = Some(se);
+            }
+        }
+    }
+}
+
+/// `prev`'s entity at `level` stops running there.
+fn put_level(rq: &mut RqInner, (gid, key): Level) {
+    if let Some(frq) = fair_rq_mut(rq, gid) {
+        if frq.curr() == Some(key) {
+            let put = frq.put_prev(key);
+            debug_assert!(put.is_ok(), "put_prev of curr: {:?}", put);
+        }
+    }
+}
+
+/// `next`'s entity at `level` starts running there (see [`FairClass::set_next`] for EINVAL).
+fn set_level(rq: &mut RqInner, (gid, key): Level) {
+    if let Some(frq) = fair_rq_mut(rq, gid) {
+        let r = frq.set_next(key);
+        debug_assert!(matches!(r, Ok(()) | Err(cadence_sched::Errno::EINVAL)), "set_next: {:?}", r);
+    }
+}
+
+/// From `prev` running to `next` running, touching only the levels where their paths differ
+/// (Linux `pick_next_task_fair`'s `is_same_group` walk): up from both tasks, deeper side
+/// first, putting `prev`'s entities and setting `next`'s, until both sit in one queue, where
+/// the last put and set happen. Above that queue both paths are the same entities, which stay
+/// `curr`: for two tasks of one group, one put and one set instead of one per level.
+fn switch_levels(rq: &mut RqInner, prev: &Task, next: &Task) {
+    let (mut pd, mut nd) = (depth(rq, prev), depth(rq, next));
+    let (mut p, mut n) = (task_level(prev), task_level(next));
+    while p.0 != n.0 {
+        let (pd0, nd0) = (pd, nd);
+        if nd0 <= pd0 {
+            put_level(rq, p);
+            let Some(up) = level_above(rq, p) else { break };
+            (p, pd) = (up, pd - 1);
+        }
+        if nd0 >= pd0 {
+            set_level(rq, n);
+            let Some(up) = level_above(rq, n) else { break };
+            (n, nd) = (up, nd - 1);
+        }
+    }
+    put_level(rq, p);
+    set_level(rq, n);
 }
 
 impl SchedClass for FairClass {
@@ -309,7 +390,7 @@ impl SchedClass for FairClass {
             return;
         }
         rq.nr_fair_tasks += 1;
-        propagate(rq, gid, true);
+        propagate(rq, gid, true, Propagate::Changes);
     }
 
     fn dequeue(&self, rq: &mut RqInner, task: &Arc<Task>, flags: u32) {
@@ -325,13 +406,17 @@ impl SchedClass for FairClass {
                 *task.parked_se.lock() = Some(se);
             }
         }
-        propagate(rq, gid, false);
+        propagate(rq, gid, false, Propagate::Changes);
     }
 
+    /// Descends from the root queue through group entities to a task. A queue's running
+    /// entity (held by the switch fast path, [`FairClass::pick_next_task`]) competes as if it
+    /// had been put back (`pick_next_as_put_back`): the pick is the same whether or not the
+    /// levels were put first.
     fn pick_next(&self, rq: &mut RqInner) -> Option<Arc<Task>> {
         let mut gid = ROOT_GROUP;
         for _ in 0..64 {
-            match fair_rq(rq, gid)?.pick_next()? {
+            match fair_rq(rq, gid)?.pick_next_as_put_back()? {
                 SeKey::Task(tid) => return lookup(rq, tid),
                 SeKey::Group(child) => gid = child,
             }
@@ -339,34 +424,42 @@ impl SchedClass for FairClass {
         None
     }
 
+    /// Linux's `pick_next_task_fair` with `prev`: only when every queued task here is fair.
+    /// The pick descends with `prev`'s entities still `curr` at every level and chooses what
+    /// the full put-pick-set chooses ([`FairClass::pick_next`]: each running entity competes
+    /// as if put back; Linux's `pick_eevdf` would keep a protected `curr` here, a change of
+    /// decisions this path does not make). Then [`switch_levels`] puts and sets only the
+    /// levels below the common ancestor: running entities above it, and all of `prev`'s when
+    /// it is picked again, keep their slice protection as it was (Linux's; the full path
+    /// renewed it at every switch).
+    fn pick_next_task(&self, rq: &mut RqInner, prev: &Arc<Task>) -> Option<Arc<Task>> {
+        if rq.nr_fair_tasks == 0 || rq.nr_queued() != rq.nr_fair_tasks {
+            return None;
+        }
+        let next = self.pick_next(rq)?;
+        if !Arc::ptr_eq(&next, prev) {
+            switch_levels(rq, prev, &next);
+            park_if_dequeued(rq, prev);
+        }
+        Some(next)
+    }
+
     fn put_prev(&self, rq: &mut RqInner, task: &Arc<Task>) {
-        for_each_level(rq, task, |rq, (gid, key), _| {
-            if let Some(frq) = fair_rq_mut(rq, gid) {
-                if frq.curr() == Some(key) {
-                    let put = frq.put_prev(key);
-                    debug_assert!(put.is_ok(), "put_prev of curr: {:?}", put);
-                }
+        for_each_level(rq, task, |frq, key, _| {
+            if frq.curr() == Some(key) {
+                let put = frq.put_prev(key);
+                debug_assert!(put.is_ok(), "put_prev of curr: {:?}", put);
             }
         });
-        // A task dequeued while running (sleep, exit, migration) parks its entity now.
-        if !task.is_on_rq() {
-            let gid = task.se_group.load(core::sync::atomic::Ordering::Relaxed);
-            if let Some(frq) = fair_rq_mut(rq, gid) {
-                if let Ok(se) = frq.detach(task.key()) {
-                    *task.parked_se.lock() = Some(se);
-                }
-            }
-        }
+        park_if_dequeued(rq, task);
     }
 
     fn set_next(&self, rq: &mut RqInner, task: &Arc<Task>) {
-        for_each_level(rq, task, |rq, (gid, key), _| {
-            if let Some(frq) = fair_rq_mut(rq, gid) {
-                // EINVAL: not queued (a running task already dequeued, on its way to sleep,
-                // after an attribute change): nothing to start. Anything else is a bug.
-                let r = frq.set_next(key);
-                debug_assert!(matches!(r, Ok(()) | Err(cadence_sched::Errno::EINVAL)), "set_next: {:?}", r);
-            }
+        for_each_level(rq, task, |frq, key, _| {
+            // EINVAL: not queued (a running task already dequeued, on its way to sleep,
+            // after an attribute change): nothing to start. Anything else is a bug.
+            let r = frq.set_next(key);
+            debug_assert!(matches!(r, Ok(()) | Err(cadence_sched::Errno::EINVAL)), "set_next: {:?}", r);
         });
     }
 
@@ -374,11 +467,8 @@ impl SchedClass for FairClass {
         update_curr_fair(rq, task, delta_ns)
     }
 
-    /// `curr`'s slice ran out (charged now), or EEVDF's wakeup rule on the two paths.
+    /// EEVDF's wakeup rule on the two paths (`curr` is charged up to now by the core).
     fn wakeup_preempt(&self, rq: &mut RqInner, curr: &Arc<Task>, waking: &Arc<Task>) -> bool {
-        if crate::sched::update_curr(rq, crate::time::uptime_ns()) {
-            return true;
-        }
         check_preempt_fair(rq, curr, waking)
     }
 
@@ -399,7 +489,7 @@ impl SchedClass for FairClass {
         // a slice ran out; keep the group weights on the path fresh.
         let gid = task.se_group.load(core::sync::atomic::Ordering::Relaxed);
         if gid != ROOT_GROUP {
-            propagate(rq, gid, true);
+            propagate(rq, gid, true, Propagate::All);
         }
         false
     }

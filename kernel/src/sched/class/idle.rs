@@ -21,7 +21,7 @@ impl SchedClass for IdleClass {
     fn set_next(&self, _rq: &mut RqInner, _task: &Arc<Task>) {}
     fn task_tick(&self, rq: &mut RqInner, _task: &Arc<Task>) -> bool {
         // Something became runnable without a wakeup preemption (e.g. pulled): run it.
-        rq.rt.nr_running() + rq.nr_fair_tasks > 0
+        rq.nr_queued() > 0
     }
     fn yield_task(&self, _rq: &mut RqInner, _task: &Arc<Task>) {}
     fn cpupri_level(&self, _task: &Task) -> u8 {

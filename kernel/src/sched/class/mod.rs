@@ -2,7 +2,8 @@
 //! one file per class.
 //!
 //! The core (`sched`) calls a class only through [`SchedClass`], Linux's `sched_class`:
-//! queueing (enqueue, dequeue), picking (pick_next, put_prev, set_next), charging time
+//! queueing (enqueue, dequeue), picking (pick_next, put_prev, set_next, and the switch's
+//! fast path pick_next_task), charging time
 //! (update_curr, task_tick, hrtick_slice), wakeup preemption within the class
 //! (wakeup_preempt; across classes [`CLASSES`] order decides, [`preempts_by_class`]),
 //! placement and balancing (select_cpu, balance), attribute changes (prio_changed,
@@ -35,6 +36,15 @@ pub trait SchedClass: Sync {
     fn dequeue(&self, rq: &mut RqInner, task: &Arc<Task>, flags: u32);
     /// The best task of this class, if any (no state change).
     fn pick_next(&self, rq: &mut RqInner) -> Option<Arc<Task>>;
+    /// The class's fast path of a switch (Linux's `pick_next_task_fair(rq, prev)`): when
+    /// `prev`, of this class, stops running and only this class has queued tasks, picks with
+    /// `prev` still current and does the `put_prev`/`set_next` work itself, only where `prev`
+    /// and the pick differ (nothing if `prev` is picked again). `None`: not applicable here;
+    /// the core then does the full `put_prev`, `pick_next` over [`CLASSES`], `set_next`.
+    /// Default: `None`.
+    fn pick_next_task(&self, _rq: &mut RqInner, _prev: &Arc<Task>) -> Option<Arc<Task>> {
+        None
+    }
     /// `task` (the running one) stops running.
     fn put_prev(&self, rq: &mut RqInner, task: &Arc<Task>);
     /// `task` starts running.
@@ -47,8 +57,9 @@ pub trait SchedClass: Sync {
     /// Periodic tick while `task` runs; returns true to reschedule.
     fn task_tick(&self, rq: &mut RqInner, task: &Arc<Task>) -> bool;
     /// `waking`, of this class, was just queued on `rq` while `curr`, of this class too, runs:
-    /// should it preempt (Linux `wakeup_preempt`)? Across classes the core decides by class
-    /// order ([`preempts_by_class`]). Default: no.
+    /// should it preempt (Linux `wakeup_preempt`)? `curr` has been charged up to now
+    /// (`update_curr`, whose own request to reschedule the core has acted on). Across classes
+    /// the core decides by class order ([`preempts_by_class`]). Default: no.
     fn wakeup_preempt(&self, _rq: &mut RqInner, _curr: &Arc<Task>, _waking: &Arc<Task>) -> bool {
         false
     }
