@@ -88,6 +88,9 @@ pub struct RqInner {
     pub group_rqs: group::GroupRqs,
     /// Fair tasks queued on this CPU at any level of the group tree.
     pub nr_fair_tasks: usize,
+    /// Execution time of the running fair task not yet charged to its group entities above
+    /// its own level (the fair class charges those lazily: `class::fair` module doc).
+    pub fair_pending_ns: u64,
     /// When `curr` last had its runtime accounted.
     pub exec_start: u64,
     /// Storage for the next group queues created on this CPU (see `reserve`).
@@ -215,6 +218,7 @@ impl Rq {
                 spare_groups: arrayvec::ArrayVec::new_const(),
                 core_lists: coresched::new_core_lists(),
                 nr_fair_tasks: 0,
+                fair_pending_ns: 0,
                 exec_start: 0,
                 balance_cursor: 0,
                 hrtick_timer: None,

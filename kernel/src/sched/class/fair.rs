@@ -7,6 +7,17 @@
 //! pairs from the task's own level up to the root's. Outside a queue (asleep, or between the
 //! dequeue and enqueue of a requeue) a task's entity is parked in `Task::parked_se` with its
 //! lag.
+//!
+//! **Charging** (Linux's `update_curr` per level): the running task's own entity is charged
+//! at every `update_curr`; the group entities above it are charged lazily, as Linux charges
+//! a level only when it walks it (a wakeup charges the matching level, the tick and the pick
+//! every level). The time not yet charged to them is `RqInner::fair_pending_ns`, and
+//! [`flush_group_charge`] charges it to every level of the running task's path before
+//! anything reads or changes a queue above the task's own: the tick, a put or pick
+//! (switch), a group entity's queueing or weight change ([`propagate`]), and a wakeup
+//! preemption decided above the task's own level. A group's slice end is therefore seen at
+//! the next tick or switch (Linux: the same), and each switch charges the upper levels once
+//! instead of once per charge point.
 
 use super::{lookup, BalancePoint, HrtickSlice, SchedClass};
 use crate::sched::group::{GroupId, GroupRq, ROOT_GROUP};
@@ -152,8 +163,12 @@ fn level_above(rq: &RqInner, (gid, _): Level) -> Option<Level> {
 /// Calls `f(queue, key, own)` for every level of the task's path, from its own (`own` = true)
 /// up to the root's entity: one lookup per level (the group's queue here, which also names
 /// its parent).
-fn for_each_level(rq: &mut RqInner, task: &Task, mut f: impl FnMut(&mut FairRq<SeKey>, SeKey, bool)) {
-    let (mut gid, mut key) = task_level(task);
+fn for_each_level(rq: &mut RqInner, task: &Task, f: impl FnMut(&mut FairRq<SeKey>, SeKey, bool)) {
+    for_each_level_from(rq, task_level(task), f)
+}
+
+/// [`for_each_level`] from `level` up (`own` is true for `level`).
+fn for_each_level_from(rq: &mut RqInner, (mut gid, mut key): Level, mut f: impl FnMut(&mut FairRq<SeKey>, SeKey, bool)) {
     let mut own = true;
     loop {
         let (frq, parent) = if gid == ROOT_GROUP {
@@ -207,19 +222,28 @@ fn propagate(rq: &mut RqInner, mut gid: GroupId, enqueue: bool, how: Propagate) 
         if fair_rq(rq, parent).is_none() && !ensure_group_rq(rq, parent) {
             return;
         }
-        let Some(prq) = fair_rq_mut(rq, parent) else { return };
         let key = SeKey::Group(gid);
-        let (attached, on_rq, old_weight) = prq.entity(key).map_or((false, false, 0), |e| (true, e.on_rq(), e.weight()));
+        let Some((attached, on_rq, old_weight)) =
+            fair_rq(rq, parent).map(|prq| prq.entity(key).map_or((false, false, 0), |e| (true, e.on_rq(), e.weight())))
+        else {
+            return;
+        };
+        let reweight = !attached || old_weight != weight;
+        let requeue = if enqueue { !on_rq && !empty } else { on_rq && empty };
+        if how == Propagate::Changes && !reweight && !requeue {
+            return;
+        }
+        // The parent queue changes: its running entity is charged up to now first.
+        flush_group_charge(rq);
+        let Some(prq) = fair_rq_mut(rq, parent) else { return };
         if !attached {
             let attached = prq.attach(key, cadence_sched::FairEntity::new(weight).unwrap_or_else(|_| new_entity(&ValidAttr::default())));
             debug_assert!(attached.is_ok(), "attach of an absent group entity: {:?}", attached);
         }
-        let reweight = !attached || old_weight != weight;
         if reweight {
             let reweighted = prq.reweight(key, weight);
             debug_assert!(reweighted.is_ok(), "group entity reweight: {:?}", reweighted);
         }
-        let requeue = if enqueue { !on_rq && !empty } else { on_rq && empty };
         if requeue && enqueue {
             let queued = prq.enqueue(key, cadence_sched::eevdf::ENQUEUE_WAKEUP);
             debug_assert!(queued.is_ok(), "group entity enqueue: {:?}", queued);
@@ -227,32 +251,54 @@ fn propagate(rq: &mut RqInner, mut gid: GroupId, enqueue: bool, how: Propagate) 
             let dequeued = prq.dequeue(key, cadence_sched::eevdf::DEQUEUE_SLEEP);
             debug_assert!(dequeued.is_ok(), "group entity dequeue: {:?}", dequeued);
         }
-        if how == Propagate::Changes && !reweight && !requeue {
-            return;
-        }
         gid = parent;
     }
 }
 
-/// Charges `delta` ns to the running fair task at every level of its path. Returns true if
-/// some level's slice ended with others waiting (reschedule).
+/// Charges `delta` ns to the running fair task's own entity, and leaves it pending for the
+/// group entities above (see the module doc). Returns true if its slice ended with others
+/// waiting (reschedule).
 pub fn update_curr_fair(rq: &mut RqInner, task: &Task, delta: u64) -> bool {
-    let mut resched = false;
+    let (gid, key) = task_level(task);
     let stats = crate::sched::hrtick::stats_on();
-    for_each_level(rq, task, |frq, key, own| {
-        if frq.curr() != Some(key) {
-            return;
+    let Some(frq) = fair_rq_mut(rq, gid) else { return false };
+    if frq.curr() != Some(key) {
+        return false;
+    }
+    let old_deadline = if stats { frq.entity(key).map(|e| e.deadline()) } else { None };
+    let resched = frq.update_curr(delta);
+    if let (Some(d0), Some(se)) = (old_deadline, frq.entity(key)) {
+        if se.deadline() != d0 {
+            // The slice ended at virtual time d0; it ran (vruntime − d0) past it.
+            let over = se.vruntime().wrapping_sub(d0) as i64;
+            crate::sched::hrtick::record_overshoot(crate::sched::hrtick::virtual_to_real(over.max(0) as u64, se.weight()));
         }
-        let old_deadline = if own && stats { frq.entity(key).map(|e| e.deadline()) } else { None };
-        resched |= frq.update_curr(delta);
-        if let (Some(d0), Some(se)) = (old_deadline, frq.entity(key)) {
-            if se.deadline() != d0 {
-                // The slice ended at virtual time d0; it ran (vruntime − d0) past it.
-                let over = se.vruntime().wrapping_sub(d0) as i64;
-                crate::sched::hrtick::record_overshoot(crate::sched::hrtick::virtual_to_real(over.max(0) as u64, se.weight()));
+    }
+    if gid != ROOT_GROUP {
+        rq.fair_pending_ns = rq.fair_pending_ns.saturating_add(delta);
+    }
+    resched
+}
+
+/// Charges the time pending for the running task's group entities (`fair_pending_ns`) to
+/// every level above its own. True if some level's slice ended with others waiting there.
+pub fn flush_group_charge(rq: &mut RqInner) -> bool {
+    let pending = core::mem::take(&mut rq.fair_pending_ns);
+    if pending == 0 {
+        return false;
+    }
+    let Some(gid) = rq.curr.as_ref().filter(|c| c.class() == ClassId::Fair).map(|c| c.se_group.load(core::sync::atomic::Ordering::Relaxed))
+    else {
+        return false;
+    };
+    let mut resched = false;
+    if let Some(first) = level_above(rq, (gid, SeKey::Group(gid))) {
+        for_each_level_from(rq, first, |frq, key, _| {
+            if frq.curr() == Some(key) {
+                resched |= frq.update_curr(pending);
             }
-        }
-    });
+        });
+    }
     resched
 }
 
@@ -276,6 +322,9 @@ pub fn check_preempt_fair(rq: &mut RqInner, curr: &Task, waking: &Task) -> bool 
         (a, b) = (ua, ub);
     }
     let ((queue, ka), (_, kb)) = (a, b);
+    if queue != task_level(curr).0 {
+        flush_group_charge(rq); // decided above `curr`'s own level
+    }
     ka != kb && fair_rq(rq, queue).is_some_and(|frq| frq.check_preempt_wakeup(kb, curr.policy(), waking.policy()))
 }
 
@@ -436,6 +485,7 @@ impl SchedClass for FairClass {
         if rq.nr_fair_tasks == 0 || rq.nr_queued() != rq.nr_fair_tasks {
             return None;
         }
+        flush_group_charge(rq); // the pick compares the upper levels' running entities
         let next = self.pick_next(rq)?;
         if !Arc::ptr_eq(&next, prev) {
             switch_levels(rq, prev, &next);
@@ -445,6 +495,7 @@ impl SchedClass for FairClass {
     }
 
     fn put_prev(&self, rq: &mut RqInner, task: &Arc<Task>) {
+        flush_group_charge(rq);
         for_each_level(rq, task, |frq, key, _| {
             if frq.curr() == Some(key) {
                 let put = frq.put_prev(key);
@@ -485,13 +536,15 @@ impl SchedClass for FairClass {
     }
 
     fn task_tick(&self, rq: &mut RqInner, task: &Arc<Task>) -> bool {
-        // `update_curr` (called by the tick before this) already asked for a reschedule when
-        // a slice ran out; keep the group weights on the path fresh.
+        // `update_curr` (called by the tick before this) charged the task's own entity and
+        // asked for a reschedule if its slice ran out; charge the levels above (a group's
+        // slice may have ended) and keep the group weights on the path fresh.
+        let resched = flush_group_charge(rq);
         let gid = task.se_group.load(core::sync::atomic::Ordering::Relaxed);
         if gid != ROOT_GROUP {
             propagate(rq, gid, true, Propagate::All);
         }
-        false
+        resched
     }
 
     fn yield_task(&self, rq: &mut RqInner, task: &Arc<Task>) {
