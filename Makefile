@@ -22,6 +22,7 @@
 #   make bench-dirty [RUNS=n]  Morton's dirty-throttle test (`bench dirty`) on an 8 MiB/s disk
 #   make bench-alloc [RUNS=n]  the RT page-allocator reserve test (`bench alloc`)
 #   make compare-vm [RUNS=n] [SMP=spec]  the dirty-throttle test on Cadence and the Linux peer
+#   make compare-group [SMP=spec]  group-scheduling overhead (nested vs root pipe) on Cadence and the Linux peer
 #   make clean
 #
 # Host crates are built with --release everywhere so the bootloader crate's
@@ -58,7 +59,7 @@ DISK_OPTS_OPT = $(if $(DISK_OPTS),$(if $(findstring --,$(DISK_OPT)),--disk-opts 
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool run test lint test-stress test-repeat bench bench-coresched compare compare-rtapp bench-dirty bench-alloc compare-vm clean
+.PHONY: help setup kernel boot-tool run test lint test-stress test-repeat bench bench-coresched compare compare-rtapp bench-dirty bench-alloc compare-vm compare-group clean
 
 help:
 	@sed -n '4,20s/^# \{0,1\}//p' '$(ROOT)/Makefile'
@@ -129,6 +130,9 @@ bench-alloc: kernel boot-tool
 
 compare-vm: kernel boot-tool
 	SMP='$(SMP)' '$(ROOT)/tools/compare-vm.sh' '$(RUNS)'
+
+compare-group: kernel boot-tool
+	$(if $(SMP),SMP='$(SMP)') KERNEL='$(KERNEL)' BOOT='$(CADENCE_BOOT)' '$(ROOT)/tools/compare-group.sh'
 
 # The house rules as gates (part of `make test`): rustfmt (rustfmt.toml) and clippy with
 # every warning an error and every unsafe block documented (`// SAFETY:`), in both workspaces.

@@ -783,8 +783,11 @@ impl<K: Copy + Ord> FairRq<K> {
     /// `put_back`: `curr` is ordered as the tree orders (deadline, then key) and without
     /// RUN_TO_PARITY, exactly as if it had been put back.
     fn pick(&self, run_to_parity: bool, put_back: bool) -> Option<K> {
-        let queued_curr = self.curr.filter(|&k| self.se(k).is_some_and(|se| se.on_rq));
+        let queued_curr = self.curr_on_rq().and(self.curr);
         let first = self.timeline.first().copied();
+        if self.nr_queued == 1 {
+            return queued_curr.or(first.map(|(_, k)| k));
+        }
         // `c` (curr, deadline `cd`) before the tree entry `(d, k)`?
         let before = |cd: u64, c: K, (d, k): (u64, K)| if put_back { (cd, c) < (d, k) } else { vdiff(cd, d) < 0 };
         let earliest = |c: Option<K>| match (c.and_then(|c| self.se(c).map(|se| (se.deadline, c))), first) {
@@ -792,9 +795,6 @@ impl<K: Copy + Ord> FairRq<K> {
             (_, Some((_, k))) => Some(k),
             (c, None) => c.map(|(_, c)| c),
         };
-        if self.nr_queued == 1 {
-            return queued_curr.or(first.map(|(_, k)| k));
-        }
         let curr = queued_curr.filter(|&k| self.is_eligible(k));
         if let Some(c) = curr {
             if run_to_parity && self.se(c).is_some_and(|se| se.protect_slice) {
@@ -874,7 +874,9 @@ impl<K: Copy + Ord> FairRq<K> {
         let base = self.tunables.base_slice_ns;
         let nr_queued = self.nr_queued;
         let Some(se) = self.curr.and_then(|_| self.entities.at_mut(self.curr_pos)) else { return false };
-        if vdiff(se.vruntime, se.deadline) < 0 {
+        // A running entity dequeued without DEQUEUE_SLEEP keeps its deadline relative to its
+        // vruntime until it is placed again: not an absolute deadline to compare with.
+        if se.rel_deadline || vdiff(se.vruntime, se.deadline) < 0 {
             return false;
         }
         if !se.custom_slice {

@@ -507,3 +507,28 @@ fn detach_moving_the_running_entity_keeps_it_reachable() {
     assert!(next == 1 || next == 4, "picked {}", next);
     rq.verify().unwrap();
 }
+
+/// A running entity dequeued without DEQUEUE_SLEEP (an attribute change) keeps its deadline
+/// relative until it is placed again: charging it meanwhile must not treat the relative value
+/// as an absolute deadline (a reweight then scaled that absolute value and saturated it, and
+/// the entity looked eligible with the earliest deadline for ever; found by the proptest).
+#[test]
+fn charging_a_saved_curr_keeps_its_relative_deadline() {
+    let mut rq = FairRq::new(no_parity());
+    rq.attach_new(4u32, 1024).unwrap();
+    rq.attach_new(6, 98304).unwrap();
+    rq.enqueue(6, 0).unwrap();
+    rq.enqueue(4, 0).unwrap();
+    assert_eq!(schedule(&mut rq), Some(6));
+    rq.dequeue(6, DEQUEUE_SAVE).unwrap();
+    let rel = rq.entity(6).unwrap().deadline();
+    rq.update_curr(0);
+    assert_eq!(rq.entity(6).unwrap().deadline(), rel, "relative deadline rewritten");
+    rq.reweight(6, 3).unwrap();
+    rq.enqueue(6, ENQUEUE_RESTORE).unwrap();
+    rq.yield_curr();
+    rq.verify().unwrap();
+    let dl = |k: u32| rq.entity(k).unwrap().deadline();
+    assert!(dl(6) - rq.entity(6).unwrap().vruntime() < 1 << 40, "deadline {} far beyond its vruntime", dl(6));
+    assert_eq!(rq.pick_next(), Some(4));
+}
