@@ -8,12 +8,15 @@
 //!
 //! **Shares** (Linux `cpu.weight` semantics): `weight` 1..=10000, default 100, gives
 //! `shares = weight × 1024 / 100`. A group's entity on CPU *c* weighs
-//! `calc_group_shares(shares, load_total, load_c)` = `shares × load_c / load_total`, clamped
-//! to `[MIN_SHARES, shares]` (Linux's calc_group_shares idea). Load here is simplified to the
-//! **instantaneous queued weight** (Σ weights of the group's queued entities on a CPU) instead of
-//! PELT's decayed average: `load_total` is kept exact by every enqueue/dequeue (per-CPU
-//! contributions in `GroupRq::contrib`). Weights are refreshed on every enqueue, dequeue and tick
-//! along the affected path.
+//! `calc_group_shares(shares, total, load_c)` = `shares × load_c / total`, clamped to
+//! `[MIN_SHARES, shares]` (Linux's calc_group_shares), where `total = load_total − contrib_c +
+//! load_c`: this CPU's part fresh, the others' as last published. Load here is simplified to
+//! the **instantaneous queued weight** (Σ weights of the group's queued entities on a CPU)
+//! instead of PELT's decayed average. Each CPU publishes its part (`GroupRq::contrib`) to the
+//! shared `load_total` when its queue empties or fills, and otherwise at most once a
+//! millisecond (`GroupRq::sync_load`, Linux's `update_tg_load_avg` rate limit). Weights are
+//! refreshed along the affected path on enqueue and dequeue (up to the first level that did
+//! not change, `class::fair::propagate`) and on every level at the tick.
 //!
 //! **Membership**: a task's *manual* group is `Task::group` (what `group move` sets, like a
 //! cgroup); with autogroup on, a fair task in the root group runs in its autogroup instead
@@ -105,35 +108,54 @@ impl TaskGroup {
     }
 }
 
+/// How often a CPU publishes a group's changed load to the shared total (Linux 6.7's
+/// `update_tg_load_avg` rate limit), unless its queue emptied or filled.
+pub const LOAD_SYNC_INTERVAL_NS: u64 = 1_000_000;
+
 /// A group's queue on one CPU.
 pub struct GroupRq {
     pub tg: Arc<TaskGroup>,
     pub rq: FairRq<super::SeKey>,
-    /// This CPU's contribution to `tg.load_total`.
+    /// This CPU's contribution to `tg.load_total` (its queued weight when last published).
     contrib: u64,
+    /// When `contrib` was last published.
+    synced_at: u64,
 }
 
 impl GroupRq {
     pub fn new(tg: Arc<TaskGroup>, tunables: cadence_sched::FairTunables) -> Self {
-        GroupRq { tg, rq: FairRq::new(tunables), contrib: 0 }
+        GroupRq { tg, rq: FairRq::new(tunables), contrib: 0, synced_at: 0 }
     }
 
-    /// Brings this CPU's contribution to the group's total load up to date.
-    pub fn sync_load(&mut self) {
-        let now = self.rq.load();
-        if now != self.contrib {
-            if now > self.contrib {
-                self.tg.load_total.fetch_add(now - self.contrib, Ordering::Relaxed);
-            } else {
-                self.tg.load_total.fetch_sub(self.contrib - now, Ordering::Relaxed);
-            }
-            self.contrib = now;
+    /// Publishes this CPU's queued weight to the group's total (`tg.load_total`, an atomic
+    /// every CPU of the group writes): at once when the queue emptied or filled, otherwise at
+    /// most every [`LOAD_SYNC_INTERVAL_NS`] (the tick syncs a running group's path), so a
+    /// ping-pong inside a group does not write the shared counter at every switch.
+    pub fn sync_load(&mut self, now: u64) {
+        let load = self.rq.load();
+        if load == self.contrib {
+            return;
         }
+        let transition = load == 0 || self.contrib == 0;
+        if !transition && now.wrapping_sub(self.synced_at) < LOAD_SYNC_INTERVAL_NS {
+            return;
+        }
+        if load > self.contrib {
+            self.tg.load_total.fetch_add(load - self.contrib, Ordering::Relaxed);
+        } else {
+            self.tg.load_total.fetch_sub(self.contrib - load, Ordering::Relaxed);
+        }
+        self.contrib = load;
+        self.synced_at = now;
     }
 
-    /// Weight of the group's entity on this CPU.
+    /// Weight of the group's entity on this CPU: `calc_group_shares` over the group's total
+    /// with this CPU's part taken fresh (`load_total − contrib + load`, as Linux's
+    /// `calc_group_shares` does), so a delayed publication never skews the local share.
     pub fn entity_weight(&self) -> u64 {
-        cadence_sched::weight::calc_group_shares(self.tg.shares(), self.tg.load_total(), self.rq.load()).max(2)
+        let load = self.rq.load();
+        let total = self.tg.load_total().saturating_sub(self.contrib).saturating_add(load);
+        cadence_sched::weight::calc_group_shares(self.tg.shares(), total, load).max(2)
     }
 }
 

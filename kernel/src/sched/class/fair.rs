@@ -214,8 +214,9 @@ enum Propagate {
 /// two lookups (the group's queue and its parent's).
 fn propagate(rq: &mut RqInner, mut gid: GroupId, enqueue: bool, how: Propagate) {
     while gid != ROOT_GROUP {
+        let now = rq.exec_start;
         let Some(grq) = rq.group_rqs.get_mut(&gid) else { return };
-        grq.sync_load();
+        grq.sync_load(now);
         let weight = grq.entity_weight();
         let empty = grq.rq.nr_queued() == 0;
         let parent = grq.tg.parent;
