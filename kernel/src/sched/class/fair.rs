@@ -373,21 +373,32 @@ fn park_if_dequeued(rq: &mut RqInner, task: &Task) {
     }
 }
 
-/// `prev`'s entity at `level` stops running there.
-fn put_level(rq: &mut RqInner, (gid, key): Level) {
-    if let Some(frq) = fair_rq_mut(rq, gid) {
-        if frq.curr() == Some(key) {
-            let put = frq.put_prev(key);
-            debug_assert!(put.is_ok(), "put_prev of curr: {:?}", put);
-        }
+/// `key`, if it runs in `frq`, stops running there.
+fn put_entity(frq: &mut FairRq<SeKey>, key: SeKey) {
+    if frq.curr() == Some(key) {
+        let put = frq.put_prev(key);
+        debug_assert!(put.is_ok(), "put_prev of curr: {:?}", put);
     }
 }
 
-/// `next`'s entity at `level` starts running there (see [`FairClass::set_next`] for EINVAL).
+/// `key` starts running in `frq`. EINVAL: not queued (a running task already dequeued, on its
+/// way to sleep, after an attribute change): nothing to start. Anything else is a bug.
+fn set_entity(frq: &mut FairRq<SeKey>, key: SeKey) {
+    let r = frq.set_next(key);
+    debug_assert!(matches!(r, Ok(()) | Err(cadence_sched::Errno::EINVAL)), "set_next: {:?}", r);
+}
+
+/// `prev`'s entity at `level` stops running there.
+fn put_level(rq: &mut RqInner, (gid, key): Level) {
+    if let Some(frq) = fair_rq_mut(rq, gid) {
+        put_entity(frq, key);
+    }
+}
+
+/// `next`'s entity at `level` starts running there.
 fn set_level(rq: &mut RqInner, (gid, key): Level) {
     if let Some(frq) = fair_rq_mut(rq, gid) {
-        let r = frq.set_next(key);
-        debug_assert!(matches!(r, Ok(()) | Err(cadence_sched::Errno::EINVAL)), "set_next: {:?}", r);
+        set_entity(frq, key);
     }
 }
 
@@ -497,22 +508,12 @@ impl SchedClass for FairClass {
 
     fn put_prev(&self, rq: &mut RqInner, task: &Arc<Task>) {
         flush_group_charge(rq);
-        for_each_level(rq, task, |frq, key, _| {
-            if frq.curr() == Some(key) {
-                let put = frq.put_prev(key);
-                debug_assert!(put.is_ok(), "put_prev of curr: {:?}", put);
-            }
-        });
+        for_each_level(rq, task, |frq, key, _| put_entity(frq, key));
         park_if_dequeued(rq, task);
     }
 
     fn set_next(&self, rq: &mut RqInner, task: &Arc<Task>) {
-        for_each_level(rq, task, |frq, key, _| {
-            // EINVAL: not queued (a running task already dequeued, on its way to sleep,
-            // after an attribute change): nothing to start. Anything else is a bug.
-            let r = frq.set_next(key);
-            debug_assert!(matches!(r, Ok(()) | Err(cadence_sched::Errno::EINVAL)), "set_next: {:?}", r);
-        });
+        for_each_level(rq, task, |frq, key, _| set_entity(frq, key));
     }
 
     fn update_curr(&self, rq: &mut RqInner, task: &Arc<Task>, delta_ns: u64, _now: u64) -> bool {
