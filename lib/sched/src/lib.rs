@@ -9,6 +9,8 @@
 //! * [`weight`]: nice → weight tables, `calc_delta_fair`, group shares.
 //! * [`attr`]: `Policy`, `sched_setattr` validation and permission checks.
 //! * [`eevdf`]: the fair run queue (`FairRq`).
+//! * [`fair_group`]: the fair class's walks over a group hierarchy (pick, switch, matching
+//!   level for wakeup preemption, lazy charging, group entity propagation).
 //! * [`rt`]: the real-time priority array (`RtPrioArray`) and SCHED_RR timeslices.
 //! * [`rt_bandwidth`]: RT throttling (`sched_rt_runtime_us` per `sched_rt_period_us`).
 //! * [`cpumask`], [`balance`]: CPU sets and SMP placement / balancing decisions.
@@ -17,8 +19,7 @@
 //! * [`vecmap`]: sorted-vector map and set with capacity reserved outside locks (the run
 //!   queues' storage: no allocation under a run-queue lock).
 //! * [`timerq`]: timer-queue ordering (the kernel's per-CPU timers, tick, sleeps, hrtick).
-//! * [`deadline`]: SCHED_DEADLINE policy: parameter checks, admission control, CBS, `cpudl`
-//!   (the kernel class is not built yet, issue #16).
+//! * [`deadline`]: SCHED_DEADLINE policy: parameter checks, admission control, CBS, `cpudl`.
 //! * [`core_sched`]: SMT core scheduling: cookies, `PR_SCHED_CORE`, the core-wide pick,
 //!   forced-idle accounting and the trace checker.
 #![cfg_attr(not(test), no_std)]
@@ -36,6 +37,7 @@ pub mod cpupri;
 pub mod deadline;
 pub mod eevdf;
 pub mod errno;
+pub mod fair_group;
 pub mod haltpoll;
 pub mod lockup;
 pub mod rt;

@@ -2,11 +2,14 @@
 //! over a hierarchy of task groups.
 //!
 //! A fair task's entity sits in the queue of its group on this CPU (`se_group`); each
-//! non-root group on the path to the root has one entity in its parent's queue. Levels are
-//! walked with [`for_each_level`] ([`task_level`], then [`level_above`]): (queue owner, key)
-//! pairs from the task's own level up to the root's. Outside a queue (asleep, or between the
-//! dequeue and enqueue of a requeue) a task's entity is parked in `Task::parked_se` with its
-//! lag.
+//! non-root group on the path to the root has one entity in its parent's queue. The walks
+//! over these levels (the pick's descent, the switch's put/set of the differing levels, the
+//! matching level of a wakeup, charging, group entities following their queues) are policy:
+//! they live in `cadence_sched::fair_group`, host-tested against a model tree, and run here
+//! over this CPU's queues through its `GroupQueues` trait, implemented below for `RqInner`.
+//! This file keeps what touches tasks, locks and per-CPU data. Outside a queue (asleep, or
+//! between the dequeue and enqueue of a requeue) a task's entity is parked in
+//! `Task::parked_se` with its lag.
 //!
 //! **Charging** (Linux's `update_curr` per level): the running task's own entity is charged
 //! at every `update_curr`; the group entities above it are charged lazily, as Linux charges
@@ -14,7 +17,7 @@
 //! every level). The time not yet charged to them is `RqInner::fair_pending_ns`, and
 //! [`flush_group_charge`] charges it to every level of the running task's path before
 //! anything reads or changes a queue above the task's own: the tick, a put or pick
-//! (switch), a group entity's queueing or weight change ([`propagate`]), and a wakeup
+//! (switch), a group entity's queueing or weight change (`fair_group::propagate`), and a wakeup
 //! preemption decided above the task's own level. A group's slice end is therefore seen at
 //! the next tick or switch (Linux: the same), and each switch charges the upper levels once
 //! instead of once per charge point.
@@ -24,6 +27,7 @@ use crate::sched::group::{GroupId, GroupRq, ROOT_GROUP};
 use crate::sched::task::{ClassId, Task};
 use crate::sched::{RqInner, SeKey};
 use alloc::sync::Arc;
+use cadence_sched::fair_group::{self, GroupQueues, GroupState, Propagate};
 use cadence_sched::{CpuMask, FairEntity, FairRq, ValidAttr};
 
 pub struct FairClass;
@@ -84,24 +88,11 @@ pub fn reweight_task(rq: &mut RqInner, task: &Arc<Task>, attr: &ValidAttr) {
 
 /// The fair queue of group `gid` on this CPU (root: the run queue's own).
 pub fn fair_rq(rq: &RqInner, gid: GroupId) -> Option<&FairRq<SeKey>> {
-    if gid == ROOT_GROUP {
-        Some(&rq.fair)
-    } else {
-        rq.group_rqs.get(&gid).map(|g| &g.rq)
-    }
+    rq.queue(gid).map(|(frq, _)| frq)
 }
 
 pub fn fair_rq_mut(rq: &mut RqInner, gid: GroupId) -> Option<&mut FairRq<SeKey>> {
-    if gid == ROOT_GROUP {
-        Some(&mut rq.fair)
-    } else {
-        rq.group_rqs.get_mut(&gid).map(|g| &mut g.rq)
-    }
-}
-
-/// The parent of `gid` as recorded in this CPU's group queue.
-fn parent_of(rq: &RqInner, gid: GroupId) -> GroupId {
-    rq.group_rqs.get(&gid).map(|g| g.tg.parent).unwrap_or(ROOT_GROUP)
+    rq.queue_mut(gid).map(|(frq, _)| frq)
 }
 
 /// Creates this CPU's queues for `gid` and its ancestors if missing. False if the group no
@@ -145,114 +136,80 @@ pub fn effective_group(task: &Task) -> GroupId {
     ROOT_GROUP
 }
 
-/// A level of a task's path: the queue owner (group id) and the entity's key in that queue.
-type Level = (GroupId, SeKey);
+/// A level of a task's path (`cadence_sched::fair_group`): its queue's group and its key.
+type Level = fair_group::Level<GroupId, SeKey>;
 
 /// The task's own level: its entity in its group's queue.
 fn task_level(task: &Task) -> Level {
-    (task.se_group.load(core::sync::atomic::Ordering::Relaxed), task.key())
+    Level { group: task.se_group.load(core::sync::atomic::Ordering::Relaxed), key: task.key() }
 }
 
-/// The level above `level` (its group's entity in the parent queue), `None` at the root.
-/// Walking with this instead of collecting the path keeps the hot paths (`update_curr`,
-/// `put_prev`, `set_next`, wakeup preemption) free of allocation.
-fn level_above(rq: &RqInner, (gid, _): Level) -> Option<Level> {
-    (gid != ROOT_GROUP).then(|| (parent_of(rq, gid), SeKey::Group(gid)))
-}
+/// One CPU's fair queues as the group walks of `cadence_sched::fair_group` see them: the run
+/// queue's own for the root group, `group_rqs` for the others (each knows its parent and
+/// depth), the pending charge in `fair_pending_ns`.
+impl GroupQueues for RqInner {
+    type Key = SeKey;
+    type Gid = GroupId;
 
-/// Calls `f(queue, key, own)` for every level of the task's path, from its own (`own` = true)
-/// up to the root's entity: one lookup per level (the group's queue here, which also names
-/// its parent).
-fn for_each_level(rq: &mut RqInner, task: &Task, f: impl FnMut(&mut FairRq<SeKey>, SeKey, bool)) {
-    for_each_level_from(rq, task_level(task), f)
-}
+    fn root(&self) -> GroupId {
+        ROOT_GROUP
+    }
 
-/// [`for_each_level`] from `level` up (`own` is true for `level`).
-fn for_each_level_from(rq: &mut RqInner, (mut gid, mut key): Level, mut f: impl FnMut(&mut FairRq<SeKey>, SeKey, bool)) {
-    let mut own = true;
-    loop {
-        let (frq, parent) = if gid == ROOT_GROUP {
-            (&mut rq.fair, None)
+    fn group_key(gid: GroupId) -> SeKey {
+        SeKey::Group(gid)
+    }
+
+    fn key_group(key: SeKey) -> Option<GroupId> {
+        match key {
+            SeKey::Group(gid) => Some(gid),
+            SeKey::Task(_) => None,
+        }
+    }
+
+    fn queue(&self, gid: GroupId) -> Option<(&FairRq<SeKey>, Option<GroupId>)> {
+        if gid == ROOT_GROUP {
+            Some((&self.fair, None))
         } else {
-            match rq.group_rqs.get_mut(&gid) {
-                Some(g) => (&mut g.rq, Some(g.tg.parent)),
-                None => return,
-            }
-        };
-        f(frq, key, core::mem::replace(&mut own, false));
-        let Some(parent) = parent else { return };
-        (gid, key) = (parent, SeKey::Group(gid));
+            self.group_rqs.get(&gid).map(|g| (&g.rq, Some(g.tg.parent)))
+        }
     }
-}
 
-/// Number of levels above the task's own (0 for a task of the root group): its group's depth.
-fn depth(rq: &RqInner, task: &Task) -> usize {
-    let gid = task.se_group.load(core::sync::atomic::Ordering::Relaxed);
-    if gid == ROOT_GROUP {
-        return 0;
+    fn queue_mut(&mut self, gid: GroupId) -> Option<(&mut FairRq<SeKey>, Option<GroupId>)> {
+        if gid == ROOT_GROUP {
+            Some((&mut self.fair, None))
+        } else {
+            self.group_rqs.get_mut(&gid).map(|g| (&mut g.rq, Some(g.tg.parent)))
+        }
     }
-    rq.group_rqs.get(&gid).map_or(0, |g| g.tg.depth as usize)
-}
 
-/// What [`propagate`] does above a level that did not change.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Propagate {
-    /// Stop there: with the load taken as the queued weight, a level whose entity kept its
-    /// weight and its place leaves its parent queue's load, and so everything above, as it
-    /// was (enqueue and dequeue).
-    Changes,
-    /// Every level up to the root (the tick and a shares change: other CPUs' loads, or the
-    /// shares themselves, move the weights at every level).
-    All,
-}
+    fn depth(&self, gid: GroupId) -> usize {
+        if gid == ROOT_GROUP {
+            return 0;
+        }
+        self.group_rqs.get(&gid).map_or(0, |g| g.tg.depth as usize)
+    }
 
-/// Re-weights the group entities from `gid` up to the root after `gid`'s queue changed, and
-/// queues/dequeues them as their queues become non-empty/empty. As in Linux's
-/// `enqueue_task_fair` / `dequeue_task_fair`, a group entity is queued as a wakeup
-/// (`ENQUEUE_WAKEUP`, whatever the task's flags: never `ENQUEUE_INITIAL`, which is a new
-/// task's half-slice placement) and dequeued as a sleep (`DEQUEUE_SLEEP`). Each level costs
-/// two lookups (the group's queue and its parent's).
-fn propagate(rq: &mut RqInner, mut gid: GroupId, enqueue: bool, how: Propagate) {
-    while gid != ROOT_GROUP {
-        let now = rq.exec_start;
-        let Some(grq) = rq.group_rqs.get_mut(&gid) else { return };
+    fn ensure_queue(&mut self, gid: GroupId) -> bool {
+        ensure_group_rq(self, gid)
+    }
+
+    /// Publishes the group's load here (rate-limited, `GroupRq::sync_load`) and gives its
+    /// entity's weight (`GroupRq::entity_weight`).
+    fn refresh_group(&mut self, gid: GroupId) -> Option<GroupState<GroupId>> {
+        let now = self.exec_start;
+        let grq = self.group_rqs.get_mut(&gid)?;
         grq.sync_load(now);
-        let weight = grq.entity_weight();
-        let empty = grq.rq.nr_queued() == 0;
-        let parent = grq.tg.parent;
-        if fair_rq(rq, parent).is_none() && !ensure_group_rq(rq, parent) {
-            return;
+        Some(GroupState { weight: grq.entity_weight(), empty: grq.rq.nr_queued() == 0, parent: grq.tg.parent })
+    }
+
+    /// `fair_pending_ns`, for the running task's path if it is a fair task.
+    fn take_pending(&mut self) -> Option<(GroupId, u64)> {
+        let pending = core::mem::take(&mut self.fair_pending_ns);
+        if pending == 0 {
+            return None;
         }
-        let key = SeKey::Group(gid);
-        let Some((attached, on_rq, old_weight)) =
-            fair_rq(rq, parent).map(|prq| prq.entity(key).map_or((false, false, 0), |e| (true, e.on_rq(), e.weight())))
-        else {
-            return;
-        };
-        let reweight = !attached || old_weight != weight;
-        let requeue = if enqueue { !on_rq && !empty } else { on_rq && empty };
-        if how == Propagate::Changes && !reweight && !requeue {
-            return;
-        }
-        // The parent queue changes: its running entity is charged up to now first.
-        flush_group_charge(rq);
-        let Some(prq) = fair_rq_mut(rq, parent) else { return };
-        if !attached {
-            let attached = prq.attach(key, cadence_sched::FairEntity::new(weight).unwrap_or_else(|_| new_entity(&ValidAttr::default())));
-            debug_assert!(attached.is_ok(), "attach of an absent group entity: {:?}", attached);
-        }
-        if reweight {
-            let reweighted = prq.reweight(key, weight);
-            debug_assert!(reweighted.is_ok(), "group entity reweight: {:?}", reweighted);
-        }
-        if requeue && enqueue {
-            let queued = prq.enqueue(key, cadence_sched::eevdf::ENQUEUE_WAKEUP);
-            debug_assert!(queued.is_ok(), "group entity enqueue: {:?}", queued);
-        } else if requeue {
-            let dequeued = prq.dequeue(key, cadence_sched::eevdf::DEQUEUE_SLEEP);
-            debug_assert!(dequeued.is_ok(), "group entity dequeue: {:?}", dequeued);
-        }
-        gid = parent;
+        let curr = self.curr.as_ref().filter(|c| c.class() == ClassId::Fair)?;
+        Some((curr.se_group.load(core::sync::atomic::Ordering::Relaxed), pending))
     }
 }
 
@@ -260,7 +217,7 @@ fn propagate(rq: &mut RqInner, mut gid: GroupId, enqueue: bool, how: Propagate) 
 /// group entities above (see the module doc). Returns true if its slice ended with others
 /// waiting (reschedule).
 pub fn update_curr_fair(rq: &mut RqInner, task: &Task, delta: u64) -> bool {
-    let (gid, key) = task_level(task);
+    let Level { group: gid, key } = task_level(task);
     let stats = crate::sched::hrtick::stats_on();
     let Some(frq) = fair_rq_mut(rq, gid) else { return false };
     if frq.curr() != Some(key) {
@@ -284,46 +241,15 @@ pub fn update_curr_fair(rq: &mut RqInner, task: &Task, delta: u64) -> bool {
 /// Charges the time pending for the running task's group entities (`fair_pending_ns`) to
 /// every level above its own. True if some level's slice ended with others waiting there.
 pub fn flush_group_charge(rq: &mut RqInner) -> bool {
-    let pending = core::mem::take(&mut rq.fair_pending_ns);
-    if pending == 0 {
-        return false;
-    }
-    let Some(gid) = rq.curr.as_ref().filter(|c| c.class() == ClassId::Fair).map(|c| c.se_group.load(core::sync::atomic::Ordering::Relaxed))
-    else {
-        return false;
-    };
-    let mut resched = false;
-    if let Some(first) = level_above(rq, (gid, SeKey::Group(gid))) {
-        for_each_level_from(rq, first, |frq, key, _| {
-            if frq.curr() == Some(key) {
-                resched |= frq.update_curr(pending);
-            }
-        });
-    }
-    resched
+    fair_group::flush_pending(rq)
 }
 
 /// Wakeup preemption between two fair tasks: decided at the first level where their paths
-/// differ (Linux `find_matching_se`), by that queue's EEVDF rule.
+/// differ (`fair_group::find_matching`, Linux `find_matching_se`), by that queue's EEVDF rule.
 pub fn check_preempt_fair(rq: &mut RqInner, curr: &Task, waking: &Task) -> bool {
-    // Bring both paths to the same depth, then walk up together until both entities sit in
-    // the same queue.
-    let (mut da, mut db) = (depth(rq, curr), depth(rq, waking));
-    let (mut a, mut b) = (task_level(curr), task_level(waking));
-    while da > db {
-        let Some(up) = level_above(rq, a) else { return false };
-        (a, da) = (up, da - 1);
-    }
-    while db > da {
-        let Some(up) = level_above(rq, b) else { return false };
-        (b, db) = (up, db - 1);
-    }
-    while a.0 != b.0 {
-        let (Some(ua), Some(ub)) = (level_above(rq, a), level_above(rq, b)) else { return false };
-        (a, b) = (ua, ub);
-    }
-    let ((queue, ka), (_, kb)) = (a, b);
-    if queue != task_level(curr).0 {
+    let own = task_level(curr);
+    let Some((queue, ka, kb)) = fair_group::find_matching(rq, own, task_level(waking)) else { return false };
+    if queue != own.group {
         flush_group_charge(rq); // decided above `curr`'s own level
     }
     ka != kb && fair_rq(rq, queue).is_some_and(|frq| frq.check_preempt_wakeup(kb, curr.policy(), waking.policy()))
@@ -337,7 +263,7 @@ pub fn task_entity<'a>(rq: &'a RqInner, task: &Task) -> Option<&'a cadence_sched
 /// Re-weights group `gid`'s entities on this CPU (after its shares changed).
 pub fn refresh_group_weights(rq: &mut RqInner, gid: GroupId) {
     if rq.group_rqs.contains_key(&gid) {
-        propagate(rq, gid, true, Propagate::All);
+        fair_group::propagate(rq, gid, true, Propagate::All);
     }
 }
 
@@ -373,60 +299,6 @@ fn park_if_dequeued(rq: &mut RqInner, task: &Task) {
     }
 }
 
-/// `key`, if it runs in `frq`, stops running there.
-fn put_entity(frq: &mut FairRq<SeKey>, key: SeKey) {
-    if frq.curr() == Some(key) {
-        let put = frq.put_prev(key);
-        debug_assert!(put.is_ok(), "put_prev of curr: {:?}", put);
-    }
-}
-
-/// `key` starts running in `frq`. EINVAL: not queued (a running task already dequeued, on its
-/// way to sleep, after an attribute change): nothing to start. Anything else is a bug.
-fn set_entity(frq: &mut FairRq<SeKey>, key: SeKey) {
-    let r = frq.set_next(key);
-    debug_assert!(matches!(r, Ok(()) | Err(cadence_sched::Errno::EINVAL)), "set_next: {:?}", r);
-}
-
-/// `prev`'s entity at `level` stops running there.
-fn put_level(rq: &mut RqInner, (gid, key): Level) {
-    if let Some(frq) = fair_rq_mut(rq, gid) {
-        put_entity(frq, key);
-    }
-}
-
-/// `next`'s entity at `level` starts running there.
-fn set_level(rq: &mut RqInner, (gid, key): Level) {
-    if let Some(frq) = fair_rq_mut(rq, gid) {
-        set_entity(frq, key);
-    }
-}
-
-/// From `prev` running to `next` running, touching only the levels where their paths differ
-/// (Linux `pick_next_task_fair`'s `is_same_group` walk): up from both tasks, deeper side
-/// first, putting `prev`'s entities and setting `next`'s, until both sit in one queue, where
-/// the last put and set happen. Above that queue both paths are the same entities, which stay
-/// `curr`: for two tasks of one group, one put and one set instead of one per level.
-fn switch_levels(rq: &mut RqInner, prev: &Task, next: &Task) {
-    let (mut pd, mut nd) = (depth(rq, prev), depth(rq, next));
-    let (mut p, mut n) = (task_level(prev), task_level(next));
-    while p.0 != n.0 {
-        let (pd0, nd0) = (pd, nd);
-        if nd0 <= pd0 {
-            put_level(rq, p);
-            let Some(up) = level_above(rq, p) else { break };
-            (p, pd) = (up, pd - 1);
-        }
-        if nd0 >= pd0 {
-            set_level(rq, n);
-            let Some(up) = level_above(rq, n) else { break };
-            (n, nd) = (up, nd - 1);
-        }
-    }
-    put_level(rq, p);
-    set_level(rq, n);
-}
-
 impl SchedClass for FairClass {
     fn name(&self) -> &'static str {
         "fair"
@@ -451,7 +323,7 @@ impl SchedClass for FairClass {
             return;
         }
         rq.nr_fair_tasks += 1;
-        propagate(rq, gid, true, Propagate::Changes);
+        fair_group::propagate(rq, gid, true, Propagate::Changes);
     }
 
     fn dequeue(&self, rq: &mut RqInner, task: &Arc<Task>, flags: u32) {
@@ -467,7 +339,7 @@ impl SchedClass for FairClass {
                 *task.parked_se.lock() = Some(se);
             }
         }
-        propagate(rq, gid, false, Propagate::Changes);
+        fair_group::propagate(rq, gid, false, Propagate::Changes);
     }
 
     /// Descends from the root queue through group entities to a task. A queue's running
@@ -475,21 +347,17 @@ impl SchedClass for FairClass {
     /// had been put back (`pick_next_as_put_back`): the pick is the same whether or not the
     /// levels were put first.
     fn pick_next(&self, rq: &mut RqInner) -> Option<Arc<Task>> {
-        let mut gid = ROOT_GROUP;
-        for _ in 0..64 {
-            match fair_rq(rq, gid)?.pick_next_as_put_back()? {
-                SeKey::Task(tid) => return lookup(rq, tid),
-                SeKey::Group(child) => gid = child,
-            }
+        match fair_group::pick_task(rq)? {
+            SeKey::Task(tid) => lookup(rq, tid),
+            SeKey::Group(_) => None,
         }
-        None
     }
 
     /// Linux's `pick_next_task_fair` with `prev`: only when every queued task here is fair.
     /// The pick descends with `prev`'s entities still `curr` at every level and chooses what
     /// the full put-pick-set chooses ([`FairClass::pick_next`]: each running entity competes
     /// as if put back; Linux's `pick_eevdf` would keep a protected `curr` here, a change of
-    /// decisions this path does not make). Then [`switch_levels`] puts and sets only the
+    /// decisions this path does not make). Then `fair_group::switch_levels` puts and sets only the
     /// levels below the common ancestor: running entities above it, and all of `prev`'s when
     /// it is picked again, keep their slice protection as it was (Linux's; the full path
     /// renewed it at every switch).
@@ -500,7 +368,7 @@ impl SchedClass for FairClass {
         flush_group_charge(rq); // the pick compares the upper levels' running entities
         let next = self.pick_next(rq)?;
         if !Arc::ptr_eq(&next, prev) {
-            switch_levels(rq, prev, &next);
+            fair_group::switch_levels(rq, task_level(prev), task_level(&next));
             park_if_dequeued(rq, prev);
         }
         Some(next)
@@ -508,12 +376,12 @@ impl SchedClass for FairClass {
 
     fn put_prev(&self, rq: &mut RqInner, task: &Arc<Task>) {
         flush_group_charge(rq);
-        for_each_level(rq, task, |frq, key, _| put_entity(frq, key));
+        fair_group::for_each_level(rq, task_level(task), |frq, key, _| fair_group::put_entity(frq, key));
         park_if_dequeued(rq, task);
     }
 
     fn set_next(&self, rq: &mut RqInner, task: &Arc<Task>) {
-        for_each_level(rq, task, |frq, key, _| set_entity(frq, key));
+        fair_group::for_each_level(rq, task_level(task), |frq, key, _| fair_group::set_entity(frq, key));
     }
 
     fn update_curr(&self, rq: &mut RqInner, task: &Arc<Task>, delta_ns: u64, _now: u64) -> bool {
@@ -544,7 +412,7 @@ impl SchedClass for FairClass {
         let resched = flush_group_charge(rq);
         let gid = task.se_group.load(core::sync::atomic::Ordering::Relaxed);
         if gid != ROOT_GROUP {
-            propagate(rq, gid, true, Propagate::All);
+            fair_group::propagate(rq, gid, true, Propagate::All);
         }
         resched
     }
