@@ -35,7 +35,7 @@
 //! (`Task::core_forceidle_ns`, Linux's `forceidle_sum`), and traced (`sched_core_force_idle`).
 
 use super::rqlock::RqGuard;
-use super::task::{ClassId, Task, Tid};
+use super::task::{Task, Tid};
 use super::{rq_of, set_need_resched, RqInner};
 use crate::percpu::{self, PerCpu};
 use crate::sync::SpinLock;
@@ -57,7 +57,10 @@ static LIVE: AtomicU64 = AtomicU64::new(0);
 /// `kernel.sched_core`.
 static ENABLED: AtomicBool = AtomicBool::new(true);
 
-const MAX_CANDIDATES: usize = 8;
+/// Distinct cookies a CPU offers the core-wide pick (`CandidateList`'s room): the best task
+/// of each, over all classes. More cookies than this on one CPU at once may force a sibling
+/// idle although a compatible task was runnable there (counted: [`dropped_candidates`]).
+pub const MAX_COOKIES_PER_CPU: usize = 24;
 
 /// Most SMT threads per core that core scheduling handles (a core with more has it off: its
 /// CPUs count as having no siblings, see [`siblings`]).
@@ -185,76 +188,64 @@ pub(super) fn apply_pending(prev: &Task, cpu: u32) -> bool {
     old != new
 }
 
-/// Candidates of one CPU for the core-wide pick: up to [`MAX_CANDIDATES`] deadline, as many
-/// RT and as many fair tasks, in a fixed array (the pick runs under run-queue locks: no heap).
-#[derive(Clone, Copy)]
-pub struct CandList {
-    items: [Candidate<Tid>; 3 * MAX_CANDIDATES],
-    len: usize,
-}
+/// Candidates of one CPU for the core-wide pick: the best task of each cookie
+/// (`cadence_sched::core_sched::CandidateList`, in fixed storage: the pick runs under run-queue
+/// locks, no heap).
+pub type CandList = policy::CandidateList<Tid, MAX_COOKIES_PER_CPU>;
 
-const NO_CANDIDATE: Candidate<Tid> = Candidate { task: 0, rank: Rank::Rt { rt_priority: 0 }, cookie: CookieId::NONE };
-
-impl CandList {
-    const EMPTY: CandList = CandList { items: [NO_CANDIDATE; 3 * MAX_CANDIDATES], len: 0 };
-
-    fn push(&mut self, c: Candidate<Tid>) {
-        if let Some(slot) = self.items.get_mut(self.len) {
-            *slot = c;
-            self.len += 1;
-        }
-    }
-}
-
-impl AsRef<[Candidate<Tid>]> for CandList {
-    fn as_ref(&self) -> &[Candidate<Tid>] {
-        &self.items[..self.len]
-    }
-}
-
-/// The candidate lists of [`pick`], one per sibling: ~4 KiB, too much for the stack of a
-/// `schedule()` called from an interrupt's exit on a 16 KiB task stack. One per run queue
-/// (`RqInner::core_lists`), allocated at boot (built in place: no stack temporary).
+/// The candidate lists of [`pick`], one per sibling: ~10 KiB, too much for the stack of a
+/// `schedule()` called from an interrupt's exit on a 16 KiB task stack. One set per run queue
+/// (`RqInner::core_lists`), allocated at boot.
 pub fn new_core_lists() -> alloc::boxed::Box<[CandList]> {
-    alloc::vec![CandList::EMPTY; MAX_SMT].into_boxed_slice()
+    alloc::vec![CandList::new(); MAX_SMT].into_boxed_slice()
 }
 
-/// Runnable tasks of one run queue, best first (deadline tasks by absolute deadline, RT by
-/// priority, fair by relative deadline), into `out`.
+/// Candidate lists that ran out of room (see [`MAX_COOKIES_PER_CPU`]).
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// How many times a CPU's candidate list ran out of room in a core-wide pick (0 unless more
+/// than [`MAX_COOKIES_PER_CPU`] cookies were queued on one CPU at once); `coresched stat`
+/// shows it.
+pub fn dropped_candidates() -> u64 {
+    DROPPED.load(Ordering::Relaxed)
+}
+
+/// Runnable tasks of one run queue into `out`, best first (`CandidateList::offer`'s
+/// contract): deadline tasks by absolute deadline, RT by priority then FIFO, fair tasks in
+/// the order this CPU's fair class would run them (`fair_group::for_each_candidate`, keys
+/// comparable across siblings).
 fn candidates(g: &RqInner, out: &mut CandList) {
-    out.len = 0;
-    for (deadline, tid) in g.dl.iter().take(MAX_CANDIDATES) {
+    out.clear();
+    let mut room = true;
+    for (deadline, tid) in g.dl.iter() {
         if let Some(t) = g.tasks.get(&tid) {
-            out.push(Candidate { task: tid, rank: Rank::Dl { deadline }, cookie: cookie_of(t) });
+            room = out.offer(Candidate { task: tid, rank: Rank::Dl { deadline }, cookie: cookie_of(t) });
+        }
+        if !room {
+            break;
         }
     }
-    if !g.rt_bw.throttled {
-        for (tid, prio) in g.rt.iter().take(MAX_CANDIDATES) {
+    if room && !g.rt_bw.throttled {
+        for (tid, prio) in g.rt.iter() {
             if let Some(t) = g.tasks.get(&tid) {
-                out.push(Candidate { task: tid, rank: Rank::Rt { rt_priority: prio }, cookie: cookie_of(t) });
+                room = out.offer(Candidate { task: tid, rank: Rank::Rt { rt_priority: prio }, cookie: cookie_of(t) });
+            }
+            if !room {
+                break;
             }
         }
     }
-    // The MAX_CANDIDATES fair tasks with the smallest keys, in key order (equal keys keep
-    // the task-table order): an insertion into a small sorted array.
-    let mut fair = [(0i64, NO_CANDIDATE); MAX_CANDIDATES];
-    let mut n = 0;
-    for t in g.tasks.values().filter(|t| t.class() == ClassId::Fair) {
-        let gid = t.se_group.load(Ordering::Relaxed);
-        let Some(frq) = super::class::fair_rq(g, gid) else { continue };
-        let Some(se) = frq.entity(t.key()) else { continue };
-        let key = se.deadline().wrapping_sub(frq.min_vruntime()) as i64;
-        let pos = fair[..n].partition_point(|&(k, _)| k <= key);
-        if pos == MAX_CANDIDATES {
-            continue;
-        }
-        let end = n.min(MAX_CANDIDATES - 1);
-        fair.copy_within(pos..end, pos + 1);
-        fair[pos] = (key, Candidate { task: t.tid, rank: Rank::Fair { key }, cookie: cookie_of(t) });
-        n = (n + 1).min(MAX_CANDIDATES);
+    if room {
+        cadence_sched::fair_group::for_each_candidate(g, |key, rank| {
+            let super::SeKey::Task(tid) = key else { return true };
+            match g.tasks.get(&tid) {
+                Some(t) => out.offer(Candidate { task: tid, rank: Rank::Fair { key: rank }, cookie: cookie_of(t) }),
+                None => true,
+            }
+        });
     }
-    for &(_, c) in &fair[..n] {
-        out.push(c);
+    if out.dropped() > 0 {
+        DROPPED.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -283,7 +274,7 @@ pub(super) fn pick(cpu: u32, g: &mut RqInner, others: &mut [(u32, RqGuard<'stati
         } else if let Some((_, og)) = others.iter().find(|(o, _)| *o == c) {
             candidates(og, list);
         } else {
-            list.len = 0;
+            list.clear();
         }
     }
     let n = order.len();

@@ -298,7 +298,9 @@ fn reserve_ids() {
 }
 
 /// Creates a group under `parent` with `cpu.weight` `weight`. EINVAL for a bad name or weight,
-/// ESRCH for an unknown parent, EBUSY for a name in use, ENOMEM (injected failures).
+/// ESRCH for an unknown parent, EBUSY for a name in use, EAGAIN past
+/// `cadence_sched::fair_group::MAX_GROUP_DEPTH` levels (Linux's errno at `cgroup.max.depth`),
+/// ENOMEM (injected failures).
 pub fn create(name: &str, parent: GroupId, weight: u64, kind: GroupKind) -> Result<Arc<TaskGroup>, Errno> {
     let _defer = super::signal::DeferFatal::new();
     if !valid_name(name) || !(1..=MAX_WEIGHT).contains(&weight) {
@@ -310,6 +312,10 @@ pub fn create(name: &str, parent: GroupId, weight: u64, kind: GroupKind) -> Resu
     if names.contains_key(&key) {
         return Err(Errno::EBUSY);
     }
+    let depth = parent_tg.as_ref().map_or(1, |p| p.depth + 1);
+    if depth as usize > cadence_sched::fair_group::MAX_GROUP_DEPTH {
+        return Err(Errno::EAGAIN);
+    }
     if crate::mm::fail_alloc::should_fail("task_group") {
         return Err(Errno::ENOMEM);
     }
@@ -318,7 +324,7 @@ pub fn create(name: &str, parent: GroupId, weight: u64, kind: GroupKind) -> Resu
         id,
         name: name.into(),
         parent,
-        depth: parent_tg.as_ref().map_or(1, |p| p.depth + 1),
+        depth,
         kind,
         shares: AtomicU64::new(weight * cadence_sched::weight::NICE_0_LOAD / DEFAULT_WEIGHT),
         load_total: AtomicU64::new(0),

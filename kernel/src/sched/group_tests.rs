@@ -89,6 +89,28 @@ fn manual_groups_lifecycle_and_errors() {
     assert_eq!(group::create("bad name", ROOT_GROUP, 100, GroupKind::Manual).err(), Some(Errno::EINVAL));
     assert_eq!(group::create("w0", ROOT_GROUP, 0, GroupKind::Manual).err(), Some(Errno::EINVAL));
     assert_eq!(group::create("w1", ROOT_GROUP, 10_001, GroupKind::Manual).err(), Some(Errno::EINVAL));
+    // A chain as deep as allowed, then EAGAIN one level further (Linux at cgroup.max.depth).
+    let mut chain = alloc::vec![g.clone()];
+    for d in 2..=cadence_sched::fair_group::MAX_GROUP_DEPTH {
+        let parent = chain.last().expect("chain").id;
+        chain.push(group::create(&alloc::format!("deep{}", d), parent, 100, GroupKind::Manual).expect("within the depth"));
+    }
+    assert_eq!(chain.last().map(|c| c.depth as usize), Some(cadence_sched::fair_group::MAX_GROUP_DEPTH));
+    let deepest = chain.last().expect("chain").id;
+    assert_eq!(group::create("too-deep", deepest, 100, GroupKind::Manual).err(), Some(Errno::EAGAIN));
+    // A task in the deepest group runs (the pick descends every level).
+    let stop = Arc::new(AtomicBool::new(false));
+    let deep = spawn(SpawnOptions::new("deep").pin(3), hog_fn(stop.clone())).expect("spawn");
+    group::move_task(deep.tid, deepest).expect("move deep");
+    let ran = runtime(&deep);
+    super::sleep_ns(30_000_000);
+    assert!(runtime(&deep) > ran, "a task {} levels down never ran", cadence_sched::fair_group::MAX_GROUP_DEPTH);
+    stop.store(true, Ordering::Relaxed);
+    assert_eq!(wait(deep.tid), Ok(0));
+    for c in chain.iter().skip(1).rev() {
+        group::destroy(c.id).expect("destroy the chain");
+    }
+    drop(chain);
     assert_eq!(group::set_weight(g.id, 0), Err(Errno::EINVAL));
     assert_eq!(group::set_weight(9999, 50), Err(Errno::ESRCH));
     group::set_weight(g.id, 200).expect("weight");

@@ -64,6 +64,11 @@ fn stat() -> CmdResult {
         if coresched::smt_present() { "present" } else { "absent" }
     );
     shout!("cookied tasks started without the core-wide check: {} (must be 0)", coresched::unchecked_picks());
+    shout!(
+        "candidate lists out of room (more than {} cookies queued on one CPU): {}",
+        coresched::MAX_COOKIES_PER_CPU,
+        coresched::dropped_candidates()
+    );
     let mut seen = 0u64;
     for cpu in crate::percpu::online_cpus() {
         let sib = coresched::siblings(cpu.cpu_id);

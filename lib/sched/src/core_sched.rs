@@ -75,6 +75,12 @@
 //! sibling is forced idle *only* if none of its candidates is compatible. Both are equally
 //! safe; Cadence's keeps more SMT throughput.
 //!
+//! The candidates a sibling offers: its runnable tasks, each class's in the order the CPU
+//! would run them (deadline by deadline, RT by priority then FIFO, fair by the hierarchical
+//! EEVDF pick: `fair_group::for_each_candidate`, whose first is the CPU's own pick), kept
+//! in a [`CandidateList`] as the best task of each cookie. That is all the pick needs, for
+//! up to the list's room in distinct cookies per sibling (the kernel's: 24).
+//!
 //! Proven by tests and proptests below: every selected task has the core cookie; `max`
 //! always runs; each sibling runs its best compatible candidate; a sibling is forced idle
 //! iff it had candidates and none compatible. The idle task is implicit (candidates never
@@ -565,6 +571,75 @@ pub struct Candidate<T> {
     pub rank: Rank,
     /// Its cookie.
     pub cookie: CookieId,
+}
+
+/// One sibling's candidates for [`pick_core`], at most `N` (fixed storage: the kernel fills it
+/// under run-queue locks). Offered **best first** (non-increasing rank: each class's tasks in
+/// the order the CPU would run them, classes from the highest), it keeps only the first
+/// candidate of each cookie: the pick needs of a sibling only its best candidate overall and
+/// its best of the core cookie, both of which are a best of some cookie. So [`pick_core`]
+/// over this list chooses as over every candidate offered, as long as they carry at most `N`
+/// distinct cookies (proptest `candidate_list_picks_as_the_full_list`); past that, later
+/// cookies are left out and a sibling may be forced idle although a task of the core cookie
+/// was runnable there ([`CandidateList::dropped`] counts them).
+#[derive(Clone, Copy, Debug)]
+pub struct CandidateList<T, const N: usize> {
+    items: [Candidate<T>; N],
+    len: usize,
+    dropped: usize,
+}
+
+impl<T: Copy + Default, const N: usize> Default for CandidateList<T, N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Copy + Default, const N: usize> CandidateList<T, N> {
+    /// An empty list.
+    pub fn new() -> Self {
+        let none = Candidate { task: T::default(), rank: Rank::Fair { key: i64::MAX }, cookie: CookieId::NONE };
+        CandidateList { items: [none; N], len: 0, dropped: 0 }
+    }
+}
+
+impl<T: Copy, const N: usize> CandidateList<T, N> {
+    /// Empties the list.
+    pub fn clear(&mut self) {
+        self.len = 0;
+        self.dropped = 0;
+    }
+
+    /// Offers the next candidate (no better than any offered before). Kept if it is the first
+    /// of its cookie and there is room. False once the list is full (the caller may stop:
+    /// nothing later can be kept).
+    pub fn offer(&mut self, c: Candidate<T>) -> bool {
+        if self.items[..self.len].iter().any(|x| x.cookie == c.cookie) {
+            return true;
+        }
+        match self.items.get_mut(self.len) {
+            Some(slot) => {
+                *slot = c;
+                self.len += 1;
+                true
+            }
+            None => {
+                self.dropped += 1;
+                false
+            }
+        }
+    }
+
+    /// Candidates left out for want of room (a cookie beyond the first `N`).
+    pub fn dropped(&self) -> usize {
+        self.dropped
+    }
+}
+
+impl<T, const N: usize> AsRef<[Candidate<T>]> for CandidateList<T, N> {
+    fn as_ref(&self) -> &[Candidate<T>] {
+        &self.items[..self.len]
+    }
 }
 
 /// What one sibling is to run.
@@ -1388,6 +1463,37 @@ mod tests {
             if all.iter().all(|c| c.cookie.is_none()) {
                 prop_assert_eq!(p.forceidle_count, 0);
             }
+        }
+    }
+
+    proptest! {
+        /// Offered best first, a list of the best task per cookie picks as the full lists do
+        /// while there is room for every cookie.
+        #[test]
+        fn candidate_list_picks_as_the_full_list((mut sib, this) in core()) {
+            for s in sib.iter_mut() {
+                s.sort_by_key(|c| core::cmp::Reverse(c.rank)); // stable: equal ranks keep their order
+            }
+            let lists: Vec<CandidateList<u32, 4>> = sib
+                .iter()
+                .map(|s| {
+                    let mut l = CandidateList::new();
+                    for &c in s {
+                        prop_assert!(l.offer(c), "4 cookies fit in 4");
+                    }
+                    Ok(l)
+                })
+                .collect::<Result<_, TestCaseError>>()?;
+            let (full, kept) = (pick_core(&sib, this), pick_core(&lists, this));
+            prop_assert_eq!(full, kept);
+            // Past its room a list says so.
+            let mut small: CandidateList<u32, 1> = CandidateList::new();
+            for c in sib.iter().flatten() {
+                small.offer(*c);
+            }
+            let cookies: alloc::collections::BTreeSet<_> = sib.iter().flatten().map(|c| c.cookie).collect();
+            prop_assert_eq!(small.as_ref().len(), cookies.len().min(1));
+            prop_assert_eq!(small.dropped() > 0, cookies.len() > 1);
         }
     }
 

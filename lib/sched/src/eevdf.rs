@@ -780,6 +780,43 @@ impl<K: Copy + Ord> FairRq<K> {
         self.pick(false, true)
     }
 
+    /// The queued entities (`curr` included, as if put back) in the order this queue would
+    /// run them from now, for the core-wide pick's candidates: first
+    /// [`FairRq::pick_next_as_put_back`], then the other eligible entities, then the
+    /// ineligible ones, each group by (deadline, key). Calls `f` on each until it returns
+    /// false; returns false if it did. (After the first, the order is EEVDF's with `V` held
+    /// at its present value: a later pick's `V` moves as entities leave.)
+    pub fn for_each_in_pick_order(&self, mut f: impl FnMut(K) -> bool) -> bool {
+        let first = self.pick_next_as_put_back();
+        if let Some(k) = first {
+            if !f(k) {
+                return false;
+            }
+        }
+        let curr = self.curr_on_rq().and_then(|se| self.curr.map(|c| (se.deadline, c)));
+        for eligible in [true, false] {
+            let mut curr = curr;
+            let mut visit = |k: K| first == Some(k) || self.is_eligible(k) != eligible || f(k);
+            for &(d, k) in self.timeline.iter() {
+                if let Some(c) = curr.filter(|&c| c < (d, k)) {
+                    curr = None;
+                    if !visit(c.1) {
+                        return false;
+                    }
+                }
+                if !visit(k) {
+                    return false;
+                }
+            }
+            if let Some((_, c)) = curr {
+                if !visit(c) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
     /// `put_back`: `curr` is ordered as the tree orders (deadline, then key) and without
     /// RUN_TO_PARITY, exactly as if it had been put back.
     fn pick(&self, run_to_parity: bool, put_back: bool) -> Option<K> {

@@ -34,9 +34,14 @@ use crate::weight::NICE_0_LOAD;
 use crate::Errno;
 use core::fmt::Debug;
 
-/// Deepest group tree the pick descends (a guard against a corrupted tree: the kernel's group
-/// depth is far lower).
-pub const MAX_DEPTH: usize = 64;
+/// Deepest group below the root: a group is created at most this many levels down (Linux's
+/// `cgroup.max.depth` is unlimited by default; a bound keeps every walk here bounded, and the
+/// candidates' descent, [`for_each_candidate`], recursive on a small kernel stack).
+pub const MAX_GROUP_DEPTH: usize = 16;
+
+/// Queues a descent visits at most: the root's plus one per group level. Deeper levels
+/// (a corrupted tree) are not descended.
+pub const MAX_DEPTH: usize = MAX_GROUP_DEPTH + 1;
 
 /// One level of a task's path: the queue (owned by group `group`) and the entity's key in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,6 +202,43 @@ pub fn pick_task<Q: GroupQueues>(q: &Q) -> Option<Q::Key> {
         }
     }
     None
+}
+
+/// The tasks queued on this CPU in the order it would run them (the first is
+/// [`pick_task`]'s), for the core-wide pick: a descent in pick order
+/// ([`FairRq::for_each_in_pick_order`] at every level). Each comes with a key comparable
+/// across SMT siblings (`core_sched::Rank::Fair`, smaller is more important): its root-level
+/// entity's virtual deadline relative to the root queue's `V` (Linux's `cfs_prio_less`
+/// compares tasks of different top-level groups at the root level), raised where needed so
+/// that keys never decrease along the order: a CPU's own order is its rank order, and across
+/// siblings only each one's first key counts (the core-wide `max`). Calls `f(task, key)`
+/// until it returns false. Levels past [`MAX_DEPTH`] are not descended.
+pub fn for_each_candidate<Q: GroupQueues>(q: &Q, mut f: impl FnMut(Q::Key, i64) -> bool) {
+    let Some((root, _)) = q.queue(q.root()) else { return };
+    let v = root.avg_vruntime();
+    let mut last = i64::MIN;
+    root.for_each_in_pick_order(|k| {
+        let raw = root.entity(k).map_or(0, |se| se.deadline().wrapping_sub(v) as i64);
+        let key = raw.max(last);
+        last = key;
+        let mut emit = |task: Q::Key| f(task, key);
+        match Q::key_group(k) {
+            None => emit(k),
+            Some(child) => descend_candidates(q, child, 1, &mut emit),
+        }
+    });
+}
+
+/// [`for_each_candidate`] below the root: group `gid`'s queue, `depth` queues down.
+fn descend_candidates<Q: GroupQueues>(q: &Q, gid: Q::Gid, depth: usize, f: &mut dyn FnMut(Q::Key) -> bool) -> bool {
+    if depth >= MAX_DEPTH {
+        return true;
+    }
+    let Some((frq, _)) = q.queue(gid) else { return true };
+    frq.for_each_in_pick_order(|k| match Q::key_group(k) {
+        None => f(k),
+        Some(child) => descend_candidates(q, child, depth + 1, f),
+    })
 }
 
 /// Charges `delta_ns` to the running entities above group `own`'s queue (the group entities
@@ -482,6 +524,53 @@ mod tests {
                 other => prop_assert!(left.is_empty(), "picked {:?} with {:?} queued", other, left),
             }
         }
+    }
+
+    proptest! {
+        /// The candidates are every queued task once, the first is what the CPU picks, and the
+        /// keys never decrease (the CPU's own order is its rank order).
+        #[test]
+        fn candidates_start_with_the_pick_and_cover_every_task((parents, tasks) in tree_and_tasks(), runs in proptest::collection::vec((0usize..10, 1u64..5_000_000), 0..12)) {
+            let mut t = Tree::new(&parents);
+            for (tid, &g) in tasks.iter().enumerate() {
+                t.enqueue_task(tid as u32, g);
+            }
+            // Let picked tasks run a while, so vruntimes, deadlines and eligibility spread.
+            for (_, ns) in runs {
+                let Some(K::Task(tid)) = pick_task(&t) else { break };
+                let g = tasks[tid as usize];
+                t.set_path(g, tid);
+                for_each_level(&mut t, Level { group: g, key: K::Task(tid) }, |frq, _, _| { frq.update_curr(ns); });
+                t.put_path(g, tid);
+            }
+            // And one runs now: its path's entities are `curr`, out of the timelines.
+            if let Some(K::Task(tid)) = pick_task(&t) {
+                t.set_path(tasks[tid as usize], tid);
+            }
+            let mut seen = Vec::new();
+            let mut keys = Vec::new();
+            for_each_candidate(&t, |k, key| { seen.push(k); keys.push(key); true });
+            prop_assert_eq!(seen.first().copied(), pick_task(&t));
+            prop_assert!(keys.windows(2).all(|w| w[0] <= w[1]), "keys {:?}", keys);
+            let mut sorted = seen.clone();
+            sorted.sort();
+            let all: Vec<K> = (0..tasks.len() as u32).map(K::Task).collect();
+            prop_assert_eq!(sorted, all);
+        }
+    }
+
+    #[test]
+    fn candidates_stop_when_asked() {
+        let mut t = Tree::new(&[0]);
+        for tid in 0..4 {
+            t.enqueue_task(tid, tid % 2);
+        }
+        let mut n = 0;
+        for_each_candidate(&t, |_, _| {
+            n += 1;
+            n < 3
+        });
+        assert_eq!(n, 3);
     }
 
     #[test]

@@ -16,7 +16,7 @@
 //!   (Linux keeps `curr` on the rt list), so SCHED_FIFO runs the head until it blocks.
 //! * Within a level order is FIFO; `head = true` inserts at the front (Linux
 //!   `ENQUEUE_HEAD`, used when a running task is preempted so it resumes first).
-//! * SCHED_RR: on each tick [`rr_tick`] consumes the timeslice; on expiry the task is
+//! * SCHED_RR: [`RtPrioArray::charge_rr`] consumes the timeslice ([`rr_tick`]); on expiry the task is
 //!   refilled and, if it has peers at its level, moved to the tail with
 //!   [`RtPrioArray::requeue`] (`requeue_task_rt(rq, p, 0)`) and the CPU rescheduled.
 //!   `sched_yield` is the same rotation.
@@ -224,6 +224,25 @@ impl<K: Copy + Ord> RtPrioArray<K> {
         upto - below
     }
 
+    /// Charges `delta_ns` of running time to SCHED_RR task `key`'s quantum `remaining_ns`
+    /// (Linux `task_tick_rt`, by the exact running time instead of one tick): on expiry the
+    /// quantum is refilled with `timeslice_ns` and, if `key` shares its level with peers, it
+    /// moves behind them (`requeue_task_rt(rq, p, 0)`). Returns the new quantum and whether
+    /// `key` rotated (the CPU must then reschedule). A task no longer queued (dequeued before
+    /// this charge, on its way to sleep) is refilled on expiry but has nothing to rotate.
+    pub fn charge_rr(&mut self, key: K, remaining_ns: u64, delta_ns: u64, timeslice_ns: u64) -> (u64, bool) {
+        let (left, expired) = rr_tick(remaining_ns, delta_ns, timeslice_ns);
+        let peers = self.prio_of(key).is_some_and(|p| self.nr_at_prio(p) > 1);
+        (left, expired && peers && self.requeue(key, false).is_ok())
+    }
+
+    /// The rest of SCHED_RR task `key`'s quantum, when its end matters (it shares its level
+    /// with peers, so expiry rotates): what a one-shot timer (hrtick) should end. `None` when
+    /// it runs alone at its level or is not queued.
+    pub fn rr_slice_left(&self, key: K, remaining_ns: u64) -> Option<u64> {
+        self.prio_of(key).is_some_and(|p| self.nr_at_prio(p) > 1).then_some(remaining_ns)
+    }
+
     /// Number of queued RT tasks (`rt_nr_running`).
     pub fn nr_running(&self) -> usize {
         self.index.len()
@@ -306,11 +325,9 @@ mod tests {
         for _ in 0..600 {
             let curr = rq.pick_highest().unwrap();
             ran.push(curr);
-            let (r, expired) = rr_tick(remaining, tick, slice.ns());
+            let (r, rotated) = rq.charge_rr(curr, remaining, tick, slice.ns());
+            assert_eq!(rotated, r == slice.ns());
             remaining = r;
-            if expired && rq.nr_at_prio(rq.prio_of(curr).unwrap()) > 1 {
-                rq.requeue(curr, false).unwrap();
-            }
         }
         // 100 ticks each, round robin, lower level never runs.
         assert!(ran[..100].iter().all(|&k| k == 1));
@@ -318,6 +335,23 @@ mod tests {
         assert!(ran[200..300].iter().all(|&k| k == 3));
         assert!(ran[300..400].iter().all(|&k| k == 1));
         assert!(!ran.contains(&9));
+    }
+
+    #[test]
+    fn rr_quantum_of_a_task_alone_or_asleep_refills_without_rotating() {
+        let mut rq = RtPrioArray::new();
+        rq.enqueue(1u32, 5, false).unwrap();
+        rq.enqueue(2, 6, false).unwrap(); // another level: not a peer
+        assert_eq!(rq.charge_rr(1, 3, 5, 100), (100, false), "alone at its level: refilled, not rotated");
+        assert_eq!(rq.rr_slice_left(1, 42), None, "alone: no timer needed for its quantum");
+        rq.enqueue(3, 5, false).unwrap();
+        assert_eq!(rq.rr_slice_left(1, 42), Some(42));
+        assert_eq!(rq.charge_rr(1, 30, 10, 100), (20, false), "not expired");
+        assert_eq!(rq.charge_rr(1, 20, 20, 100), (100, true), "expired with a peer: rotated");
+        assert_eq!(rq.iter().map(|(k, _)| k).collect::<Vec<_>>(), [2, 3, 1]);
+        rq.dequeue(3).unwrap(); // asleep before its charge
+        assert_eq!(rq.charge_rr(3, 1, 5, 100), (100, false));
+        assert_eq!(rq.rr_slice_left(3, 7), None);
     }
 
     #[test]

@@ -43,19 +43,16 @@ impl SchedClass for RtClass {
     fn set_next(&self, _rq: &mut RqInner, _task: &Arc<Task>) {}
 
     /// The RLIMIT_RTTIME watchdog and RT throttling (`rt_limits::account`), then the
-    /// SCHED_RR quantum: charged by the exact running time (`cadence_sched::rt::rr_tick`
-    /// with this delta, where Linux's `task_tick_rt` takes one tick), refilled on expiry and
-    /// the task moved behind its peers at the same priority.
+    /// SCHED_RR quantum (`RtPrioArray::charge_rr`): charged by the exact running time, where
+    /// Linux's `task_tick_rt` takes one tick, refilled on expiry and the task moved behind its
+    /// peers at the same priority.
     fn update_curr(&self, rq: &mut RqInner, task: &Arc<Task>, delta_ns: u64, now: u64) -> bool {
         let mut resched = crate::sched::rt_limits::account(rq, task, delta_ns, now);
         if task.policy() == cadence_sched::Policy::RR {
             let left = task.rr_remaining_ns.load(core::sync::atomic::Ordering::Relaxed);
-            let (left, expired) = cadence_sched::rt::rr_tick(left, delta_ns, crate::sched::rr_timeslice_ns());
+            let (left, rotated) = rq.rt.charge_rr(task.tid, left, delta_ns, crate::sched::rr_timeslice_ns());
             task.rr_remaining_ns.store(left, core::sync::atomic::Ordering::Relaxed);
-            if expired && rq.rt.nr_at_prio(task.rt_priority()) > 1 {
-                // ESRCH if it was dequeued before this charge (a sleep): nothing to rotate.
-                resched |= rq.rt.requeue(task.tid, false).is_ok();
-            }
+            resched |= rotated;
         }
         resched
     }
@@ -72,10 +69,10 @@ impl SchedClass for RtClass {
 
     /// A SCHED_RR task sharing its priority: the rest of its quantum.
     fn hrtick_slice(&self, rq: &mut RqInner, task: &Task) -> HrtickSlice {
-        if task.policy() == cadence_sched::Policy::RR && rq.rt.nr_at_prio(task.rt_priority()) > 1 {
-            HrtickSlice::Left(task.rr_remaining_ns.load(core::sync::atomic::Ordering::Relaxed))
-        } else {
-            HrtickSlice::None
+        let left = task.rr_remaining_ns.load(core::sync::atomic::Ordering::Relaxed);
+        match rq.rt.rr_slice_left(task.tid, left) {
+            Some(ns) if task.policy() == cadence_sched::Policy::RR => HrtickSlice::Left(ns),
+            _ => HrtickSlice::None,
         }
     }
 
