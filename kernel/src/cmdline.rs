@@ -2,7 +2,8 @@
 //! runner from `make run ARGS='...'`), tokenized by `cadence-cmdline`, turned into
 //! [`BootOptions`].
 //!
-//! Every option is listed in [`OPTIONS`] with its help text. Bad input never stops the boot:
+//! Every option is a [`BootParam`] (name, help, setter) in a table next to the code it sets;
+//! [`PARAMS`] lists the tables and `cmdline -h` prints them. Bad input never stops the boot:
 //! an unknown option prints `cadence: warning: unknown option '<name>'`, a bad value prints
 //! `cadence: warning: <name>: <reason>` and keeps the default, and a malformed line (e.g. an
 //! unterminated quote) is reported and ignored as a whole. (The test harness, after boot,
@@ -75,47 +76,158 @@ impl Default for BootOptions {
     }
 }
 
-/// Known options: (name, help).
-pub const OPTIONS: &[(&str, &str)] = &[
-    ("poweroff", "exit QEMU (success) when boot and run= commands are done"),
-    ("hz=N", "periodic tick rate, 10..=10000 (default 250)"),
-    ("maxcpus=N", "bring up at most N CPUs"),
-    ("nosmt", "keep SMT sibling threads offline (one thread per core)"),
-    ("nosmt_sched", "start with core scheduling off (kernel.sched_core=0)"),
-    ("noautogroup", "start with autogroup off (kernel.sched_autogroup_enabled=0)"),
-    ("autogroup=tty|session", "autogroup per tty (default, the seed) or per session (mainline)"),
-    ("hrtick=0|1", "preempt exactly at slice end with one-shot timers (default 0, as Linux)"),
-    ("sysctl.NAME=VALUE", "set a sysctl at boot, as Linux (e.g. sysctl.kernel.sched_features=RT_PUSH_IPI; quote values with spaces)"),
-    ("run=\"c1; c2\"", "commands to run at boot"),
-    (
-        "test=NAME",
-        "under cargo test: only kernel tests whose name contains NAME (repeatable: any of them); one matching no test fails the run",
-    ),
-    ("test_skip=N", "under cargo test: skip the first N selected tests (the runner reboots with it after a failure)"),
-    ("test_stress", "under cargo test: also run the long stress tests"),
-    ("test_fail_demo", "under cargo test: make testing::tests::fail_demo_when_asked fail (shows the runner going on)"),
-    ("test_fault=KIND", "provoke a fault: pagefault, gpf, ud, breakpoint, divide, stackoverflow"),
+/// Why an option's value was refused (printed as `cadence: warning: <name>: <reason>`).
+pub type SetResult = Result<(), String>;
+
+/// How a boot option takes effect.
+pub enum Setter {
+    /// Sets its subsystem's state at once, while the line is parsed (before any CPU but the
+    /// BSP runs and before the scheduler starts): the subsystem's boot default.
+    Now(fn(value: Option<&str>) -> SetResult),
+    /// Fills a field of [`BootOptions`], which the boot code reads.
+    Boot(fn(opts: &mut BootOptions, value: Option<&str>) -> SetResult),
+}
+
+/// A boot option, declared in a table next to the code it sets (as `sysctl.rs` declares
+/// sysctls): the scheduler's in `sched::autogroup`, `sched::coresched` and `sched::hrtick`,
+/// the boot code's and the test harness's in [`CORE_PARAMS`]. [`PARAMS`] lists the tables.
+pub struct BootParam {
+    /// `name`, or `name=VALUES` as help shows it; the name is what comes before `=`.
+    pub usage: &'static str,
+    pub help: &'static str,
+    /// What the option does; `value` is what follows `=` (`None`: none given).
+    pub set: Setter,
+}
+
+impl BootParam {
+    pub fn name(&self) -> &'static str {
+        self.usage.split('=').next().unwrap_or(self.usage)
+    }
+}
+
+/// Every boot option: one table per subsystem that has options. `sysctl.NAME=VALUE` is
+/// handled apart (any sysctl of `sysctl.rs`).
+pub static PARAMS: &[&[BootParam]] =
+    &[CORE_PARAMS, crate::sched::autogroup::BOOT_PARAMS, crate::sched::coresched::BOOT_PARAMS, crate::sched::hrtick::BOOT_PARAMS];
+
+/// The `sysctl.` prefix's help line (for [`help_lines`]).
+const SYSCTL_HELP: (&str, &str) =
+    ("sysctl.NAME=VALUE", "set a sysctl at boot, as Linux (e.g. sysctl.kernel.sched_features=RT_PUSH_IPI; quote values with spaces)");
+
+/// `(usage, help)` of every option, for `cmdline -h`.
+pub fn help_lines() -> impl Iterator<Item = (&'static str, &'static str)> {
+    PARAMS.iter().flat_map(|t| t.iter()).map(|p| (p.usage, p.help)).chain(core::iter::once(SYSCTL_HELP))
+}
+
+/// Options the boot code and the test harness read (through [`BootOptions`]).
+pub static CORE_PARAMS: &[BootParam] = &[
+    BootParam {
+        usage: "poweroff",
+        help: "exit QEMU (success) when boot and run= commands are done",
+        set: Setter::Boot(|o, _| {
+            o.poweroff = true;
+            Ok(())
+        }),
+    },
+    BootParam {
+        usage: "hz=N",
+        help: "periodic tick rate, 10..=10000 (default 250)",
+        set: Setter::Boot(|o, v| {
+            o.hz = parse_num(v, 10, 10_000)? as u32;
+            Ok(())
+        }),
+    },
+    BootParam {
+        usage: "maxcpus=N",
+        help: "bring up at most N CPUs",
+        set: Setter::Boot(|o, v| {
+            o.maxcpus = Some(parse_num(v, 1, crate::percpu::MAX_CPUS as u64)? as u32);
+            Ok(())
+        }),
+    },
+    BootParam {
+        usage: "nosmt",
+        help: "keep SMT sibling threads offline (one thread per core)",
+        set: Setter::Boot(|o, _| {
+            o.nosmt = true;
+            Ok(())
+        }),
+    },
+    BootParam {
+        usage: "run=\"c1; c2\"",
+        help: "commands to run at boot",
+        set: Setter::Boot(|o, v| {
+            o.run = Some(v.ok_or("needs a value, e.g. run=\"cmd1; cmd2\"")?.to_string());
+            Ok(())
+        }),
+    },
+    BootParam {
+        usage: "test=NAME",
+        help: "under cargo test: only kernel tests whose name contains NAME (repeatable: any of them); one matching no test fails the run",
+        set: Setter::Boot(|o, v| {
+            let name = v.filter(|v| !v.is_empty()).ok_or("needs a NAME (a part of a test's name)")?;
+            o.test_filters.push(name.to_string());
+            Ok(())
+        }),
+    },
+    BootParam {
+        usage: "test_skip=N",
+        help: "under cargo test: skip the first N selected tests (the runner reboots with it after a failure)",
+        set: Setter::Boot(|o, v| {
+            o.test_skip = parse_num(v, 0, 1_000_000)? as usize;
+            Ok(())
+        }),
+    },
+    BootParam {
+        usage: "test_stress",
+        help: "under cargo test: also run the long stress tests",
+        set: Setter::Boot(|o, _| {
+            o.test_stress = true;
+            Ok(())
+        }),
+    },
+    BootParam {
+        usage: "test_fail_demo",
+        help: "under cargo test: make testing::tests::fail_demo_when_asked fail (shows the runner going on)",
+        set: Setter::Boot(|o, _| {
+            o.test_fail_demo = true;
+            Ok(())
+        }),
+    },
+    BootParam {
+        usage: "test_fault=KIND",
+        help: "provoke a fault: pagefault, gpf, ud, breakpoint, divide, stackoverflow",
+        set: Setter::Boot(|o, v| {
+            o.test_fault = Some(match v {
+                Some("pagefault") => TestFault::PageFault,
+                Some("gpf") => TestFault::GeneralProtection,
+                Some("ud") => TestFault::InvalidOpcode,
+                Some("breakpoint") => TestFault::Breakpoint,
+                Some("divide") => TestFault::DivideError,
+                Some("stackoverflow") => TestFault::StackOverflow,
+                other => {
+                    return Err(alloc::format!(
+                        "unknown kind '{}' (pagefault, gpf, ud, breakpoint, divide, stackoverflow)",
+                        other.unwrap_or("")
+                    ))
+                }
+            });
+            Ok(())
+        }),
+    },
 ];
 
 fn warn(msg: core::fmt::Arguments) {
     crate::kprintln!("cadence: warning: {}", msg);
 }
 
-fn parse_num(key: &str, value: Option<&str>, min: u64, max: u64) -> Option<u64> {
-    let Some(v) = value else {
-        warn(format_args!("{}: needs a value ({}..={})", key, min, max));
-        return None;
-    };
+/// A number in `min..=max`, or why not.
+pub fn parse_num(value: Option<&str>, min: u64, max: u64) -> Result<u64, String> {
+    let v = value.ok_or_else(|| alloc::format!("needs a value ({}..={})", min, max))?;
     match v.parse::<u64>() {
-        Ok(n) if (min..=max).contains(&n) => Some(n),
-        Ok(n) => {
-            warn(format_args!("{}: {} is out of range {}..={}, ignored", key, n, min, max));
-            None
-        }
-        Err(_) => {
-            warn(format_args!("{}: '{}' is not a number, ignored", key, v));
-            None
-        }
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        Ok(n) => Err(alloc::format!("{} is out of range {}..={}, ignored", n, min, max)),
+        Err(_) => Err(alloc::format!("'{}' is not a number, ignored", v)),
     }
 }
 
@@ -140,75 +252,46 @@ pub fn parse(line: &str) -> BootOptions {
         }
     };
     for p in params {
-        let value = p.value.as_deref();
-        match p.key.as_str() {
-            "poweroff" => opts.poweroff = true,
-            "hz" => {
-                if let Some(n) = parse_num("hz", value, 10, 10_000) {
-                    opts.hz = n as u32;
-                }
+        let (key, value) = (p.key.as_str(), p.value.as_deref());
+        if let Some(name) = key.strip_prefix("sysctl.") {
+            match (value, crate::sysctl::find(name)) {
+                (_, None) => warn(format_args!("{}: unknown sysctl '{}', ignored", key, name)),
+                (None, _) => warn(format_args!("{}: needs a value", key)),
+                (Some(v), Some(_)) => opts.sysctls.push((name.to_string(), v.to_string())),
             }
-            "maxcpus" => opts.maxcpus = parse_num("maxcpus", value, 1, crate::percpu::MAX_CPUS as u64).map(|n| n as u32),
-            "run" => match value {
-                Some(v) => opts.run = Some(v.to_string()),
-                None => warn(format_args!("run: needs a value, e.g. run=\"cmd1; cmd2\"")),
-            },
-            "nosmt_sched" => crate::sched::coresched::set_enabled(false),
-            "nosmt" => opts.nosmt = true,
-            "noautogroup" => crate::sched::autogroup::set_boot_default(false),
-            "autogroup" => match value.map(crate::sched::autogroup::set_mode) {
-                Some(Ok(())) => {}
-                _ => warn(format_args!("autogroup: needs tty or session")),
-            },
-            "hrtick" => match value {
-                Some("0") => crate::sched::hrtick::set_enabled(false),
-                Some("1") => crate::sched::hrtick::set_enabled(true),
-                _ => warn(format_args!("hrtick: needs 0 or 1")),
-            },
-            k if k.starts_with("sysctl.") => {
-                let name = &k["sysctl.".len()..];
-                match (value, crate::sysctl::find(name)) {
-                    (_, None) => warn(format_args!("{}: unknown sysctl '{}', ignored", k, name)),
-                    (None, _) => warn(format_args!("{}: needs a value", k)),
-                    (Some(v), Some(_)) => opts.sysctls.push((name.to_string(), v.to_string())),
-                }
-            }
-            "test_stress" => opts.test_stress = true,
-            "test" => match value {
-                Some(v) if !v.is_empty() => opts.test_filters.push(v.to_string()),
-                _ => warn(format_args!("test: needs a NAME (a part of a test's name)")),
-            },
-            "test_skip" => {
-                if let Some(n) = parse_num("test_skip", value, 0, 1_000_000) {
-                    opts.test_skip = n as usize;
-                }
-            }
-            "test_fail_demo" => opts.test_fail_demo = true,
-            "test_fault" => {
-                opts.test_fault = match value {
-                    Some("pagefault") => Some(TestFault::PageFault),
-                    Some("gpf") => Some(TestFault::GeneralProtection),
-                    Some("ud") => Some(TestFault::InvalidOpcode),
-                    Some("breakpoint") => Some(TestFault::Breakpoint),
-                    Some("divide") => Some(TestFault::DivideError),
-                    Some("stackoverflow") => Some(TestFault::StackOverflow),
-                    other => {
-                        warn(format_args!(
-                            "test_fault: unknown kind '{}' (pagefault, gpf, ud, breakpoint, divide, stackoverflow)",
-                            other.unwrap_or("")
-                        ));
-                        None
-                    }
-                }
-            }
-            other => warn(format_args!("unknown option '{}'", other)),
+            continue;
+        }
+        let Some(param) = PARAMS.iter().flat_map(|t| t.iter()).find(|b| b.name() == key) else {
+            warn(format_args!("unknown option '{}'", key));
+            continue;
+        };
+        let set = match param.set {
+            Setter::Now(f) => f(value),
+            Setter::Boot(f) => f(&mut opts, value),
+        };
+        if let Err(why) = set {
+            warn(format_args!("{}: {}", key, why));
         }
     }
     opts
 }
 
-/// Reads the command line from fw_cfg (empty if absent or not UTF-8, with a warning).
+/// The line the kernel booted with (what [`read`] returned), for `cmdline`.
+static BOOT_LINE: spin::Once<String> = spin::Once::new();
+
+/// The line the kernel booted with (Linux `/proc/cmdline`).
+pub fn boot_line() -> &'static str {
+    BOOT_LINE.get().map_or("", |s| s.as_str())
+}
+
+/// Reads the command line from fw_cfg (empty if absent or not UTF-8, with a warning), once.
 pub fn read() -> String {
+    let line = read_fw_cfg();
+    BOOT_LINE.call_once(|| line.clone());
+    line
+}
+
+fn read_fw_cfg() -> String {
     match crate::arch::fwcfg::read_named(FW_CFG_CMDLINE, MAX_CMDLINE) {
         Some(bytes) => match String::from_utf8(bytes) {
             Ok(s) => s.trim_end_matches(['\0', '\n', '\r']).to_string(),
@@ -238,6 +321,21 @@ mod tests {
         let bad = super::parse("run=\"unterminated");
         assert!(bad.run.is_none() && !bad.poweroff);
         assert_eq!(super::parse("test_fault=nope").test_fault, None);
+    }
+
+    #[test_case]
+    fn every_option_has_one_table_entry_and_help() {
+        let mut names: alloc::vec::Vec<&str> = super::PARAMS.iter().flat_map(|t| t.iter()).map(|p| p.name()).collect();
+        let n = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), n, "an option is declared twice");
+        for (usage, help) in super::help_lines() {
+            assert!(!usage.is_empty() && !help.is_empty(), "{} has no help", usage);
+        }
+        // A subsystem's option goes through its table: a bad value warns and changes nothing.
+        let o = super::parse("hrtick=2 autogroup=nope");
+        assert!(o.sysctls.is_empty());
     }
 
     #[test_case]

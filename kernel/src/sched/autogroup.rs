@@ -20,6 +20,7 @@
 
 use super::group::{self, GroupId, GroupKind, ROOT_GROUP};
 use super::task::{Task, Tid};
+use crate::cmdline::{BootParam, Setter};
 use alloc::string::String;
 use alloc::sync::Arc;
 use cadence_sched::Errno;
@@ -40,6 +41,23 @@ pub fn session_mode() -> bool {
 }
 
 /// Boot option `autogroup=tty|session`.
+/// Boot options (`cmdline`): autogroup's boot default and its mode.
+pub static BOOT_PARAMS: &[BootParam] = &[
+    BootParam {
+        usage: "noautogroup",
+        help: "start with autogroup off (kernel.sched_autogroup_enabled=0)",
+        set: Setter::Now(|_| {
+            set_boot_default(false);
+            Ok(())
+        }),
+    },
+    BootParam {
+        usage: "autogroup=tty|session",
+        help: "autogroup per tty (default, the seed) or per session (mainline)",
+        set: Setter::Now(|v| set_mode(v.unwrap_or("")).map_err(|_| "needs tty or session".into())),
+    },
+];
+
 pub fn set_mode(mode: &str) -> Result<(), Errno> {
     match mode {
         "tty" => SESSION_MODE.store(false, Ordering::Relaxed),

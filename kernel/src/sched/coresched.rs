@@ -37,6 +37,7 @@
 use super::rqlock::RqGuard;
 use super::task::{Task, Tid};
 use super::{rq_of, set_need_resched, RqInner};
+use crate::cmdline::{BootParam, Setter};
 use crate::percpu::{self, PerCpu};
 use crate::sync::SpinLock;
 use alloc::sync::Arc;
@@ -71,6 +72,16 @@ pub fn enabled() -> bool {
 }
 
 /// `kernel.sched_core=0|1` (boot: `nosmt_sched` turns it off).
+/// Boot options (`cmdline`).
+pub static BOOT_PARAMS: &[BootParam] = &[BootParam {
+    usage: "nosmt_sched",
+    help: "start with core scheduling off (kernel.sched_core=0)",
+    set: Setter::Now(|_| {
+        set_enabled(false);
+        Ok(())
+    }),
+}];
+
 pub fn set_enabled(on: bool) {
     ENABLED.store(on, Ordering::SeqCst);
     // Re-evaluate every CPU: waiting or forced-idle CPUs may run again.

@@ -23,6 +23,7 @@
 use super::class::HrtickSlice;
 use super::task::Task;
 use super::{rq_of, update_curr, RqInner};
+use crate::cmdline::{BootParam, Setter};
 use crate::sync::IrqLock;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -35,6 +36,23 @@ static HRTICK: AtomicBool = AtomicBool::new(false);
 pub fn enabled() -> bool {
     HRTICK.load(Ordering::Relaxed)
 }
+
+/// Boot options (`cmdline`).
+pub static BOOT_PARAMS: &[BootParam] = &[BootParam {
+    usage: "hrtick=0|1",
+    help: "preempt exactly at slice end with one-shot timers (default 0, as Linux)",
+    set: Setter::Now(|v| match v {
+        Some("0") => {
+            set_enabled(false);
+            Ok(())
+        }
+        Some("1") => {
+            set_enabled(true);
+            Ok(())
+        }
+        _ => Err("needs 0 or 1".into()),
+    }),
+}];
 
 pub fn set_enabled(on: bool) {
     HRTICK.store(on, Ordering::Relaxed);

@@ -87,6 +87,12 @@ pub const COMMANDS: &[Command] = &[
         help: "read or write tunables (Linux names)",
         run: cmds::sysctl,
     },
+    Command {
+        name: "cmdline",
+        usage: "cmdline [-h]",
+        help: "print the boot command line (Linux /proc/cmdline), or with -h every boot option",
+        run: cmd_cmdline,
+    },
     Command { name: "echo", usage: "echo [WORD...]", help: "print the words", run: cmd_echo },
     Command {
         name: "sleep",
@@ -216,6 +222,19 @@ fn cmd_help(args: &[&str]) -> CmdResult {
         shout!("  {:<9} {}", c.name, c.help);
     }
     shout!("`help COMMAND` shows its usage. Line editing: <- -> Home End, Up/Down history, ^U ^C.");
+    Ok(())
+}
+
+fn cmd_cmdline(args: &[&str]) -> CmdResult {
+    match args {
+        [] => shout!("{}", crate::cmdline::boot_line()),
+        ["-h"] => {
+            for (usage, help) in crate::cmdline::help_lines() {
+                shout!("  {:<24} {}", usage, help);
+            }
+        }
+        _ => return Err(Error::Usage(None)),
+    }
     Ok(())
 }
 
