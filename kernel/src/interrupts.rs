@@ -32,12 +32,6 @@ pub fn lapic_timer() {
     crate::sched::irq_exit();
 }
 
-/// The periodic tick (every CPU, `hz` times a second).
-pub fn timer_tick() {
-    crate::percpu::current().ticks.fetch_add(1, Ordering::Relaxed);
-    crate::sched::scheduler_tick();
-}
-
 /// A reschedule IPI arrived.
 pub fn reschedule_ipi() {
     RESCHEDULE_IPIS.fetch_add(1, Ordering::Relaxed);

@@ -94,7 +94,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     let bsp = smp::init_bsp();
     let lapic_hz = arch::apic::calibrate_timer();
     let tsc_deadline = arch::apic::detect_timer_mode();
-    timer::start_tick();
+    timer::start_tick(sched::scheduler_tick);
     klog!(
         "memory: {} MiB usable, heap {} MiB, tsc via {:?}, timer {}, cmdline '{}'",
         usable >> 20,

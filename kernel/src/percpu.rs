@@ -21,8 +21,6 @@ pub struct PerCpu {
     pub cpu_id: u32,
     pub apic_id: u32,
     pub topology: Topology,
-    /// Periodic timer interrupts taken on this CPU.
-    pub ticks: AtomicU64,
     /// Set once the CPU has finished bring-up.
     pub online: AtomicBool,
     /// Pending timers (tick, sleeps, hrtick), programmed into this CPU's LAPIC timer.
@@ -62,7 +60,6 @@ pub fn new_area(cpu_id: u32, apic_id: u32) -> *mut PerCpu {
         cpu_id,
         apic_id,
         topology: Topology::default(),
-        ticks: AtomicU64::new(0),
         online: AtomicBool::new(false),
         timers: crate::timer::TimerQueue::new(),
         ipi_requests: AtomicU32::new(0),

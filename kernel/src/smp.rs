@@ -50,7 +50,7 @@ extern "C" fn ap_entry(arg: u64) -> ! {
     let cpu = unsafe { percpu::activate(area, topo) };
     init_this_cpu_interrupts();
     crate::sched::init_this_cpu();
-    crate::timer::start_tick();
+    crate::timer::start_tick(crate::sched::scheduler_tick);
     announce_online(cpu);
     crate::ap_main()
 }

@@ -1,9 +1,10 @@
 //! Per-CPU timer queues on the LAPIC one-shot timer.
 //!
 //! Each CPU keeps its pending timers in a [`TimerQueue`] ordered by expiry (ns since boot) and
-//! programs its LAPIC timer, in one-shot mode, for the earliest one. The periodic scheduler tick
-//! is just a timer that re-arms itself every `1/hz` s (from its previous deadline, so it does
-//! not drift); sleeps and hrtick share the same queue (see `arch::apic` for one-shot vs TSC-deadline).
+//! programs its LAPIC timer, in one-shot mode, for the earliest one. The periodic tick is just
+//! a timer that re-arms itself every `1/hz` s (from its previous deadline, so it does not
+//! drift) and calls the handler its starter registered (`sched::scheduler_tick`); sleeps and
+//! hrtick share the same queue (see `arch::apic` for one-shot vs TSC-deadline).
 //!
 //! Contract: `arm` may be called from any CPU for any CPU; arming a remote CPU earlier than what
 //! it has programmed sends it a call-function IPI so it re-programs. Handlers run in interrupt
@@ -176,8 +177,15 @@ pub fn reprogram_this_cpu() {
     reprogram_local(&crate::percpu::current().timers);
 }
 
-/// Starts the periodic tick on this CPU (a self re-arming timer, period `1/hz`).
-pub fn start_tick() {
+/// What the periodic tick runs, registered by the first [`start_tick`] (the scheduler's tick:
+/// this module knows only that something runs every period).
+static TICK_HANDLER: spin::Once<fn()> = spin::Once::new();
+
+/// Starts the periodic tick on this CPU: a self re-arming timer, period `1/hz`, that calls
+/// `handler` (in interrupt context, on this CPU). Every CPU runs the same handler; the first
+/// call registers it.
+pub fn start_tick(handler: fn()) {
+    TICK_HANDLER.call_once(|| handler);
     reserve_this_cpu();
     crate::arch::apic::timer_setup_this_cpu();
     let cpu = crate::percpu::cpu_id();
@@ -197,7 +205,9 @@ fn tick(cpu: u32, deadline: u64) {
         next = now + period - (now - deadline) % period;
     }
     arm(cpu, next, tick, next);
-    crate::interrupts::timer_tick();
+    if let Some(handler) = TICK_HANDLER.get() {
+        handler();
+    }
 }
 
 /// Disables interrupts for its lifetime (restoring the previous state).
