@@ -18,7 +18,7 @@
 //!     autogroup-wakeup: mode=<on|off|manual> avg=<us>us max=<us>us missed=<n>
 
 use super::latency::{pert, wakeup_latency, PertSecond};
-use super::Args;
+use super::{opt, Args, Opt};
 use crate::sched::group::{self, GroupKind, ROOT_GROUP};
 use crate::sched::task::SpawnOptions;
 use crate::sched::{self, autogroup, wait};
@@ -137,8 +137,15 @@ fn run_mode<R: Send + 'static>(
     r.ok_or_else(|| String::from("the probe did not report"))
 }
 
+/// `bench autogroup`'s options.
+const OPTS: [Opt; 3] = [
+    opt("-d", "S", "seconds per phase (default 5)"),
+    opt("-j", "JOBS", "hogs of the build tty (default 10)"),
+    opt("-b", "MS", "the interactive task's burst in ms (default 10)"),
+];
+
 pub fn cmd_autogroup(args: &[&str]) -> Result<(), String> {
-    let a = Args::new(args);
+    let Some(a) = Args::parse("autogroup", args, &OPTS)? else { return Ok(()) };
     let secs = a.num("-d", 5, 1, 3600)?;
     let jobs = a.num("-j", 10, 1, 200)?;
     let burst = a.num("-b", 10, 1, 1000)?;

@@ -21,7 +21,7 @@
 //!
 //! (`normalized` = throughput / the `off` run's; `forced_idle_pct` = forced-idle time / CPU time).
 
-use super::Args;
+use super::{opt, Args, Opt};
 use crate::sched::coresched::{self, prctl};
 use crate::sched::pipe::pipe;
 use crate::sched::task::{SpawnOptions, Task};
@@ -171,8 +171,12 @@ fn run(workload: &str, mode: Mode, secs: u64, per_group: usize, plain: &Task) ->
     result
 }
 
+/// `bench coresched`'s options.
+const OPTS: [Opt; 2] =
+    [opt("-d", "S", "seconds per configuration (default 2)"), opt("-n", "N", "tasks per cookie group (default: the number of CPUs)")];
+
 pub fn cmd_coresched(args: &[&str]) -> Result<(), String> {
-    let a = Args::new(args);
+    let Some(a) = Args::parse("coresched", args, &OPTS)? else { return Ok(()) };
     let secs = a.num("-d", 2, 1, 600)?;
     let per_group = a.num("-n", sched::online_mask().count() as u64, 1, 64)? as usize;
     let modes: &[Mode] = if coresched::smt_present() {

@@ -27,7 +27,7 @@
 //! wall time while a task is current, as on Linux in a VM without steal-time accounting, so a
 //! vCPU descheduled by the host uses up its tasks' runtime without running them.
 
-use super::Args;
+use super::{opt, Args, Opt};
 use crate::sched::task::SpawnOptions;
 use crate::sched::{self, spawn, wait};
 use alloc::format;
@@ -196,10 +196,12 @@ fn run_set(util_pct: u64, secs: u64, overrun: bool, n: usize) -> Result<(usize, 
     Ok((n, sum, over))
 }
 
+/// `bench deadline`'s options.
+const OPTS: [Opt; 2] = [opt("-d", "S", "seconds per task set (default 3)"), opt("-n", "N", "tasks per set (default 2 x CPUs)")];
+
 /// `bench deadline`.
 pub fn cmd_deadline(args: &[&str]) -> Result<(), String> {
-    super::latency::check_flags(args, &["-d", "-n"], &[])?;
-    let a = Args::new(args);
+    let Some(a) = Args::parse("deadline", args, &OPTS)? else { return Ok(()) };
     let secs = a.num("-d", 3, 1, 3600)?;
     let n = a.num("-n", 2 * sched::online_mask().count() as u64, 1, 32)? as usize;
     let me = sched::current();

@@ -13,8 +13,7 @@
 //! (`-p` pipe mode is the only mode and `-P` process mode is the only mode: both accepted.)
 //! Runs longer than 5 s print `hackbench: <done>/<tasks> tasks done` every 5 s.
 
-use super::latency::check_flags;
-use super::Args;
+use super::{flag, opt, Args, Opt};
 use crate::sched::pipe::{pipe, PipeWriter};
 use crate::sched::task::SpawnOptions;
 use crate::sched::wait::WaitQueue;
@@ -170,9 +169,18 @@ pub fn hackbench(groups: usize, loops: usize, fds: usize, datasize: usize) -> Re
     Ok(secs)
 }
 
+/// `bench hackbench`'s options.
+const OPTS: [Opt; 6] = [
+    opt("-g", "GROUPS", "groups of senders and receivers (default 10)"),
+    opt("-l", "LOOPS", "messages each sender sends each receiver (default 100)"),
+    opt("-f", "FDS", "senders and receivers per group (default 20)"),
+    opt("-s", "DATASIZE", "bytes per message (default 100)"),
+    flag("-p", "pipes (the only mode: accepted as hackbench's)"),
+    flag("-P", "processes (Cadence runs tasks: accepted)"),
+];
+
 pub fn cmd_hackbench(args: &[&str]) -> Result<(), String> {
-    check_flags(args, &["-g", "-l", "-f", "-s"], &["-p", "-P"])?;
-    let a = Args::new(args);
+    let Some(a) = Args::parse("hackbench", args, &OPTS)? else { return Ok(()) };
     let groups = a.num("-g", 10, 1, 100)? as usize;
     let loops = a.num("-l", 100, 1, 10_000_000)? as usize;
     let fds = a.num("-f", 20, 1, 100)? as usize;

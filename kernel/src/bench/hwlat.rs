@@ -16,7 +16,7 @@
 //! `gaps_per_s` per second *sampled*). A scheduler cannot act during such a gap, so a
 //! latency checker's violations that coincide with them are the host's, not the scheduler's.
 
-use super::Args;
+use super::{opt, Args, Opt};
 use crate::sched::task::SpawnOptions;
 use crate::sched::{self, spawn, wait};
 use alloc::string::String;
@@ -35,10 +35,18 @@ struct Stats {
     max_ns: AtomicU64,
 }
 
+/// `bench hwlat`'s options.
+const OPTS: [Opt; 5] = [
+    opt("-d", "S", "duration in seconds (default 5)"),
+    opt("-W", "MS", "window in ms (default 1000)"),
+    opt("-w", "MS", "sampling width per window in ms (default half the window)"),
+    opt("-t", "US", "threshold in us (default 10)"),
+    opt("-c", "CPU", "sample only this CPU (default all)"),
+];
+
 /// `bench hwlat [-d S] [-w WIDTH_MS] [-W WINDOW_MS] [-t THRESH_US] [-c CPU]`.
 pub fn cmd_hwlat(args: &[&str]) -> Result<(), String> {
-    super::latency::check_flags(args, &["-d", "-w", "-W", "-t", "-c"], &[])?;
-    let a = Args::new(args);
+    let Some(a) = Args::parse("hwlat", args, &OPTS)? else { return Ok(()) };
     let secs = a.num("-d", 5, 1, 3600)?;
     let window_ms = a.num("-W", 1000, 10, 60_000)?;
     // Linux's default width is half the window; a width equal to the window would leave the

@@ -30,7 +30,7 @@
 //!
 //! Long runs (> 5 s) print a progress line every 5 s (lines start with the benchmark's name).
 
-use super::Args;
+use super::{flag, opt, opt_maybe, Args, Opt};
 use crate::sched::task::SpawnOptions;
 use crate::sched::{self, spawn, wait};
 use alloc::string::String;
@@ -38,34 +38,6 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use cadence_sched::Policy;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-
-/// Rejects options outside `with_value` / `bare` (values may be glued: `-t4`).
-pub fn check_flags(args: &[&str], with_value: &[&str], bare: &[&str]) -> Result<(), String> {
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i];
-        if with_value.contains(&a) {
-            match args.get(i + 1) {
-                Some(v) if !v.starts_with('-') || v.parse::<i64>().is_ok() => {
-                    i += 2;
-                    continue;
-                }
-                _ if bare.contains(&a) => {}
-                _ => return Err(alloc::format!("option {} needs a value", a)),
-            }
-        }
-        if bare.contains(&a) {
-            i += 1;
-            continue;
-        }
-        if a.len() > 2 && with_value.contains(&&a[..2]) {
-            i += 1;
-            continue;
-        }
-        return Err(alloc::format!("unexpected argument '{}'", a));
-    }
-    Ok(())
-}
 
 fn online_cpus() -> Vec<u32> {
     sched::online_mask().iter().map(|c| c as u32).collect()
@@ -361,9 +333,23 @@ pub fn cyclic_with_histograms(cfg: CyclicConfig) -> Result<(Vec<CyclicResult>, V
     Ok((results, hists))
 }
 
+/// `bench cyclic`'s options.
+const CYCLIC_OPTS: [Opt; 11] = [
+    opt_maybe("-t", "N", "threads (default 1; -t alone: one per CPU)"),
+    opt("-p", "PRIO", "SCHED_FIFO priority (0: SCHED_OTHER, the default)"),
+    opt("-i", "US", "interval of thread 0 in us (default 1000)"),
+    opt("-d", "US", "interval distance between threads in us (default 500)"),
+    opt("-l", "LOOPS", "cycles (default 1000, or none with -D)"),
+    opt("-D", "S", "duration in seconds"),
+    flag("-a", "pin thread i to CPU i"),
+    flag("-m", "accepted (cyclictest's mlockall)"),
+    flag("-q", "accepted (always quiet)"),
+    opt("-h", "US", "histogram up to US"),
+    flag("--split", "split each latency into its stages (needs -a)"),
+];
+
 pub fn cmd_cyclic(args: &[&str]) -> Result<(), String> {
-    check_flags(args, &["-t", "-p", "-i", "-d", "-l", "-D", "-h"], &["-a", "-m", "-q", "-t", "--split"])?;
-    let a = Args::new(args);
+    let Some(a) = Args::parse("cyclic", args, &CYCLIC_OPTS)? else { return Ok(()) };
     let ncpus = online_cpus().len() as u64;
     let threads = match a.value("-t") {
         Some(v) if !v.starts_with('-') => a.num("-t", 1, 1, 64)?,
@@ -460,9 +446,15 @@ pub fn wakeup_latency(secs: u64, interval_us: u64, prio: u8) -> Result<WakeupLat
     Ok(r)
 }
 
+/// `bench wakeup-latency`'s options.
+const WAKEUP_OPTS: [Opt; 3] = [
+    opt("-d", "S", "duration in seconds (default 5)"),
+    opt("-i", "US", "period in us (default 1000)"),
+    opt("-p", "PRIO", "SCHED_FIFO priority (default: inherited policy)"),
+];
+
 pub fn cmd_wakeup_latency(args: &[&str]) -> Result<(), String> {
-    check_flags(args, &["-d", "-i", "-p"], &[])?;
-    let a = Args::new(args);
+    let Some(a) = Args::parse("wakeup-latency", args, &WAKEUP_OPTS)? else { return Ok(()) };
     let secs = a.num("-d", 5, 1, 86_400)?;
     let interval = a.num("-i", 1000, 10, 10_000_000)?;
     let prio = a.num("-p", 0, 0, 99)? as u8;
@@ -546,9 +538,16 @@ pub fn spin_gaps(from_ns: u64, until_ns: u64, threshold_ns: u64, mut gap: impl F
     prev
 }
 
+/// `bench pert`'s options.
+const PERT_OPTS: [Opt; 4] = [
+    opt("-d", "S", "duration in seconds (default 5)"),
+    opt("-c", "CPU", "CPU to measure (default the last online)"),
+    opt("-t", "US", "perturbation threshold in us (default 2)"),
+    opt("-T", "US", "big perturbation threshold in us (default 10 x threshold)"),
+];
+
 pub fn cmd_pert(args: &[&str]) -> Result<(), String> {
-    check_flags(args, &["-d", "-c", "-t", "-T"], &[])?;
-    let a = Args::new(args);
+    let Some(a) = Args::parse("pert", args, &PERT_OPTS)? else { return Ok(()) };
     let secs = a.num("-d", 5, 1, 86_400)?;
     let cpus = online_cpus();
     let cpu = a.num("-c", *cpus.last().unwrap_or(&0) as u64, 0, 63)? as u32;

@@ -30,34 +30,90 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, Ordering};
 
-/// Parses `-x VALUE` style options; returns an error message naming the bad one.
+/// One option of a benchmark, for [`Args::parse`].
+pub struct Opt {
+    /// As typed: `-l`, `--split`.
+    pub flag: &'static str,
+    /// Its value's name in help (`None`: a bare flag).
+    pub value: Option<&'static str>,
+    /// The value may be left out (cyclictest's `-t [N]`).
+    pub optional: bool,
+    pub help: &'static str,
+}
+
+/// An option taking a value (`-l LOOPS`; also glued, `-l20000`, for one-letter flags).
+pub const fn opt(flag: &'static str, value: &'static str, help: &'static str) -> Opt {
+    Opt { flag, value: Some(value), optional: false, help }
+}
+
+/// An option whose value may be left out (`-t [N]`).
+pub const fn opt_maybe(flag: &'static str, value: &'static str, help: &'static str) -> Opt {
+    Opt { flag, value: Some(value), optional: true, help }
+}
+
+/// A bare flag (`-v`).
+pub const fn flag(flag: &'static str, help: &'static str) -> Opt {
+    Opt { flag, value: None, optional: false, help }
+}
+
+/// A benchmark's options, parsed by the one parser every `bench` command uses: against the
+/// benchmark's table of [`Opt`]s, with an error naming any word it does not know, and
+/// `--help` printing the table.
 pub struct Args<'a> {
-    words: Vec<&'a str>,
+    found: Vec<(&'static str, Option<&'a str>)>,
 }
 
 impl<'a> Args<'a> {
-    pub fn new(words: &[&'a str]) -> Self {
-        Args { words: words.to_vec() }
-    }
-
-    /// Value of option `flag` (e.g. "-l"), also accepted glued ("-l20000").
-    pub fn value(&self, flag: &str) -> Option<&'a str> {
-        let mut it = self.words.iter();
-        while let Some(w) = it.next() {
-            if *w == flag {
-                return it.next().copied();
-            }
-            if let Some(rest) = w.strip_prefix(flag) {
-                if !rest.is_empty() && flag.len() == 2 {
-                    return Some(rest);
+    /// Parses `words` (what follows `bench NAME`) against `spec`. `Ok(None)`: `--help` was
+    /// given and the options were printed. Errors: an unknown option or stray word, a missing
+    /// value. A value is the next word unless it looks like an option (a negative number is a
+    /// value).
+    pub fn parse(bench: &str, words: &[&'a str], spec: &[Opt]) -> Result<Option<Self>, String> {
+        let mut found = Vec::new();
+        let mut i = 0;
+        while i < words.len() {
+            let w = words[i];
+            if w == "--help" {
+                crate::kprintln!("bench {}{}", bench, if spec.is_empty() { " (no options)" } else { " options:" });
+                for o in spec {
+                    let usage = match (o.value, o.optional) {
+                        (None, _) => o.flag.into(),
+                        (Some(v), false) => alloc::format!("{} {}", o.flag, v),
+                        (Some(v), true) => alloc::format!("{} [{}]", o.flag, v),
+                    };
+                    crate::kprintln!("  {:<16} {}", usage, o.help);
                 }
+                return Ok(None);
             }
+            if let Some(o) = spec.iter().find(|o| o.flag == w) {
+                let next = words.get(i + 1).filter(|v| !v.starts_with('-') || v.parse::<i64>().is_ok());
+                match (o.value, next) {
+                    (None, _) => found.push((o.flag, None)),
+                    (Some(_), Some(v)) => {
+                        found.push((o.flag, Some(*v)));
+                        i += 1;
+                    }
+                    (Some(_), None) if o.optional => found.push((o.flag, None)),
+                    (Some(_), None) => return Err(alloc::format!("option {} needs a value", w)),
+                }
+            } else if let Some(o) = spec.iter().find(|o| o.value.is_some() && o.flag.len() == 2 && w.len() > 2 && w.starts_with(o.flag)) {
+                found.push((o.flag, Some(&w[2..])));
+            } else {
+                return Err(alloc::format!("unexpected argument '{}' (bench {} --help lists the options)", w, bench));
+            }
+            i += 1;
         }
-        None
+        Ok(Some(Args { found }))
     }
 
+    /// Value of option `flag` (the last one given).
+    pub fn value(&self, flag: &str) -> Option<&'a str> {
+        self.found.iter().rev().find(|(f, _)| *f == flag).and_then(|(_, v)| *v)
+    }
+
+    /// Was option `flag` given?
     pub fn has(&self, flag: &str) -> bool {
-        self.words.contains(&flag)
+        self.found.iter().any(|(f, _)| *f == flag)
     }
 
     /// Numeric option in `min..=max`, `default` when absent.
@@ -136,8 +192,14 @@ fn bench_cpus() -> (u32, u32, u32) {
     (same, a, b)
 }
 
+/// `bench pipe`'s options.
+const PIPE_OPTS: [Opt; 2] = [
+    opt("-l", "LOOPS", "round trips per run (default 100000)"),
+    flag("-g", "also in the root group vs a two-level nested group: the pipe-group line"),
+];
+
 pub fn cmd_pipe(args: &[&str]) -> Result<(), String> {
-    let a = Args::new(args);
+    let Some(a) = Args::parse("pipe", args, &PIPE_OPTS)? else { return Ok(()) };
     let loops = a.num("-l", 100_000, 1, 100_000_000)?;
     let (same, x, y) = bench_cpus();
     if a.has("-g") {
@@ -218,8 +280,12 @@ fn pipe_group_overhead(loops: u64, cpu: u32) -> Result<(), String> {
     Ok(())
 }
 
+/// `bench scale`'s options.
+const SCALE_OPTS: [Opt; 2] =
+    [opt("-d", "MS", "duration of each run in ms (default 1000)"), opt("-n", "N,N,...", "runnable task counts (default 2,100,1000,10000)")];
+
 pub fn cmd_scale(args: &[&str]) -> Result<(), String> {
-    let a = Args::new(args);
+    let Some(a) = Args::parse("scale", args, &SCALE_OPTS)? else { return Ok(()) };
     let ms = a.num("-d", 1000, 10, 600_000)?;
     let counts: Vec<u64> = match a.value("-n") {
         None => alloc::vec![2, 100, 1000, 10000],

@@ -12,7 +12,7 @@
 //!
 //!     slice-wakers: restriction=<on|off> granularity_ns=<n> wakers=<k> switches_per_s=<n> hog_loops_per_s=<n>
 
-use super::Args;
+use super::{opt, Args, Opt};
 use crate::sched::task::SpawnOptions;
 use crate::sched::{self, hrtick, spawn, wait};
 use alloc::string::String;
@@ -91,8 +91,15 @@ fn run_hogs(cpu: u32, hogs: usize, wakers: usize, ms: u64) -> Result<Run, String
     Ok(Run { switches_per_s: (switches as f64 / secs) as u64, loops_per_s: (done as f64 / secs) as u64, overshoot_ns })
 }
 
+/// `bench slice`'s options.
+const OPTS: [Opt; 3] = [
+    opt("-d", "MS", "duration of each run in ms (default 1000)"),
+    opt("-n", "N", "hogs (default 4)"),
+    opt("--wakers", "N", "tasks that wake and sleep beside the hogs (default 0)"),
+];
+
 pub fn cmd_slice(args: &[&str]) -> Result<(), String> {
-    let a = Args::new(args);
+    let Some(a) = Args::parse("slice", args, &OPTS)? else { return Ok(()) };
     let ms = a.num("-d", 1000, 50, 600_000)?;
     let hogs = a.num("-n", 4, 2, 64)? as usize;
     let wakers = a.num("--wakers", 0, 0, 64)? as usize;

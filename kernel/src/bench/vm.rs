@@ -30,7 +30,7 @@
 //! case, exactly: `alloc: mode=<seed|linux|off> policy=<other|fifo> p50_ms=<n> max_ms=<n> failed=<n>`
 //! (`failed`: allocations that failed, summed over the runs).
 
-use super::Args;
+use super::{flag, opt, Args, Opt};
 use crate::mm::{frame, pagecache, writeback};
 use crate::sched::task::SpawnOptions;
 use crate::sched::{self, spawn, wait};
@@ -65,10 +65,13 @@ fn spawn_as(name: &str, policy: Policy, f: impl FnOnce() -> i32 + Send + 'static
     spawn(SpawnOptions::new(name).policy(policy, prio, 0), f).map(|t| t.tid).map_err(|e| format!("cannot spawn {}: {:?}", name, e))
 }
 
+/// `bench dirty`'s options.
+const DIRTY_OPTS: [Opt; 3] =
+    [opt("-d", "S", "warm-up seconds (default 5)"), opt("-n", "RUNS", "runs (default 5)"), flag("-v", "print every run")];
+
 /// `bench dirty`.
 pub fn cmd_dirty(args: &[&str]) -> Result<(), String> {
-    super::latency::check_flags(args, &["-d", "-n"], &["-v"])?;
-    let a = Args::new(args);
+    let Some(a) = Args::parse("dirty", args, &DIRTY_OPTS)? else { return Ok(()) };
     let verbose = a.has("-v");
     let warmup_s = a.num("-d", 5, 0, 3600)?;
     let runs = a.num("-n", 5, 1, 100)?;
@@ -204,10 +207,13 @@ fn dirty_run(pos: u64, policy: Policy) -> Result<(u64, u64), String> {
     }
 }
 
+/// `bench alloc`'s options.
+const ALLOC_OPTS: [Opt; 1] = [opt("-n", "RUNS", "runs (default 5)")];
+
 /// `bench alloc`.
 pub fn cmd_alloc(args: &[&str]) -> Result<(), String> {
-    super::latency::check_flags(args, &["-n"], &[])?;
-    let runs = Args::new(args).num("-n", 5, 1, 100)?;
+    let Some(a) = Args::parse("alloc", args, &ALLOC_OPTS)? else { return Ok(()) };
+    let runs = a.num("-n", 5, 1, 100)?;
     const PAGES: u64 = 1024; // 4 MiB
     let (wm0, kb0, sf0) = frame::watermarks();
     let mode0 = frame::rt_reserve();

@@ -103,7 +103,7 @@ pub const COMMANDS: &[Command] = &[
     Command { name: "jobs", usage: "jobs", help: "list background jobs", run: cmd_jobs },
     Command {
         name: "bench",
-        usage: "bench pipe|scale|slice|autogroup|coresched|cyclic|hackbench|hwlat|pert|wakeup-latency|dirty|alloc [OPTIONS] (bench NAME -h for options)",
+        usage: "bench pipe|scale|slice|autogroup|coresched|cyclic|hackbench|hwlat|pert|wakeup-latency|dirty|alloc [OPTIONS] (bench NAME --help for options)",
         help: "run a benchmark",
         run: cmd_bench,
     },

@@ -163,6 +163,7 @@ fn commands_report_linux_errors() {
         ("bench nope", 2, "bench: unknown benchmark 'nope'"),
         ("bench cyclic -l abc", 2, "-l needs a number"),
         ("bench cyclic -x", 2, "unexpected argument '-x'"),
+        ("bench pipe -l 10 -x", 2, "unexpected argument '-x' (bench pipe --help lists the options)"),
         ("bench cyclic -h 0", 2, "-h needs a number in 1..=100000, got '0'"),
         ("bench hackbench -g 0", 2, "-g needs a number"),
         ("sysctl debug.fail_alloc.probability=101", 1, "sysctl: setting key \"debug.fail_alloc.probability\": Invalid argument"),
