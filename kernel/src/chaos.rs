@@ -505,7 +505,7 @@ fn baseline() -> Baseline {
         task_objects: task::objects(),
         groups: group::all().len(),
         cookies: coresched::COOKIES.lock().live(),
-        timers: percpu::online_cpus().map(|c| c.timers.len()).sum(),
+        timers: percpu::online_cpus().map(|c| crate::timer::pending(c.cpu_id)).sum(),
         heap: crate::mm::heap::used(),
         heap_by_size: crate::mm::heap::live_by_size(),
         reserved: crate::sched::reserve::reserved_bytes(),

@@ -4,6 +4,13 @@
 //! itself, so `mov reg, gs:[0]` yields `&PerCpu` without an MSR read. [`cpu_id`] is safe to call
 //! before the per-CPU area exists (it returns 0, the BSP). All CPUs' areas are also listed in
 //! [`CPUS`] (indexed by logical CPU id) for cross-CPU work such as IPIs and load balancing.
+//!
+//! [`PerCpu`] holds only what identifies a CPU, its bring-up and IPI state, and its
+//! preemption count (touched by every lock, so kept one GS load away). A subsystem's
+//! per-CPU data belongs to that subsystem, as a [`PerCpuVar`] it declares (Linux
+//! `DEFINE_PER_CPU`): the scheduler's run queues (`sched`), the timer queues (`timer`). The
+//! bring-up code (`smp`) creates each CPU's instances before the CPU's area is listed, so every
+//! listed CPU has them.
 
 use crate::arch::cpuid::Topology;
 use crate::arch::msr::{self, Msr};
@@ -23,14 +30,15 @@ pub struct PerCpu {
     pub topology: Topology,
     /// Set once the CPU has finished bring-up.
     pub online: AtomicBool,
-    /// Pending timers (tick, sleeps, hrtick), programmed into this CPU's LAPIC timer.
-    pub timers: crate::timer::TimerQueue,
+    /// Preemption-disable depth of the code running on this CPU (`sched::preempt_disable`;
+    /// 0: preemptible). Here rather than in the scheduler's run queue for the same reason as
+    /// Linux's `pcpu_hot.preempt_count`: every lock and unlock reads or writes it, and this
+    /// struct is one GS load away.
+    pub preempt_count: AtomicU32,
     /// Requests from other CPUs, handled by the call-function IPI (bits of `IPI_REQ_*`).
     pub ipi_requests: AtomicU32,
     /// Last TLB-shootdown generation this CPU has flushed for.
     pub tlb_gen: AtomicU64,
-    /// This CPU's run queue.
-    pub rq: crate::sched::Rq,
 }
 
 /// `ipi_requests` bit: re-program the LAPIC timer (a remote CPU armed an earlier timer).
@@ -52,6 +60,68 @@ static NR_CPUS: AtomicU32 = AtomicU32::new(0);
 /// True once the BSP has installed its GS base (before that, `cpu_id()` is 0).
 static GS_READY: AtomicBool = AtomicBool::new(false);
 
+/// A per-CPU variable owned by the subsystem that declares it (Linux `DEFINE_PER_CPU`): one
+/// `T` per CPU, created by [`PerCpuVar::init`] when the CPU is brought up and never freed.
+/// Reached by CPU id ([`PerCpuVar::get`]) or for the calling CPU ([`PerCpuVar::this`]).
+pub struct PerCpuVar<T: 'static> {
+    slots: [AtomicPtr<T>; MAX_CPUS],
+}
+
+impl<T: Sync + 'static> Default for PerCpuVar<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Sync + 'static> PerCpuVar<T> {
+    pub const fn new() -> Self {
+        PerCpuVar { slots: [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_CPUS] }
+    }
+
+    /// Creates CPU `cpu`'s instance (leaked: it lives as long as the kernel). Once per CPU,
+    /// by the bring-up code, before the CPU's area is listed; a second call, or a CPU id out
+    /// of range, keeps what was there and returns `None`.
+    pub fn init(&self, cpu: u32, value: T) -> Option<&'static T> {
+        let slot = self.slots.get(cpu as usize)?;
+        let ptr = Box::into_raw(Box::new(value));
+        match slot.compare_exchange(core::ptr::null_mut(), ptr, Ordering::AcqRel, Ordering::Acquire) {
+            // SAFETY: `ptr` is the leaked box just stored; it is never freed.
+            Ok(_) => Some(unsafe { &*ptr }),
+            Err(_) => {
+                // SAFETY: `ptr` came from `Box::into_raw` above and was not published.
+                drop(unsafe { Box::from_raw(ptr) });
+                None
+            }
+        }
+    }
+
+    /// CPU `cpu`'s instance, if created.
+    #[inline]
+    pub fn get(&self, cpu: u32) -> Option<&'static T> {
+        let ptr = self.slots.get(cpu as usize)?.load(Ordering::Acquire);
+        // SAFETY: non-null slots hold leaked boxes (`init`), never freed.
+        (!ptr.is_null()).then(|| unsafe { &*ptr })
+    }
+
+    /// The calling CPU's instance. Call only once this CPU's area is active (everything after
+    /// its bring-up's first steps): the bring-up code creates every CPU's instances before
+    /// the CPU runs (`smp::init_cpu_data`, then `activate`). Two loads (the run queue is
+    /// reached this way several times per switch, so no check beyond a debug assertion).
+    #[inline]
+    pub fn this(&self) -> &'static T {
+        // `MAX_CPUS` is a power of two and ids are below it: the mask only drops the bounds
+        // check.
+        let ptr = self.slots[current().cpu_id as usize & (MAX_CPUS - 1)].load(Ordering::Relaxed);
+        debug_assert!(!ptr.is_null(), "per-CPU variable used before its CPU's bring-up created it");
+        // SAFETY: this CPU's slot was filled (`init`, a leaked box never freed) before this
+        // CPU's area was activated: by the BSP before it started this AP, whose start is
+        // ordered after the store, or by the BSP for itself before its own `activate`.
+        unsafe { &*ptr }
+    }
+}
+
+const _: () = assert!(MAX_CPUS.is_power_of_two());
+
 /// Allocates (and leaks) a per-CPU area for `cpu_id`, not yet active anywhere. The BSP makes one
 /// per AP and hands it to the AP, which activates it first thing.
 pub fn new_area(cpu_id: u32, apic_id: u32) -> *mut PerCpu {
@@ -61,10 +131,9 @@ pub fn new_area(cpu_id: u32, apic_id: u32) -> *mut PerCpu {
         apic_id,
         topology: Topology::default(),
         online: AtomicBool::new(false),
-        timers: crate::timer::TimerQueue::new(),
+        preempt_count: AtomicU32::new(0),
         ipi_requests: AtomicU32::new(0),
         tlb_gen: AtomicU64::new(0),
-        rq: crate::sched::Rq::new(cpu_id),
     }))
 }
 

@@ -32,9 +32,17 @@ pub fn announce_online(cpu: &PerCpu) {
     cpu.online.store(true, Ordering::Release);
 }
 
+/// Creates CPU `cpu`'s per-CPU data of each subsystem that has some (`percpu::PerCpuVar`),
+/// before its area is listed: whoever finds a CPU listed finds its run queue and timers.
+fn init_cpu_data(cpu: u32) {
+    crate::sched::init_cpu(cpu);
+    crate::timer::init_cpu(cpu);
+}
+
 /// The BSP's own per-CPU and interrupt setup.
 pub fn init_bsp() -> &'static PerCpu {
     let topo = cpuid::topology();
+    init_cpu_data(0);
     let cpu = percpu::install(0, topo.apic_id, topo);
     init_this_cpu_interrupts();
     cpu
@@ -99,6 +107,7 @@ pub fn start_aps(ap_apic_ids: &[u32], max_cpus: u32, nosmt: bool) -> u32 {
                 continue;
             }
         };
+        init_cpu_data(next_id);
         let area = percpu::new_area(next_id, apic_id);
         tramp.prepare(stack.top(), ap_entry, area as u64);
         if arch_smp::start_ap(&tramp, apic_id, 200) {

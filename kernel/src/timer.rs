@@ -70,9 +70,22 @@ impl TimerQueue {
 /// at bring-up, in task context, because timers are re-armed from interrupt handlers.
 pub const RESERVED_TIMERS: usize = 1024;
 
+/// Every CPU's timer queue (this module's per-CPU data).
+static QUEUES: crate::percpu::PerCpuVar<TimerQueue> = crate::percpu::PerCpuVar::new();
+
+/// Creates CPU `cpu`'s timer queue (bring-up, before the CPU's area is listed).
+pub fn init_cpu(cpu: u32) {
+    QUEUES.init(cpu, TimerQueue::new());
+}
+
 /// Reserves this CPU's timer storage (see [`RESERVED_TIMERS`]); call before its tick starts.
 pub fn reserve_this_cpu() {
-    crate::percpu::current().timers.timers.lock().reserve(RESERVED_TIMERS);
+    QUEUES.this().timers.lock().reserve(RESERVED_TIMERS);
+}
+
+/// Timers pending on CPU `cpu` (0 for an unknown CPU).
+pub fn pending(cpu: u32) -> usize {
+    queue_of(cpu).map_or(0, TimerQueue::len)
 }
 
 impl Default for TimerQueue {
@@ -82,7 +95,7 @@ impl Default for TimerQueue {
 }
 
 fn queue_of(cpu: u32) -> Option<&'static TimerQueue> {
-    crate::percpu::get(cpu).map(|c| &c.timers)
+    QUEUES.get(cpu)
 }
 
 /// Programs this CPU's LAPIC for its earliest timer. Call with the CPU's own queue.
@@ -137,7 +150,7 @@ pub fn cancel(cpu: u32, id: TimerId) -> bool {
 /// The LAPIC timer interrupt: runs every expired timer of this CPU, then re-programs.
 pub fn interrupt() {
     let cpu = crate::percpu::current();
-    let q = &cpu.timers;
+    let q = QUEUES.this();
     q.last_entry_ns.store(crate::time::uptime_ns(), Ordering::Relaxed);
     q.interrupts.fetch_add(1, Ordering::Relaxed);
     let mut ran = false;
@@ -174,7 +187,7 @@ pub fn last_irq_entry_ns(cpu: u32) -> u64 {
 
 /// Re-programs this CPU's timer (after a remote CPU armed an earlier timer here).
 pub fn reprogram_this_cpu() {
-    reprogram_local(&crate::percpu::current().timers);
+    reprogram_local(QUEUES.this());
 }
 
 /// What the periodic tick runs, registered by the first [`start_tick`] (the scheduler's tick:

@@ -150,12 +150,13 @@ fn run(workload: &str, mode: Mode, secs: u64, per_group: usize, plain: &Task) ->
             }
         }
         sched::sleep_ns(100_000_000);
-        let fi0: u64 = crate::percpu::online_cpus().map(|c| c.rq.forced_idle_ns.load(Ordering::Relaxed)).sum();
+        let fi0: u64 = crate::percpu::online_cpus().map(|c| crate::sched::rq_of(c.cpu_id).forced_idle_ns.load(Ordering::Relaxed)).sum();
         let (w0, t0) = (work.load(Ordering::Relaxed), crate::time::uptime_ns());
         sched::sleep_ns(secs * 1_000_000_000);
         let dt = (crate::time::uptime_ns() - t0) as f64;
         let done = work.load(Ordering::Relaxed) - w0;
-        let fi: u64 = crate::percpu::online_cpus().map(|c| c.rq.forced_idle_ns.load(Ordering::Relaxed)).sum::<u64>() - fi0;
+        let fi: u64 =
+            crate::percpu::online_cpus().map(|c| crate::sched::rq_of(c.cpu_id).forced_idle_ns.load(Ordering::Relaxed)).sum::<u64>() - fi0;
         Ok((done as f64 * 1e9 / dt, 100.0 * fi as f64 / (dt * ncpu as f64)))
     })();
     stop.store(true, Ordering::SeqCst);

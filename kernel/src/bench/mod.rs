@@ -317,7 +317,7 @@ pub fn cmd_scale(args: &[&str]) -> Result<(), String> {
                 }
             }
         }
-        let rq = &crate::percpu::get(cpu).ok_or("bench cpu vanished")?.rq;
+        let rq = crate::percpu::get(cpu).map(|c| crate::sched::rq_of(c.cpu_id)).ok_or("bench cpu vanished")?;
         sched::sleep_ns(20_000_000);
         let s0 = rq.nr_switches.load(Ordering::Relaxed);
         let t0 = crate::time::uptime_ns();

@@ -75,7 +75,7 @@ fn run_hogs(cpu: u32, hogs: usize, wakers: usize, ms: u64) -> Result<Run, String
             .map_err(spawn_err)?,
         );
     }
-    let rq = &crate::percpu::get(cpu).ok_or("bench cpu vanished")?.rq;
+    let rq = crate::percpu::get(cpu).map(|c| crate::sched::rq_of(c.cpu_id)).ok_or("bench cpu vanished")?;
     sched::sleep_ns(30_000_000);
     hrtick::stats_start();
     let (s0, l0, t0) = (rq.nr_switches.load(Ordering::Relaxed), loops.load(Ordering::Relaxed), crate::time::uptime_ns());

@@ -89,7 +89,7 @@ pub fn set_enabled(on: bool) -> (usize, u64) {
     ENABLED.store(on, Ordering::SeqCst);
     let mut moved = 0;
     for cpu in crate::percpu::online_cpus() {
-        let mut g = cpu.rq.lock.lock();
+        let mut g = super::rq_of(cpu.cpu_id).lock.lock();
         let now = crate::time::uptime_ns();
         super::update_curr(&mut g, now);
         let movers: alloc::vec::Vec<Arc<Task>> = g

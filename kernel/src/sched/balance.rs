@@ -150,7 +150,7 @@ fn refresh_cpupri(cp: &mut CpuPri) {
     *cp = CpuPri::new(n);
     for id in online.iter().filter(|&id| id < n) {
         if let Some(c) = percpu::get(id as u32) {
-            cp.set(id, Some(level_prio(c.rq.rt_level.load(Ordering::SeqCst))));
+            cp.set(id, Some(level_prio(super::rq_of(c.cpu_id).rt_level.load(Ordering::SeqCst))));
         }
     }
 }
@@ -247,8 +247,10 @@ fn idle_mask() -> CpuMask {
     online_mask()
         .iter()
         .filter(|&c| {
-            percpu::get(c as u32)
-                .is_some_and(|p| p.rq.nr_running.load(Ordering::Acquire) == 0 && p.rq.wake_pending.load(Ordering::Acquire) == 0)
+            percpu::get(c as u32).is_some_and(|p| {
+                super::rq_of(p.cpu_id).nr_running.load(Ordering::Acquire) == 0
+                    && super::rq_of(p.cpu_id).wake_pending.load(Ordering::Acquire) == 0
+            })
         })
         .collect()
 }

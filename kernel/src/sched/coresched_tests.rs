@@ -127,8 +127,8 @@ fn stress_never_runs_different_cookies_on_siblings() {
     let ncpus = crate::percpu::nr_cpus() as u64;
     crate::trace::start((2 * target / ncpus.max(1)).max(200_000) as usize).expect("trace start");
     let stop = Arc::new(AtomicBool::new(false));
-    let switches0: u64 = crate::percpu::online_cpus().map(|c| c.rq.nr_switches.load(Ordering::Relaxed)).sum();
-    let forced0: u64 = crate::percpu::online_cpus().map(|c| c.rq.forced_idle_ns.load(Ordering::Relaxed)).sum();
+    let switches0: u64 = crate::percpu::online_cpus().map(|c| super::rq_of(c.cpu_id).nr_switches.load(Ordering::Relaxed)).sum();
+    let forced0: u64 = crate::percpu::online_cpus().map(|c| super::rq_of(c.cpu_id).forced_idle_ns.load(Ordering::Relaxed)).sum();
     // Three cookie groups of four tasks and four cookie-0 tasks: random bursts and sleeps,
     // random migrations (affinity changes) and cookie changes.
     let mut tasks = Vec::new();
@@ -177,14 +177,16 @@ fn stress_never_runs_different_cookies_on_siblings() {
     let deadline = crate::time::uptime_ns() + target / 200_000 * 300_000 * MS;
     loop {
         super::sleep_ns(100 * MS);
-        let switches: u64 = crate::percpu::online_cpus().map(|c| c.rq.nr_switches.load(Ordering::Relaxed)).sum::<u64>() - switches0;
+        let switches: u64 =
+            crate::percpu::online_cpus().map(|c| super::rq_of(c.cpu_id).nr_switches.load(Ordering::Relaxed)).sum::<u64>() - switches0;
         if switches >= target || crate::time::uptime_ns() > deadline {
             break;
         }
         let t = &tasks[(rng.next_u64() % 12) as usize];
         let _ = prctl(PR_SCHED_CORE_CREATE as u64, t.tid as u64, PIDTYPE_PID as u64, 0);
     }
-    let switches: u64 = crate::percpu::online_cpus().map(|c| c.rq.nr_switches.load(Ordering::Relaxed)).sum::<u64>() - switches0;
+    let switches: u64 =
+        crate::percpu::online_cpus().map(|c| super::rq_of(c.cpu_id).nr_switches.load(Ordering::Relaxed)).sum::<u64>() - switches0;
     // Stop first: a snapshot taken while tracing drops events that arrive during its pause.
     crate::trace::stop();
     let report = crate::trace::check_coresched();
@@ -193,7 +195,8 @@ fn stress_never_runs_different_cookies_on_siblings() {
     for t in tasks.iter().chain(core::iter::once(&reset)) {
         wait(t.tid).expect("reap");
     }
-    let forced: u64 = crate::percpu::online_cpus().map(|c| c.rq.forced_idle_ns.load(Ordering::Relaxed)).sum::<u64>() - forced0;
+    let forced: u64 =
+        crate::percpu::online_cpus().map(|c| super::rq_of(c.cpu_id).forced_idle_ns.load(Ordering::Relaxed)).sum::<u64>() - forced0;
     let report = report.expect("checkable trace");
     let checked_pct = report.switches * 100 / switches.max(1);
     crate::kprint!("({} switches, {} of them checked ({}%), {}) ", switches, report.switches, checked_pct, report);
@@ -201,7 +204,7 @@ fn stress_never_runs_different_cookies_on_siblings() {
     assert!(checked_pct >= 90, "the check covered {} of {} switches ({}%), under 90%", report.switches, switches, checked_pct);
     assert_eq!(coresched::unchecked_picks(), 0, "a cookied task was started without the core-wide check");
     for c in crate::percpu::online_cpus() {
-        assert_eq!(c.rq.nr_cookied.load(Ordering::SeqCst), 0, "cpu {} still counts queued cookied tasks", c.cpu_id);
+        assert_eq!(super::rq_of(c.cpu_id).nr_cookied.load(Ordering::SeqCst), 0, "cpu {} still counts queued cookied tasks", c.cpu_id);
     }
     if let Some(v) = report.violations.first() {
         crate::trace::print_window(&[v.cpu_a as u32, v.cpu_b as u32], v.start_ns.saturating_sub(3_000_000), v.end_ns + 200_000);

@@ -365,7 +365,7 @@ pub fn destroy(id: GroupId) -> Result<(), Errno> {
     drop(removed); // with no lock held: it may be the last reference
                    // Drop its (empty) per-CPU queues and their entities in the parent queues.
     for cpu in crate::percpu::online_cpus() {
-        let mut g = cpu.rq.lock.lock();
+        let mut g = super::rq_of(cpu.cpu_id).lock.lock();
         super::class::forget_group(&mut g, id);
     }
     Ok(())
@@ -385,7 +385,7 @@ pub fn set_shares(id: GroupId, shares: u64) -> Result<(), Errno> {
     let tg = lookup(id).ok_or(Errno::ESRCH)?;
     tg.shares.store(shares.max(2), Ordering::Relaxed);
     for cpu in crate::percpu::online_cpus() {
-        let mut g = cpu.rq.lock.lock();
+        let mut g = super::rq_of(cpu.cpu_id).lock.lock();
         let now = crate::time::uptime_ns();
         super::update_curr(&mut g, now);
         super::class::refresh_group_weights(&mut g, id);

@@ -299,7 +299,7 @@ fn setsid_exit_toggle_race_leaves_no_group_behind() {
     assert_eq!(failures, 0);
     assert_eq!(group::all().len(), groups_before, "autogroups leaked");
     for cpu in crate::percpu::online_cpus() {
-        let g = cpu.rq.lock.lock();
+        let g = super::rq_of(cpu.cpu_id).lock.lock();
         assert!(g.group_rqs.values().all(|q| group::lookup(q.tg.id).is_some()), "queue of a freed group left on cpu {}", cpu.cpu_id);
     }
 }

@@ -121,9 +121,9 @@ pub(super) fn tick(cpu: &percpu::PerCpu) {
     }
     let Some(me) = CPUS.get(cpu.cpu_id as usize) else { return };
     let now = crate::time::uptime_ns();
-    let ticks = cpu.rq.ticks.load(Ordering::Relaxed);
+    let ticks = super::rq_of(cpu.cpu_id).ticks.load(Ordering::Relaxed);
     let tick_ns = crate::timer::tick_period_ns();
-    if cpu.rq.need_resched.load(Ordering::Relaxed) {
+    if super::rq_of(cpu.cpu_id).need_resched.load(Ordering::Relaxed) {
         let since = me.resched_since.load(Ordering::Relaxed);
         if since == 0 {
             me.resched_since_tick.store(ticks, Ordering::Relaxed);
@@ -147,7 +147,7 @@ pub(super) fn tick(cpu: &percpu::PerCpu) {
     }
     for other in percpu::online_cpus().filter(|c| c.cpu_id != 0) {
         let Some(s) = CPUS.get(other.cpu_id as usize) else { continue };
-        let t = other.rq.ticks.load(Ordering::Relaxed);
+        let t = super::rq_of(other.cpu_id).ticks.load(Ordering::Relaxed);
         if t != s.seen_ticks.load(Ordering::Relaxed) || s.seen_at.load(Ordering::Relaxed) == 0 {
             s.seen_ticks.store(t, Ordering::Relaxed);
             s.seen_at.store(now, Ordering::Relaxed);

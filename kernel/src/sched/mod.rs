@@ -2,8 +2,9 @@
 //! preemption, load balancing and migration.
 //!
 //! # Shape (Linux's)
-//! Each CPU has one [`Rq`] (in its `PerCpu`), holding the classes' queues in fixed order:
-//! **rt > fair > idle** (see [`class`]). Policy decisions (EEVDF math, RT priority arrays,
+//! Each CPU has one [`Rq`] (the scheduler's per-CPU data, a `percpu::PerCpuVar`: [`rq_of`],
+//! [`this_rq`]), holding the classes' queues in fixed order: **dl > rt > fair > idle** (see
+//! [`class`]). Policy decisions (EEVDF math, RT priority arrays,
 //! CPU selection, imbalance) come from the pure `cadence-sched` crate; this module owns the
 //! mechanism: locks, context switches, IPIs, timers.
 //!
@@ -149,7 +150,6 @@ pub struct Rq {
     /// work when the switch lowered it.
     level_before_switch: AtomicU8,
     pub need_resched: AtomicBool,
-    pub preempt_count: AtomicU32,
     /// Set once the CPU runs its idle task under the scheduler.
     pub ready: AtomicBool,
     /// The running task (same as `curr`), readable without the lock.
@@ -237,7 +237,6 @@ impl Rq {
             rt_level: AtomicU8::new(0),
             level_before_switch: AtomicU8::new(0),
             need_resched: AtomicBool::new(false),
-            preempt_count: AtomicU32::new(0),
             ready: AtomicBool::new(false),
             current: AtomicPtr::new(core::ptr::null_mut()),
             nr_switches: AtomicU64::new(0),
@@ -304,7 +303,7 @@ pub fn set_base_slice_ns(ns: u64) {
 fn refresh_tunables() {
     let t = fair_tunables();
     for cpu in percpu::online_cpus() {
-        cpu.rq.lock.lock().fair.set_tunables(t);
+        rq_of(cpu.cpu_id).lock.lock().fair.set_tunables(t);
     }
 }
 
@@ -320,8 +319,23 @@ fn this_cpu() -> &'static PerCpu {
     percpu::current()
 }
 
-fn rq_of(cpu: u32) -> &'static Rq {
-    &percpu::get(cpu).expect("run queue of an existing CPU").rq
+/// Every CPU's run queue (the scheduler's per-CPU data, created at bring-up: [`init_cpu`]).
+static RQS: percpu::PerCpuVar<Rq> = percpu::PerCpuVar::new();
+
+/// Creates CPU `cpu`'s run queue (bring-up, before the CPU's area is listed).
+pub fn init_cpu(cpu: u32) {
+    RQS.init(cpu, Rq::new(cpu));
+}
+
+/// CPU `cpu`'s run queue (any CPU listed by `percpu` has one).
+pub fn rq_of(cpu: u32) -> &'static Rq {
+    RQS.get(cpu).expect("run queue of an existing CPU")
+}
+
+/// The calling CPU's run queue.
+#[inline]
+pub fn this_rq() -> &'static Rq {
+    RQS.this()
 }
 
 /// This CPU's `current` pointer, read with interrupts off (`f` runs before they come back):
@@ -329,7 +343,7 @@ fn rq_of(cpu: u32) -> &'static Rq {
 /// and the old CPU's `current` would be another task, free to exit.
 pub(super) fn with_current_ptr<R>(f: impl FnOnce(*mut Task) -> R) -> R {
     let irqs = crate::irqflags::save();
-    let r = f(this_cpu().rq.current.load(Ordering::Acquire));
+    let r = f(this_rq().current.load(Ordering::Acquire));
     crate::irqflags::restore(irqs);
     r
 }
@@ -351,7 +365,7 @@ pub fn current_is_rt() -> bool {
 /// run-queue lock: poll it, do not spin on it.
 pub fn current_cputime_ns() -> u64 {
     let irqs = crate::irqflags::save();
-    let rq = &this_cpu().rq;
+    let rq = this_rq();
     let g = rq.lock.lock();
     let now = crate::time::uptime_ns();
     let t = g.curr.as_ref().map_or(0, |c| c.stats.sum_exec_runtime.load(Ordering::Relaxed) + now.saturating_sub(g.exec_start));
@@ -468,9 +482,9 @@ pub fn check_accounting() -> alloc::vec::Vec<alloc::string::String> {
     let mut problems = alloc::vec::Vec::new();
     let mut seen: BTreeMap<Tid, u32> = BTreeMap::new();
     for cpu in percpu::online_cpus() {
-        let g = cpu.rq.lock.lock();
+        let g = rq_of(cpu.cpu_id).lock.lock();
         let queued = g.nr_queued();
-        let published = cpu.rq.nr_running.load(Ordering::Acquire) as usize;
+        let published = rq_of(cpu.cpu_id).nr_running.load(Ordering::Acquire) as usize;
         let throttled = g.tasks.values().filter(|t| t.class() == ClassId::Dl && class::deadline::is_throttled(t)).count();
         if queued != published || queued + throttled != g.tasks.len() {
             problems.push(format!(
@@ -709,7 +723,7 @@ fn pick_next(g: &mut RqInner) -> Arc<Task> {
 pub fn schedule() {
     __schedule(false);
     // The CPU is re-read each time: the switch may resume us on another one.
-    while this_cpu().rq.need_resched.load(Ordering::Acquire) && this_cpu().rq.preempt_count.load(Ordering::Relaxed) == 0 {
+    while this_rq().need_resched.load(Ordering::Acquire) && this_cpu().preempt_count.load(Ordering::Relaxed) == 0 {
         // Wakeups that did not fit this CPU's queues keep `need_resched` set until a refill
         // makes room (see `ttwu_pending`); a loop of switches alone would never make it.
         reserve::refill_pending();
@@ -793,7 +807,7 @@ fn __schedule_irqs_off(preempted: bool) {
     // nested `__schedule` inside this one).
     ttwu_pending();
     let cpu = this_cpu();
-    let rq = &cpu.rq;
+    let rq = rq_of(cpu.cpu_id);
     let mut g = rq.lock.lock();
     // On a core where cookies are in play, pick for the whole core with every sibling's run
     // queue locked (lock order: release ours, take the core's in CPU order).
@@ -937,7 +951,7 @@ fn __schedule_irqs_off(preempted: bool) {
 /// CPU kept, lets the previous task be run elsewhere, and disposes of a dead one.
 fn finish_task_switch() {
     let cpu = this_cpu();
-    let rq = &cpu.rq;
+    let rq = rq_of(cpu.cpu_id);
     // SAFETY: the task that switched to us kept this CPU's run-queue lock (`keep_locked`);
     // nothing else references the data until we release it below.
     let g = unsafe { rq.lock.data_while_held() };
@@ -1260,10 +1274,10 @@ pub fn ttwu_pending() {
         return;
     }
     let cpu = this_cpu();
-    if cpu.rq.wake_list.load(Ordering::Relaxed).is_null() {
+    if rq_of(cpu.cpu_id).wake_list.load(Ordering::Relaxed).is_null() {
         return;
     }
-    let mut next = cpu.rq.wake_list.swap(core::ptr::null_mut(), Ordering::SeqCst);
+    let mut next = rq_of(cpu.cpu_id).wake_list.swap(core::ptr::null_mut(), Ordering::SeqCst);
     // The list is newest first: reverse it so that wakeups are queued in the order they came.
     let mut oldest_first: *mut Task = core::ptr::null_mut();
     while !next.is_null() {
@@ -1301,14 +1315,14 @@ pub fn ttwu_pending() {
             // other path queues it) and still counted in `wake_pending`.
             task.wake_next.store(next, Ordering::Relaxed);
             drop(_p);
-            requeue_wake_list(&cpu.rq, Arc::into_raw(task) as *mut Task);
+            requeue_wake_list(rq_of(cpu.cpu_id), Arc::into_raw(task) as *mut Task);
             reserve::note_wakeup_deferred(cpu.cpu_id);
             return;
         }
         // Unlinked: from here other paths may queue it again (under `params`, as here).
         task.wake_queued.store(false, Ordering::Release);
         drop(_p);
-        cpu.rq.wake_pending.fetch_sub(1, Ordering::SeqCst);
+        rq_of(cpu.cpu_id).wake_pending.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -1483,16 +1497,16 @@ pub fn init_this_cpu() {
     let params = SchedParams { attr: ValidAttr::default(), affinity: CpuMask(u64::MAX) };
     let idle = task::new_task(&opts, None, params, None, true, cpu.cpu_id);
     {
-        let mut g = cpu.rq.lock.lock();
+        let mut g = rq_of(cpu.cpu_id).lock.lock();
         g.fair.set_tunables(fair_tunables());
         g.curr = Some(idle.clone());
         g.idle = Some(idle.clone());
         g.exec_start = crate::time::uptime_ns();
-        cpu.rq.current.store(Arc::as_ptr(&idle) as *mut Task, Ordering::Release);
+        rq_of(cpu.cpu_id).current.store(Arc::as_ptr(&idle) as *mut Task, Ordering::Release);
     }
     reserve::refill(cpu.cpu_id); // the queues' first storage, before anything is queued
     ONLINE_MASK.fetch_or(1 << cpu.cpu_id, Ordering::AcqRel);
-    cpu.rq.ready.store(true, Ordering::Release);
+    rq_of(cpu.cpu_id).ready.store(true, Ordering::Release);
 }
 
 /// Sets the base slice from the number of CPUs (Linux: 0.75 ms × (1 + ilog2(ncpus))).
@@ -1505,7 +1519,7 @@ pub fn idle_loop() -> ! {
     let cpu = this_cpu();
     loop {
         crate::irqflags::disable();
-        if cpu.rq.need_resched.load(Ordering::Acquire) {
+        if rq_of(cpu.cpu_id).need_resched.load(Ordering::Acquire) {
             schedule();
             continue;
         }
@@ -1514,25 +1528,25 @@ pub fn idle_loop() -> ! {
             continue;
         }
         let ceiling = idle_poll_ns();
-        let limit = cpu.rq.idle_poll_limit.load(Ordering::Relaxed).min(ceiling);
+        let limit = rq_of(cpu.cpu_id).idle_poll_limit.load(Ordering::Relaxed).min(ceiling);
         let idle_start = crate::time::uptime_ns();
         if limit > 0 {
-            cpu.rq.polling.store(true, Ordering::SeqCst);
+            rq_of(cpu.cpu_id).polling.store(true, Ordering::SeqCst);
             let until = idle_start + limit;
-            while !cpu.rq.need_resched.load(Ordering::SeqCst) && crate::time::uptime_ns() < until {
+            while !rq_of(cpu.cpu_id).need_resched.load(Ordering::SeqCst) && crate::time::uptime_ns() < until {
                 core::hint::spin_loop();
             }
-            cpu.rq.polling.store(false, Ordering::SeqCst);
+            rq_of(cpu.cpu_id).polling.store(false, Ordering::SeqCst);
         }
         crate::irqflags::disable();
-        if !cpu.rq.need_resched.load(Ordering::SeqCst) {
+        if !rq_of(cpu.cpu_id).need_resched.load(Ordering::SeqCst) {
             // `sti; hlt`: a wakeup IPI cannot slip in between the check and the halt.
             crate::arch::wait_for_interrupt();
         }
         if ceiling > 0 {
             let block_ns = crate::time::uptime_ns().saturating_sub(idle_start);
             let next = cadence_sched::haltpoll::adjust(limit, block_ns, ceiling);
-            cpu.rq.idle_poll_limit.store(next, Ordering::Relaxed);
+            rq_of(cpu.cpu_id).idle_poll_limit.store(next, Ordering::Relaxed);
         }
     }
 }
@@ -1542,12 +1556,12 @@ pub fn idle_loop() -> ! {
 /// The scheduler tick (from the periodic timer, interrupts off).
 pub fn scheduler_tick() {
     let cpu = this_cpu();
-    if !cpu.rq.ready.load(Ordering::Acquire) {
+    if !rq_of(cpu.cpu_id).ready.load(Ordering::Acquire) {
         return;
     }
-    let ticks = cpu.rq.ticks.fetch_add(1, Ordering::Relaxed);
+    let ticks = rq_of(cpu.cpu_id).ticks.fetch_add(1, Ordering::Relaxed);
     let resched = {
-        let mut g = cpu.rq.lock.lock();
+        let mut g = rq_of(cpu.cpu_id).lock.lock();
         let now = crate::time::uptime_ns();
         let mut resched = update_curr(&mut g, now);
         resched |= rt_limits::check_throttle(&mut g, now);
@@ -1557,35 +1571,35 @@ pub fn scheduler_tick() {
         resched
     };
     if resched {
-        cpu.rq.need_resched.store(true, Ordering::Release);
+        rq_of(cpu.cpu_id).need_resched.store(true, Ordering::Release);
     }
     lockup::tick(cpu);
     if ticks % balance::BALANCE_INTERVAL_TICKS == (cpu.cpu_id as u64 % balance::BALANCE_INTERVAL_TICKS) {
-        cpu.rq.balance_due.store(true, Ordering::Relaxed);
+        rq_of(cpu.cpu_id).balance_due.store(true, Ordering::Relaxed);
     }
     // Not while a reschedule is pending: whatever woke here (an RT task, typically, from the
     // timer that fired with this tick) runs first; a later tick balances.
-    if cpu.rq.balance_due.load(Ordering::Relaxed) && !cpu.rq.need_resched.load(Ordering::Acquire) {
-        cpu.rq.balance_due.store(false, Ordering::Relaxed);
+    if rq_of(cpu.cpu_id).balance_due.load(Ordering::Relaxed) && !rq_of(cpu.cpu_id).need_resched.load(Ordering::Acquire) {
+        rq_of(cpu.cpu_id).balance_due.store(false, Ordering::Relaxed);
         balance::periodic_balance(cpu.cpu_id);
     }
 }
 
 /// At the end of an interrupt: preempt the interrupted task if a reschedule is due.
 pub fn irq_exit() {
-    if preemptible_with_resched(&this_cpu().rq) {
+    if preemptible_with_resched() {
         // Loop (Linux `preempt_schedule_irq`): the switch may request another reschedule.
         // The CPU is re-read each time: a resumed task may be on another CPU.
-        while preemptible_with_resched(&this_cpu().rq) {
+        while preemptible_with_resched() {
             __schedule(true);
         }
         // Back in the interrupted task: act on its signals before returning to it.
         signal::handle_pending_at_irq_exit();
     }
-    let rq = &this_cpu().rq;
+    let rq = this_rq();
     // Only where preemption is allowed: the action may end the task, and a task ended inside
     // a preemption-disabled section would leave this CPU's count raised for good.
-    if rq.ready.load(Ordering::Acquire) && rq.preempt_count.load(Ordering::Relaxed) == 0 {
+    if rq.ready.load(Ordering::Acquire) && this_cpu().preempt_count.load(Ordering::Relaxed) == 0 {
         rt_limits::act_on_current();
     }
 }
@@ -1603,14 +1617,19 @@ pub fn preempt_point() {
         return;
     }
     reserve::refill_pending();
-    while preemptible_with_resched(&this_cpu().rq) {
+    while preemptible_with_resched() {
         __schedule(true);
     }
 }
 
-/// A reschedule is pending and may happen now (scheduler running, preemption enabled).
-fn preemptible_with_resched(rq: &Rq) -> bool {
-    rq.ready.load(Ordering::Acquire) && rq.need_resched.load(Ordering::Acquire) && rq.preempt_count.load(Ordering::Relaxed) == 0
+/// A reschedule is pending on this CPU and may happen now (preemption enabled, scheduler
+/// running). The count first: it is one GS load away, and usually decides.
+fn preemptible_with_resched() -> bool {
+    if this_cpu().preempt_count.load(Ordering::Relaxed) != 0 {
+        return false;
+    }
+    let rq = this_rq();
+    rq.ready.load(Ordering::Acquire) && rq.need_resched.load(Ordering::Acquire)
 }
 
 /// Disables preemption on this CPU until the guard drops.
@@ -1627,13 +1646,13 @@ pub fn preempt_disable() -> PreemptGuard {
 /// task stays here, so lowering needs no such care.
 pub(super) fn preempt_count_inc() {
     let irqs = crate::irqflags::save();
-    this_cpu().rq.preempt_count.fetch_add(1, Ordering::AcqRel);
+    this_cpu().preempt_count.fetch_add(1, Ordering::AcqRel);
     crate::irqflags::restore(irqs);
 }
 
 impl Drop for PreemptGuard {
     fn drop(&mut self) {
-        if this_cpu().rq.preempt_count.fetch_sub(1, Ordering::AcqRel) == 1 {
+        if this_cpu().preempt_count.fetch_sub(1, Ordering::AcqRel) == 1 {
             preempt_point();
         }
     }
@@ -1643,7 +1662,7 @@ impl Drop for PreemptGuard {
 pub fn yield_now() {
     {
         let cpu = this_cpu();
-        let mut g = cpu.rq.lock.lock();
+        let mut g = rq_of(cpu.cpu_id).lock.lock();
         let now = crate::time::uptime_ns();
         update_curr(&mut g, now);
         if let Some(curr) = g.curr.clone() {

@@ -212,7 +212,7 @@ pub fn room(g: &RqInner) -> usize {
 pub fn reserved_bytes() -> usize {
     let mut total = 0;
     for cpu in crate::percpu::online_cpus() {
-        let g = cpu.rq.lock.lock();
+        let g = super::rq_of(cpu.cpu_id).lock.lock();
         total += g.tasks.storage_bytes() + g.rt.storage_bytes() + g.fair.storage_bytes() + g.group_rqs.storage_bytes();
         total += g.group_rqs.values().map(|q| q.rq.storage_bytes()).sum::<usize>();
         total += g.spare_groups.iter().map(|s| s.storage_bytes()).sum::<usize>();
@@ -270,11 +270,11 @@ fn install(g: &mut RqInner, s: &mut Spare) {
 #[inline(never)]
 pub fn refill(cpu: u32) {
     let Some(pc) = crate::percpu::get(cpu) else { return };
-    let rq = &pc.rq;
+    let rq = super::rq_of(pc.cpu_id);
     // No preemption (so no nested refill from a preemption point, and no migration); the
     // count is dropped without a preemption point: our caller is one.
     super::preempt_count_inc();
-    let me = &super::this_cpu().rq;
+    let me = crate::percpu::current();
     for _pass in 0..4 {
         let mut wants = [None; MAX_WANTS];
         let incoming = rq.wake_pending.load(Ordering::Acquire) as usize;
@@ -313,7 +313,7 @@ pub fn refill_pending() {
     if PENDING.load(Ordering::Relaxed) == 0 {
         return;
     }
-    let me = &super::this_cpu().rq;
+    let me = crate::percpu::current();
     if me.preempt_count.load(Ordering::Relaxed) != 0 || !crate::irqflags::are_enabled() {
         return;
     }

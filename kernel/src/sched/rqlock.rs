@@ -63,7 +63,7 @@ impl<T> RqLock<T> {
         }
         // Preemption off: an interrupt's exit path must not switch us away (and maybe to
         // another CPU) while the caller believes it is locking its own CPU's queue.
-        let preempt = &crate::percpu::current().rq.preempt_count;
+        let preempt = &crate::percpu::current().preempt_count;
         preempt.fetch_add(1, Ordering::AcqRel);
         loop {
             irqflags::restore_at(true, site);

@@ -190,10 +190,10 @@ pub(super) fn check_throttle(g: &mut RqInner, now: u64) -> bool {
 /// task now running on this CPU.
 pub fn act_on_current() {
     let cpu = crate::percpu::current();
-    if !cpu.rq.ready.load(Ordering::Acquire) {
+    if !super::rq_of(cpu.cpu_id).ready.load(Ordering::Acquire) {
         return;
     }
-    let ptr = cpu.rq.current.load(Ordering::Acquire);
+    let ptr = super::rq_of(cpu.cpu_id).current.load(Ordering::Acquire);
     if ptr.is_null() {
         return;
     }

@@ -246,11 +246,11 @@ fn affinity_is_honoured_through_balancing_and_changes() {
                 crate::kprintln!(
                     "cpu {}: need_resched={} preempt_count={} switches={} current={}",
                     c.cpu_id,
-                    c.rq.need_resched.load(Ordering::Relaxed),
-                    c.rq.preempt_count.load(Ordering::Relaxed),
-                    c.rq.nr_switches.load(Ordering::Relaxed),
+                    super::rq_of(c.cpu_id).need_resched.load(Ordering::Relaxed),
+                    c.preempt_count.load(Ordering::Relaxed),
+                    super::rq_of(c.cpu_id).nr_switches.load(Ordering::Relaxed),
                     // SAFETY: only read for a diagnostic; `current` is always a live task.
-                    unsafe { c.rq.current.load(Ordering::Relaxed).as_ref().map_or(0, |t| t.tid) },
+                    unsafe { super::rq_of(c.cpu_id).current.load(Ordering::Relaxed).as_ref().map_or(0, |t| t.tid) },
                 );
             }
             crate::kprintln!(

@@ -78,7 +78,8 @@ fn stat() -> CmdResult {
         seen |= sib.0;
         let mut total = 0;
         for c in sib.iter() {
-            let ns = crate::percpu::get(c as u32).map(|p| p.rq.forced_idle_ns.load(Ordering::Relaxed)).unwrap_or(0);
+            let ns =
+                crate::percpu::get(c as u32).map(|p| crate::sched::rq_of(p.cpu_id).forced_idle_ns.load(Ordering::Relaxed)).unwrap_or(0);
             total += ns;
             shout!("cpu {}: forced idle {} us", c, ns / 1000);
         }

@@ -476,8 +476,8 @@ fn counters() -> Counters {
     let (pages_in, pages_out, _) = pagecache::io_counters();
     let (mut ticks, mut switches) = (0, 0);
     for c in crate::percpu::online_cpus() {
-        ticks += c.rq.ticks.load(core::sync::atomic::Ordering::Relaxed);
-        switches += c.rq.nr_switches.load(core::sync::atomic::Ordering::Relaxed);
+        ticks += crate::sched::rq_of(c.cpu_id).ticks.load(core::sync::atomic::Ordering::Relaxed);
+        switches += crate::sched::rq_of(c.cpu_id).nr_switches.load(core::sync::atomic::Ordering::Relaxed);
     }
     Counters {
         pages_in,
@@ -513,7 +513,9 @@ pub fn cmd_vmstat(args: &[&str]) -> CmdResult {
         let m = mem();
         let secs_x1000 = ((now.at - prev.at) / 1_000_000).max(1);
         let per_s = |d: u64| d * 1000 / secs_x1000;
-        let running: u32 = crate::percpu::online_cpus().map(|c| c.rq.nr_running.load(core::sync::atomic::Ordering::Relaxed)).sum();
+        let running: u32 = crate::percpu::online_cpus()
+            .map(|c| crate::sched::rq_of(c.cpu_id).nr_running.load(core::sync::atomic::Ordering::Relaxed))
+            .sum();
         shout!(
             "{:>2} {:>2} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>6} {:>4} {:>4} {:>4}",
             running,

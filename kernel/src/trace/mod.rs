@@ -341,7 +341,7 @@ fn state_letter(s: TaskState) -> u8 {
 
 /// The task column: the task running on this CPU (`<idle>`/0 for idle). Interrupts are off.
 fn current_ctx() -> (Comm, u32) {
-    let ptr = crate::percpu::current().rq.current.load(Ordering::Acquire);
+    let ptr = crate::sched::this_rq().current.load(Ordering::Acquire);
     if ptr.is_null() {
         return (Comm::new(ftrace::IDLE_COMM), 0);
     }
