@@ -1,5 +1,6 @@
-//! What the kernel does on each interrupt (the IDT stubs in `arch::x86_64::idt` call these).
-//! The scheduler hooks into [`timer_tick`] and the IPIs.
+//! What the kernel does on each interrupt (the IDT stubs in `arch::x86_64::idt` call these):
+//! each hands over to the subsystem the interrupt is for (timers, the scheduler's IPIs, the
+//! TLB flush of `mm::tlb`, drivers).
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -48,42 +49,11 @@ pub fn call_function_ipi() {
         crate::timer::reprogram_this_cpu();
     }
     if req & crate::percpu::IPI_REQ_TLB != 0 {
-        x86_64::instructions::tlb::flush_all();
-        cpu.tlb_gen.store(TLB_GEN.load(Ordering::Acquire), Ordering::Release);
+        crate::mm::tlb::flush_requested();
     }
     if req & crate::percpu::IPI_REQ_RT_PUSH != 0 {
         crate::sched::balance::push_requested(cpu.cpu_id);
     }
-}
-
-static TLB_GEN: AtomicU64 = AtomicU64::new(0);
-static SHOOTDOWN: spin::Mutex<()> = spin::Mutex::new(());
-
-/// Flushes every online CPU's TLB and waits until they all did. Must be called with
-/// interrupts enabled (another CPU may be waiting for *our* flush). Returns false if some CPU
-/// did not answer within a second (the caller must then not reuse the unmapped addresses).
-pub fn tlb_shootdown_all() -> bool {
-    if !x86_64::instructions::interrupts::are_enabled() {
-        return false;
-    }
-    let _one_at_a_time = SHOOTDOWN.lock();
-    let gen = TLB_GEN.fetch_add(1, Ordering::AcqRel) + 1;
-    x86_64::instructions::tlb::flush_all();
-    let me = crate::percpu::cpu_id();
-    for cpu in crate::percpu::online_cpus().filter(|c| c.cpu_id != me) {
-        cpu.ipi_requests.fetch_or(crate::percpu::IPI_REQ_TLB, Ordering::AcqRel);
-        crate::arch::apic::send_ipi(cpu.apic_id, crate::arch::apic::CALL_FUNCTION_VECTOR);
-    }
-    let deadline = crate::time::uptime_ns() + 1_000_000_000;
-    for cpu in crate::percpu::online_cpus().filter(|c| c.cpu_id != me) {
-        while cpu.tlb_gen.load(Ordering::Acquire) < gen {
-            if crate::time::uptime_ns() > deadline {
-                return false;
-            }
-            core::hint::spin_loop();
-        }
-    }
-    true
 }
 
 /// Asks `cpu` to re-program its timer (a timer earlier than its programmed one was armed).

@@ -8,14 +8,15 @@
 //! [`PerCpu`] holds only what identifies a CPU, its bring-up and IPI state, and its
 //! preemption count (touched by every lock, so kept one GS load away). A subsystem's
 //! per-CPU data belongs to that subsystem, as a [`PerCpuVar`] it declares (Linux
-//! `DEFINE_PER_CPU`): the scheduler's run queues (`sched`), the timer queues (`timer`). The
+//! `DEFINE_PER_CPU`): the scheduler's run queues (`sched`), the timer queues (`timer`), the
+//! TLB flush records (`mm::tlb`). The
 //! bring-up code (`smp`) creates each CPU's instances before the CPU's area is listed, so every
 //! listed CPU has them.
 
 use crate::arch::cpuid::Topology;
 use crate::arch::msr::{self, Msr};
 use alloc::boxed::Box;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 
 /// Most CPUs Cadence handles (CPU masks are 64-bit).
 pub const MAX_CPUS: usize = 64;
@@ -37,8 +38,6 @@ pub struct PerCpu {
     pub preempt_count: AtomicU32,
     /// Requests from other CPUs, handled by the call-function IPI (bits of `IPI_REQ_*`).
     pub ipi_requests: AtomicU32,
-    /// Last TLB-shootdown generation this CPU has flushed for.
-    pub tlb_gen: AtomicU64,
 }
 
 /// `ipi_requests` bit: re-program the LAPIC timer (a remote CPU armed an earlier timer).
@@ -133,7 +132,6 @@ pub fn new_area(cpu_id: u32, apic_id: u32) -> *mut PerCpu {
         online: AtomicBool::new(false),
         preempt_count: AtomicU32::new(0),
         ipi_requests: AtomicU32::new(0),
-        tlb_gen: AtomicU64::new(0),
     }))
 }
 

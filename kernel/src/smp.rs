@@ -37,6 +37,7 @@ pub fn announce_online(cpu: &PerCpu) {
 fn init_cpu_data(cpu: u32) {
     crate::sched::init_cpu(cpu);
     crate::timer::init_cpu(cpu);
+    crate::mm::tlb::init_cpu(cpu);
 }
 
 /// The BSP's own per-CPU and interrupt setup.

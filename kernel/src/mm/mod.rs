@@ -1,7 +1,7 @@
 //! Memory management: physical frames ([`frame`]), the kernel heap ([`heap`]), page-table
 //! helpers over the bootloader's physical-memory mapping ([`paging`]), guarded kernel stacks
-//! ([`stack`]), and the disk's page cache ([`pagecache`]) with its writeback and dirty
-//! throttle ([`writeback`]) and reclaim ([`reclaim`]).
+//! ([`stack`]) and their TLB shootdown ([`tlb`]), and the disk's page cache ([`pagecache`])
+//! with its writeback and dirty throttle ([`writeback`]) and reclaim ([`reclaim`]).
 //!
 //! Address-space layout (48-bit canonical):
 //! - lower half: empty except the identity-mapped SMP trampoline page (< 1 MiB);
@@ -17,6 +17,7 @@ pub mod pagecache;
 pub mod paging;
 pub mod reclaim;
 pub mod stack;
+pub mod tlb;
 pub mod writeback;
 
 use core::sync::atomic::{AtomicU64, Ordering};

@@ -9,7 +9,7 @@
 //! (it may have run anywhere): a dropped stack goes to a cache of still-mapped stacks that
 //! [`KernelStack::allocate`] reuses as is (same mapping: no TLB hazard). [`reclaim`] empties the
 //! cache: it unmaps the pages and frees their frames, then flushes every CPU's TLB
-//! (`interrupts::tlb_shootdown_all`) and only then lets the slots be reused.
+//! (`mm::tlb::shootdown_all`) and only then lets the slots be reused.
 //! [`reclaim_if_needed`] does that when more than [`CACHE_LIMIT`] stacks are cached.
 
 use crate::sync::IrqLock;
@@ -150,7 +150,7 @@ pub fn reclaim() -> usize {
         unmap(base, size);
     }
     let smp = crate::percpu::online_cpus().count() > 1;
-    if smp && !crate::interrupts::tlb_shootdown_all() {
+    if smp && !crate::mm::tlb::shootdown_all() {
         // Some CPU may still see the old pages: never hand these slots out again.
         return cached.len();
     }
