@@ -303,3 +303,88 @@ fn setsid_exit_toggle_race_leaves_no_group_behind() {
         assert!(g.group_rqs.values().all(|q| group::lookup(q.tg.id).is_some()), "queue of a freed group left on cpu {}", cpu.cpu_id);
     }
 }
+
+/// A ping-pong inside a nested group charges its group entities lazily (the upper levels hold
+/// nothing else, so `fair_group::contended_above` lets the switch leave their time pending),
+/// beside a task of the outer group that comes and goes (switches between the groups, a
+/// contended level): in the end each group's entity has been charged exactly the time its
+/// tasks ran.
+#[test_case]
+fn nested_group_entities_are_charged_exactly_what_their_tasks_ran() {
+    use super::pipe::pipe;
+    let outer = group::create("charge-outer", ROOT_GROUP, 100, GroupKind::Manual).expect("outer");
+    let inner = group::create("charge-inner", outer.id, 100, GroupKind::Manual).expect("inner");
+    let (go_r, go_w) = pipe();
+    let (r1, w1) = pipe();
+    let (r2, w2) = pipe();
+    const ROUNDS: usize = 2000;
+    // Both wait for `go` (asleep) until moved into the inner group, then ping-pong on CPU 3.
+    let ping = spawn(SpawnOptions::new("charge-ping").pin(3), move || {
+        let mut b = [0u8; 1];
+        if go_r.read(&mut b) != 1 {
+            return 1;
+        }
+        for _ in 0..ROUNDS {
+            if w1.write(&b).is_err() || r2.read(&mut b) != 1 {
+                return 2;
+            }
+        }
+        0
+    })
+    .expect("ping");
+    let pong = spawn(SpawnOptions::new("charge-pong").pin(3), move || {
+        let mut b = [0u8; 1];
+        for _ in 0..ROUNDS {
+            if r1.read(&mut b) != 1 || w2.write(&b).is_err() {
+                return 3;
+            }
+        }
+        0
+    })
+    .expect("pong");
+    let (go2_r, go2_w) = pipe();
+    let sleeper = spawn(SpawnOptions::new("charge-outer").pin(3), move || {
+        let mut b = [0u8; 1];
+        if go2_r.read(&mut b) != 1 {
+            return 4;
+        }
+        for _ in 0..20 {
+            let t0 = crate::time::uptime_ns();
+            while crate::time::uptime_ns() - t0 < 200_000 {
+                core::hint::spin_loop();
+            }
+            super::sleep_ns(500_000);
+        }
+        0
+    })
+    .expect("sleeper");
+    // Asleep and switched out (a task marked asleep may still be finishing its switch).
+    let off_cpu = |t: &Arc<Task>| {
+        t.state() == super::task::TaskState::Sleeping && super::rq_of(3).lock.lock().curr.as_ref().is_none_or(|c| c.tid != t.tid)
+    };
+    while !(off_cpu(&ping) && off_cpu(&pong) && off_cpu(&sleeper)) {
+        super::sleep_ns(1_000_000);
+    }
+    group::move_task(ping.tid, inner.id).expect("move ping");
+    group::move_task(pong.tid, inner.id).expect("move pong");
+    group::move_task(sleeper.tid, outer.id).expect("move sleeper");
+    let (before, before_outer) = (runtime(&ping) + runtime(&pong), runtime(&sleeper));
+    go2_w.write(&[1]).expect("go sleeper");
+    go_w.write(&[1]).expect("go");
+    assert_eq!(wait(ping.tid), Ok(0));
+    assert_eq!(wait(pong.tid), Ok(0));
+    assert_eq!(wait(sleeper.tid), Ok(0));
+    let ran = runtime(&ping) + runtime(&pong) - before;
+    let ran_outer = runtime(&sleeper) - before_outer;
+    let (inner_charged, outer_charged) = {
+        let g = super::rq_of(3).lock.lock();
+        let of = |frq: Option<&cadence_sched::FairRq<super::SeKey>>, gid| {
+            frq.and_then(|f| f.entity(super::SeKey::Group(gid))).map(|e| e.sum_exec_runtime())
+        };
+        (of(g.group_rqs.get(&outer.id).map(|q| &q.rq), inner.id), of(Some(&g.fair), outer.id))
+    };
+    assert_eq!(inner_charged, Some(ran), "the inner group's entity (in the outer group's queue)");
+    assert_eq!(outer_charged, Some(ran + ran_outer), "the outer group's entity (in the root queue)");
+    group::destroy(inner.id).expect("destroy inner");
+    group::destroy(outer.id).expect("destroy outer");
+}

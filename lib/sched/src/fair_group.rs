@@ -24,7 +24,8 @@
 //! * *Lazy charging*: the running task's own entity is charged at once; the time not yet
 //!   charged to its group entities above ([`GroupQueues::take_pending`]) is charged by
 //!   [`flush_pending`] before anything reads or changes an upper queue ([`propagate`] does it
-//!   before it changes a parent queue).
+//!   before it changes a parent queue; a pick does it when [`contended_above`] says it
+//!   compares the upper levels' running entities).
 //!
 //! The walks allocate nothing (levels are followed one at a time, never collected), so the
 //! kernel runs them under its run-queue lock.
@@ -124,6 +125,9 @@ pub fn for_each_level<Q: GroupQueues>(q: &mut Q, level: Level<Q::Gid, Q::Key>, m
 /// if a path breaks (a group without a queue here).
 #[allow(clippy::type_complexity)]
 pub fn find_matching<Q: GroupQueues>(q: &Q, a: Level<Q::Gid, Q::Key>, b: Level<Q::Gid, Q::Key>) -> Option<(Q::Gid, Q::Key, Q::Key)> {
+    if a.group == b.group {
+        return Some((a.group, a.key, b.key)); // one queue already (the common case)
+    }
     let (mut da, mut db) = (q.depth(a.group), q.depth(b.group));
     let (mut a, mut b) = (a, b);
     while da > db {
@@ -170,6 +174,14 @@ fn set_level<Q: GroupQueues>(q: &mut Q, level: Level<Q::Gid, Q::Key>) {
 /// put and set happen. Above that queue both paths are the same entities and stay `curr`: for
 /// two tasks of one group, one put and one set instead of one per level.
 pub fn switch_levels<Q: GroupQueues>(q: &mut Q, prev: Level<Q::Gid, Q::Key>, next: Level<Q::Gid, Q::Key>) {
+    if prev.group == next.group {
+        // Two entities of one queue (the common case): one lookup.
+        if let Some((frq, _)) = q.queue_mut(prev.group) {
+            put_entity(frq, prev.key);
+            set_entity(frq, next.key);
+        }
+        return;
+    }
     let (mut pd, mut nd) = (q.depth(prev.group), q.depth(next.group));
     let (mut p, mut n) = (prev, next);
     while p.group != n.group {
@@ -265,6 +277,25 @@ pub fn flush_pending<Q: GroupQueues>(q: &mut Q) -> bool {
     }
 }
 
+/// Whether some queue above group `own`'s (on the path to the root) holds another queued
+/// entity besides the one of this path: only then does a pick compare the upper levels'
+/// running entities, and so need their pending charge ([`flush_pending`]) first. A level
+/// whose queue holds only the path's own entity decides nothing: its entity's pending time
+/// can wait for the next flush point (the tick, a change of that queue in [`propagate`], a
+/// wakeup decided there, or a switch to another group) without any pick seeing a difference.
+pub fn contended_above<Q: GroupQueues>(q: &Q, own: Q::Gid) -> bool {
+    // One lookup per level: each queue names its parent.
+    let mut parent = q.queue(own).and_then(|(_, p)| p);
+    while let Some(gid) = parent {
+        let Some((frq, up)) = q.queue(gid) else { return false };
+        if frq.nr_queued() > 1 {
+            return true;
+        }
+        parent = up;
+    }
+    false
+}
+
 /// What [`propagate`] does above a level that did not change.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Propagate {
@@ -289,15 +320,15 @@ pub fn propagate<Q: GroupQueues>(q: &mut Q, mut gid: Q::Gid, enqueue: bool, how:
     while gid != root {
         let Some(state) = q.refresh_group(gid) else { return };
         let parent = state.parent;
-        if q.queue(parent).is_none() && !q.ensure_queue(parent) {
-            return;
-        }
         let key = Q::group_key(gid);
-        let Some((attached, on_rq, old_weight)) =
-            q.queue(parent).map(|(prq, _)| prq.entity(key).map_or((false, false, 0), |e| (true, e.on_rq(), e.weight())))
-        else {
-            return;
+        let entity_in =
+            |q: &Q| q.queue(parent).map(|(prq, _)| prq.entity(key).map_or((false, false, 0), |e| (true, e.on_rq(), e.weight())));
+        let found = match entity_in(q) {
+            Some(found) => Some(found),
+            None if q.ensure_queue(parent) => entity_in(q),
+            None => None,
         };
+        let Some((attached, on_rq, old_weight)) = found else { return };
         let reweight = !attached || old_weight != state.weight;
         let requeue = if enqueue { !on_rq && !state.empty } else { on_rq && state.empty };
         if how == Propagate::Changes && !reweight && !requeue {
@@ -607,6 +638,22 @@ mod tests {
         t.enqueue_task(2, 2);
         assert_eq!(t.pending, None);
         assert!(t.queues[&0].0.entity(K::Group(1)).unwrap().vruntime() > before);
+    }
+
+    #[test]
+    fn contention_above_is_another_entity_in_an_upper_queue() {
+        // root ← 1 ← 2: a task in group 2; alone at every upper level.
+        let mut t = Tree::new(&[0, 1, 0]);
+        t.enqueue_task(0, 2);
+        t.enqueue_task(1, 2);
+        assert!(!contended_above(&t, 2), "two tasks in group 2: its own queue, not above");
+        t.enqueue_task(2, 1);
+        assert!(contended_above(&t, 2), "a task beside group 2's entity in group 1's queue");
+        let mut u = Tree::new(&[0, 1, 0]);
+        u.enqueue_task(0, 2);
+        u.enqueue_task(1, 3);
+        assert!(contended_above(&u, 2), "group 3 beside group 1 in the root queue");
+        assert!(!contended_above(&u, 0), "nothing above the root");
     }
 
     #[test]

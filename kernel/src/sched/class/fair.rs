@@ -12,15 +12,19 @@
 //! `Task::parked_se` with its lag.
 //!
 //! **Charging** (Linux's `update_curr` per level): the running task's own entity is charged
-//! at every `update_curr`; the group entities above it are charged lazily, as Linux charges
-//! a level only when it walks it (a wakeup charges the matching level, the tick and the pick
-//! every level). The time not yet charged to them is `RqInner::fair_pending_ns`, and
-//! [`flush_group_charge`] charges it to every level of the running task's path before
-//! anything reads or changes a queue above the task's own: the tick, a put or pick
-//! (switch), a group entity's queueing or weight change (`fair_group::propagate`), and a wakeup
-//! preemption decided above the task's own level. A group's slice end is therefore seen at
-//! the next tick or switch (Linux: the same), and each switch charges the upper levels once
-//! instead of once per charge point.
+//! at every `update_curr`; the group entities above it are charged lazily. The time not yet
+//! charged to them is `RqInner::fair_pending_ns`, and [`flush_group_charge`] charges it to
+//! every level of the running task's path before anything reads or changes a queue above the
+//! task's own in a way that depends on it: the tick; a put (the full switch path); a pick
+//! whose upper levels hold other entities (`fair_group::contended_above`: only then does the
+//! pick compare the upper running entities); a switch to a task of another group (the
+//! pending time is `prev`'s path's); a group entity's queueing or weight change
+//! (`fair_group::propagate`); and a wakeup preemption decided above the task's own level.
+//! Between two tasks of one group whose upper levels hold nothing else (a ping-pong inside a
+//! nested group), the upper levels are therefore charged at the tick, in one amount, instead
+//! of at every switch: nothing compares them meanwhile, and the time charged is the same. Linux
+//! charges each level at every pick; this is the one place Cadence does less than Linux on
+//! the group path (see the README's *Group scheduling overhead*).
 
 use super::{lookup, BalancePoint, HrtickSlice, SchedClass};
 use crate::sched::group::{GroupId, GroupRq, ROOT_GROUP};
@@ -365,9 +369,17 @@ impl SchedClass for FairClass {
         if rq.nr_fair_tasks == 0 || rq.nr_queued() != rq.nr_fair_tasks {
             return None;
         }
-        flush_group_charge(rq); // the pick compares the upper levels' running entities
+        let own = task_level(prev).group;
+        if rq.fair_pending_ns > 0 && fair_group::contended_above(rq, own) {
+            flush_group_charge(rq); // the pick compares the upper levels' running entities
+        }
         let next = self.pick_next(rq)?;
         if !Arc::ptr_eq(&next, prev) {
+            // The pending time is `prev`'s path's: it may stay pending only if `next` runs
+            // under the same group entities (its own entity in the same queue).
+            if task_level(&next).group != own {
+                flush_group_charge(rq);
+            }
             fair_group::switch_levels(rq, task_level(prev), task_level(&next));
             park_if_dequeued(rq, prev);
         }
