@@ -358,22 +358,22 @@ fn nested_group_entities_are_charged_exactly_what_their_tasks_ran() {
         0
     })
     .expect("sleeper");
-    // Asleep and switched out (a task marked asleep may still be finishing its switch).
-    let off_cpu = |t: &Arc<Task>| {
-        t.state() == super::task::TaskState::Sleeping && super::rq_of(3).lock.lock().curr.as_ref().is_none_or(|c| c.tid != t.tid)
+    // Asleep (or exited) and switched out: a task marked so may still be finishing its switch,
+    // whose last stretch is charged then (long if the host deschedules the vCPU meanwhile).
+    let off_cpu = |t: &Arc<Task>, state| t.state() == state && super::rq_of(3).lock.lock().curr.as_ref().is_none_or(|c| c.tid != t.tid);
+    let all_off = |state| {
+        while ![&ping, &pong, &sleeper].iter().all(|t| off_cpu(t, state)) {
+            super::sleep_ns(1_000_000);
+        }
     };
-    while !(off_cpu(&ping) && off_cpu(&pong) && off_cpu(&sleeper)) {
-        super::sleep_ns(1_000_000);
-    }
+    all_off(super::task::TaskState::Sleeping);
     group::move_task(ping.tid, inner.id).expect("move ping");
     group::move_task(pong.tid, inner.id).expect("move pong");
     group::move_task(sleeper.tid, outer.id).expect("move sleeper");
     let (before, before_outer) = (runtime(&ping) + runtime(&pong), runtime(&sleeper));
     go2_w.write(&[1]).expect("go sleeper");
     go_w.write(&[1]).expect("go");
-    assert_eq!(wait(ping.tid), Ok(0));
-    assert_eq!(wait(pong.tid), Ok(0));
-    assert_eq!(wait(sleeper.tid), Ok(0));
+    all_off(super::task::TaskState::Dead);
     let ran = runtime(&ping) + runtime(&pong) - before;
     let ran_outer = runtime(&sleeper) - before_outer;
     let (inner_charged, outer_charged) = {
@@ -385,6 +385,7 @@ fn nested_group_entities_are_charged_exactly_what_their_tasks_ran() {
     };
     assert_eq!(inner_charged, Some(ran), "the inner group's entity (in the outer group's queue)");
     assert_eq!(outer_charged, Some(ran + ran_outer), "the outer group's entity (in the root queue)");
+    assert_eq!([wait(ping.tid), wait(pong.tid), wait(sleeper.tid)], [Ok(0); 3]);
     group::destroy(inner.id).expect("destroy inner");
     group::destroy(outer.id).expect("destroy outer");
 }
