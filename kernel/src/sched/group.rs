@@ -116,6 +116,15 @@ pub const LOAD_SYNC_INTERVAL_NS: u64 = 1_000_000;
 pub struct GroupRq {
     pub tg: Arc<TaskGroup>,
     pub rq: FairRq<super::SeKey>,
+    /// `tg.parent` and `tg.depth` (fixed for a group's life), kept here: the fair class's
+    /// walks read them at every level of every switch, and this saves a visit to the shared
+    /// `TaskGroup` each time.
+    pub parent: GroupId,
+    pub depth: u32,
+    /// The group's entity in the parent queue as `fair_group::propagate` last left it (see
+    /// `GroupQueues::record_entity`); `None` until then. Only `propagate` changes that entity
+    /// while this queue exists (`forget_group` detaches it along with this queue).
+    pub entity: Option<cadence_sched::fair_group::EntityState>,
     /// This CPU's contribution to `tg.load_total` (its queued weight when last published).
     contrib: u64,
     /// When `contrib` was last published.
@@ -124,7 +133,8 @@ pub struct GroupRq {
 
 impl GroupRq {
     pub fn new(tg: Arc<TaskGroup>, tunables: cadence_sched::FairTunables) -> Self {
-        GroupRq { tg, rq: FairRq::new(tunables), contrib: 0, synced_at: 0 }
+        let (parent, depth) = (tg.parent, tg.depth);
+        GroupRq { tg, rq: FairRq::new(tunables), parent, depth, entity: None, contrib: 0, synced_at: 0 }
     }
 
     /// Publishes this CPU's queued weight to the group's total (`tg.load_total`, an atomic

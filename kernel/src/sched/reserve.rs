@@ -179,7 +179,7 @@ pub fn fair_fits(g: &RqInner, task: &Task) -> bool {
     while gid != ROOT_GROUP {
         match g.group_rqs.get(&gid) {
             Some(grq) if missing == 0 && !free(grq.rq.len(), grq.rq.capacity()) => return false,
-            Some(grq) => gid = grq.tg.parent,
+            Some(grq) => gid = grq.parent,
             None => {
                 missing += 1;
                 match super::group::lookup(gid) {

@@ -62,6 +62,19 @@ pub struct GroupState<G> {
     pub empty: bool,
     /// Its parent group.
     pub parent: G,
+    /// Its entity in the parent queue as [`propagate`] last left it (`None`: not attached,
+    /// or unknown), recorded with [`GroupQueues::record_entity`]: lets a level that did not
+    /// change stop without visiting the parent queue.
+    pub entity: Option<EntityState>,
+}
+
+/// A group entity's state in its parent queue that [`propagate`] maintains.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EntityState {
+    /// Queued there.
+    pub on_rq: bool,
+    /// Its weight there.
+    pub weight: u64,
 }
 
 /// A group's queue and its parent (`None` for the root), as [`GroupQueues::queue`] gives it.
@@ -95,6 +108,11 @@ pub trait GroupQueues {
     /// Brings group `gid`'s load on this CPU up to date and says what its entity should be;
     /// `None` if it has no queue here.
     fn refresh_group(&mut self, gid: Self::Gid) -> Option<GroupState<Self::Gid>>;
+    /// Records group `gid`'s entity's state in its parent queue, as [`propagate`] just left it
+    /// (returned by the next [`GroupQueues::refresh_group`] as `GroupState::entity`). The
+    /// owner must forget it (`None`) whenever anything else attaches, detaches, queues,
+    /// dequeues or reweights that entity.
+    fn record_entity(&mut self, gid: Self::Gid, state: EntityState);
     /// Takes the running task's execution time not yet charged above its own level, with the
     /// group whose queue holds its own entity (`None`: nothing pending).
     fn take_pending(&mut self) -> Option<(Self::Gid, u64)>;
@@ -320,6 +338,20 @@ pub fn propagate<Q: GroupQueues>(q: &mut Q, mut gid: Q::Gid, enqueue: bool, how:
     while gid != root {
         let Some(state) = q.refresh_group(gid) else { return };
         let parent = state.parent;
+        // The recorded state says nothing changes here: stop without visiting the parent.
+        if let (Propagate::Changes, Some(e)) = (how, state.entity) {
+            let requeue = if enqueue { !e.on_rq && !state.empty } else { e.on_rq && state.empty };
+            if e.weight == state.weight && !requeue {
+                debug_assert_eq!(
+                    q.queue(parent)
+                        .and_then(|(prq, _)| prq.entity(Q::group_key(gid)))
+                        .map(|se| EntityState { on_rq: se.on_rq(), weight: se.weight() }),
+                    Some(e),
+                    "a group entity's recorded state went stale"
+                );
+                return;
+            }
+        }
         let key = Q::group_key(gid);
         let entity_in =
             |q: &Q| q.queue(parent).map(|(prq, _)| prq.entity(key).map_or((false, false, 0), |e| (true, e.on_rq(), e.weight())));
@@ -353,6 +385,10 @@ pub fn propagate<Q: GroupQueues>(q: &mut Q, mut gid: Q::Gid, enqueue: bool, how:
             let dequeued = prq.dequeue(key, DEQUEUE_SLEEP);
             debug_assert!(dequeued.is_ok(), "group entity dequeue: {:?}", dequeued);
         }
+        if let Some(se) = prq.entity(key) {
+            let recorded = EntityState { on_rq: se.on_rq(), weight: se.weight() };
+            q.record_entity(gid, recorded);
+        }
         gid = parent;
     }
 }
@@ -380,12 +416,13 @@ mod tests {
         groups: BTreeMap<u32, u32>,
         pending: Option<(u32, u64)>,
         flushes: usize,
+        recorded: BTreeMap<u32, EntityState>,
     }
 
     impl Tree {
         /// Groups 1..=n, group i's parent is `parents[i - 1]` (< i, 0 = root).
         fn new(parents: &[u32]) -> Tree {
-            let mut t = Tree { queues: BTreeMap::new(), groups: BTreeMap::new(), pending: None, flushes: 0 };
+            let mut t = Tree { queues: BTreeMap::new(), groups: BTreeMap::new(), pending: None, flushes: 0, recorded: BTreeMap::new() };
             t.queues.insert(0, (FairRq::new(FairTunables::default()), None, 0));
             for (i, &p) in parents.iter().enumerate() {
                 t.groups.insert(i as u32 + 1, p);
@@ -463,7 +500,11 @@ mod tests {
         }
         fn refresh_group(&mut self, gid: u32) -> Option<GroupState<u32>> {
             let (frq, parent, _) = self.queues.get(&gid)?;
-            Some(GroupState { weight: frq.load().clamp(2, NICE_0_LOAD), empty: frq.nr_queued() == 0, parent: (*parent)? })
+            let entity = self.recorded.get(&gid).copied();
+            Some(GroupState { weight: frq.load().clamp(2, NICE_0_LOAD), empty: frq.nr_queued() == 0, parent: (*parent)?, entity })
+        }
+        fn record_entity(&mut self, gid: u32, state: EntityState) {
+            self.recorded.insert(gid, state);
         }
         fn take_pending(&mut self) -> Option<(u32, u64)> {
             self.flushes += 1;
@@ -546,8 +587,12 @@ mod tests {
             }
             for (&g, (frq, parent, _)) in &t.queues {
                 let Some(parent) = parent else { continue };
-                let on = t.queues[parent].0.entity(K::Group(g)).is_some_and(|e| e.on_rq());
+                let se = t.queues[parent].0.entity(K::Group(g));
+                let on = se.is_some_and(|e| e.on_rq());
                 prop_assert_eq!(on, frq.nr_queued() > 0, "group {}", g);
+                // The recorded state is the entity's.
+                let actual = se.map(|e| EntityState { on_rq: e.on_rq(), weight: e.weight() });
+                prop_assert_eq!(t.recorded.get(&g).copied(), actual, "group {}'s record", g);
             }
             let left: Vec<u32> = (0..tasks.len() as u32).filter(|&i| !gone[i as usize]).collect();
             match pick_task(&t) {

@@ -31,7 +31,7 @@ use crate::sched::group::{GroupId, GroupRq, ROOT_GROUP};
 use crate::sched::task::{ClassId, Task};
 use crate::sched::{RqInner, SeKey};
 use alloc::sync::Arc;
-use cadence_sched::fair_group::{self, GroupQueues, GroupState, Propagate};
+use cadence_sched::fair_group::{self, EntityState, GroupQueues, GroupState, Propagate};
 use cadence_sched::{CpuMask, FairEntity, FairRq, ValidAttr};
 
 pub struct FairClass;
@@ -174,7 +174,7 @@ impl GroupQueues for RqInner {
         if gid == ROOT_GROUP {
             Some((&self.fair, None))
         } else {
-            self.group_rqs.get(&gid).map(|g| (&g.rq, Some(g.tg.parent)))
+            self.group_rqs.get(&gid).map(|g| (&g.rq, Some(g.parent)))
         }
     }
 
@@ -182,7 +182,7 @@ impl GroupQueues for RqInner {
         if gid == ROOT_GROUP {
             Some((&mut self.fair, None))
         } else {
-            self.group_rqs.get_mut(&gid).map(|g| (&mut g.rq, Some(g.tg.parent)))
+            self.group_rqs.get_mut(&gid).map(|g| (&mut g.rq, Some(g.parent)))
         }
     }
 
@@ -190,7 +190,7 @@ impl GroupQueues for RqInner {
         if gid == ROOT_GROUP {
             return 0;
         }
-        self.group_rqs.get(&gid).map_or(0, |g| g.tg.depth as usize)
+        self.group_rqs.get(&gid).map_or(0, |g| g.depth as usize)
     }
 
     fn ensure_queue(&mut self, gid: GroupId) -> bool {
@@ -203,7 +203,13 @@ impl GroupQueues for RqInner {
         let now = self.exec_start;
         let grq = self.group_rqs.get_mut(&gid)?;
         grq.sync_load(now);
-        Some(GroupState { weight: grq.entity_weight(), empty: grq.rq.nr_queued() == 0, parent: grq.tg.parent })
+        Some(GroupState { weight: grq.entity_weight(), empty: grq.rq.nr_queued() == 0, parent: grq.parent, entity: grq.entity })
+    }
+
+    fn record_entity(&mut self, gid: GroupId, state: EntityState) {
+        if let Some(grq) = self.group_rqs.get_mut(&gid) {
+            grq.entity = Some(state);
+        }
     }
 
     /// `fair_pending_ns`, for the running task's path if it is a fair task.
@@ -277,7 +283,7 @@ pub fn forget_group(rq: &mut RqInner, gid: GroupId) {
     if grq.rq.nr_queued() > 0 || grq.rq.curr().is_some() {
         return; // cannot happen for a group without members; keep it rather than corrupt
     }
-    let parent = grq.tg.parent;
+    let parent = grq.parent;
     if let Some(prq) = fair_rq_mut(rq, parent) {
         // ESRCH: the group's entity was never attached here (its queue never had a task).
         let _ = prq.detach(SeKey::Group(gid));
@@ -334,14 +340,14 @@ impl SchedClass for FairClass {
         let gid = task.se_group.load(core::sync::atomic::Ordering::Relaxed);
         let key = task.key();
         let Some(frq) = fair_rq_mut(rq, gid) else { return };
-        if frq.dequeue(key, flags).is_ok() {
-            rq.nr_fair_tasks = rq.nr_fair_tasks.saturating_sub(1);
-        }
-        let Some(frq) = fair_rq_mut(rq, gid) else { return };
+        let dequeued = frq.dequeue(key, flags).is_ok();
         if frq.curr() != Some(key) {
             if let Ok(se) = frq.detach(key) {
                 *task.parked_se.lock() = Some(se);
             }
+        }
+        if dequeued {
+            rq.nr_fair_tasks = rq.nr_fair_tasks.saturating_sub(1);
         }
         fair_group::propagate(rq, gid, false, Propagate::Changes);
     }
