@@ -207,7 +207,12 @@ impl GroupRqs {
     }
 
     pub fn get(&self, gid: &GroupId) -> Option<&GroupRq> {
-        self.map.at(self.pos(*gid)?).map(|(_, v)| v)
+        // The hint's entry is returned as found (one read of the deque when it is right).
+        let h = self.hints[*gid as usize % GROUP_RQ_HINTS].get() as usize;
+        match self.map.at(h) {
+            Some((k, v)) if k == gid => Some(v),
+            _ => self.map.at(self.pos(*gid)?).map(|(_, v)| v),
+        }
     }
 
     pub fn get_mut(&mut self, gid: &GroupId) -> Option<&mut GroupRq> {

@@ -223,7 +223,25 @@ pub fn switch_levels<Q: GroupQueues>(q: &mut Q, prev: Level<Q::Gid, Q::Key>, nex
 /// entity competes as if it had been put back ([`FairRq::pick_next_as_put_back`]), so the
 /// pick is the same whether or not the running path was put first.
 pub fn pick_task<Q: GroupQueues>(q: &Q) -> Option<Q::Key> {
-    let mut gid = q.root();
+    pick_task_from(q, q.root())
+}
+
+/// [`pick_task`] for a running task of group `own` whose upper levels hold nothing else
+/// (`!contended_above(own)`): each upper queue then holds only the path's own entity, queued
+/// while `own`'s queue holds work (the *queued groups* invariant), so the descent from the
+/// root would arrive at `own`'s queue; it starts there. Falls back to the full descent when
+/// `own`'s queue has nothing queued (its entity left the parent queue). Proptested equal to
+/// [`pick_task`] (`pick_below_an_uncontended_path_equals_the_full_pick`).
+pub fn pick_task_uncontended<Q: GroupQueues>(q: &Q, own: Q::Gid) -> Option<Q::Key> {
+    if q.queue(own).is_some_and(|(frq, _)| frq.nr_queued() > 0) {
+        pick_task_from(q, own)
+    } else {
+        pick_task(q)
+    }
+}
+
+/// The descent of [`pick_task`] from group `gid`'s queue.
+fn pick_task_from<Q: GroupQueues>(q: &Q, mut gid: Q::Gid) -> Option<Q::Key> {
     for _ in 0..MAX_DEPTH {
         let key = q.queue(gid)?.0.pick_next_as_put_back()?;
         match Q::key_group(key) {
@@ -632,6 +650,39 @@ mod tests {
             sorted.sort();
             let all: Vec<K> = (0..tasks.len() as u32).map(K::Task).collect();
             prop_assert_eq!(sorted, all);
+        }
+    }
+
+    proptest! {
+        /// Starting the pick at the running task's own queue when nothing else is queued
+        /// above it chooses what the descent from the root chooses.
+        #[test]
+        fn pick_below_an_uncontended_path_equals_the_full_pick((parents, tasks) in tree_and_tasks(), runs in proptest::collection::vec(1u64..5_000_000, 0..8), gone in proptest::collection::vec(any::<bool>(), 10)) {
+            let mut t = Tree::new(&parents);
+            for (tid, &g) in tasks.iter().enumerate() {
+                t.enqueue_task(tid as u32, g);
+            }
+            for ns in runs {
+                let Some(K::Task(tid)) = pick_task(&t) else { break };
+                let g = tasks[tid as usize];
+                t.set_path(g, tid);
+                for_each_level(&mut t, Level { group: g, key: K::Task(tid) }, |frq, _, _| { frq.update_curr(ns); });
+                t.put_path(g, tid);
+            }
+            // One runs now; some others sleep (dequeued, the running one too, as on its way
+            // to sleep).
+            let Some(K::Task(run)) = pick_task(&t) else { return Ok(()) };
+            let own = tasks[run as usize];
+            t.set_path(own, run);
+            for (tid, &g) in tasks.iter().enumerate() {
+                if gone[tid] {
+                    t.queues.get_mut(&g).unwrap().0.dequeue(K::Task(tid as u32), DEQUEUE_SLEEP).unwrap();
+                    propagate(&mut t, g, false, Propagate::Changes);
+                }
+            }
+            if !contended_above(&t, own) {
+                prop_assert_eq!(pick_task_uncontended(&t, own), pick_task(&t));
+            }
         }
     }
 

@@ -376,10 +376,16 @@ impl SchedClass for FairClass {
             return None;
         }
         let own = task_level(prev).group;
-        if rq.fair_pending_ns > 0 && fair_group::contended_above(rq, own) {
+        let next = if fair_group::contended_above(rq, own) {
             flush_group_charge(rq); // the pick compares the upper levels' running entities
-        }
-        let next = self.pick_next(rq)?;
+            self.pick_next(rq)?
+        } else {
+            // Nothing else above: the pick starts at `prev`'s own queue.
+            match fair_group::pick_task_uncontended(rq, own)? {
+                SeKey::Task(tid) => lookup(rq, tid)?,
+                SeKey::Group(_) => return None,
+            }
+        };
         if !Arc::ptr_eq(&next, prev) {
             // The pending time is `prev`'s path's: it may stay pending only if `next` runs
             // under the same group entities (its own entity in the same queue).
