@@ -22,9 +22,9 @@
 //! (`fair_group::propagate`); and a wakeup preemption decided above the task's own level.
 //! Between two tasks of one group whose upper levels hold nothing else (a ping-pong inside a
 //! nested group), the upper levels are therefore charged at the tick, in one amount, instead
-//! of at every switch: nothing compares them meanwhile, and the time charged is the same. Linux
-//! charges each level at every pick; this is the one place Cadence does less than Linux on
-//! the group path (see the README's *Group scheduling overhead*).
+//! of at every switch: nothing compares them meanwhile, and the time charged is the same.
+//! Linux charges each level at every pick; this is the one place Cadence does less than
+//! Linux on the group path (see the README's *Group scheduling overhead*).
 
 use super::{lookup, BalancePoint, HrtickSlice, SchedClass};
 use crate::sched::group::{GroupId, GroupRq, ROOT_GROUP};
