@@ -9,9 +9,8 @@
 //! preemption count (touched by every lock, so kept one GS load away). A subsystem's
 //! per-CPU data belongs to that subsystem, as a [`PerCpuVar`] it declares (Linux
 //! `DEFINE_PER_CPU`): the scheduler's run queues (`sched`), the timer queues (`timer`), the
-//! TLB flush records (`mm::tlb`). The
-//! bring-up code (`smp`) creates each CPU's instances before the CPU's area is listed, so every
-//! listed CPU has them.
+//! TLB flush records (`mm::tlb`). The bring-up code (`smp::init_cpu_data`) creates each
+//! CPU's instances before the CPU's area is listed, so every listed CPU has them.
 
 use crate::arch::cpuid::Topology;
 use crate::arch::msr::{self, Msr};
