@@ -227,32 +227,14 @@ pub fn dropped_candidates() -> u64 {
 /// comparable across siblings).
 fn candidates(g: &RqInner, out: &mut CandList) {
     out.clear();
-    let mut room = true;
-    for (deadline, tid) in g.dl.iter() {
-        if let Some(t) = g.tasks.get(&tid) {
-            room = out.offer(Candidate { task: tid, rank: Rank::Dl { deadline }, cookie: cookie_of(t) });
-        }
-        if !room {
-            break;
-        }
-    }
-    if room && !g.rt_bw.throttled {
-        for (tid, prio) in g.rt.iter() {
-            if let Some(t) = g.tasks.get(&tid) {
-                room = out.offer(Candidate { task: tid, rank: Rank::Rt { rt_priority: prio }, cookie: cookie_of(t) });
-            }
-            if !room {
-                break;
-            }
-        }
-    }
-    if room {
-        cadence_sched::fair_group::for_each_candidate(g, |key, rank| {
-            let super::SeKey::Task(tid) = key else { return true };
-            match g.tasks.get(&tid) {
-                Some(t) => out.offer(Candidate { task: tid, rank: Rank::Fair { key: rank }, cookie: cookie_of(t) }),
-                None => true,
-            }
+    // Offers a task (gone from the table: skipped); false once the list is full.
+    let mut offer = |tid: Tid, rank: Rank| g.tasks.get(&tid).is_none_or(|t| out.offer(Candidate { task: tid, rank, cookie: cookie_of(t) }));
+    let dl = g.dl.iter().map(|(deadline, tid)| (tid, Rank::Dl { deadline }));
+    let rt = g.rt.iter().filter(|_| !g.rt_bw.throttled).map(|(tid, prio)| (tid, Rank::Rt { rt_priority: prio }));
+    if dl.chain(rt).all(|(tid, rank)| offer(tid, rank)) {
+        cadence_sched::fair_group::for_each_candidate(g, |key, rank| match key {
+            super::SeKey::Task(tid) => offer(tid, Rank::Fair { key: rank }),
+            super::SeKey::Group(_) => true,
         });
     }
     if out.dropped() > 0 {

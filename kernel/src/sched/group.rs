@@ -195,23 +195,30 @@ impl GroupRqs {
         GroupRqs { map: VecMap::new(), hints: [const { core::cell::Cell::new(u32::MAX) }; GROUP_RQ_HINTS] }
     }
 
+    fn hint(&self, gid: GroupId) -> &core::cell::Cell<u32> {
+        &self.hints[gid as usize % GROUP_RQ_HINTS]
+    }
+
     fn pos(&self, gid: GroupId) -> Option<usize> {
-        let hint = &self.hints[gid as usize % GROUP_RQ_HINTS];
-        let h = hint.get() as usize;
+        let h = self.hint(gid).get() as usize;
         if self.map.at(h).is_some_and(|(&k, _)| k == gid) {
             return Some(h);
         }
+        self.search(gid)
+    }
+
+    /// The binary search, its result kept as `gid`'s hint.
+    fn search(&self, gid: GroupId) -> Option<usize> {
         let pos = self.map.position(&gid)?;
-        hint.set(pos as u32);
+        self.hint(gid).set(pos as u32);
         Some(pos)
     }
 
     pub fn get(&self, gid: &GroupId) -> Option<&GroupRq> {
         // The hint's entry is returned as found (one read of the deque when it is right).
-        let h = self.hints[*gid as usize % GROUP_RQ_HINTS].get() as usize;
-        match self.map.at(h) {
+        match self.map.at(self.hint(*gid).get() as usize) {
             Some((k, v)) if k == gid => Some(v),
-            _ => self.map.at(self.pos(*gid)?).map(|(_, v)| v),
+            _ => self.map.at(self.search(*gid)?).map(|(_, v)| v),
         }
     }
 
