@@ -73,6 +73,12 @@ impl<T> IrqLock<T> {
     }
 }
 
+impl<T: Default> Default for IrqLock<T> {
+    fn default() -> Self {
+        Self::new(T::default())
+    }
+}
+
 impl<T> Deref for IrqLockGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {

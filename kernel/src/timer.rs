@@ -39,6 +39,48 @@ pub struct TimerQueue {
     pub interrupts: AtomicU64,
     pub idle_interrupts: AtomicU64,
     pub programs: AtomicU64,
+    /// Interrupts taken [`LATE_NS`] or more after the expiry the LAPIC was programmed for.
+    late: LateLog,
+}
+
+/// A timer interrupt taken this long after its programmed expiry is *late* and logged
+/// ([`late_interrupts`]). Cadence's own interrupt-off sections are far shorter (`trace
+/// irqsoff` measures them), so under QEMU a late interrupt is the host's doing: the vCPU
+/// thread, or QEMU's thread that raises the timer interrupt, was not running.
+pub const LATE_NS: u64 = 200_000;
+
+/// Late interrupts remembered per CPU (the newest).
+const LATE_LOG_LEN: usize = 256;
+
+/// One CPU's late timer interrupts: a ring written only by that CPU, in its interrupt handler.
+struct LateLog {
+    /// Entry time and lateness (ns) of each, slot `n % LATE_LOG_LEN` for the `n`th.
+    entry_ns: [AtomicU64; LATE_LOG_LEN],
+    late_ns: [AtomicU64; LATE_LOG_LEN],
+    count: AtomicU64,
+    max_ns: AtomicU64,
+}
+
+impl LateLog {
+    const fn new() -> Self {
+        Self {
+            entry_ns: [const { AtomicU64::new(0) }; LATE_LOG_LEN],
+            late_ns: [const { AtomicU64::new(0) }; LATE_LOG_LEN],
+            count: AtomicU64::new(0),
+            max_ns: AtomicU64::new(0),
+        }
+    }
+
+    fn note(&self, entry_ns: u64, late_ns: u64) {
+        let n = self.count.load(Ordering::Relaxed);
+        let slot = (n % LATE_LOG_LEN as u64) as usize;
+        // Lateness 0 marks the slot as being rewritten (readers skip it).
+        self.late_ns[slot].store(0, Ordering::Release);
+        self.entry_ns[slot].store(entry_ns, Ordering::Release);
+        self.late_ns[slot].store(late_ns, Ordering::Release);
+        self.count.store(n + 1, Ordering::Release);
+        self.max_ns.fetch_max(late_ns, Ordering::Relaxed);
+    }
 }
 
 /// Shortest delay programmed into the LAPIC (keeps a storm of tiny timers from livelocking).
@@ -54,6 +96,7 @@ impl TimerQueue {
             interrupts: AtomicU64::new(0),
             idle_interrupts: AtomicU64::new(0),
             programs: AtomicU64::new(0),
+            late: LateLog::new(),
         }
     }
 
@@ -151,13 +194,19 @@ pub fn cancel(cpu: u32, id: TimerId) -> bool {
 pub fn interrupt() {
     let cpu = crate::percpu::current();
     let q = QUEUES.this();
-    q.last_entry_ns.store(crate::time::uptime_ns(), Ordering::Relaxed);
+    let entry = crate::time::uptime_ns();
+    q.last_entry_ns.store(entry, Ordering::Relaxed);
     q.interrupts.fetch_add(1, Ordering::Relaxed);
     let mut ran = false;
-    {
+    let programmed = {
         let _t = q.timers.lock();
-        crate::trace::irqsoff::timer_entry(q.programmed.load(Ordering::Relaxed));
+        let programmed = q.programmed.load(Ordering::Relaxed);
+        crate::trace::irqsoff::timer_entry(programmed);
         q.programmed.store(u64::MAX, Ordering::Relaxed);
+        programmed
+    };
+    if programmed != u64::MAX && entry >= programmed + LATE_NS {
+        q.late.note(entry, entry - programmed);
     }
     loop {
         let now = crate::time::uptime_ns();
@@ -178,6 +227,26 @@ pub fn interrupt() {
 /// `cpu`'s timer counters: [interrupts, interrupts with nothing due, LAPIC programmings].
 pub fn counters(cpu: u32) -> [u64; 3] {
     queue_of(cpu).map_or([0; 3], |q| [&q.interrupts, &q.idle_interrupts, &q.programs].map(|c| c.load(Ordering::Relaxed)))
+}
+
+/// `cpu`'s late timer interrupts (see [`LATE_NS`]): how many, the latest, and the newest
+/// ones still logged as (entry ns, lateness ns), oldest first.
+pub fn late_interrupts(cpu: u32) -> (u64, u64, alloc::vec::Vec<(u64, u64)>) {
+    let Some(q) = queue_of(cpu) else { return (0, 0, alloc::vec::Vec::new()) };
+    let l = &q.late;
+    let count = l.count.load(Ordering::Acquire);
+    let mut log = alloc::vec::Vec::with_capacity(LATE_LOG_LEN);
+    for n in count.saturating_sub(LATE_LOG_LEN as u64)..count {
+        let slot = (n % LATE_LOG_LEN as u64) as usize;
+        let late = l.late_ns[slot].load(Ordering::Acquire);
+        let entry = l.entry_ns[slot].load(Ordering::Acquire);
+        // A slot rewritten meanwhile reads lateness 0 or a newer entry: skipped, or harmless
+        // (a newer late interrupt).
+        if late > 0 {
+            log.push((entry, late));
+        }
+    }
+    (count, l.max_ns.load(Ordering::Relaxed), log)
 }
 
 /// When `cpu`'s last timer interrupt began (0: none yet, or no such CPU).

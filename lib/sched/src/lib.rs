@@ -20,6 +20,8 @@
 //!   queues' storage: no allocation under a run-queue lock).
 //! * [`timerq`]: timer-queue ordering (the kernel's per-CPU timers, tick, sleeps, hrtick).
 //! * [`deadline`]: SCHED_DEADLINE policy: parameter checks, admission control, CBS, `cpudl`.
+//! * [`edf_model`]: an exact ideal global-EDF schedule of periodic task sets (what a
+//!   deadline measurement is compared with).
 //! * [`core_sched`]: SMT core scheduling: cookies, `PR_SCHED_CORE`, the core-wide pick,
 //!   forced-idle accounting and the trace checker.
 #![cfg_attr(not(test), no_std)]
@@ -35,6 +37,7 @@ pub mod core_sched;
 pub mod cpumask;
 pub mod cpupri;
 pub mod deadline;
+pub mod edf_model;
 pub mod eevdf;
 pub mod errno;
 pub mod fair_group;

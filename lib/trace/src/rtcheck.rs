@@ -50,6 +50,14 @@
 //! with another cookie that is at least as important as W keeps W off c by design (the
 //! core-wide pick). Cookies are those of the latest `sched_core_switch` of each task and CPU.
 //!
+//! # SCHED_DEADLINE
+//! Deadline tasks (Linux prio −1) are above every RT task, so the check covers them too: a
+//! deadline task waiting while an allowed CPU idles or runs an RT or fair task is a violation
+//! (the global-EDF push/pull promise that an idle CPU takes a waiting deadline task). Between
+//! its `sched_dl_throttle` and its `sched_dl_replenish` a deadline task is out of the running
+//! by design (CBS: its runtime is used up), not waiting; being switched in also ends it. The trace has no deadlines, so two
+//! deadline tasks compare equal: EDF order among them is not checked.
+//!
 //! # Limits
 //! The trace carries no RT throttling: RT throttling (`kernel.sched_rt_runtime_us`) makes RT
 //! tasks wait by design and is reported like any other wait. A Linux trace has neither
@@ -206,6 +214,8 @@ struct Replay<F> {
     tasks: BTreeMap<u32, Known>,
     /// Known waiting RT tasks.
     waiting_rt: BTreeSet<u32>,
+    /// Deadline tasks throttled (between `sched_dl_throttle` and `sched_dl_replenish`).
+    throttled: BTreeSet<u32>,
     /// Open intervals by (waiting pid, cpu).
     open: BTreeMap<(u32, u32), Open>,
     report: RtReport,
@@ -243,6 +253,7 @@ impl<F: Fn(u32) -> Option<CpuMask>> Replay<F> {
         w.waiting
             && pid != 0
             && w.info.prio < 100
+            && !self.throttled.contains(&pid)
             && rank(r) > w.info.prio as i64
             && self.allowed(pid, cpu)
             && self.core_allows(pid, w.info.prio, cpu)
@@ -332,6 +343,8 @@ impl<F: Fn(u32) -> Option<CpuMask>> Replay<F> {
         }
         match e.kind {
             EventKind::Switch { prev, prev_state, next } => {
+                // Running, it is not throttled (even if the trace lost the replenishment).
+                self.throttled.remove(&next.pid);
                 self.set_cpu(e.cpu, next, t);
                 self.set_task(prev, prev_state == b'R', t);
                 self.set_task(next, false, t);
@@ -368,6 +381,14 @@ impl<F: Fn(u32) -> Option<CpuMask>> Replay<F> {
                     self.task_cookie.insert(pid, cookie);
                 }
                 self.refresh_siblings(e.cpu, t);
+            }
+            EventKind::Dl { task, replenish, .. } => {
+                if replenish {
+                    self.throttled.remove(&task.pid);
+                } else {
+                    self.throttled.insert(task.pid);
+                }
+                self.refresh_task(task.pid, t);
             }
             _ => {}
         }
@@ -418,6 +439,7 @@ pub fn check<F: Fn(u32) -> Option<CpuMask>>(events: &[Event], opts: &Options, af
         cpus: BTreeMap::new(),
         tasks: BTreeMap::new(),
         waiting_rt: BTreeSet::new(),
+        throttled: BTreeSet::new(),
         open: BTreeMap::new(),
         report,
     };
@@ -666,6 +688,37 @@ mod tests {
         let r = check(&e, &opts(2), all);
         assert_eq!(r.violations, 1);
         assert_eq!(r.worst[0].waiting.prio, 30);
+    }
+
+    #[test]
+    fn a_throttled_deadline_task_is_not_waiting() {
+        // Deadline pid 3 (prio -1) is preempted on CPU 1 at 100 us, throttled (its runtime
+        // used up), while CPU 1 runs fair pid 5; replenished at 700 us, it waits from then on
+        // until it runs at 1000 us: 300 us, one violation (bound 0).
+        let d = |ts, replenish| ev_at(ts, 1, EventKind::Dl { task: task(3, -1), runtime_ns: 0, deadline_ns: 0, replenish });
+        let e = [
+            sw(0, 0, (0, 120), b'R', (1, -1)),
+            sw(0, 1, (0, 120), b'R', (3, -1)),
+            d(100 * US, false),
+            sw(100 * US, 1, (3, -1), b'R', (5, 120)),
+            d(700 * US, true),
+            sw(1000 * US, 1, (5, 120), b'R', (3, -1)),
+        ];
+        let r = check(&e, &opts(2), all);
+        assert_eq!(r.violations, 1, "{:?}", r.worst);
+        assert_eq!((r.worst[0].start_ns, r.worst[0].duration_ns), (700 * US, 300 * US));
+        // The replenishment lost: nothing counts until it runs again, and then it is no
+        // longer throttled (preempted at 1100 us, it waits until the end, 1500 us).
+        let r = check(
+            &[e[0], e[1], e[2], e[3], e[5], sw(1100 * US, 1, (3, -1), b'R', (5, 120)), sw(1500 * US, 0, (1, -1), b'S', (0, 120))],
+            &opts(2),
+            all,
+        );
+        assert_eq!(r.violations, 1, "{:?}", r.worst);
+        assert_eq!((r.worst[0].start_ns, r.worst[0].duration_ns), (1100 * US, 400 * US));
+        // Without the throttle it waits from 100 us.
+        let r = check(&[e[0], e[1], e[3], e[5]], &opts(2), all);
+        assert_eq!((r.violations, r.worst[0].start_ns), (1, 100 * US));
     }
 
     #[test]

@@ -157,6 +157,11 @@ pub fn nr_throttled(task: &Task) -> u64 {
     task.dl.lock().nr_throttled
 }
 
+/// `task`'s absolute CBS deadline (`None` outside the class, 0 before its first period).
+pub fn deadline_of(task: &Task) -> Option<u64> {
+    task.dl.lock().entity.map(|e| e.deadline)
+}
+
 /// Whether `task` is throttled (out of its queue until its replenishment timer).
 pub fn is_throttled(task: &Task) -> bool {
     task.dl.lock().entity.as_ref().is_some_and(|e| e.throttled)
