@@ -58,7 +58,8 @@ fn deadline_bench_reports_every_set_and_classifies_each_miss() {
     }
     let missed = sets.iter().map(|l| field(l, "missed")).chain(overrun.iter().map(|l| field(l, "others_missed")));
     for (line, missed) in causes.iter().zip(missed) {
-        let keys = ["missed_with_steal", "missed_after_late_job", "missed_with_host_delay_elsewhere", "missed_other"];
+        let keys =
+            ["missed_with_steal", "missed_after_late_job", "missed_server_short", "missed_with_host_delay_elsewhere", "missed_other"];
         let sum: Option<u64> = keys.iter().map(|k| field(line, k)).sum();
         let sum = sum.map(|s| s + field(line, "unclassified").unwrap_or(0));
         run.check(sum.is_some() && sum == missed, format!("causes do not add up to {missed:?} missed: {line}"));

@@ -24,7 +24,8 @@
 //! After each set (and the overrun run) one line classifies the missed jobs, first matching
 //! cause first ([`Cause`]):
 //! `deadline-steal: <set> stolen_ms=<n> late_timer_irqs=<n> missed_with_steal=<n>
-//! missed_after_late_job=<n> missed_with_host_delay_elsewhere=<n> missed_other=<n>`.
+//! missed_after_late_job=<n> missed_server_short=<n> missed_with_host_delay_elsewhere=<n>
+//! missed_other=<n>`.
 //! *Steal*: a burn step charged more than 200 µs beyond what it spun, the vCPU was not
 //! running (the host took it away; a guest under TCG has no steal clock). *Late timer
 //! interrupts*: taken 200 µs or more after their expiry ([`crate::timer::LATE_NS`]).
@@ -76,10 +77,11 @@ struct Miss {
     done_cpu: u32,
     stolen: u64,
     late_start: bool,
-    /// The task's CBS deadline when the job started: later than the job's own deadline when
-    /// its server still pays for an earlier overrun (CBS postpones the deadline a period at
-    /// each replenishment).
+    /// The task's CBS deadline and runtime when the job started (see [`Cause::ServerShort`]).
     server_deadline: u64,
+    server_runtime: i64,
+    /// CPU time the job needs.
+    job_ns: u64,
 }
 
 /// Missed jobs kept per task for the classification (later ones are counted only).
@@ -154,7 +156,7 @@ fn spawn_periodic(
         let mut late_start = false;
         while release < end {
             let (start, start_cpu) = (crate::time::uptime_ns(), crate::percpu::cpu_id());
-            let server_deadline = crate::sched::class::deadline::deadline_of(&sched::current()).unwrap_or(0);
+            let (server_deadline, server_runtime) = crate::sched::class::deadline::server_of(&sched::current()).unwrap_or((0, 0));
             let stolen = burn_until(job_from + job_ns);
             let done = crate::time::uptime_ns();
             report.jobs.fetch_add(1, Ordering::Relaxed);
@@ -166,7 +168,19 @@ fn spawn_periodic(
                 let mut misses = report.misses.lock();
                 if misses.len() < misses.capacity() {
                     let done_cpu = crate::percpu::cpu_id();
-                    misses.push(Miss { task: index, release, start, start_cpu, done, done_cpu, stolen, late_start, server_deadline });
+                    misses.push(Miss {
+                        task: index,
+                        release,
+                        start,
+                        start_cpu,
+                        done,
+                        done_cpu,
+                        stolen,
+                        late_start,
+                        server_deadline,
+                        server_runtime,
+                        job_ns,
+                    });
                 }
             }
             release += period;
@@ -199,34 +213,47 @@ enum Cause {
     Steal,
     /// It started late: its task's previous job ended after this one's release.
     AfterLateJob,
-    /// The host delayed the guest elsewhere, from one period before its release to its
-    /// completion: a burn step of another task lost time (a job it waited behind), or a timer
-    /// interrupt on some CPU came [`crate::timer::LATE_NS`] or more late (a wakeup, or the
-    /// hrtick that ends a budget: a task that overran its runtime starts its next jobs with
-    /// its CBS deadline postponed).
+    /// Its task's CBS server could not cover it when it started: its deadline more than half
+    /// a period past the job's (CBS postpones it a period at each replenishment), or less
+    /// runtime left than the job needs (a deficit carried into the replenishment). Either
+    /// way an earlier job overran its runtime, and a job charged 90% of its runtime, wakeup
+    /// path included, overruns only if time is charged that the task did not run: the host
+    /// took the vCPU away, or held back its hrtick, outside the burn loop where no step
+    /// measures it.
+    ServerShort,
+    /// The host held up the guest between the job's release and its completion: a burn step
+    /// of another task lost time (a job it waited behind), or a timer interrupt on a CPU the
+    /// job ran on came [`crate::timer::LATE_NS`] or more late (its wakeup, or the hrtick of a
+    /// task ahead of it).
     HostElsewhere,
     /// None of these.
     Other,
 }
 
-/// Intervals (from, to) ns in which the host held up the guest: stolen burn steps, and late
-/// timer interrupts (from their expiry to their entry).
-fn host_delays(steal_log: &[(u32, u64, u64)]) -> Vec<(u64, u64)> {
-    let mut v: Vec<(u64, u64)> = steal_log.iter().map(|&(_, from, to)| (from, to)).collect();
+/// A window of host delay: (CPU, from, to) ns; `u32::MAX` as the CPU for steal, which delays
+/// whoever waits behind the task that lost the time, on any CPU.
+type HostDelay = (u32, u64, u64);
+
+/// When the host held up the guest: stolen burn steps, and late timer interrupts (from their
+/// expiry to their entry, on their CPU).
+fn host_delays(steal_log: &[(u32, u64, u64)]) -> Vec<HostDelay> {
+    let mut v: Vec<HostDelay> = steal_log.iter().map(|&(_, from, to)| (u32::MAX, from, to)).collect();
     for cpu in 0..crate::percpu::nr_cpus() {
         let (_, _, late) = crate::timer::late_interrupts(cpu);
-        v.extend(late.iter().map(|&(entry, late)| (entry - late, entry)));
+        v.extend(late.iter().map(|&(entry, late)| (cpu, entry - late, entry)));
     }
     v
 }
 
-fn cause(m: &Miss, period: u64, host: &[(u64, u64)]) -> Cause {
-    let from = m.release.saturating_sub(period);
+fn cause(m: &Miss, period: u64, host: &[HostDelay]) -> Cause {
+    let on_its_cpus = |cpu: u32| cpu == u32::MAX || cpu == m.start_cpu || cpu == m.done_cpu;
     if m.stolen > 0 {
         Cause::Steal
     } else if m.late_start {
         Cause::AfterLateJob
-    } else if host.iter().any(|&(f, t)| f < m.done && t > from) {
+    } else if m.server_deadline > m.release + period + period / 2 || m.server_runtime < m.job_ns as i64 {
+        Cause::ServerShort
+    } else if host.iter().any(|&(cpu, f, t)| on_its_cpus(cpu) && f < m.done && t > m.release) {
         Cause::HostElsewhere
     } else {
         Cause::Other
@@ -242,8 +269,8 @@ struct SetResult {
     max_lateness_ns: u64,
     throttled: u64,
     stolen_ns: u64,
-    /// Missed jobs by [`Cause`]: steal, after a late job, host delay elsewhere, other.
-    causes: [u64; 4],
+    /// Missed jobs by [`Cause`], in its order.
+    causes: [u64; 5],
     /// Missed jobs not recorded (past [`MISSES_KEPT`] per task), so not classified.
     unclassified: u64,
     /// Steal steps not logged (past [`STEAL_LOG_LEN`]).
@@ -350,12 +377,14 @@ fn run_set(util_pct: u64, secs: u64, overrun: bool, n: usize, verbose: bool) -> 
 fn print_miss(m: &Miss, set: &[(u64, PeriodicTask)]) {
     let period = set.get(m.task).map_or(0, |&(_, t)| t.period);
     crate::kprintln!(
-        "deadline-miss: task=dl-{} period_ms={} release_ns={} start_delay_us={} server_postponed_us={} cpu={}->{} lateness_us={}",
+        "deadline-miss: task=dl-{} period_ms={} release_ns={} start_delay_us={} server_postponed_us={} server_runtime_us={} job_us={} cpu={}->{} lateness_us={}",
         m.task,
         period / 1_000_000,
         m.release,
         m.start.saturating_sub(m.release) / 1000,
         m.server_deadline.saturating_sub(m.release + period) / 1000,
+        m.server_runtime / 1000,
+        m.job_ns / 1000,
         m.start_cpu,
         m.done_cpu,
         m.done.saturating_sub(m.release + period) / 1000
@@ -414,12 +443,13 @@ pub fn cmd_deadline(args: &[&str]) -> Result<(), String> {
 /// The lines after a set: its steal and causes of misses, and the ideal schedule's misses.
 fn print_causes(set: &str, r: &SetResult) {
     crate::kprintln!(
-        "deadline-steal: {} stolen_ms={} late_timer_irqs={} missed_with_steal={} missed_after_late_job={} missed_with_host_delay_elsewhere={} missed_other={}{}{}",
+        "deadline-steal: {} stolen_ms={} late_timer_irqs={} missed_with_steal={} missed_after_late_job={} missed_server_short={} missed_with_host_delay_elsewhere={} missed_other={}{}{}",
         set,
         r.stolen_ns / 1_000_000,
         r.late_timers,
         r.causes[Cause::Steal as usize],
         r.causes[Cause::AfterLateJob as usize],
+        r.causes[Cause::ServerShort as usize],
         r.causes[Cause::HostElsewhere as usize],
         r.causes[Cause::Other as usize],
         if r.unclassified > 0 { format!(" unclassified={}", r.unclassified) } else { String::new() },

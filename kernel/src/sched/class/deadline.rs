@@ -157,9 +157,10 @@ pub fn nr_throttled(task: &Task) -> u64 {
     task.dl.lock().nr_throttled
 }
 
-/// `task`'s absolute CBS deadline (`None` outside the class, 0 before its first period).
-pub fn deadline_of(task: &Task) -> Option<u64> {
-    task.dl.lock().entity.map(|e| e.deadline)
+/// `task`'s CBS server now: (absolute deadline, runtime left) ns; `None` outside the class
+/// (deadline 0 before its first period).
+pub fn server_of(task: &Task) -> Option<(u64, i64)> {
+    task.dl.lock().entity.map(|e| (e.deadline, e.runtime))
 }
 
 /// Whether `task` is throttled (out of its queue until its replenishment timer).
