@@ -3,7 +3,7 @@
 //!
 //! | function | Linux | errors |
 //! |---|---|---|
-//! | [`sched_setattr`] | sched_setattr(2) | EINVAL bad policy / priority / nice / flags, ESRCH |
+//! | [`sched_setattr`] | sched_setattr(2) | EINVAL bad policy / priority / nice / flags / deadline parameters, EOPNOTSUPP util clamp or `SCHED_FLAG_RECLAIM` (no GRUB), EBUSY deadline admission, EPERM deadline affinity, ESRCH |
 //! | [`sched_getattr`] | sched_getattr(2) | ESRCH |
 //! | [`sched_setscheduler`] | sched_setscheduler(2) (keeps nice) | EINVAL, ESRCH |
 //! | [`setpriority`] | setpriority(PRIO_PROCESS) (nice clamped to −20..19) | ESRCH |

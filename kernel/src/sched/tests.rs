@@ -611,7 +611,7 @@ fn deadline_setattr_checks_admits_and_releases() {
     let cpus = online.count() as u64;
     api::sched_setattr(t, &dl_attr(9 * MS, 10 * MS, 0)).expect("0.9 of a CPU fits");
     let a = api::sched_getattr(t).expect("getattr");
-    let params = cadence_sched::deadline::DlParams { runtime: 9 * MS, deadline: 10 * MS, period: 10 * MS };
+    let params = cadence_sched::deadline::DlParams { runtime: 9 * MS, deadline: 10 * MS, period: 10 * MS, flags: 0 };
     assert_eq!((a.policy, a.dl), (Policy::Deadline, Some(params)));
     assert_eq!(admitted().1, n0 + 1);
     // Narrowing a deadline task's affinity: EBUSY.
@@ -643,6 +643,40 @@ fn deadline_setattr_checks_admits_and_releases() {
     stop_and_reap(&stop, &more);
     stop_and_reap(&stop, &[sleeper]);
     assert_eq!(admitted(), (bw0, n0), "exits gave the bandwidth back");
+}
+
+/// `SCHED_FLAG_DL_OVERRUN`: a deadline task that runs out of runtime gets SIGXCPU; without
+/// the flag it does not. `SCHED_FLAG_RECLAIM` is refused (no GRUB) and `sched_getattr`
+/// reports the flag with the parameters.
+#[test_case]
+fn deadline_overrun_flag_sends_sigxcpu() {
+    use cadence_sched::consts::{SCHED_FLAG_DL_OVERRUN, SCHED_FLAG_RECLAIM};
+    let reclaim = SchedAttr { flags: SCHED_FLAG_RECLAIM, ..dl_attr(MS, 10 * MS, 0) };
+    assert_eq!(super::api::sched_setattr(0, &reclaim), Err(cadence_sched::Errno::EOPNOTSUPP));
+    let run = |flags: u64| {
+        let attr = SchedAttr { flags, ..dl_attr(MS, 10 * MS, 0) }.validate().expect("valid");
+        let t = spawn(SpawnOptions::new("dl-overrun").attr(attr), move || {
+            // 3 ms of CPU against 1 ms per 10 ms: it runs out of runtime at least twice.
+            let until = super::current_cputime_ns() + 3 * MS;
+            let mut seen = 0;
+            while super::current_cputime_ns() < until {
+                if super::signal::take_pending(super::signal::SIGXCPU) {
+                    seen += 1;
+                }
+                core::hint::spin_loop();
+            }
+            let reported = super::api::sched_getattr(0).ok().and_then(|a| a.dl).map_or(u64::MAX, |d| d.flags);
+            if reported != flags & SCHED_FLAG_DL_OVERRUN {
+                return 100;
+            }
+            seen
+        })
+        .expect("spawn");
+        wait(t.tid).expect("reap")
+    };
+    let with = run(SCHED_FLAG_DL_OVERRUN);
+    assert!((2..100).contains(&with), "with SCHED_FLAG_DL_OVERRUN: {} SIGXCPUs (100: getattr lost the flag)", with);
+    assert_eq!(run(0), 0, "SIGXCPU without SCHED_FLAG_DL_OVERRUN");
 }
 
 /// A deadline task that wants more than its runtime is throttled each period (runtime 2 ms

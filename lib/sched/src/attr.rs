@@ -8,7 +8,12 @@
 //!    `0` -> `EINVAL`; SCHED_DEADLINE's runtime/deadline/period failing
 //!    [`DlParams::check`](crate::deadline::DlParams::check) (Linux `__checkparam_dl`) -> `EINVAL`;
 //! 4. nice outside `-20..=19` -> `EINVAL` (see below);
-//! 5. util-clamp flags -> `EOPNOTSUPP` (Linux without CONFIG_UCLAMP_TASK).
+//! 5. util-clamp flags -> `EOPNOTSUPP` (Linux without CONFIG_UCLAMP_TASK);
+//!    `SCHED_FLAG_RECLAIM` on SCHED_DEADLINE -> `EOPNOTSUPP` (Cadence has no GRUB reclaiming:
+//!    Linux would accept it, and ignoring it would run the task without what it asked for).
+//!    SCHED_DEADLINE keeps `SCHED_FLAG_DL_OVERRUN` in its parameters
+//!    ([`DlParams::flags`](crate::deadline::DlParams::flags)); other policies ignore both
+//!    deadline flags, as Linux.
 //!
 //! A non-zero `slice_ns` (`sched_attr.sched_runtime`) on a fair policy requests a custom
 //! slice, clamped to `[0.1 ms, 100 ms]` exactly like Linux `__setscheduler_params`;
@@ -167,8 +172,13 @@ impl SchedAttr {
             return Err(Errno::EOPNOTSUPP);
         }
         let dl = if policy.is_deadline() {
-            let p = crate::deadline::DlParams { runtime: self.slice_ns, deadline: self.deadline_ns, period: self.period_ns };
-            Some(p.check()?)
+            let p =
+                crate::deadline::DlParams { runtime: self.slice_ns, deadline: self.deadline_ns, period: self.period_ns, flags: self.flags };
+            let p = p.check()?;
+            if self.flags & SCHED_FLAG_RECLAIM != 0 {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            Some(p)
         } else {
             None
         };
@@ -196,6 +206,7 @@ impl SchedAttr {
             a.slice_ns = current.custom_slice_ns.unwrap_or(0);
             if let Some(dl) = current.dl {
                 (a.slice_ns, a.deadline_ns, a.period_ns) = (dl.runtime, dl.deadline, dl.period);
+                a.flags = (a.flags & !SCHED_FLAG_DL_OVERRUN) | dl.flags;
             }
         }
         a
@@ -378,11 +389,22 @@ mod tests {
         assert_eq!(dl(1_000_000, 10_000_000, 5_000_000).validate(), Err(Errno::EINVAL), "deadline > period");
         assert_eq!(dl(1000, 10_000_000, 0).validate(), Err(Errno::EINVAL), "runtime under 1024 ns");
         let v = dl(1_000_000, 10_000_000, 0).validate().unwrap();
-        let p = crate::deadline::DlParams { runtime: 1_000_000, deadline: 10_000_000, period: 10_000_000 };
+        let p = crate::deadline::DlParams { runtime: 1_000_000, deadline: 10_000_000, period: 10_000_000, flags: 0 };
         assert_eq!((v.policy, v.dl, v.prio(), v.custom_slice_ns), (Policy::Deadline, Some(p), -1, None));
         // KEEP_PARAMS keeps the deadline parameters.
         let kept = SchedAttr { flags: SCHED_FLAG_KEEP_PARAMS, ..attr(SCHED_DEADLINE, 0, 0) }.resolve_keep(&v);
         assert_eq!(kept.validate().unwrap().dl, Some(p));
+        // DL_OVERRUN is kept with the parameters (and by KEEP_PARAMS); RECLAIM (GRUB) is not
+        // implemented: EOPNOTSUPP rather than a task run without it.
+        let o = SchedAttr { flags: SCHED_FLAG_DL_OVERRUN | SCHED_FLAG_RESET_ON_FORK, ..dl(1_000_000, 10_000_000, 0) }.validate().unwrap();
+        assert_eq!(o.dl, Some(crate::deadline::DlParams { flags: SCHED_FLAG_DL_OVERRUN, ..p }));
+        let kept = SchedAttr { flags: SCHED_FLAG_KEEP_PARAMS, ..attr(SCHED_DEADLINE, 0, 0) }.resolve_keep(&o);
+        assert_eq!(kept.validate().unwrap().dl, o.dl);
+        let cleared = SchedAttr { flags: SCHED_FLAG_KEEP_PARAMS | SCHED_FLAG_DL_OVERRUN, ..attr(SCHED_DEADLINE, 0, 0) }.resolve_keep(&v);
+        assert_eq!(cleared.validate().unwrap().dl, Some(p), "KEEP_PARAMS keeps the flags too");
+        assert_eq!(SchedAttr { flags: SCHED_FLAG_RECLAIM, ..dl(1_000_000, 10_000_000, 0) }.validate(), Err(Errno::EOPNOTSUPP));
+        // Bad parameters come first (Linux checks them before the flags' support).
+        assert_eq!(SchedAttr { flags: SCHED_FLAG_RECLAIM, ..dl(20_000_000, 10_000_000, 0) }.validate(), Err(Errno::EINVAL));
         // Unknown flag bits.
         let a = SchedAttr { flags: 0x80, ..attr(SCHED_NORMAL, 0, 0) };
         assert_eq!(a.validate(), Err(Errno::EINVAL));

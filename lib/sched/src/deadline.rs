@@ -52,8 +52,8 @@ pub const DL_PERIOD_MIN_NS: u64 = 100_000;
 /// `kernel.sched_dl_period_max_us` default (`1 << 22` µs), in ns.
 pub const DL_PERIOD_MAX_NS: u64 = (1 << 22) * 1000;
 
-/// `sched_attr`'s deadline fields (ns).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// `sched_attr`'s deadline fields (ns), and its deadline flags.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DlParams {
     /// `sched_runtime`.
     pub runtime: u64,
@@ -61,6 +61,10 @@ pub struct DlParams {
     pub deadline: u64,
     /// `sched_period` (0: equal to the deadline).
     pub period: u64,
+    /// The deadline flags of `sched_flags` the task keeps (Linux `dl_se->flags`, part of its
+    /// parameters: changing them is a parameter change): [`SCHED_FLAG_DL_OVERRUN`](crate::consts::SCHED_FLAG_DL_OVERRUN)
+    /// (SIGXCPU when a job overruns its runtime). `check` drops other bits.
+    pub flags: u64,
 }
 
 impl DlParams {
@@ -72,7 +76,7 @@ impl DlParams {
 
     /// [`check`](Self::check) with explicit period limits (ns).
     pub fn check_with(self, period_min: u64, period_max: u64) -> Result<DlParams, Errno> {
-        let DlParams { runtime, deadline, period } = self;
+        let DlParams { runtime, deadline, period, flags } = self;
         if deadline == 0 || runtime < (1 << DL_SCALE) {
             return Err(Errno::EINVAL);
         }
@@ -86,7 +90,7 @@ impl DlParams {
         if period < period_min || period > period_max {
             return Err(Errno::EINVAL);
         }
-        Ok(DlParams { runtime, deadline, period })
+        Ok(DlParams { runtime, deadline, period, flags: flags & crate::consts::SCHED_FLAG_DL_OVERRUN })
     }
 
     /// The task's bandwidth, `runtime / period` (Linux `dl_bw`).
@@ -386,8 +390,8 @@ mod tests {
 
     #[test]
     fn checkparam_follows_linux() {
-        let ok = |r, d, p| DlParams { runtime: r, deadline: d, period: p }.check();
-        assert_eq!(ok(10 * MS, 30 * MS, 0), Ok(DlParams { runtime: 10 * MS, deadline: 30 * MS, period: 30 * MS }));
+        let ok = |r, d, p| DlParams { runtime: r, deadline: d, period: p, flags: 0 }.check();
+        assert_eq!(ok(10 * MS, 30 * MS, 0), Ok(DlParams { runtime: 10 * MS, deadline: 30 * MS, period: 30 * MS, flags: 0 }));
         assert_eq!(ok(10 * MS, 30 * MS, 100 * MS).map(|p| p.period), Ok(100 * MS));
         assert_eq!(ok(1024, 100 * US, 0).map(|p| p.runtime), Ok(1024));
         assert_eq!(ok(1023, 100 * US, 0), Err(Errno::EINVAL), "runtime under 1024 ns");
@@ -403,11 +407,11 @@ mod tests {
     fn admission_is_rt_ratio_times_cpus() {
         // 950000/1000000 on 2 CPUs: 1.9 CPUs of deadline bandwidth.
         let mut a = DlAdmission::new(950_000, 1_000_000, 2);
-        let p = DlParams { runtime: 5 * MS, deadline: 10 * MS, period: 10 * MS }.check().unwrap();
+        let p = DlParams { runtime: 5 * MS, deadline: 10 * MS, period: 10 * MS, flags: 0 }.check().unwrap();
         assert_eq!(p.bandwidth(), BW_UNIT / 2);
         assert_eq!(a.change(0, p.bandwidth()), Ok(()));
         assert_eq!(a.change(0, p.bandwidth()), Ok(()));
-        let small = DlParams { runtime: 8 * MS, deadline: 10 * MS, period: 10 * MS }.check().unwrap();
+        let small = DlParams { runtime: 8 * MS, deadline: 10 * MS, period: 10 * MS, flags: 0 }.check().unwrap();
         assert_eq!(a.change(0, small.bandwidth()), Ok(()), "1.8 of 1.9");
         assert_eq!(a.change(0, p.bandwidth()), Err(Errno::EBUSY), "2.3 of 1.9");
         // Shrinking and leaving always pass; the total follows.
@@ -419,7 +423,7 @@ mod tests {
 
     #[test]
     fn cbs_wakeup_throttle_and_replenish() {
-        let p = DlParams { runtime: 10 * MS, deadline: 30 * MS, period: 100 * MS }.check().unwrap();
+        let p = DlParams { runtime: 10 * MS, deadline: 30 * MS, period: 100 * MS, flags: 0 }.check().unwrap();
         let mut e = DlEntity::new(p);
         e.wakeup(1_000 * MS);
         assert_eq!((e.deadline, e.runtime), (1_030 * MS, 10 * MS as i64), "first wakeup: new period");
@@ -443,7 +447,7 @@ mod tests {
         e.replenish(5_000 * MS);
         assert_eq!((e.deadline, e.runtime), (5_030 * MS, 10 * MS as i64));
         // An implicit-deadline task with a passed deadline gets a new period at wakeup.
-        let mut i = DlEntity::new(DlParams { runtime: MS, deadline: 10 * MS, period: 0 }.check().unwrap());
+        let mut i = DlEntity::new(DlParams { runtime: MS, deadline: 10 * MS, period: 0, flags: 0 }.check().unwrap());
         i.wakeup(0);
         i.wakeup(11 * MS);
         assert_eq!(i.deadline, 21 * MS);

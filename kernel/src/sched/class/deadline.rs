@@ -37,7 +37,8 @@
 //! own from every overloaded CPU. Run-queue pairs are only try-locked (a busy one is retried
 //! at the next balance point).
 //!
-//! Not yet: GRUB (`SCHED_FLAG_RECLAIM`), `SCHED_FLAG_DL_OVERRUN`, priority inheritance.
+//! `SCHED_FLAG_DL_OVERRUN`: a task that runs out of runtime also gets SIGXCPU. Not yet: GRUB
+//! (`SCHED_FLAG_RECLAIM` is refused with `EOPNOTSUPP`), priority inheritance.
 
 use super::{lookup, HrtickSlice, SchedClass};
 use crate::sched::task::{self, ClassId, Task, Tid};
@@ -399,7 +400,9 @@ impl SchedClass for DlClass {
 
     fn set_next(&self, _rq: &mut RqInner, _task: &Arc<Task>) {}
 
-    /// CBS charging (Linux `update_curr_dl`): at runtime 0, throttled until the next period.
+    /// CBS charging (Linux `update_curr_dl`): at runtime 0, throttled until the next period;
+    /// with `SCHED_FLAG_DL_OVERRUN`, the task also gets SIGXCPU (Linux sends it at the next
+    /// tick, to the thread group; here at once, to the task).
     fn update_curr(&self, rq: &mut RqInner, task: &Arc<Task>, delta_ns: u64, _now: u64) -> bool {
         let mut st = task.dl.lock();
         let Some(e) = st.entity.as_mut() else { return false };
@@ -407,7 +410,13 @@ impl SchedClass for DlClass {
             return true;
         }
         if e.charge(delta_ns) {
+            let signal = e.params.flags & cadence_sched::consts::SCHED_FLAG_DL_OVERRUN != 0;
             throttle(rq, task, &mut st);
+            drop(st);
+            if signal {
+                // Only marks it pending (SIGXCPU is not fatal): fine under the run-queue lock.
+                crate::sched::signal::send(task, crate::sched::signal::SIGXCPU);
+            }
             return true;
         }
         false
