@@ -30,6 +30,9 @@ pub struct TimerQueue {
     timers: IrqLock<Ordered<(TimerFn, u64)>>,
     /// Expiry currently programmed into the LAPIC (u64::MAX = none).
     programmed: AtomicU64,
+    /// When the LAPIC should fire for it: later than `programmed` for a timer armed after its
+    /// expiry (at least [`MIN_DELAY_NS`] from its programming). Lateness counts from here.
+    due: AtomicU64,
     pub fired: AtomicU64,
     /// When this CPU's last timer interrupt began (ns since boot; `bench cyclic --split`).
     last_entry_ns: AtomicU64,
@@ -43,10 +46,11 @@ pub struct TimerQueue {
     late: LateLog,
 }
 
-/// A timer interrupt taken this long after its programmed expiry is *late* and logged
-/// ([`late_interrupts`]). Cadence's own interrupt-off sections are far shorter (`trace
-/// irqsoff` measures them), so under QEMU a late interrupt is the host's doing: the vCPU
-/// thread, or QEMU's thread that raises the timer interrupt, was not running.
+/// A timer interrupt taken this long after the LAPIC was due to fire is *late* and logged
+/// ([`late_interrupts`]). Either the guest held interrupts off that long or the machine did
+/// not deliver it: `trace irqsoff` splits the two, and under TCG on a busy host the lateness
+/// is nearly all delivery (the vCPU thread, or QEMU's thread that raises the interrupt, was
+/// not running).
 pub const LATE_NS: u64 = 200_000;
 
 /// Late interrupts remembered per CPU (the newest).
@@ -58,7 +62,6 @@ struct LateLog {
     entry_ns: [AtomicU64; LATE_LOG_LEN],
     late_ns: [AtomicU64; LATE_LOG_LEN],
     count: AtomicU64,
-    max_ns: AtomicU64,
 }
 
 impl LateLog {
@@ -67,7 +70,6 @@ impl LateLog {
             entry_ns: [const { AtomicU64::new(0) }; LATE_LOG_LEN],
             late_ns: [const { AtomicU64::new(0) }; LATE_LOG_LEN],
             count: AtomicU64::new(0),
-            max_ns: AtomicU64::new(0),
         }
     }
 
@@ -79,7 +81,6 @@ impl LateLog {
         self.entry_ns[slot].store(entry_ns, Ordering::Release);
         self.late_ns[slot].store(late_ns, Ordering::Release);
         self.count.store(n + 1, Ordering::Release);
-        self.max_ns.fetch_max(late_ns, Ordering::Relaxed);
     }
 }
 
@@ -91,6 +92,7 @@ impl TimerQueue {
         Self {
             timers: IrqLock::new(Ordered::new()),
             programmed: AtomicU64::new(u64::MAX),
+            due: AtomicU64::new(u64::MAX),
             fired: AtomicU64::new(0),
             last_entry_ns: AtomicU64::new(0),
             interrupts: AtomicU64::new(0),
@@ -157,6 +159,7 @@ fn program_locked(q: &TimerQueue, next: Option<u64>) {
     let now = crate::time::uptime_ns();
     let delay = next.saturating_sub(now).max(MIN_DELAY_NS);
     q.programmed.store(next, Ordering::Relaxed);
+    q.due.store(now + delay, Ordering::Relaxed);
     q.programs.fetch_add(1, Ordering::Relaxed);
     crate::arch::apic::arm_ns(delay);
 }
@@ -198,15 +201,14 @@ pub fn interrupt() {
     q.last_entry_ns.store(entry, Ordering::Relaxed);
     q.interrupts.fetch_add(1, Ordering::Relaxed);
     let mut ran = false;
-    let programmed = {
+    let due = {
         let _t = q.timers.lock();
-        let programmed = q.programmed.load(Ordering::Relaxed);
-        crate::trace::irqsoff::timer_entry(programmed);
+        crate::trace::irqsoff::timer_entry(q.programmed.load(Ordering::Relaxed));
         q.programmed.store(u64::MAX, Ordering::Relaxed);
-        programmed
+        q.due.swap(u64::MAX, Ordering::Relaxed)
     };
-    if programmed != u64::MAX && entry >= programmed + LATE_NS {
-        q.late.note(entry, entry - programmed);
+    if due != u64::MAX && entry >= due + LATE_NS {
+        q.late.note(entry, entry - due);
     }
     loop {
         let now = crate::time::uptime_ns();
@@ -229,10 +231,10 @@ pub fn counters(cpu: u32) -> [u64; 3] {
     queue_of(cpu).map_or([0; 3], |q| [&q.interrupts, &q.idle_interrupts, &q.programs].map(|c| c.load(Ordering::Relaxed)))
 }
 
-/// `cpu`'s late timer interrupts (see [`LATE_NS`]): how many, the latest, and the newest
-/// ones still logged as (entry ns, lateness ns), oldest first.
-pub fn late_interrupts(cpu: u32) -> (u64, u64, alloc::vec::Vec<(u64, u64)>) {
-    let Some(q) = queue_of(cpu) else { return (0, 0, alloc::vec::Vec::new()) };
+/// `cpu`'s late timer interrupts (see [`LATE_NS`]): how many, and the newest ones still
+/// logged as (entry ns, lateness ns), oldest first.
+pub fn late_interrupts(cpu: u32) -> (u64, alloc::vec::Vec<(u64, u64)>) {
+    let Some(q) = queue_of(cpu) else { return (0, alloc::vec::Vec::new()) };
     let l = &q.late;
     let count = l.count.load(Ordering::Acquire);
     let mut log = alloc::vec::Vec::with_capacity(LATE_LOG_LEN);
@@ -246,7 +248,7 @@ pub fn late_interrupts(cpu: u32) -> (u64, u64, alloc::vec::Vec<(u64, u64)>) {
             log.push((entry, late));
         }
     }
-    (count, l.max_ns.load(Ordering::Relaxed), log)
+    (count, log)
 }
 
 /// When `cpu`'s last timer interrupt began (0: none yet, or no such CPU).

@@ -656,26 +656,39 @@ fn deadline_overrun_flag_sends_sigxcpu() {
     let run = |flags: u64| {
         let attr = SchedAttr { flags, ..dl_attr(MS, 10 * MS, 0) }.validate().expect("valid");
         let t = spawn(SpawnOptions::new("dl-overrun").attr(attr), move || {
-            // 3 ms of CPU against 1 ms per 10 ms: it runs out of runtime at least twice.
-            let until = super::current_cputime_ns() + 3 * MS;
+            // Spins until it has run out of its 1 ms runtime twice (each time throttled until
+            // its next period), counting the SIGXCPUs, then once more for one still pending
+            // (a host that holds back the hrtick can end the spin before it is seen).
+            let throttled = || super::class::deadline::nr_throttled(&super::current());
+            let give_up = crate::time::uptime_ns() + 500 * MS;
             let mut seen = 0;
-            while super::current_cputime_ns() < until {
+            while throttled() < 2 && crate::time::uptime_ns() < give_up {
                 if super::signal::take_pending(super::signal::SIGXCPU) {
                     seen += 1;
                 }
                 core::hint::spin_loop();
             }
+            seen += super::signal::take_pending(super::signal::SIGXCPU) as i32;
             let reported = super::api::sched_getattr(0).ok().and_then(|a| a.dl).map_or(u64::MAX, |d| d.flags);
             if reported != flags & SCHED_FLAG_DL_OVERRUN {
                 return 100;
             }
-            seen
+            // One signal per time it ran out (signals pending together count once).
+            match throttled() {
+                n if n < 2 => 300,
+                n if seen as u64 > n => 200,
+                _ => seen,
+            }
         })
         .expect("spawn");
         wait(t.tid).expect("reap")
     };
     let with = run(SCHED_FLAG_DL_OVERRUN);
-    assert!((2..100).contains(&with), "with SCHED_FLAG_DL_OVERRUN: {} SIGXCPUs (100: getattr lost the flag)", with);
+    assert!(
+        (1..100).contains(&with),
+        "with SCHED_FLAG_DL_OVERRUN: {} SIGXCPUs (100: getattr lost the flag; 200: more than throttles; 300: not throttled twice in 500 ms)",
+        with
+    );
     assert_eq!(run(0), 0, "SIGXCPU without SCHED_FLAG_DL_OVERRUN");
 }
 

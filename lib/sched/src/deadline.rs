@@ -62,8 +62,9 @@ pub struct DlParams {
     /// `sched_period` (0: equal to the deadline).
     pub period: u64,
     /// The deadline flags of `sched_flags` the task keeps (Linux `dl_se->flags`, part of its
-    /// parameters: changing them is a parameter change): [`SCHED_FLAG_DL_OVERRUN`](crate::consts::SCHED_FLAG_DL_OVERRUN)
-    /// (SIGXCPU when a job overruns its runtime). `check` drops other bits.
+    /// parameters: changing them is a parameter change): only
+    /// [`SCHED_FLAG_DL_OVERRUN`](crate::consts::SCHED_FLAG_DL_OVERRUN), SIGXCPU when the task
+    /// runs out of runtime. `check` drops other bits.
     pub flags: u64,
 }
 
