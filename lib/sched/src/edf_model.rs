@@ -82,9 +82,13 @@ struct State {
 }
 
 /// Runs the ideal global-EDF schedule of `tasks` on `cpus` CPUs (module doc) for the jobs
-/// released before `horizon`. `tasks` with a zero period or zero `exec` release nothing.
+/// released before `horizon`. `tasks` with a zero period or zero `exec` release nothing; on
+/// zero CPUs nothing runs, and the result is empty (no job completes).
 pub fn simulate_global_edf(tasks: &[PeriodicTask], cpus: u32, horizon: u64) -> ModelResult {
     let mut res = ModelResult::default();
+    if cpus == 0 {
+        return res;
+    }
     let live = |t: &PeriodicTask| t.period > 0 && t.exec > 0;
     let mut st: Vec<State> = tasks
         .iter()
@@ -101,7 +105,7 @@ pub fn simulate_global_edf(tasks: &[PeriodicTask], cpus: u32, horizon: u64) -> M
                     s.head_left = t.exec;
                 }
                 s.pending += 1;
-                s.next_release += t.period;
+                s.next_release = s.next_release.saturating_add(t.period);
             }
             if s.next_release >= horizon {
                 s.next_release = u64::MAX;
@@ -113,7 +117,7 @@ pub fn simulate_global_edf(tasks: &[PeriodicTask], cpus: u32, horizon: u64) -> M
         if running.is_empty() && st.iter().all(|s| s.next_release == u64::MAX) {
             return res;
         }
-        running.sort_by_key(|&i| (st[i].head_release + tasks[i].deadline, i));
+        running.sort_by_key(|&i| (st[i].head_release.saturating_add(tasks[i].deadline), i));
         running.truncate(cpus as usize);
         // The next event: a release or a running job's completion.
         let next_release = st.iter().map(|s| s.next_release).min().unwrap_or(u64::MAX);
@@ -125,14 +129,14 @@ pub fn simulate_global_edf(tasks: &[PeriodicTask], cpus: u32, horizon: u64) -> M
             s.head_left -= dt;
             if s.head_left == 0 {
                 res.jobs += 1;
-                let due = s.head_release + t.deadline;
+                let due = s.head_release.saturating_add(t.deadline);
                 if next > due {
                     res.missed += 1;
                     res.max_lateness = res.max_lateness.max(next - due);
                 }
                 s.pending -= 1;
                 if s.pending > 0 {
-                    s.head_release += t.period;
+                    s.head_release = s.head_release.saturating_add(t.period);
                     s.head_left = t.exec;
                 }
             }
@@ -218,6 +222,13 @@ mod tests {
             set.push(task(1, 10));
             assert_eq!(simulate_global_edf(&set, m, 3_000 * MS).missed, 0, "overrun set on {}", m);
         }
+    }
+
+    #[test]
+    fn no_cpus_or_huge_values_end_without_overflow() {
+        assert_eq!(simulate_global_edf(&[task(1, 10)], 0, 100 * MS), ModelResult::default());
+        let huge = PeriodicTask { exec: 1, period: u64::MAX / 2, deadline: u64::MAX };
+        assert_eq!(simulate_global_edf(&[huge, huge], 1, u64::MAX - 1).jobs, 4);
     }
 
     #[test]

@@ -55,8 +55,9 @@
 //! deadline task waiting while an allowed CPU idles or runs an RT or fair task is a violation
 //! (the global-EDF push/pull promise that an idle CPU takes a waiting deadline task). Between
 //! its `sched_dl_throttle` and its `sched_dl_replenish` a deadline task is out of the running
-//! by design (CBS: its runtime is used up), not waiting; being switched in also ends it. The trace has no deadlines, so two
-//! deadline tasks compare equal: EDF order among them is not checked.
+//! by design (CBS: its runtime is used up), not waiting; being switched in also ends that.
+//! The trace has no deadlines, so two deadline tasks compare equal: EDF order among them is
+//! not checked.
 //!
 //! # Limits
 //! The trace carries no RT throttling: RT throttling (`kernel.sched_rt_runtime_us`) makes RT
