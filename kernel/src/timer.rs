@@ -42,7 +42,7 @@ pub struct TimerQueue {
     pub interrupts: AtomicU64,
     pub idle_interrupts: AtomicU64,
     pub programs: AtomicU64,
-    /// Interrupts taken [`LATE_NS`] or more after the expiry the LAPIC was programmed for.
+    /// Interrupts taken [`LATE_NS`] or more after `due`.
     late: LateLog,
 }
 
@@ -231,10 +231,15 @@ pub fn counters(cpu: u32) -> [u64; 3] {
     queue_of(cpu).map_or([0; 3], |q| [&q.interrupts, &q.idle_interrupts, &q.programs].map(|c| c.load(Ordering::Relaxed)))
 }
 
-/// `cpu`'s late timer interrupts (see [`LATE_NS`]): how many, and the newest ones still
-/// logged as (entry ns, lateness ns), oldest first.
-pub fn late_interrupts(cpu: u32) -> (u64, alloc::vec::Vec<(u64, u64)>) {
-    let Some(q) = queue_of(cpu) else { return (0, alloc::vec::Vec::new()) };
+/// How many of `cpu`'s timer interrupts were late (see [`LATE_NS`]) since boot.
+pub fn late_count(cpu: u32) -> u64 {
+    queue_of(cpu).map_or(0, |q| q.late.count.load(Ordering::Acquire))
+}
+
+/// `cpu`'s newest late timer interrupts still logged (see [`LATE_NS`]), as (entry ns,
+/// lateness ns), oldest first.
+pub fn late_interrupts(cpu: u32) -> alloc::vec::Vec<(u64, u64)> {
+    let Some(q) = queue_of(cpu) else { return alloc::vec::Vec::new() };
     let l = &q.late;
     let count = l.count.load(Ordering::Acquire);
     let mut log = alloc::vec::Vec::with_capacity(LATE_LOG_LEN);
@@ -248,7 +253,7 @@ pub fn late_interrupts(cpu: u32) -> (u64, alloc::vec::Vec<(u64, u64)>) {
             log.push((entry, late));
         }
     }
-    (count, log)
+    log
 }
 
 /// When `cpu`'s last timer interrupt began (0: none yet, or no such CPU).

@@ -58,9 +58,9 @@ const POLL_NS: u64 = 20_000;
 /// A burn step charged this much more than it spun was stolen by the host.
 const STEAL_NS: u64 = 200_000;
 
-/// Every stolen burn step of the running set, any task, any CPU: (CPU, from, to) ns. A job
-/// waiting behind a task whose vCPU the host took away is delayed by that steal too.
-static STEAL_LOG: IrqLock<Vec<(u32, u64, u64)>> = IrqLock::new(Vec::new());
+/// Every stolen burn step of the running set, any task, any CPU: (from, to) ns. A job waiting
+/// behind a task whose vCPU the host took away is delayed by that steal too, on any CPU.
+static STEAL_LOG: IrqLock<Vec<(u64, u64)>> = IrqLock::new(Vec::new());
 /// Room reserved in [`STEAL_LOG`] per set (later steps are counted, not logged).
 const STEAL_LOG_LEN: usize = 4096;
 
@@ -122,7 +122,7 @@ fn burn_until(until: u64) -> u64 {
             let to = crate::time::uptime_ns();
             let mut log = STEAL_LOG.lock();
             if log.len() < log.capacity() {
-                log.push((crate::percpu::cpu_id(), to - (now - cpu), to));
+                log.push((to - (now - cpu), to));
             }
         }
         cpu = now;
@@ -231,23 +231,22 @@ enum Cause {
     Other,
 }
 
-/// A window of host delay: (CPU, from, to) ns; `u32::MAX` as the CPU for steal, which delays
-/// whoever waits behind the task that lost the time, on any CPU.
-type HostDelay = (u32, u64, u64);
+/// A window of host delay: (CPU, from, to) ns; no CPU for steal, which delays whoever waits
+/// behind the task that lost the time, on any CPU.
+type HostDelay = (Option<u32>, u64, u64);
 
 /// When the host held up the guest: stolen burn steps, and late timer interrupts (from their
 /// expiry to their entry, on their CPU).
-fn host_delays(steal_log: &[(u32, u64, u64)]) -> Vec<HostDelay> {
-    let mut v: Vec<HostDelay> = steal_log.iter().map(|&(_, from, to)| (u32::MAX, from, to)).collect();
+fn host_delays(steal_log: &[(u64, u64)]) -> Vec<HostDelay> {
+    let mut v: Vec<HostDelay> = steal_log.iter().map(|&(from, to)| (None, from, to)).collect();
     for cpu in 0..crate::percpu::nr_cpus() {
-        let (_, late) = crate::timer::late_interrupts(cpu);
-        v.extend(late.iter().map(|&(entry, late)| (cpu, entry - late, entry)));
+        v.extend(crate::timer::late_interrupts(cpu).iter().map(|&(entry, late)| (Some(cpu), entry - late, entry)));
     }
     v
 }
 
 fn cause(m: &Miss, period: u64, host: &[HostDelay]) -> Cause {
-    let on_its_cpus = |cpu: u32| cpu == u32::MAX || cpu == m.start_cpu || cpu == m.done_cpu;
+    let on_its_cpus = |cpu: Option<u32>| cpu.is_none_or(|c| c == m.start_cpu || c == m.done_cpu);
     if m.stolen > 0 {
         Cause::Steal
     } else if m.late_start {
@@ -259,6 +258,11 @@ fn cause(m: &Miss, period: u64, host: &[HostDelay]) -> Cause {
     } else {
         Cause::Other
     }
+}
+
+/// Late timer interrupts so far, every CPU.
+fn late_count() -> u64 {
+    (0..crate::percpu::nr_cpus()).map(crate::timer::late_count).sum()
 }
 
 /// One set's results.
@@ -302,7 +306,7 @@ fn run_set(util_pct: u64, secs: u64, overrun: bool, n: usize, verbose: bool) -> 
         log.clear();
         log.reserve(STEAL_LOG_LEN);
     }
-    let late_before: u64 = (0..crate::percpu::nr_cpus()).map(|c| crate::timer::late_interrupts(c).0).sum();
+    let late_before = late_count();
     let start = crate::time::uptime_ns() + 50_000_000;
     let end = start + secs * 1_000_000_000;
     let mut tids = Vec::new();
@@ -339,7 +343,7 @@ fn run_set(util_pct: u64, secs: u64, overrun: bool, n: usize, verbose: bool) -> 
     result?;
     let steal_log = core::mem::take(&mut *STEAL_LOG.lock());
     let host = host_delays(&steal_log);
-    let late_timers: u64 = (0..crate::percpu::nr_cpus()).map(|c| crate::timer::late_interrupts(c).0).sum::<u64>() - late_before;
+    let late_timers = late_count() - late_before;
     let mut out = SetResult { tasks: n, steal_log_full: steal_log.len() >= STEAL_LOG_LEN, late_timers, ..Default::default() };
     let mut shown = 0;
     for r in &reports {
