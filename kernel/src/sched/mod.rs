@@ -1176,17 +1176,30 @@ pub fn try_to_wake_up(task: &Arc<Task>) -> bool {
         let target = select_cpu(task, this);
         if target != this {
             match rq_of(target).lock.try_lock() {
-                Some(g) => activate_locked(task, target, ENQUEUE_WAKEUP, g),
-                None => queue_wakeup(task, target),
+                Some(g) if reserve::fits(&g, task) => activate_locked(task, target, ENQUEUE_WAKEUP, g),
+                busy_or_full => {
+                    drop(busy_or_full);
+                    queue_wakeup(task, target);
+                }
             }
             return true;
         }
-        activate_on(task, target, ENQUEUE_WAKEUP);
-        return true;
     }
     let target = select_cpu(task, this);
-    activate_on(task, target, ENQUEUE_WAKEUP);
+    activate_wakeup(task, target);
     true
+}
+
+/// Queues the woken `task` on `cpu` if it fits that CPU's queues without allocating
+/// ([`reserve::fits`], checked under the lock the enqueue then holds); otherwise hands it to
+/// that CPU's wake list, whose drain waits for the refill ([`ttwu_pending`]). An enqueue into a
+/// full queue would grow it here, with interrupts off (`params` is held): a burst of wakeups
+/// onto one CPU (hackbench's 320 tasks at -smp 4 SMT) outran the headroom before any
+/// preemption point could refill it, in 2 of 40 runs of `tests/bench.rs`'s workload.
+fn activate_wakeup(task: &Arc<Task>, cpu: u32) {
+    if !activate_on_if(task, cpu, ENQUEUE_WAKEUP, |g| reserve::fits(g, task)) {
+        queue_wakeup(task, cpu);
+    }
 }
 
 /// Remote wakeups whose target run queue is busy go through the target CPU's wake list
@@ -1228,9 +1241,15 @@ pub fn set_ttwu_queue(on: bool) {
 /// own affinity and was preempted while going to sleep was queued by that migration while on a
 /// wake list, ran, slept, and was pushed on another list, cross-linking the two.)
 fn queue_wakeup(task: &Arc<Task>, cpu: u32) {
-    let rq = rq_of(cpu);
     debug_assert!(!task.wake_queued.load(Ordering::Relaxed), "a task on two wake lists");
     task.wake_queued.store(true, Ordering::Release);
+    push_wakeup(task, cpu);
+}
+
+/// Pushes `task` (its wakeup taken, `wake_queued` set, off every wake list) on `cpu`'s wake
+/// list with a reference of its own, counts it in `wake_pending` there and tells the CPU.
+fn push_wakeup(task: &Arc<Task>, cpu: u32) {
+    let rq = rq_of(cpu);
     let raw = Arc::into_raw(task.clone()) as *mut Task;
     let pending = rq.wake_pending.fetch_add(1, Ordering::SeqCst) + 1;
     reserve::note_wakeup_queued(cpu, pending);
@@ -1264,11 +1283,14 @@ fn queue_wakeup(task: &Arc<Task>, cpu: u32) {
 /// oldest first. Called with no lock held and interrupts off: from the reschedule IPI, at the
 /// start of `__schedule` and after a switch.
 ///
-/// Only wakeups that fit this CPU's queues without allocating ([`reserve::fits`]): at the first
-/// that does not, it and the rest go back on the wake list (still counted in `wake_pending`, still `wake_queued`) and
-/// the CPU is marked for a refill, after which [`reserve`] makes it drain again (a reschedule
-/// of its own, or an IPI). A burst of wakeups larger than the headroom (hackbench's 320
-/// tasks) therefore waits for one refill instead of allocating with interrupts off.
+/// Only wakeups that fit the target's queues without allocating ([`reserve::fits`]): at the
+/// first that does not fit here, it and the rest go back on the wake list (still counted in
+/// `wake_pending`, still `wake_queued`) and the CPU is marked for a refill, after which
+/// [`reserve`] makes it drain again (a reschedule of its own, or an IPI); one whose target is
+/// another CPU with full queues moves to that CPU's wake list. A burst of wakeups larger than
+/// the headroom (hackbench's 320 tasks) therefore waits for one refill instead of allocating
+/// with interrupts off. Every wakeup path ends here or in a checked enqueue
+/// ([`activate_wakeup`]), so no wakeup allocates.
 pub fn ttwu_pending() {
     if !percpu::gs_ready() {
         return;
@@ -1306,9 +1328,17 @@ pub fn ttwu_pending() {
             } else {
                 select_cpu(&task, here)
             };
-            // Here, only if it fits our queues without allocating (checked under our lock, the
-            // one the enqueue then uses); elsewhere, that CPU's locked enqueue as usual.
-            queued = activate_on_if(&task, target, ENQUEUE_WAKEUP, |g| target != here || reserve::fits(g, &task));
+            // Only if it fits the queues without allocating (checked under the lock the enqueue
+            // then uses).
+            queued = activate_on_if(&task, target, ENQUEUE_WAKEUP, |g| reserve::fits(g, &task));
+            if !queued && target != here {
+                // Another CPU's queues are full: the wakeup moves to its wake list (still
+                // `wake_queued`), whose drain waits for that CPU's refill.
+                rq_of(here).wake_pending.fetch_sub(1, Ordering::SeqCst);
+                push_wakeup(&task, target);
+                drop(_p);
+                continue;
+            }
         }
         if !queued {
             // It and the rest wait for the refill: back on the list, still `wake_queued` (so no

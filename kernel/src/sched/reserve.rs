@@ -19,9 +19,11 @@
 //!    storage, takes the lock again to move the elements over (a copy into memory that
 //!    exists: `adopt_storage`) and frees the old buffers after releasing it.
 //!
-//! So the headroom absorbs the enqueues between a mark and its refill. A burst larger than the
-//! headroom before any preemption point still succeeds — the containers then grow in place,
-//! under the lock — and is counted by the atomic-allocation detector
+//! So the headroom absorbs the enqueues between a mark and its refill. Wakeups never go past
+//! it: one that does not [`fits`] its target's queues goes to that CPU's wake list and waits
+//! for the refill (`sched::activate_wakeup`, `sched::ttwu_pending`). Any other enqueue (a
+//! migration, a class or group change) into a full queue still succeeds — the containers then
+//! grow in place, under the lock — and is counted by the atomic-allocation detector
 //! ([`crate::mm::atomic_alloc`], `trace atomic-alloc`), which is how this contract is checked.
 //!
 //! Lock order: `refill` takes only the run-queue lock (and the heap's, with the run-queue lock
@@ -47,6 +49,11 @@ static PASSES: AtomicU64 = AtomicU64::new(0);
 static GROWN: AtomicU64 = AtomicU64::new(0);
 /// Wake-list drains that stopped for want of room (`note_wakeup_deferred`).
 static DEFERRED: AtomicU64 = AtomicU64::new(0);
+
+/// Test hook: while set, preemption points refill nothing ([`refill_pending`]), so that a test
+/// can fill a run queue past its headroom and see what the wakeups beyond it do.
+#[cfg(test)]
+pub static HOLD_REFILLS: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
 /// `(passes, grown, deferred)`: refill passes run, structures grown and wake-list drains
 /// stopped for want of room since boot (the cost of the reservation; `trace atomic-alloc`).
@@ -311,6 +318,10 @@ pub fn refill(cpu: u32) {
 /// once unless interrupts are on, preemption is enabled and some CPU is marked.
 pub fn refill_pending() {
     if PENDING.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    #[cfg(test)]
+    if HOLD_REFILLS.load(Ordering::Acquire) {
         return;
     }
     let me = crate::percpu::current();

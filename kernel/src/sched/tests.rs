@@ -353,6 +353,71 @@ fn ten_thousand_tasks_come_and_go_without_leaking() {
     assert!(grown < 4096, "heap grew by {} bytes over 10,000 tasks", grown);
 }
 
+/// Wakeups onto a CPU whose queues are full never allocate there with interrupts off: they
+/// go to its wake list and wait for the refill (`sched::activate_wakeup`, `ttwu_pending`).
+/// CI once saw `bench hackbench` at -smp 4 SMT outrun a queue's headroom (`trace
+/// atomic-alloc` counted 2 allocations in `try_to_wake_up`, 2 of 40 runs). Here the refills
+/// are held while more tasks than CPU `x`'s queue holds are woken onto it, with an RT hog
+/// keeping them all queued; then the refills go on and every task runs.
+#[test_case]
+fn wakeups_beyond_a_full_run_queue_wait_for_the_refill_without_allocating() {
+    let online = super::online_mask();
+    let (Some(y), Some(x)) = (online.iter().next(), online.iter().last()) else { return };
+    if x == y {
+        return; // one CPU: no remote queue to fill
+    }
+    let (x, y) = (x as u32, y as u32);
+    let n = super::rq_of(x).lock.lock().tasks.capacity() + 16;
+    let go = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let wq = Arc::new(super::wait::WaitQueue::new());
+    let sleepers: Vec<_> = (0..n)
+        .map(|_| {
+            let (go, done, wq) = (go.clone(), done.clone(), wq.clone());
+            spawn(SpawnOptions::new("full-rq").pin(y).stack_size(16 * 1024), move || {
+                wq.wait_until(|| go.load(Ordering::Acquire));
+                done.fetch_add(1, Ordering::Relaxed);
+                0
+            })
+            .expect("spawn")
+        })
+        .collect();
+    while wq.len() < n {
+        super::sleep_ns(MS);
+    }
+    for t in &sleepers {
+        api::sched_setaffinity(t.tid, CpuMask(1 << x)).expect("affinity");
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let rt_hog = hog("rt-hog", SpawnOptions::new("rt-hog").policy(Policy::Fifo, 50, 0).pin(x), &stop);
+    super::sleep_ns(5 * MS); // the hog is on CPU x
+    let deferred0 = super::reserve::stats().2;
+    super::reserve::HOLD_REFILLS.store(true, Ordering::Release);
+    crate::mm::atomic_alloc::reset();
+    let waker = {
+        let (go, wq) = (go.clone(), wq.clone());
+        spawn(SpawnOptions::new("waker").pin(y), move || {
+            go.store(true, Ordering::Release);
+            wq.wake_all() as i32
+        })
+        .expect("spawn waker")
+    };
+    let woken = wait(waker.tid);
+    super::sleep_ns(5 * MS); // CPU x drains what it can meanwhile
+    let deferred = super::reserve::stats().2 - deferred0;
+    super::reserve::HOLD_REFILLS.store(false, Ordering::Release);
+    stop_and_reap(&stop, &[rt_hog]);
+    for t in &sleepers {
+        wait(t.tid).expect("reap");
+    }
+    let mut report = alloc::string::String::new();
+    let _ = crate::mm::atomic_alloc::report(&mut report);
+    assert_eq!(woken, Ok(n as i32), "woken");
+    assert_eq!(done.load(Ordering::Relaxed), n as u64, "every woken task ran");
+    assert_eq!(crate::mm::atomic_alloc::total(), 0, "allocations with interrupts off:\n{}", report);
+    assert!(deferred > 0, "no wakeup waited for room: the queue was never full ({} tasks)", n);
+}
+
 /// A task that exits while another fair task waits on its CPU hands over through the fair
 /// class's switch fast path (`SchedClass::pick_next_task`). Its last switch never returns, so
 /// nothing on that path may keep a reference to the task it switches to or from: each exited
