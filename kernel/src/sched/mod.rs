@@ -1477,11 +1477,28 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Re
         let p = task.params.lock();
         // Under `params`: a `sched_setattr` by tid may already have changed the attributes.
         class::of(&task).task_new(&task, &p.attr);
+    }
+    // Queued only where it fits without allocating: other CPUs' wakeups may have used up the
+    // target's headroom, and this enqueue runs with interrupts off (`params`). A full queue is
+    // refilled here, where interrupts are on and no lock is held, and the placement is made
+    // again; should wakeups fill it again each time, the enqueue after `SPAWN_REFILLS` refills
+    // grows the queue under the lock (counted by `trace atomic-alloc`).
+    let mut tries = 0;
+    loop {
+        let _p = task.params.lock();
         let cpu = select_cpu(&task, percpu::cpu_id());
-        activate_on(&task, cpu, ENQUEUE_INITIAL);
+        tries += 1;
+        if activate_on_if(&task, cpu, ENQUEUE_INITIAL, |g| tries > SPAWN_REFILLS || reserve::fits(g, &task)) {
+            break;
+        }
+        drop(_p);
+        reserve::refill_waiting(cpu);
     }
     Ok(task)
 }
+
+/// Refills `spawn` makes for a target queue with no room before it enqueues anyway.
+const SPAWN_REFILLS: u32 = 8;
 
 /// A task started by [`spawn_result`]: its tid, and the value its body returns.
 pub struct JoinHandle<T> {

@@ -14,17 +14,18 @@
 //!    wakeups handed to its wake list (drained all at once, with interrupts off, and counted
 //!    by the refill as queued) would use half of its least headroom;
 //! 2. at the next preemption point of any CPU (interrupts on, no spin lock held:
-//!    [`refill_pending`]), and before `spawn` queues a task, [`refill`] takes the marked run
-//!    queue's lock to list what is short (`plan`), releases it, allocates the larger
-//!    storage, takes the lock again to move the elements over (a copy into memory that
-//!    exists: `adopt_storage`) and frees the old buffers after releasing it.
+//!    [`refill_pending`]), and when `spawn` finds its target queue full ([`refill_waiting`]),
+//!    [`refill`] takes the run queue's lock to list what is short (`plan`), releases it,
+//!    allocates the larger storage, takes the lock again to move the elements over (a copy
+//!    into memory that exists: `adopt_storage`) and frees the old buffers after releasing it.
 //!
 //! So the headroom absorbs the enqueues between a mark and its refill. Wakeups never go past
 //! it: one that does not [`fits`] its target's queues goes to that CPU's wake list and waits
-//! for the refill (`sched::activate_wakeup`, `sched::ttwu_pending`). Any other enqueue (a
-//! migration, a class or group change) into a full queue still succeeds — the containers then
-//! grow in place, under the lock — and is counted by the atomic-allocation detector
-//! ([`crate::mm::atomic_alloc`], `trace atomic-alloc`), which is how this contract is checked.
+//! for the refill (`sched::activate_wakeup`, `sched::ttwu_pending`); nor do new tasks (`spawn`
+//! refills a full target first). Any other enqueue (a migration, a class or group change) into
+//! a full queue still succeeds — the containers then grow in place, under the lock — and is
+//! counted by the atomic-allocation detector ([`crate::mm::atomic_alloc`], `trace
+//! atomic-alloc`), which is how this contract is checked.
 //!
 //! Lock order: `refill` takes only the run-queue lock (and the heap's, with the run-queue lock
 //! released); it runs with preemption disabled so that it neither nests nor migrates.
@@ -273,9 +274,22 @@ fn install(g: &mut RqInner, s: &mut Spare) {
 }
 
 /// Brings `cpu`'s run queue back above its headroom (see the module doc). Call with
-/// interrupts enabled and no spin lock held.
+/// interrupts enabled and no spin lock held. Gives up when the queue's lock is busy (the CPU
+/// stays marked): it runs at preemption points, with preemption off.
 #[inline(never)]
 pub fn refill(cpu: u32) {
+    refill_locking(cpu, false);
+}
+
+/// [`refill`] that waits for the queue's lock when it is busy (interrupts on while it
+/// waits, preemption off), for a caller that must have the room before it goes on: `spawn`,
+/// whose target may be a CPU that reschedules in a loop while its wakeups wait for room.
+#[inline(never)]
+pub fn refill_waiting(cpu: u32) {
+    refill_locking(cpu, true);
+}
+
+fn refill_locking(cpu: u32, wait: bool) {
     let Some(pc) = crate::percpu::get(cpu) else { return };
     let rq = super::rq_of(pc.cpu_id);
     // No preemption (so no nested refill from a preemption point, and no migration); the
@@ -285,9 +299,11 @@ pub fn refill(cpu: u32) {
     for _pass in 0..4 {
         let mut wants = [None; MAX_WANTS];
         let incoming = rq.wake_pending.load(Ordering::Acquire) as usize;
-        // Never spin here (preemption is off, and the holder's vCPU may be descheduled by the
-        // host): a busy queue is marked again and refilled at a later preemption point.
-        let Some(g) = rq.lock.try_lock() else {
+        // Never spin here unless asked to (preemption is off, and the holder's vCPU may be
+        // descheduled by the host): a busy queue is marked again and refilled at a later
+        // preemption point.
+        let lock = || if wait { Some(rq.lock.lock()) } else { rq.lock.try_lock() };
+        let Some(g) = lock() else {
             PENDING.fetch_or(1 << cpu, Ordering::AcqRel);
             break;
         };
@@ -302,7 +318,7 @@ pub fn refill(cpu: u32) {
         // (16 KiB for some tasks), so its frame stays small.
         for w in wants.iter().flatten() {
             let mut spare = allocate(*w);
-            match rq.lock.try_lock() {
+            match lock() {
                 Some(mut g) => install(&mut g, &mut spare),
                 None => {
                     PENDING.fetch_or(1 << cpu, Ordering::AcqRel);

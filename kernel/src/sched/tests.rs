@@ -356,25 +356,26 @@ fn ten_thousand_tasks_come_and_go_without_leaking() {
 /// Wakeups onto a CPU whose queues are full never allocate there with interrupts off: they
 /// go to its wake list and wait for the refill (`sched::activate_wakeup`, `ttwu_pending`).
 /// CI once saw `bench hackbench` at -smp 4 SMT outrun a queue's headroom (`trace
-/// atomic-alloc` counted 2 allocations in `try_to_wake_up`, 2 of 40 runs). Here the refills
-/// are held while more tasks than CPU `x`'s queue holds are woken onto it, with an RT hog
-/// keeping them all queued; then the refills go on and every task runs.
-#[test_case]
-fn wakeups_beyond_a_full_run_queue_wait_for_the_refill_without_allocating() {
-    let online = super::online_mask();
-    let (Some(y), Some(x)) = (online.iter().next(), online.iter().last()) else { return };
-    if x == y {
-        return; // one CPU: no remote queue to fill
-    }
-    let (x, y) = (x as u32, y as u32);
+/// atomic-alloc` counted 2 allocations in `try_to_wake_up`, 2 of 40 runs).
+///
+/// Here the refills at preemption points are held ([`super::reserve::HOLD_REFILLS`]) while a
+/// waker on `waker_cpu` wakes more tasks than CPU `x`'s queue holds onto `x`, an RT task there
+/// (the waker itself, or `hog`) keeping them all queued. Once a wakeup has waited for room,
+/// one more task is spawned onto `x` (`spawn` refills a full queue first) and the refills go
+/// on; every task must run, and nothing may have allocated with interrupts off.
+fn wake_past_a_full_run_queue(x: u32, waker_cpu: u32, hog_on_x: bool) {
+    // This task polls while an RT task keeps CPU x: it runs elsewhere.
+    let affinity = api::sched_getaffinity(0).expect("affinity");
+    api::sched_setaffinity(0, CpuMask(super::online_mask().0 & !(1 << x))).expect("off x");
     let n = super::rq_of(x).lock.lock().tasks.capacity() + 16;
     let go = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
     let wq = Arc::new(super::wait::WaitQueue::new());
+    let home = if waker_cpu != x { waker_cpu } else { super::online_mask().iter().find(|&c| c as u32 != x).unwrap_or(0) as u32 };
     let sleepers: Vec<_> = (0..n)
         .map(|_| {
             let (go, done, wq) = (go.clone(), done.clone(), wq.clone());
-            spawn(SpawnOptions::new("full-rq").pin(y).stack_size(16 * 1024), move || {
+            spawn(SpawnOptions::new("full-rq").pin(home).stack_size(16 * 1024), move || {
                 wq.wait_until(|| go.load(Ordering::Acquire));
                 done.fetch_add(1, Ordering::Relaxed);
                 0
@@ -389,33 +390,61 @@ fn wakeups_beyond_a_full_run_queue_wait_for_the_refill_without_allocating() {
         api::sched_setaffinity(t.tid, CpuMask(1 << x)).expect("affinity");
     }
     let stop = Arc::new(AtomicBool::new(false));
-    let rt_hog = hog("rt-hog", SpawnOptions::new("rt-hog").policy(Policy::Fifo, 50, 0).pin(x), &stop);
+    let rt_hog = hog_on_x.then(|| hog("rt-hog", SpawnOptions::new("rt-hog").policy(Policy::Fifo, 50, 0).pin(x), &stop));
     super::sleep_ns(5 * MS); // the hog is on CPU x
     let deferred0 = super::reserve::stats().2;
     super::reserve::HOLD_REFILLS.store(true, Ordering::Release);
     crate::mm::atomic_alloc::reset();
     let waker = {
         let (go, wq) = (go.clone(), wq.clone());
-        spawn(SpawnOptions::new("waker").pin(y), move || {
+        spawn(SpawnOptions::new("waker").policy(Policy::Fifo, 60, 0).pin(waker_cpu), move || {
             go.store(true, Ordering::Release);
             wq.wake_all() as i32
         })
         .expect("spawn waker")
     };
-    let woken = wait(waker.tid);
-    super::sleep_ns(5 * MS); // CPU x drains what it can meanwhile
+    // Until a wakeup waits for room (the waker, if it runs on `x`, cannot finish before).
+    let deadline = crate::time::uptime_ns() + 5_000 * MS;
+    while super::reserve::stats().2 == deferred0 && crate::time::uptime_ns() < deadline {
+        super::sleep_ns(MS);
+    }
     let deferred = super::reserve::stats().2 - deferred0;
+    let late = spawn(SpawnOptions::new("late").pin(x).stack_size(16 * 1024), || 7).expect("spawn late");
     super::reserve::HOLD_REFILLS.store(false, Ordering::Release);
-    stop_and_reap(&stop, &[rt_hog]);
+    let woken = wait(waker.tid);
+    stop_and_reap(&stop, rt_hog.as_slice());
+    let late_exit = wait(late.tid);
     for t in &sleepers {
         wait(t.tid).expect("reap");
     }
+    api::sched_setaffinity(0, affinity).expect("restore affinity");
     let mut report = alloc::string::String::new();
     let _ = crate::mm::atomic_alloc::report(&mut report);
     assert_eq!(woken, Ok(n as i32), "woken");
+    assert_eq!(late_exit, Ok(7), "the task spawned onto the full queue");
     assert_eq!(done.load(Ordering::Relaxed), n as u64, "every woken task ran");
     assert_eq!(crate::mm::atomic_alloc::total(), 0, "allocations with interrupts off:\n{}", report);
     assert!(deferred > 0, "no wakeup waited for room: the queue was never full ({} tasks)", n);
+}
+
+/// [`wake_past_a_full_run_queue`] from another CPU (`try_to_wake_up`'s remote enqueue).
+#[test_case]
+fn remote_wakeups_beyond_a_full_run_queue_wait_for_the_refill_without_allocating() {
+    let online = super::online_mask();
+    let (Some(y), Some(x)) = (online.iter().next(), online.iter().last()) else { return };
+    if x != y {
+        wake_past_a_full_run_queue(x as u32, y as u32, true);
+    }
+}
+
+/// [`wake_past_a_full_run_queue`] on the target CPU itself (`try_to_wake_up`'s local enqueue).
+#[test_case]
+fn local_wakeups_beyond_a_full_run_queue_wait_for_the_refill_without_allocating() {
+    let online = super::online_mask();
+    let (Some(y), Some(x)) = (online.iter().next(), online.iter().last()) else { return };
+    if x != y {
+        wake_past_a_full_run_queue(x as u32, x as u32, false);
+    }
 }
 
 /// A task that exits while another fair task waits on its CPU hands over through the fair
