@@ -359,11 +359,19 @@ fn ten_thousand_tasks_come_and_go_without_leaking() {
 /// atomic-alloc` counted 2 allocations in `try_to_wake_up`, 2 of 40 runs).
 ///
 /// Here the refills at preemption points are held ([`super::reserve::HOLD_REFILLS`]) while a
-/// waker on `waker_cpu` wakes more tasks than CPU `x`'s queue holds onto `x`, an RT task there
-/// (the waker itself, or `hog`) keeping them all queued. Once a wakeup has waited for room,
-/// one more task is spawned onto `x` (`spawn` refills a full queue first) and the refills go
-/// on; every task must run, and nothing may have allocated with interrupts off.
-fn wake_past_a_full_run_queue(x: u32, waker_cpu: u32, hog_on_x: bool) {
+/// waker wakes more tasks than the last CPU `x`'s queue holds onto `x`, an RT task there
+/// keeping them all queued: the waker itself if `local` (it runs on `x`), else an RT hog (the
+/// waker runs on the first CPU). Once a wakeup has waited for room, one more task is spawned
+/// onto `x` (`spawn` refills a full queue first) and the refills go on; every task must run,
+/// and nothing may have allocated with interrupts off. Nothing to do on one CPU.
+fn wake_past_a_full_run_queue(local: bool) {
+    let online = super::online_mask();
+    let (Some(first), Some(x)) = (online.iter().next(), online.iter().last()) else { return };
+    if first == x {
+        return;
+    }
+    let x = x as u32;
+    let (waker_cpu, hog_on_x) = if local { (x, false) } else { (first as u32, true) };
     // This task polls while an RT task keeps CPU x: it runs elsewhere.
     let affinity = api::sched_getaffinity(0).expect("affinity");
     api::sched_setaffinity(0, CpuMask(super::online_mask().0 & !(1 << x))).expect("off x");
@@ -430,21 +438,13 @@ fn wake_past_a_full_run_queue(x: u32, waker_cpu: u32, hog_on_x: bool) {
 /// [`wake_past_a_full_run_queue`] from another CPU (`try_to_wake_up`'s remote enqueue).
 #[test_case]
 fn remote_wakeups_beyond_a_full_run_queue_wait_for_the_refill_without_allocating() {
-    let online = super::online_mask();
-    let (Some(y), Some(x)) = (online.iter().next(), online.iter().last()) else { return };
-    if x != y {
-        wake_past_a_full_run_queue(x as u32, y as u32, true);
-    }
+    wake_past_a_full_run_queue(false);
 }
 
 /// [`wake_past_a_full_run_queue`] on the target CPU itself (`try_to_wake_up`'s local enqueue).
 #[test_case]
 fn local_wakeups_beyond_a_full_run_queue_wait_for_the_refill_without_allocating() {
-    let online = super::online_mask();
-    let (Some(y), Some(x)) = (online.iter().next(), online.iter().last()) else { return };
-    if x != y {
-        wake_past_a_full_run_queue(x as u32, x as u32, false);
-    }
+    wake_past_a_full_run_queue(true);
 }
 
 /// A task that exits while another fair task waits on its CPU hands over through the fair
