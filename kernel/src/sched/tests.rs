@@ -370,8 +370,9 @@ fn wake_past_a_full_run_queue(local: bool) {
     if first == x {
         return;
     }
-    let x = x as u32;
-    let (waker_cpu, hog_on_x) = if local { (x, false) } else { (first as u32, true) };
+    let (x, first) = (x as u32, first as u32);
+    // The sleepers start on the first CPU, so that their spawns leave x's queue as it was.
+    let (waker_cpu, hog_on_x) = if local { (x, false) } else { (first, true) };
     // This task polls while an RT task keeps CPU x: it runs elsewhere.
     let affinity = api::sched_getaffinity(0).expect("affinity");
     api::sched_setaffinity(0, CpuMask(super::online_mask().0 & !(1 << x))).expect("off x");
@@ -379,11 +380,10 @@ fn wake_past_a_full_run_queue(local: bool) {
     let go = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
     let wq = Arc::new(super::wait::WaitQueue::new());
-    let home = if waker_cpu != x { waker_cpu } else { super::online_mask().iter().find(|&c| c as u32 != x).unwrap_or(0) as u32 };
     let sleepers: Vec<_> = (0..n)
         .map(|_| {
             let (go, done, wq) = (go.clone(), done.clone(), wq.clone());
-            spawn(SpawnOptions::new("full-rq").pin(home).stack_size(16 * 1024), move || {
+            spawn(SpawnOptions::new("full-rq").pin(first).stack_size(16 * 1024), move || {
                 wq.wait_until(|| go.load(Ordering::Acquire));
                 done.fetch_add(1, Ordering::Relaxed);
                 0
