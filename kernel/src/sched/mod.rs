@@ -1483,11 +1483,9 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Re
     // refilled here, where interrupts are on and no lock is held, and the placement is made
     // again; should wakeups fill it again each time, the enqueue after `SPAWN_REFILLS` refills
     // grows the queue under the lock (counted by `trace atomic-alloc`).
-    let mut tries = 0;
-    loop {
+    for tries in 1.. {
         let _p = task.params.lock();
         let cpu = select_cpu(&task, percpu::cpu_id());
-        tries += 1;
         if activate_on_if(&task, cpu, ENQUEUE_INITIAL, |g| tries > SPAWN_REFILLS || reserve::fits(g, &task)) {
             break;
         }

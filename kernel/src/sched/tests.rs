@@ -375,7 +375,7 @@ fn wake_past_a_full_run_queue(local: bool) {
     let (waker_cpu, hog_on_x) = if local { (x, false) } else { (first, true) };
     // This task polls while an RT task keeps CPU x: it runs elsewhere.
     let affinity = api::sched_getaffinity(0).expect("affinity");
-    api::sched_setaffinity(0, CpuMask(super::online_mask().0 & !(1 << x))).expect("off x");
+    api::sched_setaffinity(0, CpuMask(online.0 & !(1 << x))).expect("off x");
     let n = super::rq_of(x).lock.lock().tasks.capacity() + 16;
     let go = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
