@@ -1,0 +1,122 @@
+//! Counts published for lock-free readers ([`update_counts`], `RT_OVERLOAD`), wait-time
+//! statistics, and the checks the stress tests assert ([`check_accounting`], [`bad_enqueues`]).
+
+use super::task::{ClassId, Task, Tid};
+use super::{balance, class, online_mask, rq_of, Rq, RqInner};
+use crate::percpu;
+use alloc::collections::BTreeMap;
+use alloc::sync::Arc;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// Publishes `g`'s counts for lock-free readers (balancing, RT placement). Called with `g`
+/// locked after every change of its queues or of `curr`.
+///
+/// RT placement reads `rt_level` and `RT_OVERLOAD` without locks, from both sides: a CPU that
+/// queues a pushable task sets its overload bit and then reads the others' levels (push),
+/// while a CPU whose level drops stores it and then reads the overload mask (pull). Both use
+/// `SeqCst`, so at least one side sees the other (store-load ordering), and the task is moved.
+pub(super) fn update_counts(rq: &Rq, g: &RqInner) {
+    rq.nr_running.store(g.nr_queued() as u32, Ordering::Release);
+    rq.fair_load.store(g.fair.load(), Ordering::Release);
+    let curr = g.curr.as_ref();
+    let running_rt = curr.is_some_and(|c| c.class() == ClassId::Rt && c.is_on_rq());
+    let waiting = g.rt.nr_running().saturating_sub(running_rt as usize);
+    rq.rt_waiting.store(waiting as u32, Ordering::Release);
+    // The most important waiting RT task that is allowed elsewhere. Pinned tasks are never
+    // push or pull candidates, so they do not mark the CPU overloaded (Linux's
+    // `rt_nr_migratory`): otherwise every switch anywhere would lock this queue for nothing.
+    let mut pushable = 0u8;
+    if waiting > 0 {
+        let online = online_mask();
+        for (tid, prio) in g.rt.iter() {
+            let Some(t) = g.tasks.get(&tid) else { continue };
+            let running = curr.is_some_and(|c| Arc::ptr_eq(c, t));
+            if cadence_sched::rt_smp::is_pushable(t.affinity(), online, running) {
+                pushable = 2 + prio;
+                break;
+            }
+        }
+    }
+    rq.rt_level.store(balance::locked_level(g), Ordering::SeqCst);
+    rq.rt_pushable.store(pushable, Ordering::SeqCst);
+    let bit = 1u64 << g.cpu;
+    let overloaded = RT_OVERLOAD.load(Ordering::SeqCst) & bit != 0;
+    if pushable != 0 && !overloaded {
+        RT_OVERLOAD.fetch_or(bit, Ordering::SeqCst);
+    } else if pushable == 0 && overloaded {
+        RT_OVERLOAD.fetch_and(!bit, Ordering::SeqCst);
+    }
+}
+
+/// Run-queue accounting, for stress tests (the chaos stress): on every CPU, under its lock, the
+/// published `nr_running` equals the queues' counts and the queued-task map, every queued task
+/// is on the run queue of its own CPU, and no task is queued on two CPUs. Returns one line per
+/// problem (empty: consistent). Wakeups still on a wake list are neither queued nor counted.
+pub fn check_accounting() -> alloc::vec::Vec<alloc::string::String> {
+    use alloc::format;
+    let mut problems = alloc::vec::Vec::new();
+    let mut seen: BTreeMap<Tid, u32> = BTreeMap::new();
+    for cpu in percpu::online_cpus() {
+        let g = rq_of(cpu.cpu_id).lock.lock();
+        let queued = g.nr_queued();
+        let published = rq_of(cpu.cpu_id).nr_running.load(Ordering::Acquire) as usize;
+        let throttled = g.tasks.values().filter(|t| t.class() == ClassId::Dl && class::deadline::is_throttled(t)).count();
+        if queued != published || queued + throttled != g.tasks.len() {
+            problems.push(format!(
+                "cpu {}: nr_running {} published, {} in the class queues, {} throttled, {} queued tasks",
+                cpu.cpu_id,
+                published,
+                queued,
+                throttled,
+                g.tasks.len()
+            ));
+        }
+        for (tid, t) in g.tasks.iter() {
+            if !t.is_on_rq() || t.cpu() != cpu.cpu_id {
+                problems.push(format!("cpu {}: task {} queued here, on_rq {} cpu {}", cpu.cpu_id, tid, t.is_on_rq(), t.cpu()));
+            }
+            if let Some(other) = seen.insert(*tid, cpu.cpu_id) {
+                problems.push(format!("task {} queued on cpus {} and {}", tid, other, cpu.cpu_id));
+            }
+        }
+    }
+    problems
+}
+
+/// CPUs with a waiting RT task that may run elsewhere (Linux's `rto_mask`): pull sources.
+pub(super) static RT_OVERLOAD: AtomicU64 = AtomicU64::new(0);
+
+/// The task starts waiting on a run queue, unless it already was (a requeue or migration
+/// while it waits does not restart its wait).
+pub(super) fn start_wait(task: &Task, now: u64) {
+    let _ = task.stats.wait_start.compare_exchange(0, now.max(1), Ordering::Relaxed, Ordering::Relaxed);
+}
+
+pub(super) fn end_wait(task: &Task, now: u64) {
+    let start = task.stats.wait_start.swap(0, Ordering::Relaxed);
+    task.stats.last_queued_at.store(start, Ordering::Relaxed);
+    if start != 0 {
+        let w = now.saturating_sub(start);
+        task.stats.wait_sum.fetch_add(w, Ordering::Relaxed);
+        task.stats.wait_max.fetch_max(w, Ordering::Relaxed);
+        task.stats.wait_count.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Enqueues that found `on_rq` other than their kind expects (see [`dequeue_task`]): a plain
+/// enqueue of a task already marked queued — a task on two run queues — or the second half of
+/// a requeue or migration of one not marked queued; and enqueues a class refused because the
+/// task was already in its queue. 0 unless a bug; the chaos stress counts it
+/// as a violation and every in-kernel test asserts it.
+pub(super) static BAD_ENQUEUES: AtomicU64 = AtomicU64::new(0);
+
+/// A class found a task it was asked to queue already queued (its policy's `EBUSY`): the
+/// same bug as a wrong `on_rq`, counted with it.
+pub(super) fn note_bad_enqueue() {
+    BAD_ENQUEUES.fetch_add(1, Ordering::Relaxed);
+}
+
+/// How many enqueues found `on_rq` wrong ([`BAD_ENQUEUES`]).
+pub fn bad_enqueues() -> u64 {
+    BAD_ENQUEUES.load(Ordering::Relaxed)
+}

@@ -1,0 +1,72 @@
+//! Bringing a CPU under the scheduler ([`init_this_cpu`], [`online_mask`]) and its idle loop.
+
+use super::task::{self, SchedParams, SpawnOptions, Task};
+use super::{balance, fair_tunables, idle_poll_ns, reserve, rq_of, schedule, this_cpu};
+use alloc::sync::Arc;
+use cadence_sched::{CpuMask, ValidAttr};
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// Mask of the CPUs that run the scheduler.
+pub fn online_mask() -> CpuMask {
+    CpuMask(ONLINE_MASK.load(Ordering::Acquire))
+}
+
+static ONLINE_MASK: AtomicU64 = AtomicU64::new(0);
+
+/// Turns the calling context into this CPU's idle task and starts scheduling on it.
+pub fn init_this_cpu() {
+    let cpu = this_cpu();
+    let mut opts = SpawnOptions::new("swapper");
+    opts.name = alloc::format!("swapper/{}", cpu.cpu_id);
+    // The idle task is never queued, so its mask only matters as what its children inherit.
+    let params = SchedParams { attr: ValidAttr::default(), affinity: CpuMask(u64::MAX) };
+    let idle = task::new_task(&opts, None, params, None, true, cpu.cpu_id);
+    {
+        let mut g = rq_of(cpu.cpu_id).lock.lock();
+        g.fair.set_tunables(fair_tunables());
+        g.curr = Some(idle.clone());
+        g.idle = Some(idle.clone());
+        g.exec_start = crate::time::uptime_ns();
+        rq_of(cpu.cpu_id).current.store(Arc::as_ptr(&idle) as *mut Task, Ordering::Release);
+    }
+    reserve::refill(cpu.cpu_id); // the queues' first storage, before anything is queued
+    ONLINE_MASK.fetch_or(1 << cpu.cpu_id, Ordering::AcqRel);
+    rq_of(cpu.cpu_id).ready.store(true, Ordering::Release);
+}
+
+/// The idle loop of every CPU (never returns).
+pub fn idle_loop() -> ! {
+    let cpu = this_cpu();
+    loop {
+        crate::irqflags::disable();
+        if rq_of(cpu.cpu_id).need_resched.load(Ordering::Acquire) {
+            schedule();
+            continue;
+        }
+        crate::irqflags::enable();
+        if balance::idle_balance(cpu.cpu_id) {
+            continue;
+        }
+        let ceiling = idle_poll_ns();
+        let limit = rq_of(cpu.cpu_id).idle_poll_limit.load(Ordering::Relaxed).min(ceiling);
+        let idle_start = crate::time::uptime_ns();
+        if limit > 0 {
+            rq_of(cpu.cpu_id).polling.store(true, Ordering::SeqCst);
+            let until = idle_start + limit;
+            while !rq_of(cpu.cpu_id).need_resched.load(Ordering::SeqCst) && crate::time::uptime_ns() < until {
+                core::hint::spin_loop();
+            }
+            rq_of(cpu.cpu_id).polling.store(false, Ordering::SeqCst);
+        }
+        crate::irqflags::disable();
+        if !rq_of(cpu.cpu_id).need_resched.load(Ordering::SeqCst) {
+            // `sti; hlt`: a wakeup IPI cannot slip in between the check and the halt.
+            crate::arch::wait_for_interrupt();
+        }
+        if ceiling > 0 {
+            let block_ns = crate::time::uptime_ns().saturating_sub(idle_start);
+            let next = cadence_sched::haltpoll::adjust(limit, block_ns, ceiling);
+            rq_of(cpu.cpu_id).idle_poll_limit.store(next, Ordering::Relaxed);
+        }
+    }
+}

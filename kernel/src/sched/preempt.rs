@@ -1,0 +1,173 @@
+//! The scheduler tick, preemption points and preemption control, `sched_yield` and sleeping.
+
+use super::task::{Task, TaskState};
+use super::{
+    __schedule, balance, class, current, lockup, reserve, rq_of, rt_limits, schedule, signal, this_cpu, this_rq, update_curr, wake_up,
+};
+use crate::percpu;
+use alloc::sync::Arc;
+use core::sync::atomic::Ordering;
+
+/// The scheduler tick (from the periodic timer, interrupts off).
+pub fn scheduler_tick() {
+    let cpu = this_cpu();
+    if !rq_of(cpu.cpu_id).ready.load(Ordering::Acquire) {
+        return;
+    }
+    let ticks = rq_of(cpu.cpu_id).ticks.fetch_add(1, Ordering::Relaxed);
+    let resched = {
+        let mut g = rq_of(cpu.cpu_id).lock.lock();
+        let now = crate::time::uptime_ns();
+        let mut resched = update_curr(&mut g, now);
+        resched |= rt_limits::check_throttle(&mut g, now);
+        if let Some(curr) = g.curr.clone() {
+            resched |= class::of(&curr).task_tick(&mut g, &curr);
+        }
+        resched
+    };
+    if resched {
+        rq_of(cpu.cpu_id).need_resched.store(true, Ordering::Release);
+    }
+    lockup::tick(cpu);
+    if ticks % balance::BALANCE_INTERVAL_TICKS == (cpu.cpu_id as u64 % balance::BALANCE_INTERVAL_TICKS) {
+        rq_of(cpu.cpu_id).balance_due.store(true, Ordering::Relaxed);
+    }
+    // Not while a reschedule is pending: whatever woke here (an RT task, typically, from the
+    // timer that fired with this tick) runs first; a later tick balances.
+    if rq_of(cpu.cpu_id).balance_due.load(Ordering::Relaxed) && !rq_of(cpu.cpu_id).need_resched.load(Ordering::Acquire) {
+        rq_of(cpu.cpu_id).balance_due.store(false, Ordering::Relaxed);
+        balance::periodic_balance(cpu.cpu_id);
+    }
+}
+
+/// At the end of an interrupt: preempt the interrupted task if a reschedule is due.
+pub fn irq_exit() {
+    if preemptible_with_resched() {
+        // Loop (Linux `preempt_schedule_irq`): the switch may request another reschedule.
+        // The CPU is re-read each time: a resumed task may be on another CPU.
+        while preemptible_with_resched() {
+            __schedule(true);
+        }
+        // Back in the interrupted task: act on its signals before returning to it.
+        signal::handle_pending_at_irq_exit();
+    }
+    let rq = this_rq();
+    // Only where preemption is allowed: the action may end the task, and a task ended inside
+    // a preemption-disabled section would leave this CPU's count raised for good.
+    if rq.ready.load(Ordering::Acquire) && this_cpu().preempt_count.load(Ordering::Relaxed) == 0 {
+        rt_limits::act_on_current();
+    }
+}
+
+/// A preemption point in task context (called when interrupts are re-enabled and when
+/// preemption is re-enabled).
+///
+/// Like Linux's `preemptible()`, it schedules only with interrupts enabled: a `PreemptGuard`
+/// dropped with interrupts off (in `finish_task_switch`, for instance, which wakes a dead
+/// task's waiters) must not switch from there, or every task resumed in that nested switch
+/// could nest another one on its stack. The pending reschedule happens at the next interrupt
+/// exit or preemption point instead.
+pub fn preempt_point() {
+    if !percpu::gs_ready() || !crate::irqflags::are_enabled() {
+        return;
+    }
+    reserve::refill_pending();
+    while preemptible_with_resched() {
+        __schedule(true);
+    }
+}
+
+/// A reschedule is pending on this CPU and may happen now (preemption enabled, scheduler
+/// running). The count first: it is one GS load away, and usually decides.
+fn preemptible_with_resched() -> bool {
+    if this_cpu().preempt_count.load(Ordering::Relaxed) != 0 {
+        return false;
+    }
+    let rq = this_rq();
+    rq.ready.load(Ordering::Acquire) && rq.need_resched.load(Ordering::Acquire)
+}
+
+/// Disables preemption on this CPU until the guard drops.
+pub struct PreemptGuard(());
+
+pub fn preempt_disable() -> PreemptGuard {
+    preempt_count_inc();
+    PreemptGuard(())
+}
+
+/// Raises this CPU's preemption count, with no guard (the caller lowers it). Interrupts are
+/// off from finding this CPU to counting on it: a preemption in between could move the task,
+/// which would then count on the CPU it left (and uncount on the new one). Once counted the
+/// task stays here, so lowering needs no such care.
+pub(crate) fn preempt_count_inc() {
+    let irqs = crate::irqflags::save();
+    this_cpu().preempt_count.fetch_add(1, Ordering::AcqRel);
+    crate::irqflags::restore(irqs);
+}
+
+impl Drop for PreemptGuard {
+    fn drop(&mut self) {
+        if this_cpu().preempt_count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            preempt_point();
+        }
+    }
+}
+
+/// `sched_yield()`: gives up the CPU to tasks of equal priority.
+pub fn yield_now() {
+    {
+        let cpu = this_cpu();
+        let mut g = rq_of(cpu.cpu_id).lock.lock();
+        let now = crate::time::uptime_ns();
+        update_curr(&mut g, now);
+        if let Some(curr) = g.curr.clone() {
+            class::of(&curr).yield_task(&mut g, &curr);
+        }
+    }
+    schedule();
+}
+
+/// Sleeps until `uptime_ns() >= deadline_ns`.
+pub fn sleep_until(deadline_ns: u64) {
+    // Holds `me` and a timer's reference: a fatal signal is acted on at the loop's check.
+    let _defer = signal::DeferFatal::new();
+    let me = current();
+    while crate::time::uptime_ns() < deadline_ns {
+        me.set_state(TaskState::Sleeping);
+        if signal::fatal_pending(&me) {
+            me.set_state(TaskState::Running);
+            drop(me);
+            signal::handle_pending();
+            unreachable!("a fatal signal ends the task");
+        }
+        let raw = Arc::into_raw(me.clone()) as u64;
+        let cpu = percpu::cpu_id();
+        me.stats.sleep_deadline.store(deadline_ns, Ordering::Relaxed);
+        let Some(timer) = crate::timer::arm(cpu, deadline_ns, wake_from_timer, raw) else {
+            // SAFETY: not handed to a timer: take the reference back.
+            drop(unsafe { Arc::from_raw(raw as *const Task) });
+            me.set_state(TaskState::Running);
+            return;
+        };
+        schedule();
+        // Woken early (a signal, a spurious wakeup)? Cancel the timer so it neither wakes us
+        // later for nothing nor keeps our task alive in its queue.
+        if crate::timer::cancel(cpu, timer) {
+            // SAFETY: the cancelled timer will never run, so its reference is ours again.
+            drop(unsafe { Arc::from_raw(raw as *const Task) });
+        }
+    }
+    me.set_state(TaskState::Running);
+    me.stats.sleep_deadline.store(0, Ordering::Relaxed);
+}
+
+/// Sleeps for `ns` nanoseconds.
+pub fn sleep_ns(ns: u64) {
+    sleep_until(crate::time::uptime_ns().saturating_add(ns));
+}
+
+pub(super) fn wake_from_timer(_cpu: u32, data: u64) {
+    // SAFETY: `data` is an `Arc<Task>` leaked by `sleep_until` for this timer alone.
+    let task = unsafe { Arc::from_raw(data as *const Task) };
+    wake_up(&task);
+}

@@ -1,0 +1,282 @@
+//! The per-CPU run queues ([`Rq`], its locked part [`RqInner`], the fair queues' key
+//! [`SeKey`]), where they live ([`rq_of`], [`this_rq`]) and the running task read from them
+//! ([`current`], [`current_tid`]).
+
+use super::rqlock::RqLock;
+use super::task::{ClassId, Task, Tid};
+use super::{class, coresched, group, reserve};
+use crate::percpu::{self, PerCpu};
+use alloc::sync::Arc;
+use cadence_sched::vecmap::VecMap;
+use cadence_sched::{FairRq, FairTunables, RtPrioArray};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+
+/// Key of a schedulable entity in a fair queue: a task, or (with group scheduling) a group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SeKey {
+    Task(Tid),
+    Group(group::GroupId),
+}
+
+/// The locked part of a run queue.
+pub struct RqInner {
+    pub cpu: u32,
+    pub curr: Option<Arc<Task>>,
+    pub idle: Option<Arc<Task>>,
+    pub rt: RtPrioArray<Tid>,
+    /// The deadline class's queue (`class::deadline`).
+    pub dl: class::deadline::DlRq,
+    pub fair: FairRq<SeKey>,
+    /// Every task queued here (every class, throttled deadline tasks included), by tid.
+    pub tasks: VecMap<Tid, Arc<Task>>,
+    /// Non-root task groups' queues on this CPU (see `group`).
+    pub group_rqs: group::GroupRqs,
+    /// Fair tasks queued on this CPU at any level of the group tree.
+    pub nr_fair_tasks: usize,
+    /// Execution time of the running fair task not yet charged to its group entities above
+    /// its own level (the fair class charges those lazily: `class::fair` module doc).
+    pub fair_pending_ns: u64,
+    /// When `curr` last had its runtime accounted.
+    pub exec_start: u64,
+    /// Storage for the next group queues created on this CPU (see `reserve`).
+    pub spare_groups: arrayvec::ArrayVec<cadence_sched::FairStorage<SeKey>, { reserve::SPARE_GROUPS }>,
+    /// Candidate lists of the core-wide pick (`coresched::pick`), allocated with the queue.
+    pub core_lists: alloc::boxed::Box<[coresched::CandList]>,
+    /// Where the next load-balancing scan of this queue starts (a tid).
+    pub balance_cursor: Tid,
+    /// The pending hrtick timer, if armed.
+    pub hrtick_timer: Option<crate::timer::TimerId>,
+    /// Sequence number of the last hrtick timer armed (its `data`), so a stale one is ignored.
+    pub hrtick_seq: u64,
+    /// RT throttling: RT time charged in the current period, the period, throttled flag.
+    pub rt_bw: cadence_sched::rt_bandwidth::RtBandwidth,
+    /// Forced idle by core scheduling since (0 = not forced idle).
+    pub forced_since: u64,
+    /// The task switched away from, for `finish_task_switch` on the next task.
+    pub(super) prev: Option<Arc<Task>>,
+    /// A runnable task switched out because it may no longer run here (affinity change):
+    /// moved to an allowed CPU after the switch.
+    pub(super) migrate_out: Option<Arc<Task>>,
+}
+
+impl RqInner {
+    /// Tasks queued in the class queues (Linux `rq->nr_running`): RT, fair at every group
+    /// level, and deadline tasks not throttled (a throttled deadline task is out of its queue
+    /// until its replenishment, as in Linux, though still in `tasks`).
+    pub fn nr_queued(&self) -> usize {
+        self.rt.nr_running() + self.nr_fair_tasks + self.dl.nr_running()
+    }
+}
+
+/// One CPU's run queue.
+pub struct Rq {
+    pub lock: RqLock<RqInner>,
+    /// Runnable RT + fair tasks (running one included); lock-free snapshot for balancing.
+    pub nr_running: AtomicU32,
+    /// Sum of the fair weights queued here.
+    pub fair_load: AtomicU64,
+    /// Priority of what runs: 0 idle, 1 fair, 2 + rt_priority for RT (see [`cpu_prio`]).
+    pub curr_prio: AtomicU8,
+    /// Core-scheduling cookie of what runs (published with `curr_prio`; read by RT placement,
+    /// `balance::core_excluded`).
+    pub curr_cookie: AtomicU64,
+    /// RT tasks queued here that are not running.
+    pub rt_waiting: AtomicU32,
+    /// Level ([`cpu_prio`] encoding) of the most important waiting RT task that may run on
+    /// another CPU (Linux's head of `pushable_tasks`); 0 if none. Non-zero exactly when this
+    /// CPU's bit is set in `RT_OVERLOAD`.
+    pub rt_pushable: AtomicU8,
+    /// This CPU's level for RT placement (Linux's cpupri value): the higher of what runs and
+    /// the most important queued RT task (unless RT-throttled), so a CPU about to switch to a
+    /// queued RT task is not taken for one running something less important.
+    pub rt_level: AtomicU8,
+    /// `rt_level` when the last `__schedule` on this CPU began: `finish_task_switch` pulls RT
+    /// work when the switch lowered it.
+    pub(super) level_before_switch: AtomicU8,
+    pub need_resched: AtomicBool,
+    /// Set once the CPU runs its idle task under the scheduler.
+    pub ready: AtomicBool,
+    /// The running task (same as `curr`), readable without the lock.
+    pub current: AtomicPtr<Task>,
+    pub nr_switches: AtomicU64,
+    pub ticks: AtomicU64,
+    /// Balancing passes to skip (back-off after fruitless passes) and the current back-off.
+    pub balance_skip: AtomicU32,
+    pub balance_backoff: AtomicU32,
+    /// A periodic balance is due (set by the tick at each balance interval, cleared when one
+    /// runs: it waits for a tick with no reschedule pending).
+    pub(super) balance_due: AtomicBool,
+    /// Wakeups other CPUs handed to this one (Linux `ttwu_queue_wakelist`): a lock-free stack
+    /// through `Task::wake_next`, each entry holding one `Arc` reference (see `queue_wakeup`).
+    pub(super) wake_list: AtomicPtr<Task>,
+    /// Entries on `wake_list` not yet queued: a CPU with pending wakeups is not idle for
+    /// placement (Linux `idle_cpu()` checks `rq->ttwu_pending`), or every waker would pick it.
+    pub wake_pending: AtomicU32,
+    /// The least free room of this queue's structures at its last enqueue (see
+    /// `reserve::note_wakeup_queued`).
+    pub spare_hint: AtomicU32,
+    /// An `RT_PUSH_IPI` request to this CPU is in flight (see `balance::pull_rt`).
+    pub push_ipi_pending: AtomicBool,
+    /// Tick count at the last new-idle balance (at most one per tick).
+    pub last_idle_balance: AtomicU64,
+    /// The idle loop is polling `need_resched` (no IPI needed to wake it).
+    pub polling: AtomicBool,
+    /// This CPU's RT class is throttled (lock-free copy of `RqInner::rt_bw.throttled`).
+    pub rt_throttled: AtomicBool,
+    /// Queued tasks with a core-scheduling cookie (see `core::active`).
+    pub nr_cookied: AtomicU32,
+    /// This CPU waits for a sibling to leave an incompatible task (core scheduling).
+    pub core_wait: AtomicBool,
+    /// Time this CPU was forced idle by core scheduling (ns).
+    pub forced_idle_ns: AtomicU64,
+    /// The idle loop's current poll limit (ns), adapted by `cadence_sched::haltpoll`.
+    pub idle_poll_limit: AtomicU64,
+}
+
+impl Rq {
+    pub fn new(cpu: u32) -> Self {
+        Rq {
+            lock: RqLock::new(RqInner {
+                cpu,
+                curr: None,
+                idle: None,
+                rt: RtPrioArray::new(),
+                dl: class::deadline::DlRq::new(),
+                fair: FairRq::new(FairTunables::default()),
+                tasks: VecMap::new(),
+                group_rqs: group::GroupRqs::new(),
+                spare_groups: arrayvec::ArrayVec::new_const(),
+                core_lists: coresched::new_core_lists(),
+                nr_fair_tasks: 0,
+                fair_pending_ns: 0,
+                exec_start: 0,
+                balance_cursor: 0,
+                hrtick_timer: None,
+                hrtick_seq: 0,
+                rt_bw: cadence_sched::rt_bandwidth::RtBandwidth::new(),
+                forced_since: 0,
+                prev: None,
+                migrate_out: None,
+            }),
+            nr_running: AtomicU32::new(0),
+            fair_load: AtomicU64::new(0),
+            curr_prio: AtomicU8::new(0),
+            curr_cookie: AtomicU64::new(0),
+            rt_waiting: AtomicU32::new(0),
+            rt_pushable: AtomicU8::new(0),
+            rt_level: AtomicU8::new(0),
+            level_before_switch: AtomicU8::new(0),
+            need_resched: AtomicBool::new(false),
+            ready: AtomicBool::new(false),
+            current: AtomicPtr::new(core::ptr::null_mut()),
+            nr_switches: AtomicU64::new(0),
+            ticks: AtomicU64::new(0),
+            balance_skip: AtomicU32::new(0),
+            balance_backoff: AtomicU32::new(0),
+            balance_due: AtomicBool::new(false),
+            wake_list: AtomicPtr::new(core::ptr::null_mut()),
+            wake_pending: AtomicU32::new(0),
+            spare_hint: AtomicU32::new(0),
+            push_ipi_pending: AtomicBool::new(false),
+            last_idle_balance: AtomicU64::new(u64::MAX),
+            polling: AtomicBool::new(false),
+            rt_throttled: AtomicBool::new(false),
+            nr_cookied: AtomicU32::new(0),
+            core_wait: AtomicBool::new(false),
+            forced_idle_ns: AtomicU64::new(0),
+            idle_poll_limit: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Encodes what a CPU runs for RT placement: 0 idle, 1 fair, 2 + rt_priority (the task's
+/// class says: `SchedClass::cpupri_level`).
+pub fn cpu_prio(task: &Task) -> u8 {
+    class::of(task).cpupri_level(task)
+}
+
+pub(super) fn this_cpu() -> &'static PerCpu {
+    percpu::current()
+}
+
+/// Every CPU's run queue (the scheduler's per-CPU data, created at bring-up: [`init_cpu`]).
+static RQS: percpu::PerCpuVar<Rq> = percpu::PerCpuVar::new();
+
+/// Creates CPU `cpu`'s run queue (bring-up, before the CPU's area is listed).
+pub fn init_cpu(cpu: u32) {
+    RQS.init(cpu, Rq::new(cpu));
+}
+
+/// CPU `cpu`'s run queue (any CPU listed by `percpu` has one).
+pub fn rq_of(cpu: u32) -> &'static Rq {
+    RQS.get(cpu).expect("run queue of an existing CPU")
+}
+
+/// The calling CPU's run queue.
+#[inline]
+pub fn this_rq() -> &'static Rq {
+    RQS.this()
+}
+
+/// This CPU's `current` pointer, read with interrupts off (`f` runs before they come back):
+/// between finding this CPU and reading its run queue, a preemption could move the caller,
+/// and the old CPU's `current` would be another task, free to exit.
+pub(crate) fn with_current_ptr<R>(f: impl FnOnce(*mut Task) -> R) -> R {
+    let irqs = crate::irqflags::save();
+    let r = f(this_rq().current.load(Ordering::Acquire));
+    crate::irqflags::restore(irqs);
+    r
+}
+
+/// Whether the running task is in the RT class (Linux `rt_task(current)`: its effective
+/// priority, so a fair task boosted by priority inheritance counts). False before the
+/// scheduler runs on this CPU.
+pub fn current_is_rt() -> bool {
+    with_current_ptr(|ptr| {
+        // SAFETY: `current` points at the task running on this CPU (the caller, read with
+        // interrupts off), alive while it runs; only an atomic field is read.
+        !ptr.is_null() && unsafe { (*ptr).class() } == ClassId::Rt
+    })
+}
+
+/// The calling task's CPU time so far, ns (Linux `CLOCK_THREAD_CPUTIME_ID`): what has been
+/// charged to it plus the stretch it is running now, as the scheduler counts it (so time the
+/// host took its vCPU away counts too, as a deadline task's runtime does). Takes this CPU's
+/// run-queue lock: poll it, do not spin on it.
+pub fn current_cputime_ns() -> u64 {
+    let irqs = crate::irqflags::save();
+    let rq = this_rq();
+    let g = rq.lock.lock();
+    let now = crate::time::uptime_ns();
+    let t = g.curr.as_ref().map_or(0, |c| c.stats.sum_exec_runtime.load(Ordering::Relaxed) + now.saturating_sub(g.exec_start));
+    drop(g);
+    crate::irqflags::restore(irqs);
+    t
+}
+
+/// The running task.
+pub fn current() -> Arc<Task> {
+    let ptr = with_current_ptr(|ptr| {
+        if !ptr.is_null() {
+            // SAFETY: `current` points at the task running on this CPU (the caller, read with
+            // interrupts off); the run queue holds an Arc to it (as `curr`), so it is alive; we
+            // add one reference for the returned Arc.
+            unsafe { Arc::increment_strong_count(ptr) };
+        }
+        ptr
+    });
+    assert!(!ptr.is_null(), "current() before the scheduler runs on this CPU");
+    // SAFETY: the reference counted above.
+    unsafe { Arc::from_raw(ptr) }
+}
+
+/// The running task's id (0 for idle or before the scheduler runs).
+pub fn current_tid() -> Tid {
+    let ptr = with_current_ptr(|ptr| ptr);
+    if ptr.is_null() {
+        0
+    } else {
+        // SAFETY: the caller's own task (see `with_current_ptr`), alive while it runs.
+        unsafe { (*ptr).tid }
+    }
+}
