@@ -178,12 +178,12 @@ fn task_of(pid: Tid) -> Result<Arc<Task>, Errno> {
 pub fn setsid() -> Result<Tid, Errno> {
     let _defer = crate::sched::signal::DeferFatal::new();
     let me = current();
-    if me.pgid.load(Ordering::Acquire) == me.tid {
+    if me.process.pgid.load(Ordering::Acquire) == me.tid {
         return Err(Errno::EPERM);
     }
-    me.sid.store(me.tid, Ordering::Release);
-    me.pgid.store(me.tid, Ordering::Release);
-    me.tty.store(0, Ordering::Release);
+    me.process.sid.store(me.tid, Ordering::Release);
+    me.process.pgid.store(me.tid, Ordering::Release);
+    me.process.tty.store(0, Ordering::Release);
     let ag = if autogroup::session_mode() { autogroup::create(0).map(|g| g.id).unwrap_or(0) } else { 0 };
     autogroup::assign(&me, ag);
     Ok(me.tid)
@@ -198,25 +198,27 @@ pub fn setpgid(pid: Tid, pgid: i64) -> Result<(), Errno> {
     }
     let t = task_of(pid)?;
     let pgid = if pgid == 0 { t.tid } else { pgid as Tid };
-    let sid = t.sid.load(Ordering::Acquire);
+    let sid = t.process.sid.load(Ordering::Acquire);
     if sid == t.tid {
         return Err(Errno::EPERM);
     }
-    if pgid != t.tid && !task::all().iter().any(|o| o.pgid.load(Ordering::Acquire) == pgid && o.sid.load(Ordering::Acquire) == sid) {
+    if pgid != t.tid
+        && !task::all().iter().any(|o| o.process.pgid.load(Ordering::Acquire) == pgid && o.process.sid.load(Ordering::Acquire) == sid)
+    {
         return Err(Errno::EPERM);
     }
-    t.pgid.store(pgid, Ordering::Release);
+    t.process.pgid.store(pgid, Ordering::Release);
     Ok(())
 }
 
 pub fn getsid(pid: Tid) -> Result<Tid, Errno> {
     let _defer = crate::sched::signal::DeferFatal::new();
-    Ok(task_of(pid)?.sid.load(Ordering::Acquire))
+    Ok(task_of(pid)?.process.sid.load(Ordering::Acquire))
 }
 
 pub fn getpgid(pid: Tid) -> Result<Tid, Errno> {
     let _defer = crate::sched::signal::DeferFatal::new();
-    Ok(task_of(pid)?.pgid.load(Ordering::Acquire))
+    Ok(task_of(pid)?.process.pgid.load(Ordering::Acquire))
 }
 
 /// The calling session leader opens tty `id` and, if the tty has no session, acquires it as
@@ -226,7 +228,7 @@ pub fn acquire(id: TtyId) -> Result<(), Errno> {
     let _defer = crate::sched::signal::DeferFatal::new();
     let me = current();
     let tty = open(id)?;
-    if me.sid.load(Ordering::Acquire) != me.tid {
+    if me.process.sid.load(Ordering::Acquire) != me.tid {
         return Err(Errno::EPERM);
     }
     match tty.session.compare_exchange(0, me.tid, Ordering::AcqRel, Ordering::Acquire) {
@@ -234,7 +236,7 @@ pub fn acquire(id: TtyId) -> Result<(), Errno> {
         Err(s) if s == me.tid => {}
         Err(_) => return Err(Errno::EPERM),
     }
-    me.tty.store(id, Ordering::Release);
+    me.process.tty.store(id, Ordering::Release);
     if !autogroup::session_mode() {
         autogroup::assign(&me, tty.autogroup.load(Ordering::Acquire));
     }
@@ -243,8 +245,8 @@ pub fn acquire(id: TtyId) -> Result<(), Errno> {
 
 /// A task exited: a session leader's tty becomes free for another session.
 pub fn task_exit(t: &Task) {
-    let id = t.tty.load(Ordering::Acquire);
-    if id != 0 && t.sid.load(Ordering::Acquire) == t.tid {
+    let id = t.process.tty.load(Ordering::Acquire);
+    if id != 0 && t.process.sid.load(Ordering::Acquire) == t.tid {
         if let Some(tty) = get(id) {
             let _ = tty.session.compare_exchange(t.tid, 0, Ordering::AcqRel, Ordering::Acquire);
         }

@@ -196,9 +196,9 @@ fn dirty_run(pos: u64, policy: Policy) -> Result<(u64, u64), String> {
     let opts = SpawnOptions::new("dirty-fg").policy(policy, prio, 0);
     let fg = sched::spawn_result(opts, move || {
         let me = sched::current();
-        let thr0 = me.stats.throttled_ns.load(Ordering::Relaxed);
+        let thr0 = me.dirty.throttled_ns.load(Ordering::Relaxed);
         let (ns, r) = crate::shell::vm::dd_zero_to_disk(pos, FOREGROUND, MIB);
-        r.ok().map(|_| (ns, me.stats.throttled_ns.load(Ordering::Relaxed) - thr0))
+        r.ok().map(|_| (ns, me.dirty.throttled_ns.load(Ordering::Relaxed) - thr0))
     })
     .map_err(|e| format!("cannot spawn dirty-fg: {:?}", e))?;
     match fg.join() {

@@ -584,7 +584,7 @@ mod tests {
                 if writeback::write(BASE, &buf, false).is_err() {
                     return -1;
                 }
-                (crate::sched::current().stats.throttled_ns.load(Ordering::Relaxed) / 1000).min(i32::MAX as u64) as i32
+                (crate::sched::current().dirty.throttled_ns.load(Ordering::Relaxed) / 1000).min(i32::MAX as u64) as i32
             })
             .expect("spawn");
             let us = crate::sched::wait(t.tid).expect("wait");

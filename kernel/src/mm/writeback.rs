@@ -143,6 +143,8 @@ pub struct WriterState {
     paused_when: AtomicU64,
     /// The `Dirtiers` interval it was last counted in.
     seen: AtomicU64,
+    /// Time paused by the dirty throttle ([`balance_dirty_pages`]), ns.
+    pub throttled_ns: AtomicU64,
 }
 
 /// The rate-limited writers (`cadence_vm::dirty::Dirtiers`).
@@ -187,7 +189,7 @@ pub fn balance_dirty_pages() {
             // A fatal signal ends the task in here (nothing of the cache is held).
             crate::sched::sleep_ns(t.pause_ns);
             let slept = crate::time::uptime_ns() - now;
-            task.stats.throttled_ns.fetch_add(slept, Ordering::Relaxed);
+            task.dirty.throttled_ns.fetch_add(slept, Ordering::Relaxed);
             THROTTLED_NS.fetch_add(slept, Ordering::Relaxed);
         }
         st.paused_when.store(crate::time::uptime_ns(), Ordering::Relaxed);

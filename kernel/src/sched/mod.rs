@@ -57,6 +57,7 @@ pub mod group;
 pub mod hrtick;
 pub mod lockup;
 pub mod pipe;
+pub mod process;
 pub mod reserve;
 pub mod rqlock;
 pub mod rt_limits;

@@ -80,17 +80,17 @@ pub fn send(t: &Arc<Task>, sig: u32) {
     }
     match sig {
         SIGCONT => {
-            t.pending.fetch_and(!(1 << SIGSTOP), Ordering::AcqRel);
+            t.process.signals.pending.fetch_and(!(1 << SIGSTOP), Ordering::AcqRel);
             if t.transition(TaskState::Stopped, TaskState::Sleeping) {
                 super::wake_up(t);
             }
         }
         SIGSTOP => {
-            t.pending.fetch_or(1 << SIGSTOP, Ordering::AcqRel);
+            t.process.signals.pending.fetch_or(1 << SIGSTOP, Ordering::AcqRel);
             super::kick_task(t);
         }
         _ => {
-            t.pending.fetch_or(1u64 << sig, Ordering::AcqRel);
+            t.process.signals.pending.fetch_or(1u64 << sig, Ordering::AcqRel);
             if is_fatal(sig) {
                 let _ = t.transition(TaskState::Stopped, TaskState::Sleeping);
                 super::wake_up(t);
@@ -102,7 +102,7 @@ pub fn send(t: &Arc<Task>, sig: u32) {
 
 /// Is a fatal signal pending for `t`?
 pub fn fatal_pending(t: &Task) -> bool {
-    let p = t.pending.load(Ordering::Acquire);
+    let p = t.process.signals.pending.load(Ordering::Acquire);
     (1..=SIGMAX).any(|s| p & (1u64 << s) != 0 && is_fatal(s))
 }
 
@@ -116,7 +116,7 @@ pub fn take_pending(sig: u32) -> bool {
     // No task reference, and no `DeferFatal` either: a task polling this in a loop would
     // spend nearly all its time deferring its own kill (the hard RLIMIT_RTTIME kill came
     // 12–24 ms late that way).
-    with_current(|t| t.pending.fetch_and(!(1u64 << sig), Ordering::AcqRel) & (1u64 << sig) != 0).unwrap_or(false)
+    with_current(|t| t.process.signals.pending.fetch_and(!(1u64 << sig), Ordering::AcqRel) & (1u64 << sig) != 0).unwrap_or(false)
 }
 
 /// While alive, interrupt exit does not act on the current task's fatal signals (see the
@@ -136,7 +136,7 @@ impl DeferFatal {
             if !task.is_null() {
                 // SAFETY: `current` is the running task (us), kept alive by its run queue; it
                 // outlives the guard, which lives on its own stack.
-                unsafe { (*task).fatal_defer.fetch_add(1, Ordering::AcqRel) };
+                unsafe { (*task).process.signals.fatal_defer.fetch_add(1, Ordering::AcqRel) };
             }
             task as *const Task
         });
@@ -154,7 +154,7 @@ impl Drop for DeferFatal {
     fn drop(&mut self) {
         if !self.task.is_null() {
             // SAFETY: `task` is the task whose stack holds this guard (see `new`): alive.
-            unsafe { (*self.task).fatal_defer.fetch_sub(1, Ordering::AcqRel) };
+            unsafe { (*self.task).process.signals.fatal_defer.fetch_sub(1, Ordering::AcqRel) };
         }
     }
 }
@@ -171,7 +171,7 @@ pub(crate) fn with_current<R>(f: impl FnOnce(&Task) -> R) -> Option<R> {
 
 /// Is the current task inside a [`DeferFatal`] section?
 fn fatal_deferred() -> bool {
-    with_current(|t| t.fatal_defer.load(Ordering::Acquire) > 0).unwrap_or(false)
+    with_current(|t| t.process.signals.fatal_defer.load(Ordering::Acquire) > 0).unwrap_or(false)
 }
 
 /// [`handle_pending`] at an interrupt exit: not inside a [`DeferFatal`] section, whose
@@ -193,7 +193,7 @@ pub fn handle_pending_at_irq_exit() {
 
 /// Has the running task a signal pending?
 fn pending_on_current() -> bool {
-    with_current(|t| t.pending.load(Ordering::Acquire) != 0).unwrap_or(false)
+    with_current(|t| t.process.signals.pending.load(Ordering::Acquire) != 0).unwrap_or(false)
 }
 
 /// Acts on the calling task's signals at a safe point: exit on a fatal one, stop on SIGSTOP.
@@ -211,7 +211,7 @@ pub fn handle_pending() {
     let act = {
         let _defer = DeferFatal::new();
         let me = super::current();
-        let p = me.pending.load(Ordering::Acquire);
+        let p = me.process.signals.pending.load(Ordering::Acquire);
         // Already exiting (preempted inside `exit` between setting Dead and its last switch,
         // and resumed through an interrupt exit): nothing left to act on. Acting anyway
         // overwrote Dead with Stopped on a SIGSTOP, and the task, continued, returned from its
@@ -222,7 +222,7 @@ pub fn handle_pending() {
         if let Some(sig) = (1..=SIGMAX).find(|&s| p & (1u64 << s) != 0 && is_fatal(s)) {
             Act::Exit(128 + sig as i32)
         } else if p & (1 << SIGSTOP) != 0 {
-            me.pending.fetch_and(!(1 << SIGSTOP), Ordering::AcqRel);
+            me.process.signals.pending.fetch_and(!(1 << SIGSTOP), Ordering::AcqRel);
             me.set_state(TaskState::Stopped);
             Act::Stop
         } else {

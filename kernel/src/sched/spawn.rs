@@ -83,7 +83,7 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Re
     }
     autogroup::inherit(&task, &parent);
     coresched::fork(&task, &parent);
-    task.tty.store(parent.tty.load(Ordering::Acquire), Ordering::Release);
+    task.process.tty.store(parent.process.tty.load(Ordering::Acquire), Ordering::Release);
     task::init_context(&task, task_start);
     {
         let p = task.params.lock();

@@ -1,9 +1,9 @@
 //! Tasks: kernel threads with their own guarded stacks.
 //!
 //! A [`Task`] is shared as `Arc<Task>`: by the task table (until reaped), by the run queue
-//! it is queued on, by wait queues and timers it sleeps on. Identity: `tid` (unique), `tgid`
-//! (thread group: a task spawned with [`SpawnOptions::thread`] joins its parent's), process group
-//! `pgid` and session `sid` (inherited; `setpgid`/`setsid` change them).
+//! it is queued on, by wait queues and timers it sleeps on. Identity: `tid` (unique); what makes
+//! it a process (thread group, process group, session, tty, exit code, signals) is in
+//! [`Task::process`] (see `process`), and its dirty-throttle state in [`Task::dirty`].
 //!
 //! States follow Linux: `Running` means runnable or running (`TASK_RUNNING`), `Sleeping` is
 //! `TASK_INTERRUPTIBLE`, `Stopped`, and `Dead` once it has exited (a zombie until reaped by
@@ -11,6 +11,7 @@
 //! `reset_on_fork` is set. Accounting follows Linux schedstat: `sum_exec_runtime`, run-queue
 //! wait time (sum, max, count) and voluntary / involuntary context switches.
 
+use super::process::ProcIdentity;
 use super::SeKey;
 use crate::arch::context::Context;
 use crate::mm::stack::KernelStack;
@@ -96,8 +97,6 @@ pub struct TaskStats {
     pub(super) sleep_deadline: AtomicU64,
     /// Reported by the hung-task detector (once per episode).
     pub(super) hung_reported: AtomicBool,
-    /// Time paused by the dirty throttle (`mm::writeback::balance_dirty_pages`), ns.
-    pub throttled_ns: AtomicU64,
 }
 
 /// Attributes protected by [`Task::params`] (Linux's `pi_lock` role).
@@ -109,10 +108,7 @@ pub struct SchedParams {
 
 pub struct Task {
     pub tid: Tid,
-    pub tgid: Tid,
     pub parent: Tid,
-    pub pgid: AtomicU32,
-    pub sid: AtomicU32,
     pub name: String,
     state: AtomicU8,
     /// Scheduling attributes. Lock order: before any run-queue lock.
@@ -143,8 +139,6 @@ pub struct Task {
     pub group: AtomicU32,
     /// Autogroup this task belongs to (0 = none; see `autogroup`).
     pub autogroup: AtomicU32,
-    /// Controlling tty (0 = none; see `tty`).
-    pub tty: AtomicU32,
     /// Group whose queue holds (or last held) the fair entity.
     pub(super) se_group: AtomicU32,
     /// SCHED_RR quantum left.
@@ -155,12 +149,8 @@ pub struct Task {
     pub stats: TaskStats,
     /// Its state in the dirty throttle (`mm::writeback::balance_dirty_pages`).
     pub dirty: crate::mm::writeback::WriterState,
-    exit_code: AtomicI32,
-    /// Pending signals (bit n = signal n).
-    pub pending: AtomicU64,
-    /// Depth of kernel sections that hold references on their stack ([`super::signal::DeferFatal`]):
-    /// while > 0, interrupt exit does not act on a fatal signal.
-    pub(super) fatal_defer: AtomicU32,
+    /// Thread group, process group, session, tty, exit code and signals.
+    pub process: ProcIdentity,
     /// Core-scheduling cookie the scheduler uses (0 = none; see `coresched`).
     pub core_cookie: AtomicU64,
     /// A new cookie for a running task, applied at its next `schedule()` under the core's
@@ -256,8 +246,8 @@ impl Task {
         (
             self.released.load(Ordering::Relaxed),
             self.on_cpu.load(Ordering::Relaxed),
-            self.fatal_defer.load(Ordering::Relaxed),
-            self.pending.load(Ordering::Relaxed),
+            self.process.signals.fatal_defer.load(Ordering::Relaxed),
+            self.process.signals.pending.load(Ordering::Relaxed),
         )
     }
 
@@ -271,7 +261,7 @@ impl Task {
     }
 
     pub fn exit_code(&self) -> i32 {
-        self.exit_code.load(Ordering::Acquire)
+        self.process.exit_code()
     }
 
     /// Current attributes (takes `params`: not under a run-queue lock... except as a leaf read
@@ -324,7 +314,7 @@ impl Task {
     }
 
     pub(super) fn set_exit_code(&self, code: i32) {
-        self.exit_code.store(code, Ordering::Release);
+        self.process.set_exit_code(code);
     }
 }
 
@@ -467,16 +457,18 @@ pub(super) fn new_task(
 ) -> Arc<Task> {
     let tid = if is_idle { 0 } else { NEXT_TID.fetch_add(1, Ordering::Relaxed) };
     let (tgid, pgid, sid, ptid) = match parent {
-        Some(p) => (if opts.thread { p.tgid } else { tid }, p.pgid.load(Ordering::Relaxed), p.sid.load(Ordering::Relaxed), p.tid),
+        Some(p) => (
+            if opts.thread { p.process.tgid } else { tid },
+            p.process.pgid.load(Ordering::Relaxed),
+            p.process.sid.load(Ordering::Relaxed),
+            p.tid,
+        ),
         None => (tid, tid, tid, 0),
     };
     OBJECTS.fetch_add(1, Ordering::Relaxed);
     let task = Arc::new(Task {
         tid,
-        tgid,
         parent: ptid,
-        pgid: AtomicU32::new(pgid),
-        sid: AtomicU32::new(sid),
         name: opts.name.clone(),
         state: AtomicU8::new(TaskState::Running as u8),
         params: IrqLock::new(params),
@@ -496,7 +488,6 @@ pub(super) fn new_task(
         dl: IrqLock::new(super::class::deadline::DlState::new()),
         group: AtomicU32::new(0),
         autogroup: AtomicU32::new(0),
-        tty: AtomicU32::new(0),
         se_group: AtomicU32::new(0),
         rr_remaining_ns: AtomicU64::new(super::rr_timeslice_ns()),
         ctx: UnsafeCell::new(Context::default()),
@@ -504,9 +495,7 @@ pub(super) fn new_task(
         entry: IrqLock::new(None),
         stats: TaskStats::default(),
         dirty: Default::default(),
-        exit_code: AtomicI32::new(0),
-        pending: AtomicU64::new(0),
-        fatal_defer: AtomicU32::new(0),
+        process: ProcIdentity::new(tgid, pgid, sid),
         core_cookie: AtomicU64::new(0),
         core_cookie_pending: AtomicU64::new(u64::MAX),
         core_forceidle_ns: AtomicU64::new(0),

@@ -175,10 +175,10 @@ pub fn ps(args: &[&str]) -> CmdResult {
             (String::from("-"), alloc::format!("{}", t.nice()))
         };
         let ns = t.stats.sum_exec_runtime.load(core::sync::atomic::Ordering::Relaxed);
-        let thr = t.stats.throttled_ns.load(core::sync::atomic::Ordering::Relaxed);
+        let thr = t.dirty.throttled_ns.load(core::sync::atomic::Ordering::Relaxed);
         shout!(
             "{:>5} {:>5} {:<3} {:>6} {:>3} {:>3} {} {:>11} {:>8} {:<14} {}{}",
-            t.tgid,
+            t.process.tgid,
             t.tid,
             class_abbrev(p),
             rtprio,
