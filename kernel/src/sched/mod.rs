@@ -191,8 +191,8 @@ pub struct Rq {
 
 /// Ceiling of the adaptive poll-before-halt of idle CPUs (Linux's haltpoll governor, see
 /// `cadence_sched::haltpoll`: under virtualization a halted vCPU is slow to wake).
-/// `kernel.sched_idle_poll_ns`, 0 = never poll. The default is chosen by measurement (README,
-/// "Idle polling").
+/// `kernel.sched_idle_poll_ns`, 0 = never poll. The default is chosen by measurement
+/// (docs/design/wakeups.md, *Idle polling*).
 static IDLE_POLL_NS: AtomicU64 = AtomicU64::new(0);
 
 pub fn idle_poll_ns() -> u64 {
@@ -1203,12 +1203,13 @@ fn activate_wakeup(task: &Arc<Task>, cpu: u32) {
 }
 
 /// Remote wakeups whose target run queue is busy go through the target CPU's wake list
-/// (`TTWU_QUEUE` in `kernel.sched_features`; default on, by measurement: README, "Remote
-/// wakeups").
+/// (`TTWU_QUEUE` in `kernel.sched_features`; default on, by measurement: docs/design/wakeups.md,
+/// *Remote wakeups*).
 static TTWU_QUEUE: AtomicBool = AtomicBool::new(true);
 
 /// A CPU whose RT level dropped asks overloaded CPUs to push instead of pulling from them
-/// (`RT_PUSH_IPI` in `kernel.sched_features`; default by measurement: README, "Remote wakeups").
+/// (`RT_PUSH_IPI` in `kernel.sched_features`; default by measurement: docs/design/wakeups.md,
+/// *RT_PUSH_IPI*).
 static RT_PUSH_IPI: AtomicBool = AtomicBool::new(false);
 
 pub fn rt_push_ipi_enabled() -> bool {
