@@ -7,7 +7,8 @@
 # pinned: thread 0 of each core only, siblings online and idle) and once with the `nosmt` boot
 # option (siblings offline: mode nosmt). Prints both boots' lines, then one table normalized
 # by the SMT boot's `off` run of each workload. Under TCG, SMT threads share no execution
-# units, so this shows only the scheduling cost (README, "Core scheduling").
+# units, so this shows only the scheduling cost (docs/guide/benchmarks.md, *make bench-coresched*;
+# docs/design/coresched.md).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 smp="${1:-}"; [[ -z "$smp" ]] && smp=4,sockets=1,cores=2,threads=2

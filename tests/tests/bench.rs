@@ -39,7 +39,7 @@ fn field(line: &str, key: &str) -> Option<u64> {
 
 /// `bench deadline`: every line in its format, each set's missed jobs classified exactly once
 /// (the causes add up to the misses), and the ideal schedule of each set missing nothing. How
-/// many jobs miss depends on how busy the host is: not checked here (README, `bench deadline`).
+/// many jobs miss depends on how busy the host is: not checked here (docs/guide/benchmarks.md, `bench deadline`).
 #[test]
 fn deadline_bench_reports_every_set_and_classifies_each_miss() {
     let run = boot(qemu().smp("2").args(r#"run="bench deadline -d 1 -v" poweroff"#));

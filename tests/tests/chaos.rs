@@ -4,8 +4,8 @@
 //! no leak, no lost wakeup, no unexpected errno, no core-scheduling violation, and none of the
 //! kernel's own checks (a pick that passed over a queued RT task, an enqueue that found
 //! `on_rq` wrong). The trace's RT check is not required: at its 100 µs bound the host's
-//! descheduling of vCPUs alone exceeds it for every kernel in this QEMU configuration (README,
-//! "Side by side with Linux"), so `violations=` is not 0 here.
+//! descheduling of vCPUs alone exceeds it for every kernel in this QEMU configuration
+//! (docs/results/2026-12-02-compare-smp4.md), so `violations=` is not 0 here.
 
 use cadence_boot::KernelExit;
 use cadence_tests::{boot, qemu, Run};
@@ -40,7 +40,8 @@ fn run_chaos(args: &str) -> Run {
         "expected `chaos: coresched check: violations=0 ...`",
     );
     // `violations=` also counts the trace's RT check, which host descheduling of vCPUs keeps
-    // above 0 (README); the kernel-side checks in it must be 0 on their own.
+    // above 0 (docs/guide/tests.md, *make test-chaos*); the kernel-side checks in it must be 0
+    // on their own.
     for bad in ["enqueues found on_rq wrong", "picks passed over a queued RT task"] {
         run.check(!run.outcome.output.contains(bad), format!("kernel-side violation: `{bad}`"));
     }

@@ -175,9 +175,10 @@ const GROUP_RQ_HINTS: usize = 8;
 /// One CPU's group queues by group id (`RqInner::group_rqs`): a sorted map, plus a small
 /// direct-mapped cache of positions in it. The fair class looks a group's queue up several
 /// times per level per switch (charging, queueing, picking), and the binary searches were
-/// the largest part of the group path's cost (`bench pipe -g`, the README's *Group
-/// scheduling overhead*). A hint is checked against the key it names, so a stale one (after
-/// an insert or removal shifted the entries) costs only the search it would have saved.
+/// the largest part of the group path's cost (`bench pipe -g`,
+/// docs/results/2026-12-03-group-overhead.md). A hint is checked against the key it names, so a
+/// stale one (after an insert or removal shifted the entries) costs only the search it would
+/// have saved.
 /// Protected by the run-queue lock like the rest of `RqInner`.
 pub struct GroupRqs {
     map: VecMap<GroupId, GroupRq>,

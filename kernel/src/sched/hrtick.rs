@@ -15,7 +15,8 @@
 //! programming is an exit into the VMM, and one that moves its timer earlier wakes QEMU's
 //! main loop, the thread that delivers every vCPU's timer interrupts. Under `bench hackbench`
 //! at `-smp 2`, hrtick doubled the timer interrupts (a third of them for cancelled slice
-//! ends) and made `bench cyclic`'s average latency ~80 µs worse (README, *hrtick*).
+//! ends) and made `bench cyclic`'s average latency ~80 µs worse (docs/design/hrtick.md; the
+//! figures: docs/results/2026-12-02-compare-smp2.md).
 //!
 //! Slice-overshoot statistics for `bench slice`: while enabled, every time a fair task's slice
 //! ends, how far it ran past the end (real ns) is recorded per CPU.

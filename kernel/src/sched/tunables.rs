@@ -9,8 +9,8 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Ceiling of the adaptive poll-before-halt of idle CPUs (Linux's haltpoll governor, see
 /// `cadence_sched::haltpoll`: under virtualization a halted vCPU is slow to wake).
-/// `kernel.sched_idle_poll_ns`, 0 = never poll. The default is chosen by measurement (README,
-/// "Idle polling").
+/// `kernel.sched_idle_poll_ns`, 0 = never poll. The default is chosen by measurement
+/// (docs/design/wakeups.md, *Idle polling*).
 static IDLE_POLL_NS: AtomicU64 = AtomicU64::new(0);
 
 pub fn idle_poll_ns() -> u64 {

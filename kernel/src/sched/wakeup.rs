@@ -188,12 +188,13 @@ fn activate_wakeup(task: &Arc<Task>, cpu: u32) {
 }
 
 /// Remote wakeups whose target run queue is busy go through the target CPU's wake list
-/// (`TTWU_QUEUE` in `kernel.sched_features`; default on, by measurement: README, "Remote
-/// wakeups").
+/// (`TTWU_QUEUE` in `kernel.sched_features`; default on, by measurement: docs/design/wakeups.md,
+/// *Remote wakeups*).
 static TTWU_QUEUE: AtomicBool = AtomicBool::new(true);
 
 /// A CPU whose RT level dropped asks overloaded CPUs to push instead of pulling from them
-/// (`RT_PUSH_IPI` in `kernel.sched_features`; default by measurement: README, "Remote wakeups").
+/// (`RT_PUSH_IPI` in `kernel.sched_features`; default by measurement: docs/design/wakeups.md,
+/// *RT_PUSH_IPI*).
 static RT_PUSH_IPI: AtomicBool = AtomicBool::new(false);
 
 pub fn rt_push_ipi_enabled() -> bool {

@@ -24,7 +24,7 @@
 //! nested group), the upper levels are therefore charged at the tick, in one amount, instead
 //! of at every switch: nothing compares them meanwhile, and the time charged is the same.
 //! Linux charges each level at every pick; this is the one place Cadence does less than
-//! Linux on the group path (see the README's *Group scheduling overhead*).
+//! Linux on the group path (see docs/design/groups.md, *Group scheduling overhead*).
 
 use super::{lookup, BalancePoint, HrtickSlice, SchedClass};
 use crate::sched::group::{GroupId, GroupRq, ROOT_GROUP};
