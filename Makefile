@@ -135,14 +135,20 @@ compare-group: kernel boot-tool
 	$(if $(SMP),SMP='$(SMP)') KERNEL='$(KERNEL)' BOOT='$(CADENCE_BOOT)' '$(ROOT)/tools/compare-group.sh'
 
 # The house rules as gates (part of `make test`): rustfmt (rustfmt.toml) and clippy with
-# every warning an error and every unsafe block documented (`// SAFETY:`), in both workspaces.
+# every warning an error and every unsafe block documented (`// SAFETY:`), in both workspaces;
+# no `unsafe` outside the framework crate (tools/check-unsafe.py); the kernel crate's layers
+# (tools/check-layers.py, docs/design/layering.md); every doc reachable from README.md and no
+# broken link (tools/check-doc-links.py).
 CLIPPY_FLAGS = -D warnings -D clippy::undocumented_unsafe_blocks
 lint: setup
 	cd '$(ROOT)' && cargo fmt --all --check
-	cd '$(ROOT)/kernel' && cargo fmt --check
+	cd '$(ROOT)/kernel' && cargo fmt --all --check
 	cd '$(ROOT)' && cargo clippy --release --workspace --all-targets -- $(CLIPPY_FLAGS)
-	cd '$(ROOT)/kernel' && cargo clippy --release -- $(CLIPPY_FLAGS)
+	cd '$(ROOT)/kernel' && cargo clippy --release --workspace -- $(CLIPPY_FLAGS)
 	cd '$(ROOT)/kernel' && cargo clippy --release --tests -- $(CLIPPY_FLAGS)
+	python3 '$(ROOT)/tools/check-unsafe.py'
+	python3 '$(ROOT)/tools/check-layers.py'
+	python3 '$(ROOT)/tools/check-doc-links.py'
 
 # Runs all three suites even if one fails, then fails if any did. The in-kernel tests get a
 # fresh virtio disk of their own (per make process, removed after), so shell::blk::tests run.

@@ -25,6 +25,7 @@
 //! * Workloads are fw_cfg files `opt/cadence/workload/<basename>`.
 //! * `--trace FILE` adds COM2 as a second serial port written to FILE.
 //! * `--disk IMG` attaches IMG as a virtio-blk disk (the kernel's `/dev/vda`).
+#![forbid(unsafe_code)]
 
 mod error;
 pub mod fuzz;

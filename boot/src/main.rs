@@ -42,6 +42,7 @@
 //! attaches without `DISK=`). `--disk-opts OPTS` appends QEMU `-drive` options to
 //! either, e.g. `throttling.bps-write=8388608` for a disk that writes 8 MiB/s (the
 //! peer's `DISK_OPTS`).
+#![forbid(unsafe_code)]
 
 use cadence_boot::harness::{run_suite, Suite};
 use cadence_boot::{build_image, Firmware, KernelExit, Qemu};

@@ -637,8 +637,8 @@ fn wait_with_timeout(child: &mut Child, timeout: Option<Duration>) -> Result<(Ke
 
 /// SIGTERM (lets QEMU restore the terminal), then SIGKILL after 3 s.
 fn stop(child: &mut Child) {
-    // SAFETY: plain kill(2) on our own child's pid, which has not been reaped yet.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    // Our own child's pid, not reaped yet.
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM);
     let deadline = Instant::now() + Duration::from_secs(3);
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {

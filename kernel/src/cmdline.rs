@@ -26,6 +26,20 @@ pub enum TestFault {
     StackOverflow,
 }
 
+impl From<TestFault> for crate::arch::fault::Fault {
+    fn from(f: TestFault) -> Self {
+        use crate::arch::fault::Fault;
+        match f {
+            TestFault::PageFault => Fault::PageFault,
+            TestFault::GeneralProtection => Fault::GeneralProtection,
+            TestFault::InvalidOpcode => Fault::InvalidOpcode,
+            TestFault::Breakpoint => Fault::Breakpoint,
+            TestFault::DivideError => Fault::DivideError,
+            TestFault::StackOverflow => Fault::StackOverflow,
+        }
+    }
+}
+
 /// Options parsed from the command line.
 #[derive(Clone, Debug)]
 pub struct BootOptions {
@@ -79,36 +93,37 @@ impl Default for BootOptions {
 /// Why an option's value was refused (printed as `cadence: warning: <name>: <reason>`).
 pub type SetResult = Result<(), String>;
 
-/// How a boot option takes effect.
-pub enum Setter {
-    /// Sets its subsystem's state at once, while the line is parsed (before any CPU but the
-    /// BSP runs and before the scheduler starts): the subsystem's boot default.
-    Now(fn(value: Option<&str>) -> SetResult),
-    /// Fills a field of [`BootOptions`], which the boot code reads.
-    Boot(fn(opts: &mut BootOptions, value: Option<&str>) -> SetResult),
-}
+pub use cadence_cmdline::BootParam;
 
-/// A boot option, declared in a table next to the code it sets (as `sysctl.rs` declares
-/// sysctls): the scheduler's in `sched::autogroup`, `sched::coresched` and `sched::hrtick`,
-/// the boot code's and the test harness's in [`CORE_PARAMS`]. [`PARAMS`] lists the tables.
-pub struct BootParam {
+/// A boot option the boot code or the test harness reads: it fills a field of [`BootOptions`].
+/// (A subsystem's option is a [`BootParam`] in a table next to its code, which sets the
+/// subsystem's state at once; [`PARAMS`] lists those tables.)
+pub struct CoreParam {
     /// `name`, or `name=VALUES` as help shows it; the name is what comes before `=`.
     pub usage: &'static str,
+    /// One line for `cmdline -h`.
     pub help: &'static str,
     /// What the option does; `value` is what follows `=` (`None`: none given).
-    pub set: Setter,
+    pub set: fn(opts: &mut BootOptions, value: Option<&str>) -> SetResult,
 }
 
-impl BootParam {
+impl CoreParam {
+    /// The option's name (its usage up to `=`).
     pub fn name(&self) -> &'static str {
-        self.usage.split('=').next().unwrap_or(self.usage)
+        cadence_cmdline::option_name(self.usage)
     }
 }
 
-/// Every boot option: one table per subsystem that has options. `sysctl.NAME=VALUE` is
-/// handled apart (any sysctl of `sysctl.rs`).
+/// The subsystems' boot options: one table per subsystem that has options, declared next to
+/// its code (this module sits above them and collects them; they do not name it).
+/// `sysctl.NAME=VALUE` is handled apart (any sysctl of `sysctl.rs`).
 pub static PARAMS: &[&[BootParam]] =
-    &[CORE_PARAMS, crate::sched::autogroup::BOOT_PARAMS, crate::sched::coresched::BOOT_PARAMS, crate::sched::hrtick::BOOT_PARAMS];
+    &[crate::sched::autogroup::BOOT_PARAMS, crate::sched::coresched::BOOT_PARAMS, crate::sched::hrtick::BOOT_PARAMS];
+
+/// Every option's (name, usage, help): [`CORE_PARAMS`], then [`PARAMS`].
+fn all_params() -> impl Iterator<Item = (&'static str, &'static str, &'static str)> {
+    CORE_PARAMS.iter().map(|p| (p.name(), p.usage, p.help)).chain(PARAMS.iter().flat_map(|t| t.iter()).map(|p| (p.name(), p.usage, p.help)))
+}
 
 /// The `sysctl.` prefix's help line (for [`help_lines`]).
 const SYSCTL_HELP: (&str, &str) =
@@ -116,88 +131,88 @@ const SYSCTL_HELP: (&str, &str) =
 
 /// `(usage, help)` of every option, for `cmdline -h`.
 pub fn help_lines() -> impl Iterator<Item = (&'static str, &'static str)> {
-    PARAMS.iter().flat_map(|t| t.iter()).map(|p| (p.usage, p.help)).chain(core::iter::once(SYSCTL_HELP))
+    all_params().map(|(_, usage, help)| (usage, help)).chain(core::iter::once(SYSCTL_HELP))
 }
 
 /// Options the boot code and the test harness read (through [`BootOptions`]).
-pub static CORE_PARAMS: &[BootParam] = &[
-    BootParam {
+pub static CORE_PARAMS: &[CoreParam] = &[
+    CoreParam {
         usage: "poweroff",
         help: "exit QEMU (success) when boot and run= commands are done",
-        set: Setter::Boot(|o, _| {
+        set: (|o, _| {
             o.poweroff = true;
             Ok(())
         }),
     },
-    BootParam {
+    CoreParam {
         usage: "hz=N",
         help: "periodic tick rate, 10..=10000 (default 250)",
-        set: Setter::Boot(|o, v| {
+        set: (|o, v| {
             o.hz = parse_num(v, 10, 10_000)? as u32;
             Ok(())
         }),
     },
-    BootParam {
+    CoreParam {
         usage: "maxcpus=N",
         help: "bring up at most N CPUs",
-        set: Setter::Boot(|o, v| {
+        set: (|o, v| {
             o.maxcpus = Some(parse_num(v, 1, crate::percpu::MAX_CPUS as u64)? as u32);
             Ok(())
         }),
     },
-    BootParam {
+    CoreParam {
         usage: "nosmt",
         help: "keep SMT sibling threads offline (one thread per core)",
-        set: Setter::Boot(|o, _| {
+        set: (|o, _| {
             o.nosmt = true;
             Ok(())
         }),
     },
-    BootParam {
+    CoreParam {
         usage: "run=\"c1; c2\"",
         help: "commands to run at boot",
-        set: Setter::Boot(|o, v| {
+        set: (|o, v| {
             o.run = Some(v.ok_or("needs a value, e.g. run=\"cmd1; cmd2\"")?.to_string());
             Ok(())
         }),
     },
-    BootParam {
+    CoreParam {
         usage: "test=NAME",
         help: "under cargo test: only kernel tests whose name contains NAME (repeatable: any of them); one matching no test fails the run",
-        set: Setter::Boot(|o, v| {
+        set: (|o, v| {
             let name = v.filter(|v| !v.is_empty()).ok_or("needs a NAME (a part of a test's name)")?;
             o.test_filters.push(name.to_string());
             Ok(())
         }),
     },
-    BootParam {
+    CoreParam {
         usage: "test_skip=N",
         help: "under cargo test: skip the first N selected tests (the runner reboots with it after a failure)",
-        set: Setter::Boot(|o, v| {
+        set: (|o, v| {
             o.test_skip = parse_num(v, 0, 1_000_000)? as usize;
             Ok(())
         }),
     },
-    BootParam {
+    CoreParam {
         usage: "test_stress",
         help: "under cargo test: also run the long stress tests",
-        set: Setter::Boot(|o, _| {
+        set: (|o, _| {
             o.test_stress = true;
             Ok(())
         }),
     },
-    BootParam {
+    CoreParam {
         usage: "test_fail_demo",
         help: "under cargo test: make testing::tests::fail_demo_when_asked fail (shows the runner going on)",
-        set: Setter::Boot(|o, _| {
+        set: (|o, _| {
             o.test_fail_demo = true;
             Ok(())
         }),
     },
-    BootParam {
+    CoreParam {
         usage: "test_fault=KIND",
         help: "provoke a fault: pagefault, gpf, ud, breakpoint, divide, stackoverflow",
-        set: Setter::Boot(|o, v| {
+        set: (|o, v| {
             o.test_fault = Some(match v {
                 Some("pagefault") => TestFault::PageFault,
                 Some("gpf") => TestFault::GeneralProtection,
@@ -261,13 +276,13 @@ pub fn parse(line: &str) -> BootOptions {
             }
             continue;
         }
-        let Some(param) = PARAMS.iter().flat_map(|t| t.iter()).find(|b| b.name() == key) else {
+        let set = if let Some(core) = CORE_PARAMS.iter().find(|b| b.name() == key) {
+            (core.set)(&mut opts, value)
+        } else if let Some(param) = PARAMS.iter().flat_map(|t| t.iter()).find(|b| b.name() == key) {
+            (param.set)(value)
+        } else {
             warn(format_args!("unknown option '{}'", key));
             continue;
-        };
-        let set = match param.set {
-            Setter::Now(f) => f(value),
-            Setter::Boot(f) => f(&mut opts, value),
         };
         if let Err(why) = set {
             warn(format_args!("{}: {}", key, why));
@@ -325,7 +340,7 @@ mod tests {
 
     #[test_case]
     fn every_option_has_one_table_entry_and_help() {
-        let mut names: alloc::vec::Vec<&str> = super::PARAMS.iter().flat_map(|t| t.iter()).map(|p| p.name()).collect();
+        let mut names: alloc::vec::Vec<&str> = super::all_params().map(|(name, _, _)| name).collect();
         let n = names.len();
         names.sort_unstable();
         names.dedup();

@@ -4,9 +4,13 @@
 //! GDT/TSS/IDT → command line (fw_cfg) → legacy PIC masked, ACPI MADT, LAPIC + I/O APIC →
 //! LAPIC timer calibrated, periodic tick → APs started → boot report → (tests | run= | idle).
 //!
-//! Module map: `arch` (all hardware access), `mm` (frames, heap, paging, stacks), `percpu`
-//! (GS-based per-CPU data), `smp` (AP bring-up, topology), `cmdline`, `platform` (ACPI),
-//! `console`, `drivers` (the virtio-blk disk), `sync` (interrupt-safe locks), `interrupts` (what each vector does), `testing`.
+//! Module map: the hardware, per-CPU data, locks, interrupts, timers, memory primitives and the
+//! context switch are the framework crate's (`framework`, re-exported here under their old
+//! names: `arch`, `mm`, `percpu`, `smp`, `platform`, `sync`, `interrupts`, `time`, `timer`);
+//! this crate holds no `unsafe` and builds the scheduler (`sched`), the tracer's scheduler half
+//! (`trace`), the block layer (`block`), the virtio disk (`drivers`), ttys and sessions (`tty`),
+//! sysctls, the shell, benchmarks, rt-app and the chaos stress on top. The framework calls up
+//! only through what [`upcalls`] registers at boot. See docs/design/layering.md.
 #![no_std]
 #![no_main]
 #![feature(abi_x86_interrupt)]
@@ -16,29 +20,25 @@
 
 extern crate alloc;
 
-pub mod arch;
 pub mod bench;
+pub mod block;
 pub mod chaos;
 pub mod cmdline;
 pub mod console;
 pub mod drivers;
-pub mod interrupts;
-pub mod irqflags;
-pub mod mm;
-pub mod panic;
-pub mod percpu;
-pub mod platform;
+#[cfg(test)]
+mod fwtests;
 pub mod rtapp;
 pub mod sched;
 pub mod shell;
-pub mod smp;
-pub mod sync;
 pub mod sysctl;
 pub mod testing;
-pub mod time;
-pub mod timer;
 pub mod trace;
 pub mod tty;
+pub mod upcalls;
+
+// The framework's modules under their old paths (`crate::percpu`, `crate::sync`, ...).
+pub use framework::{arch, interrupts, irqflags, klog, kprint, kprintln, mm, percpu, platform, smp, sync, time, timer};
 
 use bootloader_api::config::{BootloaderConfig, Mapping};
 use bootloader_api::BootInfo;
@@ -64,6 +64,8 @@ fn heap_size(usable: u64) -> u64 {
 }
 
 fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
+    upcalls::register();
+    sched::set_exit_notifier(tty::task_exit);
     console::init();
     let (tsc_hz, tsc_source) = arch::tsc::init();
 
@@ -104,8 +106,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
         line
     );
     for io in &platform.io_apics {
-        // SAFETY: the MADT gives the I/O APIC's MMIO address; it is inside the physical mapping.
-        let ioapic = unsafe { arch::ioapic::IoApic::new(mm::phys_to_virt(io.address as u64), io.id, io.gsi_base) };
+        let ioapic = arch::ioapic::IoApic::from_platform(io);
         ioapic.mask_all();
         klog!("ioapic id {} at {:#x}: {} inputs from gsi {}, masked", io.id, io.address, ioapic.max_entries(), io.gsi_base);
     }
@@ -153,8 +154,8 @@ fn init_main(opts: cmdline::BootOptions) -> i32 {
     sched::reserve::settle();
     mm::atomic_alloc::arm();
     drivers::virtio_blk::probe();
-    mm::reclaim::start();
-    mm::writeback::start();
+    block::reclaim::start();
+    block::writeback::start();
     #[cfg(test)]
     {
         testing::configure(&opts);
@@ -179,43 +180,7 @@ pub fn ap_main() -> ! {
     sched::idle_loop()
 }
 
-#[allow(unconditional_recursion)]
-fn recurse_forever(depth: u64) -> u64 {
-    let buf = [depth; 64];
-    core::hint::black_box(&buf);
-    recurse_forever(depth + 1) + buf[3]
-}
-
 fn provoke_fault(kind: cmdline::TestFault) {
-    use cmdline::TestFault::*;
     kprintln!("cadence: provoking {:?} as asked (test_fault=)", kind);
-    // Deliberately faulting is the point of every arm: the exception handler reports the
-    // fault and stops the machine, so nothing runs on after undefined state.
-    match kind {
-        PageFault => {
-            // SAFETY: see above (an unmapped address: a page fault is the intended outcome).
-            let v = unsafe { core::ptr::read_volatile(0xdead_0000_0000usize as *const u64) };
-            core::hint::black_box(v)
-        }
-        GeneralProtection => {
-            // SAFETY: see above (a non-canonical address: #GP is the intended outcome).
-            let v = unsafe { core::ptr::read_volatile(0x8000_0000_0000_0000usize as *const u64) };
-            core::hint::black_box(v)
-        }
-        InvalidOpcode => {
-            // SAFETY: see above (ud2 raises #UD).
-            unsafe { core::arch::asm!("ud2") };
-            0
-        }
-        Breakpoint => {
-            x86_64::instructions::interrupts::int3();
-            0
-        }
-        DivideError => {
-            // SAFETY: see above (dividing by zero raises #DE).
-            unsafe { core::arch::asm!("xor ecx, ecx", "div ecx", out("eax") _, out("edx") _, out("ecx") _) };
-            0
-        }
-        StackOverflow => recurse_forever(0),
-    };
+    arch::fault::provoke(kind.into());
 }

@@ -289,9 +289,9 @@ pub static SYSCTLS: &[Sysctl] = &[
     Sysctl {
         name: "vm.rt_dirty_throttle",
         help: "RT writers over the dirty limit: exempt (never paused, 2003 seed), boost (limits +25%, Linux), off",
-        get: || String::from(crate::mm::writeback::rt_mode().name()),
+        get: || String::from(crate::block::writeback::rt_mode().name()),
         set: |v| {
-            crate::mm::writeback::set_rt_mode(cadence_vm::dirty::RtDirty::parse(v.trim()).map_err(|_| Errno::EINVAL)?);
+            crate::block::writeback::set_rt_mode(cadence_vm::dirty::RtDirty::parse(v.trim()).map_err(|_| Errno::EINVAL)?);
             Ok(())
         },
     },
@@ -301,7 +301,7 @@ pub static SYSCTLS: &[Sysctl] = &[
         get: || String::from("0"),
         set: |v| match parse_u64_range(v, 1, 3)? {
             1 | 3 => {
-                crate::mm::pagecache::drop_clean();
+                crate::block::pagecache::drop_clean();
                 Ok(())
             }
             _ => Err(Errno::EINVAL),
@@ -310,12 +310,12 @@ pub static SYSCTLS: &[Sysctl] = &[
 ];
 
 fn dirty_get(name: &str) -> String {
-    format!("{}", crate::mm::writeback::get(name).unwrap_or(0))
+    format!("{}", crate::block::writeback::get(name).unwrap_or(0))
 }
 
 fn dirty_set(name: &str, v: &str) -> Result<(), Errno> {
     let n = parse_u64_range(v, 0, i64::MAX as u64)?;
-    crate::mm::writeback::set(name, n).map_err(|_| Errno::EINVAL)
+    crate::block::writeback::set(name, n).map_err(|_| Errno::EINVAL)
 }
 
 /// Looks an entry up by its name (`kernel.x` or `kernel/x`, as `sysctl` accepts).

@@ -13,6 +13,7 @@
 //! * `CADENCE_TEST_ECHO=1` copies each run's COM1 output live to stderr.
 //! * [`Run::fail`] panics with the QEMU command's outcome and full COM1
 //!   output, so a failing assertion shows what the kernel said.
+#![forbid(unsafe_code)]
 
 use cadence_boot::{BootReport, KernelExit, Outcome, Qemu};
 use std::path::PathBuf;

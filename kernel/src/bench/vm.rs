@@ -31,7 +31,8 @@
 //! (`failed`: allocations that failed, summed over the runs).
 
 use super::{flag, opt, Args, Opt};
-use crate::mm::{frame, pagecache, writeback};
+use crate::block::{pagecache, writeback};
+use crate::mm::frame;
 use crate::sched::task::SpawnOptions;
 use crate::sched::{self, spawn, wait};
 use alloc::format;

@@ -87,7 +87,7 @@ use virtio_drivers::transport::pci::{virtio_device_type, PciTransport};
 use virtio_drivers::transport::DeviceType;
 
 /// IDT vector of the disk's interrupt (after COM1's 0x30).
-pub const VIRTIO_BLK_VECTOR: u8 = 0x31;
+pub const VIRTIO_BLK_VECTOR: u8 = crate::interrupts::VIRTIO_BLK_VECTOR;
 /// Data buffer per request: 64 KiB (longer transfers are split).
 pub const BOUNCE_PAGES: usize = 16;
 const BOUNCE_BYTES: usize = BOUNCE_PAGES * 4096;
@@ -182,6 +182,7 @@ static ROUTING: spin::Once<Routing> = spin::Once::new();
 /// Remembers the I/O APICs and ISA overrides (boot, before [`probe`]); the disk's interrupt
 /// goes to the CPU with `apic_id`.
 pub fn set_platform(platform: &crate::platform::Platform, apic_id: u32) {
+    crate::interrupts::register(VIRTIO_BLK_VECTOR, interrupt);
     ROUTING.call_once(|| Routing { io_apics: platform.io_apics.clone(), isa_overrides: platform.isa_overrides.clone(), apic_id });
 }
 
@@ -311,8 +312,7 @@ fn probe_inner() -> Result<Option<Info>, &'static str> {
     let routing = ROUTING.get().ok_or("no interrupt routing information")?;
     let gsi = routing.isa_overrides.iter().find(|(isa, _)| *isa == irq).map_or(irq as u32, |&(_, g)| g);
     let io = routing.io_apics.iter().find(|io| gsi >= io.gsi_base && gsi < io.gsi_base + 24).ok_or("no I/O APIC for its interrupt")?;
-    // SAFETY: the MADT gives the I/O APIC's MMIO address; it is inside the physical mapping.
-    let ioapic = unsafe { crate::arch::ioapic::IoApic::new(crate::mm::phys_to_virt(io.address as u64), io.id, io.gsi_base) };
+    let ioapic = crate::arch::ioapic::IoApic::from_platform(io);
     if gsi - io.gsi_base >= ioapic.max_entries() {
         return Err("its interrupt is past the I/O APIC's inputs");
     }

@@ -20,9 +20,9 @@
 
 use super::group::{self, GroupId, GroupKind, ROOT_GROUP};
 use super::task::{Task, Tid};
-use crate::cmdline::{BootParam, Setter};
 use alloc::string::String;
 use alloc::sync::Arc;
+use cadence_cmdline::BootParam;
 use cadence_sched::Errno;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
@@ -46,15 +46,15 @@ pub static BOOT_PARAMS: &[BootParam] = &[
     BootParam {
         usage: "noautogroup",
         help: "start with autogroup off (kernel.sched_autogroup_enabled=0)",
-        set: Setter::Now(|_| {
+        set: |_| {
             set_boot_default(false);
             Ok(())
-        }),
+        },
     },
     BootParam {
         usage: "autogroup=tty|session",
         help: "autogroup per tty (default, the seed) or per session (mainline)",
-        set: Setter::Now(|v| set_mode(v.unwrap_or("")).map_err(|_| "needs tty or session".into())),
+        set: |v| set_mode(v.unwrap_or("")).map_err(|_| "needs tty or session".into()),
     },
 ];
 

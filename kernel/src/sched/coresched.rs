@@ -37,12 +37,12 @@
 use super::rqlock::RqGuard;
 use super::task::{Task, Tid};
 use super::{rq_of, set_need_resched, RqInner};
-use crate::cmdline::{BootParam, Setter};
 use crate::percpu::{self, PerCpu};
 use crate::sync::SpinLock;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use arrayvec::ArrayVec;
+use cadence_cmdline::BootParam;
 use cadence_sched::core_sched::{self as policy, Candidate, CookieId, CookieRegistry, Pick, PrctlOutcome, Rank};
 use cadence_sched::{CpuMask, Errno};
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -76,10 +76,10 @@ pub fn enabled() -> bool {
 pub static BOOT_PARAMS: &[BootParam] = &[BootParam {
     usage: "nosmt_sched",
     help: "start with core scheduling off (kernel.sched_core=0)",
-    set: Setter::Now(|_| {
+    set: |_| {
         set_enabled(false);
         Ok(())
-    }),
+    },
 }];
 
 pub fn set_enabled(on: bool) {

@@ -238,7 +238,7 @@ fn prctl_allocates_nothing_with_interrupts_off() {
         round();
     }
     let mut report = alloc::string::String::new();
-    let _ = crate::mm::atomic_alloc::report(&mut report);
+    let _ = crate::mm::atomic_alloc::report(&mut report, crate::sched::reserve::stats());
     let total = crate::mm::atomic_alloc::total();
     stop.store(true, Ordering::SeqCst);
     for t in [plain, a, b] {

@@ -24,9 +24,9 @@
 use super::class::HrtickSlice;
 use super::task::Task;
 use super::{rq_of, update_curr, RqInner};
-use crate::cmdline::{BootParam, Setter};
 use crate::sync::IrqLock;
 use alloc::vec::Vec;
+use cadence_cmdline::BootParam;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 /// Linux's minimum hrtick delay (10 µs).
@@ -42,7 +42,7 @@ pub fn enabled() -> bool {
 pub static BOOT_PARAMS: &[BootParam] = &[BootParam {
     usage: "hrtick=0|1",
     help: "preempt exactly at slice end with one-shot timers (default 0, as Linux)",
-    set: Setter::Now(|v| match v {
+    set: |v| match v {
         Some("0") => {
             set_enabled(false);
             Ok(())
@@ -52,7 +52,7 @@ pub static BOOT_PARAMS: &[BootParam] = &[BootParam {
             Ok(())
         }
         _ => Err("needs 0 or 1".into()),
-    }),
+    },
 }];
 
 pub fn set_enabled(on: bool) {

@@ -51,3 +51,21 @@ pub struct SignalState {
     /// while > 0, interrupt exit does not act on a fatal signal.
     pub(super) fatal_defer: AtomicU32,
 }
+
+/// A task's state in the dirty throttle (Linux's `current->nr_dirtied`,
+/// `nr_dirtied_pause`, `dirty_paused_when`); only the task itself touches it. The block
+/// layer's writeback (`block::writeback`, above the scheduler) owns its meaning; the task
+/// only carries it, as Linux's `task_struct` does.
+#[derive(Default)]
+pub struct WriterState {
+    /// Pages newly dirtied since its last check.
+    pub nr_dirtied: AtomicU64,
+    /// Pages before its next check (0: check at the next page).
+    pub nr_dirtied_pause: AtomicU64,
+    /// When its last check ended (after any pause), ns since boot.
+    pub paused_when: AtomicU64,
+    /// The `Dirtiers` interval it was last counted in.
+    pub seen: AtomicU64,
+    /// Time paused by the dirty throttle (`block::writeback::balance_dirty_pages`), ns.
+    pub throttled_ns: AtomicU64,
+}

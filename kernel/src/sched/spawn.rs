@@ -197,11 +197,23 @@ pub(super) fn task_dead(task: Arc<Task>) {
         class::of(&task).task_dead(&task);
         group::leave(task.group.swap(group::ROOT_GROUP, Ordering::AcqRel));
     }
-    crate::tty::task_exit(&task);
+    if let Some(notify) = EXIT_NOTIFIER.get() {
+        notify(&task);
+    }
     drop(task.take_stack());
     task.released.store(true, Ordering::Release);
     if task.detached.load(Ordering::Acquire) {
         task::remove(task.tid);
     }
     task.exited.wake_all();
+}
+
+/// Told of every task's death, after its scheduler state is released (the tty layer, which
+/// frees a session leader's tty: registered at boot by `main`, since it sits above the
+/// scheduler).
+static EXIT_NOTIFIER: spin::Once<fn(&Task)> = spin::Once::new();
+
+/// Registers the function told of every task's death (once, at boot).
+pub fn set_exit_notifier(f: fn(&Task)) {
+    EXIT_NOTIFIER.call_once(|| f);
 }

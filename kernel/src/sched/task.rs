@@ -147,8 +147,8 @@ pub struct Task {
     stack: IrqLock<Option<KernelStack>>,
     entry: IrqLock<Option<Entry>>,
     pub stats: TaskStats,
-    /// Its state in the dirty throttle (`mm::writeback::balance_dirty_pages`).
-    pub dirty: crate::mm::writeback::WriterState,
+    /// Its state in the dirty throttle (`block::writeback::balance_dirty_pages`).
+    pub dirty: super::process::WriterState,
     /// Thread group, process group, session, tty, exit code and signals.
     pub process: ProcIdentity,
     /// Core-scheduling cookie the scheduler uses (0 = none; see `coresched`).

@@ -20,8 +20,8 @@
 //! which just dies.
 
 use super::{usage_err, CmdResult, Error};
+use crate::block::{pagecache, writeback};
 use crate::drivers::virtio_blk::{self, BlkError, NAME};
-use crate::mm::{pagecache, writeback};
 use crate::shout;
 use alloc::vec;
 

@@ -185,7 +185,7 @@ pub fn print(args: core::fmt::Arguments) {
             return;
         }
     }
-    crate::console::_print(args);
+    framework::console::_print(args);
 }
 
 /// Prints a line through [`print`].

@@ -18,8 +18,9 @@
 //! is then 1. `conv=fsync` syncs before the summary, inside the timed span.
 
 use super::{fail, usage_err, CmdResult, Error};
+use crate::block::{pagecache, writeback};
 use crate::drivers::virtio_blk::{self, BlkError, NAME};
-use crate::mm::{frame, pagecache, writeback};
+use crate::mm::frame;
 use crate::shout;
 use alloc::format;
 use alloc::string::{String, ToString};

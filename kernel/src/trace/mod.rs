@@ -10,20 +10,9 @@
 //! enable mask, 0 while tracing is stopped) and a branch; the recording path is out of line.
 //!
 //! # Buffers
-//! One overwrite-oldest ring of fixed-size [`Event`] records per CPU (`cadence_trace::ring`
-//! arithmetic), allocated from the heap by `trace start` and kept until the next start with a
-//! different size. Invariants:
-//! * only CPU c writes ring c, with interrupts disabled (so never re-entered);
-//! * a writer sets its CPU's `busy` flag, then re-reads [`ACTIVE`] (both SeqCst) before touching
-//!   the ring; a reader sets [`PAUSED`] in [`ACTIVE`] (or clears it, to stop) and then waits until
-//!   every `busy` flag has been seen clear ([`pause`], [`halt`]): from then on no writer touches
-//!   any ring until [`PAUSED`] is cleared, so the reader may copy, reset or free rings
-//!   (Dekker-style handshake). Writers that find [`PAUSED`] count a drop instead;
-//! * `written` counts events since the last clear; the ring holds the newest `min(written, cap)`;
-//!   overwritten plus dropped events are reported as lost (Linux's
-//!   `entries-in-buffer/entries-written` header: held / held + lost).
-//!
-//! Timestamps are the hooks' `now_ns` (`time::uptime_ns()`: TSC converted to ns).
+//! The per-CPU rings, the enable mask and the reader's handshake with the writers are the
+//! framework's (`framework::trace`, whose module docs state the invariants); this module
+//! records the scheduler's events into them and adds the affinity side table.
 //!
 //! # Commands (`trace ...`)
 //! * `start [-b ENTRIES]`: clear the rings (allocating ENTRIES records per CPU, default
@@ -57,80 +46,27 @@
 //! format (`cadence_trace::ftrace`); `make run TRACE=file` captures it. If no UART answers at
 //! 0x2f8 (its scratch register does not hold a value), nothing is streamed.
 
-use crate::percpu::MAX_CPUS;
 use crate::sched::task::{Task, TaskState};
 use crate::sync::IrqLock;
-use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
-use cadence_trace::{ftrace, report, ring, rtcheck, Comm, Event, EventKind, EventType, TaskInfo};
-use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
-
-pub mod irqsoff;
+use cadence_trace::{ftrace, report, rtcheck, Comm, Event, EventKind, EventType, TaskInfo};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+pub use framework::trace::{
+    clear, event_mask, hrtick_fire, hrtick_start, ipi_send, irqsoff, on, record, sched_core_force_idle, sched_core_switch, set_event_mask,
+    timer_expire,
+};
 
 #[cfg(test)]
 mod tests;
-
-const _: () = assert!(ftrace::RESCHEDULE_VECTOR == crate::arch::apic::RESCHEDULE_VECTOR);
-const _: () = assert!(ftrace::CALL_FUNCTION_VECTOR == crate::arch::apic::CALL_FUNCTION_VECTOR);
 
 /// Records per CPU unless `trace start -b` says otherwise.
 pub const DEFAULT_ENTRIES: usize = 131072;
 /// Largest `-b` accepted.
 pub const MAX_ENTRIES: usize = 1 << 22;
 
-/// Events recorded right now: [`EVENT_MASK`] while tracing, 0 while stopped; [`PAUSED`] is
-/// or-ed in while a reader copies the rings (writers then count a drop instead of writing).
-static ACTIVE: AtomicU32 = AtomicU32::new(0);
-/// [`ACTIVE`] bit: a reader holds the rings (no event type uses this bit).
-const PAUSED: u32 = 1 << 31;
-/// Events switched on (`trace events`); all by default.
-static EVENT_MASK: AtomicU32 = AtomicU32::new(EventType::ALL_MASK);
-/// Events that found no ring on their CPU (a CPU that came up after `trace start`).
-static NO_BUFFER: AtomicU64 = AtomicU64::new(0);
-
-/// One CPU's ring.
-struct CpuBuffer {
-    written: AtomicU64,
-    slots: Box<[UnsafeCell<Event>]>,
-}
-
-// SAFETY: slots are written only by the owning CPU under the busy/ACTIVE protocol and read only
-// while all writers are paused (see the module invariants); `written` is atomic.
-unsafe impl Sync for CpuBuffer {}
-// SAFETY: as above (the box is plain memory).
-unsafe impl Send for CpuBuffer {}
-
-/// Per-CPU writer state, one cache line each (writers never share a line).
-#[repr(align(64))]
-struct CpuSlot {
-    busy: AtomicBool,
-    buf: AtomicPtr<CpuBuffer>,
-    /// Events dropped because a reader had paused the rings (written by the owning CPU only).
-    dropped: AtomicU64,
-}
-
-#[allow(clippy::declare_interior_mutable_const)]
-const EMPTY_SLOT: CpuSlot =
-    CpuSlot { busy: AtomicBool::new(false), buf: AtomicPtr::new(core::ptr::null_mut()), dropped: AtomicU64::new(0) };
-static SLOTS: [CpuSlot; MAX_CPUS] = [EMPTY_SLOT; MAX_CPUS];
-
-/// Tracer state changed by commands (never by hooks).
-struct Control {
-    running: bool,
-    entries: usize,
-}
-
-static CONTROL: spin::Mutex<Control> = spin::Mutex::new(Control { running: false, entries: 0 });
-
 // ----- hooks ---------------------------------------------------------------------------------
-
-#[inline(always)]
-fn on(ty: EventType) -> bool {
-    ACTIVE.load(Ordering::Relaxed) & ty.bit() != 0
-}
 
 /// `sched_switch`: `prev` (which leaves in `prev_state`) → `next` on this CPU.
 #[inline]
@@ -189,47 +125,6 @@ pub fn sched_process_exit(task: &Task, now_ns: u64) {
     }
 }
 
-/// `timer_expire` (ftrace `hrtimer_expire_entry`): a timer of this CPU fired (`what` names the
-/// handler); `expires_ns` is the time the timer queue compared against.
-#[inline]
-pub fn timer_expire(what: &'static str, expires_ns: u64, now_ns: u64) {
-    if on(EventType::TimerExpire) {
-        record(EventType::TimerExpire, now_ns, None, EventKind::TimerExpire { function: Comm::new(what), now_ns: expires_ns });
-    }
-}
-
-/// `ipi_send` (ftrace `ipi_raise`): this CPU sends `vector` to `target_cpu`.
-#[inline]
-pub fn ipi_send(target_cpu: u32, vector: u8, now_ns: u64) {
-    if on(EventType::Ipi) {
-        record(EventType::Ipi, now_ns, None, EventKind::Ipi { target_cpu, vector });
-    }
-}
-
-/// `sched_hrtick_start`: the high-resolution tick is armed `delay_ns` from now on this CPU.
-#[inline]
-pub fn hrtick_start(delay_ns: u64) {
-    if on(EventType::HrtickStart) {
-        record(EventType::HrtickStart, crate::time::uptime_ns(), None, EventKind::HrtickStart { delay_ns });
-    }
-}
-
-/// `sched_hrtick_fire`: the high-resolution tick fired on this CPU.
-#[inline]
-pub fn hrtick_fire() {
-    if on(EventType::HrtickFire) {
-        record(EventType::HrtickFire, crate::time::uptime_ns(), None, EventKind::HrtickFire);
-    }
-}
-
-/// `sched_core_force_idle`: core scheduling kept `cpu` idle for `ns`.
-#[inline]
-pub fn sched_core_switch(pid: u32, cookie: u64, forced: bool) {
-    if on(EventType::CoreSwitch) {
-        record(EventType::CoreSwitch, crate::time::uptime_ns(), None, EventKind::CoreSwitch { pid, cookie, forced });
-    }
-}
-
 /// `sched_dl_throttle`: deadline task `task` used up its runtime (`runtime_ns` left, ≤ 0) and
 /// waits for the period after `deadline_ns`.
 pub fn dl_throttle(task: &Task, runtime_ns: i64, deadline_ns: u64) {
@@ -245,14 +140,6 @@ pub fn dl_replenish(task: &Task, runtime_ns: i64, deadline_ns: u64) {
     if on(EventType::DlReplenish) {
         let kind = EventKind::Dl { task: info(task), runtime_ns, deadline_ns, replenish: true };
         record_task(EventType::DlReplenish, crate::time::uptime_ns(), kind);
-    }
-}
-
-/// `sched_core_force_idle`: `cpu` was forced idle for `ns`.
-#[inline]
-pub fn sched_core_force_idle(cpu: u32, ns: u64) {
-    if on(EventType::CoreForceIdle) {
-        record(EventType::CoreForceIdle, crate::time::uptime_ns(), None, EventKind::CoreForceIdle { cpu, duration_ns: ns });
     }
 }
 
@@ -340,7 +227,7 @@ fn state_letter(s: TaskState) -> u8 {
 }
 
 /// The task column: the task running on this CPU (`<idle>`/0 for idle). Interrupts are off.
-fn current_ctx() -> (Comm, u32) {
+pub fn current_ctx() -> (Comm, u32) {
     let ptr = crate::sched::this_rq().current.load(Ordering::Acquire);
     if ptr.is_null() {
         return (Comm::new(ftrace::IDLE_COMM), 0);
@@ -370,187 +257,15 @@ fn record_task(ty: EventType, now_ns: u64, kind: EventKind) {
     record(ty, now_ns, None, kind);
 }
 
-/// Appends one event to this CPU's ring (see the module invariants).
-#[cold]
-#[inline(never)]
-fn record(ty: EventType, ts_ns: u64, ctx: Option<(Comm, u32)>, kind: EventKind) {
-    let were_enabled = crate::irqflags::save();
-    let cpu = crate::percpu::cpu_id();
-    if let Some(slot) = SLOTS.get(cpu as usize) {
-        slot.busy.store(true, Ordering::SeqCst);
-        let active = ACTIVE.load(Ordering::SeqCst);
-        if active & ty.bit() != 0 && active & PAUSED != 0 {
-            slot.dropped.fetch_add(1, Ordering::Relaxed);
-        } else if active & ty.bit() != 0 {
-            let buf = slot.buf.load(Ordering::Acquire);
-            if buf.is_null() {
-                NO_BUFFER.fetch_add(1, Ordering::Relaxed);
-            } else {
-                // SAFETY: a non-null ring is freed only while writers are held off, and we hold
-                // `busy` having seen ACTIVE set and not paused, so no reader is past its
-                // wait (module invariants).
-                let buf = unsafe { &*buf };
-                let (comm, pid) = ctx.unwrap_or_else(current_ctx);
-                let n = buf.written.load(Ordering::Relaxed);
-                if let Some(cell) = buf.slots.get(ring::slot(n, buf.slots.len())) {
-                    // SAFETY: only this CPU writes this ring, with interrupts off (no
-                    // re-entry), and no reader reads it while we hold `busy` (as above).
-                    unsafe { *cell.get() = Event { ts_ns, cpu, comm, pid, kind } };
-                    buf.written.store(n + 1, Ordering::Release);
-                }
-            }
-        }
-        slot.busy.store(false, Ordering::Release);
-    }
-    crate::irqflags::restore(were_enabled);
-}
-
-// ----- control -------------------------------------------------------------------------------
-
-/// Waits until every CPU that may have seen the old [`ACTIVE`] has left [`record`]; a writer
-/// entering later sees the new value (SeqCst busy-store / ACTIVE-load against our
-/// ACTIVE-store / busy-load).
-fn wait_writers() {
-    for slot in SLOTS.iter() {
-        while slot.busy.load(Ordering::SeqCst) {
-            core::hint::spin_loop();
-        }
-    }
-}
-
-/// Holds writers off the rings (they count drops meanwhile). Caller holds CONTROL.
-fn pause() {
-    ACTIVE.fetch_or(PAUSED, Ordering::SeqCst);
-    wait_writers();
-}
-
-/// Ends [`pause`].
-fn unpause() {
-    ACTIVE.fetch_and(!PAUSED, Ordering::SeqCst);
-}
-
-/// Stops recording altogether (hooks back to one load and a branch). Caller holds CONTROL.
-fn halt() {
-    ACTIVE.store(0, Ordering::SeqCst);
-    wait_writers();
-}
-
-fn cpu_buffer(cpu: usize) -> Option<&'static CpuBuffer> {
-    let p = SLOTS.get(cpu)?.buf.load(Ordering::Acquire);
-    // SAFETY: rings are freed only by `install_buffers` under CONTROL while paused; callers hold
-    // CONTROL (or run with writers paused) for as long as they use the reference.
-    (!p.is_null()).then(|| unsafe { &*p })
-}
-
-fn new_buffer(entries: usize) -> Result<*mut CpuBuffer, String> {
-    let mut v: Vec<UnsafeCell<Event>> = Vec::new();
-    // A failure-injection site, failing as a real shortage would.
-    if crate::mm::fail_alloc::should_fail("trace_buffer") || v.try_reserve_exact(entries).is_err() {
-        return Err(alloc::format!("cannot allocate {} trace records", entries));
-    }
-    v.resize_with(entries, || UnsafeCell::new(Event::EMPTY));
-    Ok(Box::into_raw(Box::new(CpuBuffer { written: AtomicU64::new(0), slots: v.into_boxed_slice() })))
-}
-
-/// Gives every online CPU an empty ring of `entries` records (reusing rings of that size).
-/// Caller holds CONTROL, writers paused.
-fn install_buffers(ctl: &mut Control, entries: usize) -> Result<(), String> {
-    // Rings that would leave the heap nearly full make every later allocation fail (an
-    // infallible one panics): keep an eighth of it, at least 16 MiB, for the kernel.
-    let ring_bytes = entries.saturating_mul(core::mem::size_of::<UnsafeCell<Event>>());
-    let needed = ring_bytes.saturating_mul(crate::percpu::nr_cpus() as usize);
-    let held =
-        if ctl.entries == 0 { 0 } else { ctl.entries * core::mem::size_of::<UnsafeCell<Event>>() * crate::percpu::nr_cpus() as usize };
-    let heap = crate::mm::heap::size();
-    let free_after = (heap + held).saturating_sub(crate::mm::heap::used()).saturating_sub(needed);
-    if ctl.entries != entries && free_after < (heap / 8).max(16 << 20) {
-        return Err(alloc::format!(
-            "{} records per CPU need {} MiB of the {} MiB heap and would leave too little free (boot with more memory)",
-            entries,
-            needed >> 20,
-            heap >> 20
-        ));
-    }
-    for cpu in crate::percpu::online_cpus() {
-        let slot = &SLOTS[cpu.cpu_id as usize];
-        let old = slot.buf.load(Ordering::Acquire);
-        if !old.is_null() && ctl.entries == entries {
-            // SAFETY: non-null ring, writers paused (we may reset it).
-            unsafe { (*old).written.store(0, Ordering::Release) };
-            continue;
-        }
-        let new = match new_buffer(entries) {
-            Ok(b) => b,
-            Err(e) => {
-                ctl.entries = 0; // rings of mixed sizes now: the next start reallocates all
-                return Err(e);
-            }
-        };
-        slot.buf.store(new, Ordering::Release);
-        if !old.is_null() {
-            // SAFETY: `old` came from `Box::into_raw` in `new_buffer`; writers are paused and
-            // the slot no longer points at it, so nothing else references it.
-            drop(unsafe { Box::from_raw(old) });
-        }
-    }
-    ctl.entries = entries;
-    reset_counts();
-    Ok(())
-}
-
-/// Empties every ring and zeroes the loss counters. Writers held off.
-fn reset_counts() {
-    for (cpu, slot) in SLOTS.iter().enumerate() {
-        if let Some(b) = cpu_buffer(cpu) {
-            b.written.store(0, Ordering::Release);
-        }
-        slot.dropped.store(0, Ordering::Relaxed);
-    }
-    NO_BUFFER.store(0, Ordering::Relaxed);
-}
-
-/// Starts a fresh trace with `entries` records per CPU.
+/// Starts a fresh trace with `entries` records per CPU (and a fresh affinity table).
 pub fn start(entries: usize) -> Result<(), String> {
-    let mut ctl = CONTROL.lock();
-    if ctl.running {
-        return Err(String::from("already running (trace stop first)"));
-    }
-    halt();
-    install_buffers(&mut ctl, entries)?;
-    ctl.running = true;
-    affinity_start();
-    ACTIVE.store(EVENT_MASK.load(Ordering::SeqCst), Ordering::SeqCst);
-    Ok(())
+    framework::trace::start(entries, affinity_start)
 }
 
 /// Stops recording (keeps the rings and the affinity table). Returns false if it was not
 /// running.
 pub fn stop() -> bool {
-    let mut ctl = CONTROL.lock();
-    halt();
-    AFFINITY_ON.store(false, Ordering::SeqCst);
-    core::mem::replace(&mut ctl.running, false)
-}
-
-/// Empties the rings.
-pub fn clear() {
-    let _ctl = CONTROL.lock();
-    pause();
-    reset_counts();
-    unpause();
-}
-
-/// Sets the enabled-event mask (takes effect at once if tracing).
-pub fn set_event_mask(mask: u32) {
-    let ctl = CONTROL.lock();
-    EVENT_MASK.store(mask & EventType::ALL_MASK, Ordering::SeqCst);
-    if ctl.running {
-        ACTIVE.store(mask & EventType::ALL_MASK, Ordering::SeqCst);
-    }
-}
-
-pub fn event_mask() -> u32 {
-    EVENT_MASK.load(Ordering::SeqCst)
+    framework::trace::stop(|| AFFINITY_ON.store(false, Ordering::SeqCst))
 }
 
 /// A copy of the trace: every CPU's events merged in timestamp order.
@@ -624,53 +339,11 @@ pub fn print_window(cpus: &[u32], from_ns: u64, to_ns: u64) {
     }
 }
 
-/// Copies the rings (pausing writers meanwhile) and merges them by timestamp (stable: ties keep
-/// CPU order, then ring order).
+/// Copies the rings (pausing writers meanwhile), merged by timestamp (ties: CPU order, then
+/// ring order), with the affinity table.
 pub fn snapshot() -> Result<Snapshot, String> {
-    let _ctl = CONTROL.lock();
-    pause();
-    let result = copy_rings();
-    unpause();
-    let mut s = result?;
-    s.affinity = affinity_table();
-    // In place (a stable sort would allocate half the trace again): CPU breaks ties, and each
-    // CPU's ring is already in order.
-    s.events.sort_unstable_by_key(|e| (e.ts_ns, e.cpu));
-    Ok(s)
-}
-
-fn copy_rings() -> Result<Snapshot, String> {
-    let ncpus = crate::percpu::nr_cpus() as usize;
-    let mut total = 0usize;
-    for cpu in 0..ncpus {
-        if let Some(b) = cpu_buffer(cpu) {
-            let r = ring::live(b.written.load(Ordering::Acquire), b.slots.len());
-            total += (r.end - r.start) as usize;
-        }
-    }
-    let mut events = Vec::new();
-    events.try_reserve_exact(total).map_err(|_| alloc::format!("cannot allocate a copy of {} events", total))?;
-    let mut per_cpu = Vec::new();
-    let mut written = NO_BUFFER.load(Ordering::Relaxed);
-    for (cpu, slot) in SLOTS.iter().enumerate().take(ncpus) {
-        let dropped = slot.dropped.load(Ordering::Relaxed);
-        written += dropped;
-        let Some(b) = cpu_buffer(cpu) else {
-            per_cpu.push((0, 0, dropped));
-            continue;
-        };
-        let w = b.written.load(Ordering::Acquire);
-        let r = ring::live(w, b.slots.len());
-        per_cpu.push((w, r.end - r.start, dropped));
-        written += w;
-        for n in r {
-            if let Some(cell) = b.slots.get(ring::slot(n, b.slots.len())) {
-                // SAFETY: writers are paused (module invariants), so nobody writes the slot.
-                events.push(unsafe { *cell.get() });
-            }
-        }
-    }
-    Ok(Snapshot { events, written, per_cpu, affinity: Vec::new() })
+    let rings = framework::trace::copy()?;
+    Ok(Snapshot { events: rings.events, written: rings.written, per_cpu: rings.per_cpu, affinity: affinity_table() })
 }
 
 /// The report of the current trace, as text.
@@ -684,76 +357,15 @@ pub fn report_text() -> Result<String, String> {
 
 // ----- export (COM2) ------------------------------------------------------------------------
 
-const COM2: u16 = 0x2f8;
-
-static COM2_PORT: spin::Mutex<Option<uart_16550::SerialPort>> = spin::Mutex::new(None);
-
-/// Is a UART decoded at `base`? (Its scratch register keeps what we write.)
-fn uart_present(base: u16) -> bool {
-    let mut scratch = x86_64::instructions::port::Port::<u8>::new(base + 7);
-    // SAFETY: the scratch register of a 16550 has no side effects; if nothing decodes the port,
-    // writes vanish and reads return 0xff.
-    unsafe {
-        scratch.write(0x5a);
-        let a = scratch.read();
-        scratch.write(0xa5);
-        a == 0x5a && scratch.read() == 0xa5
-    }
-}
-
-/// A line buffer on the stack (formatting must not allocate per event); overlong lines are cut.
-struct LineBuf {
-    buf: [u8; 512],
-    len: usize,
-}
-
-impl core::fmt::Write for LineBuf {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        let n = s.len().min(self.buf.len() - self.len);
-        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
-        self.len += n;
-        Ok(())
-    }
-}
-
-/// Streams `s` to COM2 in ftrace text. Returns false if there is no COM2.
+/// Streams `s` to COM2 in ftrace text: the header, one affinity line per task of the side
+/// table, then the events. Returns false if there is no COM2.
 fn stream(s: &Snapshot) -> bool {
-    let mut guard = COM2_PORT.lock();
-    if guard.is_none() {
-        if !uart_present(COM2) {
-            return false;
-        }
-        // SAFETY: 0x2f8 is the standard COM2 base; this module is the only user of those ports.
-        let mut port = unsafe { uart_16550::SerialPort::new(COM2) };
-        port.init();
-        *guard = Some(port);
-    }
-    let Some(port) = guard.as_mut() else { return false };
-    let mut send = |l: &LineBuf| {
-        for &b in &l.buf[..l.len] {
-            port.send_raw(b);
-        }
-    };
-    let mut line = LineBuf { buf: [0; 512], len: 0 };
     let mut header = String::new();
     let _ = ftrace::write_header(&mut header, s.events.len() as u64, s.written, crate::percpu::nr_cpus());
     for &(tid, mask) in &s.affinity {
         let _ = ftrace::write_affinity(&mut header, tid, cadence_sched::CpuMask(mask));
     }
-    for chunk in header.as_bytes().chunks(line.buf.len()) {
-        line.buf[..chunk.len()].copy_from_slice(chunk);
-        line.len = chunk.len();
-        send(&line);
-    }
-    for e in &s.events {
-        line.len = 0;
-        let _ = ftrace::write_event(&mut line, e);
-        if line.len == line.buf.len() {
-            line.buf[line.len - 1] = b'\n';
-        }
-        send(&line);
-    }
-    true
+    framework::trace::stream_com2(&header, &s.events)
 }
 
 fn dump(s: &Snapshot) {
@@ -846,13 +458,13 @@ pub fn cmd_trace(args: &[&str]) -> Result<(), String> {
         }
         ["irqsoff"] | ["irqsoff", "report"] => {
             let mut out = String::new();
-            let _ = irqsoff::report(&mut out);
+            let _ = irqsoff::report(&mut out, crate::sched::resched_ipis_sent());
             crate::kprint!("{}", out);
             Ok(())
         }
         ["atomic-alloc"] | ["atomic-alloc", "report"] => {
             let mut out = String::new();
-            let _ = crate::mm::atomic_alloc::report(&mut out);
+            let _ = crate::mm::atomic_alloc::report(&mut out, crate::sched::reserve::stats());
             crate::kprint!("{}", out);
             Ok(())
         }
@@ -861,7 +473,7 @@ pub fn cmd_trace(args: &[&str]) -> Result<(), String> {
             Ok(())
         }
         ["irqsoff", "start"] => {
-            irqsoff::start();
+            irqsoff::start(crate::sched::resched_ipis_sent());
             Ok(())
         }
         ["irqsoff", "stop"] => {

@@ -15,6 +15,32 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 
+/// A subsystem's boot option, declared in a table next to the code it sets (the scheduler's in
+/// `sched::autogroup`, `sched::coresched` and `sched::hrtick`); the kernel's `cmdline` module
+/// lists the tables. Its setter runs while the line is parsed (before any CPU but the BSP runs
+/// and before the scheduler starts): it sets the subsystem's boot default at once.
+pub struct BootParam {
+    /// `name`, or `name=VALUES` as help shows it; the name is what comes before `=`.
+    pub usage: &'static str,
+    /// One line for `cmdline -h`.
+    pub help: &'static str,
+    /// What the option does; `value` is what follows `=` (`None`: none given). An `Err` is
+    /// printed as a warning naming the option, and changes nothing.
+    pub set: fn(value: Option<&str>) -> Result<(), String>,
+}
+
+impl BootParam {
+    /// The option's name (its usage up to `=`).
+    pub fn name(&self) -> &'static str {
+        option_name(self.usage)
+    }
+}
+
+/// The name in an option's usage text: what comes before `=`.
+pub fn option_name(usage: &str) -> &str {
+    usage.split('=').next().unwrap_or(usage)
+}
+
 /// One `key[=value]` word.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Param {

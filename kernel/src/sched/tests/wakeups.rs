@@ -125,7 +125,7 @@ fn wake_past_a_full_run_queue(local: bool) {
     }
     api::sched_setaffinity(0, affinity).expect("restore affinity");
     let mut report = alloc::string::String::new();
-    let _ = crate::mm::atomic_alloc::report(&mut report);
+    let _ = crate::mm::atomic_alloc::report(&mut report, crate::sched::reserve::stats());
     assert_eq!(woken, Ok(n as i32), "woken");
     assert_eq!(late_exit, Ok(7), "the task spawned onto the full queue");
     assert_eq!(done.load(Ordering::Relaxed), n as u64, "every woken task ran");

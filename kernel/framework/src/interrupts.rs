@@ -1,0 +1,109 @@
+//! What each interrupt does (the IDT stubs in `arch::x86_64::idt` call these): each hands over
+//! to the subsystem the interrupt is for — timers, the TLB flush of `mm::tlb`, the console —
+//! or up to the kernel: the scheduler's IPIs and interrupt exit through
+//! [`Upcalls`](crate::upcalls::Upcalls), device interrupts through the handlers the kernel's
+//! drivers [`register`].
+
+use core::sync::atomic::{AtomicU64, Ordering};
+use spin::Once;
+
+static UNEXPECTED: AtomicU64 = AtomicU64::new(0);
+static CALL_FUNCTION_IPIS: AtomicU64 = AtomicU64::new(0);
+static RESCHEDULE_IPIS: AtomicU64 = AtomicU64::new(0);
+
+/// Vector of the COM1 receive interrupt (ISA IRQ 4, routed through the I/O APIC to CPU 0).
+pub const COM1_VECTOR: u8 = 0x30;
+
+/// COM1 has received bytes: move them to the console's input buffer and wake its reader.
+/// (The IDT stub acknowledges the LAPIC and runs the interrupt exit afterwards.)
+pub(crate) fn com1() {
+    crate::console::rx_interrupt();
+}
+
+/// Vector of the virtio-blk disk's INTx line (routed through the I/O APIC to CPU 0 by the
+/// kernel's driver, which [`register`]s its handler).
+pub const VIRTIO_BLK_VECTOR: u8 = 0x31;
+
+/// The vectors a driver may [`register`] a handler for, and their handlers.
+const DEVICE_VECTORS: [u8; 1] = [VIRTIO_BLK_VECTOR];
+static DEVICE_HANDLERS: [Once<fn()>; DEVICE_VECTORS.len()] = [const { Once::new() }; DEVICE_VECTORS.len()];
+
+/// Registers `handler` for device vector `vector` (interrupt context, interrupts off; the
+/// stub sends the EOI after it, so a level-triggered device must be quiet by then). Once per
+/// vector: false if `vector` is not a device vector or already has a handler.
+pub fn register(vector: u8, handler: fn()) -> bool {
+    let Some(i) = DEVICE_VECTORS.iter().position(|&v| v == vector) else { return false };
+    let mut fresh = false;
+    DEVICE_HANDLERS[i].call_once(|| {
+        fresh = true;
+        handler
+    });
+    fresh
+}
+
+/// A device interrupt on `vector`: its registered handler, or counted as unexpected.
+pub(crate) fn device(vector: u8) {
+    match DEVICE_VECTORS.iter().position(|&v| v == vector).and_then(|i| DEVICE_HANDLERS[i].get()) {
+        Some(handler) => handler(),
+        None => count_unexpected(vector, 0),
+    }
+}
+
+/// The end of an interrupt (the stubs call it last, interrupts still off): the kernel may
+/// preempt the interrupted task here.
+pub(crate) fn irq_exit() {
+    crate::upcalls::irq_exit();
+}
+
+/// The LAPIC timer interrupt: expire this CPU's timers (the tick is one of them).
+pub(crate) fn lapic_timer() {
+    crate::timer::interrupt();
+    irq_exit();
+}
+
+/// A reschedule IPI arrived.
+pub(crate) fn reschedule_ipi() {
+    RESCHEDULE_IPIS.fetch_add(1, Ordering::Relaxed);
+    crate::upcalls::reschedule_ipi();
+    irq_exit();
+}
+
+/// A call-function IPI arrived.
+pub(crate) fn call_function_ipi() {
+    CALL_FUNCTION_IPIS.fetch_add(1, Ordering::Relaxed);
+    let cpu = crate::percpu::current();
+    let req = cpu.ipi_requests.swap(0, Ordering::AcqRel);
+    if req & crate::percpu::IPI_REQ_TIMER != 0 {
+        crate::timer::reprogram_this_cpu();
+    }
+    if req & crate::percpu::IPI_REQ_TLB != 0 {
+        crate::mm::tlb::flush_requested();
+    }
+    if req & crate::percpu::IPI_REQ_RT_PUSH != 0 {
+        crate::upcalls::rt_push_requested(cpu.cpu_id);
+    }
+}
+
+/// Asks `cpu` to re-program its timer (a timer earlier than its programmed one was armed).
+pub fn kick_timer(cpu: &crate::percpu::PerCpu) {
+    cpu.ipi_requests.fetch_or(crate::percpu::IPI_REQ_TIMER, Ordering::AcqRel);
+    crate::trace::ipi_send(cpu.cpu_id, crate::arch::apic::CALL_FUNCTION_VECTOR, crate::time::uptime_ns());
+    crate::arch::apic::send_ipi(cpu.apic_id, crate::arch::apic::CALL_FUNCTION_VECTOR);
+}
+
+/// Asks `cpu` to push its waiting RT tasks (`RT_PUSH_IPI`, the kernel's `sched::balance::pull_rt`).
+pub fn request_rt_push(cpu: &crate::percpu::PerCpu) {
+    cpu.ipi_requests.fetch_or(crate::percpu::IPI_REQ_RT_PUSH, Ordering::AcqRel);
+    crate::trace::ipi_send(cpu.cpu_id, crate::arch::apic::CALL_FUNCTION_VECTOR, crate::time::uptime_ns());
+    crate::arch::apic::send_ipi(cpu.apic_id, crate::arch::apic::CALL_FUNCTION_VECTOR);
+}
+
+/// An interrupt nobody asked for (counted; `info` is vector-specific, e.g. the APIC ESR).
+pub fn count_unexpected(_vector: u8, _info: u32) {
+    UNEXPECTED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Counters for tests and diagnostics: (unexpected, reschedule IPIs, call-function IPIs).
+pub fn counters() -> (u64, u64, u64) {
+    (UNEXPECTED.load(Ordering::Relaxed), RESCHEDULE_IPIS.load(Ordering::Relaxed), CALL_FUNCTION_IPIS.load(Ordering::Relaxed))
+}

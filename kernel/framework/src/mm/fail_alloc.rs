@@ -1,0 +1,153 @@
+//! Failure injection for the kernel's object allocations, like Linux's `failslab` /
+//! `fail_page_alloc` (`Documentation/fault-injection/fault-injection.rst`), set by sysctl:
+//!
+//! * `debug.fail_alloc.probability`: percent of the calls that fail (0..=100; 0 = off);
+//! * `debug.fail_alloc.interval`: only every Nth call may fail (≥ 1);
+//! * `debug.fail_alloc.times`: how many failures are left (-1 = no limit; Linux's default 1);
+//! * `debug.fail_alloc.verbose`: 0 silent, 1 (or Linux's 2) one line per failure;
+//! * `debug.fail_alloc.injected` (read-only): failures forced so far.
+//!
+//! The decision is Linux's `should_fail_ex`: nothing when the probability is 0 or `times` is
+//! 0; with an interval > 1 only every `interval`-th call is a candidate; a candidate fails with
+//! the given probability; each failure decrements `times` unless it is -1.
+//!
+//! **Injection sites** are the allocations the kernel makes to create an object on behalf of a
+//! command or an API call, each of which already returns `ENOMEM` (or the command's message)
+//! when the memory really is not there: a task (`task`) and its kernel stack (`kernel_stack`)
+//! in `spawn`; a task group (`task_group`, also behind autogroups and ttys); a core-scheduling
+//! cookie (`sched_core_cookie`, `PR_SCHED_CORE_CREATE`); the tracer's rings (`trace_buffer`).
+//! Short-lived allocations inside a command (strings, argument vectors) are not sites: the
+//! global allocator cannot return an error to them, so failing them could only panic.
+//! Every site fails *before* it changes any state, so a failure leaks nothing; the chaos stress
+//! (`chaos -f PERCENT`) checks that with injection on.
+
+use core::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+
+static PROBABILITY: AtomicU32 = AtomicU32::new(0);
+static INTERVAL: AtomicU64 = AtomicU64::new(1);
+static TIMES: AtomicI64 = AtomicI64::new(1);
+static VERBOSE: AtomicU32 = AtomicU32::new(1);
+/// Calls that passed the other tests (Linux `attr->count`, for the interval).
+static COUNT: AtomicU64 = AtomicU64::new(0);
+static INJECTED: AtomicU64 = AtomicU64::new(0);
+/// xorshift state (any non-zero seed; the sequence need not replay).
+static RNG: AtomicU64 = AtomicU64::new(0x9E37_79B9_7F4A_7C15);
+
+pub fn probability() -> u32 {
+    PROBABILITY.load(Ordering::Relaxed)
+}
+
+/// 0..=100, else EINVAL (checked by the sysctl).
+pub fn set_probability(p: u32) {
+    PROBABILITY.store(p.min(100), Ordering::Relaxed);
+}
+
+pub fn interval() -> u64 {
+    INTERVAL.load(Ordering::Relaxed)
+}
+
+pub fn set_interval(n: u64) {
+    INTERVAL.store(n.max(1), Ordering::Relaxed);
+}
+
+pub fn times() -> i64 {
+    TIMES.load(Ordering::Relaxed)
+}
+
+pub fn set_times(n: i64) {
+    TIMES.store(n.max(-1), Ordering::Relaxed);
+}
+
+pub fn verbose() -> u32 {
+    VERBOSE.load(Ordering::Relaxed)
+}
+
+pub fn set_verbose(v: u32) {
+    VERBOSE.store(v, Ordering::Relaxed);
+}
+
+/// Failures forced since boot.
+pub fn injected() -> u64 {
+    INJECTED.load(Ordering::Relaxed)
+}
+
+/// Whether failures may be injected now (probability > 0 and `times` not used up).
+pub fn active() -> bool {
+    probability() > 0 && times() != 0
+}
+
+/// Should the allocation at `site` fail? (Linux `should_fail`; see the module doc.)
+#[track_caller]
+pub fn should_fail(site: &'static str) -> bool {
+    let p = probability();
+    if p == 0 || times() == 0 {
+        return false;
+    }
+    let interval = interval();
+    if interval > 1 && !(COUNT.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of(interval) {
+        return false;
+    }
+    if p <= (next_random() % 100) as u32 {
+        return false;
+    }
+    // Take one of the remaining failures (another CPU may have taken the last one).
+    let took = TIMES
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| match t {
+            -1 => Some(-1),
+            0 => None,
+            t => Some(t - 1),
+        })
+        .is_ok();
+    if !took {
+        return false;
+    }
+    INJECTED.fetch_add(1, Ordering::Relaxed);
+    if verbose() > 0 {
+        crate::kprintln!(
+            "FAULT_INJECTION: forcing a failure.\nname fail_alloc, interval {}, probability {}, space 0, times {}, site {}",
+            interval,
+            p,
+            times(),
+            site
+        );
+    }
+    true
+}
+
+fn next_random() -> u64 {
+    let mut x = RNG.load(Ordering::Relaxed);
+    loop {
+        let mut n = x ^ crate::time::uptime_ns();
+        n ^= n >> 12;
+        n ^= n << 25;
+        n ^= n >> 27;
+        let n = n | 1;
+        match RNG.compare_exchange_weak(x, n, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return n.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11,
+            Err(cur) => x = cur,
+        }
+    }
+}
+
+/// Injection settings, saved and restored around a test or a stress run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    pub probability: u32,
+    pub interval: u64,
+    pub times: i64,
+    pub verbose: u32,
+}
+
+impl Settings {
+    pub fn current() -> Self {
+        Settings { probability: probability(), interval: interval(), times: times(), verbose: verbose() }
+    }
+
+    pub fn apply(self) {
+        set_probability(self.probability);
+        set_interval(self.interval);
+        set_times(self.times);
+        set_verbose(self.verbose);
+        COUNT.store(0, Ordering::Relaxed);
+    }
+}

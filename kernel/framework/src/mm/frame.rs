@@ -1,0 +1,368 @@
+//! Physical frame allocator: a bitmap over all of physical memory (1 bit per 4 KiB frame,
+//! set = in use), built from the bootloader's memory map.
+//!
+//! Invariants: only `Usable` regions are ever handed out; frame 0 and everything below 1 MiB are
+//! kept back (real-mode memory: the SMP trampoline page is chosen there explicitly with
+//! [`take_low_page`]); the bitmap's own frames are marked used. `free_frames()` is exact, so
+//! tests can check that memory returns to its baseline.
+//!
+//! Every frame [`alloc`] hands out is zeroed (a whole-frame write), and not only for hygiene:
+//! memory the memory map calls usable may have held code that ran before the kernel (the BIOS
+//! bootloader's stage 4 sits at 1.2 MiB; under UEFI, the firmware's boot-services code).
+//! QEMU's TCG keeps the translations of that code until every byte of it is overwritten, and
+//! until then *every* write to the page takes its slow self-modifying-code path
+//! (`notdirty_write` → `tb_invalidate_phys_range`). A stack that
+//! landed on such a page ran about ten times slower: `bench wakeup-latency` pinned to the CPU
+//! whose idle stack held stage 4's old page averaged 780 µs instead of 100 µs. Writing the
+//! whole frame once drops those translations. [`alloc_contiguous`] (the heap's one big
+//! allocation at boot) does not zero: 254 MiB take 0.7 s under TCG (1.9 s under UEFI), and no
+//! slow writes were seen in the heap (QEMU's `page_collection_lock`, counted with a perf
+//! uprobe, during `bench wakeup-latency` and `hackbench` + `cyclic`, BIOS and UEFI boots).
+
+//!
+//! # Watermarks
+//! [`alloc`] follows Linux's watermarks (`cadence_vm::watermark`, whose module doc has the
+//! formulas and the table of what each context may use): the fast path checks `low`, the slow
+//! path `min`, minus the reserve of the caller's context — interrupts off counts as atomic, a
+//! task in the RT class as an RT task under `vm.rt_alloc_reserve` (`seed`, the default: half
+//! of each watermark; `linux`; `off`). Taking a frame that leaves fewer than `low` free
+//! wakes the reclaim thread (`kswapd0`, the kernel's `block::reclaim`, by upcall); a task failing the slow path
+//! reclaims clean page-cache pages directly and retries once, then fails (the caller's
+//! ENOMEM).
+//! `vm.min_free_kbytes` (default Linux's `int_sqrt(kbytes × 16)` of the frames managed here)
+//! and `vm.watermark_scale_factor` recompute the watermarks. [`alloc_contiguous`] (boot) and
+//! [`take_low_page`] do not check them.
+
+use crate::sync::IrqLock;
+use bootloader_api::info::{MemoryRegionKind, MemoryRegions};
+use cadence_vm::watermark::{self, AllocContext, Decision, RtReserve, Watermarks};
+use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
+pub const FRAME_SIZE: u64 = 4096;
+const LOW_MEMORY_END: u64 = 0x10_0000;
+
+struct Bitmap {
+    bits: &'static mut [u64],
+    frames: u64,
+    free: u64,
+    next: u64,
+    /// Frames this allocator managed once boot was done (the watermarks' base).
+    managed: u64,
+    /// Usable frames above 1 MiB in the memory map (`free`'s total).
+    total: u64,
+    min_free_kbytes: u64,
+    watermark_scale_factor: u64,
+    wm: Watermarks,
+}
+
+impl Bitmap {
+    fn is_used(&self, f: u64) -> bool {
+        self.bits[(f / 64) as usize] & (1 << (f % 64)) != 0
+    }
+    fn set_used(&mut self, f: u64) {
+        if !self.is_used(f) {
+            self.bits[(f / 64) as usize] |= 1 << (f % 64);
+            self.free -= 1;
+        }
+    }
+    fn set_free(&mut self, f: u64) {
+        if self.is_used(f) {
+            self.bits[(f / 64) as usize] &= !(1 << (f % 64));
+            self.free += 1;
+        }
+    }
+}
+
+static FRAMES: IrqLock<Option<Bitmap>> = IrqLock::new(None);
+/// Usable low (< 1 MiB) pages, remembered for `take_low_page`.
+static LOW_PAGES: IrqLock<[u64; 8]> = IrqLock::new([0; 8]);
+
+/// Builds the allocator from the memory map. Returns (usable bytes, total frames).
+pub fn init(regions: &MemoryRegions, phys_offset: u64) -> (u64, u64) {
+    let max_phys = regions.iter().filter(|r| r.kind == MemoryRegionKind::Usable).map(|r| r.end).max().unwrap_or(0);
+    let frames = max_phys / FRAME_SIZE;
+    let words = frames.div_ceil(64);
+    let bitmap_bytes = (words * 8).div_ceil(FRAME_SIZE) * FRAME_SIZE;
+    // Put the bitmap in the first usable region above 1 MiB that can hold it.
+    let home = regions
+        .iter()
+        .filter(|r| r.kind == MemoryRegionKind::Usable)
+        .map(|r| (r.start.max(LOW_MEMORY_END).next_multiple_of(FRAME_SIZE), r.end))
+        .find(|&(s, e)| e > s && e - s >= bitmap_bytes)
+        .map(|(s, _)| s)
+        .expect("no usable memory region can hold the frame bitmap");
+    // SAFETY: `home..home+bitmap_bytes` is usable RAM (from the memory map) that nothing else
+    // owns yet; it is reachable through the physical-memory mapping, and becomes the bitmap's
+    // exclusively (marked used below).
+    let bits = unsafe { core::slice::from_raw_parts_mut((phys_offset + home) as *mut u64, words as usize) };
+    bits.fill(u64::MAX);
+    // Every bit starts set (used); usable frames are freed below.
+    // No watermarks until `init_watermarks` (boot allocates freely).
+    let wm = Watermarks { min: 0, low: 0, high: 0 };
+    let mut map = Bitmap {
+        bits,
+        frames,
+        free: 0,
+        next: LOW_MEMORY_END / FRAME_SIZE,
+        managed: 0,
+        total: 0,
+        min_free_kbytes: 0,
+        watermark_scale_factor: 0,
+        wm,
+    };
+    let mut usable = 0;
+    let mut low = [0u64; 8];
+    let mut nlow = 0;
+    for r in regions.iter().filter(|r| r.kind == MemoryRegionKind::Usable) {
+        let start = r.start.next_multiple_of(FRAME_SIZE);
+        let mut f = start / FRAME_SIZE;
+        while (f + 1) * FRAME_SIZE <= r.end {
+            let addr = f * FRAME_SIZE;
+            usable += FRAME_SIZE;
+            if addr >= LOW_MEMORY_END {
+                map.set_free(f);
+                map.total += 1;
+            } else if addr != 0 && nlow < low.len() {
+                low[nlow] = addr;
+                nlow += 1;
+            }
+            f += 1;
+        }
+    }
+    for f in home / FRAME_SIZE..(home + bitmap_bytes) / FRAME_SIZE {
+        map.set_used(f);
+    }
+    *LOW_PAGES.lock() = low;
+    *FRAMES.lock() = Some(map);
+    (usable, frames)
+}
+
+/// Set by [`init_watermarks`]: until then (boot) every allocation passes and the caller's
+/// context is not looked up (this CPU's run queue may not exist yet).
+static WATERMARKS_ON: AtomicBool = AtomicBool::new(false);
+
+/// Sets the watermarks' base to the frames free now (called by init, once boot has taken its
+/// memory): Linux's `managed_pages`, and the default `vm.min_free_kbytes` from it.
+pub fn init_watermarks() {
+    WATERMARKS_ON.store(true, Ordering::Release);
+    if let Some(map) = FRAMES.lock().as_mut() {
+        map.managed = map.free;
+        map.min_free_kbytes = watermark::default_min_free_kbytes(map.managed);
+        map.watermark_scale_factor = watermark::DEFAULT_WATERMARK_SCALE_FACTOR;
+        if let Ok(wm) = Watermarks::new(map.managed, map.min_free_kbytes, map.watermark_scale_factor) {
+            map.wm = wm;
+        }
+    }
+}
+
+/// `vm.rt_alloc_reserve` (0 seed, 1 linux, 2 off).
+static RT_RESERVE: AtomicU8 = AtomicU8::new(0);
+
+/// The current `vm.rt_alloc_reserve`.
+pub fn rt_reserve() -> RtReserve {
+    match RT_RESERVE.load(Ordering::Relaxed) {
+        0 => RtReserve::Seed,
+        1 => RtReserve::Linux,
+        _ => RtReserve::Off,
+    }
+}
+
+/// Sets `vm.rt_alloc_reserve`.
+pub fn set_rt_reserve(mode: RtReserve) {
+    RT_RESERVE.store(
+        match mode {
+            RtReserve::Seed => 0,
+            RtReserve::Linux => 1,
+            RtReserve::Off => 2,
+        },
+        Ordering::Relaxed,
+    );
+}
+
+/// The watermarks (pages), `vm.min_free_kbytes` and `vm.watermark_scale_factor`.
+pub fn watermarks() -> (Watermarks, u64, u64) {
+    FRAMES.lock().as_ref().map_or((Watermarks { min: 0, low: 0, high: 0 }, 0, 0), |m| (m.wm, m.min_free_kbytes, m.watermark_scale_factor))
+}
+
+/// Sets `vm.min_free_kbytes` and/or `vm.watermark_scale_factor` and recomputes the
+/// watermarks (Linux `setup_per_zone_wmarks`). A scale factor outside 1..=3000 is refused.
+pub fn set_watermarks(min_free_kbytes: Option<u64>, scale_factor: Option<u64>) -> Result<(), cadence_vm::Invalid> {
+    let mut guard = FRAMES.lock();
+    let Some(map) = guard.as_mut() else { return Err(cadence_vm::Invalid("no frame allocator")) };
+    let kb = min_free_kbytes.unwrap_or(map.min_free_kbytes);
+    let sf = scale_factor.unwrap_or(map.watermark_scale_factor);
+    map.wm = Watermarks::new(map.managed, kb, sf)?;
+    map.min_free_kbytes = kb;
+    map.watermark_scale_factor = sf;
+    Ok(())
+}
+
+/// The caller's allocation context: interrupts off is atomic, an RT-class task is an RT task
+/// (a task before [`init_watermarks`], when nothing is looked up).
+fn caller_context() -> AllocContext {
+    if !WATERMARKS_ON.load(Ordering::Acquire) {
+        AllocContext::Task
+    } else if !crate::irqflags::are_enabled() {
+        AllocContext::Atomic
+    } else if crate::upcalls::current_is_rt() {
+        AllocContext::RtTask
+    } else {
+        AllocContext::Task
+    }
+}
+
+/// Allocates one zeroed frame, within the watermarks of the caller's context (module doc);
+/// returns its physical address, or `None` (the caller's ENOMEM).
+pub fn alloc() -> Option<u64> {
+    alloc_as(caller_context())
+}
+
+/// [`alloc`] for an explicit context.
+pub fn alloc_as(ctx: AllocContext) -> Option<u64> {
+    let phys = alloc_dirty(ctx)?;
+    // SAFETY: just allocated, ours alone (done outside the allocator's lock).
+    unsafe { zero(phys, 1) };
+    Some(phys)
+}
+
+/// One frame, as it was left (see [`alloc`]).
+fn alloc_dirty(ctx: AllocContext) -> Option<u64> {
+    let mode = rt_reserve();
+    let mut after_reclaim = false;
+    loop {
+        let decision = {
+            let mut guard = FRAMES.lock();
+            let map = guard.as_mut()?;
+            let d = watermark::decide(&map.wm, map.free, 1, ctx, mode, after_reclaim);
+            if let Decision::Take { wake_reclaim } = d {
+                let frame = map.take_one();
+                drop(guard);
+                if wake_reclaim {
+                    crate::upcalls::wake_kswapd();
+                }
+                return frame;
+            }
+            d
+        };
+        match decision {
+            // Direct reclaim (clean page-cache pages), then the slow path once more.
+            Decision::Reclaim(n) => {
+                crate::upcalls::wake_kswapd();
+                crate::upcalls::direct_reclaim(n);
+                after_reclaim = true;
+            }
+            _ => return None,
+        }
+    }
+}
+
+impl Bitmap {
+    /// Takes the next free frame after the last one taken.
+    fn take_one(&mut self) -> Option<u64> {
+        if self.free == 0 {
+            return None;
+        }
+        for i in 0..self.frames {
+            let f = (self.next + i) % self.frames;
+            if !self.is_used(f) {
+                self.set_used(f);
+                self.next = f + 1;
+                return Some(f * FRAME_SIZE);
+            }
+        }
+        None
+    }
+}
+
+/// Zeroes `n` frames from `phys`.
+///
+/// # Safety
+/// The frames must be the caller's alone (just allocated, nothing referring to their contents).
+unsafe fn zero(phys: u64, n: u64) {
+    // SAFETY: the frames are the caller's (the contract above); all of physical memory is
+    // mapped writable at `phys_to_virt`.
+    unsafe { core::ptr::write_bytes(super::phys_to_virt(phys) as *mut u8, 0, (n * FRAME_SIZE) as usize) };
+}
+
+/// Allocates `n` physically contiguous frames, *not* zeroed; returns the first one's address.
+pub fn alloc_contiguous(n: u64) -> Option<u64> {
+    let mut guard = FRAMES.lock();
+    let map = guard.as_mut()?;
+    let mut run = 0;
+    for f in LOW_MEMORY_END / FRAME_SIZE..map.frames {
+        if map.is_used(f) {
+            run = 0;
+            continue;
+        }
+        run += 1;
+        if run == n {
+            let first = f + 1 - n;
+            for g in first..=f {
+                map.set_used(g);
+            }
+            return Some(first * FRAME_SIZE);
+        }
+    }
+    None
+}
+
+/// Returns a frame to the allocator.
+pub fn free(phys: u64) {
+    if let Some(map) = FRAMES.lock().as_mut() {
+        let f = phys / FRAME_SIZE;
+        if f < map.frames && phys >= LOW_MEMORY_END {
+            map.set_free(f);
+        }
+    }
+}
+
+/// Usable frames above 1 MiB (what `free` calls total memory).
+pub fn total_frames() -> u64 {
+    FRAMES.lock().as_ref().map(|m| m.total).unwrap_or(0)
+}
+
+/// Number of free frames.
+pub fn free_frames() -> u64 {
+    FRAMES.lock().as_ref().map(|m| m.free).unwrap_or(0)
+}
+
+/// Takes the highest usable page below 1 MiB (for the real-mode SMP trampoline).
+pub fn take_low_page() -> Option<u64> {
+    let mut low = LOW_PAGES.lock();
+    let (i, addr) = low.iter().enumerate().filter(|(_, &a)| a != 0 && a < 0xa_0000).max_by_key(|(_, &a)| a)?;
+    let addr = *addr;
+    low[i] = 0;
+    Some(addr)
+}
+
+/// Adapter so the `x86_64` crate's mapper can take page-table frames from us, in the
+/// allocation context of the code that maps (taken before the page-table lock disables
+/// interrupts: [`PageTableFrames::for_caller`]).
+pub struct PageTableFrames {
+    ctx: AllocContext,
+}
+
+impl PageTableFrames {
+    /// The caller's context (what [`alloc`] would use here).
+    pub fn for_caller() -> PageTableFrames {
+        PageTableFrames { ctx: caller_context() }
+    }
+}
+
+/// Frames ever given out as page tables. Page tables are kept when their pages are unmapped
+/// (the stack region reuses them), so leak checks compare `free_frames() + page_table_frames()`.
+static PAGE_TABLE_FRAMES: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+pub fn page_table_frames() -> u64 {
+    PAGE_TABLE_FRAMES.load(core::sync::atomic::Ordering::Relaxed)
+}
+
+// SAFETY: `alloc` only returns frames that are unused and marked used before being returned.
+unsafe impl x86_64::structures::paging::FrameAllocator<x86_64::structures::paging::Size4KiB> for PageTableFrames {
+    fn allocate_frame(&mut self) -> Option<x86_64::structures::paging::PhysFrame> {
+        // Page tables must start zeroed: `alloc` zeroes.
+        let phys = alloc_as(self.ctx)?;
+        PAGE_TABLE_FRAMES.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        Some(x86_64::structures::paging::PhysFrame::containing_address(x86_64::PhysAddr::new(phys)))
+    }
+}

@@ -1,0 +1,249 @@
+//! The kernel heap: `linked_list_allocator` over one physically contiguous run of frames,
+//! addressed through the physical-memory mapping (no page-table work needed). The allocator is
+//! behind an [`IrqLock`] so interrupt handlers may allocate.
+//!
+//! # Per-CPU caches of small blocks
+//! Small allocations (at most [`MAX_CACHED_SIZE`] bytes, alignment at most 64) are served from
+//! per-CPU free lists, one per size class (16, 32, …, 512 bytes), like Linux's per-CPU slab
+//! freelists: without them every small allocation would take the global heap lock, and one
+//! made with interrupts off would spin there while a vCPU holding it is descheduled by the
+//! host. (The scheduler itself no longer allocates with interrupts off: see `sched::reserve`
+//! and the detector in [`super::atomic_alloc`].) A list is refilled from, and trimmed back to,
+//! the global heap [`BATCH`] blocks per global-lock acquisition, so the global lock is taken
+//! about once per `BATCH` small allocations.
+//!
+//! Invariants: a CPU's lists are touched only by that CPU with interrupts disabled (so an
+//! interrupt handler cannot interleave with it); a cached block is a free block of exactly its
+//! class's size and alignment, allocated from the global heap with that layout and returned
+//! to it with the same layout. A block may be freed on another CPU than the one that allocated
+//! it: it joins that CPU's list (classes are per layout, not per CPU). [`used`] counts cached
+//! blocks as free, so it returns to its value when everything allocated is freed.
+
+use crate::percpu::MAX_CPUS;
+use crate::sync::IrqLock;
+use core::alloc::{GlobalAlloc, Layout};
+use core::cell::UnsafeCell;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicIsize, Ordering};
+use linked_list_allocator::Heap;
+
+/// Live allocations by size, per CPU (a block freed on another CPU than the one that allocated
+/// it makes one count negative and the other positive: only sums mean something). Bucket `b`
+/// counts sizes in `(2^(b-1), 2^b]` (bucket 0: sizes 0 and 1). Like `/proc/slabinfo`'s active
+/// objects: what the chaos stress prints when the heap did not return to its baseline.
+static LIVE_BY_SIZE: [[AtomicIsize; SIZE_BUCKETS]; MAX_CPUS] = [const { [const { AtomicIsize::new(0) }; SIZE_BUCKETS] }; MAX_CPUS];
+/// Buckets of [`LIVE_BY_SIZE`]: up to 2^31 bytes.
+pub const SIZE_BUCKETS: usize = 32;
+
+fn size_bucket(size: usize) -> usize {
+    (usize::BITS - size.saturating_sub(1).leading_zeros()).min(SIZE_BUCKETS as u32 - 1) as usize
+}
+
+fn count_live(size: usize, delta: isize) {
+    let cpu = crate::percpu::cpu_id() as usize % MAX_CPUS;
+    LIVE_BY_SIZE[cpu][size_bucket(size)].fetch_add(delta, Ordering::Relaxed);
+}
+
+/// Live heap allocations by size bucket (bucket `b`: sizes in `(2^(b-1), 2^b]`), summed over
+/// CPUs.
+pub fn live_by_size() -> [isize; SIZE_BUCKETS] {
+    let mut out = [0isize; SIZE_BUCKETS];
+    for cpu in LIVE_BY_SIZE.iter() {
+        for (o, c) in out.iter_mut().zip(cpu.iter()) {
+            *o += c.load(Ordering::Relaxed);
+        }
+    }
+    out
+}
+
+/// Size classes of the per-CPU caches (bytes).
+const CLASSES: [usize; 6] = [16, 32, 64, 128, 256, 512];
+/// Largest allocation served from the per-CPU caches.
+pub const MAX_CACHED_SIZE: usize = 512;
+/// Blocks moved between a per-CPU list and the global heap per global-lock acquisition.
+pub const BATCH: usize = 16;
+/// A list longer than this is trimmed by `BATCH` blocks.
+const MAX_LIST: usize = 4 * BATCH;
+
+/// A free block in a per-CPU list (the link lives in the free block itself).
+struct FreeBlock {
+    next: *mut FreeBlock,
+}
+
+#[derive(Clone, Copy)]
+struct FreeList {
+    head: *mut FreeBlock,
+    len: usize,
+}
+
+struct CpuCache {
+    lists: UnsafeCell<[FreeList; CLASSES.len()]>,
+    /// Bytes held in this CPU's lists (read by `used` from any CPU).
+    cached: AtomicIsize,
+}
+
+// SAFETY: each `CpuCache` is only touched by its own CPU with interrupts disabled (module
+// invariants), so there is never concurrent access to `lists`; `cached` is atomic.
+unsafe impl Sync for CpuCache {}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY_CACHE: CpuCache =
+    CpuCache { lists: UnsafeCell::new([FreeList { head: core::ptr::null_mut(), len: 0 }; CLASSES.len()]), cached: AtomicIsize::new(0) };
+static CACHES: [CpuCache; MAX_CPUS] = [EMPTY_CACHE; MAX_CPUS];
+
+/// The size class serving `layout`, if it is small enough.
+fn class_of(layout: Layout) -> Option<usize> {
+    if layout.align() > 64 {
+        return None;
+    }
+    let need = layout.size().max(layout.align());
+    CLASSES.iter().position(|&c| c >= need)
+}
+
+/// The layout of a block of class `ci`: its size, aligned to itself up to 64 bytes (so it
+/// satisfies every layout `class_of` maps to it).
+fn class_layout(ci: usize) -> Layout {
+    let size = CLASSES[ci];
+    // A power of two of at most 512 with a power-of-two alignment: always valid.
+    Layout::from_size_align(size, size.min(64)).unwrap_or(Layout::new::<FreeBlock>())
+}
+
+pub struct KernelHeap(IrqLock<Heap>);
+
+#[global_allocator]
+static HEAP: KernelHeap = KernelHeap(IrqLock::new(Heap::empty()));
+
+impl KernelHeap {
+    fn global_alloc(&self, layout: Layout) -> *mut u8 {
+        self.0.lock().allocate_first_fit(layout).map(|p| p.as_ptr()).unwrap_or(core::ptr::null_mut())
+    }
+
+    /// Runs `f` on this CPU's lists with interrupts disabled.
+    fn with_cache<R>(&self, f: impl FnOnce(&mut [FreeList; CLASSES.len()], &AtomicIsize) -> R) -> R {
+        let was = crate::irqflags::save();
+        let cache = &CACHES[crate::percpu::cpu_id() as usize % MAX_CPUS];
+        // SAFETY: interrupts are off and this is our own CPU's cache, which no other CPU
+        // touches (module invariants): the reference is exclusive while `f` runs.
+        let lists = unsafe { &mut *cache.lists.get() };
+        let r = f(lists, &cache.cached);
+        crate::irqflags::restore(was);
+        r
+    }
+
+    fn cached_alloc(&self, ci: usize) -> *mut u8 {
+        let layout = class_layout(ci);
+        self.with_cache(|lists, cached| {
+            let list = &mut lists[ci];
+            if list.len == 0 {
+                // Refill: BATCH blocks for one global-lock acquisition.
+                let mut heap = self.0.lock();
+                for _ in 0..BATCH {
+                    let Ok(p) = heap.allocate_first_fit(layout) else { break };
+                    let b = p.as_ptr() as *mut FreeBlock;
+                    // SAFETY: `b` is a fresh free block of at least 16 bytes, aligned for
+                    // `FreeBlock`; we own it.
+                    unsafe { b.write(FreeBlock { next: list.head }) };
+                    list.head = b;
+                    list.len += 1;
+                    cached.fetch_add(layout.size() as isize, Ordering::Relaxed);
+                }
+            }
+            let b = list.head;
+            if b.is_null() {
+                return core::ptr::null_mut(); // the global heap is exhausted
+            }
+            // SAFETY: `b` heads our list: a free block we own, holding a valid link.
+            list.head = unsafe { (*b).next };
+            list.len -= 1;
+            cached.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+            b as *mut u8
+        })
+    }
+
+    /// # Safety
+    /// `ptr` was returned by `cached_alloc(ci)` and is not used any more.
+    unsafe fn cached_free(&self, ptr: *mut u8, ci: usize) {
+        let layout = class_layout(ci);
+        self.with_cache(|lists, cached| {
+            let list = &mut lists[ci];
+            let b = ptr as *mut FreeBlock;
+            // SAFETY: the caller gives the block back to us; it is large and aligned enough.
+            unsafe { b.write(FreeBlock { next: list.head }) };
+            list.head = b;
+            list.len += 1;
+            cached.fetch_add(layout.size() as isize, Ordering::Relaxed);
+            if list.len > MAX_LIST {
+                // Trim: BATCH blocks back to the global heap for one lock acquisition.
+                let mut heap = self.0.lock();
+                for _ in 0..BATCH {
+                    let b = list.head;
+                    let Some(p) = NonNull::new(b as *mut u8) else { break };
+                    // SAFETY: `b` heads our list (a free block we own) and came from the
+                    // global heap with `layout` (module invariants).
+                    unsafe {
+                        list.head = (*b).next;
+                        heap.deallocate(p, layout);
+                    }
+                    list.len -= 1;
+                    cached.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+                }
+            }
+        })
+    }
+}
+
+// SAFETY: small layouts are served from per-CPU lists of blocks that were allocated from the
+// global heap with a layout at least as large and as aligned (module invariants); everything
+// else is serialised by the lock and delegated to linked_list_allocator, which returns blocks
+// satisfying `layout` or null.
+unsafe impl GlobalAlloc for KernelHeap {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        super::atomic_alloc::note(layout.size());
+        let p = match class_of(layout) {
+            Some(ci) => self.cached_alloc(ci),
+            None => self.global_alloc(layout),
+        };
+        if !p.is_null() {
+            count_live(layout.size(), 1);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if !ptr.is_null() {
+            count_live(layout.size(), -1);
+        }
+        match (NonNull::new(ptr), class_of(layout)) {
+            (None, _) => {}
+            // SAFETY: GlobalAlloc's contract: `ptr` came from `alloc` with this `layout`,
+            // which maps to the same class.
+            (Some(_), Some(ci)) => unsafe { self.cached_free(ptr, ci) },
+            // SAFETY: as above, from the global heap.
+            (Some(p), None) => unsafe { self.0.lock().deallocate(p, layout) },
+        }
+    }
+}
+
+/// Gives the heap `size` bytes of contiguous physical memory. Returns the heap's size.
+pub fn init(size: u64) -> u64 {
+    let frames = size / super::frame::FRAME_SIZE;
+    let phys = super::frame::alloc_contiguous(frames).expect("no contiguous memory for the kernel heap");
+    let start = super::phys_to_virt(phys);
+    // SAFETY: the frames were just allocated for the heap alone and are mapped writable through
+    // the physical-memory mapping; the heap is initialised exactly once, at boot.
+    unsafe { HEAP.0.lock().init(start as *mut u8, (frames * super::frame::FRAME_SIZE) as usize) };
+    frames * super::frame::FRAME_SIZE
+}
+
+/// Bytes currently allocated from the heap (blocks held in the per-CPU caches count as free).
+pub fn used() -> usize {
+    // Both sums under the heap lock: refills and trims change them together under it.
+    let heap = HEAP.0.lock();
+    let cached: isize = CACHES.iter().map(|c| c.cached.load(Ordering::Relaxed)).sum();
+    (heap.used() as isize).saturating_sub(cached).max(0) as usize
+}
+
+/// Total heap size in bytes.
+pub fn size() -> usize {
+    HEAP.0.lock().size()
+}

@@ -1,0 +1,212 @@
+//! Per-CPU data, reached through the GS base.
+//!
+//! Each CPU owns one leaked [`PerCpu`]; IA32_GS_BASE points at it and its first field points at
+//! itself, so `mov reg, gs:[0]` yields `&PerCpu` without an MSR read. [`cpu_id`] is safe to call
+//! before the per-CPU area exists (it returns 0, the BSP). All CPUs' areas are also listed in
+//! [`CPUS`] (indexed by logical CPU id) for cross-CPU work such as IPIs and load balancing.
+//!
+//! [`PerCpu`] holds only what identifies a CPU, its bring-up and IPI state, and its
+//! preemption count (touched by every lock, so kept one GS load away). A subsystem's
+//! per-CPU data belongs to that subsystem, as a [`PerCpuVar`] it declares (Linux
+//! `DEFINE_PER_CPU`): the scheduler's run queues (`sched`), the timer queues (`timer`), the
+//! TLB flush records (`mm::tlb`). The bring-up code (`smp::init_cpu_data`) creates each
+//! CPU's instances before the CPU's area is listed, so every listed CPU has them.
+
+use crate::arch::cpuid::Topology;
+use crate::arch::msr::{self, Msr};
+use alloc::boxed::Box;
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
+
+/// Most CPUs Cadence handles (CPU masks are 64-bit).
+pub const MAX_CPUS: usize = 64;
+
+#[repr(C)]
+pub struct PerCpu {
+    /// Points at this struct (read via `gs:[0]`). Must stay the first field.
+    self_ptr: *const PerCpu,
+    /// Logical CPU id: 0 is the BSP, APs are numbered in MADT order.
+    pub cpu_id: u32,
+    pub apic_id: u32,
+    pub topology: Topology,
+    /// Set once the CPU has finished bring-up.
+    pub online: AtomicBool,
+    /// Preemption-disable depth of the code running on this CPU (`sched::preempt_disable`;
+    /// 0: preemptible). Here rather than in the scheduler's run queue for the same reason as
+    /// Linux's `pcpu_hot.preempt_count`: every lock and unlock reads or writes it, and this
+    /// struct is one GS load away.
+    pub preempt_count: AtomicU32,
+    /// Requests from other CPUs, handled by the call-function IPI (bits of `IPI_REQ_*`).
+    pub ipi_requests: AtomicU32,
+}
+
+/// `ipi_requests` bit: re-program the LAPIC timer (a remote CPU armed an earlier timer).
+pub const IPI_REQ_TIMER: u32 = 1 << 0;
+/// `ipi_requests` bit: flush the TLB (kernel stack slots were unmapped).
+pub const IPI_REQ_TLB: u32 = 1 << 1;
+/// `ipi_requests` bit: push waiting RT tasks (a CPU whose level dropped asks, `RT_PUSH_IPI`).
+pub const IPI_REQ_RT_PUSH: u32 = 1 << 2;
+
+// SAFETY: `self_ptr` only ever points at the (immutable-address, leaked) struct itself; all
+// mutable state is atomic.
+unsafe impl Sync for PerCpu {}
+// SAFETY: as above; the raw pointer is never used to mutate non-atomic fields.
+unsafe impl Send for PerCpu {}
+
+/// Every CPU's per-CPU area, by logical id (null until that CPU is set up).
+static CPUS: [AtomicPtr<PerCpu>; MAX_CPUS] = [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_CPUS];
+static NR_CPUS: AtomicU32 = AtomicU32::new(0);
+/// True once the BSP has installed its GS base (before that, `cpu_id()` is 0).
+static GS_READY: AtomicBool = AtomicBool::new(false);
+
+/// A per-CPU variable owned by the subsystem that declares it (Linux `DEFINE_PER_CPU`): one
+/// `T` per CPU, created by [`PerCpuVar::init`] when the CPU is brought up and never freed.
+/// Reached by CPU id ([`PerCpuVar::get`]) or for the calling CPU ([`PerCpuVar::this`]).
+pub struct PerCpuVar<T: 'static> {
+    slots: [AtomicPtr<T>; MAX_CPUS],
+}
+
+impl<T: Sync + 'static> Default for PerCpuVar<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Sync + 'static> PerCpuVar<T> {
+    pub const fn new() -> Self {
+        PerCpuVar { slots: [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_CPUS] }
+    }
+
+    /// Creates CPU `cpu`'s instance (leaked: it lives as long as the kernel). Once per CPU,
+    /// by the bring-up code, before the CPU's area is listed; a second call, or a CPU id out
+    /// of range, keeps what was there and returns `None`.
+    pub fn init(&self, cpu: u32, value: T) -> Option<&'static T> {
+        let slot = self.slots.get(cpu as usize)?;
+        let ptr = Box::into_raw(Box::new(value));
+        match slot.compare_exchange(core::ptr::null_mut(), ptr, Ordering::AcqRel, Ordering::Acquire) {
+            // SAFETY: `ptr` is the leaked box just stored; it is never freed.
+            Ok(_) => Some(unsafe { &*ptr }),
+            Err(_) => {
+                // SAFETY: `ptr` came from `Box::into_raw` above and was not published.
+                drop(unsafe { Box::from_raw(ptr) });
+                None
+            }
+        }
+    }
+
+    /// CPU `cpu`'s instance, if created.
+    #[inline]
+    pub fn get(&self, cpu: u32) -> Option<&'static T> {
+        let ptr = self.slots.get(cpu as usize)?.load(Ordering::Acquire);
+        // SAFETY: non-null slots hold leaked boxes (`init`), never freed.
+        (!ptr.is_null()).then(|| unsafe { &*ptr })
+    }
+
+    /// The calling CPU's instance. Call only once this CPU's area is active (everything after
+    /// its bring-up's first steps): the bring-up code creates every CPU's instances before
+    /// the CPU runs (`smp::init_cpu_data`, then `activate`). Two loads (the run queue is
+    /// reached this way several times per switch, so no check beyond a debug assertion).
+    #[inline]
+    pub fn this(&self) -> &'static T {
+        // `MAX_CPUS` is a power of two and ids are below it: the mask only drops the bounds
+        // check.
+        let ptr = self.slots[current().cpu_id as usize & (MAX_CPUS - 1)].load(Ordering::Relaxed);
+        debug_assert!(!ptr.is_null(), "per-CPU variable used before its CPU's bring-up created it");
+        // SAFETY: this CPU's slot was filled (`init`, a leaked box never freed) before this
+        // CPU's area was activated: by the BSP before it started this AP, whose start is
+        // ordered after the store, or by the BSP for itself before its own `activate`.
+        unsafe { &*ptr }
+    }
+}
+
+const _: () = assert!(MAX_CPUS.is_power_of_two());
+
+/// Allocates (and leaks) a per-CPU area for `cpu_id`, not yet active anywhere. The BSP makes one
+/// per AP and hands it to the AP, which activates it first thing.
+pub fn new_area(cpu_id: u32, apic_id: u32) -> *mut PerCpu {
+    Box::into_raw(Box::new(PerCpu {
+        self_ptr: core::ptr::null(),
+        cpu_id,
+        apic_id,
+        topology: Topology::default(),
+        online: AtomicBool::new(false),
+        preempt_count: AtomicU32::new(0),
+        ipi_requests: AtomicU32::new(0),
+    }))
+}
+
+/// Makes `area` this CPU's per-CPU area: fills in the topology, points GS base at it and lists it.
+///
+/// # Safety
+/// `area` must come from [`new_area`], be used by no other CPU, and be activated exactly once.
+pub unsafe fn activate(area: *mut PerCpu, topology: Topology) -> &'static PerCpu {
+    // SAFETY: per the contract, we have exclusive access to a live, leaked area.
+    let area = unsafe { &mut *area };
+    area.self_ptr = area as *const PerCpu;
+    area.topology = topology;
+    area.apic_id = topology.apic_id;
+    // SAFETY: `area` is leaked (lives forever) and starts with its self pointer, as `current`
+    // expects; each CPU activates only its own area.
+    unsafe { msr::write(Msr::GsBase, area as *const PerCpu as u64) };
+    CPUS[area.cpu_id as usize].store(area as *mut PerCpu, Ordering::Release);
+    NR_CPUS.fetch_max(area.cpu_id + 1, Ordering::AcqRel);
+    GS_READY.store(true, Ordering::Release);
+    area
+}
+
+/// Creates and activates the per-CPU area of the calling CPU (the BSP).
+pub fn install(cpu_id: u32, apic_id: u32, topology: Topology) -> &'static PerCpu {
+    let area = new_area(cpu_id, apic_id);
+    // SAFETY: freshly allocated, used by this CPU only, activated once.
+    unsafe { activate(area, topology) }
+}
+
+/// This CPU's id read from the GS base MSR: safe even on an AP whose area is not active yet
+/// (returns `None` then). For the exception and panic paths.
+pub fn cpu_id_checked() -> Option<u32> {
+    let base = msr::read(Msr::GsBase);
+    // SAFETY: a non-zero GS base is only ever set to a live, leaked PerCpu by `activate`.
+    (base != 0).then(|| unsafe { (*(base as *const PerCpu)).cpu_id })
+}
+
+/// This CPU's per-CPU area.
+#[inline]
+pub fn current() -> &'static PerCpu {
+    let ptr: *const PerCpu;
+    // SAFETY: callers run after `install` on this CPU (APs install before anything else; the
+    // BSP right after the heap); gs:[0] then holds the area's address.
+    unsafe { core::arch::asm!("mov {}, gs:[0]", out(reg) ptr, options(nostack, readonly, preserves_flags)) };
+    // SAFETY: the area is leaked and never freed.
+    unsafe { &*ptr }
+}
+
+/// Has any CPU installed its per-CPU area (so `current()` works on set-up CPUs)?
+pub fn gs_ready() -> bool {
+    GS_READY.load(Ordering::Acquire)
+}
+
+/// This CPU's logical id (0 before per-CPU setup).
+#[inline]
+pub fn cpu_id() -> u32 {
+    if GS_READY.load(Ordering::Acquire) {
+        current().cpu_id
+    } else {
+        0
+    }
+}
+
+/// The per-CPU area of CPU `id`, if it exists.
+pub fn get(id: u32) -> Option<&'static PerCpu> {
+    let ptr = CPUS.get(id as usize)?.load(Ordering::Acquire);
+    // SAFETY: non-null entries point at leaked, never-freed areas.
+    (!ptr.is_null()).then(|| unsafe { &*ptr })
+}
+
+/// Number of CPU slots in use (ids `0..nr_cpus()`).
+pub fn nr_cpus() -> u32 {
+    NR_CPUS.load(Ordering::Acquire)
+}
+
+/// Iterates the CPUs that completed bring-up.
+pub fn online_cpus() -> impl Iterator<Item = &'static PerCpu> {
+    (0..nr_cpus()).filter_map(get).filter(|c| c.online.load(Ordering::Acquire))
+}

@@ -1,0 +1,316 @@
+//! Per-CPU timer queues on the LAPIC one-shot timer.
+//!
+//! Each CPU keeps its pending timers in a [`TimerQueue`] ordered by expiry (ns since boot) and
+//! programs its LAPIC timer, in one-shot mode, for the earliest one. The periodic tick is just
+//! a timer that re-arms itself every `1/hz` s (from its previous deadline, so it does not
+//! drift) and calls the handler its starter registered (`sched::scheduler_tick`); sleeps and
+//! hrtick share the same queue (see `arch::apic` for one-shot vs TSC-deadline).
+//!
+//! Contract: `arm` may be called from any CPU for any CPU; arming a remote CPU earlier than what
+//! it has programmed sends it a call-function IPI so it re-programs. Handlers run in interrupt
+//! context on the owning CPU, with the queue lock released.
+//!
+//! Invariant: `programmed` is read and written only under the queue lock, together with the
+//! queue it describes. A remote `arm` therefore either sees the owner's new `programmed` (and
+//! kicks it if its timer is earlier) or inserts before the owner looks for its earliest timer:
+//! no timer is left behind a later programmed expiry.
+
+use crate::sync::IrqLock;
+use cadence_sched::timerq::TimerQueue as Ordered;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// What happens when a timer fires.
+pub type TimerFn = fn(cpu: u32, data: u64);
+
+/// A timer's identity (to cancel it).
+pub type TimerId = cadence_sched::timerq::TimerKey;
+
+/// One CPU's pending timers.
+pub struct TimerQueue {
+    timers: IrqLock<Ordered<(TimerFn, u64)>>,
+    /// Expiry currently programmed into the LAPIC (u64::MAX = none).
+    programmed: AtomicU64,
+    /// When the LAPIC should fire for it: later than `programmed` for a timer armed after its
+    /// expiry (at least [`MIN_DELAY_NS`] from its programming). Lateness counts from here.
+    due: AtomicU64,
+    pub fired: AtomicU64,
+    /// When this CPU's last timer interrupt began (ns since boot; `bench cyclic --split`).
+    last_entry_ns: AtomicU64,
+    /// Timer interrupts taken, those that found nothing due (a timer cancelled after the LAPIC
+    /// was programmed for it, or the LAPIC firing a little before the expiry), and LAPIC
+    /// programmings (each an exit into the VMM under TCG).
+    pub interrupts: AtomicU64,
+    pub idle_interrupts: AtomicU64,
+    pub programs: AtomicU64,
+    /// Interrupts taken [`LATE_NS`] or more after `due`.
+    late: LateLog,
+}
+
+/// A timer interrupt taken this long after the LAPIC was due to fire is *late* and logged
+/// ([`late_interrupts`]). Either the guest held interrupts off that long or the machine did
+/// not deliver it: `trace irqsoff` splits the two, and under TCG on a busy host the lateness
+/// is nearly all delivery (the vCPU thread, or QEMU's thread that raises the interrupt, was
+/// not running).
+pub const LATE_NS: u64 = 200_000;
+
+/// Late interrupts remembered per CPU (the newest).
+const LATE_LOG_LEN: usize = 256;
+
+/// One CPU's late timer interrupts: a ring written only by that CPU, in its interrupt handler.
+struct LateLog {
+    /// Entry time and lateness (ns) of each, slot `n % LATE_LOG_LEN` for the `n`th.
+    entry_ns: [AtomicU64; LATE_LOG_LEN],
+    late_ns: [AtomicU64; LATE_LOG_LEN],
+    count: AtomicU64,
+}
+
+impl LateLog {
+    const fn new() -> Self {
+        Self {
+            entry_ns: [const { AtomicU64::new(0) }; LATE_LOG_LEN],
+            late_ns: [const { AtomicU64::new(0) }; LATE_LOG_LEN],
+            count: AtomicU64::new(0),
+        }
+    }
+
+    fn note(&self, entry_ns: u64, late_ns: u64) {
+        let n = self.count.load(Ordering::Relaxed);
+        let slot = (n % LATE_LOG_LEN as u64) as usize;
+        // Lateness 0 marks the slot as being rewritten (readers skip it).
+        self.late_ns[slot].store(0, Ordering::Release);
+        self.entry_ns[slot].store(entry_ns, Ordering::Release);
+        self.late_ns[slot].store(late_ns, Ordering::Release);
+        self.count.store(n + 1, Ordering::Release);
+    }
+}
+
+/// Shortest delay programmed into the LAPIC (keeps a storm of tiny timers from livelocking).
+pub const MIN_DELAY_NS: u64 = 2_000;
+
+impl TimerQueue {
+    pub const fn new() -> Self {
+        Self {
+            timers: IrqLock::new(Ordered::new()),
+            programmed: AtomicU64::new(u64::MAX),
+            due: AtomicU64::new(u64::MAX),
+            fired: AtomicU64::new(0),
+            last_entry_ns: AtomicU64::new(0),
+            interrupts: AtomicU64::new(0),
+            idle_interrupts: AtomicU64::new(0),
+            programs: AtomicU64::new(0),
+            late: LateLog::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.timers.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Timers each CPU's queue holds without allocating (the tick, hrtick and sleepers): reserved
+/// at bring-up, in task context, because timers are re-armed from interrupt handlers.
+pub const RESERVED_TIMERS: usize = 1024;
+
+/// Every CPU's timer queue (this module's per-CPU data).
+static QUEUES: crate::percpu::PerCpuVar<TimerQueue> = crate::percpu::PerCpuVar::new();
+
+/// Creates CPU `cpu`'s timer queue (bring-up, before the CPU's area is listed).
+pub fn init_cpu(cpu: u32) {
+    QUEUES.init(cpu, TimerQueue::new());
+}
+
+/// Reserves this CPU's timer storage (see [`RESERVED_TIMERS`]); call before its tick starts.
+pub fn reserve_this_cpu() {
+    QUEUES.this().timers.lock().reserve(RESERVED_TIMERS);
+}
+
+/// Timers pending on CPU `cpu` (0 for an unknown CPU).
+pub fn pending(cpu: u32) -> usize {
+    queue_of(cpu).map_or(0, TimerQueue::len)
+}
+
+impl Default for TimerQueue {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn queue_of(cpu: u32) -> Option<&'static TimerQueue> {
+    QUEUES.get(cpu)
+}
+
+/// Programs this CPU's LAPIC for its earliest timer. Call with the CPU's own queue.
+fn reprogram_local(q: &TimerQueue) {
+    let t = q.timers.lock();
+    program_locked(q, t.earliest());
+}
+
+/// Programs the LAPIC (of the CPU that owns `q`, which is the caller's) for `next`, with the
+/// queue lock held (see the module invariant).
+fn program_locked(q: &TimerQueue, next: Option<u64>) {
+    let Some(next) = next else {
+        q.programmed.store(u64::MAX, Ordering::Relaxed);
+        return;
+    };
+    let now = crate::time::uptime_ns();
+    let delay = next.saturating_sub(now).max(MIN_DELAY_NS);
+    q.programmed.store(next, Ordering::Relaxed);
+    q.due.store(now + delay, Ordering::Relaxed);
+    q.programs.fetch_add(1, Ordering::Relaxed);
+    crate::arch::apic::arm_ns(delay);
+}
+
+/// Arms `f(cpu, data)` to run on `cpu` at `expires_ns`.
+pub fn arm(cpu: u32, expires_ns: u64, f: TimerFn, data: u64) -> Option<TimerId> {
+    let q = queue_of(cpu)?;
+    // Interrupts off before reading our CPU id: a migration between the check and the
+    // programming would program another CPU's LAPIC from this queue.
+    let _irq = IrqOff::new();
+    let local = cpu == crate::percpu::cpu_id();
+    let (id, kick) = {
+        let mut t = q.timers.lock();
+        let id = t.arm(expires_ns, (f, data));
+        let earlier = expires_ns < q.programmed.load(Ordering::Relaxed);
+        if earlier && local {
+            program_locked(q, Some(expires_ns));
+        }
+        (id, earlier && !local)
+    };
+    if kick {
+        if let Some(target) = crate::percpu::get(cpu) {
+            crate::interrupts::kick_timer(target);
+        }
+    }
+    Some(id)
+}
+
+/// Cancels a timer; returns whether it was still pending.
+pub fn cancel(cpu: u32, id: TimerId) -> bool {
+    queue_of(cpu).is_some_and(|q| q.timers.lock().cancel(id).is_some())
+}
+
+/// The LAPIC timer interrupt: runs every expired timer of this CPU, then re-programs.
+pub fn interrupt() {
+    let cpu = crate::percpu::current();
+    let q = QUEUES.this();
+    let entry = crate::time::uptime_ns();
+    q.last_entry_ns.store(entry, Ordering::Relaxed);
+    q.interrupts.fetch_add(1, Ordering::Relaxed);
+    let mut ran = false;
+    let due = {
+        let _t = q.timers.lock();
+        crate::trace::irqsoff::timer_entry(q.programmed.load(Ordering::Relaxed));
+        q.programmed.store(u64::MAX, Ordering::Relaxed);
+        q.due.swap(u64::MAX, Ordering::Relaxed)
+    };
+    if due != u64::MAX && entry >= due + LATE_NS {
+        q.late.note(entry, entry - due);
+    }
+    loop {
+        let now = crate::time::uptime_ns();
+        let due = q.timers.lock().pop_expired(now);
+        let Some((_, (f, data))) = due else { break };
+        q.fired.fetch_add(1, Ordering::Relaxed);
+        let what = if core::ptr::fn_addr_eq(f, tick as TimerFn) { "tick" } else { "timer" };
+        crate::trace::timer_expire(what, now, crate::time::uptime_ns());
+        f(cpu.cpu_id, data);
+        ran = true;
+    }
+    if !ran {
+        q.idle_interrupts.fetch_add(1, Ordering::Relaxed);
+    }
+    reprogram_local(q);
+}
+
+/// `cpu`'s timer counters: [interrupts, interrupts with nothing due, LAPIC programmings].
+pub fn counters(cpu: u32) -> [u64; 3] {
+    queue_of(cpu).map_or([0; 3], |q| [&q.interrupts, &q.idle_interrupts, &q.programs].map(|c| c.load(Ordering::Relaxed)))
+}
+
+/// How many of `cpu`'s timer interrupts were late (see [`LATE_NS`]) since boot.
+pub fn late_count(cpu: u32) -> u64 {
+    queue_of(cpu).map_or(0, |q| q.late.count.load(Ordering::Acquire))
+}
+
+/// `cpu`'s newest late timer interrupts still logged (see [`LATE_NS`]), as (entry ns,
+/// lateness ns), oldest first.
+pub fn late_interrupts(cpu: u32) -> alloc::vec::Vec<(u64, u64)> {
+    let Some(q) = queue_of(cpu) else { return alloc::vec::Vec::new() };
+    let l = &q.late;
+    let count = l.count.load(Ordering::Acquire);
+    let mut log = alloc::vec::Vec::with_capacity(LATE_LOG_LEN);
+    for n in count.saturating_sub(LATE_LOG_LEN as u64)..count {
+        let slot = (n % LATE_LOG_LEN as u64) as usize;
+        let late = l.late_ns[slot].load(Ordering::Acquire);
+        let entry = l.entry_ns[slot].load(Ordering::Acquire);
+        // A slot rewritten meanwhile reads lateness 0 or a newer entry: skipped, or harmless
+        // (a newer late interrupt).
+        if late > 0 {
+            log.push((entry, late));
+        }
+    }
+    log
+}
+
+/// When `cpu`'s last timer interrupt began (0: none yet, or no such CPU).
+pub fn last_irq_entry_ns(cpu: u32) -> u64 {
+    queue_of(cpu).map_or(0, |q| q.last_entry_ns.load(Ordering::Relaxed))
+}
+
+/// Re-programs this CPU's timer (after a remote CPU armed an earlier timer here).
+pub fn reprogram_this_cpu() {
+    reprogram_local(QUEUES.this());
+}
+
+/// What the periodic tick runs, registered by the first [`start_tick`] (the scheduler's tick:
+/// this module knows only that something runs every period).
+static TICK_HANDLER: spin::Once<fn()> = spin::Once::new();
+
+/// Starts the periodic tick on this CPU: a self re-arming timer, period `1/hz`, that calls
+/// `handler` (in interrupt context, on this CPU). Every CPU runs the same handler; the first
+/// call registers it.
+pub fn start_tick(handler: fn()) {
+    TICK_HANDLER.call_once(|| handler);
+    reserve_this_cpu();
+    crate::arch::apic::timer_setup_this_cpu();
+    let cpu = crate::percpu::cpu_id();
+    arm(cpu, crate::time::uptime_ns() + tick_period_ns(), tick, crate::time::uptime_ns() + tick_period_ns());
+}
+
+pub fn tick_period_ns() -> u64 {
+    1_000_000_000 / crate::arch::apic::tick_hz().max(1) as u64
+}
+
+fn tick(cpu: u32, deadline: u64) {
+    let period = tick_period_ns();
+    let now = crate::time::uptime_ns();
+    // Next deadline from the previous one (no drift); skip missed periods instead of bursting.
+    let mut next = deadline + period;
+    if next <= now {
+        next = now + period - (now - deadline) % period;
+    }
+    arm(cpu, next, tick, next);
+    if let Some(handler) = TICK_HANDLER.get() {
+        handler();
+    }
+}
+
+/// Disables interrupts for its lifetime (restoring the previous state).
+struct IrqOff(bool);
+
+impl IrqOff {
+    #[track_caller]
+    fn new() -> Self {
+        IrqOff(crate::irqflags::save())
+    }
+}
+
+impl Drop for IrqOff {
+    fn drop(&mut self) {
+        crate::irqflags::restore(self.0);
+    }
+}
