@@ -4,6 +4,7 @@
 #   make setup                 pinned Rust toolchain, QEMU and OVMF (idempotent)
 #   make kernel                release build of kernel/
 #   make run [SMP=8] [UEFI=1] [ARGS='poweroff ...'] [TRACE=file] [WORKLOAD='a b'] [TIMEOUT=s]
+#            [VERBOSE=1]       also the bootloader's `INFO :` log (hidden by default)
 #            [DISK=img|none]   virtio disk /dev/vda: DISK=img read-write (created as a 256 MiB
 #                              sparse image when missing), none: no disk; default: the blank
 #                              target/scratch-disk.img with snapshot=on (writes are dropped)
@@ -39,6 +40,7 @@ KERNEL ?= $(ROOT)/kernel/target/x86_64-unknown-none/release/cadence-kernel
 
 SMP ?=
 UEFI ?=
+VERBOSE ?=
 ARGS ?=
 TRACE ?=
 WORKLOAD ?=
@@ -62,7 +64,7 @@ export CADENCE_RUN_ARGS = $(ARGS)
 .PHONY: help setup kernel boot-tool run test lint test-stress test-repeat bench bench-coresched compare compare-rtapp bench-dirty bench-alloc compare-vm compare-group clean
 
 help:
-	@sed -n '4,20s/^# \{0,1\}//p' '$(ROOT)/Makefile'
+	@sed -n '4,/^#   make clean/s/^# \{0,1\}//p' '$(ROOT)/Makefile'
 
 setup:
 	@set -e; \
@@ -95,7 +97,7 @@ run: kernel boot-tool
 	'$(CADENCE_BOOT)' run --kernel '$(KERNEL)' --args "$$CADENCE_RUN_ARGS" \
 	  $(if $(filter 1 yes true,$(UEFI)),--uefi) $(if $(SMP),--smp '$(SMP)') \
 	  $(if $(TRACE),--trace '$(TRACE)') $(foreach w,$(WORKLOAD),--workload '$(w)') \
-	  $(if $(TIMEOUT),--timeout '$(TIMEOUT)') $(DISK_OPT) $(DISK_OPTS_OPT)
+	  $(if $(TIMEOUT),--timeout '$(TIMEOUT)') $(DISK_OPT) $(DISK_OPTS_OPT) $(if $(filter 1 yes true,$(VERBOSE)),--verbose)
 
 bench: override ARGS = run="bench $(BENCH)" poweroff
 bench: override NO_SCRATCH = 1

@@ -3,7 +3,7 @@
 //! ```text
 //! cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--args STR]
 //!                  [--timeout SECS] [--trace FILE] [--workload FILE]... [--disk IMG]
-//!                  [--scratch-disk IMG] [--disk-opts OPTS] [--qemu-arg ARG]...
+//!                  [--scratch-disk IMG] [--disk-opts OPTS] [--qemu-arg ARG]... [--verbose]
 //! cadence-boot runner ELF [IGNORED...]      # cargo runner for the kernel's tests
 //! cadence-boot image --kernel ELF [--uefi] -o OUT
 //! cadence-boot trace report FILE [--svg OUT]  # tracer report of a COM2 ftrace capture
@@ -54,7 +54,7 @@ use std::time::Duration;
 const USAGE: &str = "\
 usage: cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--args STR]
                         [--timeout SECS] [--trace FILE] [--workload FILE]... [--disk IMG]
-                        [--scratch-disk IMG] [--disk-opts OPTS] [--qemu-arg ARG]...
+                        [--scratch-disk IMG] [--disk-opts OPTS] [--qemu-arg ARG]... [--verbose]
        cadence-boot runner ELF [IGNORED...]
        cadence-boot image --kernel ELF [--uefi] -o OUT
        cadence-boot trace report FILE [--svg OUT]
@@ -117,6 +117,7 @@ struct Opts {
     disk_opts: Option<String>,
     qemu_args: Vec<String>,
     out: Option<PathBuf>,
+    verbose: bool,
 }
 
 fn parse_opts(argv: &[String], allowed: &[&str]) -> Result<Opts, Exit> {
@@ -130,11 +131,15 @@ fn parse_opts(argv: &[String], allowed: &[&str]) -> Result<Opts, Exit> {
         if !allowed.contains(&flag) {
             return Err(usage(format!("unexpected argument '{arg}'")));
         }
-        if flag == "--uefi" {
+        if flag == "--uefi" || flag == "--verbose" {
             if inline.is_some() {
-                return Err(usage("--uefi takes no value"));
+                return Err(usage(format!("{flag} takes no value")));
             }
-            o.uefi = true;
+            if flag == "--uefi" {
+                o.uefi = true;
+            } else {
+                o.verbose = true;
+            }
             continue;
         }
         let value = match inline.or_else(|| it.next().cloned()) {
@@ -185,7 +190,7 @@ fn parse_timeout(v: &str) -> Result<Option<Duration>, Exit> {
 fn cmd_run(argv: &[String]) -> Exit {
     let flags = [
         "--kernel", "--uefi", "--smp", "--memory", "--args", "--timeout", "--trace", "--workload", "--disk", "--scratch-disk",
-        "--disk-opts", "--qemu-arg",
+        "--disk-opts", "--qemu-arg", "--verbose",
     ];
     let o = match parse_opts(argv, &flags) {
         Ok(o) => o,
@@ -202,7 +207,8 @@ fn cmd_run(argv: &[String]) -> Exit {
     let powers_off = args.split_whitespace().any(|w| w == "poweroff");
     let default = (!interactive || powers_off).then(|| Duration::from_secs(600));
     let timeout = o.timeout.unwrap_or(default);
-    let mut q = Qemu::new(kernel).uefi(o.uefi).args(args).timeout(timeout).interactive(interactive);
+    // The bootloader's ~30 `INFO :` lines only with --verbose (`make run VERBOSE=1`).
+    let mut q = Qemu::new(kernel).uefi(o.uefi).args(args).timeout(timeout).interactive(interactive).quiet_bootloader(!o.verbose);
     if let Some(smp) = o.smp {
         q = q.smp(smp);
     }

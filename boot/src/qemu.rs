@@ -196,6 +196,8 @@ pub struct Qemu {
     disk_opts: Option<String>,
     extra: Vec<OsString>,
     interactive: bool,
+    /// For [`Qemu::run`]: drop the bootloader's `INFO :` log from the output.
+    quiet_bootloader: bool,
     echo: bool,
 }
 
@@ -217,6 +219,7 @@ impl Qemu {
             disk_opts: None,
             extra: Vec::new(),
             interactive: false,
+            quiet_bootloader: false,
             echo: false,
         }
     }
@@ -300,6 +303,13 @@ impl Qemu {
     /// Otherwise QEMU's stdin is /dev/null.
     pub fn interactive(mut self, yes: bool) -> Self {
         self.interactive = yes;
+        self
+    }
+
+    /// For [`Qemu::run`]: leave out the bootloader's `INFO :` log (some 30 lines before the
+    /// kernel's first), see [`BootloaderFilter`]. `make run` does unless `VERBOSE=1`.
+    pub fn quiet_bootloader(mut self, yes: bool) -> Self {
+        self.quiet_bootloader = yes;
         self
     }
 
@@ -423,8 +433,31 @@ impl Qemu {
         eprintln!("cadence-boot: {}", prepared.display);
         let stdin = if self.interactive { Stdio::inherit() } else { Stdio::null() };
         prepared.command.stdin(stdin);
+        if self.quiet_bootloader {
+            prepared.command.stdout(Stdio::piped());
+        }
         let mut child = prepared.spawn()?;
+        // COM1 through the filter, byte by byte as it comes (a prompt has no newline).
+        let copier = child.stdout.take().map(|mut pipe| {
+            thread::spawn(move || {
+                let mut filter = BootloaderFilter::default();
+                let mut buf = [0u8; 4096];
+                let mut out = std::io::stdout();
+                while let Ok(n) = pipe.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    let kept = filter.feed(&buf[..n]);
+                    if out.write_all(&kept).and_then(|_| out.flush()).is_err() {
+                        break;
+                    }
+                }
+            })
+        });
         let (exit, _) = wait_with_timeout(&mut child, self.timeout)?;
+        if let Some(c) = copier {
+            let _ = c.join();
+        }
         Ok(exit)
     }
 
@@ -740,5 +773,85 @@ mod tests {
         assert_eq!(shell_quote("a b".as_ref()), "'a b'");
         assert_eq!(shell_quote("it's".as_ref()), r"'it'\''s'");
         assert_eq!(opt("file=", Path::new("/a,b")), OsString::from("file=/a,,b"));
+    }
+}
+
+/// Drops the bootloader's log from the start of COM1's output: its `INFO : ` lines, and the
+/// indented lines and closing `}` of a multi-line one (`Elf file loaded at Pointer {`). At the
+/// first line that is neither, it passes everything through, unbuffered, for good.
+#[derive(Debug, Default)]
+pub struct BootloaderFilter {
+    passing: bool,
+    /// The line being read while still filtering.
+    line: Vec<u8>,
+    /// Inside a multi-line `INFO :` record (its first line ended with `{`).
+    in_record: bool,
+}
+
+impl BootloaderFilter {
+    /// What of `bytes` to print.
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
+        if self.passing {
+            return bytes.to_vec();
+        }
+        let mut out = Vec::new();
+        for (i, &b) in bytes.iter().enumerate() {
+            self.line.push(b);
+            if b != b'\n' {
+                // A partial line that cannot be the bootloader's: pass it and the rest now.
+                if !self.could_be_bootloader() {
+                    self.passing = true;
+                    out.append(&mut self.line);
+                    out.extend_from_slice(&bytes[i + 1..]);
+                    return out;
+                }
+                continue;
+            }
+            let line = core::mem::take(&mut self.line);
+            let text = String::from_utf8_lossy(&line);
+            let text = text.trim_end();
+            if text.starts_with("INFO : ") {
+                self.in_record = text.ends_with('{');
+            } else if self.in_record && (text.starts_with(' ') || text == "}") {
+                self.in_record = text != "}";
+            } else if text.is_empty() {
+                // A blank line before the kernel's first: not worth showing.
+            } else {
+                self.passing = true;
+                out.extend_from_slice(&line);
+                out.extend_from_slice(&bytes[i + 1..]);
+                return out;
+            }
+        }
+        out
+    }
+
+    /// Can the partial line read so far still turn out to be the bootloader's?
+    fn could_be_bootloader(&self) -> bool {
+        const INFO: &[u8] = b"INFO : ";
+        let l: &[u8] = self.line.strip_suffix(b"\r").unwrap_or(&self.line);
+        let n = l.len().min(INFO.len());
+        l[..n] == INFO[..n] || (self.in_record && (l.first() == Some(&b' ') || l == b"}"))
+    }
+}
+
+#[cfg(test)]
+mod bootloader_filter_tests {
+    use super::BootloaderFilter;
+
+    #[test]
+    fn drops_the_bootloader_log_and_passes_the_rest() {
+        let log = "INFO : Framebuffer info: x\r\nINFO : Elf file loaded at Pointer {\n    addr: 0x1,\n    metadata: 3,\n}\nINFO : Jumping\n[    0.06] cpu0: memory\ncadence> ";
+        let mut f = BootloaderFilter::default();
+        // Fed in pieces, split anywhere.
+        let out: Vec<u8> = log.as_bytes().chunks(5).flat_map(|c| f.feed(c)).collect();
+        assert_eq!(String::from_utf8(out).unwrap(), "[    0.06] cpu0: memory\ncadence> ");
+    }
+
+    #[test]
+    fn a_kernel_without_bootloader_lines_passes_untouched() {
+        let mut f = BootloaderFilter::default();
+        assert_eq!(f.feed(b"cad"), b"cad");
+        assert_eq!(f.feed(b"ence\nINFO : later lines pass too\n"), b"ence\nINFO : later lines pass too\n");
     }
 }

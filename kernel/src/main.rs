@@ -13,7 +13,6 @@
 //! only through what [`upcalls`] registers at boot. See docs/design/layering.md.
 #![no_std]
 #![no_main]
-#![feature(abi_x86_interrupt)]
 #![feature(custom_test_frameworks)]
 #![test_runner(crate::testing::run_tests)]
 #![reexport_test_harness_main = "test_main"]

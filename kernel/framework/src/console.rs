@@ -183,11 +183,17 @@ pub fn rx_irq_enabled() -> bool {
     RX_IRQ.load(Ordering::Acquire)
 }
 
+/// Prints to the serial console like `print!` (`\n` goes out as `\r\n`; nothing is printed
+/// before [`crate::console::init`]). Takes the console's `IrqLock`: any context
+/// except one that may already hold it on this CPU (exception and panic paths use
+/// [`crate::console::emergency_print`]).
 #[macro_export]
 macro_rules! kprint {
     ($($arg:tt)*) => ($crate::console::_print(format_args!($($arg)*)));
 }
 
+/// [`kprint!`] plus a newline, written under one lock hold, so the line never interleaves with
+/// another CPU's output.
 #[macro_export]
 macro_rules! kprintln {
     () => ($crate::kprint!("\n"));

@@ -42,6 +42,7 @@ pub mod preempt;
 pub mod selftest;
 pub mod smp;
 pub mod sync;
+pub mod task;
 pub mod time;
 pub mod timer;
 pub mod trace;

@@ -20,13 +20,17 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 /// Most CPUs Cadence handles (CPU masks are 64-bit).
 pub const MAX_CPUS: usize = 64;
 
+/// One CPU's identity, bring-up state, IPI requests and preemption count (reached through the
+/// GS base: [`current`]).
 #[repr(C)]
 pub struct PerCpu {
     /// Points at this struct (read via `gs:[0]`). Must stay the first field.
     self_ptr: *const PerCpu,
     /// Logical CPU id: 0 is the BSP, APs are numbered in MADT order.
     pub cpu_id: u32,
+    /// Its local APIC's id (the IPI destination).
     pub apic_id: u32,
+    /// Its (package, core, thread) from CPUID.
     pub topology: Topology,
     /// Set once the CPU has finished bring-up.
     pub online: AtomicBool,
@@ -72,6 +76,7 @@ impl<T: Sync + 'static> Default for PerCpuVar<T> {
 }
 
 impl<T: Sync + 'static> PerCpuVar<T> {
+    /// No CPU's instance yet (each is created by [`PerCpuVar::init`] at its CPU's bring-up).
     pub const fn new() -> Self {
         PerCpuVar { slots: [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_CPUS] }
     }
@@ -209,4 +214,38 @@ pub fn nr_cpus() -> u32 {
 /// Iterates the CPUs that completed bring-up.
 pub fn online_cpus() -> impl Iterator<Item = &'static PerCpu> {
     (0..nr_cpus()).filter_map(get).filter(|c| c.online.load(Ordering::Acquire))
+}
+
+/// Per-CPU data reached only by its own CPU with interrupts off ([`IrqLocal::with`]): scratch
+/// space too large for the stack of code that runs in interrupt context (the scheduler's
+/// balancing decisions). One `T` per CPU, in place.
+pub struct IrqLocal<T> {
+    slots: [core::cell::UnsafeCell<T>; MAX_CPUS],
+    /// Per CPU: is its slot borrowed? (A nested `with` on the same CPU would alias it.)
+    busy: [AtomicBool; MAX_CPUS],
+}
+
+// SAFETY: a slot is only reached by its own CPU with interrupts off, one borrow at a time
+// (`with` checks `busy`), so no two contexts ever access it at once.
+unsafe impl<T: Send> Sync for IrqLocal<T> {}
+
+impl<T> IrqLocal<T> {
+    /// One `T` per CPU, from `slots` (build it with `[const { UnsafeCell::new(..) }; MAX_CPUS]`).
+    pub const fn new(slots: [core::cell::UnsafeCell<T>; MAX_CPUS]) -> Self {
+        Self { slots, busy: [const { AtomicBool::new(false) }; MAX_CPUS] }
+    }
+
+    /// Runs `f` on this CPU's `T`, interrupts off meanwhile. Panics if `f` calls `with` on the
+    /// same `IrqLocal` again.
+    pub fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        let was = crate::irqflags::save();
+        let cpu = cpu_id() as usize & (MAX_CPUS - 1);
+        assert!(!self.busy[cpu].swap(true, Ordering::Relaxed), "IrqLocal::with re-entered");
+        // SAFETY: interrupts are off and the slot is this CPU's own; `busy` (set above, checked
+        // to be clear) makes this the only borrow.
+        let r = f(unsafe { &mut *self.slots[cpu].get() });
+        self.busy[cpu].store(false, Ordering::Relaxed);
+        crate::irqflags::restore(was);
+        r
+    }
 }

@@ -6,10 +6,14 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::ptr::NonNull;
 
+/// One I/O APIC as the MADT describes it (reach it with `arch::ioapic::IoApic::from_platform`).
 #[derive(Clone, Copy, Debug)]
 pub struct IoApicInfo {
+    /// Its I/O APIC id.
     pub id: u8,
+    /// Physical address of its MMIO window.
     pub address: u32,
+    /// First global system interrupt it serves (its pin 0).
     pub gsi_base: u32,
 }
 
@@ -18,9 +22,11 @@ pub struct IoApicInfo {
 pub struct Platform {
     /// LAPIC physical address (0 = use IA32_APIC_BASE).
     pub lapic_address: u64,
+    /// The I/O APICs, MADT order (empty without an APIC interrupt model).
     pub io_apics: Vec<IoApicInfo>,
     /// APIC ids of the application processors that are enabled or online-capable, MADT order.
     pub ap_apic_ids: Vec<u32>,
+    /// APIC id of the boot processor per the MADT (`None` without processor information).
     pub bsp_apic_id: Option<u32>,
     /// MADT interrupt source overrides: (ISA IRQ, global system interrupt).
     pub isa_overrides: Vec<(u8, u32)>,

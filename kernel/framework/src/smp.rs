@@ -1,9 +1,11 @@
 //! SMP bring-up and the boot report.
 //!
 //! The BSP starts each AP from the MADT in order (logical ids 1, 2, ...), one at a time, through
-//! `arch::smp`. Each AP sets up its GS base, GDT/TSS, IDT and LAPIC, starts its own periodic
-//! tick, prints its `cadence: cpu <n> online ...` line and goes idle. An AP that does not come up
-//! is reported and skipped (a degraded boot with fewer CPUs, said so).
+//! `arch::smp`. Each AP sets up its GS base, GDT/TSS, IDT and LAPIC, then hands over to the
+//! kernel (the [`ap_start`](crate::upcalls::Upcalls::ap_start) upcall), which starts its
+//! periodic tick, prints its `cadence: cpu <n> online ...` line ([`announce_online`]) and goes
+//! idle. An AP that does not come up is reported and skipped (a degraded boot with fewer CPUs,
+//! said so).
 //!
 //! Topology: each CPU reads its own (package, core, thread) from CPUID; [`smt_siblings`] groups
 //! CPUs with the same package and core.

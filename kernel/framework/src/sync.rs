@@ -26,6 +26,7 @@ pub struct IrqLockGuard<'a, T> {
 }
 
 impl<T> IrqLock<T> {
+    /// An unlocked lock holding `value` (`const`, so it can initialise a `static`).
     pub const fn new(value: T) -> Self {
         Self { inner: spin::Mutex::new(value) }
     }
@@ -119,10 +120,14 @@ pub struct SpinLockGuard<'a, T> {
 }
 
 impl<T> SpinLock<T> {
+    /// An unlocked lock holding `value` (`const`, so it can initialise a `static`).
     pub const fn new(value: T) -> Self {
         Self { inner: spin::Mutex::new(value) }
     }
 
+    /// Takes the lock (Linux's `spin_lock`): preemption is off until the guard drops, interrupts
+    /// stay as they are. Never from an interrupt handler: it could spin forever on the task it
+    /// interrupted (take an [`IrqLock`] for such data). Not recursive.
     pub fn lock(&self) -> SpinLockGuard<'_, T> {
         let preempt = crate::preempt::preempt_disable();
         SpinLockGuard { guard: self.inner.lock(), _preempt: preempt }
@@ -145,11 +150,15 @@ impl<T> DerefMut for SpinLockGuard<'_, T> {
 /// A container whose memory can be replaced by a larger buffer allocated outside a lock (see
 /// [`lock_with_room`]).
 pub trait Grow: Sized {
+    /// Number of elements held.
     fn len(&self) -> usize;
+    /// Whether it holds no element.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Number of elements it can hold without allocating.
     fn capacity(&self) -> usize;
+    /// An empty container with room for at least `n` elements (allocates).
     fn with_capacity(n: usize) -> Self;
     /// Moves every element into `bigger` (empty, with room for them all) and swaps buffers,
     /// leaving `bigger` empty with the old buffer. Allocates nothing.

@@ -3,7 +3,7 @@
 //! Each CPU keeps its pending timers in a [`TimerQueue`] ordered by expiry (ns since boot) and
 //! programs its LAPIC timer, in one-shot mode, for the earliest one. The periodic tick is just
 //! a timer that re-arms itself every `1/hz` s (from its previous deadline, so it does not
-//! drift) and calls the handler its starter registered (`sched::scheduler_tick`); sleeps and
+//! drift) and calls the handler its starter registered (the kernel's `sched::scheduler_tick`); sleeps and
 //! hrtick share the same queue (see `arch::apic` for one-shot vs TSC-deadline).
 //!
 //! Contract: `arm` may be called from any CPU for any CPU; arming a remote CPU earlier than what
@@ -33,14 +33,16 @@ pub struct TimerQueue {
     /// When the LAPIC should fire for it: later than `programmed` for a timer armed after its
     /// expiry (at least [`MIN_DELAY_NS`] from its programming). Lateness counts from here.
     due: AtomicU64,
+    /// Timer functions run on this CPU since boot.
     pub fired: AtomicU64,
     /// When this CPU's last timer interrupt began (ns since boot; `bench cyclic --split`).
     last_entry_ns: AtomicU64,
-    /// Timer interrupts taken, those that found nothing due (a timer cancelled after the LAPIC
-    /// was programmed for it, or the LAPIC firing a little before the expiry), and LAPIC
-    /// programmings (each an exit into the VMM under TCG).
+    /// Timer interrupts taken since boot.
     pub interrupts: AtomicU64,
+    /// Timer interrupts that found nothing due (a timer cancelled after the LAPIC was
+    /// programmed for it, or the LAPIC firing a little before the expiry).
     pub idle_interrupts: AtomicU64,
+    /// LAPIC timer programmings (each an exit into the VMM under TCG).
     pub programs: AtomicU64,
     /// Interrupts taken [`LATE_NS`] or more after `due`.
     late: LateLog,
@@ -88,6 +90,7 @@ impl LateLog {
 pub const MIN_DELAY_NS: u64 = 2_000;
 
 impl TimerQueue {
+    /// An empty queue with nothing programmed (`const`, for statics).
     pub const fn new() -> Self {
         Self {
             timers: IrqLock::new(Ordered::new()),
@@ -102,10 +105,12 @@ impl TimerQueue {
         }
     }
 
+    /// Number of pending timers (takes the queue's `IrqLock`: any context).
     pub fn len(&self) -> usize {
         self.timers.lock().len()
     }
 
+    /// Whether no timer is pending.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -191,6 +196,12 @@ pub fn arm(cpu: u32, expires_ns: u64, f: TimerFn, data: u64) -> Option<TimerId> 
 /// Cancels a timer; returns whether it was still pending.
 pub fn cancel(cpu: u32, id: TimerId) -> bool {
     queue_of(cpu).is_some_and(|q| q.timers.lock().cancel(id).is_some())
+}
+
+/// Cancels timer `id` of `cpu` and returns its data if it was pending (it will never run);
+/// `None` if it already fired or is firing.
+pub fn cancel_entry(cpu: u32, id: TimerId) -> Option<u64> {
+    queue_of(cpu).and_then(|q| q.timers.lock().cancel(id)).map(|(_, data)| data)
 }
 
 /// The LAPIC timer interrupt: runs every expired timer of this CPU, then re-programs.
@@ -281,6 +292,8 @@ pub fn start_tick(handler: fn()) {
     arm(cpu, crate::time::uptime_ns() + tick_period_ns(), tick, crate::time::uptime_ns() + tick_period_ns());
 }
 
+/// The periodic tick's period in ns, `1e9 / apic::tick_hz()` (re-read at every tick, so a
+/// changed rate applies from each CPU's next tick). Any context.
 pub fn tick_period_ns() -> u64 {
     1_000_000_000 / crate::arch::apic::tick_hz().max(1) as u64
 }

@@ -258,6 +258,7 @@ impl DmaPages {
         self.pages * PAGE as usize
     }
 
+    /// Whether it holds no page.
     pub fn is_empty(&self) -> bool {
         self.pages == 0
     }

@@ -116,27 +116,14 @@ struct Scratch {
     fair_load: [u64; MAX_CPUS],
 }
 
-struct ScratchSlot(UnsafeCell<Scratch>);
-
-// SAFETY: a slot is only used by its own CPU with interrupts disabled (`with_scratch`), so it
-// is never accessed by two contexts at once.
-unsafe impl Sync for ScratchSlot {}
-
-#[allow(clippy::declare_interior_mutable_const)]
-const EMPTY_SCRATCH: ScratchSlot =
-    ScratchSlot(UnsafeCell::new(Scratch { cpupri: CpuPri::new(0), nr_running: [0; MAX_CPUS], fair_load: [0; MAX_CPUS] }));
-static SCRATCH: [ScratchSlot; MAX_CPUS] = [EMPTY_SCRATCH; MAX_CPUS];
+static SCRATCH: percpu::IrqLocal<Scratch> = percpu::IrqLocal::new(
+    [const { UnsafeCell::new(Scratch { cpupri: CpuPri::new(0), nr_running: [0; MAX_CPUS], fair_load: [0; MAX_CPUS] }) }; MAX_CPUS],
+);
 
 /// Runs `f` on this CPU's scratch space, with interrupts disabled meanwhile. `f` must not
 /// call `with_scratch` again (it only runs pure policy code).
 fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
-    let was = crate::irqflags::save();
-    let slot = &SCRATCH[percpu::cpu_id() as usize % MAX_CPUS];
-    // SAFETY: interrupts are off and the slot is this CPU's own (see `ScratchSlot`); `f` does
-    // not re-enter, so this is the only reference.
-    let r = f(unsafe { &mut *slot.0.get() });
-    crate::irqflags::restore(was);
-    r
+    SCRATCH.with(f)
 }
 
 /// Linux's cpupri (`cadence_sched::CpuPri`: per-level CPU masks), refreshed into `cp` from

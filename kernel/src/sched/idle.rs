@@ -1,8 +1,7 @@
 //! Bringing a CPU under the scheduler ([`init_this_cpu`], [`online_mask`]) and its idle loop.
 
-use super::task::{self, SchedParams, SpawnOptions, Task};
-use super::{balance, fair_tunables, idle_poll_ns, reserve, rq_of, schedule, this_cpu};
-use alloc::sync::Arc;
+use super::task::{self, SchedParams, SpawnOptions};
+use super::{balance, fair_tunables, idle_poll_ns, reserve, rq_of, schedule, this_cpu, CURRENT};
 use cadence_sched::{CpuMask, ValidAttr};
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -27,7 +26,9 @@ pub fn init_this_cpu() {
         g.curr = Some(idle.clone());
         g.idle = Some(idle.clone());
         g.exec_start = crate::time::uptime_ns();
-        rq_of(cpu.cpu_id).current.store(Arc::as_ptr(&idle) as *mut Task, Ordering::Release);
+        // This CPU runs its boot stack now: the idle task's context, saved at its first switch.
+        idle.adopt_running_context();
+        drop(CURRENT.set(&idle));
     }
     reserve::refill(cpu.cpu_id); // the queues' first storage, before anything is queued
     ONLINE_MASK.fetch_or(1 << cpu.cpu_id, Ordering::AcqRel);

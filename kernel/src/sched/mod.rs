@@ -105,9 +105,8 @@ use accounting::{end_wait, note_bad_enqueue, start_wait, update_counts, BAD_ENQU
 use enqueue::{dequeue_task, enqueue_task, update_curr, wakeup_preempt};
 pub(super) use enqueue::{lock_task_rq, requeue_locked, with_task_rq};
 pub(super) use preempt::preempt_count_inc;
-use preempt::wake_from_timer;
-use rq::this_cpu;
-pub(super) use rq::with_current_ptr;
+pub(super) use rq::with_current;
+use rq::{this_cpu, CURRENT};
 use spawn::task_dead;
 use switch::{__schedule, balance_callbacks, finish_task_switch};
 use wakeup::{activate_on, activate_on_if, select_cpu, set_need_resched};

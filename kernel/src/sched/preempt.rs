@@ -1,11 +1,8 @@
 //! The scheduler tick, preemption points and preemption control, `sched_yield` and sleeping.
 
-use super::task::{Task, TaskState};
-use super::{
-    __schedule, balance, class, current, lockup, reserve, rq_of, rt_limits, schedule, signal, this_cpu, this_rq, update_curr, wake_up,
-};
+use super::task::TaskState;
+use super::{__schedule, balance, class, current, lockup, reserve, rq_of, rt_limits, schedule, signal, this_cpu, this_rq, update_curr};
 use crate::percpu;
-use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
 
 /// The scheduler tick (from the periodic timer, interrupts off).
@@ -140,22 +137,17 @@ pub fn sleep_until(deadline_ns: u64) {
             signal::handle_pending();
             unreachable!("a fatal signal ends the task");
         }
-        let raw = Arc::into_raw(me.clone()) as u64;
         let cpu = percpu::cpu_id();
         me.stats.sleep_deadline.store(deadline_ns, Ordering::Relaxed);
-        let Some(timer) = crate::timer::arm(cpu, deadline_ns, wake_from_timer, raw) else {
-            // SAFETY: not handed to a timer: take the reference back.
-            drop(unsafe { Arc::from_raw(raw as *const Task) });
+        // The timer holds a reference to the task until it fires or is cancelled.
+        let Some(timer) = framework::task::timer::arm(cpu, deadline_ns, me.clone()) else {
             me.set_state(TaskState::Running);
             return;
         };
         schedule();
         // Woken early (a signal, a spurious wakeup)? Cancel the timer so it neither wakes us
         // later for nothing nor keeps our task alive in its queue.
-        if crate::timer::cancel(cpu, timer) {
-            // SAFETY: the cancelled timer will never run, so its reference is ours again.
-            drop(unsafe { Arc::from_raw(raw as *const Task) });
-        }
+        timer.cancel();
     }
     me.set_state(TaskState::Running);
     me.stats.sleep_deadline.store(0, Ordering::Relaxed);
@@ -164,10 +156,4 @@ pub fn sleep_until(deadline_ns: u64) {
 /// Sleeps for `ns` nanoseconds.
 pub fn sleep_ns(ns: u64) {
     sleep_until(crate::time::uptime_ns().saturating_add(ns));
-}
-
-pub(super) fn wake_from_timer(_cpu: u32, data: u64) {
-    // SAFETY: `data` is an `Arc<Task>` leaked by `sleep_until` for this timer alone.
-    let task = unsafe { Arc::from_raw(data as *const Task) };
-    wake_up(&task);
 }

@@ -374,7 +374,7 @@ fn refill_marked() {
         refill(cpu);
         // Wakeups `ttwu_pending` left for want of room: that CPU drains again (its own
         // `__schedule`, at this preemption point if it is ours; never a nested drain here).
-        if !super::rq_of(cpu).wake_list.load(Ordering::Acquire).is_null() {
+        if !super::rq_of(cpu).wake_list.is_empty(Ordering::Acquire) {
             super::set_need_resched(cpu);
         }
     }

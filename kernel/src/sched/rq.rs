@@ -9,7 +9,8 @@ use crate::percpu::{self, PerCpu};
 use alloc::sync::Arc;
 use cadence_sched::vecmap::VecMap;
 use cadence_sched::{FairRq, FairTunables, RtPrioArray};
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use framework::task::{Current, WakeList};
 
 /// Key of a schedulable entity in a fair queue: a task, or (with group scheduling) a group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -52,8 +53,6 @@ pub struct RqInner {
     pub rt_bw: cadence_sched::rt_bandwidth::RtBandwidth,
     /// Forced idle by core scheduling since (0 = not forced idle).
     pub forced_since: u64,
-    /// The task switched away from, for `finish_task_switch` on the next task.
-    pub(super) prev: Option<Arc<Task>>,
     /// A runnable task switched out because it may no longer run here (affinity change):
     /// moved to an allowed CPU after the switch.
     pub(super) migrate_out: Option<Arc<Task>>,
@@ -70,7 +69,7 @@ impl RqInner {
 
 /// One CPU's run queue.
 pub struct Rq {
-    pub lock: RqLock<RqInner>,
+    pub lock: RqLock<RqInner, Task>,
     /// Runnable RT + fair tasks (running one included); lock-free snapshot for balancing.
     pub nr_running: AtomicU32,
     /// Sum of the fair weights queued here.
@@ -96,8 +95,6 @@ pub struct Rq {
     pub need_resched: AtomicBool,
     /// Set once the CPU runs its idle task under the scheduler.
     pub ready: AtomicBool,
-    /// The running task (same as `curr`), readable without the lock.
-    pub current: AtomicPtr<Task>,
     pub nr_switches: AtomicU64,
     pub ticks: AtomicU64,
     /// Balancing passes to skip (back-off after fruitless passes) and the current back-off.
@@ -106,9 +103,9 @@ pub struct Rq {
     /// A periodic balance is due (set by the tick at each balance interval, cleared when one
     /// runs: it waits for a tick with no reschedule pending).
     pub(super) balance_due: AtomicBool,
-    /// Wakeups other CPUs handed to this one (Linux `ttwu_queue_wakelist`): a lock-free stack
-    /// through `Task::wake_next`, each entry holding one `Arc` reference (see `queue_wakeup`).
-    pub(super) wake_list: AtomicPtr<Task>,
+    /// Wakeups other CPUs handed to this one (Linux `ttwu_queue_wakelist`): a lock-free list
+    /// through `Task::wake_link`, each entry holding one `Arc` reference (see `queue_wakeup`).
+    pub(super) wake_list: WakeList<Task>,
     /// Entries on `wake_list` not yet queued: a CPU with pending wakeups is not idle for
     /// placement (Linux `idle_cpu()` checks `rq->ttwu_pending`), or every waker would pick it.
     pub wake_pending: AtomicU32,
@@ -155,7 +152,6 @@ impl Rq {
                 hrtick_seq: 0,
                 rt_bw: cadence_sched::rt_bandwidth::RtBandwidth::new(),
                 forced_since: 0,
-                prev: None,
                 migrate_out: None,
             }),
             nr_running: AtomicU32::new(0),
@@ -168,13 +164,12 @@ impl Rq {
             level_before_switch: AtomicU8::new(0),
             need_resched: AtomicBool::new(false),
             ready: AtomicBool::new(false),
-            current: AtomicPtr::new(core::ptr::null_mut()),
             nr_switches: AtomicU64::new(0),
             ticks: AtomicU64::new(0),
             balance_skip: AtomicU32::new(0),
             balance_backoff: AtomicU32::new(0),
             balance_due: AtomicBool::new(false),
-            wake_list: AtomicPtr::new(core::ptr::null_mut()),
+            wake_list: WakeList::new(),
             wake_pending: AtomicU32::new(0),
             spare_hint: AtomicU32::new(0),
             push_ipi_pending: AtomicBool::new(false),
@@ -218,25 +213,21 @@ pub fn this_rq() -> &'static Rq {
     RQS.this()
 }
 
-/// This CPU's `current` pointer, read with interrupts off (`f` runs before they come back):
-/// between finding this CPU and reading its run queue, a preemption could move the caller,
-/// and the old CPU's `current` would be another task, free to exit.
-pub(crate) fn with_current_ptr<R>(f: impl FnOnce(*mut Task) -> R) -> R {
-    let irqs = crate::irqflags::save();
-    let r = f(this_rq().current.load(Ordering::Acquire));
-    crate::irqflags::restore(irqs);
-    r
+/// Every CPU's running task (same as its run queue's `curr`), readable without the lock: set
+/// at each switch (`__schedule`) and when a CPU starts its idle task.
+pub(super) static CURRENT: Current<Task> = Current::new();
+
+/// Runs `f` on the running task (`None` before the scheduler runs on this CPU), interrupts
+/// off meanwhile (`f` runs before they come back): keep it short.
+pub(crate) fn with_current<R>(f: impl FnOnce(Option<&Task>) -> R) -> R {
+    CURRENT.with(f)
 }
 
 /// Whether the running task is in the RT class (Linux `rt_task(current)`: its effective
 /// priority, so a fair task boosted by priority inheritance counts). False before the
 /// scheduler runs on this CPU.
 pub fn current_is_rt() -> bool {
-    with_current_ptr(|ptr| {
-        // SAFETY: `current` points at the task running on this CPU (the caller, read with
-        // interrupts off), alive while it runs; only an atomic field is read.
-        !ptr.is_null() && unsafe { (*ptr).class() } == ClassId::Rt
-    })
+    with_current(|t| t.is_some_and(|t| t.class() == ClassId::Rt))
 }
 
 /// The calling task's CPU time so far, ns (Linux `CLOCK_THREAD_CPUTIME_ID`): what has been
@@ -256,27 +247,10 @@ pub fn current_cputime_ns() -> u64 {
 
 /// The running task.
 pub fn current() -> Arc<Task> {
-    let ptr = with_current_ptr(|ptr| {
-        if !ptr.is_null() {
-            // SAFETY: `current` points at the task running on this CPU (the caller, read with
-            // interrupts off); the run queue holds an Arc to it (as `curr`), so it is alive; we
-            // add one reference for the returned Arc.
-            unsafe { Arc::increment_strong_count(ptr) };
-        }
-        ptr
-    });
-    assert!(!ptr.is_null(), "current() before the scheduler runs on this CPU");
-    // SAFETY: the reference counted above.
-    unsafe { Arc::from_raw(ptr) }
+    CURRENT.get().expect("current() before the scheduler runs on this CPU")
 }
 
 /// The running task's id (0 for idle or before the scheduler runs).
 pub fn current_tid() -> Tid {
-    let ptr = with_current_ptr(|ptr| ptr);
-    if ptr.is_null() {
-        0
-    } else {
-        // SAFETY: the caller's own task (see `with_current_ptr`), alive while it runs.
-        unsafe { (*ptr).tid }
-    }
+    with_current(|t| t.map_or(0, |t| t.tid))
 }

@@ -193,12 +193,7 @@ pub fn act_on_current() {
     if !super::rq_of(cpu.cpu_id).ready.load(Ordering::Acquire) {
         return;
     }
-    let ptr = super::rq_of(cpu.cpu_id).current.load(Ordering::Acquire);
-    if ptr.is_null() {
-        return;
-    }
-    // SAFETY: `current` points at the running task, kept alive by the run queue's `curr`.
-    let pending = unsafe { (*ptr).watchdog.pending.load(Ordering::Relaxed) };
+    let pending = super::with_current(|t| t.map_or(0, |t| t.watchdog.pending.load(Ordering::Relaxed)));
     if pending == 0 {
         return;
     }

@@ -121,26 +121,20 @@ pub fn take_pending(sig: u32) -> bool {
 
 /// While alive, interrupt exit does not act on the current task's fatal signals (see the
 /// module docs): for kernel code that holds references on its stack across a sleep. Nests.
-/// Not `Send`: it belongs to the task (and stack) that made it.
+/// Not `Send`: it belongs to the task (and stack) that made it, which is therefore the current
+/// task again when it drops.
 pub struct DeferFatal {
-    task: *const Task,
+    /// Whether `new` counted it (false before the scheduler runs on this CPU).
+    counted: bool,
+    _not_send: core::marker::PhantomData<*const ()>,
 }
 
 impl DeferFatal {
     /// A no-op before the scheduler runs on this CPU (boot-time callers have no task).
     pub fn new() -> Self {
-        if !crate::percpu::gs_ready() {
-            return DeferFatal { task: core::ptr::null() };
-        }
-        let task = super::with_current_ptr(|task| {
-            if !task.is_null() {
-                // SAFETY: `current` is the running task (us), kept alive by its run queue; it
-                // outlives the guard, which lives on its own stack.
-                unsafe { (*task).process.signals.fatal_defer.fetch_add(1, Ordering::AcqRel) };
-            }
-            task as *const Task
-        });
-        DeferFatal { task }
+        let counted = crate::percpu::gs_ready()
+            && super::with_current(|t| t.map(|t| t.process.signals.fatal_defer.fetch_add(1, Ordering::AcqRel)).is_some());
+        DeferFatal { counted, _not_send: core::marker::PhantomData }
     }
 }
 
@@ -152,21 +146,20 @@ impl Default for DeferFatal {
 
 impl Drop for DeferFatal {
     fn drop(&mut self) {
-        if !self.task.is_null() {
-            // SAFETY: `task` is the task whose stack holds this guard (see `new`): alive.
-            unsafe { (*self.task).process.signals.fatal_defer.fetch_sub(1, Ordering::AcqRel) };
+        if self.counted {
+            // The guard lives on its task's stack and is not `Send`: the current task is the
+            // one `new` counted on.
+            super::with_current(|t| t.map(|t| t.process.signals.fatal_defer.fetch_sub(1, Ordering::AcqRel)));
         }
     }
 }
 
-/// Runs `f` on the running task, read through the run queue's `current` pointer without
-/// taking a reference (none may be held with interrupts on outside a [`DeferFatal`] section:
-/// see [`handle_pending`]). `None` before the scheduler runs on this CPU. `f` runs with
+/// Runs `f` on the running task, read through the per-CPU `current` without taking a
+/// reference (none may be held with interrupts on outside a [`DeferFatal`] section: see
+/// [`handle_pending`]). `None` before the scheduler runs on this CPU. `f` runs with
 /// interrupts off: keep it short.
 pub(crate) fn with_current<R>(f: impl FnOnce(&Task) -> R) -> Option<R> {
-    // SAFETY: `current` is the running task (the caller), kept alive by its run queue's
-    // `curr` while it runs; the borrow ends before `f` returns.
-    super::with_current_ptr(|ptr| (!ptr.is_null()).then(|| f(unsafe { &*ptr })))
+    super::with_current(|t| t.map(f))
 }
 
 /// Is the current task inside a [`DeferFatal`] section?

@@ -138,17 +138,17 @@ pub fn spawn_result<T: Send + 'static>(opts: SpawnOptions, f: impl FnOnce() -> T
     Ok(JoinHandle { tid: t.tid, slot })
 }
 
-/// The first code a new task runs (from `cadence_task_entry`).
-extern "C" fn task_start(arg: u64) -> ! {
+/// The first code a new task runs (its context's entry, see `task::init_context`).
+fn task_start() -> ! {
     finish_task_switch();
     crate::irqflags::enable();
     // The switch may have left a reschedule pending (see `schedule`).
     preempt_point();
-    // SAFETY: `arg` is the task's own address (see `task::init_context`); the task is alive
-    // while it runs (its run queue holds it).
-    let task = unsafe { &*(arg as *const Task) };
     let defer = signal::DeferFatal::new();
-    let code = match task.take_entry() {
+    // The entry, taken through `current` without keeping a reference: a reference held in
+    // this frame would never be dropped (the task ends in `exit`).
+    let entry = signal::with_current(|t| t.take_entry()).flatten();
+    let code = match entry {
         Some((run, body)) => run(body, defer),
         None => {
             drop(defer);

@@ -4,7 +4,7 @@
 use super::task::{ClassId, Task, TaskState};
 use super::{
     activate_on, class, coresched, cpu_prio, dequeue_task, end_wait, hrtick, lockup, reserve, rq_of, rqlock, select_cpu, start_wait,
-    task_dead, this_cpu, this_rq, ttwu_pending, update_counts, update_curr, RqInner,
+    task_dead, this_cpu, this_rq, ttwu_pending, update_counts, update_curr, RqInner, CURRENT,
 };
 use alloc::sync::Arc;
 use cadence_sched::eevdf::DEQUEUE_SLEEP;
@@ -136,7 +136,7 @@ fn __schedule_irqs_off(preempted: bool) {
     rq.need_resched.store(false, Ordering::SeqCst);
     // A wakeup handed to us after the drain at the top (its pusher saw `need_resched` set or
     // this CPU polling, and sent no IPI): reschedule again to drain it (see `queue_wakeup`).
-    if !rq.wake_list.load(Ordering::SeqCst).is_null() {
+    if !rq.wake_list.is_empty(Ordering::SeqCst) {
         rq.need_resched.store(true, Ordering::SeqCst);
     }
     lockup::scheduled(cpu.cpu_id);
@@ -235,18 +235,16 @@ fn __schedule_irqs_off(preempted: bool) {
     rq.nr_switches.fetch_add(1, Ordering::Relaxed);
     crate::trace::sched_switch(&prev, prev.state(), &next, now);
     next.on_cpu.store(true, Ordering::Release);
-    rq.current.store(Arc::as_ptr(&next) as *mut Task, Ordering::Release);
-    let prev_ctx = prev.ctx.get();
-    let next_ctx = next.ctx.get();
-    g.curr = Some(next);
-    g.prev = Some(prev);
+    // The previous current's reference goes at once: `prev` holds one until the next side's
+    // `finish_switch` hands it back.
+    drop(CURRENT.set(&next));
     g.exec_start = now;
     update_counts(rq, &g);
-    let _ = g.keep_locked();
+    g.curr = Some(next);
     // Interrupts are off and this CPU holds its run-queue lock; `prev` runs here; `next` is
     // queued here and runs nowhere (a queued task that is not `curr` has `on_cpu == false`).
-    // SAFETY: as above; both stay alive: the run queue holds Arcs to them (`curr`, `prev`).
-    unsafe { crate::arch::context::switch_to(prev_ctx, next_ctx) };
+    // The lock stays held across the switch; `next` takes it over.
+    g.switch_to(prev, |g| g.curr.as_deref().expect("curr was just set"));
     // We are `prev` again, possibly on another CPU, resumed by some other task's schedule().
     finish_task_switch();
 }
@@ -256,10 +254,9 @@ fn __schedule_irqs_off(preempted: bool) {
 pub(super) fn finish_task_switch() {
     let cpu = this_cpu();
     let rq = rq_of(cpu.cpu_id);
-    // SAFETY: the task that switched to us kept this CPU's run-queue lock (`keep_locked`);
-    // nothing else references the data until we release it below.
-    let g = unsafe { rq.lock.data_while_held() };
-    let prev = g.prev.take();
+    // The task that switched to us kept this CPU's run-queue lock: take it over, with the task
+    // that switched away.
+    let (mut g, prev) = rq.lock.finish_switch();
     let migrate = g.migrate_out.take();
     // A dead task that was *preempted* on its way out (between setting Dead and its final
     // `schedule()`) is still queued and will run again to finish exiting: only one that has
@@ -267,14 +264,12 @@ pub(super) fn finish_task_switch() {
     // requeue the preempted task (`requeue_locked`, from a `sched_setattr` that looked it up
     // just before it died), and `on_rq` read then could be false for a moment, disposing of a
     // task that will still run on its stack.
-    let dead = prev.as_ref().is_some_and(|p| p.state() == TaskState::Dead && !p.is_on_rq());
-    if let Some(p) = &prev {
-        p.on_cpu.store(false, Ordering::Release);
-    }
-    // SAFETY: held since before the switch (see above); no guard exists.
-    unsafe { rq.lock.unlock_after_switch() };
-    if let Some(p) = prev.filter(|_| dead) {
-        task_dead(p);
+    let dead = prev.state() == TaskState::Dead && !prev.is_on_rq();
+    prev.on_cpu.store(false, Ordering::Release);
+    // Released with interrupts still off (the guard of a taken-over lock leaves them off).
+    drop(g);
+    if dead {
+        task_dead(prev);
     }
     if let Some(t) = migrate {
         // The task left a CPU it may no longer use and is on no run queue. A wakeup may have

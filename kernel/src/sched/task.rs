@@ -13,7 +13,6 @@
 
 use super::process::ProcIdentity;
 use super::SeKey;
-use crate::arch::context::Context;
 use crate::mm::stack::KernelStack;
 use crate::sync::IrqLock;
 use alloc::boxed::Box;
@@ -23,8 +22,8 @@ use alloc::vec::Vec;
 use cadence_sched::vecmap::VecMap;
 use cadence_sched::{CpuMask, Errno, FairEntity, Policy, ValidAttr};
 use core::any::Any;
-use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use framework::task::{Switchable, TaskContext, WakeLink, WakeListNode};
 
 pub type Tid = u32;
 
@@ -126,7 +125,7 @@ pub struct Task {
     /// Its context is live on some CPU (set at switch-in, cleared after switch-out).
     pub(super) on_cpu: AtomicBool,
     /// Link in a CPU's list of wakeups to finish (`sched::queue_wakeup`); owned by that list.
-    pub(super) wake_next: AtomicPtr<Task>,
+    pub(super) wake_link: WakeLink<Task>,
     /// On a CPU's wake list, not yet drained (`sched::queue_wakeup`): no other path may queue
     /// the task meanwhile, or it could run, sleep and be queued on a second list while still
     /// linked in the first.
@@ -143,8 +142,9 @@ pub struct Task {
     pub(super) se_group: AtomicU32,
     /// SCHED_RR quantum left.
     pub(super) rr_remaining_ns: AtomicU64,
-    pub(super) ctx: UnsafeCell<Context>,
-    stack: IrqLock<Option<KernelStack>>,
+    /// Its saved registers and its stack (the framework's: only a run-queue lock switches to
+    /// it, see `switch`).
+    ctx: TaskContext,
     entry: IrqLock<Option<Entry>>,
     pub stats: TaskStats,
     /// Its state in the dirty throttle (`block::writeback::balance_dirty_pages`).
@@ -178,12 +178,24 @@ pub struct Task {
     pub created_ns: u64,
 }
 
-// SAFETY: `ctx` is only touched by the context-switch code on the CPU that owns the task's
-// run-queue lock while the task is not running elsewhere (on_cpu protocol); everything else is
-// atomics or locks.
-unsafe impl Sync for Task {}
-// SAFETY: as above.
-unsafe impl Send for Task {}
+impl Switchable for Task {
+    fn task_context(&self) -> &TaskContext {
+        &self.ctx
+    }
+}
+
+impl WakeListNode for Task {
+    fn wake_link(&self) -> &WakeLink<Task> {
+        &self.wake_link
+    }
+}
+
+impl framework::task::timer::TimerTarget for Task {
+    /// A sleep's timeout (`sleep_until`, a wait with a deadline): wake the task.
+    fn timer_fired(self: Arc<Self>) {
+        super::wake_up(&self);
+    }
+}
 
 impl Task {
     pub fn state(&self) -> TaskState {
@@ -305,8 +317,15 @@ impl Task {
         self.affinity.store(p.affinity.0, Ordering::Release);
     }
 
+    /// The dead task's stack, once its context has switched out for good (retired: it can
+    /// never run again).
     pub(super) fn take_stack(&self) -> Option<KernelStack> {
-        self.stack.lock().take()
+        self.ctx.retire()
+    }
+
+    /// Makes this (idle) task's context the one the calling CPU runs now: its boot stack.
+    pub(super) fn adopt_running_context(&self) {
+        self.ctx.adopt_running();
     }
 
     pub(super) fn take_entry(&self) -> Option<Entry> {
@@ -480,7 +499,7 @@ pub(super) fn new_task(
         cpu: AtomicU32::new(cpu),
         on_rq: AtomicBool::new(false),
         on_cpu: AtomicBool::new(is_idle),
-        wake_next: AtomicPtr::new(core::ptr::null_mut()),
+        wake_link: WakeLink::new(),
         wake_queued: AtomicBool::new(false),
         core_exited: AtomicBool::new(false),
         left_group: AtomicBool::new(false),
@@ -490,8 +509,7 @@ pub(super) fn new_task(
         autogroup: AtomicU32::new(0),
         se_group: AtomicU32::new(0),
         rr_remaining_ns: AtomicU64::new(super::rr_timeslice_ns()),
-        ctx: UnsafeCell::new(Context::default()),
-        stack: IrqLock::new(stack),
+        ctx: TaskContext::new(stack),
         entry: IrqLock::new(None),
         stats: TaskStats::default(),
         dirty: Default::default(),
@@ -548,12 +566,9 @@ pub(super) fn set_entry(task: &Task, entry: Entry) {
     *task.entry.lock() = Some(entry);
 }
 
-/// Prepares the new task's first context (its stack starts in `start`).
-pub(super) fn init_context(task: &Task, start: extern "C" fn(u64) -> !) {
-    let top = task.stack.lock().as_ref().map(|s| s.top()).unwrap_or(0);
-    // SAFETY: the stack was just allocated for this task alone; `start` never returns; the
-    // task is not running anywhere yet, so writing its context is exclusive.
-    unsafe { *task.ctx.get() = Context::new_task(top, start, task as *const Task as u64) };
+/// Prepares the new task's first context (it starts in `start`, on its own stack).
+pub(super) fn init_context(task: &Task, start: fn() -> !) {
+    task.ctx.start(start);
 }
 
 /// Waits for task `tid` (a child or any task) to exit and reaps it; returns its exit code.

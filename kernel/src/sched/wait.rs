@@ -10,9 +10,7 @@ use super::task::{Task, TaskState};
 use crate::sync::IrqLock;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
-use core::cell::UnsafeCell;
-use core::ops::{Deref, DerefMut};
-use core::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use core::sync::atomic::{AtomicI64, Ordering};
 
 /// Tasks waiting for something.
 pub struct WaitQueue {
@@ -105,10 +103,8 @@ impl WaitQueue {
         let _defer = super::signal::DeferFatal::new();
         let me = super::current();
         let cpu = crate::percpu::cpu_id();
-        let raw = Arc::into_raw(me.clone()) as u64;
-        let Some(timer) = crate::timer::arm(cpu, deadline_ns, super::wake_from_timer, raw) else {
-            // SAFETY: not handed to a timer: take the reference back.
-            drop(unsafe { Arc::from_raw(raw as *const Task) });
+        // The timer holds a reference to the task until it fires or is cancelled.
+        let Some(timer) = framework::task::timer::arm(cpu, deadline_ns, me.clone()) else {
             return false;
         };
         let done = loop {
@@ -125,10 +121,7 @@ impl WaitQueue {
             }
         };
         self.leave(&me);
-        if crate::timer::cancel(cpu, timer) {
-            // SAFETY: the cancelled timer will never run, so its reference is ours again.
-            drop(unsafe { Arc::from_raw(raw as *const Task) });
-        }
+        timer.cancel();
         done
     }
 
@@ -178,73 +171,26 @@ impl WaitQueue {
     }
 }
 
-/// A sleeping mutual-exclusion lock (tasks block instead of spinning).
-pub struct Mutex<T> {
-    locked: AtomicBool,
-    wq: WaitQueue,
-    data: UnsafeCell<T>,
-}
+/// A sleeping mutual-exclusion lock (tasks block instead of spinning): the framework's
+/// [`SleepMutex`](framework::task::SleepMutex), its waiters asleep on a [`WaitQueue`].
+pub type Mutex<T> = framework::task::SleepMutex<T, WaitQueue>;
 
-// SAFETY: the data is only reachable through a guard, and `locked` admits one guard at a time.
-unsafe impl<T: Send> Sync for Mutex<T> {}
-// SAFETY: as above.
-unsafe impl<T: Send> Send for Mutex<T> {}
+/// Proof of holding a [`Mutex`].
+pub type MutexGuard<'a, T> = framework::task::SleepMutexGuard<'a, T, WaitQueue>;
 
-pub struct MutexGuard<'a, T> {
-    m: &'a Mutex<T>,
-}
+impl framework::task::WaitStrategy for WaitQueue {
+    const NEW: Self = WaitQueue::new();
 
-impl<T> Mutex<T> {
-    pub const fn new(v: T) -> Self {
-        Self { locked: AtomicBool::new(false), wq: WaitQueue::new(), data: UnsafeCell::new(v) }
+    fn wait_until(&self, cond: impl FnMut() -> bool) {
+        WaitQueue::wait_until(self, cond)
     }
 
-    fn try_acquire(&self) -> bool {
-        self.locked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+    fn wait_until_uninterruptible(&self, cond: impl FnMut() -> bool) {
+        WaitQueue::wait_until_uninterruptible(self, cond)
     }
 
-    pub fn lock(&self) -> MutexGuard<'_, T> {
-        if !self.try_acquire() {
-            self.wq.wait_until(|| self.try_acquire());
-        }
-        MutexGuard { m: self }
-    }
-
-    /// [`lock`](Self::lock) whose wait a fatal signal does not end (Linux's
-    /// `mutex_lock` against `mutex_lock_killable`): for callers inside a `DeferFatal` section
-    /// that must not die before they undo what they hold (a page cache page locked, a page
-    /// under writeback).
-    pub fn lock_uninterruptible(&self) -> MutexGuard<'_, T> {
-        if !self.try_acquire() {
-            self.wq.wait_until_uninterruptible(|| self.try_acquire());
-        }
-        MutexGuard { m: self }
-    }
-
-    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        self.try_acquire().then_some(MutexGuard { m: self })
-    }
-}
-
-impl<T> Deref for MutexGuard<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // SAFETY: the guard holds the lock.
-        unsafe { &*self.m.data.get() }
-    }
-}
-
-impl<T> DerefMut for MutexGuard<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: the guard holds the lock exclusively.
-        unsafe { &mut *self.m.data.get() }
-    }
-}
-
-impl<T> Drop for MutexGuard<'_, T> {
-    fn drop(&mut self) {
-        self.m.locked.store(false, Ordering::Release);
-        self.m.wq.wake_one();
+    fn wake_one(&self) -> bool {
+        WaitQueue::wake_one(self)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::task::{Task, TaskState};
 use super::{
-    balance, class, enqueue_task, hrtick, online_mask, reserve, rq_of, rqlock, this_cpu, update_counts, update_curr, wakeup_preempt, Rq,
+    balance, class, enqueue_task, hrtick, online_mask, reserve, rq_of, rqlock, this_cpu, update_counts, update_curr, wakeup_preempt,
     RqInner,
 };
 use crate::percpu;
@@ -236,22 +236,14 @@ fn queue_wakeup(task: &Arc<Task>, cpu: u32) {
 /// list with a reference of its own, counts it in `wake_pending` there and tells the CPU.
 fn push_wakeup(task: &Arc<Task>, cpu: u32) {
     let rq = rq_of(cpu);
-    let raw = Arc::into_raw(task.clone()) as *mut Task;
     let pending = rq.wake_pending.fetch_add(1, Ordering::SeqCst) + 1;
     reserve::note_wakeup_queued(cpu, pending);
-    let mut head = rq.wake_list.load(Ordering::SeqCst);
-    loop {
-        task.wake_next.store(head, Ordering::Relaxed);
-        match rq.wake_list.compare_exchange_weak(head, raw, Ordering::SeqCst, Ordering::SeqCst) {
-            Ok(_) => break,
-            Err(h) => head = h,
-        }
-    }
+    let was_empty = rq.wake_list.push(task.clone());
     // Only the wakeup that found the list empty tells the CPU (Linux's `llist_add` in
     // `__smp_call_single_queue`): the later ones join a list whose drain is already asked for
     // and takes them all (a drain detaches the whole list, so a push after it finds it empty).
     // Under `bench hackbench` this was an IPI per remote wakeup, ~6000 a second per CPU.
-    if !head.is_null() {
+    if !was_empty {
         return;
     }
     // A polling idle CPU sees `need_resched` (its `__schedule` drains the list first); any
@@ -282,27 +274,12 @@ pub fn ttwu_pending() {
         return;
     }
     let cpu = this_cpu();
-    if rq_of(cpu.cpu_id).wake_list.load(Ordering::Relaxed).is_null() {
+    if rq_of(cpu.cpu_id).wake_list.is_empty(Ordering::Relaxed) {
         return;
     }
-    let mut next = rq_of(cpu.cpu_id).wake_list.swap(core::ptr::null_mut(), Ordering::SeqCst);
-    // The list is newest first: reverse it so that wakeups are queued in the order they came.
-    let mut oldest_first: *mut Task = core::ptr::null_mut();
-    while !next.is_null() {
-        // SAFETY: every entry was pushed by `queue_wakeup` with one leaked `Arc` reference,
-        // which taking the list (the swap above) made ours; `wake_next` is only written by
-        // the pusher before the push and by us now.
-        let after = unsafe { (*next).wake_next.load(Ordering::Relaxed) };
-        // SAFETY: as above.
-        unsafe { (*next).wake_next.store(oldest_first, Ordering::Relaxed) };
-        oldest_first = next;
-        next = after;
-    }
-    let mut next = oldest_first;
-    while !next.is_null() {
-        // SAFETY: as above: one leaked reference per entry, now owned here.
-        let task = unsafe { Arc::from_raw(next as *const Task) };
-        next = task.wake_next.swap(core::ptr::null_mut(), Ordering::Relaxed);
+    // Oldest first, so that wakeups are queued in the order they came.
+    let mut drain = rq_of(cpu.cpu_id).wake_list.take_all();
+    while let Some(task) = drain.next() {
         let _p = task.params.lock();
         // Another path may have queued it meanwhile (a migration after an affinity change,
         // which also holds `params`); a signal may have changed its state.
@@ -329,9 +306,8 @@ pub fn ttwu_pending() {
         if !queued {
             // It and the rest wait for the refill: back on the list, still `wake_queued` (so no
             // other path queues it) and still counted in `wake_pending`.
-            task.wake_next.store(next, Ordering::Relaxed);
             drop(_p);
-            requeue_wake_list(rq_of(cpu.cpu_id), Arc::into_raw(task) as *mut Task);
+            drain.requeue(task);
             reserve::note_wakeup_deferred(cpu.cpu_id);
             return;
         }
@@ -339,31 +315,6 @@ pub fn ttwu_pending() {
         task.wake_queued.store(false, Ordering::Release);
         drop(_p);
         rq_of(cpu.cpu_id).wake_pending.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// Puts a chain of wake-list entries taken by [`ttwu_pending`] (linked through `wake_next`,
-/// each holding its leaked reference) back on `rq`'s wake list, in front of what was pushed
-/// since.
-fn requeue_wake_list(rq: &Rq, first: *mut Task) {
-    let mut last = first;
-    loop {
-        // SAFETY: `first`..`last` are entries this drain took off the list (see
-        // `ttwu_pending`): alive through their leaked references, linked only by us.
-        let after = unsafe { (*last).wake_next.load(Ordering::Relaxed) };
-        if after.is_null() {
-            break;
-        }
-        last = after;
-    }
-    let mut head = rq.wake_list.load(Ordering::SeqCst);
-    loop {
-        // SAFETY: as above; `last` ends the chain, so its link is ours to set.
-        unsafe { (*last).wake_next.store(head, Ordering::Relaxed) };
-        match rq.wake_list.compare_exchange_weak(head, first, Ordering::SeqCst, Ordering::SeqCst) {
-            Ok(_) => return,
-            Err(h) => head = h,
-        }
     }
 }
 

@@ -228,18 +228,8 @@ fn state_letter(s: TaskState) -> u8 {
 
 /// The task column: the task running on this CPU (`<idle>`/0 for idle). Interrupts are off.
 pub fn current_ctx() -> (Comm, u32) {
-    let ptr = crate::sched::this_rq().current.load(Ordering::Acquire);
-    if ptr.is_null() {
-        return (Comm::new(ftrace::IDLE_COMM), 0);
-    }
-    // SAFETY: `rq.current` is this CPU's running task, kept alive by the run queue's `curr`
-    // Arc; with interrupts off on this CPU it cannot be switched away (and freed) meanwhile.
-    let t = unsafe { &*ptr };
-    if t.is_idle {
-        (Comm::new(ftrace::IDLE_COMM), 0)
-    } else {
-        (Comm::new(&t.name), t.tid)
-    }
+    crate::sched::signal::with_current(|t| if t.is_idle { (Comm::new(ftrace::IDLE_COMM), 0) } else { (Comm::new(&t.name), t.tid) })
+        .unwrap_or((Comm::new(ftrace::IDLE_COMM), 0))
 }
 
 #[cold]

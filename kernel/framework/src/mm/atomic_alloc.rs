@@ -7,7 +7,7 @@
 //! global heap lock (a per-CPU cache refill), and a CPU spinning there with interrupts off
 //! while the host has descheduled the holder's vCPU keeps its own timer out for a host
 //! timeslice. Structures used in those sections reserve their capacity beforehand, outside
-//! (`cadence_sched::slotvec`, `Rq::reserve`).
+//! (`cadence_sched::slotvec`, the kernel's `Rq::reserve`).
 //!
 //! The heap calls [`note`] on every allocation; with interrupts on it returns at once. With
 //! them off it counts the allocation against the site where this CPU's interrupts-off section

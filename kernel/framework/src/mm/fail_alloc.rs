@@ -33,35 +33,43 @@ static INJECTED: AtomicU64 = AtomicU64::new(0);
 /// xorshift state (any non-zero seed; the sequence need not replay).
 static RNG: AtomicU64 = AtomicU64::new(0x9E37_79B9_7F4A_7C15);
 
+/// `debug.fail_alloc.probability`: the percent (0..=100) of candidate calls that fail; 0 = off.
 pub fn probability() -> u32 {
     PROBABILITY.load(Ordering::Relaxed)
 }
 
-/// 0..=100, else EINVAL (checked by the sysctl).
+/// Sets the probability in percent, clamped to 100 (the sysctl rejects larger values with EINVAL).
+/// Any context; takes effect at the next [`should_fail`].
 pub fn set_probability(p: u32) {
     PROBABILITY.store(p.min(100), Ordering::Relaxed);
 }
 
+/// `debug.fail_alloc.interval`: only every `interval`-th call is a candidate (≥ 1; 1 = every call).
 pub fn interval() -> u64 {
     INTERVAL.load(Ordering::Relaxed)
 }
 
+/// Sets the interval (0 acts as 1). The call count it divides is reset only by [`Settings::apply`].
 pub fn set_interval(n: u64) {
     INTERVAL.store(n.max(1), Ordering::Relaxed);
 }
 
+/// `debug.fail_alloc.times`: failures left to inject (-1 = no limit, 0 = none left).
 pub fn times() -> i64 {
     TIMES.load(Ordering::Relaxed)
 }
 
+/// Sets the failures left (values below -1 act as -1, no limit).
 pub fn set_times(n: i64) {
     TIMES.store(n.max(-1), Ordering::Relaxed);
 }
 
+/// `debug.fail_alloc.verbose`: 0 silent, anything else prints one `FAULT_INJECTION` line per failure.
 pub fn verbose() -> u32 {
     VERBOSE.load(Ordering::Relaxed)
 }
 
+/// Sets the verbosity (see [`verbose`]).
 pub fn set_verbose(v: u32) {
     VERBOSE.store(v, Ordering::Relaxed);
 }
@@ -132,17 +140,24 @@ fn next_random() -> u64 {
 /// Injection settings, saved and restored around a test or a stress run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Settings {
+    /// See [`probability`].
     pub probability: u32,
+    /// See [`interval`].
     pub interval: u64,
+    /// See [`times`].
     pub times: i64,
+    /// See [`verbose`].
     pub verbose: u32,
 }
 
 impl Settings {
+    /// The settings in force now.
     pub fn current() -> Self {
         Settings { probability: probability(), interval: interval(), times: times(), verbose: verbose() }
     }
 
+    /// Puts these settings in force (clamped like the setters) and restarts the interval's call
+    /// count. Not atomic as a whole: a concurrent [`should_fail`] may see a mix of old and new.
     pub fn apply(self) {
         set_probability(self.probability);
         set_interval(self.interval);

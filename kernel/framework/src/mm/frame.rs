@@ -6,7 +6,7 @@
 //! [`take_low_page`]); the bitmap's own frames are marked used. `free_frames()` is exact, so
 //! tests can check that memory returns to its baseline.
 //!
-//! Every frame [`alloc`] hands out is zeroed (a whole-frame write), and not only for hygiene:
+//! Every frame [`alloc()`] hands out is zeroed (a whole-frame write), and not only for hygiene:
 //! memory the memory map calls usable may have held code that ran before the kernel (the BIOS
 //! bootloader's stage 4 sits at 1.2 MiB; under UEFI, the firmware's boot-services code).
 //! QEMU's TCG keeps the translations of that code until every byte of it is overwritten, and
@@ -21,7 +21,7 @@
 
 //!
 //! # Watermarks
-//! [`alloc`] follows Linux's watermarks (`cadence_vm::watermark`, whose module doc has the
+//! [`alloc()`] follows Linux's watermarks (`cadence_vm::watermark`, whose module doc has the
 //! formulas and the table of what each context may use): the fast path checks `low`, the slow
 //! path `min`, minus the reserve of the caller's context — interrupts off counts as atomic, a
 //! task in the RT class as an RT task under `vm.rt_alloc_reserve` (`seed`, the default: half
@@ -38,6 +38,7 @@ use bootloader_api::info::{MemoryRegionKind, MemoryRegions};
 use cadence_vm::watermark::{self, AllocContext, Decision, RtReserve, Watermarks};
 use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
+/// Size of a physical frame, and of a page, in bytes (4 KiB; Linux's `PAGE_SIZE`).
 pub const FRAME_SIZE: u64 = 4096;
 const LOW_MEMORY_END: u64 = 0x10_0000;
 
@@ -217,7 +218,7 @@ pub fn alloc() -> Option<u64> {
     alloc_as(caller_context())
 }
 
-/// [`alloc`] for an explicit context.
+/// [`alloc()`] for an explicit context.
 pub fn alloc_as(ctx: AllocContext) -> Option<u64> {
     let phys = alloc_dirty(ctx)?;
     // SAFETY: just allocated, ours alone (done outside the allocator's lock).
@@ -225,7 +226,7 @@ pub fn alloc_as(ctx: AllocContext) -> Option<u64> {
     Some(phys)
 }
 
-/// One frame, as it was left (see [`alloc`]).
+/// One frame, as it was left (see [`alloc()`]).
 fn alloc_dirty(ctx: AllocContext) -> Option<u64> {
     let mode = rt_reserve();
     let mut after_reclaim = false;
@@ -343,7 +344,7 @@ pub struct PageTableFrames {
 }
 
 impl PageTableFrames {
-    /// The caller's context (what [`alloc`] would use here).
+    /// The caller's context (what [`alloc()`] would use here).
     pub fn for_caller() -> PageTableFrames {
         PageTableFrames { ctx: caller_context() }
     }
@@ -353,6 +354,7 @@ impl PageTableFrames {
 /// (the stack region reuses them), so leak checks compare `free_frames() + page_table_frames()`.
 static PAGE_TABLE_FRAMES: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
 
+/// Number of frames handed out as page tables since boot (they are never freed). Any context.
 pub fn page_table_frames() -> u64 {
     PAGE_TABLE_FRAMES.load(core::sync::atomic::Ordering::Relaxed)
 }

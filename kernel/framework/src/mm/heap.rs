@@ -7,7 +7,7 @@
 //! per-CPU free lists, one per size class (16, 32, …, 512 bytes), like Linux's per-CPU slab
 //! freelists: without them every small allocation would take the global heap lock, and one
 //! made with interrupts off would spin there while a vCPU holding it is descheduled by the
-//! host. (The scheduler itself no longer allocates with interrupts off: see `sched::reserve`
+//! host. (The scheduler itself no longer allocates with interrupts off: see the kernel's `sched::reserve`
 //! and the detector in [`super::atomic_alloc`].) A list is refilled from, and trimmed back to,
 //! the global heap [`BATCH`] blocks per global-lock acquisition, so the global lock is taken
 //! about once per `BATCH` small allocations.
@@ -32,7 +32,8 @@ use linked_list_allocator::Heap;
 /// counts sizes in `(2^(b-1), 2^b]` (bucket 0: sizes 0 and 1). Like `/proc/slabinfo`'s active
 /// objects: what the chaos stress prints when the heap did not return to its baseline.
 static LIVE_BY_SIZE: [[AtomicIsize; SIZE_BUCKETS]; MAX_CPUS] = [const { [const { AtomicIsize::new(0) }; SIZE_BUCKETS] }; MAX_CPUS];
-/// Buckets of [`LIVE_BY_SIZE`]: up to 2^31 bytes.
+/// Number of size buckets [`live_by_size`] reports: up to 2^31 bytes (the last bucket also counts
+/// anything larger).
 pub const SIZE_BUCKETS: usize = 32;
 
 fn size_bucket(size: usize) -> usize {
@@ -108,6 +109,9 @@ fn class_layout(ci: usize) -> Layout {
     Layout::from_size_align(size, size.min(64)).unwrap_or(Layout::new::<FreeBlock>())
 }
 
+/// The kernel's `#[global_allocator]`: per-CPU caches of small blocks over one global heap behind
+/// an [`IrqLock`] (module doc). Any context once [`init`] has run; an allocation it cannot
+/// satisfy returns null.
 pub struct KernelHeap(IrqLock<Heap>);
 
 #[global_allocator]

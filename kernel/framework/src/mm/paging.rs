@@ -1,7 +1,7 @@
 //! Page-table helpers over the bootloader's page tables (one address space, shared by all
 //! CPUs), using the `x86_64` crate's `OffsetPageTable` on the physical-memory mapping.
 //!
-//! All modifications go through [`PAGE_TABLES`] (an [`IrqLock`]), so two CPUs never edit the
+//! All modifications go through `PAGE_TABLES` (an [`IrqLock`]), so two CPUs never edit the
 //! tables at once. Unmapping flushes the local TLB entry; the caller is responsible for remote
 //! CPUs (see `stack`, whose slots are only touched by their owner).
 
@@ -16,9 +16,13 @@ static PAGE_TABLES: IrqLock<()> = IrqLock::new(());
 /// Errors from the mapping helpers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MapError {
+    /// No frame for a page table the mapping needs (the caller's watermark refused it).
     OutOfFrames,
+    /// The page is already mapped.
     AlreadyMapped,
+    /// The page is not mapped.
     NotMapped,
+    /// A huge page already covers the address: no 4 KiB page can go there.
     HugePage,
 }
 

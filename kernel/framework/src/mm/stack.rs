@@ -16,7 +16,9 @@ use crate::sync::IrqLock;
 use alloc::vec::Vec;
 use x86_64::structures::paging::PageTableFlags;
 
+/// Virtual start of the stack region (level-4 entry 384, which [`init`] checks is unused).
 pub const STACK_REGION: u64 = 0xffff_c000_0000_0000;
+/// Virtual size of one stack slot in bytes (256 KiB): the stack at its top, unmapped guard below.
 pub const SLOT_SIZE: u64 = 256 * 1024;
 const PAGE: u64 = 4096;
 
@@ -36,7 +38,8 @@ static SLOTS: IrqLock<Slots> = IrqLock::new(Slots { next: STACK_REGION, free: Ve
 /// Cached stacks kept mapped before `reclaim_if_needed` unmaps them.
 pub const CACHE_LIMIT: usize = 64;
 
-/// A kernel stack; unmapped and its frames freed on drop.
+/// A mapped kernel stack with an unmapped guard below it; on drop it joins the cache of mapped
+/// stacks (any context, allocates nothing), unmapped later by [`reclaim`].
 #[derive(Debug)]
 pub struct KernelStack {
     base: u64,
@@ -46,7 +49,9 @@ pub struct KernelStack {
 /// Why a stack could not be made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StackError {
+    /// The size is 0 or larger than a slot minus its guard page ([`SLOT_SIZE`] − 4 KiB).
     TooLarge,
+    /// No frame or page table was left, or failure injection (site `kernel_stack`) refused.
     OutOfMemory,
 }
 

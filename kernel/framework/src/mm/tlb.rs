@@ -1,11 +1,11 @@
 //! TLB shootdown: every online CPU flushes its TLB after kernel mappings were removed
 //! (`mm::stack` unmaps freed kernel stacks and reuses their slots only after this).
 //!
-//! Protocol: the initiator bumps the global generation [`TLB_GEN`], flushes its own TLB, sets
+//! Protocol: the initiator bumps the global generation `TLB_GEN`, flushes its own TLB, sets
 //! `IPI_REQ_TLB` in each other online CPU's requests and sends it a call-function IPI; each
-//! CPU flushes and records the generation it flushed for (its [`FLUSHED`]); the initiator
+//! CPU flushes and records the generation it flushed for (its `FLUSHED`); the initiator
 //! waits until every CPU's recorded generation reaches its own. One shootdown at a time
-//! ([`SHOOTDOWN`]).
+//! (`SHOOTDOWN`).
 
 use crate::percpu::PerCpuVar;
 use core::sync::atomic::{AtomicU64, Ordering};

@@ -139,7 +139,7 @@ static STARTED_NS: AtomicU64 = AtomicU64::new(0);
 static STOPPED_NS: AtomicU64 = AtomicU64::new(0);
 /// `interrupts::counters()` (reschedule and call-function IPIs) when tracing started.
 static IPIS_AT_START: [AtomicU64; 2] = [ZERO; 2];
-/// `sched::resched_ipis_sent()` when tracing started.
+/// The scheduler's reschedule IPIs sent, by reason, as [`start`] was given them.
 static SENT_AT_START: [AtomicU64; 3] = [ZERO; 3];
 static SLOTS: [CpuSlot; MAX_CPUS] = [SLOT; MAX_CPUS];
 
@@ -256,7 +256,7 @@ pub fn off_site() -> Option<&'static Location<'static>> {
 /// * *held*: the part of the last interrupts-off section (the one whose end let the interrupt
 ///   in) after the deadline: time the interrupt may have waited for this CPU;
 /// * *off in the window*: every interrupts-off section after the deadline, from the recent
-///   ones this CPU remembers ([`RECENT`]; a window holding more is counted as *truncated*).
+///   ones this CPU remembers (the last 64; a window holding more is counted as *truncated*).
 ///   Between those sections interrupts were on, if only briefly: an interrupt already raised
 ///   would have been taken there, unless the gap was a lone `sti; cli` (x86 delivers nothing
 ///   in the instruction after `sti`). So the time before the last section is mostly the
@@ -344,6 +344,7 @@ pub fn stop() {
     }
 }
 
+/// Whether the tracer is recording (between [`start`] and [`stop`]). Any context.
 pub fn active() -> bool {
     ACTIVE.load(Ordering::Relaxed)
 }
@@ -351,8 +352,11 @@ pub fn active() -> bool {
 /// One recorded section.
 #[derive(Clone, Copy, Debug)]
 pub struct Section {
+    /// Its length in ns.
     pub ns: u64,
+    /// Where interrupts went off (or the handler was entered); `None` if unknown.
     pub start: Option<&'static Location<'static>>,
+    /// Where they came back on (or the handler returned); `None` if unknown.
     pub end: Option<&'static Location<'static>>,
 }
 
@@ -388,6 +392,7 @@ pub fn sections(cpu: usize) -> ([Option<Section>; TOP], u64) {
     }
 }
 
+/// Displays a section's site as `file:line:col` (without a leading `src/`), or `?` if unknown.
 pub struct Site(pub Option<&'static Location<'static>>);
 
 impl core::fmt::Display for Site {

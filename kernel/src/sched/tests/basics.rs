@@ -69,13 +69,13 @@ fn affinity_is_honoured_through_balancing_and_changes() {
             let t = &tasks[i];
             for c in crate::percpu::online_cpus() {
                 crate::kprintln!(
-                    "cpu {}: need_resched={} preempt_count={} switches={} current={}",
+                    "cpu {}: need_resched={} preempt_count={} switches={} current={:?}",
                     c.cpu_id,
                     crate::sched::rq_of(c.cpu_id).need_resched.load(Ordering::Relaxed),
                     c.preempt_count.load(Ordering::Relaxed),
                     crate::sched::rq_of(c.cpu_id).nr_switches.load(Ordering::Relaxed),
-                    // SAFETY: only read for a diagnostic; `current` is always a live task.
-                    unsafe { crate::sched::rq_of(c.cpu_id).current.load(Ordering::Relaxed).as_ref().map_or(0, |t| t.tid) },
+                    // Without waiting: the CPU may be stuck holding its lock (None then).
+                    crate::sched::rq_of(c.cpu_id).lock.try_lock().and_then(|g| g.curr.as_ref().map(|t| t.tid)),
                 );
             }
             crate::kprintln!(

@@ -2,7 +2,7 @@
 //!
 //! Every CPU's LAPIC appears at the same physical address (from the MADT or IA32_APIC_BASE),
 //! reached through the kernel's physical-memory mapping. Registers are the typed [`Reg`]
-//! constants; all accesses are 32-bit volatile reads/writes done in [`read`]/[`write`].
+//! constants; all accesses are 32-bit volatile reads/writes done in [`read`]/[`write()`].
 //!
 //! Vectors (see also `idt`): timer 0x20, reschedule IPI 0x21, call-function IPI 0x22, error
 //! 0xfe, spurious 0xff.
@@ -16,30 +16,55 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use volatile::VolatilePtr;
 
+/// IDT vector of the LAPIC timer interrupt (Linux's `LOCAL_TIMER_VECTOR`): expires this CPU's
+/// [`crate::timer`]s, the periodic tick among them.
 pub const TIMER_VECTOR: u8 = 0x20;
+/// IDT vector of the reschedule IPI (Linux's `RESCHEDULE_VECTOR`): the target CPU runs the
+/// kernel's reschedule upcall and may preempt at interrupt exit.
 pub const RESCHEDULE_VECTOR: u8 = 0x21;
+/// IDT vector of the call-function IPI (Linux's `CALL_FUNCTION_VECTOR`): the target CPU serves
+/// the request bits set in its `PerCpu::ipi_requests` (timer re-program, TLB flush, RT push).
 pub const CALL_FUNCTION_VECTOR: u8 = 0x22;
+/// IDT vector of LAPIC error interrupts (Linux's `ERROR_APIC_VECTOR`): the ESR is read and
+/// counted as unexpected.
 pub const ERROR_VECTOR: u8 = 0xfe;
+/// IDT vector the LAPIC raises for spurious interrupts (Linux's `SPURIOUS_APIC_VECTOR`); its
+/// handler sends no EOI (SDM vol. 3A §11.9).
 pub const SPURIOUS_VECTOR: u8 = 0xff;
 
 /// xAPIC register offsets (Intel SDM vol. 3A, table 11-1).
 #[derive(Clone, Copy, Debug)]
 #[repr(usize)]
 pub enum Reg {
+    /// Local APIC ID: the APIC id in bits 24..31.
     Id = 0x20,
+    /// Version and number of LVT entries.
     Version = 0x30,
+    /// Task Priority Register (TPR): 0 accepts interrupts of every priority.
     TaskPriority = 0x80,
+    /// End Of Interrupt: writing 0 acknowledges the in-service interrupt.
     Eoi = 0xb0,
+    /// Spurious Interrupt Vector Register (SVR): bit 8 software-enables the LAPIC.
     SpuriousVector = 0xf0,
+    /// Error Status Register (ESR): write it first to latch the errors, then read.
     ErrorStatus = 0x280,
+    /// Interrupt Command Register, low half: writing it sends the IPI.
     IcrLow = 0x300,
+    /// Interrupt Command Register, high half: the destination APIC id in bits 24..31.
     IcrHigh = 0x310,
+    /// LVT timer entry: vector, mode (one-shot or TSC-deadline) and mask bit.
     LvtTimer = 0x320,
+    /// LVT LINT0 entry (masked: no legacy PIC interrupts through the LAPIC).
     LvtLint0 = 0x350,
+    /// LVT LINT1 entry (masked).
     LvtLint1 = 0x360,
+    /// LVT error entry: routes LAPIC errors to [`ERROR_VECTOR`].
     LvtError = 0x370,
+    /// Timer initial count (divided input-clock ticks): writing it starts a one-shot count, 0 stops it.
     TimerInitialCount = 0x380,
+    /// Timer current count: the ticks left of the running count (read-only).
     TimerCurrentCount = 0x390,
+    /// Timer divide configuration (divide-by-16 here).
     TimerDivide = 0x3e0,
 }
 
@@ -73,10 +98,14 @@ fn reg_ptr(reg: Reg) -> VolatilePtr<'static, u32> {
     unsafe { VolatilePtr::new(ptr) }
 }
 
+/// Reads the calling CPU's LAPIC register `reg` (each CPU sees its own LAPIC at the same
+/// address). Any context, but only after [`set_base`].
 pub fn read(reg: Reg) -> u32 {
     reg_ptr(reg).read()
 }
 
+/// Writes `value` to the calling CPU's LAPIC register `reg`. Any context, after [`set_base`];
+/// to send an IPI use [`send_ipi`], which waits for the ICR and keeps its two writes together.
 pub fn write(reg: Reg, value: u32) {
     reg_ptr(reg).write(value)
 }
@@ -126,10 +155,13 @@ pub fn timer_hz() -> u64 {
     TIMER_HZ.load(Ordering::Relaxed)
 }
 
+/// The periodic tick rate in Hz (Linux's `HZ`, here a runtime setting; 250 by default).
 pub fn tick_hz() -> u32 {
     TICK_HZ.load(Ordering::Relaxed)
 }
 
+/// Sets the tick rate in Hz (0 acts as 1). Each CPU's tick re-reads it when it re-arms, so the
+/// new period takes effect from every CPU's next tick; any context.
 pub fn set_tick_hz(hz: u32) {
     TICK_HZ.store(hz, Ordering::Relaxed);
 }

@@ -11,9 +11,13 @@ use raw_cpuid::{CpuId, TopologyType};
 /// Where a CPU sits: package (socket), core within the package, SMT thread within the core.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Topology {
+    /// The APIC id decoded (the x2APIC id of leaf 0xB, else leaf 1's 8-bit initial APIC id).
     pub apic_id: u32,
+    /// Package (socket) number: the APIC id above the core bits.
     pub package: u32,
+    /// Core number within the package.
     pub core: u32,
+    /// SMT thread number within the core (0 without SMT).
     pub thread: u32,
 }
 

@@ -13,8 +13,11 @@ const SEL_FILE_DIR: u16 = 0x0019;
 /// One file in the fw_cfg directory.
 #[derive(Clone, Debug)]
 pub struct FwCfgFile {
+    /// The name the host gave it, e.g. `opt/cadence/cmdline` (at most 56 bytes, lossy UTF-8).
     pub name: String,
+    /// Its length in bytes.
     pub size: u32,
+    /// The selector key that makes the data port read this file.
     pub select: u16,
 }
 

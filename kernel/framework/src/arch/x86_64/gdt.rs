@@ -12,15 +12,23 @@ use ::x86_64::structures::gdt::{Descriptor, GlobalDescriptorTable, SegmentSelect
 use ::x86_64::structures::tss::TaskStateSegment;
 use alloc::boxed::Box;
 
+/// TSS interrupt-stack-table slot (0-based, as the IDT entry's stack index) of the double-fault
+/// stack, so a fault on a kernel stack's guard page still has a stack (Linux's `IST_INDEX_DF`).
 pub const DOUBLE_FAULT_IST: u16 = 0;
+/// IST slot of the NMI stack: an NMI can arrive on any stack, even one that just overflowed
+/// (Linux's `IST_INDEX_NMI`).
 pub const NMI_IST: u16 = 1;
 const IST_STACK_SIZE: usize = 16 * 1024;
 
 /// The descriptor tables of one CPU (leaked: they live as long as the CPU).
 pub struct CpuTables {
+    /// This CPU's GDT: null, kernel code, kernel data, TSS.
     pub gdt: &'static GlobalDescriptorTable,
+    /// This CPU's TSS, holding its IST stacks.
     pub tss: &'static TaskStateSegment,
+    /// Selector of the 64-bit kernel code segment (loaded into CS).
     pub code: SegmentSelector,
+    /// Selector of the kernel data segment (loaded into SS, DS and ES).
     pub data: SegmentSelector,
 }
 

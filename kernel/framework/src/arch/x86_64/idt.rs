@@ -5,7 +5,7 @@
 //! then the kernel stops: it exits QEMU with the failure code (so a test run fails) or halts.
 //! Double fault and NMI run on their own IST stacks.
 //!
-//! Device/IPI vectors: `apic::TIMER_VECTOR` → [`crate::interrupts::timer_tick`],
+//! Device/IPI vectors: `apic::TIMER_VECTOR` → `crate::interrupts::lapic_timer` (this CPU's [`crate::timer`]s),
 //! `RESCHEDULE_VECTOR` and `CALL_FUNCTION_VECTOR` → `crate::interrupts`,
 //! `interrupts::COM1_VECTOR` (COM1 receive, ISA IRQ 4 through the I/O APIC) → `crate::interrupts::com1`,
 //! `interrupts::VIRTIO_BLK_VECTOR` (the virtio disk's INTx, level-triggered) → the handler the kernel's driver registered (`crate::interrupts::register`),

@@ -16,11 +16,15 @@ const LEVEL_TRIGGERED: u32 = 1 << 15;
 #[derive(Clone, Copy, Debug)]
 pub struct IoApic {
     virt: u64,
+    /// The chip's id as the MADT gives it (compare [`IoApic::hw_id`]).
     pub id: u8,
+    /// The first global system interrupt (GSI) it serves: its pin `n` is GSI `gsi_base + n`.
     pub gsi_base: u32,
 }
 
 impl IoApic {
+    /// The I/O APIC whose MMIO window is mapped at virtual address `virt`; nothing is accessed yet.
+    ///
     /// # Safety
     /// `virt` must map the I/O APIC's MMIO window (phys_offset + MADT address).
     pub unsafe fn new(virt: u64, id: u8, gsi_base: u32) -> Self {

@@ -4,7 +4,7 @@
 //!
 //! [`PortIoCam`] implements `virtio-drivers`' `ConfigurationAccess` over those two ports, so the
 //! crate's `PciRoot` (enumeration, capabilities, BAR sizing) and `PciTransport` work on it. The
-//! address/data pair is one critical section under [`CONFIG_LOCK`] (an `IrqLock`: a CPU taking
+//! address/data pair is one critical section under `CONFIG_LOCK` (an `IrqLock`: a CPU taking
 //! an interrupt between the two accesses must not have its address overwritten by a handler,
 //! and two CPUs must not interleave their pairs).
 

@@ -1,6 +1,6 @@
 //! The legacy 8259 PIC pair: remapped away from the exception vectors and fully masked, so
 //! only the local and I/O APICs deliver interrupts. A spurious PIC interrupt (IRQ 7/15) would
-//! arrive at `PIC_VECTOR_BASE + 7` / `+ 15`, which the IDT ignores.
+//! arrive at `PIC_VECTOR_BASE + 7` / `+ 15`, which the IDT counts as unexpected.
 
 use ::x86_64::instructions::port::Port;
 

@@ -4,6 +4,7 @@
 
 use ::x86_64::instructions::port::Port;
 
+/// The PIT's input clock in Hz (Linux's `PIT_TICK_RATE`): each channel counts down at this rate.
 pub const PIT_HZ: u64 = 1_193_182;
 
 /// Busy-waits for `ms` milliseconds (≤ 54) using PIT channel 2 and returns the TSC ticks that

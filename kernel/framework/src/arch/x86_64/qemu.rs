@@ -5,10 +5,13 @@
 
 use ::x86_64::instructions::port::Port;
 
+/// The value written to the isa-debug-exit port; QEMU's exit status is `(value << 1) | 1`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum ExitCode {
+    /// The run passed: QEMU exits with 33, which the runner reports as 0.
     Success = 0x10,
+    /// The run failed (a test, a panic, an exception): QEMU exits with 35, reported as 1.
     Failure = 0x11,
 }
 

@@ -129,8 +129,12 @@ pub struct Trampoline {
 /// Why the trampoline could not be installed.
 #[derive(Debug)]
 pub enum TrampolineError {
+    /// No free page below 1 MiB to hold it ([`Trampoline::install`] itself is handed a page and
+    /// never returns this).
     NoLowPage,
+    /// The BSP's top-level page table lies above 4 GiB: the trampoline loads CR3 as 32 bits.
     PageTablesAbove4G,
+    /// Identity-mapping the trampoline's page failed.
     Map(crate::mm::paging::MapError),
 }
 

@@ -15,11 +15,16 @@ static NS_PER_TICK_FP: AtomicU64 = AtomicU64::new(0);
 /// How the TSC frequency was found (reported at boot).
 #[derive(Clone, Copy, Debug)]
 pub enum TscSource {
+    /// CPUID leaf 0x15: crystal clock × TSC/crystal ratio (exact).
     Cpuid15,
+    /// CPUID leaf 0x16: the processor base frequency in MHz (rounded).
     Cpuid16,
+    /// Measured against PIT channel 2 (median of 3 × 10 ms).
     Pit,
 }
 
+/// Reads this CPU's time-stamp counter (`RDTSC`, not serializing: it may run ahead of earlier
+/// instructions). Any context; in TSC ticks, see [`hz`].
 #[inline]
 pub fn rdtsc() -> u64 {
     // SAFETY: RDTSC is available on every x86_64 CPU and has no side effects.

@@ -1,0 +1,89 @@
+//! Each CPU's running task ([`Current`]), readable without touching its reference count.
+
+use crate::percpu::MAX_CPUS;
+use alloc::sync::Arc;
+use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+
+/// One CPU's slot, a cache line of its own (written by its CPU at every switch).
+#[repr(align(64))]
+struct Slot<T> {
+    /// The running task: a reference of the slot's own (`Arc::into_raw`), or null.
+    task: AtomicPtr<T>,
+    /// How many [`Current::with`] borrows are live on this CPU (nested calls nest).
+    borrows: AtomicU32,
+}
+
+/// Every CPU's current task (Linux `current`, the `pcpu_hot.current_task` pointer).
+///
+/// Each CPU's slot holds a reference to its task, replaced only by that CPU with interrupts
+/// off ([`set`](Self::set), at a task switch). So with interrupts off a CPU may read its own
+/// slot's task without taking a reference ([`with`](Self::with)): nothing can replace it
+/// meanwhile. A slot is never read from another CPU.
+pub struct Current<T> {
+    slots: [Slot<T>; MAX_CPUS],
+}
+
+impl<T: Send + Sync> Default for Current<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Send + Sync> Current<T> {
+    /// No CPU has a current task yet.
+    pub const fn new() -> Self {
+        Self { slots: [const { Slot { task: AtomicPtr::new(core::ptr::null_mut()), borrows: AtomicU32::new(0) } }; MAX_CPUS] }
+    }
+
+    fn this_slot(&self) -> &Slot<T> {
+        &self.slots[crate::percpu::cpu_id() as usize & (MAX_CPUS - 1)]
+    }
+
+    /// Makes `next` the calling CPU's current task and returns the previous one. Interrupts
+    /// must be off (a task switch, or the CPU's bring-up); panics if they are on or if a
+    /// [`with`](Self::with) borrow of this CPU's task is live.
+    pub fn set(&self, next: &Arc<T>) -> Option<Arc<T>> {
+        assert!(!crate::irqflags::are_enabled(), "Current::set with interrupts on");
+        let slot = self.this_slot();
+        assert_eq!(slot.borrows.load(Ordering::Relaxed), 0, "Current::set while the current task is borrowed");
+        let old = slot.task.swap(Arc::into_raw(next.clone()) as *mut T, Ordering::AcqRel);
+        // SAFETY: a non-null slot value is a reference the slot owned (`into_raw` above, by an
+        // earlier `set`); swapping it out makes it ours.
+        (!old.is_null()).then(|| unsafe { Arc::from_raw(old) })
+    }
+
+    /// Runs `f` on the calling CPU's current task (`None` before the CPU has one), interrupts
+    /// off meanwhile: keep it short.
+    #[inline]
+    pub fn with<R>(&self, f: impl FnOnce(Option<&T>) -> R) -> R {
+        let irqs = crate::irqflags::save();
+        let slot = self.this_slot();
+        // Only this CPU, with interrupts off, touches its slot's count: no atomic read-modify-write.
+        let depth = slot.borrows.load(Ordering::Relaxed);
+        slot.borrows.store(depth + 1, Ordering::Relaxed);
+        let ptr = slot.task.load(Ordering::Acquire);
+        // SAFETY: the slot owns a reference to the task, and only this CPU replaces it, with
+        // interrupts off and no borrow live (`set` checks); interrupts stay off and the
+        // borrow count raised until `f` returns, so the task outlives the borrow.
+        let r = f(unsafe { ptr.as_ref() });
+        slot.borrows.store(depth, Ordering::Relaxed);
+        crate::irqflags::restore(irqs);
+        r
+    }
+
+    /// A reference to the calling CPU's current task (`None` before the CPU has one).
+    pub fn get(&self) -> Option<Arc<T>> {
+        let irqs = crate::irqflags::save();
+        let ptr = self.this_slot().task.load(Ordering::Acquire);
+        let task = (!ptr.is_null()).then(|| {
+            // SAFETY: as in `with`: the slot's reference keeps the task alive while interrupts
+            // are off; we add one for the returned Arc.
+            unsafe {
+                Arc::increment_strong_count(ptr);
+                Arc::from_raw(ptr)
+            }
+        });
+        crate::irqflags::restore(irqs);
+        task
+    }
+}
