@@ -138,6 +138,7 @@ compare-group: kernel boot-tool
 
 # The house rules as gates (part of `make test`): rustfmt (rustfmt.toml) and clippy with
 # every warning an error and every unsafe block documented (`// SAFETY:`), in both workspaces;
+# the framework's API docs without a warning (missing docs, broken links);
 # no `unsafe` outside the framework crate (tools/check-unsafe.py); the kernel crate's layers
 # (tools/check-layers.py, docs/design/layering.md); every doc reachable from README.md and no
 # broken link (tools/check-doc-links.py).
@@ -148,6 +149,7 @@ lint: setup
 	cd '$(ROOT)' && cargo clippy --release --workspace --all-targets -- $(CLIPPY_FLAGS)
 	cd '$(ROOT)/kernel' && cargo clippy --release --workspace -- $(CLIPPY_FLAGS)
 	cd '$(ROOT)/kernel' && cargo clippy --release --tests -- $(CLIPPY_FLAGS)
+	cd '$(ROOT)/kernel' && RUSTDOCFLAGS='-D warnings' cargo doc --release -p cadence-framework --no-deps -q
 	python3 '$(ROOT)/tools/check-unsafe.py'
 	python3 '$(ROOT)/tools/check-layers.py'
 	python3 '$(ROOT)/tools/check-doc-links.py'

@@ -12,7 +12,7 @@
 //!   preemption-disabling locks, the preemption count;
 //! - [`time`], [`timer`], [`interrupts`]: the clock, per-CPU timer queues, interrupt dispatch
 //!   and IPIs;
-//! - [`console`], [`platform`], [`smp`], [`panic`]: COM1, ACPI discovery, AP bring-up, the
+//! - [`console`], [`platform`], [`smp`], [`panic`](mod@panic): COM1, ACPI discovery, AP bring-up, the
 //!   panic handler;
 //! - [`mm`]: frames, the heap, page tables, kernel stacks, TLB shootdowns, the
 //!   atomic-allocation detector and failure injection;

@@ -3,7 +3,8 @@
 //! Each CPU owns one leaked [`PerCpu`]; IA32_GS_BASE points at it and its first field points at
 //! itself, so `mov reg, gs:[0]` yields `&PerCpu` without an MSR read. [`cpu_id`] is safe to call
 //! before the per-CPU area exists (it returns 0, the BSP). All CPUs' areas are also listed in
-//! [`CPUS`] (indexed by logical CPU id) for cross-CPU work such as IPIs and load balancing.
+//! a table (indexed by logical CPU id, read through [`get`] and [`online_cpus`]) for cross-CPU
+//! work such as IPIs and load balancing.
 //!
 //! [`PerCpu`] holds only what identifies a CPU, its bring-up and IPI state, and its
 //! preemption count (touched by every lock, so kept one GS load away). A subsystem's
