@@ -18,6 +18,8 @@
 //!   atomic-allocation detector and failure injection;
 //! - [`trace`]: the per-CPU trace rings and the irqsoff tracer;
 //! - [`virtio_hal`]: the `virtio-drivers` HAL over [`mm`];
+//! - [`virtio_blk`]: the virtio-blk disk's hardware half (discovery, interrupt acknowledge,
+//!   request submission through DMA buffers), under the kernel's `drivers::virtio_blk`;
 //! - [`upcalls`]: what the kernel registers for the framework to call.
 //!
 //! Lock order and the contracts of each API are stated in each module's documentation and in
@@ -47,4 +49,5 @@ pub mod time;
 pub mod timer;
 pub mod trace;
 pub mod upcalls;
+pub mod virtio_blk;
 pub mod virtio_hal;
