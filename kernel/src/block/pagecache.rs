@@ -8,9 +8,11 @@
 //!   writeback (two writes of one page in flight could land in the wrong order) and is not
 //!   reclaimed (a reader missing it would read the disk's older data);
 //! * `locked` (`PG_locked`): one task copies data in or out, or reads it from the disk; others
-//!   wait on [`PAGE_WAIT`]. Page data is only touched with the page locked, outside the
-//!   cache's lock, so interrupts stay on while 4 KiB are copied. A page is locked only inside
-//!   a `DeferFatal` section, and `writeback` is set and cleared inside one
+//!   wait on [`PAGE_WAIT`]. Locking a page takes its [`Frame`] out of the entry (a locked page
+//!   is one without its frame): the locking task owns it (in its `Locked`, or in writeback's
+//!   batch) and puts it back when it unlocks, so page data is touched only by its owner,
+//!   outside the cache's lock, and interrupts stay on while 4 KiB are copied. A page is
+//!   locked only inside a `DeferFatal` section, and `writeback` is set and cleared inside one
 //!   ([`super::writeback`]): a task killed meanwhile dies after it, never leaving a page
 //!   locked or under writeback for good.
 //!
@@ -19,7 +21,8 @@
 //! cache, so the map's node allocations are not atomic-context allocations) covers the map and
 //! every flag; it is held only for lookups and state changes. Order: `CACHE` → the frame allocator's lock (never the other way: frames for
 //! new pages are allocated *before* `CACHE` is taken, since an allocation may reclaim, and
-//! reclaim takes `CACHE`). [`PAGE_WAIT`] is woken only after `CACHE` is released.
+//! reclaim takes `CACHE`), and frames leaving the cache are freed (dropped) after it is
+//! released. [`PAGE_WAIT`] is woken only after `CACHE` is released.
 //!
 //! # Reclaim ([`shrink`])
 //! A clock over the pages: a clean, unlocked page not under writeback is freed unless it was
@@ -33,6 +36,7 @@
 //! (Linux's `mapping_set_error` / `errseq`), the page stays in the cache, clean.
 
 use crate::drivers::virtio_blk::{self, BlkError};
+use crate::mm::frame::Frame;
 use crate::sched::signal::DeferFatal;
 use crate::sched::wait::WaitQueue;
 use crate::sync::SpinLock;
@@ -43,14 +47,21 @@ use core::sync::atomic::{AtomicU64, Ordering};
 pub const PAGE: u64 = 4096;
 const SECTORS_PER_PAGE: u64 = PAGE / 512;
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
 struct Page {
-    phys: u64,
+    /// The page's frame; `None` while the page is locked (the task that locked it holds it).
+    frame: Option<Frame>,
     uptodate: bool,
     dirty: bool,
     writeback: bool,
-    locked: bool,
     referenced: bool,
+}
+
+impl Page {
+    /// Locked (`PG_locked`): a task took the frame out.
+    fn locked(&self) -> bool {
+        self.frame.is_none()
+    }
 }
 
 /// The cache's state under [`CACHE`].
@@ -107,61 +118,52 @@ pub fn disk_bytes() -> Result<u64, BlkError> {
     Ok(info.sectors * 512)
 }
 
-/// A page's frame, viewed as bytes.
-///
-/// # Safety
-/// The caller holds the page locked (`locked` set by it), so nothing else reads or writes the
-/// frame meanwhile, and the frame stays in the cache (reclaim skips locked pages).
-unsafe fn frame_bytes<'a>(phys: u64) -> &'a mut [u8] {
-    // SAFETY: the frame is a whole 4 KiB page in the physical mapping, exclusively the
-    // caller's while it holds the page lock (the contract above).
-    unsafe { core::slice::from_raw_parts_mut(crate::mm::phys_to_virt(phys) as *mut u8, PAGE as usize) }
-}
-
-/// A page this task has locked: its index and frame, and whether it was up to date.
+/// A page this task has locked: its index, its frame (out of the cache until
+/// [`unlock_page`] puts it back), and whether it was up to date.
 struct Locked {
     index: u64,
-    phys: u64,
+    frame: Frame,
     uptodate: bool,
 }
 
 /// Locks page `index`, creating it (not up to date) if it is not cached. Sleeps while another
 /// task holds it locked. ENOMEM when no frame can be had.
 fn lock_page(index: u64) -> Result<Locked, BlkError> {
-    let mut spare: Option<u64> = None;
+    let mut spare: Option<Frame> = None;
     let result = loop {
         let busy = {
             let mut c = CACHE.lock();
             match c.pages.get_mut(&index) {
-                Some(p) if !p.locked => {
-                    p.locked = true;
-                    p.referenced = true;
-                    break Ok(Locked { index, phys: p.phys, uptodate: p.uptodate });
-                }
-                Some(_) => true,
+                Some(p) => match p.frame.take() {
+                    Some(frame) => {
+                        p.referenced = true;
+                        break Ok(Locked { index, frame, uptodate: p.uptodate });
+                    }
+                    None => true,
+                },
                 None => {
-                    if let Some(phys) = spare.take() {
-                        let page = Page { phys, uptodate: false, dirty: false, writeback: false, locked: true, referenced: true };
+                    if let Some(frame) = spare.take() {
+                        // Inserted locked: its frame is the caller's.
+                        let page = Page { frame: None, uptodate: false, dirty: false, writeback: false, referenced: true };
                         c.pages.insert(index, page);
-                        break Ok(Locked { index, phys, uptodate: false });
+                        break Ok(Locked { index, frame, uptodate: false });
                     }
                     false
                 }
             }
         };
         if busy {
-            PAGE_WAIT.wait_until_uninterruptible(|| CACHE.lock().pages.get(&index).is_none_or(|p| !p.locked));
+            PAGE_WAIT.wait_until_uninterruptible(|| CACHE.lock().pages.get(&index).is_none_or(|p| !p.locked()));
         } else {
             // Outside the cache's lock: the allocation may reclaim (which takes it).
-            match crate::mm::frame::alloc() {
+            match Frame::alloc() {
                 Some(f) => spare = Some(f),
                 None => break Err(BlkError::NoMemory),
             }
         }
     };
-    if let Some(f) = spare {
-        crate::mm::frame::free(f);
-    }
+    // An unused spare is freed here, outside the cache's lock.
+    drop(spare);
     result
 }
 
@@ -171,15 +173,15 @@ fn lock_page(index: u64) -> Result<Locked, BlkError> {
 fn unlock_page(l: Locked, uptodate: bool, dirtied: bool, drop_it: bool) -> bool {
     let now = crate::time::uptime_ns();
     let mut newly = false;
-    let freed = {
+    // `Some` until the frame goes back into its entry; one that does not (the page dropped) is
+    // freed below, outside the cache's lock.
+    let mut frame = Some(l.frame);
+    {
         let mut c = CACHE.lock();
-        let mut freed = None;
         if drop_it {
-            if c.pages.remove(&l.index).is_some() {
-                freed = Some(l.phys);
-            }
+            c.pages.remove(&l.index);
         } else if let Some(p) = c.pages.get_mut(&l.index) {
-            p.locked = false;
+            p.frame = frame.take();
             p.uptodate |= uptodate || dirtied;
             let newly_dirty = dirtied && !p.dirty;
             if newly_dirty {
@@ -193,20 +195,15 @@ fn unlock_page(l: Locked, uptodate: bool, dirtied: bool, drop_it: bool) -> bool 
                 c.dirty.insert(l.index);
             }
         }
-        freed
-    };
-    if let Some(f) = freed {
-        crate::mm::frame::free(f);
     }
+    drop(frame);
     PAGE_WAIT.wake_all();
     newly
 }
 
 /// Reads page `l` from the disk into its frame.
-fn fill_from_disk(l: &Locked) -> Result<(), BlkError> {
-    // SAFETY: `l` is locked by this task (see `frame_bytes`).
-    let buf = unsafe { frame_bytes(l.phys) };
-    virtio_blk::read(l.index * SECTORS_PER_PAGE, buf)?;
+fn fill_from_disk(l: &mut Locked) -> Result<(), BlkError> {
+    virtio_blk::read(l.index * SECTORS_PER_PAGE, l.frame.bytes_mut())?;
     PAGES_IN.fetch_add(1, Ordering::Relaxed);
     Ok(())
 }
@@ -243,9 +240,9 @@ fn pieces(pos: u64, len: usize) -> impl Iterator<Item = (u64, usize, usize, usiz
 /// first unless it is up to date or `whole` (the caller overwrites all of it). A failed read
 /// drops the page.
 fn lock_filled(index: u64, whole: bool) -> Result<Locked, BlkError> {
-    let l = lock_page(index)?;
+    let mut l = lock_page(index)?;
     if !l.uptodate && !whole {
-        if let Err(e) = fill_from_disk(&l) {
+        if let Err(e) = fill_from_disk(&mut l) {
             let _ = unlock_page(l, false, false, true);
             return Err(e);
         }
@@ -260,8 +257,7 @@ pub fn read(pos: u64, buf: &mut [u8]) -> Result<(), BlkError> {
         // A task killed with the page locked would leave it locked for good.
         let _defer = DeferFatal::new();
         let l = lock_filled(index, false)?;
-        // SAFETY: `l` is locked by this task (see `frame_bytes`).
-        buf[done..done + n].copy_from_slice(&unsafe { frame_bytes(l.phys) }[offset..offset + n]);
+        buf[done..done + n].copy_from_slice(&l.frame.bytes()[offset..offset + n]);
         let _ = unlock_page(l, true, false, false);
     }
     Ok(())
@@ -280,10 +276,8 @@ pub fn write(pos: u64, data: &[u8], mut after_page: impl FnMut()) -> Result<(), 
         let newly_dirty = {
             // A task killed with the page locked would leave it locked for good.
             let _defer = DeferFatal::new();
-            let l = lock_filled(index, n == PAGE as usize)?;
-            // SAFETY: `l` is locked by this task (see `frame_bytes`).
-            let page = unsafe { frame_bytes(l.phys) };
-            page[offset..offset + n].copy_from_slice(&data[done..done + n]);
+            let mut l = lock_filled(index, n == PAGE as usize)?;
+            l.frame.bytes_mut()[offset..offset + n].copy_from_slice(&data[done..done + n]);
             unlock_page(l, true, true, false)
         };
         // Outside the section: the throttle's sleep may end a killed task.
@@ -304,20 +298,21 @@ pub(super) struct Batch {
 /// `writeback` from now) and copies their data into `staging`. `None` if `first` is not
 /// dirty, or locked, or already under writeback.
 pub(super) fn take_batch(first: u64, max: usize, staging: &mut [u8]) -> Option<Batch> {
-    let mut phys = [0u64; 16];
-    let max = max.min(phys.len()).min(staging.len() / PAGE as usize);
+    // The batch's frames, taken out of their entries (the pages locked) for the copy.
+    let mut frames: [Option<Frame>; 16] = [const { None }; 16];
+    let max = max.min(frames.len()).min(staging.len() / PAGE as usize);
     let count = {
         let mut c = CACHE.lock();
         let mut count = 0;
         while count < max {
             let index = first + count as u64;
             match c.pages.get_mut(&index) {
-                Some(p) if p.dirty && !p.locked && !p.writeback => {
-                    // Locked for the copy below; `writeback` keeps a second writeback away.
-                    p.locked = true;
+                Some(p) if p.dirty && !p.locked() && !p.writeback => {
+                    // Locked for the copy below (its frame taken); `writeback` keeps a second
+                    // writeback away.
+                    frames[count] = p.frame.take();
                     p.dirty = false;
                     p.writeback = true;
-                    phys[count] = p.phys;
                     count += 1;
                 }
                 _ => break,
@@ -335,20 +330,22 @@ pub(super) fn take_batch(first: u64, max: usize, staging: &mut [u8]) -> Option<B
         }
         count
     };
-    for (i, &f) in phys[..count].iter().enumerate() {
+    // Every one of `frames[..count]` is there (an unlocked page has its frame).
+    for (i, f) in frames[..count].iter().flatten().enumerate() {
         let at = i * PAGE as usize;
-        // SAFETY: locked above by this task (see `frame_bytes`).
-        staging[at..at + PAGE as usize].copy_from_slice(unsafe { frame_bytes(f) });
+        staging[at..at + PAGE as usize].copy_from_slice(f.bytes());
     }
     {
         let mut c = CACHE.lock();
-        for i in 0..count {
+        for (i, f) in frames[..count].iter_mut().enumerate() {
             if let Some(p) = c.pages.get_mut(&(first + i as u64)) {
-                p.locked = false;
+                p.frame = f.take();
             }
         }
     }
     PAGE_WAIT.wake_all();
+    // `frames` is empty now (a locked page stays in the cache); a frame left in it would be
+    // freed on return, outside the cache's lock.
     Some(Batch { first, count })
 }
 
@@ -405,7 +402,7 @@ pub(super) struct State {
 
 /// Page `index`'s flags (`None`: not cached).
 pub(super) fn state(index: u64) -> Option<State> {
-    CACHE.lock().pages.get(&index).map(|p| State { dirty: p.dirty, writeback: p.writeback, locked: p.locked })
+    CACHE.lock().pages.get(&index).map(|p| State { dirty: p.dirty, writeback: p.writeback, locked: p.locked() })
 }
 
 /// Frees up to `want` clean pages (the clock in the module doc); returns how many it freed.
@@ -416,7 +413,8 @@ pub fn shrink(want: u64) -> u64 {
     // Two sweeps at most: the first may only clear `referenced` bits.
     let mut budget = 2 * CACHE.lock().pages.len() as u64 + 1;
     while freed < want && budget > 0 {
-        let mut victims = [0u64; CHUNK];
+        // The victims' frames, freed once the cache's lock is released.
+        let mut victims: [Option<Frame>; CHUNK] = [const { None }; CHUNK];
         let mut n = 0;
         {
             let mut c = CACHE.lock();
@@ -435,7 +433,7 @@ pub fn shrink(want: u64) -> u64 {
                 budget = budget.saturating_sub(1);
                 c.hand = i + 1;
                 let Some(p) = c.pages.get_mut(&i) else { continue };
-                if p.dirty || p.writeback || p.locked {
+                if p.dirty || p.writeback || p.locked() {
                     continue;
                 }
                 if p.referenced {
@@ -443,15 +441,12 @@ pub fn shrink(want: u64) -> u64 {
                     continue;
                 }
                 if (freed + n as u64) < want {
-                    victims[n] = p.phys;
+                    victims[n] = c.pages.remove(&i).and_then(|p| p.frame);
                     n += 1;
-                    c.pages.remove(&i);
                 }
             }
         }
-        for &f in &victims[..n] {
-            crate::mm::frame::free(f);
-        }
+        victims.into_iter().flatten().for_each(Frame::free);
         freed += n as u64;
     }
     RECLAIMED.fetch_add(freed, Ordering::Relaxed);
@@ -463,19 +458,20 @@ pub fn shrink(want: u64) -> u64 {
 pub fn drop_clean() -> u64 {
     let mut dropped = 0;
     loop {
-        let mut victims = [0u64; 32];
+        // The victims' frames, freed once the cache's lock is released.
+        let mut victims: [Option<Frame>; 32] = [const { None }; 32];
         let mut n = 0;
         {
             let mut c = CACHE.lock();
             let mut keys = [0u64; 32];
             let mut k = 0;
-            for (&i, _) in c.pages.iter().filter(|(_, p)| !p.dirty && !p.writeback && !p.locked).take(keys.len()) {
+            for (&i, _) in c.pages.iter().filter(|(_, p)| !p.dirty && !p.writeback && !p.locked()).take(keys.len()) {
                 keys[k] = i;
                 k += 1;
             }
             for &i in &keys[..k] {
                 if let Some(p) = c.pages.remove(&i) {
-                    victims[n] = p.phys;
+                    victims[n] = p.frame;
                     n += 1;
                 }
             }
@@ -483,9 +479,7 @@ pub fn drop_clean() -> u64 {
         if n == 0 {
             return dropped;
         }
-        for &f in &victims[..n] {
-            crate::mm::frame::free(f);
-        }
+        victims.into_iter().flatten().for_each(Frame::free);
         dropped += n as u64;
     }
 }

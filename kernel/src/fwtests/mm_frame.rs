@@ -19,6 +19,28 @@ fn alloc_free_restores_count() {
     assert_eq!(framework::mm::frame::free_frames(), before);
 }
 
+/// A `Frame` comes zeroed and aligned, is its owner's to write, and goes back to the
+/// allocator when dropped or freed.
+#[test_case]
+fn owned_frames_are_zeroed_writable_and_freed_on_drop() {
+    use framework::mm::frame::{self, Frame, FRAME_SIZE};
+    let before = frame::free_frames();
+    let mut a = Frame::alloc().expect("frame");
+    let b = Frame::alloc().expect("frame");
+    assert_ne!(a.phys(), b.phys());
+    assert_eq!(a.phys() % FRAME_SIZE, 0);
+    assert_eq!(frame::free_frames(), before - 2);
+    assert_eq!(a.bytes().len(), FRAME_SIZE as usize);
+    assert!(a.bytes().iter().all(|&x| x == 0), "frame {:#x} handed out dirty", a.phys());
+    a.bytes_mut().fill(0x5a);
+    assert!(a.bytes().iter().all(|&x| x == 0x5a));
+    assert!(b.bytes().iter().all(|&x| x == 0), "a write to one frame reached another");
+    drop(b);
+    assert_eq!(frame::free_frames(), before - 1);
+    a.free();
+    assert_eq!(frame::free_frames(), before);
+}
+
 /// The watermarks placed just above what is free: a task's allocation fails, an RT
 /// task's succeeds under `seed` and `linux` and fails under `off`, an atomic one dips
 /// deepest; `alloc` finds the context itself (an RT task spawned for it).

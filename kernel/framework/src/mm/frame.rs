@@ -6,7 +6,12 @@
 //! [`take_low_page`]); the bitmap's own frames are marked used. `free_frames()` is exact, so
 //! tests can check that memory returns to its baseline.
 //!
-//! Every frame [`alloc()`] hands out is zeroed (a whole-frame write), and not only for hygiene:
+//! [`Frame`] is an owned frame (freed when dropped) for code that reads and writes the frame's
+//! bytes: its safe views rest on its ownership. [`alloc()`] / [`free`] hand out bare addresses,
+//! for page tables, stacks and DMA buffers, which are reached otherwise.
+//!
+//! Every frame [`alloc()`] (or [`Frame::alloc`]) hands out is zeroed (a whole-frame write), and
+//! not only for hygiene:
 //! memory the memory map calls usable may have held code that ran before the kernel (the BIOS
 //! bootloader's stage 4 sits at 1.2 MiB; under UEFI, the firmware's boot-services code).
 //! QEMU's TCG keeps the translations of that code until every byte of it is overwritten, and
@@ -314,6 +319,72 @@ pub fn free(phys: u64) {
         if f < map.frames && phys >= LOW_MEMORY_END {
             map.set_free(f);
         }
+    }
+}
+
+/// One physical frame (4 KiB) owned by this object: the typed form of [`alloc`] / [`free`].
+///
+/// **Guarantee**: while a `Frame` lives, its memory is this object's alone. It is created only
+/// by the allocator ([`Frame::alloc`], [`Frame::alloc_as`]: the frame was free, is marked used,
+/// and is zeroed, as [`alloc`]'s are), it is neither `Clone` nor `Copy`, and it goes back to
+/// the allocator only when it is dropped (or given to [`Frame::free`]). So [`Frame::bytes`] and
+/// [`Frame::bytes_mut`] borrow the object as they borrow the bytes: a shared view while no one
+/// writes, an exclusive one while no one else looks, checked by the compiler.
+///
+/// This rests on the raw API's own contract, which the type cannot check: [`free`] is only
+/// given addresses that its caller got from [`alloc`] / [`alloc_as`] / [`alloc_contiguous`]
+/// (never a `Frame`'s [`phys`](Frame::phys)), and nothing maps or hands a `Frame`'s address
+/// to a device without owning the `Frame` for as long.
+///
+/// Dropping a `Frame` takes the allocator's lock (an `IrqLock`) and never allocates, so it may
+/// happen with interrupts off; allocating one follows [`alloc`]'s watermarks and context.
+#[derive(Debug)]
+pub struct Frame {
+    phys: u64,
+}
+
+impl Frame {
+    /// A zeroed frame in the caller's allocation context ([`alloc`]); `None` when the
+    /// watermarks refuse (the caller's ENOMEM).
+    pub fn alloc() -> Option<Frame> {
+        alloc().map(|phys| Frame { phys })
+    }
+
+    /// [`Frame::alloc`] for an explicit context ([`alloc_as`]).
+    pub fn alloc_as(ctx: AllocContext) -> Option<Frame> {
+        alloc_as(ctx).map(|phys| Frame { phys })
+    }
+
+    /// The frame's physical address (4 KiB aligned). For reference only: it confers no
+    /// access, and must never be given to [`free`].
+    pub fn phys(&self) -> u64 {
+        self.phys
+    }
+
+    /// The frame's 4 KiB, to read.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: the frame is this object's alone while it lives (the type's guarantee), so
+        // nothing writes it while `&self` is borrowed; all of physical memory is mapped at
+        // `phys_to_virt`, and the frame is a whole, aligned 4 KiB page of it.
+        unsafe { core::slice::from_raw_parts(super::phys_to_virt(self.phys) as *const u8, FRAME_SIZE as usize) }
+    }
+
+    /// The frame's 4 KiB, to read and write.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `bytes`, and `&mut self` makes this the only view of the frame while
+        // it is borrowed; the mapping is writable.
+        unsafe { core::slice::from_raw_parts_mut(super::phys_to_virt(self.phys) as *mut u8, FRAME_SIZE as usize) }
+    }
+
+    /// Returns the frame to the allocator now (what dropping it does).
+    pub fn free(self) {
+        drop(self);
+    }
+}
+
+impl Drop for Frame {
+    fn drop(&mut self) {
+        free(self.phys);
     }
 }
 
