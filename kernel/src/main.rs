@@ -13,6 +13,8 @@
 //! only through what [`upcalls`] registers at boot. See docs/design/layering.md.
 #![no_std]
 #![no_main]
+// Every `unsafe` is the framework crate's (docs/design/layering.md; tools/check-unsafe.py).
+#![deny(unsafe_code)]
 #![feature(custom_test_frameworks)]
 #![test_runner(crate::testing::run_tests)]
 #![reexport_test_harness_main = "test_main"]

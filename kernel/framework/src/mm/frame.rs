@@ -322,29 +322,29 @@ pub fn free(phys: u64) {
     }
 }
 
-/// One physical frame (4 KiB) owned by this object: the typed form of [`alloc`] / [`free`].
+/// One physical frame (4 KiB) owned by this object: the typed form of [`alloc()`] / [`free`].
 ///
 /// **Guarantee**: while a `Frame` lives, its memory is this object's alone. It is created only
 /// by the allocator ([`Frame::alloc`], [`Frame::alloc_as`]: the frame was free, is marked used,
-/// and is zeroed, as [`alloc`]'s are), it is neither `Clone` nor `Copy`, and it goes back to
+/// and is zeroed, as [`alloc()`]'s are), it is neither `Clone` nor `Copy`, and it goes back to
 /// the allocator only when it is dropped (or given to [`Frame::free`]). So [`Frame::bytes`] and
 /// [`Frame::bytes_mut`] borrow the object as they borrow the bytes: a shared view while no one
 /// writes, an exclusive one while no one else looks, checked by the compiler.
 ///
 /// This rests on the raw API's own contract, which the type cannot check: [`free`] is only
-/// given addresses that its caller got from [`alloc`] / [`alloc_as`] / [`alloc_contiguous`]
+/// given addresses that its caller got from [`alloc()`] / [`alloc_as`] / [`alloc_contiguous`]
 /// (never a `Frame`'s [`phys`](Frame::phys)), and nothing maps or hands a `Frame`'s address
 /// to a device without owning the `Frame` for as long.
 ///
 /// Dropping a `Frame` takes the allocator's lock (an `IrqLock`) and never allocates, so it may
-/// happen with interrupts off; allocating one follows [`alloc`]'s watermarks and context.
+/// happen with interrupts off; allocating one follows [`alloc()`]'s watermarks and context.
 #[derive(Debug)]
 pub struct Frame {
     phys: u64,
 }
 
 impl Frame {
-    /// A zeroed frame in the caller's allocation context ([`alloc`]); `None` when the
+    /// A zeroed frame in the caller's allocation context ([`alloc()`]); `None` when the
     /// watermarks refuse (the caller's ENOMEM).
     pub fn alloc() -> Option<Frame> {
         alloc().map(|phys| Frame { phys })
