@@ -12,12 +12,11 @@
 //! eligible; if rounding ever says otherwise the earliest deadline runs (Linux does the same).
 //!
 //! # Representation and invariants
-//! * `timeline` holds `(deadline, key)` of every queued entity except `curr`
-//!   (Linux: `set_next_entity` removes the running entity from the tree and
-//!   `put_prev_entity` puts it back). `by_vruntime` holds the same entities keyed by
-//!   `(vruntime, key)` and replaces Linux's `min_vruntime` augmentation.
-//!   Picking walks `timeline` in deadline order to the first eligible entry: O(log n) when
-//!   the earliest deadline is eligible (the common case), O(n) worst case.
+//! * `timeline` ([`Timeline`]) holds `(deadline, key)` and the vruntime of every queued
+//!   entity except `curr` (Linux: `set_next_entity` removes the running entity from the tree
+//!   and `put_prev_entity` puts it back): a balanced tree ordered by deadline, each subtree
+//!   augmented with its least vruntime, as Linux's rbtree with `min_vruntime`. Picking the
+//!   eligible entity with the earliest deadline is one descent, O(log n) always.
 //! * `avg_vruntime = Σ (v_i - min_vruntime) * w_i` and `avg_load = Σ w_i` over `timeline`
 //!   (i128 / u64: no overflow for any realistic population). `curr`, when `on_rq`, is
 //!   added on the fly by [`FairRq::avg_vruntime`] and eligibility checks, exactly as Linux.
@@ -56,7 +55,8 @@
 //! Not implemented (yet): DELAY_DEQUEUE (Linux 6.12 keeps sleeping entities with negative
 //! lag queued until eligible), next/last buddies, PELT load tracking.
 
-use crate::vecmap::{grow_target, SlabMap, VecSet};
+use crate::timeline::Timeline;
+use crate::vecmap::{grow_target, SlabMap};
 use core::cmp::Ordering;
 
 use crate::attr::{Policy, SCHED_SLICE_MAX_NS, SCHED_SLICE_MIN_NS};
@@ -307,29 +307,28 @@ fn saturate_i64(x: i128) -> i64 {
 #[derive(Debug)]
 pub struct FairStorage<K> {
     entities: SlabMap<K, FairEntity>,
-    timeline: VecSet<(u64, K)>,
-    by_vruntime: VecSet<(u64, K)>,
+    timeline: Timeline<K>,
 }
 
 impl<K: Copy + Ord> FairStorage<K> {
     /// Room for `n` entities.
     pub fn with_capacity(n: usize) -> Self {
-        FairStorage { entities: SlabMap::with_capacity(n), timeline: VecSet::with_capacity(n), by_vruntime: VecSet::with_capacity(n) }
+        FairStorage { entities: SlabMap::with_capacity(n), timeline: Timeline::with_capacity(n) }
     }
 
     /// Bytes of memory it reserves.
     pub fn storage_bytes(&self) -> usize {
-        self.entities.storage_bytes() + self.timeline.storage_bytes() + self.by_vruntime.storage_bytes()
+        self.entities.storage_bytes() + self.timeline.storage_bytes()
     }
 
     /// Entities it has room for.
     pub fn capacity(&self) -> usize {
-        self.entities.capacity().min(self.timeline.capacity()).min(self.by_vruntime.capacity())
+        self.entities.capacity().min(self.timeline.capacity())
     }
 
     /// Holds nothing (a fresh one, or the old buffers after `adopt_storage`).
     pub fn is_empty(&self) -> bool {
-        self.entities.is_empty() && self.timeline.is_empty() && self.by_vruntime.is_empty()
+        self.entities.is_empty() && self.timeline.is_empty()
     }
 }
 
@@ -338,8 +337,7 @@ impl<K: Copy + Ord> FairStorage<K> {
 pub struct FairRq<K: Copy + Ord> {
     tunables: FairTunables,
     entities: SlabMap<K, FairEntity>,
-    timeline: VecSet<(u64, K)>,
-    by_vruntime: VecSet<(u64, K)>,
+    timeline: Timeline<K>,
     curr: Option<K>,
     /// `curr`'s position in `entities` (valid while `curr` is set): the running entity is
     /// what most operations touch (charging, eligibility, picking), reached without a search.
@@ -372,8 +370,7 @@ impl<K: Copy + Ord> FairRq<K> {
         FairRq {
             tunables,
             entities: SlabMap::new(),
-            timeline: VecSet::new(),
-            by_vruntime: VecSet::new(),
+            timeline: Timeline::new(),
             curr: None,
             curr_pos: 0,
             hot: core::cell::Cell::new(None),
@@ -396,12 +393,12 @@ impl<K: Copy + Ord> FairRq<K> {
 
     /// Bytes of memory its storage reserves.
     pub fn storage_bytes(&self) -> usize {
-        self.entities.storage_bytes() + self.timeline.storage_bytes() + self.by_vruntime.storage_bytes()
+        self.entities.storage_bytes() + self.timeline.storage_bytes()
     }
 
     /// Entities it can hold without allocating.
     pub fn capacity(&self) -> usize {
-        self.entities.capacity().min(self.timeline.capacity()).min(self.by_vruntime.capacity())
+        self.entities.capacity().min(self.timeline.capacity())
     }
 
     /// [`FairRq::grow_target`] with `incoming` more entities counted as attached already
@@ -416,11 +413,7 @@ impl<K: Copy + Ord> FairRq<K> {
         if !self.entities.is_empty() {
             return None;
         }
-        Some(FairStorage {
-            entities: core::mem::take(&mut self.entities),
-            timeline: core::mem::take(&mut self.timeline),
-            by_vruntime: core::mem::take(&mut self.by_vruntime),
-        })
+        Some(FairStorage { entities: core::mem::take(&mut self.entities), timeline: core::mem::take(&mut self.timeline) })
     }
 
     /// Moves the queue's entities into `spare`'s memory (no allocation); `spare` is left
@@ -429,13 +422,10 @@ impl<K: Copy + Ord> FairRq<K> {
     pub fn adopt_storage(&mut self, spare: &mut FairStorage<K>) -> bool {
         let n = self.entities.len();
         let fits = |m: usize| m >= n;
-        if !spare.is_empty() || !fits(spare.entities.capacity()) || !fits(spare.timeline.capacity()) || !fits(spare.by_vruntime.capacity())
-        {
+        if !spare.is_empty() || !fits(spare.entities.capacity()) || !fits(spare.timeline.capacity()) {
             return false;
         }
-        self.entities.adopt_storage(&mut spare.entities)
-            && self.timeline.adopt_storage(&mut spare.timeline)
-            && self.by_vruntime.adopt_storage(&mut spare.by_vruntime)
+        self.entities.adopt_storage(&mut spare.entities) && self.timeline.adopt_storage(&mut spare.timeline)
     }
 
     /// The knobs in effect.
@@ -533,7 +523,7 @@ impl<K: Copy + Ord> FairRq<K> {
     }
     /// Queued entities other than `curr`, in (deadline, key) order.
     pub fn queued(&self) -> impl Iterator<Item = K> + '_ {
-        self.timeline.iter().map(|&(_, k)| k)
+        self.timeline.iter().map(|(_, k, _)| k)
     }
 
     /// Where `key`'s entity sits in `entities` (`curr` without a search).
@@ -610,15 +600,13 @@ impl<K: Copy + Ord> FairRq<K> {
         let (v, d, w) = (se.vruntime, se.deadline, se.weight);
         self.avg_vruntime += self.key_of(v) as i128 * w as i128;
         self.avg_load += w;
-        self.timeline.insert((d, key));
-        self.by_vruntime.insert((v, key));
+        self.timeline.insert(d, key, v);
     }
 
     fn tree_remove(&mut self, key: K) {
         let Some(se) = self.se(key) else { return };
         let (v, d, w) = (se.vruntime, se.deadline, se.weight);
-        if self.timeline.remove(&(d, key)) {
-            self.by_vruntime.remove(&(v, key));
+        if self.timeline.remove(d, key).is_some() {
             self.avg_vruntime -= self.key_of(v) as i128 * w as i128;
             self.avg_load -= w;
         }
@@ -626,7 +614,7 @@ impl<K: Copy + Ord> FairRq<K> {
 
     /// Linux `update_min_vruntime`: follow the smallest queued vruntime, never backwards.
     fn update_min_vruntime(&mut self) {
-        let leftmost = self.by_vruntime.first().map(|&(v, _)| v);
+        let leftmost = self.timeline.min_vruntime();
         let target = match (self.curr_on_rq().map(|c| c.vruntime), leftmost) {
             (Some(c), Some(l)) => {
                 if vdiff(l, c) < 0 {
@@ -660,8 +648,7 @@ impl<K: Copy + Ord> FairRq<K> {
                 se.deadline = se.deadline.wrapping_sub(shift);
             }
         }
-        self.timeline.map_in_place(|&(d, k)| (d.wrapping_sub(shift), k));
-        self.by_vruntime.map_in_place(|&(v, k)| (v.wrapping_sub(shift), k));
+        self.timeline.map_in_place(|d| d.wrapping_sub(shift), |v| v.wrapping_sub(shift));
     }
 
     /// Linux `update_entity_lag`: `vlag = clamp(V - v, ±calc_delta_fair(max(2*slice, TICK), w))`.
@@ -797,7 +784,7 @@ impl<K: Copy + Ord> FairRq<K> {
         for eligible in [true, false] {
             let mut curr = curr;
             let mut visit = |k: K| first == Some(k) || self.is_eligible(k) != eligible || f(k);
-            for &(d, k) in self.timeline.iter() {
+            for (d, k, _) in self.timeline.iter() {
                 if let Some(c) = curr.filter(|&c| c < (d, k)) {
                     curr = None;
                     if !visit(c.1) {
@@ -821,7 +808,7 @@ impl<K: Copy + Ord> FairRq<K> {
     /// RUN_TO_PARITY, exactly as if it had been put back.
     fn pick(&self, run_to_parity: bool, put_back: bool) -> Option<K> {
         let queued_curr = self.curr_on_rq().and(self.curr);
-        let first = self.timeline.first().copied();
+        let first = self.timeline.first();
         if self.nr_queued == 1 {
             return queued_curr.or(first.map(|(_, k)| k));
         }
@@ -838,7 +825,10 @@ impl<K: Copy + Ord> FairRq<K> {
                 return Some(c);
             }
         }
-        let best = self.timeline.iter().find(|&&(_, k)| self.is_eligible(k)).copied();
+        // Linux `pick_eevdf`: one descent of the augmented tree (eligibility is monotone in
+        // vruntime: `v` is eligible iff `(v - min_vruntime) * load <= avg`).
+        let (avg, load) = self.sums();
+        let best = self.timeline.pick(|v| avg >= (self.key_of(v) as i128).saturating_mul(load)).map(|(d, k, _)| (d, k));
         let chosen = match (best, curr) {
             (Some(b), Some(c)) => {
                 let cd = self.se(c).map_or(b.0, |se| se.deadline);
@@ -1024,7 +1014,7 @@ impl<K: Copy + Ord> FairRq<K> {
                 load += se.weight;
                 nr += 1;
                 if self.curr != Some(k) {
-                    if !self.timeline.contains(&(se.deadline, k)) || !self.by_vruntime.contains(&(se.vruntime, k)) {
+                    if self.timeline.vruntime_of(se.deadline, k) != Some(se.vruntime) {
                         return Err("queued entity missing from the tree");
                     }
                     avg += self.key_of(se.vruntime) as i128 * se.weight as i128;
@@ -1032,7 +1022,7 @@ impl<K: Copy + Ord> FairRq<K> {
                 }
             }
         }
-        if self.timeline.len() != self.by_vruntime.len() || self.timeline.len() + usize::from(self.curr_on_rq().is_some()) != nr {
+        if self.timeline.len() + usize::from(self.curr_on_rq().is_some()) != nr {
             return Err("tree size mismatch");
         }
         if avg != self.avg_vruntime || avg_load != self.avg_load {

@@ -46,6 +46,7 @@ pub mod lockup;
 pub mod rt;
 pub mod rt_bandwidth;
 pub mod rt_smp;
+pub mod timeline;
 pub mod timerq;
 pub mod vecmap;
 pub mod weight;
