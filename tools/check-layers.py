@@ -13,6 +13,8 @@ import os
 import re
 import sys
 
+from lintreport import finish
+
 # Lowest first. A module not listed is an error (a new module must be placed).
 LAYERS = [
     ("framework", ["arch", "interrupts", "irqflags", "mm", "percpu", "platform", "smp", "sync", "time", "timer",
@@ -112,13 +114,7 @@ def main():
                         continue
                     if LAYER_OF[target] > mine:
                         errors.append(f"kernel/src/{rel}:{n}: {NAME[mine]} layer uses crate::{target} ({NAME[LAYER_OF[target]]} layer)")
-    for e in errors:
-        print(e)
-    if errors:
-        print(f"check-layers: {len(errors)} upward use(s); the layers are in docs/design/layering.md", file=sys.stderr)
-        return 1
-    print("check-layers: ok")
-    return 0
+    return finish("check-layers", errors, "upward use(s); the layers are in docs/design/layering.md", "")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ import os
 import re
 import sys
 
+from lintreport import finish
+
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 TREES = ["kernel/src", "lib", "boot/src", "tests"]
 ROOTS = {
@@ -57,13 +59,7 @@ def main():
             with open(os.path.join(ROOT, rel), encoding="utf-8") as fh:
                 if "#![forbid(unsafe_code)]" not in fh.read():
                     errors.append(f"{rel}: missing #![forbid(unsafe_code)]")
-    for e in errors:
-        print(e)
-    if errors:
-        print(f"check-unsafe: {len(errors)} offence(s)", file=sys.stderr)
-        return 1
-    print("check-unsafe: ok (unsafe only in kernel/framework)")
-    return 0
+    return finish("check-unsafe", errors, "offence(s)", " (unsafe only in kernel/framework)")
 
 
 if __name__ == "__main__":

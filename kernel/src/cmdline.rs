@@ -15,30 +15,8 @@ use alloc::vec::Vec;
 pub const FW_CFG_CMDLINE: &str = "opt/cadence/cmdline";
 const MAX_CMDLINE: usize = 64 * 1024;
 
-/// Which fault `test_fault=` provokes (to check the exception path).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TestFault {
-    PageFault,
-    GeneralProtection,
-    InvalidOpcode,
-    Breakpoint,
-    DivideError,
-    StackOverflow,
-}
-
-impl From<TestFault> for crate::arch::fault::Fault {
-    fn from(f: TestFault) -> Self {
-        use crate::arch::fault::Fault;
-        match f {
-            TestFault::PageFault => Fault::PageFault,
-            TestFault::GeneralProtection => Fault::GeneralProtection,
-            TestFault::InvalidOpcode => Fault::InvalidOpcode,
-            TestFault::Breakpoint => Fault::Breakpoint,
-            TestFault::DivideError => Fault::DivideError,
-            TestFault::StackOverflow => Fault::StackOverflow,
-        }
-    }
-}
+/// A deliberate CPU exception (the `test_fault=` option): the framework's.
+pub use crate::arch::fault::Fault as TestFault;
 
 /// Options parsed from the command line.
 #[derive(Clone, Debug)]

@@ -183,5 +183,5 @@ pub fn ap_main() -> ! {
 
 fn provoke_fault(kind: cmdline::TestFault) {
     kprintln!("cadence: provoking {:?} as asked (test_fault=)", kind);
-    arch::fault::provoke(kind.into());
+    arch::fault::provoke(kind);
 }
