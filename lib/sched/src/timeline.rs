@@ -209,28 +209,34 @@ impl<K: Copy + Ord> Timeline<K> {
     }
 
     fn insert_with(&mut self, deadline: u64, key: K, vruntime: u64, may_grow: bool) -> Result<bool, Full> {
-        if self.contains(deadline, key) {
-            return Ok(false);
-        }
-        let n = self.new_node(deadline, key, vruntime, may_grow)?;
-        self.root = self.insert_at(self.root, n);
-        self.len += 1;
-        Ok(true)
+        // One descent: a duplicate is found on the way down, the node is made at the leaf.
+        let (root, inserted) = self.insert_at(self.root, deadline, key, vruntime, may_grow)?;
+        self.root = root;
+        self.len += usize::from(inserted);
+        Ok(inserted)
     }
 
-    fn insert_at(&mut self, at: u32, n: u32) -> u32 {
+    /// Inserts into the subtree at `at`: its new root and whether a node was added. On an
+    /// error or a duplicate nothing changed.
+    fn insert_at(&mut self, at: u32, deadline: u64, key: K, vruntime: u64, may_grow: bool) -> Result<(u32, bool), Full> {
         if at == NIL {
-            return n;
+            return Ok((self.new_node(deadline, key, vruntime, may_grow)?, true));
         }
-        let goes_left = (self.node(n).deadline, self.node(n).key) < (self.node(at).deadline, self.node(at).key);
-        if goes_left {
-            let l = self.insert_at(self.node(at).left, n);
-            self.node_mut(at).left = l;
-        } else {
-            let r = self.insert_at(self.node(at).right, n);
-            self.node_mut(at).right = r;
-        }
-        self.balance(at)
+        let here = (self.node(at).deadline, self.node(at).key);
+        let inserted = match (deadline, key).cmp(&here) {
+            core::cmp::Ordering::Equal => return Ok((at, false)),
+            core::cmp::Ordering::Less => {
+                let (l, inserted) = self.insert_at(self.node(at).left, deadline, key, vruntime, may_grow)?;
+                self.node_mut(at).left = l;
+                inserted
+            }
+            core::cmp::Ordering::Greater => {
+                let (r, inserted) = self.insert_at(self.node(at).right, deadline, key, vruntime, may_grow)?;
+                self.node_mut(at).right = r;
+                inserted
+            }
+        };
+        Ok((if inserted { self.balance(at) } else { at }, inserted))
     }
 
     /// Is `(deadline, key)` in the tree?
@@ -258,41 +264,52 @@ impl<K: Copy + Ord> Timeline<K> {
 
     /// Removes `(deadline, key)`; its vruntime, or `None` if it was not there. O(log n).
     pub fn remove(&mut self, deadline: u64, key: K) -> Option<u64> {
-        let i = self.find(deadline, key)?;
+        let (root, removed) = self.remove_at(self.root, deadline, key);
+        self.root = root;
+        let i = removed?;
         let v = self.node(i).vruntime;
-        self.root = self.remove_at(self.root, deadline, key);
         self.release(i);
         self.len -= 1;
         Some(v)
     }
 
-    /// Removes the node `(deadline, key)` (present) from the subtree at `at`; its new root.
-    fn remove_at(&mut self, at: u32, deadline: u64, key: K) -> u32 {
+    /// Removes `(deadline, key)` from the subtree at `at` (one descent): the subtree's new root
+    /// and the unlinked node, if it was there (nothing changes otherwise).
+    fn remove_at(&mut self, at: u32, deadline: u64, key: K) -> (u32, Option<u32>) {
+        if at == NIL {
+            return (NIL, None);
+        }
         let here = (self.node(at).deadline, self.node(at).key);
         match (deadline, key).cmp(&here) {
             core::cmp::Ordering::Less => {
-                let l = self.remove_at(self.node(at).left, deadline, key);
+                let (l, removed) = self.remove_at(self.node(at).left, deadline, key);
+                if removed.is_none() {
+                    return (at, None);
+                }
                 self.node_mut(at).left = l;
-                self.balance(at)
+                (self.balance(at), removed)
             }
             core::cmp::Ordering::Greater => {
-                let r = self.remove_at(self.node(at).right, deadline, key);
+                let (r, removed) = self.remove_at(self.node(at).right, deadline, key);
+                if removed.is_none() {
+                    return (at, None);
+                }
                 self.node_mut(at).right = r;
-                self.balance(at)
+                (self.balance(at), removed)
             }
             core::cmp::Ordering::Equal => {
                 let (l, r) = (self.node(at).left, self.node(at).right);
                 if l == NIL {
-                    return r;
+                    return (r, Some(at));
                 }
                 if r == NIL {
-                    return l;
+                    return (l, Some(at));
                 }
                 // Replace by the successor: the least node of the right subtree.
                 let (r, succ) = self.detach_min(r);
                 self.node_mut(succ).left = l;
                 self.node_mut(succ).right = r;
-                self.balance(succ)
+                (self.balance(succ), Some(at))
             }
         }
     }
