@@ -4,8 +4,11 @@
 //! * `bench pipe [-l LOOPS]`: pipe ping-pong between two tasks, first on one CPU, then on two
 //!   CPUs of different cores; the peer's `pipetest` line:
 //!   `pipetest: <n> round trips in <s> s: <r> round trips/s, <u> us per switch`.
-//! * `bench scale [-d MS] [-n N,N,...]`: context-switch rate with N runnable tasks yielding on
-//!   one CPU (default 2, 100, 1000, 10000): `scale: tasks=<n> switches_per_s=<r> us_per_switch=<u>`.
+//! * `bench scale [-d MS] [-n N,N,...] [-c fair|fifo] [-g DEPTH]`: context-switch rate with N
+//!   runnable tasks yielding on one CPU (default 2, 100, 1000, 10000), fair tasks in the root
+//!   group unless `-c fifo` (SCHED_FIFO, all at priority 10) or `-g DEPTH` (fair tasks in a
+//!   chain of DEPTH nested groups, 1..=8): `scale: tasks=<n> switches_per_s=<r>
+//!   us_per_switch=<u>`, with ` class=fifo` or ` depth=<d>` appended when asked.
 //! * `bench cyclic`, `bench wakeup-latency`, `bench pert`: timer and service latency
 //!   ([`latency`]: cyclictest's `-q` lines, the seed's wakeup-latency summary and `pert` lines).
 //! * `bench hackbench`: rt-tests hackbench in pipe mode ([`hackbench`]).
@@ -281,8 +284,33 @@ fn pipe_group_overhead(loops: u64, cpu: u32) -> Result<(), String> {
 }
 
 /// `bench scale`'s options.
-const SCALE_OPTS: [Opt; 2] =
-    [opt("-d", "MS", "duration of each run in ms (default 1000)"), opt("-n", "N,N,...", "runnable task counts (default 2,100,1000,10000)")];
+const SCALE_OPTS: [Opt; 4] = [
+    opt("-d", "MS", "duration of each run in ms (default 1000)"),
+    opt("-n", "N,N,...", "runnable task counts (default 2,100,1000,10000)"),
+    opt("-c", "fair|fifo", "the yielders' class: fair (default) or SCHED_FIFO at priority 10"),
+    opt("-g", "DEPTH", "fair yielders in a chain of DEPTH nested groups (1..=8)"),
+];
+
+/// `bench scale -g`: a chain of `depth` nested groups under the root (`/scale-1/scale-2/...`);
+/// the innermost first in the returned list. On an error the groups made so far are destroyed.
+fn scale_groups(depth: u64) -> Result<Vec<crate::sched::group::GroupId>, String> {
+    use crate::sched::group::{self, GroupKind, ROOT_GROUP};
+    let mut chain: Vec<crate::sched::group::GroupId> = Vec::new();
+    for level in 1..=depth {
+        let parent = chain.last().copied().unwrap_or(ROOT_GROUP);
+        match group::create(&alloc::format!("scale-{}", level), parent, group::DEFAULT_WEIGHT, GroupKind::Manual) {
+            Ok(g) => chain.push(g.id),
+            Err(e) => {
+                for &g in chain.iter().rev() {
+                    let _ = group::destroy(g);
+                }
+                return Err(alloc::format!("cannot create group scale-{}: {}", level, e.strerror()));
+            }
+        }
+    }
+    chain.reverse();
+    Ok(chain)
+}
 
 pub fn cmd_scale(args: &[&str]) -> Result<(), String> {
     let Some(a) = Args::parse("scale", args, &SCALE_OPTS)? else { return Ok(()) };
@@ -295,13 +323,59 @@ pub fn cmd_scale(args: &[&str]) -> Result<(), String> {
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| alloc::format!("-n needs task counts in 1..=20000 separated by commas, got '{}'", list))?,
     };
+    let fifo = match a.value("-c") {
+        None | Some("fair") => false,
+        Some("fifo") => true,
+        Some(other) => return Err(alloc::format!("-c needs fair or fifo, got '{}'", other)),
+    };
+    let depth = if a.value("-g").is_some() { a.num("-g", 1, 1, 8)? } else { 0 };
+    if fifo && depth > 0 {
+        return Err(String::from("-c fifo and -g go apart (groups schedule fair tasks)"));
+    }
     let (cpu, _, _) = bench_cpus();
-    for n in counts {
+    let me = sched::current_tid();
+    let home = sched::find(me).map(|t| t.group.load(Ordering::Relaxed)).unwrap_or(crate::sched::group::ROOT_GROUP);
+    let chain = scale_groups(depth)?;
+    let suffix = if fifo {
+        String::from(" class=fifo")
+    } else if depth > 0 {
+        alloc::format!(" depth={}", depth)
+    } else {
+        String::new()
+    };
+    let result = scale_runs(&counts, ms, cpu, fifo, chain.first().copied(), &suffix);
+    let _ = crate::sched::group::move_task(me, home);
+    for &g in &chain {
+        let _ = crate::sched::group::destroy(g);
+    }
+    result
+}
+
+/// One `scale:` line per task count (see [`cmd_scale`]); `group`: where the yielders go (the
+/// spawner moves there while it starts them: children inherit its group).
+fn scale_runs(
+    counts: &[u64],
+    ms: u64,
+    cpu: u32,
+    fifo: bool,
+    group: Option<crate::sched::group::GroupId>,
+    suffix: &str,
+) -> Result<(), String> {
+    let me = sched::current_tid();
+    let home = sched::find(me).map(|t| t.group.load(Ordering::Relaxed)).unwrap_or(crate::sched::group::ROOT_GROUP);
+    for &n in counts {
         let stop = Arc::new(AtomicBool::new(false));
         let mut tasks = Vec::with_capacity(n as usize);
+        if let Some(g) = group {
+            crate::sched::group::move_task(me, g).map_err(|e| alloc::format!("cannot join the bench group: {}", e.strerror()))?;
+        }
         for _ in 0..n {
             let flag = stop.clone();
-            match spawn(SpawnOptions::new("yielder").pin(cpu).stack_size(8 * 1024), move || {
+            let mut opts = SpawnOptions::new("yielder").pin(cpu).stack_size(8 * 1024);
+            if fifo {
+                opts = opts.policy(cadence_sched::Policy::Fifo, 10, 0);
+            }
+            match spawn(opts, move || {
                 while !flag.load(Ordering::Relaxed) {
                     sched::yield_now();
                 }
@@ -313,10 +387,13 @@ pub fn cmd_scale(args: &[&str]) -> Result<(), String> {
                     for t in &tasks {
                         let _ = wait(t.tid);
                     }
+                    let _ = crate::sched::group::move_task(me, home);
                     return Err(alloc::format!("could only start {} of {} tasks: {:?}", tasks.len(), n, e));
                 }
             }
         }
+        // Back home while measuring: the spawner sleeps, and its group should hold only yielders.
+        let _ = crate::sched::group::move_task(me, home);
         let rq = crate::percpu::get(cpu).map(|c| crate::sched::rq_of(c.cpu_id)).ok_or("bench cpu vanished")?;
         sched::sleep_ns(20_000_000);
         let s0 = rq.nr_switches.load(Ordering::Relaxed);
@@ -330,7 +407,13 @@ pub fn cmd_scale(args: &[&str]) -> Result<(), String> {
         }
         crate::mm::stack::reclaim();
         let rate = switches as f64 / secs;
-        crate::kprintln!("scale: tasks={} switches_per_s={:.0} us_per_switch={:.2}", n, rate, if rate > 0.0 { 1e6 / rate } else { 0.0 });
+        crate::kprintln!(
+            "scale: tasks={} switches_per_s={:.0} us_per_switch={:.2}{}",
+            n,
+            rate,
+            if rate > 0.0 { 1e6 / rate } else { 0.0 },
+            suffix
+        );
     }
     Ok(())
 }
