@@ -332,11 +332,11 @@ unsafe fn buffers<'a>(header: &'a DmaPages, bounce: &'a DmaPages, len: usize) ->
     debug_assert!(len <= bounce.len());
     let req = header.ptr(0).cast::<BlkReq>();
     let resp = header.ptr(RESP_OFFSET).cast::<BlkResp>();
-    // SAFETY: `header` and `bounce` are DMA memory the owning `VirtioBlk` alone has (allocated
-    // at probe, zeroed: a valid `BlkReq` (type 0, `In`) and `BlkResp`, page-aligned). BlkReq
-    // (16 bytes, align 8) fits at offset 0 and BlkResp (1 byte) at RESP_OFFSET, apart; `len` is
-    // at most the bounce buffer's size (the contract). No other reference to them exists (the
-    // contract).
+    // `header` and `bounce` are DMA memory the owning `VirtioBlk` alone has (allocated at
+    // probe, zeroed: a valid `BlkReq` (type 0, `In`) and `BlkResp`, page-aligned); BlkReq (16
+    // bytes, align 8) fits at offset 0 and BlkResp (1 byte) at RESP_OFFSET, apart.
+    // SAFETY: as above; `len` is at most the bounce buffer's size and no other reference to the
+    // buffers exists (the contract).
     unsafe { (&mut *req, &mut *resp, core::slice::from_raw_parts_mut(bounce.ptr(0), len)) }
 }
 
@@ -384,10 +384,10 @@ impl VirtioBlk {
         let (id, dst) = match op {
             Op::Write(src) => {
                 buf.copy_from_slice(src);
-                // SAFETY: the buffers are this object's DMA memory, left untouched until
-                // `complete` hands the same ones back (`pending` keeps `submit` and `flush` off
-                // them, and `complete` is the only other user); if the object is dropped first,
-                // the device is reset before they are freed (the field order).
+                // The buffers are left untouched until `complete` hands the same ones back
+                // (`pending` keeps `submit` and `flush` off them); if the object is dropped
+                // first, the device is reset before they are freed (the field order).
+                // SAFETY: as above: they are this object's DMA memory, and only `complete` uses them next.
                 (unsafe { self.blk.write_blocks_nb(sector as usize, req, buf, resp) }?, None)
             }
             Op::Read(dst) => {

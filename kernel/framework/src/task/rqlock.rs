@@ -172,11 +172,11 @@ impl<T, P: Switchable> RqGuard<'_, T, P> {
         unsafe { *self.lock.handoff.get() = Some((prev, cpu)) };
         // The lock stays held: the next side's `finish_switch` takes it over.
         core::mem::forget(self);
-        // SAFETY: interrupts are off (the guard disabled them), `prev_regs` is the running
-        // context's (checked: running here) and `next_regs` a saved or prepared one that we
-        // alone now run (claimed from ready). Both stay alive: `prev` is in `handoff` until the
-        // next side takes it, and the locked data, which nobody else may touch before the next
-        // side takes the lock over, holds `next`.
+        // Both contexts stay alive across the switch: `prev` is in `handoff` until the next
+        // side takes it, and the locked data (nobody else touches it before the next side
+        // takes the lock over) holds `next`.
+        // SAFETY: interrupts are off (the guard disabled them); `prev_regs` is the running
+        // context's (checked) and `next_regs` a ready one we alone now run (claimed).
         unsafe { crate::arch::context::switch_to(prev_regs, next_regs) };
     }
 }
