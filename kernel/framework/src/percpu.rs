@@ -35,7 +35,7 @@ pub struct PerCpu {
     pub topology: Topology,
     /// Set once the CPU has finished bring-up.
     pub online: AtomicBool,
-    /// Preemption-disable depth of the code running on this CPU (`sched::preempt_disable`;
+    /// Preemption-disable depth of the code running on this CPU (`preempt::preempt_disable`;
     /// 0: preemptible). Here rather than in the scheduler's run queue for the same reason as
     /// Linux's `pcpu_hot.preempt_count`: every lock and unlock reads or writes it, and this
     /// struct is one GS load away.

@@ -104,7 +104,7 @@ pub use wakeup::{
 use accounting::{end_wait, note_bad_enqueue, start_wait, update_counts, BAD_ENQUEUES, RT_OVERLOAD};
 use enqueue::{dequeue_task, enqueue_task, update_curr, wakeup_preempt};
 pub(super) use enqueue::{lock_task_rq, requeue_locked, with_task_rq};
-pub(super) use preempt::preempt_count_inc;
+pub(super) use preempt::{preempt_count_dec, preempt_count_inc};
 pub(super) use rq::with_current;
 use rq::{this_cpu, CURRENT};
 use spawn::task_dead;

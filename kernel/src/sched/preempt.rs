@@ -51,7 +51,7 @@ pub fn irq_exit() {
     let rq = this_rq();
     // Only where preemption is allowed: the action may end the task, and a task ended inside
     // a preemption-disabled section would leave this CPU's count raised for good.
-    if rq.ready.load(Ordering::Acquire) && this_cpu().preempt_count.load(Ordering::Relaxed) == 0 {
+    if rq.ready.load(Ordering::Acquire) && framework::preempt::preempt_count() == 0 {
         rt_limits::act_on_current();
     }
 }
@@ -77,38 +77,16 @@ pub fn preempt_point() {
 /// A reschedule is pending on this CPU and may happen now (preemption enabled, scheduler
 /// running). The count first: it is one GS load away, and usually decides.
 fn preemptible_with_resched() -> bool {
-    if this_cpu().preempt_count.load(Ordering::Relaxed) != 0 {
+    if framework::preempt::preempt_count() != 0 {
         return false;
     }
     let rq = this_rq();
     rq.ready.load(Ordering::Acquire) && rq.need_resched.load(Ordering::Acquire)
 }
 
-/// Disables preemption on this CPU until the guard drops.
-pub struct PreemptGuard(());
-
-pub fn preempt_disable() -> PreemptGuard {
-    preempt_count_inc();
-    PreemptGuard(())
-}
-
-/// Raises this CPU's preemption count, with no guard (the caller lowers it). Interrupts are
-/// off from finding this CPU to counting on it: a preemption in between could move the task,
-/// which would then count on the CPU it left (and uncount on the new one). Once counted the
-/// task stays here, so lowering needs no such care.
-pub(crate) fn preempt_count_inc() {
-    let irqs = crate::irqflags::save();
-    this_cpu().preempt_count.fetch_add(1, Ordering::AcqRel);
-    crate::irqflags::restore(irqs);
-}
-
-impl Drop for PreemptGuard {
-    fn drop(&mut self) {
-        if this_cpu().preempt_count.fetch_sub(1, Ordering::AcqRel) == 1 {
-            preempt_point();
-        }
-    }
-}
+/// The preemption count is the framework's (`framework::preempt`): a guard's drop that brings
+/// it to zero runs [`preempt_point`] through the `preempt_point` upcall.
+pub use framework::preempt::{preempt_count_dec, preempt_count_inc, preempt_disable, PreemptGuard};
 
 /// `sched_yield()`: gives up the CPU to tasks of equal priority.
 pub fn yield_now() {

@@ -295,7 +295,6 @@ fn refill_locking(cpu: u32, wait: bool) {
     // No preemption (so no nested refill from a preemption point, and no migration); the
     // count is dropped without a preemption point: our caller is one.
     super::preempt_count_inc();
-    let me = crate::percpu::current();
     for _pass in 0..4 {
         let mut wants = [None; MAX_WANTS];
         let incoming = rq.wake_pending.load(Ordering::Acquire) as usize;
@@ -327,7 +326,7 @@ fn refill_locking(cpu: u32, wait: bool) {
             drop(spare); // the old buffers (or the unused spare), freed with the lock released
         }
     }
-    me.preempt_count.fetch_sub(1, Ordering::AcqRel);
+    super::preempt_count_dec();
 }
 
 /// Refills the run queues marked by [`note_insert`]. Called at preemption points: returns at
@@ -340,8 +339,7 @@ pub fn refill_pending() {
     if HOLD_REFILLS.load(Ordering::Acquire) {
         return;
     }
-    let me = crate::percpu::current();
-    if me.preempt_count.load(Ordering::Relaxed) != 0 || !crate::irqflags::are_enabled() {
+    if framework::preempt::preempt_count() != 0 || !crate::irqflags::are_enabled() {
         return;
     }
     refill_marked();
