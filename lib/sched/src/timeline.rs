@@ -170,11 +170,6 @@ impl<K: Copy + Ord> Timeline<K> {
         }
     }
 
-    /// Is there a free node (an insert would not allocate)?
-    pub fn has_room(&self) -> bool {
-        self.free != NIL || self.nodes.len() < self.nodes.capacity()
-    }
-
     fn new_node(&mut self, deadline: u64, key: K, vruntime: u64, may_grow: bool) -> Result<u32, Full> {
         let node = Node { deadline, key, vruntime, min_vruntime: vruntime, left: NIL, right: NIL, height: 1 };
         if self.free != NIL {
@@ -203,7 +198,8 @@ impl<K: Copy + Ord> Timeline<K> {
     }
 
     /// [`try_insert`](Self::try_insert) that grows the arena when it is full (an allocation:
-    /// callers under an interrupts-off lock reserve room first, [`has_room`](Self::has_room)).
+    /// callers under an interrupts-off lock keep [`len`](Self::len) below
+    /// [`capacity`](Self::capacity) first, as the run-queue reserve does).
     pub fn insert(&mut self, deadline: u64, key: K, vruntime: u64) -> bool {
         self.insert_with(deadline, key, vruntime, true).unwrap_or(false)
     }
@@ -237,11 +233,6 @@ impl<K: Copy + Ord> Timeline<K> {
             }
         };
         Ok((if inserted { self.balance(at) } else { at }, inserted))
-    }
-
-    /// Is `(deadline, key)` in the tree?
-    pub fn contains(&self, deadline: u64, key: K) -> bool {
-        self.find(deadline, key).is_some()
     }
 
     /// The vruntime stored with `(deadline, key)`, if it is in the tree.

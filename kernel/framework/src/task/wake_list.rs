@@ -23,11 +23,6 @@ impl<T> WakeLink<T> {
     pub const fn new() -> Self {
         Self { next: AtomicPtr::new(core::ptr::null_mut()), linked: AtomicBool::new(false) }
     }
-
-    /// Is the node on a list (pushed and not yet drained)?
-    pub fn is_linked(&self) -> bool {
-        self.linked.load(Ordering::Acquire)
-    }
 }
 
 /// A type whose values can be on a [`WakeList`].
