@@ -343,30 +343,28 @@ pub fn cmd_scale(args: &[&str]) -> Result<(), String> {
     } else {
         String::new()
     };
-    let result = scale_runs(&counts, ms, cpu, fifo, chain.first().copied(), &suffix);
-    let _ = crate::sched::group::move_task(me, home);
+    let result = scale_runs(&counts, ms, cpu, fifo, chain.first().map(|&g| (g, me, home)), &suffix);
     for &g in &chain {
         let _ = crate::sched::group::destroy(g);
     }
     result
 }
 
-/// One `scale:` line per task count (see [`cmd_scale`]); `group`: where the yielders go (the
-/// spawner moves there while it starts them: children inherit its group).
-fn scale_runs(
-    counts: &[u64],
-    ms: u64,
-    cpu: u32,
-    fifo: bool,
-    group: Option<crate::sched::group::GroupId>,
-    suffix: &str,
-) -> Result<(), String> {
-    let me = sched::current_tid();
-    let home = sched::find(me).map(|t| t.group.load(Ordering::Relaxed)).unwrap_or(crate::sched::group::ROOT_GROUP);
+/// (where the yielders go, the spawner, the spawner's own group), for [`scale_runs`].
+type ScaleGroup = (crate::sched::group::GroupId, sched::task::Tid, crate::sched::group::GroupId);
+
+/// One `scale:` line per task count (see [`cmd_scale`]). With `group`, the spawner moves into
+/// it while it starts the yielders (children inherit its group) and back home before measuring.
+fn scale_runs(counts: &[u64], ms: u64, cpu: u32, fifo: bool, group: Option<ScaleGroup>, suffix: &str) -> Result<(), String> {
+    let go_home = || {
+        if let Some((_, me, home)) = group {
+            let _ = crate::sched::group::move_task(me, home);
+        }
+    };
     for &n in counts {
         let stop = Arc::new(AtomicBool::new(false));
         let mut tasks = Vec::with_capacity(n as usize);
-        if let Some(g) = group {
+        if let Some((g, me, _)) = group {
             crate::sched::group::move_task(me, g).map_err(|e| alloc::format!("cannot join the bench group: {}", e.strerror()))?;
         }
         for _ in 0..n {
@@ -387,13 +385,13 @@ fn scale_runs(
                     for t in &tasks {
                         let _ = wait(t.tid);
                     }
-                    let _ = crate::sched::group::move_task(me, home);
+                    go_home();
                     return Err(alloc::format!("could only start {} of {} tasks: {:?}", tasks.len(), n, e));
                 }
             }
         }
         // Back home while measuring: the spawner sleeps, and its group should hold only yielders.
-        let _ = crate::sched::group::move_task(me, home);
+        go_home();
         let rq = crate::percpu::get(cpu).map(|c| crate::sched::rq_of(c.cpu_id)).ok_or("bench cpu vanished")?;
         sched::sleep_ns(20_000_000);
         let s0 = rq.nr_switches.load(Ordering::Relaxed);
