@@ -197,15 +197,15 @@ impl<T> Grow for alloc::collections::VecDeque<T> {
     }
 }
 
-impl<K: Ord, V> Grow for cadence_sched::vecmap::VecMap<K, V> {
+impl<K: Ord, V> Grow for cadence_sched::arena::ArenaMap<K, V> {
     fn len(&self) -> usize {
-        cadence_sched::vecmap::VecMap::len(self)
+        cadence_sched::arena::ArenaMap::len(self)
     }
     fn capacity(&self) -> usize {
-        cadence_sched::vecmap::VecMap::capacity(self)
+        cadence_sched::arena::ArenaMap::capacity(self)
     }
     fn with_capacity(n: usize) -> Self {
-        cadence_sched::vecmap::VecMap::with_capacity(n)
+        cadence_sched::arena::ArenaMap::with_capacity(n)
     }
     fn adopt(&mut self, bigger: &mut Self) {
         self.adopt_storage(bigger);

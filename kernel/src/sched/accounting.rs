@@ -25,10 +25,13 @@ pub(super) fn update_counts(rq: &Rq, g: &RqInner) {
     // The most important waiting RT task that is allowed elsewhere. Pinned tasks are never
     // push or pull candidates, so they do not mark the CPU overloaded (Linux's
     // `rt_nr_migratory`): otherwise every switch anywhere would lock this queue for nothing.
+    // Only the tasks marked migratory are walked (Linux's `pushable_tasks`), so thousands of
+    // pinned ones cost nothing here; the first is the answer unless it runs or its other CPUs
+    // went offline.
     let mut pushable = 0u8;
     if waiting > 0 {
         let online = online_mask();
-        for (tid, prio) in g.rt.iter() {
+        for (tid, prio) in g.rt.migratory() {
             let Some(t) = g.tasks.get(&tid) else { continue };
             let running = curr.is_some_and(|c| Arc::ptr_eq(c, t));
             if cadence_sched::rt_smp::is_pushable(t.affinity(), online, running) {

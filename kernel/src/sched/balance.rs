@@ -203,12 +203,13 @@ fn rt_placement_mask(task: &Task) -> CpuMask {
     allowed & !core_excluded(task.core_cookie.load(Ordering::Relaxed), allowed)
 }
 
-/// `g`'s waiting RT tasks (not `curr`) in run order, at most [`RT_SCAN`], as policy sees them
-/// (affinity: [`rt_placement_mask`], so no task is moved where core scheduling would make it
-/// wait; its own CPU stays in it if allowed, so "pushable" keeps meaning "allowed on another
-/// CPU", and pushes never target their own CPU anyway).
+/// `g`'s waiting migratory RT tasks (not `curr`; the pinned ones can go nowhere, Linux's
+/// `pushable_tasks`) in run order, at most [`RT_SCAN`], as policy sees them (affinity:
+/// [`rt_placement_mask`], so no task is moved where core scheduling would make it wait; its
+/// own CPU stays in it if allowed, so "pushable" keeps meaning "allowed on another CPU", and
+/// pushes never target their own CPU anyway).
 fn waiting_rt(g: &RqInner) -> impl Iterator<Item = WaitingRt<Tid>> + '_ {
-    g.rt.iter().filter(move |(tid, _)| !g.curr.as_ref().is_some_and(|c| c.tid == *tid)).take(RT_SCAN).filter_map(move |(tid, prio)| {
+    g.rt.migratory().filter(move |(tid, _)| !g.curr.as_ref().is_some_and(|c| c.tid == *tid)).take(RT_SCAN).filter_map(move |(tid, prio)| {
         g.tasks.get(&tid).map(|t| WaitingRt {
             key: tid,
             rt_priority: prio,

@@ -25,7 +25,7 @@
 //! destroyed only when it has none and no child groups (EBUSY).
 //!
 //! **Registry**: groups by id in [`GROUPS`] (what the scheduler looks up, under run-queue
-//! locks: an `IrqLock` over a sorted vector whose capacity is reserved before the lock is taken,
+//! locks: an `IrqLock` over an arena tree whose capacity is reserved before the lock is taken,
 //! so creating a group allocates nothing with interrupts off), names in [`NAMES`] (a `SpinLock`:
 //! only `create`, `destroy` and `by_name` take it, never an interrupt handler, and its holders
 //! never sleep; `create` allocates under it with interrupts on, while `destroy` may also come
@@ -44,7 +44,7 @@ use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use cadence_sched::vecmap::{grow_target, VecMap};
+use cadence_sched::arena::{grow_target, ArenaMap};
 use cadence_sched::{Errno, FairRq};
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
@@ -172,16 +172,15 @@ impl GroupRq {
 /// Number of position hints [`GroupRqs`] keeps (direct-mapped by group id).
 const GROUP_RQ_HINTS: usize = 8;
 
-/// One CPU's group queues by group id (`RqInner::group_rqs`): a sorted map, plus a small
+/// One CPU's group queues by group id (`RqInner::group_rqs`): an ordered map, plus a small
 /// direct-mapped cache of positions in it. The fair class looks a group's queue up several
-/// times per level per switch (charging, queueing, picking), and the binary searches were
+/// times per level per switch (charging, queueing, picking), and the searches were
 /// the largest part of the group path's cost (`bench pipe -g`,
 /// docs/results/2026-12-03-group-overhead.md). A hint is checked against the key it names, so a
-/// stale one (after an insert or removal shifted the entries) costs only the search it would
-/// have saved.
+/// stale one (after a removal moved the entry) costs only the search it would have saved.
 /// Protected by the run-queue lock like the rest of `RqInner`.
 pub struct GroupRqs {
-    map: VecMap<GroupId, GroupRq>,
+    map: ArenaMap<GroupId, GroupRq>,
     hints: [core::cell::Cell<u32>; GROUP_RQ_HINTS],
 }
 
@@ -193,46 +192,42 @@ impl Default for GroupRqs {
 
 impl GroupRqs {
     pub const fn new() -> Self {
-        GroupRqs { map: VecMap::new(), hints: [const { core::cell::Cell::new(u32::MAX) }; GROUP_RQ_HINTS] }
+        GroupRqs { map: ArenaMap::new(), hints: [const { core::cell::Cell::new(u32::MAX) }; GROUP_RQ_HINTS] }
     }
 
     fn hint(&self, gid: GroupId) -> &core::cell::Cell<u32> {
         &self.hints[gid as usize % GROUP_RQ_HINTS]
     }
 
-    fn pos(&self, gid: GroupId) -> Option<usize> {
-        let h = self.hint(gid).get() as usize;
-        if self.map.at(h).is_some_and(|(&k, _)| k == gid) {
+    fn pos(&self, gid: GroupId) -> Option<u32> {
+        let h = self.hint(gid).get();
+        if self.map.key_at(h) == Some(&gid) {
             return Some(h);
         }
         self.search(gid)
     }
 
-    /// The binary search, its result kept as `gid`'s hint.
-    fn search(&self, gid: GroupId) -> Option<usize> {
+    /// The tree search, its result kept as `gid`'s hint.
+    fn search(&self, gid: GroupId) -> Option<u32> {
         let pos = self.map.position(&gid)?;
-        self.hint(gid).set(pos as u32);
+        self.hint(gid).set(pos);
         Some(pos)
     }
 
     pub fn get(&self, gid: &GroupId) -> Option<&GroupRq> {
-        // The hint's entry is returned as found (one read of the deque when it is right).
-        match self.map.at(self.hint(*gid).get() as usize) {
-            Some((k, v)) if k == gid => Some(v),
-            _ => self.map.at(self.search(*gid)?).map(|(_, v)| v),
-        }
+        self.map.at(self.pos(*gid)?)
     }
 
     pub fn get_mut(&mut self, gid: &GroupId) -> Option<&mut GroupRq> {
         let pos = self.pos(*gid)?;
-        self.map.at_mut(pos).map(|(_, v)| v)
+        self.map.at_mut(pos)
     }
 
     pub fn contains_key(&self, gid: &GroupId) -> bool {
         self.pos(*gid).is_some()
     }
 
-    /// Inserts or replaces (allocates only when full, as [`VecMap::insert`]).
+    /// Inserts or replaces (allocates only when full, as [`ArenaMap::insert`]).
     pub fn insert(&mut self, gid: GroupId, grq: GroupRq) -> Option<GroupRq> {
         self.map.insert(gid, grq)
     }
@@ -257,22 +252,22 @@ impl GroupRqs {
         self.map.storage_bytes()
     }
 
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&GroupId, &GroupRq)> + ExactSizeIterator + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = (&GroupId, &GroupRq)> + '_ {
         self.map.iter()
     }
 
-    pub fn values(&self) -> impl DoubleEndedIterator<Item = &GroupRq> + ExactSizeIterator + '_ {
+    pub fn values(&self) -> impl Iterator<Item = &GroupRq> + '_ {
         self.map.values()
     }
 
-    /// As [`VecMap::adopt_storage`] (positions are kept).
-    pub fn adopt_storage(&mut self, spare: &mut VecMap<GroupId, GroupRq>) -> bool {
+    /// As [`ArenaMap::adopt_storage`] (positions are kept).
+    pub fn adopt_storage(&mut self, spare: &mut ArenaMap<GroupId, GroupRq>) -> bool {
         self.map.adopt_storage(spare)
     }
 }
 
 /// Groups by id (see the module doc: capacity reserved outside the lock, by [`reserve_ids`]).
-static GROUPS: IrqLock<VecMap<GroupId, Arc<TaskGroup>>> = IrqLock::new(VecMap::new());
+static GROUPS: IrqLock<ArenaMap<GroupId, Arc<TaskGroup>>> = IrqLock::new(ArenaMap::new());
 /// Group names, and the lock that serializes creating and destroying groups (see the module
 /// doc for when it is taken with interrupts off).
 static NAMES: SpinLock<BTreeMap<GroupName, GroupId>> = SpinLock::new(BTreeMap::new());
@@ -311,7 +306,7 @@ fn reserve_ids() {
             (ids.len(), ids.capacity())
         };
         let Some(target) = grow_target(len, cap) else { return };
-        let mut spare = VecMap::with_capacity(target);
+        let mut spare = ArenaMap::with_capacity(target);
         let adopted = GROUPS.lock().adopt_storage(&mut spare);
         drop(spare); // the old buffer (or the unused new one), freed with interrupts on
         if adopted {

@@ -1,9 +1,9 @@
 //! Run-queue memory, reserved ahead of use: no heap allocation under a run-queue lock.
 //!
 //! The queues a run queue holds ([`RqInner::tasks`], the RT array, the root fair queue, the
-//! per-group fair queues and the map of them) are sorted vectors
-//! ([`cadence_sched::vecmap`]): an insert below capacity does not allocate. This module keeps
-//! every one of them above its headroom ([`cadence_sched::vecmap::grow_target`]: at least
+//! per-group fair queues and the map of them) are balanced trees in arenas
+//! ([`cadence_sched::arena`]): an insert below capacity does not allocate. This module keeps
+//! every one of them above its headroom ([`cadence_sched::arena::grow_target`]: at least
 //! `max(16, len / 2)` free slots) and keeps [`SPARE_GROUPS`] ready-made fair-queue storages per
 //! CPU (`RqInner::spare_groups`) for the next group queues created there (a destroyed group's
 //! queue gives its storage back to that pool), all **outside** the lock:
@@ -34,8 +34,8 @@ use super::group::{GroupId, GroupRq, ROOT_GROUP};
 use super::task::{Task, Tid};
 use super::{RqInner, SeKey};
 use alloc::sync::Arc;
+use cadence_sched::arena::{grow_target, ArenaMap, MIN_HEADROOM};
 use cadence_sched::rt::RtStorage;
-use cadence_sched::vecmap::{grow_target, VecMap, MIN_HEADROOM};
 use cadence_sched::FairStorage;
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -82,10 +82,10 @@ enum Want {
 
 /// Memory allocated for a [`Want`], outside the lock.
 enum Spare {
-    Tasks(VecMap<Tid, Arc<Task>>),
+    Tasks(ArenaMap<Tid, Arc<Task>>),
     Rt(RtStorage<Tid>),
     Fair(GroupId, FairStorage<SeKey>),
-    GroupMap(VecMap<GroupId, GroupRq>),
+    GroupMap(ArenaMap<GroupId, GroupRq>),
     Group(FairStorage<SeKey>),
 }
 
@@ -230,10 +230,10 @@ pub fn reserved_bytes() -> usize {
 
 fn allocate(w: Want) -> Spare {
     match w {
-        Want::Tasks(c) => Spare::Tasks(VecMap::with_capacity(c)),
+        Want::Tasks(c) => Spare::Tasks(ArenaMap::with_capacity(c)),
         Want::Rt(c) => Spare::Rt(RtStorage::with_capacity(c)),
         Want::Fair(gid, c) => Spare::Fair(gid, FairStorage::with_capacity(c)),
-        Want::GroupMap(c) => Spare::GroupMap(VecMap::with_capacity(c)),
+        Want::GroupMap(c) => Spare::GroupMap(ArenaMap::with_capacity(c)),
         Want::SpareGroup => Spare::Group(FairStorage::with_capacity(MIN_HEADROOM)),
     }
 }

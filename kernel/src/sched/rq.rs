@@ -7,7 +7,7 @@ use super::task::{ClassId, Task, Tid};
 use super::{class, coresched, group, reserve};
 use crate::percpu::{self, PerCpu};
 use alloc::sync::Arc;
-use cadence_sched::vecmap::VecMap;
+use cadence_sched::arena::ArenaMap;
 use cadence_sched::{FairRq, FairTunables, RtPrioArray};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use framework::task::{Current, WakeList};
@@ -29,7 +29,7 @@ pub struct RqInner {
     pub dl: class::deadline::DlRq,
     pub fair: FairRq<SeKey>,
     /// Every task queued here (every class, throttled deadline tasks included), by tid.
-    pub tasks: VecMap<Tid, Arc<Task>>,
+    pub tasks: ArenaMap<Tid, Arc<Task>>,
     /// Non-root task groups' queues on this CPU (see `group`).
     pub group_rqs: group::GroupRqs,
     /// Fair tasks queued on this CPU at any level of the group tree.
@@ -140,7 +140,7 @@ impl Rq {
                 rt: RtPrioArray::new(),
                 dl: class::deadline::DlRq::new(),
                 fair: FairRq::new(FairTunables::default()),
-                tasks: VecMap::new(),
+                tasks: ArenaMap::new(),
                 group_rqs: group::GroupRqs::new(),
                 spare_groups: arrayvec::ArrayVec::new_const(),
                 core_lists: coresched::new_core_lists(),

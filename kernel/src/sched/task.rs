@@ -19,7 +19,7 @@ use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use cadence_sched::vecmap::VecMap;
+use cadence_sched::arena::ArenaMap;
 use cadence_sched::{CpuMask, Errno, FairEntity, Policy, ValidAttr};
 use core::any::Any;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -351,7 +351,7 @@ pub fn policy_name(p: Policy) -> &'static str {
 
 // ----- the task table -----------------------------------------------------------------
 
-static TASKS: IrqLock<VecMap<Tid, Arc<Task>>> = IrqLock::new(VecMap::new());
+static TASKS: IrqLock<ArenaMap<Tid, Arc<Task>>> = IrqLock::new(ArenaMap::new());
 static NEXT_TID: AtomicU32 = AtomicU32::new(1);
 
 /// Finds a live (or zombie) task.

@@ -55,8 +55,8 @@
 //! Not implemented (yet): DELAY_DEQUEUE (Linux 6.12 keeps sleeping entities with negative
 //! lag queued until eligible), next/last buddies, PELT load tracking.
 
+use crate::arena::{grow_target, ArenaMap};
 use crate::timeline::Timeline;
-use crate::vecmap::{grow_target, SlabMap};
 use core::cmp::Ordering;
 
 use crate::attr::{Policy, SCHED_SLICE_MAX_NS, SCHED_SLICE_MIN_NS};
@@ -306,14 +306,14 @@ fn saturate_i64(x: i128) -> i64 {
 /// installed with [`FairRq::adopt_storage`].
 #[derive(Debug)]
 pub struct FairStorage<K> {
-    entities: SlabMap<K, FairEntity>,
+    entities: ArenaMap<K, FairEntity>,
     timeline: Timeline<K>,
 }
 
 impl<K: Copy + Ord> FairStorage<K> {
     /// Room for `n` entities.
     pub fn with_capacity(n: usize) -> Self {
-        FairStorage { entities: SlabMap::with_capacity(n), timeline: Timeline::with_capacity(n) }
+        FairStorage { entities: ArenaMap::with_capacity(n), timeline: Timeline::with_capacity(n) }
     }
 
     /// Bytes of memory it reserves.
@@ -336,7 +336,7 @@ impl<K: Copy + Ord> FairStorage<K> {
 #[derive(Clone, Debug)]
 pub struct FairRq<K: Copy + Ord> {
     tunables: FairTunables,
-    entities: SlabMap<K, FairEntity>,
+    entities: ArenaMap<K, FairEntity>,
     timeline: Timeline<K>,
     curr: Option<K>,
     /// `curr`'s position in `entities` (valid while `curr` is set): the running entity is
@@ -369,7 +369,7 @@ impl<K: Copy + Ord> FairRq<K> {
     pub fn with_min_vruntime(tunables: FairTunables, min_vruntime: u64) -> Self {
         FairRq {
             tunables,
-            entities: SlabMap::new(),
+            entities: ArenaMap::new(),
             timeline: Timeline::new(),
             curr: None,
             curr_pos: 0,
@@ -382,7 +382,7 @@ impl<K: Copy + Ord> FairRq<K> {
         }
     }
 
-    // ----- memory (see `vecmap`: inserts below capacity never allocate) --------------
+    // ----- memory (see `arena`: inserts below capacity never allocate) --------------
 
     /// The capacity this queue should grow to before more entities are attached, or `None`
     /// if it has headroom ([`grow_target`]). The owner allocates a [`FairStorage`] of that

@@ -16,8 +16,10 @@
 //! * [`cpumask`], [`balance`]: CPU sets and SMP placement / balancing decisions.
 //! * [`cpupri`]: per-priority-level CPU masks (Linux cpupri) for RT placement.
 //! * [`rt_smp`]: RT push/pull decisions and the RT guarantee they maintain.
-//! * [`vecmap`]: sorted-vector map and set with capacity reserved outside locks (the run
-//!   queues' storage: no allocation under a run-queue lock).
+//! * [`arena`]: ordered maps and sets (AVL trees in an arena) with capacity reserved outside
+//!   locks (the run queues' storage: O(log n), no allocation under a run-queue lock).
+//! * [`timeline`]: the fair class's deadline-ordered, min-vruntime-augmented tree (the
+//!   O(log n) EEVDF pick).
 //! * [`timerq`]: timer-queue ordering (the kernel's per-CPU timers, tick, sleeps, hrtick).
 //! * [`deadline`]: SCHED_DEADLINE policy: parameter checks, admission control, CBS, `cpudl`.
 //! * [`edf_model`]: an exact ideal global-EDF schedule of periodic task sets (what a
@@ -30,6 +32,7 @@
 
 extern crate alloc;
 
+pub mod arena;
 pub mod attr;
 pub mod balance;
 pub mod consts;
@@ -48,7 +51,6 @@ pub mod rt_bandwidth;
 pub mod rt_smp;
 pub mod timeline;
 pub mod timerq;
-pub mod vecmap;
 pub mod weight;
 
 pub use attr::{Policy, SchedAttr, ValidAttr};

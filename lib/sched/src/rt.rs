@@ -1,12 +1,16 @@
 //! The real-time run queue: Linux rt.c's priority array plus SCHED_RR timeslices.
 //!
 //! `RtPrioArray<K>` holds what Linux's `struct rt_prio_array` holds (one FIFO list per
-//! priority level) as one sorted array of `(idx, seq, key)`: level `idx = 99 - rt_priority`
-//! (Linux `prio`, most important first), then a sequence number giving FIFO order within the
-//! level (tail inserts count up from 0, head inserts count down from -1). So
-//! [`RtPrioArray::pick_highest`] is the array's first element, O(1); enqueue and dequeue are a
-//! binary search plus a shift. The array's memory is reserved ahead ([`crate::vecmap`]): no
-//! enqueue allocates under the run-queue lock while the owner keeps headroom
+//! priority level) as one ordered set of `(idx, seq, key)` in an [`crate::arena`] tree: level
+//! `idx = 99 - rt_priority` (Linux `prio`, most important first), then a sequence number giving
+//! FIFO order within the level (tail inserts count up from 0, head inserts count down from -1).
+//! So [`RtPrioArray::pick_highest`] is the set's first element and enqueue, dequeue and requeue
+//! are O(log n) at any number of queued tasks; per-level counts make
+//! [`RtPrioArray::nr_at_prio`] O(1). Beside it, the same order restricted to the tasks marked
+//! migratory ([`RtPrioArray::set_migratory`]: allowed on more than one CPU) is Linux's
+//! `pushable_tasks` list: [`RtPrioArray::migratory`] finds the best push candidate without
+//! walking past the pinned tasks queued ahead of it. The memory is reserved ahead: no enqueue
+//! allocates under the run-queue lock while the owner keeps headroom
 //! ([`RtPrioArray::grow_target`], [`RtPrioArray::adopt_storage`]).
 //!
 //! Contracts:
@@ -20,10 +24,12 @@
 //!   refilled and, if it has peers at its level, moved to the tail with
 //!   [`RtPrioArray::requeue`] (`requeue_task_rt(rq, p, 0)`) and the CPU rescheduled.
 //!   `sched_yield` is the same rotation.
-//! * Invariant: `order` and `index` hold the same keys, each once; `index` maps every queued
-//!   key to its priority and sequence number; `nr_running` equals the number of queued keys.
+//! * Invariants: `order` and `index` hold the same keys, each once; `index` maps every queued
+//!   key to its priority, sequence number and migratory mark; `migratory` holds exactly the
+//!   `order` elements of the marked keys; `per_level[idx]` counts the keys at level `idx`.
+//!   A requeue or priority change keeps the mark; a dequeue drops it.
 
-use crate::vecmap::{grow_target, VecMap, VecSet};
+use crate::arena::{grow_target, ArenaMap, ArenaSet};
 
 use crate::consts::{MAX_RT_PRIO, NSEC_PER_MSEC};
 use crate::errno::Errno;
@@ -70,35 +76,48 @@ pub const fn rr_tick(remaining_ns: u64, tick_ns: u64, timeslice_ns: u64) -> (u64
     }
 }
 
-/// Per-priority FIFO lists, kept as one sorted array (see the module doc).
+/// Per-priority FIFO lists, kept as one ordered set (see the module doc).
 #[derive(Clone, Debug)]
 pub struct RtPrioArray<K: Copy + Ord> {
     /// `(level, seq, key)`: level `99 - rt_priority` (most important first), then FIFO order.
-    order: VecSet<(u8, i64, K)>,
-    /// Every queued key's `(rt_priority, seq)`.
-    index: VecMap<K, (u8, i64)>,
+    order: ArenaSet<(u8, i64, K)>,
+    /// Every queued key's place.
+    index: ArenaMap<K, Place>,
+    /// The `order` elements of the keys marked migratory (Linux `pushable_tasks`).
+    migratory: ArenaSet<(u8, i64, K)>,
+    /// Queued keys per level.
+    per_level: [u32; LEVELS],
     /// Next sequence number for a tail insert (counts up) and for a head insert (counts down).
     tail_seq: i64,
     head_seq: i64,
+}
+
+/// Where a queued key sits: its priority, its sequence number in its level, and its mark.
+#[derive(Clone, Copy, Debug)]
+struct Place {
+    rt_priority: u8,
+    seq: i64,
+    migratory: bool,
 }
 
 /// Memory for an [`RtPrioArray`] of up to `n` tasks, allocated outside the run-queue lock and
 /// installed with [`RtPrioArray::adopt_storage`].
 #[derive(Debug)]
 pub struct RtStorage<K> {
-    order: VecSet<(u8, i64, K)>,
-    index: VecMap<K, (u8, i64)>,
+    order: ArenaSet<(u8, i64, K)>,
+    index: ArenaMap<K, Place>,
+    migratory: ArenaSet<(u8, i64, K)>,
 }
 
 impl<K: Copy + Ord> RtStorage<K> {
     /// Room for `n` tasks.
     pub fn with_capacity(n: usize) -> Self {
-        RtStorage { order: VecSet::with_capacity(n), index: VecMap::with_capacity(n) }
+        RtStorage { order: ArenaSet::with_capacity(n), index: ArenaMap::with_capacity(n), migratory: ArenaSet::with_capacity(n) }
     }
 
     /// Tasks it has room for.
     pub fn capacity(&self) -> usize {
-        self.index.capacity().min(self.order.capacity())
+        self.index.capacity().min(self.order.capacity()).min(self.migratory.capacity())
     }
 }
 
@@ -119,7 +138,14 @@ fn level(rt_priority: u8) -> Result<u8, Errno> {
 impl<K: Copy + Ord> RtPrioArray<K> {
     /// An empty array (no memory).
     pub const fn new() -> Self {
-        RtPrioArray { order: VecSet::new(), index: VecMap::new(), tail_seq: 0, head_seq: -1 }
+        RtPrioArray {
+            order: ArenaSet::new(),
+            index: ArenaMap::new(),
+            migratory: ArenaSet::new(),
+            per_level: [0; LEVELS],
+            tail_seq: 0,
+            head_seq: -1,
+        }
     }
 
     /// The capacity to grow to before more tasks are queued, or `None` if there is headroom
@@ -135,12 +161,12 @@ impl<K: Copy + Ord> RtPrioArray<K> {
 
     /// Bytes of memory its storage reserves.
     pub fn storage_bytes(&self) -> usize {
-        self.index.storage_bytes() + self.order.storage_bytes()
+        self.index.storage_bytes() + self.order.storage_bytes() + self.migratory.storage_bytes()
     }
 
     /// Tasks it can hold without allocating.
     pub fn capacity(&self) -> usize {
-        self.index.capacity().min(self.order.capacity())
+        self.index.capacity().min(self.order.capacity()).min(self.migratory.capacity())
     }
 
     /// Moves the queued tasks into `spare`'s memory (no allocation); `spare` is left holding
@@ -148,15 +174,21 @@ impl<K: Copy + Ord> RtPrioArray<K> {
     /// `spare` is not empty or too small.
     pub fn adopt_storage(&mut self, spare: &mut RtStorage<K>) -> bool {
         let n = self.index.len();
-        if !spare.order.is_empty() || !spare.index.is_empty() || spare.order.capacity() < n || spare.index.capacity() < n {
+        if !spare.order.is_empty() || !spare.index.is_empty() || !spare.migratory.is_empty() || spare.capacity() < n {
             return false;
         }
-        self.order.adopt_storage(&mut spare.order) && self.index.adopt_storage(&mut spare.index)
+        self.order.adopt_storage(&mut spare.order)
+            && self.index.adopt_storage(&mut spare.index)
+            && self.migratory.adopt_storage(&mut spare.migratory)
     }
 
-    /// Queues `key` at `rt_priority`, at the head of its level if `head`.
+    /// Queues `key` at `rt_priority`, at the head of its level if `head`, not migratory.
     /// `EINVAL` priority > 99, `EBUSY` already queued.
     pub fn enqueue(&mut self, key: K, rt_priority: u8, head: bool) -> Result<(), Errno> {
+        self.enqueue_marked(key, rt_priority, head, false)
+    }
+
+    fn enqueue_marked(&mut self, key: K, rt_priority: u8, head: bool, migratory: bool) -> Result<(), Errno> {
         let idx = level(rt_priority)?;
         if self.index.contains_key(&key) {
             return Err(Errno::EBUSY);
@@ -169,22 +201,51 @@ impl<K: Copy + Ord> RtPrioArray<K> {
             self.tail_seq - 1
         };
         self.order.insert((idx, seq, key));
-        self.index.insert(key, (rt_priority, seq));
+        if migratory {
+            self.migratory.insert((idx, seq, key));
+        }
+        self.index.insert(key, Place { rt_priority, seq, migratory });
+        self.per_level[idx as usize] += 1;
+        Ok(())
+    }
+
+    /// Marks queued `key` migratory (allowed on another CPU: a push candidate, Linux's
+    /// `pushable_tasks`) or not. `ESRCH` if not queued.
+    pub fn set_migratory(&mut self, key: K, migratory: bool) -> Result<(), Errno> {
+        let place = self.index.get_mut(&key).ok_or(Errno::ESRCH)?;
+        if place.migratory != migratory {
+            place.migratory = migratory;
+            let elem = (level(place.rt_priority)?, place.seq, key);
+            if migratory {
+                self.migratory.insert(elem);
+            } else {
+                self.migratory.remove(&elem);
+            }
+        }
         Ok(())
     }
 
     /// Removes `key`, returning its priority. `ESRCH` if not queued.
     pub fn dequeue(&mut self, key: K) -> Result<u8, Errno> {
-        let (prio, seq) = self.index.remove(&key).ok_or(Errno::ESRCH)?;
-        self.order.remove(&(level(prio)?, seq, key));
-        Ok(prio)
+        self.take(key).map(|p| p.rt_priority)
+    }
+
+    fn take(&mut self, key: K) -> Result<Place, Errno> {
+        let place = self.index.remove(&key).ok_or(Errno::ESRCH)?;
+        let idx = level(place.rt_priority)?;
+        self.order.remove(&(idx, place.seq, key));
+        if place.migratory {
+            self.migratory.remove(&(idx, place.seq, key));
+        }
+        self.per_level[idx as usize] -= 1;
+        Ok(place)
     }
 
     /// Moves `key` to the head (`head = true`) or tail of its level: RR rotation and
     /// `sched_yield` (Linux `requeue_task_rt`). `ESRCH` if not queued.
     pub fn requeue(&mut self, key: K, head: bool) -> Result<(), Errno> {
-        let prio = self.dequeue(key)?;
-        self.enqueue(key, prio, head)
+        let place = self.take(key)?;
+        self.enqueue_marked(key, place.rt_priority, head, place.migratory)
     }
 
     /// Changes `key`'s priority as `sched_setscheduler` does: a task whose priority is
@@ -193,12 +254,12 @@ impl<K: Copy + Ord> RtPrioArray<K> {
     /// `ESRCH` not queued, `EINVAL` priority > 99.
     pub fn change_prio(&mut self, key: K, rt_priority: u8) -> Result<(), Errno> {
         level(rt_priority)?;
-        let (old, _) = *self.index.get(&key).ok_or(Errno::ESRCH)?;
+        let old = self.index.get(&key).ok_or(Errno::ESRCH)?.rt_priority;
         if old == rt_priority {
             return Ok(());
         }
-        self.dequeue(key)?;
-        self.enqueue(key, rt_priority, rt_priority < old)
+        let place = self.take(key)?;
+        self.enqueue_marked(key, rt_priority, rt_priority < old, place.migratory)
     }
 
     /// The task to run: head of the most important non-empty level.
@@ -213,15 +274,12 @@ impl<K: Copy + Ord> RtPrioArray<K> {
 
     /// Priority `key` is queued at.
     pub fn prio_of(&self, key: K) -> Option<u8> {
-        self.index.get(&key).map(|&(p, _)| p)
+        self.index.get(&key).map(|p| p.rt_priority)
     }
 
     /// Number of queued tasks at `rt_priority` (RR only rotates when > 1).
     pub fn nr_at_prio(&self, rt_priority: u8) -> usize {
-        let Ok(idx) = level(rt_priority) else { return 0 };
-        let below = self.order.partition_point(|&(l, _, _)| l < idx);
-        let upto = self.order.partition_point(|&(l, _, _)| l <= idx);
-        upto - below
+        level(rt_priority).map_or(0, |idx| self.per_level[idx as usize] as usize)
     }
 
     /// Charges `delta_ns` of running time to SCHED_RR task `key`'s quantum `remaining_ns`
@@ -257,6 +315,31 @@ impl<K: Copy + Ord> RtPrioArray<K> {
     /// as `(key, rt_priority)`; used to find pushable tasks for SMP.
     pub fn iter(&self) -> impl Iterator<Item = (K, u8)> + '_ {
         self.order.iter().map(|&(idx, _, k)| (k, (LEVELS - 1 - idx as usize) as u8))
+    }
+
+    /// The queued tasks marked migratory, in run order, as `(key, rt_priority)`: push
+    /// candidates (the running one among them is the caller's to skip).
+    pub fn migratory(&self) -> impl Iterator<Item = (K, u8)> + '_ {
+        self.migratory.iter().map(|&(idx, _, k)| (k, (LEVELS - 1 - idx as usize) as u8))
+    }
+
+    /// Checks the invariants (module docs); for tests. Panics with what is wrong.
+    pub fn check(&self) {
+        self.order.check();
+        self.index.check();
+        self.migratory.check();
+        assert_eq!(self.order.len(), self.index.len(), "order and index disagree");
+        let mut per_level = [0u32; LEVELS];
+        let mut marked = 0;
+        for (&key, place) in self.index.iter() {
+            let idx = LEVELS - 1 - place.rt_priority as usize;
+            per_level[idx] += 1;
+            assert!(self.order.contains(&(idx as u8, place.seq, key)), "indexed key not in order");
+            assert_eq!(self.migratory.contains(&(idx as u8, place.seq, key)), place.migratory, "migratory set stale");
+            marked += usize::from(place.migratory);
+        }
+        assert_eq!(marked, self.migratory.len(), "migratory set holds unqueued keys");
+        assert_eq!(per_level, self.per_level, "per-level counts stale");
     }
 }
 
@@ -372,7 +455,7 @@ mod tests {
     #[test]
     fn storage_is_adopted_and_order_survives() {
         let mut rq = RtPrioArray::new();
-        assert_eq!(rq.grow_target(), Some(crate::vecmap::MIN_HEADROOM));
+        assert_eq!(rq.grow_target(), Some(crate::arena::MIN_HEADROOM));
         for (k, p) in [(1u32, 10u8), (2, 50), (3, 10), (4, 99), (5, 0)] {
             rq.enqueue(k, p, false).unwrap();
         }

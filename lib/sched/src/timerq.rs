@@ -5,7 +5,7 @@
 //! were armed (a per-queue sequence number breaks ties); a cancelled timer never fires; keys
 //! are never reused within a queue, so a stale key cannot cancel a newer timer.
 
-use alloc::vec::Vec;
+use crate::arena::ArenaMap;
 
 /// Identifies an armed timer (to cancel it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -17,14 +17,15 @@ pub struct TimerKey {
 
 /// Pending timers carrying a `T` each, ordered by expiry.
 ///
-/// Storage: one `Vec` sorted by key, latest first, so the earliest timer is the last element
-/// (expiry is a `pop`) and arming or cancelling is a binary search plus a shift. Nothing is
-/// allocated while the queue stays within the capacity given to [`reserve`](Self::reserve):
-/// the kernel reserves at boot, because timers are re-armed from interrupt handlers, where the
-/// heap must not be taken (a tree would allocate and free nodes as it grows and shrinks).
+/// Storage: an [`ArenaMap`] by key (an AVL tree in an arena), so arming, cancelling and
+/// expiring are O(log n) at any number of pending timers (thousands of sleepers each have
+/// one). Nothing is allocated while the queue stays within the capacity given to
+/// [`reserve`](Self::reserve): the kernel reserves at boot, because timers are re-armed from
+/// interrupt handlers, where the heap must not be taken (the arena never frees a node, unlike a
+/// pointer tree).
 #[derive(Debug)]
 pub struct TimerQueue<T> {
-    timers: Vec<(TimerKey, T)>,
+    timers: ArenaMap<TimerKey, T>,
     seq: u64,
 }
 
@@ -37,7 +38,7 @@ impl<T> Default for TimerQueue<T> {
 impl<T> TimerQueue<T> {
     /// An empty queue (no storage yet; see [`reserve`](Self::reserve)).
     pub const fn new() -> Self {
-        TimerQueue { timers: Vec::new(), seq: 0 }
+        TimerQueue { timers: ArenaMap::new(), seq: 0 }
     }
 
     /// Makes room for `additional` more timers without allocating later.
@@ -50,37 +51,28 @@ impl<T> TimerQueue<T> {
         self.timers.capacity()
     }
 
-    /// Position of `key` (or where it would go) in the latest-first order.
-    fn position(&self, key: &TimerKey) -> Result<usize, usize> {
-        self.timers.binary_search_by(|(k, _)| key.cmp(k))
-    }
-
     /// Arms a timer for `expires_ns`.
     pub fn arm(&mut self, expires_ns: u64, what: T) -> TimerKey {
         let key = TimerKey { expires_ns, seq: self.seq };
         self.seq = self.seq.wrapping_add(1);
-        let at = self.position(&key).unwrap_or_else(|at| at);
-        self.timers.insert(at, (key, what));
+        self.timers.insert(key, what);
         key
     }
 
     /// Cancels a timer; `None` if it already fired or was cancelled.
     pub fn cancel(&mut self, key: TimerKey) -> Option<T> {
-        let at = self.position(&key).ok()?;
-        Some(self.timers.remove(at).1)
+        self.timers.remove(&key)
     }
 
     /// The earliest expiry, if any timer is pending.
     pub fn earliest(&self) -> Option<u64> {
-        self.timers.last().map(|(k, _)| k.expires_ns)
+        self.timers.first().map(|(k, _)| k.expires_ns)
     }
 
     /// Removes and returns the earliest timer if it has expired at `now_ns`.
     pub fn pop_expired(&mut self, now_ns: u64) -> Option<(TimerKey, T)> {
-        match self.timers.last() {
-            Some((k, _)) if k.expires_ns <= now_ns => self.timers.pop(),
-            _ => None,
-        }
+        let key = *self.timers.first().filter(|(k, _)| k.expires_ns <= now_ns)?.0;
+        self.timers.remove(&key).map(|what| (key, what))
     }
 
     /// Pending timers.

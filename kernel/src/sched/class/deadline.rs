@@ -46,8 +46,8 @@ use crate::sched::{rq_of, set_need_resched, RqInner};
 use crate::sync::IrqLock;
 use crate::timer::TimerId;
 use alloc::sync::Arc;
+use cadence_sched::arena::ArenaSet;
 use cadence_sched::deadline::{time_before, CpuDl, DlAdmission, DlEntity, DlParams};
-use cadence_sched::vecmap::VecSet;
 use cadence_sched::{CpuMask, Errno, ValidAttr};
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -59,13 +59,13 @@ pub const DL_MAX_TASKS: usize = 64;
 
 /// One CPU's runnable deadline tasks, by absolute deadline.
 pub struct DlRq {
-    queue: VecSet<(u64, Tid)>,
+    queue: ArenaSet<(u64, Tid)>,
 }
 
 impl DlRq {
     /// An empty queue with room for [`DL_MAX_TASKS`].
     pub fn new() -> DlRq {
-        DlRq { queue: VecSet::with_capacity(DL_MAX_TASKS) }
+        DlRq { queue: ArenaSet::with_capacity(DL_MAX_TASKS) }
     }
 
     /// Tasks queued (throttled ones are not).

@@ -291,7 +291,7 @@ pub fn forget_group(rq: &mut RqInner, gid: GroupId) {
     if let Some(mut grq) = rq.group_rqs.remove(&gid) {
         // Its storage serves the next group queue here (no free under the lock, no allocation
         // for the next one); dropped only if the pool is full.
-        if let Some(storage) = grq.rq.take_storage().filter(|s| s.capacity() >= cadence_sched::vecmap::MIN_HEADROOM) {
+        if let Some(storage) = grq.rq.take_storage().filter(|s| s.capacity() >= cadence_sched::arena::MIN_HEADROOM) {
             let _ = rq.spare_groups.try_push(storage);
         }
     }

@@ -23,7 +23,11 @@ impl SchedClass for RtClass {
         // priority was validated).
         if rq.rt.enqueue(task.tid, task.rt_priority(), head).is_err() {
             crate::sched::note_bad_enqueue();
+            return;
         }
+        // Allowed on another CPU: a push candidate (Linux `enqueue_pushable_task` for
+        // `nr_cpus_allowed > 1`). Affinity changes requeue the task, so the mark stays true.
+        let _ = rq.rt.set_migratory(task.tid, task.affinity().count() > 1);
     }
 
     fn dequeue(&self, rq: &mut RqInner, task: &Arc<Task>, _flags: u32) {
