@@ -193,13 +193,7 @@ impl<K: Copy + Ord> RtPrioArray<K> {
         if self.index.contains_key(&key) {
             return Err(Errno::EBUSY);
         }
-        let seq = if head {
-            self.head_seq -= 1;
-            self.head_seq + 1
-        } else {
-            self.tail_seq += 1;
-            self.tail_seq - 1
-        };
+        let seq = self.next_seq(head);
         self.order.insert((idx, seq, key));
         if migratory {
             self.migratory.insert((idx, seq, key));
@@ -244,8 +238,30 @@ impl<K: Copy + Ord> RtPrioArray<K> {
     /// Moves `key` to the head (`head = true`) or tail of its level: RR rotation and
     /// `sched_yield` (Linux `requeue_task_rt`). `ESRCH` if not queued.
     pub fn requeue(&mut self, key: K, head: bool) -> Result<(), Errno> {
-        let place = self.take(key)?;
-        self.enqueue_marked(key, place.rt_priority, head, place.migratory)
+        let seq = self.next_seq(head);
+        let place = self.index.get_mut(&key).ok_or(Errno::ESRCH)?;
+        // The index entry stays (its sequence number changes in place): the yield and RR
+        // path touches the order trees only.
+        let (old, new) = ((level(place.rt_priority)?, place.seq, key), (level(place.rt_priority)?, seq, key));
+        place.seq = seq;
+        let migratory = place.migratory;
+        self.order.remove(&old);
+        self.order.insert(new);
+        if migratory {
+            self.migratory.remove(&old);
+            self.migratory.insert(new);
+        }
+        Ok(())
+    }
+
+    fn next_seq(&mut self, head: bool) -> i64 {
+        if head {
+            self.head_seq -= 1;
+            self.head_seq + 1
+        } else {
+            self.tail_seq += 1;
+            self.tail_seq - 1
+        }
     }
 
     /// Changes `key`'s priority as `sched_setscheduler` does: a task whose priority is
