@@ -297,7 +297,7 @@ fn valid_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= 32 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
 }
 
-/// Makes room in [`GROUPS`] for one more group, allocating outside its lock (the vecmap
+/// Makes room in [`GROUPS`] for one more group, allocating outside its lock (the arena's
 /// contract). Called under [`NAMES`], so nobody else inserts meanwhile.
 fn reserve_ids() {
     loop {

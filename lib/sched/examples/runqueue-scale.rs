@@ -7,14 +7,17 @@
 //!   round (put the running entity back, pick, set it running, charge it 100 µs), and a
 //!   sleep/wakeup pair (dequeue with `DEQUEUE_SLEEP`, enqueue with `ENQUEUE_WAKEUP`);
 //! - `timeline`: the min-vruntime-augmented deadline tree (`timeline::Timeline`) alone: an
-//!   insert + remove pair and an EEVDF pick.
+//!   insert + remove pair and an EEVDF pick;
+//! - `rt`: the RT priority array (`RtPrioArray<u32>`, N tasks at one priority, a tenth of them
+//!   migratory): a `sched_yield` round (requeue the head at the tail, pick) and a
+//!   sleep/wakeup pair (dequeue and enqueue a task in the middle).
 //!
 //! Timing is wall-clock over enough rounds to take ~50 ms per figure; compare the growth
 //! between rows, not the absolute values.
 
 use cadence_sched::eevdf::{FairStorage, DEQUEUE_SLEEP, ENQUEUE_WAKEUP};
 use cadence_sched::timeline::Timeline;
-use cadence_sched::{FairRq, FairTunables};
+use cadence_sched::{FairRq, FairTunables, RtPrioArray};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -51,7 +54,10 @@ fn main() {
         Some(list) => list.split(',').map(|s| s.trim().parse().expect("N,N,...")).collect(),
         None => vec![10, 100, 1_000, 10_000, 100_000],
     };
-    println!("{:>8} {:>16} {:>16} {:>18} {:>14}", "N", "fair sched ns", "fair sleep+wake", "timeline ins+rem", "timeline pick");
+    println!(
+        "{:>8} {:>16} {:>16} {:>18} {:>14} {:>13} {:>15}",
+        "N", "fair sched ns", "fair sleep+wake", "timeline ins+rem", "timeline pick", "rt yield", "rt sleep+wake"
+    );
     for &n in &ns {
         let mut rq = fair_queue(n);
         let sched = per_op(|_| {
@@ -84,6 +90,21 @@ fn main() {
         let pick = per_op(|i| {
             black_box(t.pick(|v| v <= 50_000 + i % 7));
         });
-        println!("{:>8} {:>16.0} {:>16.0} {:>18.0} {:>14.0}", n, sched, sleep, ins_rem, pick);
+        let mut rt: RtPrioArray<u32> = RtPrioArray::new();
+        for k in 0..n {
+            rt.enqueue(k, 50, false).expect("enqueue");
+            rt.set_migratory(k, k % 10 == 0).expect("queued");
+        }
+        let rt_yield = per_op(|_| {
+            let head = rt.pick_highest().expect("head");
+            rt.requeue(head, false).expect("requeue");
+            black_box(rt.pick_highest());
+        });
+        let rt_sleep = per_op(|i| {
+            let k = (i % u64::from(n)) as u32;
+            rt.dequeue(k).expect("dequeue");
+            rt.enqueue(k, 50, false).expect("enqueue");
+        });
+        println!("{:>8} {:>16.0} {:>16.0} {:>18.0} {:>14.0} {:>13.0} {:>15.0}", n, sched, sleep, ins_rem, pick, rt_yield, rt_sleep);
     }
 }

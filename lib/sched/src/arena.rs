@@ -676,6 +676,139 @@ impl<'a, K: Ord, V, A: Augment<K, V>> Iterator for Iter<'a, K, V, A> {
     }
 }
 
+/// A map for larger values: the values sit in a dense vector in no particular order, and a
+/// small [`ArenaMap`] from key to position keeps the key order, so a search reads compact
+/// index nodes instead of nodes holding the values (the fair class's entities: a lookup per
+/// enqueue, dequeue and wakeup). Positions work as [`ArenaMap`]'s: inserts and
+/// [`SlabMap::adopt_storage`] keep them; a removal moves the last value into the hole. Same
+/// reservation contract as [`ArenaMap`].
+#[derive(Clone, Debug)]
+pub struct SlabMap<K, V> {
+    index: ArenaMap<K, Pos>,
+    values: Vec<(K, V)>,
+}
+
+impl<K: Ord + Copy, V> Default for SlabMap<K, V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: Ord + Copy, V> SlabMap<K, V> {
+    /// An empty map (no memory).
+    pub const fn new() -> Self {
+        SlabMap { index: ArenaMap::new(), values: Vec::new() }
+    }
+
+    /// An empty map with room for `n` entries.
+    pub fn with_capacity(n: usize) -> Self {
+        SlabMap { index: ArenaMap::with_capacity(n), values: Vec::with_capacity(n) }
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// No entries.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// Entries it holds without allocating.
+    pub fn capacity(&self) -> usize {
+        self.index.capacity().min(self.values.capacity())
+    }
+
+    /// Bytes of memory reserved.
+    pub fn storage_bytes(&self) -> usize {
+        self.index.storage_bytes() + self.values.capacity() * core::mem::size_of::<(K, V)>()
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &K) -> Option<&V> {
+        self.index.get(key).map(|&i| &self.values[i as usize].1)
+    }
+
+    /// Is `key` present?
+    pub fn contains_key(&self, key: &K) -> bool {
+        self.index.contains_key(key)
+    }
+
+    /// Where `key`'s value sits (see the type's docs).
+    pub fn position(&self, key: &K) -> Option<Pos> {
+        self.index.get(key).copied()
+    }
+
+    /// The key at `pos`.
+    pub fn key_at(&self, pos: Pos) -> Option<&K> {
+        self.values.get(pos as usize).map(|(k, _)| k)
+    }
+
+    /// The value at `pos`, without a search.
+    pub fn at(&self, pos: Pos) -> Option<&V> {
+        self.values.get(pos as usize).map(|(_, v)| v)
+    }
+
+    /// The value at `pos`, mutable.
+    pub fn at_mut(&mut self, pos: Pos) -> Option<&mut V> {
+        self.values.get_mut(pos as usize).map(|(_, v)| v)
+    }
+
+    /// Inserts or replaces; returns the old value. Allocates only when full.
+    pub fn insert(&mut self, key: K, value: V) -> Option<V> {
+        if let Some(p) = self.position(&key) {
+            return Some(core::mem::replace(&mut self.values[p as usize].1, value));
+        }
+        self.index.insert(key, self.values.len() as Pos);
+        self.values.push((key, value));
+        None
+    }
+
+    /// Removes `key`, returning its value. Never frees memory.
+    pub fn remove(&mut self, key: &K) -> Option<V> {
+        let i = self.index.remove(key)? as usize;
+        let (_, v) = self.values.swap_remove(i);
+        if let Some(&(moved, _)) = self.values.get(i) {
+            if let Some(pos) = self.index.get_mut(&moved) {
+                *pos = i as Pos;
+            }
+        }
+        Some(v)
+    }
+
+    /// Entries in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> + '_ {
+        self.index.iter().map(|(k, &i)| (k, &self.values[i as usize].1))
+    }
+
+    /// Every value, mutable, in no particular order.
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> + '_ {
+        self.values.iter_mut().map(|(_, v)| v)
+    }
+
+    /// As [`ArenaMap::adopt_storage`] (positions are kept: the values move in order).
+    pub fn adopt_storage(&mut self, spare: &mut Self) -> bool {
+        if !spare.is_empty() || spare.index.capacity() < self.len() || spare.values.capacity() < self.len() {
+            return false;
+        }
+        self.index.adopt_storage(&mut spare.index);
+        spare.values.append(&mut self.values); // within capacity: no allocation
+        core::mem::swap(&mut self.values, &mut spare.values);
+        true
+    }
+
+    /// Checks the invariants (the index's, and that it maps every key to its value's
+    /// position); for tests.
+    pub fn check(&self) {
+        self.index.check();
+        assert_eq!(self.index.len(), self.values.len(), "index and values disagree");
+        for (k, &p) in self.index.iter() {
+            assert!(self.key_at(p) == Some(k), "index entry points at another key");
+        }
+    }
+}
+
 /// An ordered set in an arena: an [`ArenaMap`] without values.
 #[derive(Clone, Debug)]
 pub struct ArenaSet<T> {

@@ -55,7 +55,7 @@
 //! Not implemented (yet): DELAY_DEQUEUE (Linux 6.12 keeps sleeping entities with negative
 //! lag queued until eligible), next/last buddies, PELT load tracking.
 
-use crate::arena::{grow_target, ArenaMap};
+use crate::arena::{grow_target, SlabMap};
 use crate::timeline::Timeline;
 use core::cmp::Ordering;
 
@@ -306,14 +306,14 @@ fn saturate_i64(x: i128) -> i64 {
 /// installed with [`FairRq::adopt_storage`].
 #[derive(Debug)]
 pub struct FairStorage<K> {
-    entities: ArenaMap<K, FairEntity>,
+    entities: SlabMap<K, FairEntity>,
     timeline: Timeline<K>,
 }
 
 impl<K: Copy + Ord> FairStorage<K> {
     /// Room for `n` entities.
     pub fn with_capacity(n: usize) -> Self {
-        FairStorage { entities: ArenaMap::with_capacity(n), timeline: Timeline::with_capacity(n) }
+        FairStorage { entities: SlabMap::with_capacity(n), timeline: Timeline::with_capacity(n) }
     }
 
     /// Bytes of memory it reserves.
@@ -336,7 +336,7 @@ impl<K: Copy + Ord> FairStorage<K> {
 #[derive(Clone, Debug)]
 pub struct FairRq<K: Copy + Ord> {
     tunables: FairTunables,
-    entities: ArenaMap<K, FairEntity>,
+    entities: SlabMap<K, FairEntity>,
     timeline: Timeline<K>,
     curr: Option<K>,
     /// `curr`'s position in `entities` (valid while `curr` is set): the running entity is
@@ -369,7 +369,7 @@ impl<K: Copy + Ord> FairRq<K> {
     pub fn with_min_vruntime(tunables: FairTunables, min_vruntime: u64) -> Self {
         FairRq {
             tunables,
-            entities: ArenaMap::new(),
+            entities: SlabMap::new(),
             timeline: Timeline::new(),
             curr: None,
             curr_pos: 0,

@@ -2,7 +2,7 @@
 //! against a list-per-level model: after every random operation the invariants hold and every
 //! query answers as the model does.
 
-use cadence_sched::arena::{ArenaMap, Full};
+use cadence_sched::arena::{ArenaMap, Full, SlabMap};
 use cadence_sched::RtPrioArray;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -83,6 +83,43 @@ proptest! {
             prop_assert_eq!(got, want);
             prop_assert_eq!(m.first().map(|(&k, _)| k), model.keys().next().copied());
             prop_assert_eq!(m.last().map(|(&k, _)| k), model.keys().next_back().copied());
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn slab_map_matches_btreemap(ops in proptest::collection::vec(map_op(), 1..300)) {
+        let mut m: SlabMap<u16, u32> = SlabMap::new();
+        let mut model: BTreeMap<u16, u32> = BTreeMap::new();
+        for op in ops {
+            match op {
+                MapOp::Insert(k, v) | MapOp::TryInsert(k, v) => prop_assert_eq!(m.insert(k, v), model.insert(k, v)),
+                MapOp::Remove(k) => prop_assert_eq!(m.remove(&k), model.remove(&k)),
+                MapOp::BumpAt(n) => {
+                    let len = model.len().max(1);
+                    if let Some((&k, v)) = model.iter_mut().nth(n % len) {
+                        let p = m.position(&k).unwrap();
+                        prop_assert_eq!(m.key_at(p), Some(&k));
+                        *m.at_mut(p).unwrap() ^= 1;
+                        *v ^= 1;
+                    }
+                }
+                MapOp::RangeFrom(k) => prop_assert_eq!(m.contains_key(&k), model.contains_key(&k)),
+                MapOp::Grow(extra) => {
+                    let positions: Vec<_> = model.keys().map(|k| m.position(k)).collect();
+                    let mut spare = SlabMap::with_capacity(m.len() + extra);
+                    prop_assert!(m.adopt_storage(&mut spare));
+                    let after: Vec<_> = model.keys().map(|k| m.position(k)).collect();
+                    prop_assert_eq!(positions, after, "adopting storage keeps positions");
+                }
+            }
+            m.check();
+            let got: Vec<(u16, u32)> = m.iter().map(|(&k, &v)| (k, v)).collect();
+            let want: Vec<(u16, u32)> = model.iter().map(|(&k, &v)| (k, v)).collect();
+            prop_assert_eq!(got, want);
         }
     }
 }
