@@ -480,6 +480,20 @@ impl<K: Ord, V, A: Augment<K, V>> ArenaMap<K, V, A> {
         self.extreme(true).map(|i| (&self.node(i).key, &self.node(i).value))
     }
 
+    /// Removes the entry with the least key (one descent along the left spine).
+    pub fn pop_first(&mut self) -> Option<(K, V)>
+    where
+        K: Copy,
+    {
+        if self.root == NIL {
+            return None;
+        }
+        let (root, i) = self.detach_min(self.root);
+        self.set_root(root);
+        let key = self.node(i).key;
+        Some((key, self.take_out(i)))
+    }
+
     /// The entry with the greatest key.
     pub fn last(&self) -> Option<(&K, &V)> {
         self.extreme(false).map(|i| (&self.node(i).key, &self.node(i).value))
@@ -561,9 +575,9 @@ impl<K: Ord, V, A: Augment<K, V>> ArenaMap<K, V, A> {
     /// Checks every invariant (module docs); for tests. Panics with what is wrong.
     pub fn check(&self)
     where
-        A: PartialEq + core::fmt::Debug,
+        A: core::fmt::Debug,
     {
-        fn walk<K: Ord, V, A: Augment<K, V> + PartialEq + core::fmt::Debug>(
+        fn walk<K: Ord, V, A: Augment<K, V> + core::fmt::Debug>(
             m: &ArenaMap<K, V, A>,
             i: u32,
             prev: &mut Option<u32>,

@@ -188,7 +188,9 @@ impl<K: Copy + Ord> RtPrioArray<K> {
         self.enqueue_marked(key, rt_priority, head, false)
     }
 
-    fn enqueue_marked(&mut self, key: K, rt_priority: u8, head: bool, migratory: bool) -> Result<(), Errno> {
+    /// [`enqueue`](Self::enqueue) with the migratory mark set at once (see
+    /// [`set_migratory`](Self::set_migratory)): the enqueue path's one lookup.
+    pub fn enqueue_marked(&mut self, key: K, rt_priority: u8, head: bool, migratory: bool) -> Result<(), Errno> {
         let idx = level(rt_priority)?;
         if self.index.contains_key(&key) {
             return Err(Errno::EBUSY);
@@ -242,7 +244,8 @@ impl<K: Copy + Ord> RtPrioArray<K> {
         let place = self.index.get_mut(&key).ok_or(Errno::ESRCH)?;
         // The index entry stays (its sequence number changes in place): the yield and RR
         // path touches the order trees only.
-        let (old, new) = ((level(place.rt_priority)?, place.seq, key), (level(place.rt_priority)?, seq, key));
+        let idx = level(place.rt_priority)?;
+        let (old, new) = ((idx, place.seq, key), (idx, seq, key));
         place.seq = seq;
         let migratory = place.migratory;
         self.order.remove(&old);

@@ -71,8 +71,8 @@ impl<T> TimerQueue<T> {
 
     /// Removes and returns the earliest timer if it has expired at `now_ns`.
     pub fn pop_expired(&mut self, now_ns: u64) -> Option<(TimerKey, T)> {
-        let key = *self.timers.first().filter(|(k, _)| k.expires_ns <= now_ns)?.0;
-        self.timers.remove(&key).map(|what| (key, what))
+        self.timers.first().filter(|(k, _)| k.expires_ns <= now_ns)?;
+        self.timers.pop_first()
     }
 
     /// Pending timers.

@@ -16,6 +16,7 @@ enum MapOp {
     BumpAt(usize),
     RangeFrom(u16),
     Grow(usize),
+    PopFirst,
 }
 
 fn map_op() -> impl Strategy<Value = MapOp> {
@@ -26,6 +27,7 @@ fn map_op() -> impl Strategy<Value = MapOp> {
         1 => any::<usize>().prop_map(MapOp::BumpAt),
         1 => (0u16..210).prop_map(MapOp::RangeFrom),
         1 => (0usize..64).prop_map(MapOp::Grow),
+        1 => Just(MapOp::PopFirst),
     ]
 }
 
@@ -50,6 +52,7 @@ proptest! {
                     }
                 }
                 MapOp::Remove(k) => prop_assert_eq!(m.remove(&k), model.remove(&k)),
+                MapOp::PopFirst => prop_assert_eq!(m.pop_first(), model.pop_first()),
                 MapOp::BumpAt(n) => {
                     let len = model.len().max(1);
                     if let Some((&k, v)) = model.iter_mut().nth(n % len) {
@@ -98,6 +101,11 @@ proptest! {
             match op {
                 MapOp::Insert(k, v) | MapOp::TryInsert(k, v) => prop_assert_eq!(m.insert(k, v), model.insert(k, v)),
                 MapOp::Remove(k) => prop_assert_eq!(m.remove(&k), model.remove(&k)),
+                MapOp::PopFirst => {
+                    if let Some(k) = model.keys().next().copied() {
+                        prop_assert_eq!(m.remove(&k), model.remove(&k));
+                    }
+                }
                 MapOp::BumpAt(n) => {
                     let len = model.len().max(1);
                     if let Some((&k, v)) = model.iter_mut().nth(n % len) {

@@ -21,13 +21,13 @@ impl SchedClass for RtClass {
         let head = flags & cadence_sched::eevdf::ENQUEUE_HEAD != 0;
         // EBUSY (already queued) is a bug the core counts; EINVAL cannot happen (the
         // priority was validated).
-        if rq.rt.enqueue(task.tid, task.rt_priority(), head).is_err() {
+        // Marked migratory when allowed on another CPU: a push candidate (Linux
+        // `enqueue_pushable_task` for `nr_cpus_allowed > 1`). Affinity changes requeue the
+        // task, so the mark stays true.
+        let migratory = task.affinity().count() > 1;
+        if rq.rt.enqueue_marked(task.tid, task.rt_priority(), head, migratory).is_err() {
             crate::sched::note_bad_enqueue();
-            return;
         }
-        // Allowed on another CPU: a push candidate (Linux `enqueue_pushable_task` for
-        // `nr_cpus_allowed > 1`). Affinity changes requeue the task, so the mark stays true.
-        let _ = rq.rt.set_migratory(task.tid, task.affinity().count() > 1);
     }
 
     fn dequeue(&self, rq: &mut RqInner, task: &Arc<Task>, _flags: u32) {
