@@ -3,6 +3,9 @@
 #
 #   make setup                 pinned Rust toolchain, QEMU and OVMF (idempotent)
 #   make kernel                release build of kernel/
+#   make syscall-table         regenerate docs/design/syscalls.md's table from the kernel's `syscalls`
+#   make initramfs             target/user/initramfs.cpio: the C programs of tests/user, static
+#                              (gcc), at /bin/NAME (`make run` boots with it; `exec /bin/NAME`)
 #   make run [SMP=8] [UEFI=1] [ARGS='poweroff ...'] [TRACE=file] [WORKLOAD='a b'] [TIMEOUT=s]
 #            [VERBOSE=1]       also the bootloader's `INFO :` log (hidden by default)
 #            [DISK=img|none]   virtio disk /dev/vda: DISK=img read-write (created as a 256 MiB
@@ -61,7 +64,7 @@ DISK_OPTS_OPT = $(if $(DISK_OPTS),$(if $(findstring --,$(DISK_OPT)),--disk-opts 
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool run test lint test-stress test-repeat bench bench-coresched compare compare-rtapp bench-dirty bench-alloc compare-vm compare-group clean
+.PHONY: help setup kernel boot-tool initramfs syscall-table run test lint test-stress test-repeat bench bench-coresched compare compare-rtapp bench-dirty bench-alloc compare-vm compare-group clean
 
 help:
 	@sed -n '4,/^#   make clean/s/^# \{0,1\}//p' '$(ROOT)/Makefile'
@@ -79,6 +82,8 @@ setup:
 	fi; \
 	pkgs=; \
 	command -v qemu-system-x86_64 >/dev/null || pkgs="qemu-system-x86"; \
+	command -v gcc >/dev/null || pkgs="$$pkgs gcc"; \
+	[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || pkgs="$$pkgs libc6-dev"; \
 	[ -e /usr/share/ovmf/OVMF.fd ] || [ -e /usr/share/OVMF/OVMF_CODE.fd ] || pkgs="$$pkgs ovmf"; \
 	if [ -n "$$pkgs" ]; then \
 	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
@@ -93,8 +98,23 @@ kernel: setup
 boot-tool: setup
 	cd '$(ROOT)' && cargo build --release -p cadence-boot
 
-run: kernel boot-tool
-	'$(CADENCE_BOOT)' run --kernel '$(KERNEL)' --args "$$CADENCE_RUN_ARGS" \
+# The user programs of the scenario tests, static glibc binaries, and the initramfs holding
+# them at /bin/<name> (cadence-boot writes the newc archive).
+USER_SRCS := $(wildcard $(ROOT)/tests/user/*.c)
+USER_BINS := $(patsubst $(ROOT)/tests/user/%.c,$(ROOT)/target/user/%,$(USER_SRCS))
+INITRAMFS := $(ROOT)/target/user/initramfs.cpio
+$(ROOT)/target/user/%: $(ROOT)/tests/user/%.c
+	@mkdir -p '$(ROOT)/target/user'
+	gcc -O2 -static -Wall -o '$@' '$<'
+$(INITRAMFS): $(USER_BINS) | boot-tool
+	'$(CADENCE_BOOT)' initramfs -o '$@' $(foreach b,$(USER_BINS),'$(b)=bin/$(notdir $(b))')
+initramfs: boot-tool $(INITRAMFS)
+
+syscall-table: kernel boot-tool
+	python3 '$(ROOT)/tools/syscall-table.py' '$(CADENCE_BOOT)' '$(KERNEL)'
+
+run: kernel boot-tool initramfs
+	'$(CADENCE_BOOT)' run --kernel '$(KERNEL)' --args "$$CADENCE_RUN_ARGS" --initrd '$(INITRAMFS)' \
 	  $(if $(filter 1 yes true,$(UEFI)),--uefi) $(if $(SMP),--smp '$(SMP)') \
 	  $(if $(TRACE),--trace '$(TRACE)') $(foreach w,$(WORKLOAD),--workload '$(w)') \
 	  $(if $(TIMEOUT),--timeout '$(TIMEOUT)') $(DISK_OPT) $(DISK_OPTS_OPT) $(if $(filter 1 yes true,$(VERBOSE)),--verbose)
@@ -156,7 +176,7 @@ lint: setup
 
 # Runs all three suites even if one fails, then fails if any did. The in-kernel tests get a
 # fresh virtio disk of their own (per make process, removed after), so shell::blk::tests run.
-test: kernel
+test: kernel initramfs
 	@cd '$(ROOT)'; failed=; \
 	step() { echo "+ $$*"; "$$@" || failed="$$failed [$$*]"; }; \
 	step $(MAKE) -s lint; \

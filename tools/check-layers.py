@@ -25,6 +25,8 @@ LAYERS = [
     ("tty", ["tty"]),
     ("sysctl", ["sysctl"]),
     ("cmdline", ["cmdline"]),
+    ("files", ["fs"]),
+    ("process", ["process", "syscall"]),
     ("programs", ["shell", "bench", "chaos", "rtapp"]),
     ("boot", ["main", "testing", "upcalls", "fwtests", "ap_main", "BOOTLOADER_CONFIG"]),
 ]

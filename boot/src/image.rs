@@ -53,24 +53,43 @@ pub(crate) fn check_kernel(kernel: &Path) -> Result<()> {
 /// Returns the cached disk image for `kernel`, building it if it is missing
 /// or older than the kernel.
 pub fn disk_image(kernel: &Path, firmware: Firmware) -> Result<PathBuf> {
+    disk_image_with(kernel, firmware, None)
+}
+
+/// [`disk_image`] with `ramdisk` as the bootloader's ramdisk (the kernel's initramfs): the
+/// image is `<elf>.<ramdisk name>.<firmware>.img`, rebuilt when the kernel or the ramdisk is
+/// newer.
+pub fn disk_image_with(kernel: &Path, firmware: Firmware, ramdisk: Option<&Path>) -> Result<PathBuf> {
     check_kernel(kernel)?;
     let mut name = kernel.as_os_str().to_owned();
+    if let Some(r) = ramdisk {
+        if !r.is_file() {
+            return Err(Error::new(format!("initrd {} does not exist", r.display())));
+        }
+        name.push(".");
+        name.push(r.file_name().unwrap_or_default());
+    }
     name.push(".");
     name.push(firmware.suffix());
     let image = PathBuf::from(name);
     let mtime = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
     let fresh = match (mtime(kernel), mtime(&image)) {
-        (Some(k), Some(i)) => i >= k,
+        (Some(k), Some(i)) => i >= k && ramdisk.is_none_or(|r| mtime(r).is_some_and(|rm| i >= rm)),
         _ => false,
     };
     if !fresh {
-        build_image(kernel, firmware, &image)?;
+        build_image_with(kernel, firmware, ramdisk, &image)?;
     }
     Ok(image)
 }
 
 /// Builds a disk image for `kernel` at `out` (atomically replacing it).
 pub fn build_image(kernel: &Path, firmware: Firmware, out: &Path) -> Result<()> {
+    build_image_with(kernel, firmware, None, out)
+}
+
+/// [`build_image`] with a ramdisk.
+pub fn build_image_with(kernel: &Path, firmware: Firmware, ramdisk: Option<&Path>, out: &Path) -> Result<()> {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     check_kernel(kernel)?;
     let tmp = {
@@ -79,8 +98,20 @@ pub fn build_image(kernel: &Path, firmware: Firmware, out: &Path) -> Result<()> 
         PathBuf::from(s)
     };
     let built = match firmware {
-        Firmware::Bios => bootloader::BiosBoot::new(kernel).create_disk_image(&tmp),
-        Firmware::Uefi => bootloader::UefiBoot::new(kernel).create_disk_image(&tmp),
+        Firmware::Bios => {
+            let mut b = bootloader::BiosBoot::new(kernel);
+            if let Some(r) = ramdisk {
+                b.set_ramdisk(r);
+            }
+            b.create_disk_image(&tmp)
+        }
+        Firmware::Uefi => {
+            let mut b = bootloader::UefiBoot::new(kernel);
+            if let Some(r) = ramdisk {
+                b.set_ramdisk(r);
+            }
+            b.create_disk_image(&tmp)
+        }
     };
     let result = built.map_err(|e| format!("{e:#}")).and_then(|()| fs::rename(&tmp, out).map_err(|e| e.to_string()));
     if let Err(e) = result {

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--args STR]
-//!                  [--timeout SECS] [--trace FILE] [--workload FILE]... [--disk IMG]
+//!                  [--timeout SECS] [--trace FILE] [--workload FILE]... [--initrd CPIO] [--disk IMG]
 //!                  [--scratch-disk IMG] [--disk-opts OPTS] [--qemu-arg ARG]... [--verbose]
 //! cadence-boot runner ELF [IGNORED...]      # cargo runner for the kernel's tests
 //! cadence-boot image --kernel ELF [--uefi] -o OUT
@@ -53,10 +53,11 @@ use std::time::Duration;
 
 const USAGE: &str = "\
 usage: cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--args STR]
-                        [--timeout SECS] [--trace FILE] [--workload FILE]... [--disk IMG]
+                        [--timeout SECS] [--trace FILE] [--workload FILE]... [--initrd CPIO] [--disk IMG]
                         [--scratch-disk IMG] [--disk-opts OPTS] [--qemu-arg ARG]... [--verbose]
        cadence-boot runner ELF [IGNORED...]
        cadence-boot image --kernel ELF [--uefi] -o OUT
+       cadence-boot initramfs -o OUT HOST=GUEST...
        cadence-boot trace report FILE [--svg OUT]
        cadence-boot trace check coresched FILE [--smt 0,1:2,3]
        cadence-boot trace check rt FILE [-b US] [--smt 0,1:2,3]
@@ -80,6 +81,7 @@ fn main() -> ExitCode {
         Some("run") => cmd_run(&args[1..]),
         Some("runner") => cmd_runner(&args[1..]),
         Some("image") => cmd_image(&args[1..]),
+        Some("initramfs") => cmd_initramfs(&args[1..]),
         Some("trace") => cmd_trace(&args[1..]),
         Some("plot") => cmd_plot(&args[1..]),
         Some("fuzz-console") => cmd_fuzz_console(&args[1..]),
@@ -112,6 +114,7 @@ struct Opts {
     timeout: Option<Option<Duration>>,
     trace: Option<PathBuf>,
     workloads: Vec<PathBuf>,
+    initrd: Option<PathBuf>,
     disk: Option<PathBuf>,
     scratch_disk: Option<PathBuf>,
     disk_opts: Option<String>,
@@ -155,6 +158,7 @@ fn parse_opts(argv: &[String], allowed: &[&str]) -> Result<Opts, Exit> {
             "--timeout" => o.timeout = Some(parse_timeout(&value)?),
             "--trace" => o.trace = Some(value.into()),
             "--workload" => o.workloads.push(value.into()),
+            "--initrd" => o.initrd = Some(value.into()),
             "--disk" if value.is_empty() => return Err(usage("--disk needs a file")),
             "--disk" => o.disk = Some(value.into()),
             "--scratch-disk" if value.is_empty() => return Err(usage("--scratch-disk needs a file")),
@@ -189,7 +193,7 @@ fn parse_timeout(v: &str) -> Result<Option<Duration>, Exit> {
 
 fn cmd_run(argv: &[String]) -> Exit {
     let flags = [
-        "--kernel", "--uefi", "--smp", "--memory", "--args", "--timeout", "--trace", "--workload", "--disk", "--scratch-disk",
+        "--kernel", "--uefi", "--smp", "--memory", "--args", "--timeout", "--trace", "--workload", "--initrd", "--disk", "--scratch-disk",
         "--disk-opts", "--qemu-arg", "--verbose",
     ];
     let o = match parse_opts(argv, &flags) {
@@ -217,6 +221,9 @@ fn cmd_run(argv: &[String]) -> Exit {
     }
     if let Some(t) = o.trace {
         q = q.trace(t);
+    }
+    if let Some(r) = o.initrd {
+        q = q.initrd(r);
     }
     for w in o.workloads {
         q = q.workload(w);
@@ -357,6 +364,46 @@ fn cmd_image(argv: &[String]) -> Exit {
     match build_image(&kernel, fw, &out) {
         Ok(()) => Exit(0, Some(format!("{}", out.display()))),
         Err(e) => Exit(3, Some(e.to_string())),
+    }
+}
+
+/// `initramfs -o OUT HOST=GUEST...`: a newc cpio archive holding each host file at its guest
+/// path (directories on the way made, mode 0755 for files the host has executable).
+fn cmd_initramfs(argv: &[String]) -> Exit {
+    use cadence_abi::cpio::{Writer, S_IFDIR, S_IFREG};
+    use std::os::unix::fs::PermissionsExt;
+    let (mut out, mut files) = (None, Vec::new());
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-o" => out = it.next().cloned(),
+            spec => match spec.split_once('=') {
+                Some((host, guest)) if !guest.is_empty() => files.push((host.to_string(), guest.trim_start_matches('/').to_string())),
+                _ => return usage(format!("initramfs: '{spec}' is not HOST=GUEST")),
+            },
+        }
+    }
+    let Some(out) = out else { return usage("initramfs needs -o OUT") };
+    let mut w = Writer::new();
+    let mut dirs = std::collections::BTreeSet::new();
+    for (host, guest) in &files {
+        let data = match std::fs::read(host) {
+            Ok(d) => d,
+            Err(e) => return Exit(3, Some(format!("initramfs: cannot read {host}: {e}"))),
+        };
+        let mut prefix = String::new();
+        for part in guest.split('/').collect::<Vec<_>>().split_last().map(|(_, d)| d.to_vec()).unwrap_or_default() {
+            prefix = if prefix.is_empty() { part.to_string() } else { format!("{prefix}/{part}") };
+            if dirs.insert(prefix.clone()) {
+                w.add(&prefix, S_IFDIR | 0o755, &[]);
+            }
+        }
+        let exec = std::fs::metadata(host).map(|m| m.permissions().mode() & 0o111 != 0).unwrap_or(false);
+        w.add(guest, S_IFREG | if exec { 0o755 } else { 0o644 }, &data);
+    }
+    match std::fs::write(&out, w.finish()) {
+        Ok(()) => Exit(0, None),
+        Err(e) => Exit(3, Some(format!("initramfs: cannot write {out}: {e}"))),
     }
 }
 

@@ -34,7 +34,7 @@
 //! Environment: `CADENCE_QEMU` overrides the QEMU binary, `CADENCE_OVMF`
 //! names a combined OVMF image to use instead of the detected one.
 
-use crate::image::{disk_image, Firmware};
+use crate::image::Firmware;
 use crate::{Error, Result};
 use std::ffi::{OsStr, OsString};
 use std::io::{Read, Write};
@@ -191,6 +191,7 @@ pub struct Qemu {
     timeout: Option<Duration>,
     trace: Option<PathBuf>,
     workloads: Vec<PathBuf>,
+    initrd: Option<PathBuf>,
     disk: Option<PathBuf>,
     disk_snapshot: bool,
     disk_opts: Option<String>,
@@ -214,6 +215,7 @@ impl Qemu {
             timeout: None,
             trace: None,
             workloads: Vec::new(),
+            initrd: None,
             disk: None,
             disk_snapshot: false,
             disk_opts: None,
@@ -257,6 +259,13 @@ impl Qemu {
     /// Adds COM2 as a serial port written to `file`.
     pub fn trace(mut self, file: impl Into<PathBuf>) -> Self {
         self.trace = Some(file.into());
+        self
+    }
+
+    /// Boots with `file` (a newc cpio archive) as the bootloader's ramdisk: the kernel's
+    /// initramfs.
+    pub fn initrd(mut self, file: impl Into<PathBuf>) -> Self {
+        self.initrd = Some(file.into());
         self
     }
 
@@ -327,7 +336,7 @@ impl Qemu {
     /// Builds (or reuses) the disk image and assembles the QEMU command.
     /// The returned [`Prepared`] owns the temp files the command refers to.
     fn prepare(&self) -> Result<Prepared> {
-        let image = disk_image(&self.kernel, self.firmware)?;
+        let image = crate::image::disk_image_with(&self.kernel, self.firmware, self.initrd.as_deref())?;
         let ovmf = match self.firmware {
             Firmware::Uefi => Some(find_ovmf()?),
             Firmware::Bios => None,

@@ -13,6 +13,23 @@ pub fn input_arrived() {
     RX_WAIT.wake_all();
 }
 
+/// [`read_byte`] for a user process: a fatal signal ends the wait
+/// ([`Interrupted`](crate::sched::Interrupted)).
+pub fn read_byte_interruptible() -> Result<u8, crate::sched::Interrupted> {
+    loop {
+        if let Some(b) = framework::console::pop_input() {
+            return Ok(b);
+        }
+        if !framework::console::rx_irq_enabled() {
+            if !framework::console::poll_input() {
+                crate::sched::sleep_until_interruptible(crate::time::uptime_ns() + 10_000_000)?;
+            }
+            continue;
+        }
+        RX_WAIT.wait_until_interruptible(framework::console::poll_input)?;
+    }
+}
+
 /// Next input byte, blocking the calling task while there is none.
 pub fn read_byte() -> u8 {
     loop {

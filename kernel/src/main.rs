@@ -27,11 +27,14 @@ pub mod chaos;
 pub mod cmdline;
 pub mod console;
 pub mod drivers;
+pub mod fs;
 #[cfg(test)]
 mod fwtests;
+pub mod process;
 pub mod rtapp;
 pub mod sched;
 pub mod shell;
+pub mod syscall;
 pub mod sysctl;
 pub mod testing;
 pub mod trace;
@@ -75,10 +78,14 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
         arch::qemu::exit(arch::qemu::ExitCode::Failure);
     };
     mm::set_phys_offset(phys_offset);
-    let (usable, _frames) = mm::frame::init(&boot_info.memory_regions, phys_offset);
+    let (usable, frames) = mm::frame::init(&boot_info.memory_regions, phys_offset);
     let heap = mm::heap::init(heap_size(usable));
     if !mm::stack::init() {
         kprintln!("cadence: fatal: the stack region is already mapped by the bootloader");
+        arch::qemu::exit(arch::qemu::ExitCode::Failure);
+    }
+    if !mm::init_user_memory(frames * mm::frame::FRAME_SIZE) {
+        kprintln!("cadence: fatal: no memory for the kernel half's page tables");
         arch::qemu::exit(arch::qemu::ExitCode::Failure);
     }
 
@@ -115,6 +122,12 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
         klog!("console: no I/O APIC for COM1: the shell polls for input");
     }
     drivers::virtio_blk::set_platform(&platform, bsp.apic_id);
+    if let Some(archive) = platform::ramdisk(boot_info) {
+        match fs::initramfs::init(archive) {
+            Ok(n) => klog!("initramfs: {} entries, {} KiB", n, archive.len() >> 10),
+            Err(e) => kprintln!("cadence: warning: initramfs unreadable at byte {}: {}", e.offset, e.what),
+        }
+    }
     sched::init_this_cpu();
     smp::announce_online(bsp);
     irqflags::enable();

@@ -17,6 +17,7 @@ static UPCALLS: Upcalls = Upcalls {
     direct_reclaim: crate::block::reclaim::direct,
     console_input: crate::console::input_arrived,
     panic,
+    user_event_pending: crate::process::user_event_pending,
 };
 
 /// Registers the kernel's upcalls with the framework.

@@ -10,6 +10,7 @@
 //! * The in-kernel *test* kernel (for scenarios of the test runner, see
 //!   [`test_kernel`]) is `$CADENCE_TEST_KERNEL`, or else built (or found up to
 //!   date) by `cargo test --no-run` in `kernel/`, as `make test-repeat` does.
+//! * The user-program scenarios boot with [`initramfs`] (`make initramfs` builds it).
 //! * `CADENCE_TEST_ECHO=1` copies each run's COM1 output live to stderr.
 //! * [`Run::fail`] panics with the QEMU command's outcome and full COM1
 //!   output, so a failing assertion shows what the kernel said.
@@ -72,6 +73,19 @@ pub fn test_kernel() -> PathBuf {
         Ok(p) => p.clone(),
         Err(e) => panic!("{e}"),
     }
+}
+
+/// The initramfs of the user-program scenarios (`make initramfs`): `$CADENCE_INITRAMFS`, or
+/// else `target/user/initramfs.cpio` of this repo; missing, the test fails with the hint.
+pub fn initramfs() -> PathBuf {
+    let path = match std::env::var_os("CADENCE_INITRAMFS") {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/user/initramfs.cpio"),
+    };
+    if !path.is_file() {
+        panic!("initramfs {} not found: run `make initramfs` first (or set CADENCE_INITRAMFS=<cpio>)", path.display());
+    }
+    path
 }
 
 /// A QEMU builder for the kernel under test with the scenario timeout set.

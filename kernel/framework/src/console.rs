@@ -55,6 +55,19 @@ pub fn _print(args: fmt::Arguments) {
     }
 }
 
+/// Writes raw bytes (a user program's output: not necessarily UTF-8), LF as CR LF as a tty's
+/// `ONLCR` does.
+pub fn write_bytes(bytes: &[u8]) {
+    if let Some(port) = CONSOLE.lock().as_mut() {
+        for &b in bytes {
+            if b == b'\n' {
+                port.send(b'\r');
+            }
+            port.send(b);
+        }
+    }
+}
+
 /// Prints even if another CPU (or the interrupted code on this one) holds the console lock:
 /// tries the lock for a while, then writes through a fresh port handle.
 pub fn emergency_print(args: fmt::Arguments) {

@@ -20,6 +20,8 @@
 //! - [`virtio_hal`]: the `virtio-drivers` HAL over [`mm`];
 //! - [`virtio_blk`]: the virtio-blk disk's hardware half (discovery, interrupt acknowledge,
 //!   request submission through DMA buffers), under the kernel's `drivers::virtio_blk`;
+//! - [`user`]: user mode for the kernel's tasks (`execute`, the user thread's registers,
+//!   FPU state and address space), over the entry code in `arch::x86_64::entry`;
 //! - [`upcalls`]: what the kernel registers for the framework to call.
 //!
 //! Lock order and the contracts of each API are stated in each module's documentation and in
@@ -49,5 +51,6 @@ pub mod time;
 pub mod timer;
 pub mod trace;
 pub mod upcalls;
+pub mod user;
 pub mod virtio_blk;
 pub mod virtio_hal;

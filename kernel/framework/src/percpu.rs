@@ -16,7 +16,7 @@
 use crate::arch::cpuid::Topology;
 use crate::arch::msr::{self, Msr};
 use alloc::boxed::Box;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 /// Most CPUs Cadence handles (CPU masks are 64-bit).
 pub const MAX_CPUS: usize = 64;
@@ -42,6 +42,16 @@ pub struct PerCpu {
     pub preempt_count: AtomicU32,
     /// Requests from other CPUs, handled by the call-function IPI (bits of `IPI_REQ_*`).
     pub ipi_requests: AtomicU32,
+    /// The kernel stack pointer a trap from user mode starts below: the running user task's
+    /// `user::execute` frame (also in the TSS's RSP0). Read by the `syscall` entry, which has
+    /// no other stack; written by `execute` and by the context switch (`user::switch_user_state`).
+    pub(crate) user_rsp0: AtomicU64,
+    /// The `syscall` entry's scratch slot for the user stack pointer (interrupts off there).
+    pub(crate) user_rsp_scratch: AtomicU64,
+    /// This CPU's TSS (its RSP0 is written on every entry to user mode and every switch).
+    pub(crate) tss: AtomicPtr<::x86_64::structures::tss::TaskStateSegment>,
+    /// Is the running task a user thread (its user state is switched: `user`)?
+    pub(crate) user_task: AtomicBool,
 }
 
 /// `ipi_requests` bit: re-program the LAPIC timer (a remote CPU armed an earlier timer).
@@ -137,6 +147,10 @@ pub fn new_area(cpu_id: u32, apic_id: u32) -> *mut PerCpu {
         online: AtomicBool::new(false),
         preempt_count: AtomicU32::new(0),
         ipi_requests: AtomicU32::new(0),
+        user_rsp0: AtomicU64::new(0),
+        user_rsp_scratch: AtomicU64::new(0),
+        tss: AtomicPtr::new(core::ptr::null_mut()),
+        user_task: AtomicBool::new(false),
     }))
 }
 

@@ -87,3 +87,23 @@ pub fn discover(rsdp_addr: Option<u64>) -> Platform {
     }
     p
 }
+
+/// The bootloader's ramdisk (the initramfs archive), if it loaded one: its bytes, mapped read
+/// only for as long as the kernel runs (the memory map marks the frames as the bootloader's,
+/// so the frame allocator never hands them out). `None` if there is none, or if the boot
+/// information names pages that are not mapped.
+pub fn ramdisk(boot_info: &bootloader_api::BootInfo) -> Option<&'static [u8]> {
+    let addr = boot_info.ramdisk_addr.into_option()?;
+    let len = boot_info.ramdisk_len;
+    if len == 0 || addr.checked_add(len).is_none() {
+        return None;
+    }
+    let mut page = addr & !0xfff;
+    while page < addr + len {
+        crate::mm::paging::translate(page)?;
+        page += 4096;
+    }
+    // SAFETY: every page of the range is mapped (checked), by the bootloader, for the ramdisk
+    // it loaded there; nothing writes or frees it afterwards (its frames are not usable memory).
+    Some(unsafe { core::slice::from_raw_parts(addr as *const u8, len as usize) })
+}

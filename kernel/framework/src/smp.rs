@@ -22,8 +22,11 @@ const AP_STACK_SIZE: usize = 64 * 1024;
 /// Brings this CPU's descriptor tables and LAPIC up (shared by the BSP and the APs). The
 /// periodic tick is started separately: the BSP must calibrate the LAPIC timer first.
 fn init_this_cpu_interrupts() {
-    crate::arch::gdt::init_this_cpu();
+    let tables = crate::arch::gdt::init_this_cpu();
+    percpu::current().tss.store(tables.tss, Ordering::Release);
     crate::arch::idt::load();
+    crate::arch::entry::init_this_cpu();
+    crate::arch::fpu::init_this_cpu();
     apic::enable();
 }
 

@@ -47,6 +47,11 @@ pub struct Upcalls {
     pub console_input: fn(),
     /// A panic, before its message is printed (the test harness reports the failing test).
     pub panic: fn(),
+    /// An interrupt arrived while the running task was in user mode and its handler is done
+    /// (interrupts off): should the task come back to the kernel (`user::execute` returns
+    /// [`ReturnReason::Interrupted`](crate::user::ReturnReason::Interrupted)) rather than
+    /// resume user mode? True when it has a signal to take.
+    pub user_event_pending: fn() -> bool,
 }
 
 static UPCALLS: Once<&'static Upcalls> = Once::new();
@@ -127,4 +132,8 @@ pub(crate) fn panic() {
     if let Some(u) = get() {
         (u.panic)()
     }
+}
+
+pub(crate) fn user_event_pending() -> bool {
+    get().is_some_and(|u| (u.user_event_pending)())
 }

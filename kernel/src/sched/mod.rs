@@ -86,7 +86,10 @@ use task::{ClassId, Tid};
 
 pub use accounting::{bad_enqueues, check_accounting};
 pub use idle::{idle_loop, init_this_cpu, online_mask};
-pub use preempt::{irq_exit, preempt_disable, preempt_point, scheduler_tick, sleep_ns, sleep_until, yield_now, PreemptGuard};
+pub use preempt::{
+    irq_exit, preempt_disable, preempt_point, scheduler_tick, sleep_ns, sleep_until, sleep_until_interruptible, yield_now, Interrupted,
+    PreemptGuard,
+};
 pub use rq::{cpu_prio, current, current_cputime_ns, current_is_rt, current_tid, init_cpu, rq_of, this_rq, Rq, RqInner, SeKey};
 pub use spawn::{exit, set_exit_notifier, spawn, spawn_result, JoinHandle, SpawnError};
 pub use switch::{rt_passed_over, schedule, RtPassedOver};

@@ -131,6 +131,36 @@ pub fn sleep_until(deadline_ns: u64) {
     me.stats.sleep_deadline.store(0, Ordering::Relaxed);
 }
 
+/// A sleep ended early by a fatal signal (the caller, a system call, answers EINTR and the
+/// process acts on the signal on its way back to user mode).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interrupted;
+
+/// [`sleep_until`] for a user process's system call: a fatal signal ends the sleep (returns
+/// [`Interrupted`]) instead of ending the task, so the process unwinds what it holds.
+pub fn sleep_until_interruptible(deadline_ns: u64) -> Result<(), Interrupted> {
+    let _defer = signal::DeferFatal::new();
+    let me = current();
+    while crate::time::uptime_ns() < deadline_ns {
+        me.set_state(TaskState::Sleeping);
+        if signal::fatal_pending(&me) {
+            me.set_state(TaskState::Running);
+            return Err(Interrupted);
+        }
+        let cpu = percpu::cpu_id();
+        me.stats.sleep_deadline.store(deadline_ns, Ordering::Relaxed);
+        let Some(timer) = framework::task::timer::arm(cpu, deadline_ns, me.clone()) else {
+            me.set_state(TaskState::Running);
+            return Ok(());
+        };
+        schedule();
+        timer.cancel();
+    }
+    me.set_state(TaskState::Running);
+    me.stats.sleep_deadline.store(0, Ordering::Relaxed);
+    Ok(())
+}
+
 /// Sleeps for `ns` nanoseconds.
 pub fn sleep_ns(ns: u64) {
     sleep_until(crate::time::uptime_ns().saturating_add(ns));

@@ -54,7 +54,8 @@ pub fn parse(s: &str) -> Option<u32> {
     (1..=SIGMAX).find(|&n| name(n) == Some(s))
 }
 
-fn is_fatal(sig: u32) -> bool {
+/// Does `sig`'s default action end the task (the ones Cadence acts on)?
+pub fn is_fatal(sig: u32) -> bool {
     matches!(sig, SIGKILL | SIGTERM | SIGINT | 1)
 }
 

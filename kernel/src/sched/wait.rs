@@ -69,6 +69,29 @@ impl WaitQueue {
         self.leave(&me);
     }
 
+    /// Blocks until `cond()` is true, or a fatal signal comes ([`Interrupted`](super::Interrupted)):
+    /// a user process's system call, which then unwinds and lets the process die of the signal
+    /// with its memory freed (where [`wait_until`](Self::wait_until) ends the task in place).
+    pub fn wait_until_interruptible(&self, mut cond: impl FnMut() -> bool) -> Result<(), super::Interrupted> {
+        if cond() {
+            return Ok(());
+        }
+        let _defer = super::signal::DeferFatal::new();
+        let me = super::current();
+        let result = loop {
+            self.enqueue_sleeping(&me);
+            if cond() {
+                break Ok(());
+            }
+            if super::signal::fatal_pending(&me) {
+                break Err(super::Interrupted);
+            }
+            super::schedule();
+        };
+        self.leave(&me);
+        result
+    }
+
     /// Blocks until `cond()` is true, like [`wait_until`](Self::wait_until), but a fatal
     /// signal does not end the wait (Linux's `TASK_UNINTERRUPTIBLE`, the `D` state): for waits
     /// that must see their end, such as a device request whose buffers the device still

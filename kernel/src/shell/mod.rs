@@ -94,6 +94,8 @@ pub const COMMANDS: &[Command] = &[
         run: cmd_cmdline,
     },
     Command { name: "echo", usage: "echo [WORD...]", help: "print the words", run: cmd_echo },
+    Command { name: "syscalls", usage: "syscalls", help: "print the system call table (docs/design/syscalls.md is this output)", run: cmd_syscalls },
+    Command { name: "exec", usage: "exec PATH [ARG...]", help: "run a program from the initramfs as a user process and wait for it", run: cmd_exec },
     Command {
         name: "sleep",
         usage: "sleep NUMBER[s|ms|us|m|h|d]...",
@@ -241,6 +243,39 @@ fn cmd_cmdline(args: &[&str]) -> CmdResult {
 fn cmd_echo(args: &[&str]) -> CmdResult {
     shout!("{}", args.join(" "));
     Ok(())
+}
+
+/// `syscalls`: the dispatch table as the Markdown table `docs/design/syscalls.md` holds, then
+/// the ENOSYS answers given since boot.
+fn cmd_syscalls(_: &[&str]) -> CmdResult {
+    shout!("| nr | name | status |");
+    shout!("|---|---|---|");
+    for e in crate::syscall::TABLE {
+        match e.status {
+            crate::syscall::Status::Implemented => shout!("| {} | `{}` | implemented |", e.nr, e.name),
+            crate::syscall::Status::Partial(what) => shout!("| {} | `{}` | partial: {} |", e.nr, e.name, what),
+        }
+    }
+    shout!("| other | | ENOSYS |");
+    for (nr, n) in crate::syscall::unknown_counts() {
+        shout!("syscalls: ENOSYS answered {} times to number {}", n, nr);
+    }
+    Ok(())
+}
+
+/// `exec PATH [ARG...]`: runs the program (argv[0] = PATH) and reports how it ended as a
+/// shell does; an error starting it is the shell's `PATH: <errno name>`.
+fn cmd_exec(args: &[&str]) -> CmdResult {
+    let Some(&path) = args.first() else { return Err(usage_err("exec", "missing PATH")) };
+    let argv = args.iter().map(|a| alloc::string::String::from(*a)).collect();
+    match crate::process::run(path, argv) {
+        Ok(0) => Ok(()),
+        Ok(status) if status > 128 => {
+            Err(fail("exec", alloc::format!("{}: {} (status {})", path, crate::process::signal_name(status - 128), status)))
+        }
+        Ok(status) => Err(fail("exec", alloc::format!("{}: exit status {}", path, status))),
+        Err(e) => Err(fail("exec", alloc::format!("{}: {}", path, e.name()))),
+    }
 }
 
 fn cmd_poweroff(_: &[&str]) -> CmdResult {

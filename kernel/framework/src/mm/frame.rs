@@ -425,7 +425,14 @@ impl PageTableFrames {
 /// (the stack region reuses them), so leak checks compare `free_frames() + page_table_frames()`.
 static PAGE_TABLE_FRAMES: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
 
-/// Number of frames handed out as page tables since boot (they are never freed). Any context.
+/// Counts a frame taken as a kernel page table by other means than the mapper
+/// (`paging::share_kernel_half`).
+pub(super) fn count_page_table() {
+    PAGE_TABLE_FRAMES.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+}
+
+/// Number of frames handed out as kernel page tables since boot (they are never freed; user
+/// address spaces' tables are freed with them and not counted). Any context.
 pub fn page_table_frames() -> u64 {
     PAGE_TABLE_FRAMES.load(core::sync::atomic::Ordering::Relaxed)
 }

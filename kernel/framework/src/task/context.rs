@@ -5,6 +5,8 @@
 use crate::arch::context::Context;
 use crate::mm::stack::KernelStack;
 use crate::sync::IrqLock;
+use crate::user::UserCpuState;
+use alloc::boxed::Box;
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -34,9 +36,12 @@ pub struct TaskContext {
     state: AtomicU32,
     regs: UnsafeCell<Context>,
     stack: IrqLock<Option<KernelStack>>,
+    /// A user thread's state (`crate::user`), touched only by the task itself while it runs
+    /// here with interrupts off, and by the switches away from and to it.
+    user: UnsafeCell<Option<Box<UserCpuState>>>,
 }
 
-// SAFETY: `regs` is written only by `start` (state empty, before anyone may switch to it) and
+// SAFETY: `regs` (and `user`, the same way) is written only by `start` (state empty, before anyone may switch to it) and
 // by the switch itself, which the state machine admits for one CPU at a time (running on that
 // CPU, or claimed from ready by a compare-exchange); the stack is behind a lock.
 unsafe impl Sync for TaskContext {}
@@ -56,7 +61,12 @@ impl TaskContext {
     /// An empty context owning `stack` (a kernel task's, to [`start`](Self::start) on), or none
     /// (the context a CPU runs already, to [`adopt_running`](Self::adopt_running)).
     pub fn new(stack: Option<KernelStack>) -> Self {
-        Self { state: AtomicU32::new(EMPTY), regs: UnsafeCell::new(Context::default()), stack: IrqLock::new(stack) }
+        Self {
+            state: AtomicU32::new(EMPTY),
+            regs: UnsafeCell::new(Context::default()),
+            stack: IrqLock::new(stack),
+            user: UnsafeCell::new(None),
+        }
     }
 
     /// Prepares the context to run `entry` on its own stack when first switched to; from then
@@ -103,7 +113,7 @@ impl TaskContext {
     }
 
     /// Checks that this context runs on `cpu` (the switch's previous side).
-    pub(super) fn check_running_on(&self, cpu: u32) {
+    pub(crate) fn check_running_on(&self, cpu: u32) {
         let state = self.state.load(Ordering::Relaxed);
         assert!(state == cpu, "switch from a context that is not running on cpu {} ({})", cpu, describe(state));
     }
@@ -111,6 +121,27 @@ impl TaskContext {
     /// The previous side's registers are saved: it may be switched to again.
     pub(super) fn saved(&self) {
         self.state.store(READY, Ordering::Release);
+    }
+
+    /// The user state, if this is a user thread.
+    ///
+    /// # Safety
+    /// Only for the switch (this context running here, or claimed by this CPU) or the task
+    /// itself running here with interrupts off: nobody else may touch it meanwhile.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn user_state(&self) -> Option<&mut UserCpuState> {
+        // SAFETY: exclusive per the contract.
+        unsafe { (*self.user.get()).as_deref_mut() }
+    }
+
+    /// The user-state slot itself (to fill).
+    ///
+    /// # Safety
+    /// As for [`TaskContext::user_state`].
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn user_slot(&self) -> &mut Option<Box<UserCpuState>> {
+        // SAFETY: exclusive per the contract.
+        unsafe { &mut *self.user.get() }
     }
 
     /// The saved-registers slot, for the switch itself.

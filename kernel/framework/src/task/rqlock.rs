@@ -168,6 +168,9 @@ impl<T, P: Switchable> RqGuard<'_, T, P> {
         prev_ctx.check_running_on(cpu);
         next_ctx.claim(cpu);
         let (prev_regs, next_regs) = (prev_ctx.regs(), next_ctx.regs());
+        // SAFETY: `prev_ctx` runs here (checked) and `next_ctx` is claimed by this CPU, and
+        // interrupts are off: nothing else touches their user state.
+        unsafe { crate::user::switch_user_state(prev_ctx, next_ctx) };
         // SAFETY: we hold the lock (this guard), so nobody else touches `handoff`.
         unsafe { *self.lock.handoff.get() = Some((prev, cpu)) };
         // The lock stays held: the next side's `finish_switch` takes it over.

@@ -108,3 +108,8 @@ pub fn has_tsc_deadline() -> bool {
 pub fn is_hypervisor() -> bool {
     CpuId::new().get_feature_info().map(|f| f.has_hypervisor()).unwrap_or(false)
 }
+
+/// CPUID.1:EDX, the feature bits Linux passes to programs as AT_HWCAP.
+pub fn leaf1_edx() -> u32 {
+    raw_cpuid::cpuid!(1).edx
+}

@@ -1,6 +1,10 @@
 //! The interrupt descriptor table (one, shared by all CPUs) and the low-level handlers.
 //!
-//! Exceptions: every CPU exception prints one report line,
+//! Every vector enters through its stub in `entry`, which sends vectors from kernel mode to
+//! the handlers here and vectors from user mode to `crate::user` (exceptions become the
+//! kernel's to handle; interrupts run `irq_from_user`).
+//!
+//! Exceptions in the kernel: every CPU exception prints one report line,
 //! `cadence: EXCEPTION <name> vector=<n> error=<code|none> rip=<addr> cr2=<addr> cpu=<n>`,
 //! then the kernel stops: it exits QEMU with the failure code (so a test run fails) or halts.
 //! Double fault and NMI run on their own IST stacks.
@@ -13,6 +17,7 @@
 //! Any other vector is counted and acknowledged.
 
 use super::apic;
+use super::entry;
 use super::gdt::{DOUBLE_FAULT_IST, NMI_IST};
 use ::x86_64::registers::control::Cr2;
 use ::x86_64::structures::idt::{InterruptDescriptorTable, InterruptStackFrame, PageFaultErrorCode};
@@ -98,27 +103,61 @@ extern "x86-interrupt" fn machine_check(frame: InterruptStackFrame) -> ! {
 }
 
 extern "x86-interrupt" fn timer(_frame: InterruptStackFrame) {
+    timer_irq();
+}
+
+extern "x86-interrupt" fn reschedule_ipi(_frame: InterruptStackFrame) {
+    reschedule_irq();
+}
+
+extern "x86-interrupt" fn call_function_ipi(_frame: InterruptStackFrame) {
+    call_function_irq();
+}
+
+extern "x86-interrupt" fn com1(_frame: InterruptStackFrame) {
+    com1_irq();
+}
+
+extern "x86-interrupt" fn virtio_blk(_frame: InterruptStackFrame) {
+    virtio_blk_irq();
+}
+
+extern "x86-interrupt" fn apic_error(_frame: InterruptStackFrame) {
+    apic_error_irq();
+}
+
+extern "x86-interrupt" fn spurious(_frame: InterruptStackFrame) {
+    // Spurious LAPIC interrupts must not be acknowledged (SDM 11.9).
+}
+
+extern "x86-interrupt" fn unexpected(_frame: InterruptStackFrame) {
+    unexpected_irq();
+}
+
+// The bodies, shared by the handlers above (vectors from kernel mode) and `irq_from_user`.
+
+fn timer_irq() {
     crate::irqflags::hardirq_enter();
     apic::eoi();
     crate::interrupts::lapic_timer();
     crate::irqflags::hardirq_exit();
 }
 
-extern "x86-interrupt" fn reschedule_ipi(_frame: InterruptStackFrame) {
+fn reschedule_irq() {
     crate::irqflags::hardirq_enter();
     apic::eoi();
     crate::interrupts::reschedule_ipi();
     crate::irqflags::hardirq_exit();
 }
 
-extern "x86-interrupt" fn call_function_ipi(_frame: InterruptStackFrame) {
+fn call_function_irq() {
     crate::irqflags::hardirq_enter();
     apic::eoi();
     crate::interrupts::call_function_ipi();
     crate::irqflags::hardirq_exit();
 }
 
-extern "x86-interrupt" fn com1(_frame: InterruptStackFrame) {
+fn com1_irq() {
     crate::irqflags::hardirq_enter();
     crate::interrupts::com1();
     apic::eoi();
@@ -126,7 +165,7 @@ extern "x86-interrupt" fn com1(_frame: InterruptStackFrame) {
     crate::irqflags::hardirq_exit();
 }
 
-extern "x86-interrupt" fn virtio_blk(_frame: InterruptStackFrame) {
+fn virtio_blk_irq() {
     crate::irqflags::hardirq_enter();
     // Level-triggered: the handler reads the device's ISR status (lowering the line) before
     // the EOI.
@@ -136,7 +175,7 @@ extern "x86-interrupt" fn virtio_blk(_frame: InterruptStackFrame) {
     crate::irqflags::hardirq_exit();
 }
 
-extern "x86-interrupt" fn apic_error(_frame: InterruptStackFrame) {
+fn apic_error_irq() {
     crate::irqflags::hardirq_enter();
     apic::write(apic::Reg::ErrorStatus, 0);
     let esr = apic::read(apic::Reg::ErrorStatus);
@@ -145,55 +184,88 @@ extern "x86-interrupt" fn apic_error(_frame: InterruptStackFrame) {
     crate::irqflags::hardirq_exit();
 }
 
-extern "x86-interrupt" fn spurious(_frame: InterruptStackFrame) {
-    // Spurious LAPIC interrupts must not be acknowledged (SDM 11.9).
-}
-
-extern "x86-interrupt" fn unexpected(_frame: InterruptStackFrame) {
+fn unexpected_irq() {
     crate::irqflags::hardirq_enter();
     apic::eoi();
     crate::interrupts::count_unexpected(0, 0);
     crate::irqflags::hardirq_exit();
 }
 
+/// An interrupt (vector 32 or above) that arrived in user mode: the same work as its
+/// handler's, on the task's kernel stack (the entry code's frame is below `execute`'s).
+pub(crate) fn irq_from_user(vector: u8) {
+    match vector {
+        apic::TIMER_VECTOR => timer_irq(),
+        apic::RESCHEDULE_VECTOR => reschedule_irq(),
+        apic::CALL_FUNCTION_VECTOR => call_function_irq(),
+        crate::interrupts::COM1_VECTOR => com1_irq(),
+        crate::interrupts::VIRTIO_BLK_VECTOR => virtio_blk_irq(),
+        apic::ERROR_VECTOR => apic_error_irq(),
+        apic::SPURIOUS_VECTOR => {}
+        _ => unexpected_irq(),
+    }
+}
+
 fn build() -> InterruptDescriptorTable {
+    use ::x86_64::PrivilegeLevel;
+    let mut handlers = [unexpected as *const () as u64; 256];
     let mut idt = InterruptDescriptorTable::new();
-    idt.divide_error.set_handler_fn(divide_error);
-    idt.debug.set_handler_fn(debug);
-    idt.breakpoint.set_handler_fn(breakpoint);
-    idt.overflow.set_handler_fn(overflow);
-    idt.bound_range_exceeded.set_handler_fn(bound_range);
-    idt.invalid_opcode.set_handler_fn(invalid_opcode);
-    idt.device_not_available.set_handler_fn(device_not_available);
-    idt.invalid_tss.set_handler_fn(invalid_tss);
-    idt.segment_not_present.set_handler_fn(segment_not_present);
-    idt.stack_segment_fault.set_handler_fn(stack_segment);
-    idt.general_protection_fault.set_handler_fn(general_protection);
-    idt.page_fault.set_handler_fn(page_fault);
-    idt.x87_floating_point.set_handler_fn(x87_fp);
-    idt.alignment_check.set_handler_fn(alignment_check);
-    idt.machine_check.set_handler_fn(machine_check);
-    idt.simd_floating_point.set_handler_fn(simd_fp);
-    idt.virtualization.set_handler_fn(virtualization);
-    idt.cp_protection_exception.set_handler_fn(cp_protection);
-    idt.hv_injection_exception.set_handler_fn(hv_injection);
-    idt.vmm_communication_exception.set_handler_fn(vmm_communication);
-    idt.security_exception.set_handler_fn(security);
+    macro_rules! exc {
+        ($field:ident, $vec:literal, $f:expr) => {{
+            handlers[$vec] = $f as *const () as u64;
+            // SAFETY: the stub for this vector is the entry code's (`entry`), which jumps to
+            // `$f` for a vector from kernel mode with the CPU's frame untouched, as if the IDT
+            // had pointed at `$f`.
+            unsafe { idt.$field.set_handler_addr(::x86_64::VirtAddr::new(entry::stub($vec))) }
+        }};
+    }
+    exc!(divide_error, 0, divide_error);
+    exc!(debug, 1, debug);
+    exc!(breakpoint, 3, breakpoint).set_privilege_level(PrivilegeLevel::Ring3);
+    exc!(overflow, 4, overflow).set_privilege_level(PrivilegeLevel::Ring3);
+    exc!(bound_range_exceeded, 5, bound_range);
+    exc!(invalid_opcode, 6, invalid_opcode);
+    exc!(device_not_available, 7, device_not_available);
+    exc!(invalid_tss, 10, invalid_tss);
+    exc!(segment_not_present, 11, segment_not_present);
+    exc!(stack_segment_fault, 12, stack_segment);
+    exc!(general_protection_fault, 13, general_protection);
+    exc!(page_fault, 14, page_fault);
+    exc!(x87_floating_point, 16, x87_fp);
+    exc!(alignment_check, 17, alignment_check);
+    exc!(machine_check, 18, machine_check);
+    exc!(simd_floating_point, 19, simd_fp);
+    exc!(virtualization, 20, virtualization);
+    exc!(cp_protection_exception, 21, cp_protection);
+    exc!(hv_injection_exception, 28, hv_injection);
+    exc!(vmm_communication_exception, 29, vmm_communication);
+    exc!(security_exception, 30, security);
     // SAFETY: the IST indices name stacks that `gdt::init_this_cpu` installs in every CPU's
     // TSS before that CPU loads this IDT.
-    unsafe {
-        idt.double_fault.set_handler_fn(double_fault).set_stack_index(DOUBLE_FAULT_IST);
-        idt.non_maskable_interrupt.set_handler_fn(nmi).set_stack_index(NMI_IST);
+    let df = exc!(double_fault, 8, double_fault);
+    // SAFETY: as above.
+    unsafe { df.set_stack_index(DOUBLE_FAULT_IST) };
+    let nmi_entry = exc!(non_maskable_interrupt, 2, nmi);
+    // SAFETY: as above.
+    unsafe { nmi_entry.set_stack_index(NMI_IST) };
+    let devices: [(u8, u64); 7] = [
+        (apic::TIMER_VECTOR, timer as *const () as u64),
+        (apic::RESCHEDULE_VECTOR, reschedule_ipi as *const () as u64),
+        (apic::CALL_FUNCTION_VECTOR, call_function_ipi as *const () as u64),
+        (crate::interrupts::COM1_VECTOR, com1 as *const () as u64),
+        (crate::interrupts::VIRTIO_BLK_VECTOR, virtio_blk as *const () as u64),
+        (apic::ERROR_VECTOR, apic_error as *const () as u64),
+        (apic::SPURIOUS_VECTOR, spurious as *const () as u64),
+    ];
+    for (v, h) in devices {
+        handlers[v as usize] = h;
     }
     for v in 32..=255u8 {
-        idt[v].set_handler_fn(unexpected);
+        // SAFETY: as for the exceptions: the stub reaches `handlers[v]` from kernel mode.
+        unsafe { idt[v].set_handler_addr(::x86_64::VirtAddr::new(entry::stub(v))) };
     }
-    idt[apic::TIMER_VECTOR].set_handler_fn(timer);
-    idt[apic::RESCHEDULE_VECTOR].set_handler_fn(reschedule_ipi);
-    idt[apic::CALL_FUNCTION_VECTOR].set_handler_fn(call_function_ipi);
-    idt[crate::interrupts::COM1_VECTOR].set_handler_fn(com1);
-    idt[crate::interrupts::VIRTIO_BLK_VECTOR].set_handler_fn(virtio_blk);
-    idt[apic::ERROR_VECTOR].set_handler_fn(apic_error);
-    idt[apic::SPURIOUS_VECTOR].set_handler_fn(spurious);
+    for (slot, h) in entry::KERNEL_HANDLERS.iter().zip(handlers) {
+        slot.store(h, core::sync::atomic::Ordering::Relaxed);
+    }
     idt
 }

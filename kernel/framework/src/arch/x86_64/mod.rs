@@ -4,7 +4,9 @@
 pub mod apic;
 pub mod context;
 pub mod cpuid;
+pub mod entry;
 pub mod fault;
+pub mod fpu;
 pub mod fwcfg;
 pub mod gdt;
 pub mod idt;

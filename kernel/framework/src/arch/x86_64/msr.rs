@@ -11,8 +11,19 @@ pub enum Msr {
     TscDeadline = 0x6e0,
     /// IA32_EFER: long mode, NX enable.
     Efer = 0xc000_0080,
+    /// IA32_STAR: the segment selectors `syscall` and `sysret` load.
+    Star = 0xc000_0081,
+    /// IA32_LSTAR: the `syscall` entry point.
+    Lstar = 0xc000_0082,
+    /// IA32_FMASK: RFLAGS bits `syscall` clears.
+    Fmask = 0xc000_0084,
+    /// IA32_FS_BASE: the running user thread's FS base (its TLS pointer).
+    FsBase = 0xc000_0100,
     /// IA32_GS_BASE: the per-CPU area's address (see `percpu`).
     GsBase = 0xc000_0101,
+    /// IA32_KERNEL_GS_BASE: what `swapgs` exchanges with GS base (0 while in the kernel; the
+    /// per-CPU area's address while in user mode).
+    KernelGsBase = 0xc000_0102,
 }
 
 /// Reads an MSR.

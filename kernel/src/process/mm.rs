@@ -1,0 +1,246 @@
+//! A process's memory: its [`VmSpace`] (the framework's page table) and the VMAs that say what
+//! each range of addresses is (Linux's `mm_struct` and `vm_area_struct`). Pages come in on
+//! demand: a fault in a VMA maps a zeroed page (anonymous memory) or a copy of the file's bytes
+//! (a private file mapping), through the page allocator's watermarks, so RT tasks' reserve
+//! applies to their faults. Copies between the kernel and user memory go through the page
+//! table ([`Mm::read`], [`Mm::write`]), resolving faults the same way, and fail with EFAULT
+//! where the process could not have made the access itself.
+
+use crate::mm::page::PageRef;
+use crate::mm::vm::{Prot, UserFault, VmSpace, TASK_SIZE};
+use alloc::collections::BTreeMap;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use cadence_abi::errno::Errno;
+
+/// Bytes in a page.
+pub const PAGE: u64 = 4096;
+/// The initial stack's top (Linux's non-randomized `STACK_TOP`, just below `TASK_SIZE`).
+pub const STACK_TOP: u64 = TASK_SIZE;
+/// The stack's reservation (RLIMIT_STACK's default, 8 MiB), backed on demand.
+pub const STACK_SIZE: u64 = 8 << 20;
+/// Where `mmap` without a hint starts searching downward (Linux's non-randomized
+/// `mmap_base`: `TASK_SIZE` minus a 128 MiB gap for the stack).
+pub const MMAP_BASE: u64 = TASK_SIZE - (128 << 20);
+
+/// What backs a VMA.
+#[derive(Clone, Debug)]
+pub enum Backing {
+    /// Zero-filled on first touch.
+    Anonymous,
+    /// A file's bytes from `offset` (`data` is the whole file; past its end reads zero).
+    File {
+        /// The file.
+        data: &'static [u8],
+        /// The file offset of the VMA's start.
+        offset: u64,
+    },
+}
+
+/// One mapped range `[start, end)`.
+#[derive(Clone, Debug)]
+pub struct Vma {
+    /// First address (page-aligned).
+    pub start: u64,
+    /// End address (page-aligned, exclusive).
+    pub end: u64,
+    /// `PROT_*`.
+    pub prot: Prot,
+    /// What fills its pages.
+    pub backing: Backing,
+}
+
+impl Vma {
+    /// The VMA's part from `addr` (a split: the file offset follows).
+    fn tail_from(&self, addr: u64) -> Vma {
+        let backing = match &self.backing {
+            Backing::Anonymous => Backing::Anonymous,
+            Backing::File { data, offset } => Backing::File { data, offset: offset + (addr - self.start) },
+        };
+        Vma { start: addr, end: self.end, prot: self.prot, backing }
+    }
+}
+
+/// A process's address space (module doc).
+pub struct Mm {
+    /// The page table.
+    pub space: Arc<VmSpace>,
+    /// VMAs by start address, never overlapping.
+    vmas: BTreeMap<u64, Vma>,
+    /// The program break's start (just past the loaded image) and its current value.
+    pub brk_start: u64,
+    /// The current program break.
+    pub brk: u64,
+}
+
+/// Rounds up to a page.
+pub fn page_up(x: u64) -> Option<u64> {
+    x.checked_add(PAGE - 1).map(|v| v & !(PAGE - 1))
+}
+
+impl Mm {
+    /// An empty address space; ENOMEM if no frame is left for its page table.
+    pub fn new() -> Result<Mm, Errno> {
+        Ok(Mm { space: VmSpace::new().ok_or(Errno::ENOMEM)?, vmas: BTreeMap::new(), brk_start: 0, brk: 0 })
+    }
+
+    /// The VMA containing `addr`.
+    pub fn find(&self, addr: u64) -> Option<&Vma> {
+        self.vmas.range(..=addr).next_back().map(|(_, v)| v).filter(|v| addr < v.end)
+    }
+
+    /// Removes every VMA part in `[start, end)` and unmaps its pages (munmap's core; the
+    /// range is page-aligned).
+    pub fn unmap_range(&mut self, start: u64, end: u64) {
+        let overlapping: Vec<u64> = self.vmas.range(..end).filter(|(_, v)| v.end > start).map(|(&s, _)| s).collect();
+        for s in overlapping {
+            let v = self.vmas.remove(&s).expect("listed");
+            if v.start < start {
+                let mut head = v.clone();
+                head.end = start;
+                self.vmas.insert(head.start, head);
+            }
+            if v.end > end {
+                let tail = v.tail_from(end);
+                self.vmas.insert(tail.start, tail);
+            }
+            let mut page = v.start.max(start);
+            while page < v.end.min(end) {
+                drop(self.space.unmap(page));
+                page += PAGE;
+            }
+        }
+    }
+
+    /// Maps `[start, start + len)` (page-aligned) as a new VMA, replacing what was there
+    /// (MAP_FIXED semantics).
+    pub fn insert(&mut self, vma: Vma) {
+        self.unmap_range(vma.start, vma.end);
+        self.vmas.insert(vma.start, vma);
+    }
+
+    /// Changes the permissions of `[start, end)` (page-aligned; every page must be mapped,
+    /// else ENOMEM as Linux's mprotect).
+    pub fn protect(&mut self, start: u64, end: u64, prot: Prot) -> Result<(), Errno> {
+        let mut at = start;
+        while at < end {
+            let v = self.find(at).ok_or(Errno::ENOMEM)?;
+            at = v.end;
+        }
+        // Split at both ends, then change the middle.
+        for cut in [start, end] {
+            if let Some(v) = self.find(cut).cloned() {
+                if v.start < cut {
+                    let tail = v.tail_from(cut);
+                    self.vmas.get_mut(&v.start).expect("found").end = cut;
+                    self.vmas.insert(cut, tail);
+                }
+            }
+        }
+        for (_, v) in self.vmas.range_mut(start..end) {
+            v.prot = prot;
+            let mut page = v.start;
+            while page < v.end {
+                self.space.protect(page, prot);
+                page += PAGE;
+            }
+        }
+        Ok(())
+    }
+
+    /// A free range of `len` bytes (page-aligned) below [`MMAP_BASE`], searching downward
+    /// (Linux's top-down allocator); ENOMEM if none.
+    pub fn free_range(&self, len: u64) -> Result<u64, Errno> {
+        let mut top = MMAP_BASE;
+        for (_, v) in self.vmas.range(..MMAP_BASE).rev() {
+            if v.end <= top && top - v.end >= len {
+                return Ok(top - len);
+            }
+            top = top.min(v.start);
+        }
+        top.checked_sub(len).filter(|&a| a >= 0x10000).ok_or(Errno::ENOMEM)
+    }
+
+    /// Resolves a fault at `addr` (`write`: a write access): maps the page its VMA says.
+    /// EFAULT if no VMA covers it or its permissions refuse the access (the process's
+    /// SIGSEGV); ENOMEM if no frame is left.
+    pub fn fault(&self, addr: u64, write: bool) -> Result<(), Errno> {
+        let v = self.find(addr).ok_or(Errno::EFAULT)?;
+        if (write && !v.prot.write) || !(v.prot.read || v.prot.write || v.prot.exec) {
+            return Err(Errno::EFAULT);
+        }
+        let page = addr & !(PAGE - 1);
+        if let Some((_, prot)) = self.space.query(page) {
+            // Mapped already (another fault won, or a stale TLB entry): nothing to do unless
+            // the entry's permissions lag the VMA's.
+            if prot != v.prot {
+                self.space.protect(page, v.prot);
+            }
+            return Ok(());
+        }
+        let frame = PageRef::alloc().ok_or(Errno::ENOMEM)?;
+        if let Backing::File { data, offset } = v.backing {
+            let at = offset + (page - v.start);
+            if at < data.len() as u64 {
+                let n = (data.len() as u64 - at).min(PAGE) as usize;
+                frame.write_at(0, &data[at as usize..at as usize + n]);
+            }
+        }
+        self.space.map(page, frame, v.prot).map_err(|_| Errno::ENOMEM)?;
+        Ok(())
+    }
+
+    /// Resolves faults until `op` succeeds or a fault cannot be resolved (EFAULT / ENOMEM).
+    fn with_faults(&self, mut op: impl FnMut(&VmSpace) -> Result<(), UserFault>) -> Result<(), Errno> {
+        loop {
+            match op(&self.space) {
+                Ok(()) => return Ok(()),
+                Err(f) => self.fault(f.addr, f.write)?,
+            }
+        }
+    }
+
+    /// Copies user memory at `addr` into `buf` (EFAULT where the process could not read).
+    pub fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        self.with_faults(|s| s.read_bytes(addr, buf))
+    }
+
+    /// Copies `buf` into user memory at `addr` (EFAULT where the process could not write).
+    pub fn write(&self, addr: u64, buf: &[u8]) -> Result<(), Errno> {
+        self.with_faults(|s| s.write_bytes(addr, buf))
+    }
+
+    /// Reads a NUL-terminated string of at most `max` bytes (ENAMETOOLONG past it).
+    pub fn read_cstr(&self, addr: u64, max: usize) -> Result<Vec<u8>, Errno> {
+        let mut out = Vec::new();
+        let mut at = addr;
+        loop {
+            let mut chunk = [0u8; 64];
+            let n = (PAGE - at % PAGE).min(64) as usize;
+            self.read(at, &mut chunk[..n])?;
+            if let Some(z) = chunk[..n].iter().position(|&b| b == 0) {
+                out.extend_from_slice(&chunk[..z]);
+                return Ok(out);
+            }
+            out.extend_from_slice(&chunk[..n]);
+            if out.len() > max {
+                return Err(Errno::ENAMETOOLONG);
+            }
+            at += n as u64;
+        }
+    }
+
+    /// Faults every page of `[start, end)` in now (for the ELF image and mlockall).
+    pub fn populate(&self, start: u64, end: u64) -> Result<(), Errno> {
+        let mut page = start & !(PAGE - 1);
+        while page < end {
+            if let Some(v) = self.find(page) {
+                if v.prot.read || v.prot.write || v.prot.exec {
+                    self.fault(page, false)?;
+                }
+            }
+            page += PAGE;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,184 @@
+//! Ring 3 through `framework::user`: system calls, exceptions, the kernel half out of reach,
+//! and a user thread's registers (FPU and FS base included) surviving preemption.
+
+use crate::mm::page::PageRef;
+use crate::mm::vm::{Prot, VmSpace};
+use crate::sched::task::SpawnOptions;
+use crate::sched::{self, spawn_result};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+use framework::task::Switchable;
+use framework::user::{self, Exception, ReturnReason, UserContext};
+
+const CODE: u64 = 0x40_0000;
+const STACK_TOP: u64 = 0x7fff_0000_0000;
+
+/// A fresh address space with `code` at [`CODE`] (read + execute) and one stack page below
+/// [`STACK_TOP`], loaded for the calling task (made a user thread).
+fn user_space(code: &[u8]) -> Arc<VmSpace> {
+    let vm = VmSpace::new().expect("address space");
+    let page = PageRef::alloc().expect("code page");
+    page.write_at(0, code);
+    assert!(vm.map(CODE, page, Prot::RX).expect("map code").is_none());
+    vm.map(STACK_TOP - 4096, PageRef::alloc().expect("stack page"), Prot::RW).expect("map stack");
+    let me = sched::current();
+    me.task_context().enable_user();
+    assert!(me.task_context().set_vm_space(Some(vm.clone())).is_none());
+    vm
+}
+
+/// Runs `f` in a new task and returns its result (the task's user state goes with it).
+fn in_task<T: Send + 'static>(name: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    match spawn_result(SpawnOptions::new(name), f).expect("spawn").join() {
+        Ok(v) => v,
+        Err(e) => panic!("{} did not finish: {:?}", name, e),
+    }
+}
+
+#[test_case]
+fn ring3_syscall_returns_its_number_then_ud2_is_an_exception() {
+    let (first, second, regs, frames) = in_task("ring3", || {
+        let free_before = crate::mm::frame::free_frames();
+        // mov eax, 39 ; syscall ; ud2
+        let vm = user_space(&[0xb8, 39, 0, 0, 0, 0x0f, 0x05, 0x0f, 0x0b]);
+        let mut ctx = UserContext::new(CODE, STACK_TOP);
+        ctx.regs.rbx = 0x1234_5678;
+        let first = user::execute(&mut ctx);
+        let regs = ctx.regs;
+        let second = user::execute(&mut ctx);
+        sched::current().task_context().set_vm_space(None);
+        drop(vm);
+        (first, second, (regs, ctx.regs), (free_before, crate::mm::frame::free_frames()))
+    });
+    assert_eq!(first, ReturnReason::Syscall);
+    let (at_syscall, at_ud2) = regs;
+    assert_eq!(at_syscall.rax, 39, "the syscall number");
+    assert_eq!(at_syscall.rbx, 0x1234_5678, "registers kept");
+    assert_eq!(at_syscall.rcx, CODE + 7, "syscall's return address in rcx");
+    assert_eq!(at_syscall.rip, CODE + 7);
+    assert_eq!(second, ReturnReason::Exception(Exception { vector: 6, error: 0, addr: 0 }));
+    assert_eq!(at_ud2.rip, CODE + 7, "#UD at the ud2");
+    assert_eq!(at_ud2.cs, 0x33);
+    assert_eq!(frames.1, frames.0, "the address space's frames and tables are back");
+}
+
+#[test_case]
+fn user_faults_name_the_address_and_the_kernel_half_is_out_of_reach() {
+    // mov rax, [addr] (moffs64) ; ud2
+    let load = |addr: u64| {
+        let mut code = alloc::vec![0x48, 0xa1];
+        code.extend_from_slice(&addr.to_le_bytes());
+        code.extend_from_slice(&[0x0f, 0x0b]);
+        code
+    };
+    let kernel_addr = crate::mm::phys_offset() + 0x10_0000;
+    let cases: Vec<(u64, u8)> = alloc::vec![(0x1234, 14), (kernel_addr, 14), (0x8000_0000_0000_0000, 13)];
+    for (addr, vector) in cases {
+        let code = load(addr);
+        let got = in_task("fault", move || {
+            let vm = user_space(&code);
+            let mut ctx = UserContext::new(CODE, STACK_TOP);
+            let r = user::execute(&mut ctx);
+            sched::current().task_context().set_vm_space(None);
+            drop(vm);
+            (r, ctx.regs.rip)
+        });
+        let ReturnReason::Exception(e) = got.0 else { panic!("load from {:#x}: {:?}", addr, got.0) };
+        assert_eq!(e.vector, vector, "load from {:#x}", addr);
+        assert_eq!(got.1, CODE, "the faulting instruction");
+        if vector == 14 {
+            assert_eq!(e.addr, addr, "cr2");
+            assert!(e.error & 4 != 0, "a user-mode fault");
+            // Present (a protection fault) only for the kernel's page.
+            assert_eq!(e.error & 1 != 0, addr == kernel_addr, "error {:#x} for {:#x}", e.error, addr);
+        }
+    }
+    // A kernel address is not entered at all.
+    let r = in_task("badrip", || {
+        let vm = user_space(&[0x0f, 0x0b]);
+        let mut ctx = UserContext::new(0xffff_8000_0000_0000, STACK_TOP);
+        let r = user::execute(&mut ctx);
+        sched::current().task_context().set_vm_space(None);
+        drop(vm);
+        r
+    });
+    assert_eq!(r, ReturnReason::Exception(Exception { vector: 13, error: 0, addr: 0 }));
+}
+
+#[test_case]
+fn user_registers_fpu_and_fs_base_survive_preemption() {
+    // movq xmm0, rdi ; 1: dec rsi ; jnz 1b ; movq rax, xmm0 ; syscall ; ud2
+    const SPIN: [u8; 19] =
+        [0x66, 0x48, 0x0f, 0x6e, 0xc7, 0x48, 0xff, 0xce, 0x75, 0xfb, 0x66, 0x48, 0x0f, 0x7e, 0xc0, 0x0f, 0x05, 0x0f, 0x0b];
+    let cpu = crate::percpu::cpu_id();
+    let mut handles = Vec::new();
+    for i in 0..3u64 {
+        let value = 0x1111_0000_0000 * (i + 1) + i;
+        let opts = SpawnOptions::new("fpu").pin(cpu);
+        handles.push(
+            spawn_result(opts, move || {
+                let vm = user_space(&SPIN);
+                user::set_fs_base(0x7000_0000 + i * 0x1000).expect("fs base");
+                let mut ctx = UserContext::new(CODE, STACK_TOP);
+                ctx.regs.rdi = value;
+                ctx.regs.rsi = 20_000_000;
+                ctx.regs.r12 = value ^ 0xffff;
+                let r = user::execute(&mut ctx);
+                let fs = user::fs_base();
+                let me = sched::current();
+                me.task_context().set_vm_space(None);
+                drop(vm);
+                let preempted = me.stats.nr_involuntary_switches.load(Ordering::Relaxed);
+                (r, ctx.regs.rax, ctx.regs.r12, fs, preempted, value, i)
+            })
+            .expect("spawn"),
+        );
+    }
+    let mut preemptions = 0;
+    for h in handles {
+        let (r, rax, r12, fs, preempted, value, i) = h.join().expect("fpu task");
+        assert_eq!(r, ReturnReason::Syscall);
+        assert_eq!(rax, value, "xmm0 kept across preemption");
+        assert_eq!(r12, value ^ 0xffff, "general registers kept");
+        assert_eq!(fs, 0x7000_0000 + i * 0x1000, "FS base kept");
+        preemptions += preempted;
+    }
+    assert!(preemptions > 0, "the spinning user threads were preempted (else this test proves nothing)");
+}
+
+#[test_case]
+fn a_fatal_signal_ends_a_spinning_or_sleeping_process_and_frees_its_memory() {
+    use crate::process::mm::{Backing, Mm, Vma};
+    use crate::sched::signal::{self, SIGKILL, SIGTERM};
+    // jmp $ (spin in ring 3); or: mov eax, 35 (nanosleep) ; lea rdi, [rip+ts] ; xor esi, esi ;
+    // syscall ; ud2 ; ts: {1000 s, 0}
+    const SPIN: [u8; 2] = [0xeb, 0xfe];
+    let sleep: Vec<u8> = {
+        let mut c = alloc::vec![0xb8, 35, 0, 0, 0, 0x48, 0x8d, 0x3d, 7, 0, 0, 0, 0x31, 0xf6, 0x0f, 0x05, 0x0f, 0x0b, 0x90];
+        c.extend_from_slice(&1000u64.to_le_bytes());
+        c.extend_from_slice(&0u64.to_le_bytes());
+        c
+    };
+    for (code, sig) in [(SPIN.to_vec(), SIGKILL), (sleep, SIGTERM)] {
+        let free_before = crate::mm::frame::free_frames();
+        let h = spawn_result(SpawnOptions::new("victim"), move || {
+            let _defer = signal::DeferFatal::new();
+            let mut mm = Mm::new().expect("mm");
+            mm.insert(Vma { start: CODE, end: CODE + 4096, prot: Prot::RX, backing: Backing::Anonymous });
+            mm.insert(Vma { start: STACK_TOP - 4096, end: STACK_TOP, prot: Prot::RW, backing: Backing::Anonymous });
+            let page = PageRef::alloc().expect("code page");
+            page.write_at(0, &code);
+            mm.space.map(CODE, page, Prot::RX).expect("map code");
+            crate::process::run_loaded(mm, UserContext::new(CODE, STACK_TOP))
+        })
+        .expect("spawn");
+        sched::sleep_ns(30_000_000);
+        signal::kill(h.tid, sig).expect("kill");
+        let status = h.join().expect("the process ends by returning, not by dying in place");
+        assert_eq!(status, 128 + sig as i32, "killed by {}", sig);
+        // Its task's stack may still be cached; its address space and pages are not.
+        let leaked = free_before.saturating_sub(crate::mm::frame::free_frames());
+        assert!(leaked <= 64, "{} frames not returned after the kill", leaked);
+    }
+}

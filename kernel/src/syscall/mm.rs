@@ -1,0 +1,160 @@
+//! Memory system calls: `brk`, `mmap`, `munmap`, `mprotect`, `madvise` (Linux `mm/mmap.c`,
+//! `mm/mprotect.c`, `mm/madvise.c`), over the process's VMAs (`process::mm`).
+
+use super::{ok, Outcome};
+use crate::mm::vm::{Prot, TASK_SIZE};
+use crate::process::mm::{page_up, Backing, Vma, PAGE};
+use crate::process::Process;
+use cadence_abi::errno::Errno;
+use framework::user::UserContext;
+
+const PROT_READ: u64 = 1;
+const PROT_WRITE: u64 = 2;
+const PROT_EXEC: u64 = 4;
+const PROT_GROWSDOWN: u64 = 0x0100_0000;
+const PROT_GROWSUP: u64 = 0x0200_0000;
+const MAP_SHARED: u64 = 0x01;
+const MAP_PRIVATE: u64 = 0x02;
+const MAP_SHARED_VALIDATE: u64 = 0x03;
+const MAP_TYPE: u64 = 0x0f;
+const MAP_FIXED: u64 = 0x10;
+const MAP_ANONYMOUS: u64 = 0x20;
+const MAP_FIXED_NOREPLACE: u64 = 0x10_0000;
+const MAP_POPULATE: u64 = 0x8000;
+const MADV_DONTNEED: u64 = 4;
+
+/// `mprotect`'s check: unknown bits are EINVAL (`mmap` ignores them, as Linux's does).
+fn checked_prot(bits: u64) -> Result<Prot, Errno> {
+    if bits & !(PROT_READ | PROT_WRITE | PROT_EXEC | PROT_GROWSDOWN | PROT_GROWSUP) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(prot(bits))
+}
+
+fn prot(bits: u64) -> Prot {
+    // x86: write and exec imply read (Linux maps them readable too).
+    let (w, x) = (bits & PROT_WRITE != 0, bits & PROT_EXEC != 0);
+    Prot { read: bits & PROT_READ != 0 || w || x, write: w, exec: x }
+}
+
+/// `brk(addr)`: moves the break within [its start, the next mapping); returns the break (the
+/// old one if the move is refused, as Linux does).
+pub fn brk(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let mut mm = proc.mm.lock_uninterruptible();
+    let want = a[0];
+    if want < mm.brk_start {
+        return ok(mm.brk);
+    }
+    let (old_end, new_end) = (page_up(mm.brk).unwrap_or(u64::MAX), page_up(want).unwrap_or(u64::MAX));
+    if new_end > old_end {
+        let clash = new_end > TASK_SIZE || (old_end..new_end).step_by(PAGE as usize).any(|p| mm.find(p).is_some());
+        if clash {
+            return ok(mm.brk);
+        }
+        mm.insert(Vma { start: old_end, end: new_end, prot: Prot::RW, backing: Backing::Anonymous });
+    } else if new_end < old_end {
+        mm.unmap_range(new_end, old_end);
+    }
+    mm.brk = want;
+    ok(want)
+}
+
+/// `mmap(addr, length, prot, flags, fd, offset)`.
+pub fn mmap(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let (addr, len, prot_bits, flags, _fd, offset) = (a[0], a[1], a[2], a[3], a[4], a[5]);
+    let kind = flags & MAP_TYPE;
+    if kind != MAP_PRIVATE && kind != MAP_SHARED && kind != MAP_SHARED_VALIDATE {
+        return Err(Errno::EINVAL);
+    }
+    if len == 0 || !offset.is_multiple_of(PAGE) {
+        return Err(Errno::EINVAL);
+    }
+    let len = page_up(len).filter(|&l| l <= TASK_SIZE).ok_or(Errno::ENOMEM)?;
+    let prot = prot(prot_bits);
+    if flags & MAP_ANONYMOUS == 0 {
+        // File mappings need file descriptors (the VFS step).
+        return Err(Errno::EBADF);
+    }
+    if kind != MAP_PRIVATE {
+        return Err(Errno::EINVAL);
+    }
+    let mut mm = proc.mm.lock_uninterruptible();
+    let fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0;
+    let start = if fixed {
+        if !addr.is_multiple_of(PAGE) {
+            return Err(Errno::EINVAL);
+        }
+        if addr.checked_add(len).is_none_or(|e| e > TASK_SIZE) {
+            return Err(Errno::ENOMEM);
+        }
+        if flags & MAP_FIXED == 0 && (addr..addr + len).step_by(PAGE as usize).any(|p| mm.find(p).is_some()) {
+            return Err(Errno::EEXIST);
+        }
+        addr
+    } else {
+        // A free hint is taken as is; otherwise the top-down search.
+        let hint = addr & !(PAGE - 1);
+        let hint_free = hint != 0
+            && hint.checked_add(len).is_some_and(|e| e <= TASK_SIZE)
+            && (hint..hint + len).step_by(PAGE as usize).all(|p| mm.find(p).is_none());
+        if hint_free {
+            hint
+        } else {
+            mm.free_range(len)?
+        }
+    };
+    mm.insert(Vma { start, end: start + len, prot, backing: Backing::Anonymous });
+    if flags & MAP_POPULATE != 0 {
+        mm.populate(start, start + len)?;
+    }
+    ok(start)
+}
+
+fn range(addr: u64, len: u64) -> Result<(u64, u64), Errno> {
+    if !addr.is_multiple_of(PAGE) {
+        return Err(Errno::EINVAL);
+    }
+    let end = page_up(addr.checked_add(len).ok_or(Errno::EINVAL)?).ok_or(Errno::EINVAL)?;
+    if end > TASK_SIZE {
+        return Err(Errno::EINVAL);
+    }
+    Ok((addr, end))
+}
+
+/// `munmap(addr, length)`.
+pub fn munmap(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    if a[1] == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (start, end) = range(a[0], a[1])?;
+    proc.mm.lock_uninterruptible().unmap_range(start, end);
+    ok(0)
+}
+
+/// `mprotect(addr, len, prot)`.
+pub fn mprotect(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let prot = checked_prot(a[2])?;
+    let (start, end) = range(a[0], a[1])?;
+    if start == end {
+        return ok(0);
+    }
+    proc.mm.lock_uninterruptible().protect(start, end, prot)?;
+    ok(0)
+}
+
+/// `madvise(addr, length, advice)`: MADV_DONTNEED drops the pages (anonymous memory reads
+/// back as zero, as glibc's `free` expects); other advice changes nothing.
+pub fn madvise(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let (start, end) = range(a[0], a[1])?;
+    if a[2] == MADV_DONTNEED {
+        let mm = proc.mm.lock_uninterruptible();
+        let mut page = start;
+        while page < end {
+            if mm.find(page).is_some() {
+                drop(mm.space.unmap(page));
+            }
+            page += PAGE;
+        }
+    }
+    ok(0)
+}

@@ -1,0 +1,246 @@
+//! Linux's errno values (x86_64 uses `include/uapi/asm-generic/errno-base.h` and `errno.h`)
+//! with their names, as a system call returns them (`-errno` in RAX) and as the conformance
+//! programs print them.
+
+/// An errno value Cadence returns (a subset of Linux's, with Linux's numbers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum Errno {
+    /// Operation not permitted.
+    EPERM = 1,
+    /// No such file or directory.
+    ENOENT = 2,
+    /// No such process.
+    ESRCH = 3,
+    /// Interrupted system call.
+    EINTR = 4,
+    /// I/O error.
+    EIO = 5,
+    /// No such device or address.
+    ENXIO = 6,
+    /// Argument list too long.
+    E2BIG = 7,
+    /// Exec format error.
+    ENOEXEC = 8,
+    /// Bad file number.
+    EBADF = 9,
+    /// No child processes.
+    ECHILD = 10,
+    /// Try again.
+    EAGAIN = 11,
+    /// Out of memory.
+    ENOMEM = 12,
+    /// Permission denied.
+    EACCES = 13,
+    /// Bad address.
+    EFAULT = 14,
+    /// Block device required.
+    ENOTBLK = 15,
+    /// Device or resource busy.
+    EBUSY = 16,
+    /// File exists.
+    EEXIST = 17,
+    /// Cross-device link.
+    EXDEV = 18,
+    /// No such device.
+    ENODEV = 19,
+    /// Not a directory.
+    ENOTDIR = 20,
+    /// Is a directory.
+    EISDIR = 21,
+    /// Invalid argument.
+    EINVAL = 22,
+    /// File table overflow.
+    ENFILE = 23,
+    /// Too many open files.
+    EMFILE = 24,
+    /// Not a typewriter.
+    ENOTTY = 25,
+    /// Text file busy.
+    ETXTBSY = 26,
+    /// File too large.
+    EFBIG = 27,
+    /// No space left on device.
+    ENOSPC = 28,
+    /// Illegal seek.
+    ESPIPE = 29,
+    /// Read-only file system.
+    EROFS = 30,
+    /// Too many links.
+    EMLINK = 31,
+    /// Broken pipe.
+    EPIPE = 32,
+    /// Math argument out of domain of func.
+    EDOM = 33,
+    /// Math result not representable.
+    ERANGE = 34,
+    /// Resource deadlock would occur.
+    EDEADLK = 35,
+    /// File name too long.
+    ENAMETOOLONG = 36,
+    /// No record locks available.
+    ENOLCK = 37,
+    /// Invalid system call number.
+    ENOSYS = 38,
+    /// Directory not empty.
+    ENOTEMPTY = 39,
+    /// Too many symbolic links encountered.
+    ELOOP = 40,
+    /// No data available.
+    ENODATA = 61,
+    /// Timer expired.
+    ETIME = 62,
+    /// Value too large for defined data type.
+    EOVERFLOW = 75,
+    /// Operation not supported on transport endpoint.
+    EOPNOTSUPP = 95,
+    /// Connection timed out.
+    ETIMEDOUT = 110,
+    /// Owner died.
+    EOWNERDEAD = 130,
+    /// State not recoverable.
+    ENOTRECOVERABLE = 131,
+}
+
+impl Errno {
+    /// Every value, in numeric order.
+    pub const ALL: &'static [Errno] = &[
+        Errno::EPERM,
+        Errno::ENOENT,
+        Errno::ESRCH,
+        Errno::EINTR,
+        Errno::EIO,
+        Errno::ENXIO,
+        Errno::E2BIG,
+        Errno::ENOEXEC,
+        Errno::EBADF,
+        Errno::ECHILD,
+        Errno::EAGAIN,
+        Errno::ENOMEM,
+        Errno::EACCES,
+        Errno::EFAULT,
+        Errno::ENOTBLK,
+        Errno::EBUSY,
+        Errno::EEXIST,
+        Errno::EXDEV,
+        Errno::ENODEV,
+        Errno::ENOTDIR,
+        Errno::EISDIR,
+        Errno::EINVAL,
+        Errno::ENFILE,
+        Errno::EMFILE,
+        Errno::ENOTTY,
+        Errno::ETXTBSY,
+        Errno::EFBIG,
+        Errno::ENOSPC,
+        Errno::ESPIPE,
+        Errno::EROFS,
+        Errno::EMLINK,
+        Errno::EPIPE,
+        Errno::EDOM,
+        Errno::ERANGE,
+        Errno::EDEADLK,
+        Errno::ENAMETOOLONG,
+        Errno::ENOLCK,
+        Errno::ENOSYS,
+        Errno::ENOTEMPTY,
+        Errno::ELOOP,
+        Errno::ENODATA,
+        Errno::ETIME,
+        Errno::EOVERFLOW,
+        Errno::EOPNOTSUPP,
+        Errno::ETIMEDOUT,
+        Errno::EOWNERDEAD,
+        Errno::ENOTRECOVERABLE,
+    ];
+
+    /// The positive number (`Errno::EINVAL.code() == 22`).
+    pub const fn code(self) -> i32 {
+        self as i32
+    }
+
+    /// The symbolic name (`"EINVAL"`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Errno::EPERM => "EPERM",
+            Errno::ENOENT => "ENOENT",
+            Errno::ESRCH => "ESRCH",
+            Errno::EINTR => "EINTR",
+            Errno::EIO => "EIO",
+            Errno::ENXIO => "ENXIO",
+            Errno::E2BIG => "E2BIG",
+            Errno::ENOEXEC => "ENOEXEC",
+            Errno::EBADF => "EBADF",
+            Errno::ECHILD => "ECHILD",
+            Errno::EAGAIN => "EAGAIN",
+            Errno::ENOMEM => "ENOMEM",
+            Errno::EACCES => "EACCES",
+            Errno::EFAULT => "EFAULT",
+            Errno::ENOTBLK => "ENOTBLK",
+            Errno::EBUSY => "EBUSY",
+            Errno::EEXIST => "EEXIST",
+            Errno::EXDEV => "EXDEV",
+            Errno::ENODEV => "ENODEV",
+            Errno::ENOTDIR => "ENOTDIR",
+            Errno::EISDIR => "EISDIR",
+            Errno::EINVAL => "EINVAL",
+            Errno::ENFILE => "ENFILE",
+            Errno::EMFILE => "EMFILE",
+            Errno::ENOTTY => "ENOTTY",
+            Errno::ETXTBSY => "ETXTBSY",
+            Errno::EFBIG => "EFBIG",
+            Errno::ENOSPC => "ENOSPC",
+            Errno::ESPIPE => "ESPIPE",
+            Errno::EROFS => "EROFS",
+            Errno::EMLINK => "EMLINK",
+            Errno::EPIPE => "EPIPE",
+            Errno::EDOM => "EDOM",
+            Errno::ERANGE => "ERANGE",
+            Errno::EDEADLK => "EDEADLK",
+            Errno::ENAMETOOLONG => "ENAMETOOLONG",
+            Errno::ENOLCK => "ENOLCK",
+            Errno::ENOSYS => "ENOSYS",
+            Errno::ENOTEMPTY => "ENOTEMPTY",
+            Errno::ELOOP => "ELOOP",
+            Errno::ENODATA => "ENODATA",
+            Errno::ETIME => "ETIME",
+            Errno::EOVERFLOW => "EOVERFLOW",
+            Errno::EOPNOTSUPP => "EOPNOTSUPP",
+            Errno::ETIMEDOUT => "ETIMEDOUT",
+            Errno::EOWNERDEAD => "EOWNERDEAD",
+            Errno::ENOTRECOVERABLE => "ENOTRECOVERABLE",
+        }
+    }
+
+    /// The value with number `code`, if Cadence knows it.
+    pub fn from_code(code: i32) -> Option<Errno> {
+        Errno::ALL.iter().copied().find(|e| e.code() == code)
+    }
+
+    /// What a system call returns for this error: `-errno` as the 64-bit RAX.
+    pub const fn to_return(self) -> u64 {
+        (-(self as i64)) as u64
+    }
+}
+
+/// EWOULDBLOCK is EAGAIN on Linux.
+pub const EWOULDBLOCK: Errno = Errno::EAGAIN;
+/// ENOTSUP is EOPNOTSUPP on Linux.
+pub const ENOTSUP: Errno = Errno::EOPNOTSUPP;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_names_and_returns_round_trip() {
+        for &e in Errno::ALL {
+            assert_eq!(Errno::from_code(e.code()), Some(e));
+            assert!(e.name().starts_with('E'));
+            assert_eq!(e.to_return() as i64, -(e.code() as i64));
+        }
+        assert!(Errno::ALL.windows(2).all(|w| w[0].code() < w[1].code()));
+        assert_eq!(Errno::ENOSYS.code(), 38);
+        assert_eq!(Errno::EFAULT.to_return(), u64::MAX - 13);
+    }
+}

@@ -1,0 +1,74 @@
+//! User-space scenarios: the C programs of `tests/user` (static glibc, built by `make
+//! initramfs`) run as processes from the initramfs through the kernel shell's `exec`.
+//! `conform-basic` is the differential test of the first system-call families: its output on
+//! Cadence must equal Linux 6.1's (`tests/fixtures/conform-basic.linux-6.1.txt`, recorded on
+//! the peer, `../shared/peer/run.sh --file target/user/conform-basic /conform-basic`).
+
+use cadence_boot::KernelExit;
+use cadence_tests::{boot, initramfs, qemu, Run};
+
+fn run_user(smp: &str, commands: &str) -> Run {
+    let run = boot(qemu().smp(smp).initrd(initramfs()).args(format!("run=\"{commands}\" poweroff")));
+    run.expect_exit(KernelExit::Success);
+    run.check(run.report.exceptions.is_empty(), "a kernel EXCEPTION line");
+    run
+}
+
+fn lines(run: &Run) -> Vec<String> {
+    run.outcome.output.lines().map(|l| l.trim_end_matches('\r').to_string()).collect()
+}
+
+#[test]
+fn static_glibc_programs_run_with_their_arguments_and_exit_status() {
+    let run = run_user("4,sockets=1,cores=2,threads=2", "exec /bin/hello a 'b c'; exec /bin/hello fail; exec /bin/nope; exec /bin");
+    let out = lines(&run);
+    let hello: Vec<&String> = out.iter().filter(|l| l.starts_with("hello from user space")).collect();
+    run.check(hello.len() == 2, "two runs of hello");
+    run.check(hello[0].ends_with("argc 3 [a] [b c]"), "hello's arguments");
+    run.check(out.iter().filter(|l| *l == "uname: Linux 6.1.0-cadence x86_64").count() == 2, "uname from user space");
+    run.check(out.iter().filter(|l| *l == "malloc ok, fpu 246.7402").count() == 2, "malloc and doubles as on Linux");
+    run.check(out.iter().any(|l| l == "exec: /bin/hello: exit status 3"), "the exit status");
+    run.check(out.iter().any(|l| l == "exec: /bin/nope: ENOENT"), "a missing program is ENOENT");
+    run.check(out.iter().any(|l| l == "exec: /bin: EACCES"), "a directory is EACCES, as execve answers");
+}
+
+#[test]
+fn conform_basic_matches_linux() {
+    let run = run_user("2", "exec /bin/conform-basic");
+    let want = include_str!("../fixtures/conform-basic.linux-6.1.txt");
+    let got: Vec<String> =
+        lines(&run).into_iter().filter(|l| l.contains(" = ") && !l.starts_with('[') && !l.starts_with("cadence")).collect();
+    let want: Vec<&str> = want.lines().collect();
+    for (i, w) in want.iter().enumerate() {
+        let g = got.get(i).map(String::as_str).unwrap_or("<missing>");
+        run.check(g == *w, format!("line {}: Cadence `{g}`, Linux `{w}`", i + 1));
+    }
+    run.check(got.len() == want.len(), format!("{} lines, Linux printed {}", got.len(), want.len()));
+}
+
+#[test]
+fn faults_kill_the_program_with_linux_signals_and_the_kernel_stays_up() {
+    let run = run_user(
+        "2",
+        "exec /bin/crash segv; exec /bin/crash kernel; exec /bin/crash ill; exec /bin/crash fpe; exec /bin/crash stack; exec /bin/hello",
+    );
+    let out = lines(&run);
+    for (what, status) in [("Segmentation fault", 139), ("Illegal instruction", 132), ("Floating point exception", 136)] {
+        let line = format!("exec: /bin/crash: {what} (status {status})");
+        run.check(out.contains(&line), format!("expected `{line}`"));
+    }
+    run.check(
+        out.iter().filter(|l| l.starts_with("exec: /bin/crash: Segmentation fault")).count() == 3,
+        "NULL, kernel address and stack overflow: SIGSEGV",
+    );
+    run.check(out.iter().any(|l| l.starts_with("hello from user space")), "a program runs after the crashes");
+}
+
+#[test]
+fn syscall_table_doc_matches_the_dispatch_table() {
+    let run = run_user("1", "syscalls");
+    let got: Vec<String> = lines(&run).into_iter().filter(|l| l.starts_with('|')).collect();
+    let doc = include_str!("../../docs/design/syscalls.md");
+    let want: Vec<&str> = doc.lines().filter(|l| l.starts_with('|')).collect();
+    run.check(got == want, format!("docs/design/syscalls.md's table differs from the kernel's `syscalls`:\n{}", got.join("\n")));
+}
