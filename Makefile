@@ -4,8 +4,9 @@
 #   make setup                 pinned Rust toolchain, QEMU and OVMF (idempotent)
 #   make kernel                release build of kernel/
 #   make syscall-table         regenerate docs/design/syscalls.md's table from the kernel's `syscalls`
-#   make initramfs             target/user/initramfs.cpio: the C programs of tests/user, static
-#                              (gcc), at /bin/NAME (`make run` boots with it; `exec /bin/NAME`)
+#   make initramfs             target/user/initramfs.cpio, the root filesystem: the Debian packages
+#                              of tools/rootfs/packages.txt (busybox) and the C programs of tests/user
+#                              (static, gcc) at /bin/NAME; `make run` boots with it
 #   make run [SMP=8] [UEFI=1] [ARGS='poweroff ...'] [TRACE=file] [WORKLOAD='a b'] [TIMEOUT=s]
 #            [VERBOSE=1]       also the bootloader's `INFO :` log (hidden by default)
 #            [DISK=img|none]   virtio disk /dev/vda: DISK=img read-write (created as a 256 MiB
@@ -106,8 +107,8 @@ INITRAMFS := $(ROOT)/target/user/initramfs.cpio
 $(ROOT)/target/user/%: $(ROOT)/tests/user/%.c
 	@mkdir -p '$(ROOT)/target/user'
 	gcc -O2 -static -Wall -o '$@' '$<'
-$(INITRAMFS): $(USER_BINS) | boot-tool
-	'$(CADENCE_BOOT)' initramfs -o '$@' $(foreach b,$(USER_BINS),'$(b)=bin/$(notdir $(b))')
+$(INITRAMFS): $(USER_BINS) $(ROOT)/tools/rootfs/packages.txt $(ROOT)/tools/build-rootfs.sh | boot-tool
+	'$(ROOT)/tools/build-rootfs.sh' '$(CADENCE_BOOT)' '$@' $(foreach b,$(USER_BINS),'$(b)')
 initramfs: boot-tool $(INITRAMFS)
 
 syscall-table: kernel boot-tool

@@ -57,7 +57,7 @@ usage: cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--ar
                         [--scratch-disk IMG] [--disk-opts OPTS] [--qemu-arg ARG]... [--verbose]
        cadence-boot runner ELF [IGNORED...]
        cadence-boot image --kernel ELF [--uefi] -o OUT
-       cadence-boot initramfs -o OUT HOST=GUEST...
+       cadence-boot initramfs -o OUT [--dir DIR] [HOST=GUEST...]
        cadence-boot trace report FILE [--svg OUT]
        cadence-boot trace check coresched FILE [--smt 0,1:2,3]
        cadence-boot trace check rt FILE [-b US] [--smt 0,1:2,3]
@@ -367,16 +367,45 @@ fn cmd_image(argv: &[String]) -> Exit {
     }
 }
 
-/// `initramfs -o OUT HOST=GUEST...`: a newc cpio archive holding each host file at its guest
-/// path (directories on the way made, mode 0755 for files the host has executable).
+/// Adds everything under `dir` to `w` (paths relative to it; symlinks kept as links, modes
+/// as the host has them), in sorted order so archives are reproducible.
+fn add_tree(w: &mut cadence_abi::cpio::Writer, dir: &std::path::Path, prefix: &str) -> std::io::Result<()> {
+    use cadence_abi::cpio::{S_IFDIR, S_IFLNK, S_IFREG};
+    use std::os::unix::fs::PermissionsExt;
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let name = format!("{prefix}{}", e.file_name().to_string_lossy());
+        let meta = std::fs::symlink_metadata(e.path())?;
+        let perm = meta.permissions().mode() & 0o7777;
+        if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(e.path())?;
+            w.add(&name, S_IFLNK | 0o777, target.to_string_lossy().as_bytes());
+        } else if meta.is_dir() {
+            w.add(&name, S_IFDIR | perm, &[]);
+            add_tree(w, &e.path(), &format!("{name}/"))?;
+        } else if meta.is_file() {
+            w.add(&name, S_IFREG | perm, &std::fs::read(e.path())?);
+        }
+    }
+    Ok(())
+}
+
+/// `initramfs -o OUT [--dir DIR] [HOST=GUEST...]`: a newc cpio archive holding the tree under
+/// DIR, and each host file at its guest path (directories on the way made, mode 0755 for files
+/// the host has executable).
 fn cmd_initramfs(argv: &[String]) -> Exit {
     use cadence_abi::cpio::{Writer, S_IFDIR, S_IFREG};
     use std::os::unix::fs::PermissionsExt;
-    let (mut out, mut files) = (None, Vec::new());
+    let (mut out, mut files, mut dirs_in) = (None, Vec::new(), Vec::new());
     let mut it = argv.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "-o" => out = it.next().cloned(),
+            "--dir" => match it.next() {
+                Some(d) => dirs_in.push(d.clone()),
+                None => return usage("initramfs: --dir needs DIR"),
+            },
             spec => match spec.split_once('=') {
                 Some((host, guest)) if !guest.is_empty() => files.push((host.to_string(), guest.trim_start_matches('/').to_string())),
                 _ => return usage(format!("initramfs: '{spec}' is not HOST=GUEST")),
@@ -385,6 +414,11 @@ fn cmd_initramfs(argv: &[String]) -> Exit {
     }
     let Some(out) = out else { return usage("initramfs needs -o OUT") };
     let mut w = Writer::new();
+    for d in &dirs_in {
+        if let Err(e) = add_tree(&mut w, std::path::Path::new(d), "") {
+            return Exit(3, Some(format!("initramfs: cannot read {d}: {e}")));
+        }
+    }
     let mut dirs = std::collections::BTreeSet::new();
     for (host, guest) in &files {
         let data = match std::fs::read(host) {

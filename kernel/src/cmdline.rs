@@ -33,6 +33,10 @@ pub struct BootOptions {
     pub test_fault: Option<TestFault>,
     /// Commands to run at boot (`run="cmd1; cmd2"`).
     pub run: Option<String>,
+    /// `sh="CMD"`: run CMD through `/bin/sh -c` as the first user process (after `run=`).
+    pub sh: Option<String>,
+    /// `kshell`: the kernel's shell on the console, not `/bin/sh`, when nothing else is asked.
+    pub kshell: bool,
     /// Under `cargo test`: also run the long stress tests (`test_stress`).
     pub test_stress: bool,
     /// Keep SMT sibling threads offline (`nosmt`).
@@ -58,6 +62,8 @@ impl Default for BootOptions {
             maxcpus: None,
             test_fault: None,
             run: None,
+            sh: None,
+            kshell: false,
             nosmt: false,
             test_stress: false,
             test_filters: Vec::new(),
@@ -151,6 +157,22 @@ pub static CORE_PARAMS: &[CoreParam] = &[
         help: "commands to run at boot",
         set: (|o, v| {
             o.run = Some(v.ok_or("needs a value, e.g. run=\"cmd1; cmd2\"")?.to_string());
+            Ok(())
+        }),
+    },
+    CoreParam {
+        usage: "sh=\"CMD\"",
+        help: "run CMD through /bin/sh -c as the first user process, in its own session; with poweroff, exit QEMU with success exactly when its status is 0",
+        set: (|o, v| {
+            o.sh = Some(v.ok_or("needs a value, e.g. sh=\"uname -a\"")?.to_string());
+            Ok(())
+        }),
+    },
+    CoreParam {
+        usage: "kshell",
+        help: "the kernel's shell on the console instead of /bin/sh (the default when the root filesystem has no /bin/sh)",
+        set: (|o, _| {
+            o.kshell = true;
             Ok(())
         }),
     },

@@ -11,6 +11,7 @@ static RX_WAIT: WaitQueue = WaitQueue::new();
 /// Bytes arrived (interrupt context): wake the readers.
 pub fn input_arrived() {
     RX_WAIT.wake_all();
+    crate::sched::wait::POLL.wake_all();
 }
 
 /// [`read_byte`] for a user process: a fatal signal ends the wait

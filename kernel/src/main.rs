@@ -128,6 +128,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
             Err(e) => kprintln!("cadence: warning: initramfs unreadable at byte {}: {}", e.offset, e.what),
         }
     }
+    fs::init_devices();
     sched::init_this_cpu();
     smp::announce_online(bsp);
     irqflags::enable();
@@ -180,11 +181,31 @@ fn init_main(opts: cmdline::BootOptions) -> i32 {
         kprintln!("cadence> {}", cmd);
         shell::execute(&cmd);
     }
+    if let Some(cmd) = &opts.sh {
+        let argv = ["sh", "-c", cmd.as_str()].map(alloc::string::String::from).to_vec();
+        let status = process::spawn_session("/bin/sh", argv);
+        if opts.poweroff {
+            match status {
+                Ok(0) => {
+                    kprintln!("cadence: poweroff");
+                    arch::qemu::exit(arch::qemu::ExitCode::Success);
+                }
+                Ok(s) => kprintln!("cadence: sh= ended with status {}; poweroff", s),
+                Err(e) => kprintln!("cadence: sh= could not start /bin/sh: {}; poweroff", e.name()),
+            }
+            arch::qemu::exit(arch::qemu::ExitCode::Failure);
+        }
+    }
     if opts.poweroff {
         kprintln!("cadence: poweroff");
         arch::qemu::exit(arch::qemu::ExitCode::Success);
     }
-    // No `poweroff`: the interactive shell on COM1 (it never returns).
+    // Nothing asked: the user's shell on the console if the root filesystem has one, then (or
+    // else, or with `kshell`) the kernel's shell on COM1 (it never returns).
+    if opts.run.is_none() && opts.sh.is_none() && !opts.kshell && fs::vfs::lookup(&fs::vfs::root(), "/bin/sh", true).is_ok() {
+        let status = process::spawn_session("/bin/sh", alloc::vec![alloc::string::String::from("-sh")]);
+        kprintln!("cadence: /bin/sh ended ({:?}); the kernel's shell follows (help lists its commands)", status);
+    }
     shell::console::run()
 }
 

@@ -1,8 +1,9 @@
-//! User-space scenarios: the C programs of `tests/user` (static glibc, built by `make
-//! initramfs`) run as processes from the initramfs through the kernel shell's `exec`.
-//! `conform-basic` is the differential test of the first system-call families: its output on
-//! Cadence must equal Linux 6.1's (`tests/fixtures/conform-basic.linux-6.1.txt`, recorded on
-//! the peer, `../shared/peer/run.sh --file target/user/conform-basic /conform-basic`).
+//! User-space scenarios: Debian's busybox and the C programs of `tests/user` (static glibc),
+//! from the root filesystem `make initramfs` builds, run as processes, through the kernel
+//! shell's `exec` or the `sh=` boot option. `conform-basic` and `conform-files` are the
+//! differential tests of the system-call families: their output on Cadence must equal Linux
+//! 6.1's (`tests/fixtures/conform-*.linux-6.1.txt`, recorded on the peer with
+//! `../shared/peer/run.sh --file target/user/conform-files 'cd /tmp && /conform-files'`).
 
 use cadence_boot::KernelExit;
 use cadence_tests::{boot, initramfs, qemu, Run};
@@ -32,18 +33,55 @@ fn static_glibc_programs_run_with_their_arguments_and_exit_status() {
     run.check(out.iter().any(|l| l == "exec: /bin: EACCES"), "a directory is EACCES, as execve answers");
 }
 
-#[test]
-fn conform_basic_matches_linux() {
-    let run = run_user("2", "exec /bin/conform-basic");
-    let want = include_str!("../fixtures/conform-basic.linux-6.1.txt");
-    let got: Vec<String> =
-        lines(&run).into_iter().filter(|l| l.contains(" = ") && !l.starts_with('[') && !l.starts_with("cadence")).collect();
+/// The lines a conformance program prints (` = ` in them; not the kernel's or the boot's).
+fn conform_lines(run: &Run) -> Vec<String> {
+    lines(run).into_iter().filter(|l| l.contains(" = ") && !l.starts_with('[') && !l.starts_with("cadence")).collect()
+}
+
+fn check_conformance(run: &Run, want: &str, what: &str) {
+    let got = conform_lines(run);
     let want: Vec<&str> = want.lines().collect();
     for (i, w) in want.iter().enumerate() {
         let g = got.get(i).map(String::as_str).unwrap_or("<missing>");
-        run.check(g == *w, format!("line {}: Cadence `{g}`, Linux `{w}`", i + 1));
+        run.check(g == *w, format!("{what} line {}: Cadence `{g}`, Linux `{w}`", i + 1));
     }
-    run.check(got.len() == want.len(), format!("{} lines, Linux printed {}", got.len(), want.len()));
+    run.check(got.len() == want.len(), format!("{what}: {} lines, Linux printed {}", got.len(), want.len()));
+}
+
+#[test]
+fn conform_basic_matches_linux() {
+    let run = run_user("2", "exec /bin/conform-basic");
+    check_conformance(&run, include_str!("../fixtures/conform-basic.linux-6.1.txt"), "conform-basic");
+}
+
+#[test]
+fn conform_files_matches_linux() {
+    let run = boot(qemu().smp("2").initrd(initramfs()).args("sh=\"cd /tmp && /bin/conform-files\" poweroff"));
+    run.expect_exit(KernelExit::Success);
+    check_conformance(&run, include_str!("../fixtures/conform-files.linux-6.1.txt"), "conform-files");
+}
+
+#[test]
+fn busybox_sh_runs_a_script_with_pipes_redirections_and_children() {
+    let script = "echo hi from sh; ls -1 /etc; echo a > /tmp/f; echo b >> /tmp/f; cat /tmp/f | wc -l; \
+                  mkdir -p /tmp/d/e && cd /tmp/d && pwd; (exit 4); echo status $?; \
+                  dd if=/dev/zero of=/tmp/z bs=1k count=64 2>/dev/null; ls -l /tmp/z | awk '{print $5}'; \
+                  sleep 0.05; kill -0 $$ && echo alive; uname -sm";
+    let run = boot(qemu().smp("4,sockets=1,cores=2,threads=2").initrd(initramfs()).args(format!("sh=\"{script}\" poweroff")));
+    run.expect_exit(KernelExit::Success);
+    let out = lines(&run);
+    for want in ["hi from sh", "group", "passwd", "2", "/tmp/d", "status 4", "65536", "alive", "Linux x86_64"] {
+        run.check(out.iter().any(|l| l == want), format!("expected a line `{want}`"));
+    }
+}
+
+#[test]
+fn sh_boot_option_exits_qemu_with_the_scripts_status() {
+    let ok = boot(qemu().smp("1").initrd(initramfs()).args("sh=\"true\" poweroff"));
+    ok.expect_exit(KernelExit::Success);
+    let failed = boot(qemu().smp("1").initrd(initramfs()).args("sh=\"exit 3\" poweroff"));
+    failed.expect_exit(KernelExit::Failure);
+    failed.check(lines(&failed).iter().any(|l| l == "cadence: sh= ended with status 3; poweroff"), "the status reported");
 }
 
 #[test]

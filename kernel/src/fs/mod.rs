@@ -1,5 +1,25 @@
-//! Files. Today: the initramfs the bootloader loaded (`initramfs`), read-only, enough to
-//! `exec` programs from it. The VFS with a writable ramfs root, devices and pipes comes next
-//! (issue 35, step 4).
+//! Files: the VFS ([`vfs`]: one ramfs tree, Linux's path walk and errors), the initramfs that
+//! fills it at boot ([`initramfs`]), open files and fd tables ([`file`]), pipes ([`pipe`]).
 
+pub mod file;
 pub mod initramfs;
+pub mod pipe;
+pub mod vfs;
+
+use vfs::{Content, Device, S_IFCHR, S_IFDIR};
+
+/// Makes the directories and devices every boot has (`/dev/{null,zero,console,tty}`, `/tmp`,
+/// `/proc`, `/sys`), after the initramfs is unpacked.
+pub fn init_devices() {
+    for (path, mode, dev) in [
+        ("dev/null", 0o666, Device::Null),
+        ("dev/zero", 0o666, Device::Zero),
+        ("dev/console", 0o600, Device::Console),
+        ("dev/tty", 0o666, Device::Console),
+    ] {
+        let _ = vfs::install(path, S_IFCHR | mode, Content::Device(dev));
+    }
+    for (dir, mode) in [("tmp", 0o1777), ("proc", 0o555), ("sys", 0o555), ("root", 0o700)] {
+        let _ = vfs::install(dir, S_IFDIR | mode, Content::Dir(alloc::collections::BTreeMap::new()));
+    }
+}

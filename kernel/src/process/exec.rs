@@ -1,11 +1,13 @@
 //! `execve`'s loader: maps an ELF program (static `ET_EXEC`, `ET_DYN` PIE, and the
-//! `PT_INTERP` interpreter of a dynamic one) into a fresh [`Mm`] and builds its initial stack,
-//! as Linux's `fs/binfmt_elf.c` does without address randomization (PIE at
-//! `0x5555_5555_4000`, the interpreter in the mmap area, the stack just below `TASK_SIZE`).
+//! `PT_INTERP` interpreter of a dynamic one) from the VFS into a fresh [`Mm`] and builds its
+//! initial stack, as Linux's `fs/binfmt_elf.c` does without address randomization (PIE at
+//! `0x5555_5555_4000`, the interpreter in the mmap area, the stack just below `TASK_SIZE`);
+//! a `#!` script runs its interpreter with the script's path (`fs/binfmt_script.c`).
 
 use super::mm::{page_up, Backing, Mm, Vma, PAGE, STACK_SIZE, STACK_TOP};
-use crate::fs::initramfs;
+use crate::fs::vfs::{self, Inode, S_IFREG};
 use crate::mm::vm::Prot;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use cadence_abi::elf::{ElfError, ElfInfo, ET_DYN, PF_R, PF_W, PF_X, PHDR_SIZE};
 use cadence_abi::errno::Errno;
@@ -13,6 +15,11 @@ use cadence_abi::stack::{self, *};
 
 /// Linux's `ELF_ET_DYN_BASE` without randomization: where a PIE program goes.
 const PIE_BASE: u64 = 0x5555_5555_4000;
+/// How many bytes of a file the header parse reads (`BINPRM_BUF_SIZE` is 256; a page holds
+/// the program headers of every linker's output).
+const HEAD: usize = 4096;
+/// Nested `#!` interpreters allowed (Linux: 4 levels, then ELOOP).
+const MAX_SCRIPT_DEPTH: u32 = 4;
 
 /// A loaded program: its memory and first registers.
 pub struct Loaded {
@@ -28,8 +35,8 @@ fn prot_of(flags: u32) -> Prot {
     Prot { read: flags & (PF_R | PF_W | PF_X) != 0, write: flags & PF_W != 0, exec: flags & PF_X != 0 }
 }
 
-/// Maps `file`'s loadable segments at `bias`; returns the end of the highest one.
-fn map_image(mm: &mut Mm, info: &ElfInfo, file: &'static [u8], bias: u64) -> Result<u64, Errno> {
+/// Maps `inode`'s loadable segments at `bias`; returns the end of the highest one.
+fn map_image(mm: &mut Mm, info: &ElfInfo, inode: &Arc<Inode>, bias: u64) -> Result<u64, Errno> {
     let mut end = 0;
     for s in info.loads() {
         let start = (s.vaddr + bias) & !(PAGE - 1);
@@ -41,9 +48,9 @@ fn map_image(mm: &mut Mm, info: &ElfInfo, file: &'static [u8], bias: u64) -> Res
         let prot = prot_of(s.flags);
         // Bytes past p_filesz read as zero (.bss's start on the last file page: Linux's
         // `padzero`), so the backing ends at the segment's last file byte.
-        let data = &file[..(s.offset + s.filesz) as usize];
         if file_end > start {
-            mm.insert(Vma { start, end: file_end, prot, backing: Backing::File { data, offset: s.offset & !(PAGE - 1) } });
+            let backing = Backing::File { inode: inode.clone(), offset: s.offset & !(PAGE - 1), limit: s.offset + s.filesz };
+            mm.insert(Vma { start, end: file_end, prot, backing });
         }
         if mem_end > file_end {
             mm.insert(Vma { start: file_end, end: mem_end, prot, backing: Backing::Anonymous });
@@ -53,13 +60,30 @@ fn map_image(mm: &mut Mm, info: &ElfInfo, file: &'static [u8], bias: u64) -> Res
     Ok(end)
 }
 
-fn parse(file: &[u8]) -> Result<ElfInfo, Errno> {
-    ElfInfo::parse(file).map_err(|e| match e {
+/// The executable regular file at `path`: EACCES for a directory, a device or a file
+/// without an execute bit (root needs one too), as `execve` answers.
+fn executable(cwd: &Arc<Inode>, path: &str) -> Result<Arc<Inode>, Errno> {
+    let inode = vfs::lookup(cwd, path, true)?;
+    if inode.kind() != S_IFREG || inode.mode.load(core::sync::atomic::Ordering::Relaxed) & 0o111 == 0 {
+        return Err(Errno::EACCES);
+    }
+    Ok(inode)
+}
+
+fn head(inode: &Inode) -> Result<Vec<u8>, Errno> {
+    let mut buf = alloc::vec![0u8; HEAD];
+    let n = inode.read_at(0, &mut buf)?;
+    buf.truncate(n);
+    Ok(buf)
+}
+
+fn parse(inode: &Inode, bytes: &[u8]) -> Result<ElfInfo, Errno> {
+    ElfInfo::parse_prefix(bytes, inode.size()).map_err(|e| match e {
         ElfError::NotElf | ElfError::Unsupported(_) => Errno::ENOEXEC,
     })
 }
 
-/// Random bytes for AT_RANDOM (from the TSC: not cryptographic, as the issue allows for now).
+/// Random bytes for AT_RANDOM (from the TSC: not cryptographic).
 fn random16() -> [u8; 16] {
     let mut x = crate::arch::tsc::rdtsc() ^ 0x9e37_79b9_7f4a_7c15;
     let mut out = [0u8; 16];
@@ -72,32 +96,72 @@ fn random16() -> [u8; 16] {
     out
 }
 
-/// Loads `path` with `argv` and `envp` (the paths are the initramfs's).
-pub fn load(path: &str, argv: &[&[u8]], envp: &[&[u8]]) -> Result<Loaded, Errno> {
-    let file = initramfs::regular_file(path)?;
-    let info = parse(file)?;
+/// A `#!` line's interpreter and optional argument (Linux: up to the first newline, at most
+/// 255 bytes in all; the argument is everything after the interpreter, trimmed).
+fn shebang(head: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
+    let rest = head.strip_prefix(b"#!")?;
+    let line_end = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len()).min(255);
+    let line = &rest[..line_end];
+    let trim = |s: &[u8]| -> Vec<u8> {
+        let s = s.iter().skip_while(|b| b.is_ascii_whitespace()).copied().collect::<Vec<u8>>();
+        let n = s.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(0, |p| p + 1);
+        s[..n].to_vec()
+    };
+    let line = trim(line);
+    if line.is_empty() {
+        return None;
+    }
+    let split = line.iter().position(|b| b.is_ascii_whitespace());
+    Some(match split {
+        Some(i) => (line[..i].to_vec(), Some(trim(&line[i..])).filter(|a| !a.is_empty())),
+        None => (line, None),
+    })
+}
+
+/// Loads `path` (relative to `cwd`) with `argv` and `envp`.
+pub fn load(cwd: &Arc<Inode>, path: &str, argv: &[&[u8]], envp: &[&[u8]]) -> Result<Loaded, Errno> {
+    load_depth(cwd, path, argv, envp, 0)
+}
+
+fn load_depth(cwd: &Arc<Inode>, path: &str, argv: &[&[u8]], envp: &[&[u8]], depth: u32) -> Result<Loaded, Errno> {
+    let inode = executable(cwd, path)?;
+    let bytes = head(&inode)?;
+    if let Some((interp, arg)) = shebang(&bytes) {
+        if depth >= MAX_SCRIPT_DEPTH {
+            return Err(Errno::ELOOP);
+        }
+        let interp_path = core::str::from_utf8(&interp).map_err(|_| Errno::ENOEXEC)?;
+        let mut args: Vec<&[u8]> = alloc::vec![&interp[..]];
+        if let Some(a) = &arg {
+            args.push(a);
+        }
+        args.push(path.as_bytes());
+        args.extend(argv.iter().skip(1));
+        return load_depth(cwd, interp_path, &args, envp, depth + 1);
+    }
+    let info = parse(&inode, &bytes)?;
     let mut mm = Mm::new()?;
     let bias = if info.kind == ET_DYN { PIE_BASE } else { 0 };
-    let end = map_image(&mut mm, &info, file, bias)?;
+    let end = map_image(&mut mm, &info, &inode, bias)?;
     mm.brk_start = page_up(end).ok_or(Errno::ENOEXEC)?;
     mm.brk = mm.brk_start;
     let (entry, base) = match &info.interp {
         Some(interp) => {
             let ipath = core::str::from_utf8(interp).map_err(|_| Errno::ENOEXEC)?;
-            let ifile = initramfs::regular_file(ipath)?;
-            let iinfo = parse(ifile)?;
+            let iinode = executable(cwd, ipath).map_err(|e| if e == Errno::EACCES { Errno::ENOEXEC } else { e })?;
+            let ibytes = head(&iinode)?;
+            let iinfo = parse(&iinode, &ibytes)?;
             let (lo, hi) = iinfo.span();
             let ibase = mm.free_range(page_up(hi - lo).ok_or(Errno::ENOEXEC)?)? - (lo & !(PAGE - 1));
-            map_image(&mut mm, &iinfo, ifile, ibase)?;
+            map_image(&mut mm, &iinfo, &iinode, ibase)?;
             (iinfo.entry + ibase, ibase)
         }
         None => (info.entry + bias, 0),
     };
     mm.insert(Vma { start: STACK_TOP - STACK_SIZE, end: STACK_TOP, prot: Prot::RW, backing: Backing::Anonymous });
     let phdr = info.phdr_vaddr().map_or(0, |v| v + bias);
-    let hwcap = u64::from(raw_cpuid_edx());
     let auxv: Vec<(u64, u64)> = alloc::vec![
-        (AT_HWCAP, hwcap),
+        (AT_HWCAP, u64::from(crate::arch::cpuid::leaf1_edx())),
         (AT_PAGESZ, PAGE),
         (AT_CLKTCK, 100),
         (AT_PHDR, phdr),
@@ -116,9 +180,4 @@ pub fn load(path: &str, argv: &[&[u8]], envp: &[&[u8]]) -> Result<Loaded, Errno>
     let st = stack::build(STACK_TOP, argv, envp, path.as_bytes(), &auxv, random16()).map_err(|_| Errno::E2BIG)?;
     mm.write(st.sp, &st.bytes)?;
     Ok(Loaded { mm, entry, sp: st.sp })
-}
-
-/// CPUID.1:EDX, the hardware capabilities glibc reads from AT_HWCAP.
-fn raw_cpuid_edx() -> u32 {
-    crate::arch::cpuid::leaf1_edx()
 }

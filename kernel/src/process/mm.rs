@@ -6,6 +6,7 @@
 //! table ([`Mm::read`], [`Mm::write`]), resolving faults the same way, and fail with EFAULT
 //! where the process could not have made the access itself.
 
+use crate::fs::vfs::Inode;
 use crate::mm::page::PageRef;
 use crate::mm::vm::{Prot, UserFault, VmSpace, TASK_SIZE};
 use alloc::collections::BTreeMap;
@@ -24,21 +25,24 @@ pub const STACK_SIZE: u64 = 8 << 20;
 pub const MMAP_BASE: u64 = TASK_SIZE - (128 << 20);
 
 /// What backs a VMA.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub enum Backing {
     /// Zero-filled on first touch.
     Anonymous,
-    /// A file's bytes from `offset` (`data` is the whole file; past its end reads zero).
+    /// A file's bytes from `offset`, up to file offset `limit` (past it, and past the file's
+    /// end, pages read zero: an ELF segment's .bss start).
     File {
         /// The file.
-        data: &'static [u8],
+        inode: Arc<Inode>,
         /// The file offset of the VMA's start.
         offset: u64,
+        /// The file offset where the mapped bytes end.
+        limit: u64,
     },
 }
 
 /// One mapped range `[start, end)`.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Vma {
     /// First address (page-aligned).
     pub start: u64,
@@ -55,7 +59,9 @@ impl Vma {
     fn tail_from(&self, addr: u64) -> Vma {
         let backing = match &self.backing {
             Backing::Anonymous => Backing::Anonymous,
-            Backing::File { data, offset } => Backing::File { data, offset: offset + (addr - self.start) },
+            Backing::File { inode, offset, limit } => {
+                Backing::File { inode: inode.clone(), offset: offset + (addr - self.start), limit: *limit }
+            }
         };
         Vma { start: addr, end: self.end, prot: self.prot, backing }
     }
@@ -161,7 +167,8 @@ impl Mm {
         top.checked_sub(len).filter(|&a| a >= 0x10000).ok_or(Errno::ENOMEM)
     }
 
-    /// Resolves a fault at `addr` (`write`: a write access): maps the page its VMA says.
+    /// Resolves a fault at `addr` (`write`: a write access): maps the page its VMA says, or
+    /// gives a copy-on-write page its own copy (or takes it over, if no one else maps it).
     /// EFAULT if no VMA covers it or its permissions refuse the access (the process's
     /// SIGSEGV); ENOMEM if no frame is left.
     pub fn fault(&self, addr: u64, write: bool) -> Result<(), Errno> {
@@ -170,24 +177,51 @@ impl Mm {
             return Err(Errno::EFAULT);
         }
         let page = addr & !(PAGE - 1);
-        if let Some((_, prot)) = self.space.query(page) {
-            // Mapped already (another fault won, or a stale TLB entry): nothing to do unless
-            // the entry's permissions lag the VMA's.
-            if prot != v.prot {
+        if let Some((frame, prot)) = self.space.query(page) {
+            if write && !prot.write {
+                // Copy-on-write: `frame` is one reference, the entry another; more means the
+                // page is shared with another space (a fork).
+                if frame.count() <= 2 {
+                    self.space.protect(page, v.prot);
+                } else {
+                    let copy = frame.duplicate().ok_or(Errno::ENOMEM)?;
+                    self.space.map(page, copy, v.prot).map_err(|_| Errno::ENOMEM)?;
+                }
+            } else if prot != v.prot && !(v.prot.write && !prot.write) {
+                // Mapped already (another fault won, or a stale TLB entry): only the
+                // permissions may lag the VMA's.
                 self.space.protect(page, v.prot);
             }
             return Ok(());
         }
         let frame = PageRef::alloc().ok_or(Errno::ENOMEM)?;
-        if let Backing::File { data, offset } = v.backing {
+        if let Backing::File { inode, offset, limit } = &v.backing {
             let at = offset + (page - v.start);
-            if at < data.len() as u64 {
-                let n = (data.len() as u64 - at).min(PAGE) as usize;
-                frame.write_at(0, &data[at as usize..at as usize + n]);
+            if at < *limit {
+                let n = (limit - at).min(PAGE) as usize;
+                let mut buf = alloc::vec![0u8; n];
+                let got = inode.read_at(at, &mut buf)?;
+                frame.write_at(0, &buf[..got]);
             }
         }
         self.space.map(page, frame, v.prot).map_err(|_| Errno::ENOMEM)?;
         Ok(())
+    }
+
+    /// A copy for a child (`fork`): the same VMAs; every mapped page shared, and a writable one
+    /// made read-only in both, so the first write to it copies it (copy-on-write).
+    pub fn fork(&self) -> Result<Mm, Errno> {
+        let child = Mm { space: VmSpace::new().ok_or(Errno::ENOMEM)?, vmas: self.vmas.clone(), brk_start: self.brk_start, brk: self.brk };
+        for v in self.vmas.values() {
+            for (page, frame, prot) in self.space.mapped(v.start, v.end) {
+                let shared = Prot { write: false, ..prot };
+                if prot.write {
+                    self.space.protect(page, shared);
+                }
+                child.space.map(page, frame, shared).map_err(|_| Errno::ENOMEM)?;
+            }
+        }
+        Ok(child)
     }
 
     /// Resolves faults until `op` succeeds or a fault cannot be resolved (EFAULT / ENOMEM).

@@ -18,6 +18,10 @@ pub struct ProcIdentity {
     pub tty: AtomicU32,
     exit_code: AtomicI32,
     pub signals: SignalState,
+    /// A user process that has ended as far as its parent can tell (its wait status is
+    /// recorded) while its task finishes exiting: signals find no such process (ESRCH), as
+    /// after Linux's reap.
+    pub exited: core::sync::atomic::AtomicBool,
 }
 
 impl ProcIdentity {
@@ -30,7 +34,13 @@ impl ProcIdentity {
             sid: AtomicU32::new(sid),
             tty: AtomicU32::new(0),
             exit_code: AtomicI32::new(0),
-            signals: SignalState { pending: AtomicU64::new(0), fatal_defer: AtomicU32::new(0) },
+            signals: SignalState {
+                pending: AtomicU64::new(0),
+                fatal_defer: AtomicU32::new(0),
+                blocked: AtomicU64::new(0),
+                ignored: AtomicU64::new(0),
+            },
+            exited: core::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -50,6 +60,10 @@ pub struct SignalState {
     /// Depth of kernel sections that hold references on their stack ([`super::signal::DeferFatal`]):
     /// while > 0, interrupt exit does not act on a fatal signal.
     pub(super) fatal_defer: AtomicU32,
+    /// A user process's blocked signals (`rt_sigprocmask`; bit n = signal n).
+    pub blocked: AtomicU64,
+    /// A user process's signals set to SIG_IGN (`rt_sigaction`), discarded when sent.
+    pub ignored: AtomicU64,
 }
 
 /// A task's state in the dirty throttle (Linux's `current->nr_dirtied`,

@@ -59,6 +59,12 @@ pub fn is_fatal(sig: u32) -> bool {
     matches!(sig, SIGKILL | SIGTERM | SIGINT | 1)
 }
 
+/// Does `sig`'s default action end a user process (Linux's terminate and core actions: all
+/// but SIGCHLD, SIGCONT, SIGURG, SIGWINCH and the stop signals)?
+pub const fn default_terminates(sig: u32) -> bool {
+    sig >= 1 && sig <= SIGMAX && !matches!(sig, 17 | 18 | 19 | 20 | 21 | 22 | 23 | 28)
+}
+
 /// `kill(pid, sig)`. EINVAL for a bad signal, ESRCH for no such task (or a kernel-internal one
 /// such as the idle tasks).
 pub fn kill(tid: Tid, sig: u32) -> Result<(), Errno> {
@@ -66,7 +72,9 @@ pub fn kill(tid: Tid, sig: u32) -> Result<(), Errno> {
     if sig > SIGMAX {
         return Err(Errno::EINVAL);
     }
-    let t = task::find(tid).filter(|t| !t.is_idle && t.state() != TaskState::Dead).ok_or(Errno::ESRCH)?;
+    let t = task::find(tid)
+        .filter(|t| !t.is_idle && t.state() != TaskState::Dead && !t.process.exited.load(Ordering::Acquire))
+        .ok_or(Errno::ESRCH)?;
     if sig == 0 {
         return Ok(());
     }
@@ -92,7 +100,11 @@ pub fn send(t: &Arc<Task>, sig: u32) {
         }
         _ => {
             t.process.signals.pending.fetch_or(1u64 << sig, Ordering::AcqRel);
-            if is_fatal(sig) {
+            // A user process dies of more than a kernel task does: wake it for any signal
+            // whose default action ends it and that it does not ignore (a kernel task woken
+            // for nothing goes back to sleep).
+            let ends_process = default_terminates(sig) && t.process.signals.ignored.load(Ordering::Relaxed) & (1u64 << sig) == 0;
+            if is_fatal(sig) || ends_process {
                 let _ = t.transition(TaskState::Stopped, TaskState::Sleeping);
                 super::wake_up(t);
                 super::kick_task(t);

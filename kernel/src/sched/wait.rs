@@ -92,6 +92,36 @@ impl WaitQueue {
         result
     }
 
+    /// [`wait_until_interruptible`](Self::wait_until_interruptible) with a deadline: `Ok(true)`
+    /// once `cond()` is true, `Ok(false)` when `uptime_ns()` reaches `deadline_ns` first.
+    pub fn wait_until_interruptible_deadline(&self, mut cond: impl FnMut() -> bool, deadline_ns: u64) -> Result<bool, super::Interrupted> {
+        if cond() {
+            return Ok(true);
+        }
+        let _defer = super::signal::DeferFatal::new();
+        let me = super::current();
+        let cpu = crate::percpu::cpu_id();
+        let Some(timer) = framework::task::timer::arm(cpu, deadline_ns, me.clone()) else {
+            return Ok(cond());
+        };
+        let result = loop {
+            self.enqueue_sleeping(&me);
+            if cond() {
+                break Ok(true);
+            }
+            if super::signal::fatal_pending(&me) {
+                break Err(super::Interrupted);
+            }
+            if crate::time::uptime_ns() >= deadline_ns {
+                break Ok(false);
+            }
+            super::schedule();
+        };
+        self.leave(&me);
+        timer.cancel();
+        result
+    }
+
     /// Blocks until `cond()` is true, like [`wait_until`](Self::wait_until), but a fatal
     /// signal does not end the wait (Linux's `TASK_UNINTERRUPTIBLE`, the `D` state): for waits
     /// that must see their end, such as a device request whose buffers the device still
@@ -197,6 +227,10 @@ impl WaitQueue {
 /// A sleeping mutual-exclusion lock (tasks block instead of spinning): the framework's
 /// [`SleepMutex`](framework::task::SleepMutex), its waiters asleep on a [`WaitQueue`].
 pub type Mutex<T> = framework::task::SleepMutex<T, WaitQueue>;
+
+/// Where `poll` and `select` sleep: woken by every change one may wait for (a pipe's data or
+/// ends, console input), each poller then checks its own files.
+pub static POLL: WaitQueue = WaitQueue::new();
 
 /// Proof of holding a [`Mutex`].
 pub type MutexGuard<'a, T> = framework::task::SleepMutexGuard<'a, T, WaitQueue>;

@@ -268,7 +268,7 @@ fn cmd_syscalls(_: &[&str]) -> CmdResult {
 fn cmd_exec(args: &[&str]) -> CmdResult {
     let Some(&path) = args.first() else { return Err(usage_err("exec", "missing PATH")) };
     let argv = args.iter().map(|a| alloc::string::String::from(*a)).collect();
-    match crate::process::run(path, argv) {
+    match crate::process::spawn(path, argv) {
         Ok(0) => Ok(()),
         Ok(status) if status > 128 => {
             Err(fail("exec", alloc::format!("{}: {} (status {})", path, crate::process::signal_name(status - 128), status)))

@@ -4,8 +4,10 @@
 
 use super::{ok, Outcome};
 use crate::process::Process;
+use alloc::vec::Vec;
 use cadence_abi::errno::Errno;
 use core::sync::atomic::Ordering;
+use framework::task::Switchable;
 use framework::user::{self, UserContext};
 
 const ARCH_SET_FS: u64 = 0x1002;
@@ -149,4 +151,407 @@ pub fn getrandom(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Out
         .collect();
     proc.mm.lock_uninterruptible().write(a[0], &bytes)?;
     ok(len as u64)
+}
+
+const CLONE_VM: u64 = 0x100;
+const CLONE_FS: u64 = 0x200;
+const CLONE_FILES: u64 = 0x400;
+const CLONE_SIGHAND: u64 = 0x800;
+const CLONE_VFORK: u64 = 0x4000;
+const CLONE_PARENT_SETTID: u64 = 0x0010_0000;
+const CLONE_CHILD_CLEARTID: u64 = 0x0020_0000;
+const CLONE_CHILD_SETTID: u64 = 0x0100_0000;
+const CLONE_THREAD: u64 = 0x1_0000;
+const CLONE_SETTLS: u64 = 0x8_0000;
+const CSIGNAL: u64 = 0xff;
+
+/// `clone(flags, newsp, parent_tid, child_tid, tls)` in its process form (what glibc's
+/// `fork` and `vfork` call): the sharing flags (threads) are EINVAL until user space II.
+pub fn clone(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let flags = a[0];
+    let known = CSIGNAL
+        | CLONE_VM
+        | CLONE_FS
+        | CLONE_FILES
+        | CLONE_SIGHAND
+        | CLONE_VFORK
+        | CLONE_PARENT_SETTID
+        | CLONE_CHILD_CLEARTID
+        | CLONE_CHILD_SETTID
+        | CLONE_THREAD
+        | CLONE_SETTLS;
+    if flags & !known != 0 || flags & (CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SETTLS) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let tids = crate::process::TidRequests {
+        child_settid: (flags & CLONE_CHILD_SETTID != 0).then_some(a[3]),
+        child_cleartid: (flags & CLONE_CHILD_CLEARTID != 0).then_some(a[3]),
+    };
+    let pid = crate::process::fork(proc, ctx, a[1], tids)?;
+    if flags & CLONE_PARENT_SETTID != 0 {
+        proc.mm.lock_uninterruptible().write(a[2], &pid.to_le_bytes())?;
+    }
+    ok(u64::from(pid))
+}
+
+/// `fork()`.
+pub fn fork(proc: &Process, ctx: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
+    ok(u64::from(crate::process::fork(proc, ctx, 0, Default::default())?))
+}
+
+/// `vfork()`: a fork (the parent does not wait for the child's `execve` or exit; the child has
+/// its own copy of memory, which every correct vfork child tolerates).
+pub fn vfork(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    fork(proc, ctx, a)
+}
+
+/// Reads a NULL-terminated array of string pointers (argv, envp): E2BIG past the limits.
+fn string_array(proc: &Process, addr: u64) -> Result<Vec<Vec<u8>>, Errno> {
+    let mut out = Vec::new();
+    if addr == 0 {
+        return Ok(out);
+    }
+    let mut total = 0;
+    let mm = proc.mm.lock_uninterruptible();
+    for i in 0.. {
+        let mut p = [0u8; 8];
+        mm.read(addr + 8 * i, &mut p)?;
+        let p = u64::from_le_bytes(p);
+        if p == 0 {
+            break;
+        }
+        let s = mm.read_cstr(p, cadence_abi::stack::MAX_ARG_BYTES).map_err(|e| if e == Errno::ENAMETOOLONG { Errno::E2BIG } else { e })?;
+        total += s.len() + 9;
+        if total > cadence_abi::stack::MAX_ARG_BYTES {
+            return Err(Errno::E2BIG);
+        }
+        out.push(s);
+    }
+    Ok(out)
+}
+
+/// `execve(path, argv, envp)`: the process's memory is replaced; its close-on-exec fds are
+/// closed, handled signals reset to their default (ignored ones stay ignored), the FPU and the
+/// FS base reset. On success nothing returns: the new program starts.
+pub fn execve(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let path = {
+        let bytes = proc.mm.lock_uninterruptible().read_cstr(a[0], crate::fs::vfs::PATH_MAX - 1)?;
+        if bytes.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        alloc::string::String::from_utf8(bytes).map_err(|_| Errno::ENOENT)?
+    };
+    let argv = string_array(proc, a[1])?;
+    let envp = string_array(proc, a[2])?;
+    let (argv_s, envp_s): (Vec<&[u8]>, Vec<&[u8]>) = (argv.iter().map(|v| &v[..]).collect(), envp.iter().map(|v| &v[..]).collect());
+    let cwd = proc.cwd.lock_uninterruptible().clone();
+    let loaded = crate::process::exec::load(&cwd, &path, &argv_s, &envp_s)?;
+    // The point of no return.
+    let me = crate::sched::current();
+    me.task_context().set_vm_space(Some(loaded.mm.space.clone()));
+    let old = core::mem::replace(&mut *proc.mm.lock_uninterruptible(), loaded.mm);
+    drop(old);
+    let closed = proc.files.lock_uninterruptible().take_cloexec();
+    drop(closed);
+    {
+        let mut acts = proc.sigactions.lock_uninterruptible();
+        for act in acts.iter_mut() {
+            if act.handler > crate::process::SIG_IGN {
+                *act = Default::default();
+            }
+        }
+    }
+    user::set_fpu(&user::FxArea::initial());
+    let _ = user::set_fs_base(0);
+    proc.clear_child_tid.store(0, Ordering::Relaxed);
+    *ctx = UserContext::new(loaded.entry, loaded.sp);
+    ok(0)
+}
+
+const WNOHANG: u64 = 1;
+const WUNTRACED: u64 = 2;
+const WCONTINUED: u64 = 8;
+const WALL: u64 = 0x4000_0000;
+const WCLONE: u64 = 0x8000_0000;
+const WNOTHREAD: u64 = 0x2000_0000;
+
+/// `wait4(pid, wstatus, options, rusage)`: -1 any child, > 0 that child, 0 / < -1 a process
+/// group. ECHILD without a matching child; 0 with WNOHANG if none has ended; EINTR if a fatal
+/// signal came. `rusage` is zeroed (not yet accounted).
+pub fn wait4(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    if a[2] & !(WNOHANG | WUNTRACED | WCONTINUED | WALL | WCLONE | WNOTHREAD) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let pid = a[0] as i32;
+    let my_pgid = crate::sched::current().process.pgid.load(Ordering::Relaxed);
+    let matches = |r: &crate::process::ChildRecord| -> bool {
+        match pid {
+            -1 => true,
+            0 => r.pgid.load(Ordering::Relaxed) == my_pgid,
+            p if p > 0 => r.pid.load(Ordering::Acquire) == p as u32,
+            p => r.pgid.load(Ordering::Relaxed) == p.unsigned_abs(),
+        }
+    };
+    let family = proc.family.clone();
+    loop {
+        let found = {
+            let mut kids = family.children.lock_uninterruptible();
+            if !kids.iter().any(|r| matches(r)) {
+                return Err(Errno::ECHILD);
+            }
+            let done = kids.iter().position(|r| matches(r) && r.status.lock().is_some());
+            done.map(|i| kids.remove(i))
+        };
+        if let Some(r) = found {
+            let status = r.status.lock().expect("ended");
+            if a[1] != 0 {
+                proc.mm.lock_uninterruptible().write(a[1], &status.to_le_bytes())?;
+            }
+            if a[3] != 0 {
+                proc.mm.lock_uninterruptible().write(a[3], &[0u8; 144])?;
+            }
+            return ok(u64::from(r.pid.load(Ordering::Acquire)));
+        }
+        if a[2] & WNOHANG != 0 {
+            return ok(0);
+        }
+        family
+            .exited
+            .wait_until_interruptible(|| {
+                family.children.try_lock().is_none_or(|k| k.iter().any(|r| matches(r) && r.status.lock().is_some()))
+            })
+            .map_err(|_| Errno::EINTR)?;
+    }
+}
+
+fn sched_errno(e: cadence_sched::Errno) -> Errno {
+    Errno::from_code(e.code()).unwrap_or(Errno::EINVAL)
+}
+
+/// `kill(pid, sig)`: > 0 that process, 0 the caller's process group, -1 every process but
+/// init and the caller, < -1 process group -pid. EINVAL for a bad signal, ESRCH if nobody
+/// matched.
+pub fn kill(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let (pid, sig) = (a[0] as i32, a[1]);
+    if sig > 64 {
+        return Err(Errno::EINVAL);
+    }
+    if pid > 0 {
+        crate::sched::signal::kill(pid as u32, sig as u32).map_err(sched_errno)?;
+        return ok(0);
+    }
+    let me = crate::sched::current();
+    let target_pgid = match pid {
+        0 => Some(me.process.pgid.load(Ordering::Relaxed)),
+        -1 => None,
+        p => Some(p.unsigned_abs()),
+    };
+    let mut hit = false;
+    for t in crate::sched::task::all() {
+        let in_group = target_pgid.is_none_or(|g| t.process.pgid.load(Ordering::Relaxed) == g);
+        let skip = t.kthread || t.is_idle || t.process.exited.load(Ordering::Acquire) || (pid == -1 && (t.tid == 1 || t.tid == me.tid));
+        if in_group && !skip && t.process.tgid == t.tid {
+            hit = true;
+            if sig != 0 {
+                crate::sched::signal::send(&t, sig as u32);
+            }
+        }
+    }
+    if hit {
+        ok(0)
+    } else {
+        Err(Errno::ESRCH)
+    }
+}
+
+/// `tgkill(tgid, tid, sig)`.
+pub fn tgkill(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    if a[0] as i32 <= 0 || a[1] as i32 <= 0 || a[2] > 64 {
+        return Err(Errno::EINVAL);
+    }
+    let t = crate::sched::task::find(a[1] as u32).filter(|t| t.process.tgid == a[0] as u32).ok_or(Errno::ESRCH)?;
+    crate::sched::signal::kill(t.tid, a[2] as u32).map_err(sched_errno)?;
+    ok(0)
+}
+
+/// `tkill(tid, sig)`.
+pub fn tkill(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    if a[0] as i32 <= 0 || a[1] > 64 {
+        return Err(Errno::EINVAL);
+    }
+    crate::sched::signal::kill(a[0] as u32, a[1] as u32).map_err(sched_errno)?;
+    ok(0)
+}
+
+/// `setpgid(pid, pgid)`.
+pub fn setpgid(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    if (a[0] as i32) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    crate::tty::setpgid(a[0] as u32, a[1] as i32 as i64).map_err(sched_errno)?;
+    ok(0)
+}
+
+/// `getpgid(pid)`.
+pub fn getpgid(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    if (a[0] as i32) < 0 {
+        return Err(Errno::ESRCH);
+    }
+    ok(u64::from(crate::tty::getpgid(a[0] as u32).map_err(sched_errno)?))
+}
+
+/// `getpgrp()`.
+pub fn getpgrp(_: &Process, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
+    ok(u64::from(crate::sched::current().process.pgid.load(Ordering::Relaxed)))
+}
+
+/// `setsid()`: a new session and process group (and, as in Linux, a new autogroup in session
+/// mode).
+pub fn setsid(_: &Process, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
+    ok(u64::from(crate::tty::setsid().map_err(sched_errno)?))
+}
+
+/// `getsid(pid)`.
+pub fn getsid(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    if (a[0] as i32) < 0 {
+        return Err(Errno::ESRCH);
+    }
+    ok(u64::from(crate::tty::getsid(a[0] as u32).map_err(sched_errno)?))
+}
+
+/// `rt_sigaction(sig, act, oact, sigsetsize)`: dispositions are kept (handlers are not run yet:
+/// a handled signal acts as its default); SIG_IGN makes the signal discarded.
+pub fn rt_sigaction(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let sig = a[0] as usize;
+    if a[3] != 8 || !(1..=64).contains(&sig) {
+        return Err(Errno::EINVAL);
+    }
+    if a[1] != 0 && (sig == 9 || sig == 19) {
+        return Err(Errno::EINVAL);
+    }
+    let new = if a[1] != 0 {
+        let mut b = [0u8; 32];
+        proc.mm.lock_uninterruptible().read(a[1], &mut b)?;
+        let w = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8"));
+        Some(crate::process::SigAction { handler: w(0), flags: w(1), restorer: w(2), mask: w(3) })
+    } else {
+        None
+    };
+    let old = {
+        let mut acts = proc.sigactions.lock_uninterruptible();
+        let old = acts[sig];
+        if let Some(n) = new {
+            acts[sig] = n;
+        }
+        old
+    };
+    if let Some(n) = new {
+        let me = crate::sched::current();
+        let bit = 1u64 << sig;
+        if n.handler == crate::process::SIG_IGN {
+            me.process.signals.ignored.fetch_or(bit, Ordering::Relaxed);
+            me.process.signals.pending.fetch_and(!bit, Ordering::AcqRel);
+        } else {
+            me.process.signals.ignored.fetch_and(!bit, Ordering::Relaxed);
+        }
+    }
+    if a[2] != 0 {
+        let mut b = [0u8; 32];
+        for (i, w) in [old.handler, old.flags, old.restorer, old.mask].iter().enumerate() {
+            b[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        proc.mm.lock_uninterruptible().write(a[2], &b)?;
+    }
+    ok(0)
+}
+
+/// `rt_sigprocmask(how, set, oldset, sigsetsize)`: SIGKILL and SIGSTOP are never blocked.
+pub fn rt_sigprocmask(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    if a[3] != 8 {
+        return Err(Errno::EINVAL);
+    }
+    let me = crate::sched::current();
+    let blocked = &me.process.signals.blocked;
+    let old = blocked.load(Ordering::Relaxed);
+    if a[1] != 0 {
+        let mut b = [0u8; 8];
+        proc.mm.lock_uninterruptible().read(a[1], &mut b)?;
+        // Signal n is bit n - 1 in the user's sigset; bit n here.
+        let set = u64::from_le_bytes(b) << 1;
+        let new = match a[0] {
+            0 => old | set,
+            1 => old & !set,
+            2 => set,
+            _ => return Err(Errno::EINVAL),
+        };
+        blocked.store(new & !((1 << 9) | (1 << 19)), Ordering::Relaxed);
+    }
+    if a[2] != 0 {
+        proc.mm.lock_uninterruptible().write(a[2], &(old >> 1).to_le_bytes())?;
+    }
+    ok(0)
+}
+
+/// `sigaltstack(ss, old_ss)`: reported as disabled (SS_DISABLE); a new one is accepted (kept
+/// nowhere until handlers run).
+pub fn sigaltstack(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    if a[1] != 0 {
+        let mut b = [0u8; 24];
+        b[8..12].copy_from_slice(&2u32.to_le_bytes());
+        proc.mm.lock_uninterruptible().write(a[1], &b)?;
+    }
+    ok(0)
+}
+
+/// `prctl(option, ...)`: PR_SET_NAME / PR_GET_NAME (the name is kept per process, 15 bytes),
+/// PR_GET_DUMPABLE / PR_SET_DUMPABLE; other options are EINVAL, as Linux answers an unknown one.
+pub fn prctl(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    const PR_SET_DUMPABLE: u64 = 4;
+    const PR_GET_DUMPABLE: u64 = 3;
+    const PR_SET_NAME: u64 = 15;
+    const PR_GET_NAME: u64 = 16;
+    match a[0] {
+        PR_SET_NAME => {
+            let mut name = [0u8; 16];
+            let bytes = proc.mm.lock_uninterruptible().read_cstr(a[1], 4096)?;
+            let n = bytes.len().min(15);
+            name[..n].copy_from_slice(&bytes[..n]);
+            *proc.comm.lock_uninterruptible() = name;
+            ok(0)
+        }
+        PR_GET_NAME => {
+            let name = *proc.comm.lock_uninterruptible();
+            proc.mm.lock_uninterruptible().write(a[1], &name)?;
+            ok(0)
+        }
+        PR_GET_DUMPABLE => ok(1),
+        PR_SET_DUMPABLE if a[1] <= 1 => ok(0),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// Where `pause` and `rt_sigsuspend` sleep: nothing wakes the queue itself; a signal wakes the
+/// sleeping task directly.
+static PAUSED: crate::sched::wait::WaitQueue = crate::sched::wait::WaitQueue::new();
+
+/// `pause()`: sleeps until a signal; a fatal one (the only kind taken so far) ends the process
+/// on its way out, so EINTR is what the caller would see.
+pub fn pause(_: &Process, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
+    let _ = PAUSED.wait_until_interruptible(crate::process::user_event_pending_now);
+    Err(Errno::EINTR)
+}
+
+/// `rt_sigsuspend(mask, sigsetsize)`: `pause` with the mask replaced meanwhile.
+pub fn rt_sigsuspend(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    if a[1] != 8 {
+        return Err(Errno::EINVAL);
+    }
+    let mut b = [0u8; 8];
+    proc.mm.lock_uninterruptible().read(a[0], &mut b)?;
+    let me = crate::sched::current();
+    let blocked = &me.process.signals.blocked;
+    let old = blocked.swap((u64::from_le_bytes(b) << 1) & !((1 << 9) | (1 << 19)), Ordering::Relaxed);
+    let _ = PAUSED.wait_until_interruptible(crate::process::user_event_pending_now);
+    blocked.store(old, Ordering::Relaxed);
+    Err(Errno::EINTR)
 }

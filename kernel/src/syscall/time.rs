@@ -107,3 +107,12 @@ pub fn clock_nanosleep(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Resu
     sleep_until(deadline)?;
     ok(0)
 }
+
+/// `time(tloc)`: seconds of CLOCK_REALTIME, also stored at `tloc` if non-NULL.
+pub fn time(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let t = now(CLOCK_REALTIME)? / NS;
+    if a[0] != 0 {
+        proc.mm.lock_uninterruptible().write(a[0], &t.to_le_bytes())?;
+    }
+    ok(t)
+}

@@ -85,8 +85,15 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 }
 
 impl ElfInfo {
-    /// Parses the headers of `file` (its first bytes suffice if they hold the program headers).
+    /// Parses the headers of `file`.
     pub fn parse(file: &[u8]) -> Result<ElfInfo, ElfError> {
+        Self::parse_prefix(file, file.len() as u64)
+    }
+
+    /// Parses the headers from the first bytes of a file of `file_size` bytes: `prefix` must
+    /// hold the file header, the program headers and the interpreter's path (the first page
+    /// does, for every linker's output), else the file is refused.
+    pub fn parse_prefix(file: &[u8], file_size: u64) -> Result<ElfInfo, ElfError> {
         if file.len() < 4 || &file[..4] != b"\x7fELF" {
             return Err(ElfError::NotElf);
         }
@@ -110,7 +117,7 @@ impl ElfInfo {
         if phentsize != PHDR_SIZE || phnum == 0 || phnum > 256 {
             return Err(ElfError::Unsupported("bad program header table"));
         }
-        let table_end = phoff.checked_add(phnum as u64 * PHDR_SIZE as u64).filter(|&e| e <= file.len() as u64);
+        let table_end = phoff.checked_add(phnum as u64 * PHDR_SIZE as u64).filter(|&e| e <= file.len() as u64 && e <= file_size);
         if table_end.is_none() {
             return Err(ElfError::Unsupported("program headers outside the file"));
         }
@@ -129,7 +136,7 @@ impl ElfInfo {
             };
             let file_end = s.offset.checked_add(s.filesz);
             if s.kind == PT_LOAD {
-                if file_end.is_none_or(|e| e > file.len() as u64) || s.filesz > s.memsz {
+                if file_end.is_none_or(|e| e > file_size) || s.filesz > s.memsz {
                     return Err(ElfError::Unsupported("segment outside the file"));
                 }
                 if s.vaddr.checked_add(s.memsz).is_none() || (s.align > 1 && (s.vaddr % 4096) != (s.offset % 4096)) {

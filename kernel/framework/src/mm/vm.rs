@@ -43,6 +43,8 @@ pub const USER_END: u64 = 0x0000_8000_0000_0000;
 /// below [`USER_END`], so `syscall`'s return address is never non-canonical).
 pub const TASK_SIZE: u64 = USER_END - 4096;
 const PAGE: u64 = 4096;
+/// Pages [`VmSpace::mapped`] gathers per lock hold.
+const BATCH: usize = 32;
 
 const PRESENT: u64 = 1;
 const WRITABLE: u64 = 1 << 1;
@@ -287,6 +289,53 @@ impl VmSpace {
         let e = unsafe { *entry };
         // SAFETY: a `HELD` entry holds its reference while the lock is held.
         (e & HELD != 0).then(|| (unsafe { PageRef::clone_phys(e & ADDR) }, Prot::of_entry(e)))
+    }
+
+    /// Every page held in `[start, end)` (another reference to each) with its permissions,
+    /// in address order; tables that are absent are skipped whole (a fork walks a 128 MiB
+    /// reservation in a few steps). The walk takes the lock for batches of `BATCH` pages and
+    /// grows the result outside it (no allocation with interrupts off).
+    pub fn mapped(&self, start: u64, end: u64) -> alloc::vec::Vec<(u64, PageRef, Prot)> {
+        let mut out = alloc::vec::Vec::new();
+        let end = end.min(USER_END);
+        let mut va = start & !(PAGE - 1);
+        while va < end {
+            let mut batch: [Option<(u64, PageRef, Prot)>; BATCH] = [const { None }; BATCH];
+            let mut n = 0;
+            {
+                let _g = self.lock.lock();
+                while va < end && n < BATCH {
+                    // Descend; at the first absent table skip what it would cover.
+                    let mut t = self.root;
+                    let mut skipped = false;
+                    for level in (2..=4).rev() {
+                        // SAFETY: `t` is this space's table (the root or an entry's target),
+                        // under the lock.
+                        let e = unsafe { (*table(t))[index(va, level)] };
+                        if e & PRESENT == 0 {
+                            let span = 1u64 << (12 + 9 * (level - 1));
+                            va = (va & !(span - 1)) + span;
+                            skipped = true;
+                            break;
+                        }
+                        t = e & ADDR;
+                    }
+                    if skipped {
+                        continue;
+                    }
+                    // SAFETY: as above, the level-1 table.
+                    let e = unsafe { (*table(t))[index(va, 1)] };
+                    if e & HELD != 0 {
+                        // SAFETY: a held entry keeps its reference while the lock is held.
+                        batch[n] = Some((va, unsafe { PageRef::clone_phys(e & ADDR) }, Prot::of_entry(e)));
+                        n += 1;
+                    }
+                    va += PAGE;
+                }
+            }
+            out.extend(batch.into_iter().flatten());
+        }
+        out
     }
 
     /// Runs `f` on each page-sized piece of `[va, va + len)` that the entries allow (`write`:

@@ -1,0 +1,320 @@
+//! Open files (Linux's `struct file`: what the file is, its status flags and offset, shared by
+//! every fd `dup`ed or inherited from it) and fd tables (per process; the slots, each with its
+//! close-on-exec flag).
+
+use super::pipe::PipeEnd;
+use super::vfs::{Content, Device, Inode};
+use crate::sched::wait::Mutex;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use cadence_abi::errno::Errno;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+/// `O_ACCMODE` and its values.
+pub const O_ACCMODE: u32 = 3;
+/// Read only.
+pub const O_RDONLY: u32 = 0;
+/// Write only.
+pub const O_WRONLY: u32 = 1;
+/// Read and write.
+pub const O_RDWR: u32 = 2;
+/// Create if missing.
+pub const O_CREAT: u32 = 0o100;
+/// With `O_CREAT`: fail if it exists.
+pub const O_EXCL: u32 = 0o200;
+/// Do not make a tty the controlling one.
+pub const O_NOCTTY: u32 = 0o400;
+/// Truncate to 0 on open.
+pub const O_TRUNC: u32 = 0o1000;
+/// Every write at the end.
+pub const O_APPEND: u32 = 0o2000;
+/// Non-blocking reads and writes.
+pub const O_NONBLOCK: u32 = 0o4000;
+/// Must be a directory.
+pub const O_DIRECTORY: u32 = 0o200000;
+/// Do not follow a symlink in the last component.
+pub const O_NOFOLLOW: u32 = 0o400000;
+/// Close on `execve`.
+pub const O_CLOEXEC: u32 = 0o2000000;
+/// Flags `F_SETFL` may change (Linux's `SETFL_MASK`, of those Cadence has).
+pub const SETFL_MASK: u32 = O_APPEND | O_NONBLOCK;
+
+/// What an open file is.
+pub enum Kind {
+    /// A regular file, directory or symlink (`O_PATH`-like uses) of the VFS.
+    Inode(Arc<Inode>),
+    /// A pipe's end.
+    Pipe(PipeEnd),
+    /// A character device.
+    Device(Device, Arc<Inode>),
+}
+
+/// An open file description.
+pub struct OpenFile {
+    /// What it is.
+    pub kind: Kind,
+    /// `O_ACCMODE` bits and the `F_SETFL` flags.
+    pub flags: AtomicU32,
+    /// The file offset (for directories: the next entry's index).
+    pub pos: Mutex<u64>,
+}
+
+impl OpenFile {
+    /// A new open file.
+    pub fn new(kind: Kind, flags: u32) -> Arc<OpenFile> {
+        Arc::new(OpenFile { kind, flags: AtomicU32::new(flags & (O_ACCMODE | SETFL_MASK)), pos: Mutex::new(0) })
+    }
+
+    /// Opened for reading?
+    pub fn readable(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & O_ACCMODE != O_WRONLY
+    }
+
+    /// Opened for writing?
+    pub fn writable(&self) -> bool {
+        matches!(self.flags.load(Ordering::Relaxed) & O_ACCMODE, O_WRONLY | O_RDWR)
+    }
+
+    /// Non-blocking?
+    pub fn nonblock(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & O_NONBLOCK != 0
+    }
+
+    /// The inode behind it (pipes have none).
+    pub fn inode(&self) -> Option<&Arc<Inode>> {
+        match &self.kind {
+            Kind::Inode(i) | Kind::Device(_, i) => Some(i),
+            Kind::Pipe(_) => None,
+        }
+    }
+
+    /// Can it seek? (ESPIPE for pipes and the console.)
+    pub fn seekable(&self) -> bool {
+        match &self.kind {
+            Kind::Inode(_) => true,
+            Kind::Device(d, _) => *d != Device::Console,
+            Kind::Pipe(_) => false,
+        }
+    }
+}
+
+/// One fd's slot.
+#[derive(Clone)]
+pub struct FdEntry {
+    /// The open file.
+    pub file: Arc<OpenFile>,
+    /// `FD_CLOEXEC`.
+    pub cloexec: bool,
+}
+
+/// The most fds a process may have open (RLIMIT_NOFILE's default soft limit).
+pub const NOFILE: usize = 1024;
+
+/// A process's fd table.
+#[derive(Clone, Default)]
+pub struct FdTable {
+    slots: Vec<Option<FdEntry>>,
+}
+
+/// An fd argument's slot: Linux takes `unsigned int fd` (or `int`), so only the low 32 bits
+/// count; -1 and every other negative `int` is then out of range (EBADF).
+fn slot(fd: u64) -> usize {
+    fd as u32 as usize
+}
+
+impl FdTable {
+    /// The file open at `fd` (EBADF if none).
+    pub fn get(&self, fd: u64) -> Result<Arc<OpenFile>, Errno> {
+        self.slots.get(slot(fd)).and_then(|s| s.as_ref()).map(|e| e.file.clone()).ok_or(Errno::EBADF)
+    }
+
+    /// The slot at `fd`, to change its flags.
+    pub fn entry_mut(&mut self, fd: u64) -> Result<&mut FdEntry, Errno> {
+        self.slots.get_mut(slot(fd)).and_then(|s| s.as_mut()).ok_or(Errno::EBADF)
+    }
+
+    /// Puts `file` in the lowest free fd at or above `min`; EMFILE past [`NOFILE`].
+    pub fn install_from(&mut self, min: usize, file: Arc<OpenFile>, cloexec: bool) -> Result<u64, Errno> {
+        if min >= NOFILE {
+            return Err(Errno::EINVAL);
+        }
+        let free = (min..NOFILE).find(|&i| self.slots.get(i).is_none_or(|s| s.is_none())).ok_or(Errno::EMFILE)?;
+        if free >= self.slots.len() {
+            self.slots.resize(free + 1, None);
+        }
+        self.slots[free] = Some(FdEntry { file, cloexec });
+        Ok(free as u64)
+    }
+
+    /// Puts `file` in the lowest free fd.
+    pub fn install(&mut self, file: Arc<OpenFile>, cloexec: bool) -> Result<u64, Errno> {
+        self.install_from(0, file, cloexec)
+    }
+
+    /// Puts `file` at exactly `fd`, returning what was there (`dup2`); EBADF past [`NOFILE`].
+    pub fn install_at(&mut self, fd: u64, file: Arc<OpenFile>, cloexec: bool) -> Result<Option<FdEntry>, Errno> {
+        let i = Some(slot(fd)).filter(|&i| i < NOFILE).ok_or(Errno::EBADF)?;
+        if i >= self.slots.len() {
+            self.slots.resize(i + 1, None);
+        }
+        Ok(self.slots[i].replace(FdEntry { file, cloexec }))
+    }
+
+    /// Empties `fd`, returning what was there (EBADF if nothing). The caller drops it outside
+    /// the table's lock (a pipe end's last close wakes its peers).
+    pub fn remove(&mut self, fd: u64) -> Result<FdEntry, Errno> {
+        self.slots.get_mut(slot(fd)).and_then(|s| s.take()).ok_or(Errno::EBADF)
+    }
+
+    /// Closes every close-on-exec fd (`execve`); returns them, to drop outside the lock.
+    pub fn take_cloexec(&mut self) -> Vec<FdEntry> {
+        self.slots.iter_mut().filter(|s| s.as_ref().is_some_and(|e| e.cloexec)).filter_map(|s| s.take()).collect()
+    }
+
+    /// Closes everything (exit); returns the entries, to drop outside the lock.
+    pub fn take_all(&mut self) -> Vec<FdEntry> {
+        self.slots.drain(..).flatten().collect()
+    }
+}
+
+/// Reads from `file` at its offset (advancing it) into `buf`.
+pub fn read(file: &OpenFile, buf: &mut [u8]) -> Result<usize, Errno> {
+    if !file.readable() {
+        return Err(Errno::EBADF);
+    }
+    match &file.kind {
+        Kind::Pipe(p) => p.read(buf, file.nonblock()),
+        Kind::Device(d, _) => read_device(*d, buf),
+        Kind::Inode(i) => {
+            if i.is_dir() {
+                return Err(Errno::EISDIR);
+            }
+            let mut pos = file.pos.lock_uninterruptible();
+            let n = i.read_at(*pos, buf)?;
+            *pos += n as u64;
+            Ok(n)
+        }
+    }
+}
+
+/// Reads at `offset` without moving the file offset (`pread64`).
+pub fn pread(file: &OpenFile, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
+    if !file.readable() {
+        return Err(Errno::EBADF);
+    }
+    match &file.kind {
+        Kind::Pipe(_) => Err(Errno::ESPIPE),
+        Kind::Device(Device::Console, _) => Err(Errno::ESPIPE),
+        Kind::Device(d, _) => read_device(*d, buf),
+        Kind::Inode(i) => i.read_at(offset, buf),
+    }
+}
+
+fn read_device(d: Device, buf: &mut [u8]) -> Result<usize, Errno> {
+    match d {
+        Device::Null => Ok(0),
+        Device::Zero => {
+            buf.fill(0);
+            Ok(buf.len())
+        }
+        Device::Console => {
+            // A line at a time, as a canonical-mode tty gives it (at least one byte).
+            let mut n = 0;
+            while n < buf.len() {
+                let b = match crate::console::read_byte_interruptible() {
+                    Ok(b) => b,
+                    Err(_) if n > 0 => break,
+                    Err(_) => return Err(Errno::EINTR),
+                };
+                let b = if b == b'\r' { b'\n' } else { b };
+                buf[n] = b;
+                n += 1;
+                if b == b'\n' {
+                    break;
+                }
+            }
+            Ok(n)
+        }
+    }
+}
+
+/// What a write came to: bytes written, or a broken pipe (the caller's SIGPIPE + EPIPE).
+pub enum Written {
+    /// This many bytes.
+    Bytes(usize),
+    /// No reader on the pipe.
+    BrokenPipe,
+}
+
+/// Writes `data` to `file` at its offset (or its end with `O_APPEND`).
+pub fn write(file: &OpenFile, data: &[u8]) -> Result<Written, Errno> {
+    if !file.writable() {
+        return Err(Errno::EBADF);
+    }
+    match &file.kind {
+        Kind::Pipe(p) => match p.write(data, file.nonblock()) {
+            Ok(n) => Ok(Written::Bytes(n)),
+            Err(Ok(_)) => Ok(Written::BrokenPipe),
+            Err(Err(e)) => Err(e),
+        },
+        Kind::Device(Device::Console, _) => {
+            framework::console::write_bytes(data);
+            Ok(Written::Bytes(data.len()))
+        }
+        Kind::Device(_, _) => Ok(Written::Bytes(data.len())),
+        Kind::Inode(i) => {
+            let mut pos = file.pos.lock_uninterruptible();
+            if file.flags.load(Ordering::Relaxed) & O_APPEND != 0 {
+                *pos = i.size();
+            }
+            let n = i.write_at(*pos, data)?;
+            *pos += n as u64;
+            Ok(Written::Bytes(n))
+        }
+    }
+}
+
+/// Writes at `offset` without moving the file offset (`pwrite64`).
+pub fn pwrite(file: &OpenFile, data: &[u8], offset: u64) -> Result<usize, Errno> {
+    if !file.writable() {
+        return Err(Errno::EBADF);
+    }
+    match &file.kind {
+        Kind::Pipe(_) | Kind::Device(Device::Console, _) => Err(Errno::ESPIPE),
+        Kind::Device(_, _) => Ok(data.len()),
+        Kind::Inode(i) => i.write_at(offset, data),
+    }
+}
+
+/// `poll`'s view of a file: (readable, writable, hung up, error).
+pub fn poll(file: &OpenFile) -> (bool, bool, bool, bool) {
+    match &file.kind {
+        Kind::Pipe(p) => p.poll(),
+        Kind::Device(Device::Console, _) => (framework::console::poll_input(), true, false, false),
+        Kind::Device(_, _) | Kind::Inode(_) => (true, true, false, false),
+    }
+}
+
+/// Is `inode` something `open` may open with these flags? (EISDIR for writing a directory,
+/// ENOTDIR for `O_DIRECTORY` on a file, ELOOP for `O_NOFOLLOW` on a symlink.)
+pub fn open_kind(inode: &Arc<Inode>, flags: u32) -> Result<Kind, Errno> {
+    use super::vfs::{S_IFDIR, S_IFLNK};
+    let kind = inode.kind();
+    if kind == S_IFLNK {
+        return Err(Errno::ELOOP);
+    }
+    if flags & O_DIRECTORY != 0 && kind != S_IFDIR {
+        return Err(Errno::ENOTDIR);
+    }
+    if kind == S_IFDIR && flags & O_ACCMODE != O_RDONLY {
+        return Err(Errno::EISDIR);
+    }
+    let dev = match &*inode.lock() {
+        Content::Device(d) => Some(*d),
+        _ => None,
+    };
+    Ok(match dev {
+        Some(d) => Kind::Device(d, inode.clone()),
+        None => Kind::Inode(inode.clone()),
+    })
+}

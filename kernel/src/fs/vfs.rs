@@ -1,0 +1,482 @@
+//! The VFS: one tree of [`Inode`]s, a writable ramfs whose root is unpacked from the
+//! initramfs at boot, with Linux's path walk (`.`, `..`, symbolic links, ELOOP at 40) and
+//! errors (ENOENT, ENOTDIR, EISDIR, EEXIST, ENOTEMPTY, ENAMETOOLONG, EXDEV never: one file
+//! system). Devices live in `/dev` as character-device inodes ([`Device`]).
+//!
+//! **Locks.** Each inode's content is behind its own sleeping mutex, taken without letting a
+//! fatal signal end the task inside (`lock_uninterruptible`: a process unwinds instead). A
+//! directory operation locks the directory, then (for rename) the second directory in address
+//! order; file data is copied to and from user memory outside the inode's lock (through a
+//! kernel buffer), so the order is inode → nothing, and a page fault never runs under one.
+
+use crate::sched::wait::{Mutex, MutexGuard};
+use alloc::collections::BTreeMap;
+use alloc::string::{String, ToString};
+use alloc::sync::{Arc, Weak};
+use alloc::vec::Vec;
+use cadence_abi::errno::Errno;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use spin::Once;
+
+/// File type bits of `st_mode` (Linux's `S_IF*`).
+pub const S_IFMT: u32 = 0o170000;
+/// Directory.
+pub const S_IFDIR: u32 = 0o040000;
+/// Regular file.
+pub const S_IFREG: u32 = 0o100000;
+/// Symbolic link.
+pub const S_IFLNK: u32 = 0o120000;
+/// Character device.
+pub const S_IFCHR: u32 = 0o020000;
+/// FIFO (pipes' `st_mode`).
+pub const S_IFIFO: u32 = 0o010000;
+/// Most symbolic links one walk follows (Linux's `MAXSYMLINKS`).
+pub const MAX_SYMLINKS: u32 = 40;
+/// Longest path (`PATH_MAX`, with its NUL).
+pub const PATH_MAX: usize = 4096;
+/// Longest name (`NAME_MAX`).
+pub const NAME_MAX: usize = 255;
+
+/// A character device's behaviour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Device {
+    /// `/dev/null` (1:3): reads end at once, writes vanish.
+    Null,
+    /// `/dev/zero` (1:5): reads give zeros, writes vanish.
+    Zero,
+    /// `/dev/console` (5:1) and `/dev/tty` (5:0): COM1.
+    Console,
+}
+
+impl Device {
+    /// Its device number (`st_rdev`, `major << 8 | minor` for the small numbers used here).
+    pub fn rdev(self) -> u64 {
+        match self {
+            Device::Null => (1 << 8) | 3,
+            Device::Zero => (1 << 8) | 5,
+            Device::Console => (5 << 8) | 1,
+        }
+    }
+}
+
+/// A regular file's bytes: the initramfs's in place until first written, then owned.
+pub enum FileData {
+    /// Still the archive's bytes.
+    Static(&'static [u8]),
+    /// Written since boot.
+    Owned(Vec<u8>),
+}
+
+impl FileData {
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            FileData::Static(b) => b,
+            FileData::Owned(v) => v,
+        }
+    }
+
+    /// The bytes, to change (copied out of the archive the first time).
+    pub fn owned(&mut self) -> &mut Vec<u8> {
+        if let FileData::Static(b) = self {
+            *self = FileData::Owned(b.to_vec());
+        }
+        match self {
+            FileData::Owned(v) => v,
+            FileData::Static(_) => unreachable!("made owned above"),
+        }
+    }
+}
+
+/// What an inode holds.
+pub enum Content {
+    /// Entries by name (no `.` or `..`: the walk makes those).
+    Dir(BTreeMap<String, Arc<Inode>>),
+    /// A regular file.
+    File(FileData),
+    /// A symbolic link's target.
+    Symlink(String),
+    /// A character device.
+    Device(Device),
+}
+
+/// One file of the tree.
+pub struct Inode {
+    /// Its number (`st_ino`).
+    pub ino: u64,
+    /// `st_mode`: type and permission bits.
+    pub mode: AtomicU32,
+    /// Hard links to it (directories: 2 + subdirectories, as Linux counts).
+    pub nlink: AtomicU32,
+    /// Last modification, ns since boot (`st_mtime`).
+    pub mtime_ns: AtomicU64,
+    /// The directory holding it (the root's is itself).
+    parent: Mutex<Weak<Inode>>,
+    /// Its content.
+    content: Mutex<Content>,
+}
+
+static NEXT_INO: AtomicU64 = AtomicU64::new(2);
+static ROOT: Once<Arc<Inode>> = Once::new();
+
+impl Inode {
+    fn new(mode: u32, content: Content, parent: Weak<Inode>) -> Arc<Inode> {
+        let nlink = if mode & S_IFMT == S_IFDIR { 2 } else { 1 };
+        Arc::new(Inode {
+            ino: NEXT_INO.fetch_add(1, Ordering::Relaxed),
+            mode: AtomicU32::new(mode),
+            nlink: AtomicU32::new(nlink),
+            mtime_ns: AtomicU64::new(crate::time::uptime_ns()),
+            parent: Mutex::new(parent),
+            content: Mutex::new(content),
+        })
+    }
+
+    /// The content, locked (module doc).
+    pub fn lock(&self) -> MutexGuard<'_, Content> {
+        self.content.lock_uninterruptible()
+    }
+
+    /// The file type bits.
+    pub fn kind(&self) -> u32 {
+        self.mode.load(Ordering::Relaxed) & S_IFMT
+    }
+
+    /// Is it a directory?
+    pub fn is_dir(&self) -> bool {
+        self.kind() == S_IFDIR
+    }
+
+    /// The directory holding it.
+    pub fn parent(self: &Arc<Self>) -> Arc<Inode> {
+        self.parent.lock_uninterruptible().upgrade().unwrap_or_else(|| self.clone())
+    }
+
+    /// A regular file's size, a symlink's target length, 0 otherwise (`st_size`).
+    pub fn size(&self) -> u64 {
+        match &*self.lock() {
+            Content::File(d) => d.bytes().len() as u64,
+            Content::Symlink(t) => t.len() as u64,
+            Content::Dir(_) | Content::Device(_) => 0,
+        }
+    }
+
+    /// Reads a regular file's bytes at `offset` into `buf`; the count read.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        match &*self.lock() {
+            Content::File(d) => {
+                let b = d.bytes();
+                let start = (offset.min(b.len() as u64)) as usize;
+                let n = buf.len().min(b.len() - start);
+                buf[..n].copy_from_slice(&b[start..start + n]);
+                Ok(n)
+            }
+            Content::Dir(_) => Err(Errno::EISDIR),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    /// Writes `data` at `offset` (zero-filling a gap); the count written.
+    pub fn write_at(&self, offset: u64, data: &[u8]) -> Result<usize, Errno> {
+        let end = offset.checked_add(data.len() as u64).filter(|&e| e <= MAX_FILE).ok_or(Errno::EFBIG)?;
+        match &mut *self.lock() {
+            Content::File(d) => {
+                let v = d.owned();
+                if (v.len() as u64) < end {
+                    v.try_reserve((end as usize).saturating_sub(v.len())).map_err(|_| Errno::ENOSPC)?;
+                    v.resize(end as usize, 0);
+                }
+                v[offset as usize..end as usize].copy_from_slice(data);
+                self.mtime_ns.store(crate::time::uptime_ns(), Ordering::Relaxed);
+                Ok(data.len())
+            }
+            Content::Dir(_) => Err(Errno::EISDIR),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    /// Sets a regular file's size (`truncate`).
+    pub fn truncate(&self, len: u64) -> Result<(), Errno> {
+        if len > MAX_FILE {
+            return Err(Errno::EFBIG);
+        }
+        match &mut *self.lock() {
+            Content::File(d) => {
+                let v = d.owned();
+                v.try_reserve((len as usize).saturating_sub(v.len())).map_err(|_| Errno::ENOSPC)?;
+                v.resize(len as usize, 0);
+                self.mtime_ns.store(crate::time::uptime_ns(), Ordering::Relaxed);
+                Ok(())
+            }
+            Content::Dir(_) => Err(Errno::EISDIR),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+}
+
+/// The largest file the ramfs holds (the heap is its only limit otherwise).
+const MAX_FILE: u64 = 1 << 31;
+
+/// The root directory.
+pub fn root() -> Arc<Inode> {
+    ROOT.call_once(|| Inode::new(S_IFDIR | 0o755, Content::Dir(BTreeMap::new()), Weak::new())).clone()
+}
+
+fn check_name(name: &str) -> Result<(), Errno> {
+    if name.len() > NAME_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    Ok(())
+}
+
+/// Looks `name` up in directory `dir` (`.` and `..` included).
+pub fn child(dir: &Arc<Inode>, name: &str) -> Result<Arc<Inode>, Errno> {
+    check_name(name)?;
+    match name {
+        "" | "." => Ok(dir.clone()),
+        ".." => Ok(dir.parent()),
+        _ => match &*dir.lock() {
+            Content::Dir(m) => m.get(name).cloned().ok_or(Errno::ENOENT),
+            _ => Err(Errno::ENOTDIR),
+        },
+    }
+}
+
+/// Walks `path` from `cwd` (absolute paths from the root). `follow`: follow a symbolic link
+/// in the last component too (`stat` does, `lstat` does not).
+pub fn lookup(cwd: &Arc<Inode>, path: &str, follow: bool) -> Result<Arc<Inode>, Errno> {
+    let mut links = 0;
+    walk(cwd, path, follow, &mut links)
+}
+
+fn walk(cwd: &Arc<Inode>, path: &str, follow: bool, links: &mut u32) -> Result<Arc<Inode>, Errno> {
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    if path.len() >= PATH_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    let mut at = if path.starts_with('/') { root() } else { cwd.clone() };
+    let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    for (i, c) in comps.iter().enumerate() {
+        let last = i + 1 == comps.len();
+        if !at.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        let next = child(&at, c)?;
+        if next.kind() == S_IFLNK && (!last || follow) {
+            *links += 1;
+            if *links > MAX_SYMLINKS {
+                return Err(Errno::ELOOP);
+            }
+            let target = match &*next.lock() {
+                Content::Symlink(t) => t.clone(),
+                _ => unreachable!("a symlink's content"),
+            };
+            at = walk(&at, &target, true, links)?;
+        } else {
+            at = next;
+        }
+    }
+    // A trailing slash asks for a directory.
+    if path.ends_with('/') && !at.is_dir() {
+        return Err(Errno::ENOTDIR);
+    }
+    Ok(at)
+}
+
+/// The directory that would hold `path`'s last component, and that component (for
+/// creating, removing and renaming). EEXIST-free: the caller checks the name.
+pub fn parent_of<'a>(cwd: &Arc<Inode>, path: &'a str) -> Result<(Arc<Inode>, &'a str), Errno> {
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    if path.len() >= PATH_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    let trimmed = path.trim_end_matches('/');
+    if trimmed.is_empty() {
+        // "/" itself.
+        return Ok((root(), "."));
+    }
+    let (dir, name) = match trimmed.rfind('/') {
+        Some(0) => ("/", &trimmed[1..]),
+        Some(i) => (&trimmed[..i], &trimmed[i + 1..]),
+        None => (".", trimmed),
+    };
+    check_name(name)?;
+    let d = lookup(cwd, dir, true)?;
+    if !d.is_dir() {
+        return Err(Errno::ENOTDIR);
+    }
+    Ok((d, name))
+}
+
+/// Creates `name` in `dir` holding `content` with `mode`; EEXIST if the name is taken.
+pub fn create(dir: &Arc<Inode>, name: &str, mode: u32, content: Content) -> Result<Arc<Inode>, Errno> {
+    if name == "." || name == ".." {
+        return Err(Errno::EEXIST);
+    }
+    check_name(name)?;
+    let is_dir = mode & S_IFMT == S_IFDIR;
+    let node = Inode::new(mode, content, Arc::downgrade(dir));
+    match &mut *dir.lock() {
+        Content::Dir(m) => {
+            if m.contains_key(name) {
+                return Err(Errno::EEXIST);
+            }
+            m.insert(name.to_string(), node.clone());
+        }
+        _ => return Err(Errno::ENOTDIR),
+    }
+    if is_dir {
+        dir.nlink.fetch_add(1, Ordering::Relaxed);
+    }
+    dir.mtime_ns.store(crate::time::uptime_ns(), Ordering::Relaxed);
+    Ok(node)
+}
+
+/// Removes `name` from `dir`: a directory only if `rmdir` (and then only if empty), a
+/// non-directory only if not (Linux's `unlink` / `rmdir` errors).
+pub fn remove(dir: &Arc<Inode>, name: &str, rmdir: bool) -> Result<(), Errno> {
+    match name {
+        "." => return Err(if rmdir { Errno::EINVAL } else { Errno::EISDIR }),
+        ".." => return Err(if rmdir { Errno::ENOTEMPTY } else { Errno::EISDIR }),
+        _ => {}
+    }
+    let mut guard = dir.lock();
+    let Content::Dir(m) = &mut *guard else { return Err(Errno::ENOTDIR) };
+    let node = m.get(name).cloned().ok_or(Errno::ENOENT)?;
+    match (node.is_dir(), rmdir) {
+        (true, false) => return Err(Errno::EISDIR),
+        (false, true) => return Err(Errno::ENOTDIR),
+        (true, true) => {
+            if matches!(&*node.lock(), Content::Dir(c) if !c.is_empty()) {
+                return Err(Errno::ENOTEMPTY);
+            }
+            dir.nlink.fetch_sub(1, Ordering::Relaxed);
+        }
+        (false, false) => {}
+    }
+    m.remove(name);
+    node.nlink.fetch_sub(if node.is_dir() { 2 } else { 1 }, Ordering::Relaxed);
+    dir.mtime_ns.store(crate::time::uptime_ns(), Ordering::Relaxed);
+    Ok(())
+}
+
+/// Is `a` the same as, or an ancestor of, `b`?
+fn is_ancestor(a: &Arc<Inode>, b: &Arc<Inode>) -> bool {
+    let mut at = b.clone();
+    loop {
+        if Arc::ptr_eq(&at, a) {
+            return true;
+        }
+        let up = at.parent();
+        if Arc::ptr_eq(&up, &at) {
+            return false;
+        }
+        at = up;
+    }
+}
+
+/// `rename(from_dir/from, to_dir/to)` with Linux's rules: a directory may replace only an empty
+/// directory, a non-directory only a non-directory, and a directory cannot move into itself.
+pub fn rename(from_dir: &Arc<Inode>, from: &str, to_dir: &Arc<Inode>, to: &str) -> Result<(), Errno> {
+    if [from, to].iter().any(|n| *n == "." || *n == "..") {
+        return Err(Errno::EBUSY);
+    }
+    let node = child(from_dir, from)?;
+    if node.is_dir() && is_ancestor(&node, to_dir) {
+        return Err(Errno::EINVAL);
+    }
+    if let Ok(existing) = child(to_dir, to) {
+        if Arc::ptr_eq(&existing, &node) {
+            return Ok(());
+        }
+        match (node.is_dir(), existing.is_dir()) {
+            (true, false) => return Err(Errno::ENOTDIR),
+            (false, true) => return Err(Errno::EISDIR),
+            _ => {}
+        }
+        remove(to_dir, to, existing.is_dir())?;
+    }
+    // Take the entry out, then put it in: two locks, never both (module doc).
+    match &mut *from_dir.lock() {
+        Content::Dir(m) => {
+            m.remove(from);
+        }
+        _ => return Err(Errno::ENOTDIR),
+    }
+    match &mut *to_dir.lock() {
+        Content::Dir(m) => {
+            m.insert(to.to_string(), node.clone());
+        }
+        _ => return Err(Errno::ENOTDIR),
+    }
+    if node.is_dir() && !Arc::ptr_eq(from_dir, to_dir) {
+        from_dir.nlink.fetch_sub(1, Ordering::Relaxed);
+        to_dir.nlink.fetch_add(1, Ordering::Relaxed);
+    }
+    *node.parent.lock_uninterruptible() = Arc::downgrade(to_dir);
+    Ok(())
+}
+
+/// The absolute path of directory `dir` (`getcwd`).
+pub fn path_of(dir: &Arc<Inode>) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut at = dir.clone();
+    loop {
+        let up = at.parent();
+        if Arc::ptr_eq(&up, &at) {
+            break;
+        }
+        let name = match &*up.lock() {
+            Content::Dir(m) => m.iter().find(|(_, v)| Arc::ptr_eq(v, &at)).map(|(k, _)| k.clone()),
+            _ => None,
+        };
+        parts.push(name.unwrap_or_else(|| String::from("(unreachable)")));
+        at = up;
+    }
+    parts.reverse();
+    alloc::format!("/{}", parts.join("/"))
+}
+
+/// A directory's entries for `getdents64`: `.`, `..`, then the names in order, each with its
+/// inode number and type.
+pub fn entries(dir: &Arc<Inode>) -> Result<Vec<(u64, u32, String)>, Errno> {
+    let mut out = alloc::vec![(dir.ino, S_IFDIR, String::from(".")), (dir.parent().ino, S_IFDIR, String::from(".."))];
+    match &*dir.lock() {
+        Content::Dir(m) => out.extend(m.iter().map(|(k, v)| (v.ino, v.kind(), k.clone()))),
+        _ => return Err(Errno::ENOTDIR),
+    }
+    Ok(out)
+}
+
+/// Makes `path` (absolute, intermediate directories too) hold `content` (the initramfs and
+/// `/dev` at boot). An existing entry is replaced.
+pub fn install(path: &str, mode: u32, content: Content) -> Result<Arc<Inode>, Errno> {
+    let mut dir = root();
+    let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
+    let Some((last, dirs)) = comps.split_last() else { return Ok(root()) };
+    for c in dirs {
+        dir = match child(&dir, c) {
+            Ok(d) if d.is_dir() => d,
+            _ => {
+                let _ = remove(&dir, c, false);
+                create(&dir, c, S_IFDIR | 0o755, Content::Dir(BTreeMap::new()))?
+            }
+        };
+    }
+    if mode & S_IFMT == S_IFDIR {
+        if let Ok(d) = child(&dir, last) {
+            if d.is_dir() {
+                d.mode.store(mode, Ordering::Relaxed);
+                return Ok(d);
+            }
+        }
+    }
+    if let Ok(old) = child(&dir, last) {
+        remove(&dir, last, old.is_dir())?;
+    }
+    create(&dir, last, mode, content)
+}

@@ -1,0 +1,212 @@
+/* Differential conformance for files, pipes and processes: each line is a call, its result
+ * (sign, or a value that is the same on every Linux) and errno name, for valid and invalid
+ * arguments. The same static binary runs on Cadence and on Linux;
+ * tests/fixtures/conform-files.linux-6.1.txt is Linux 6.1's output (on the peer:
+ * ../shared/peer/run.sh --file target/user/conform-files 'cd /tmp && /conform-files'). It works
+ * in the current directory, which must be writable and empty of its names. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *name(int e) {
+    static char buf[16];
+    switch (e) {
+    case 0: return "0";
+    case EPERM: return "EPERM";
+    case ENOENT: return "ENOENT";
+    case EBADF: return "EBADF";
+    case ECHILD: return "ECHILD";
+    case EAGAIN: return "EAGAIN";
+    case EFAULT: return "EFAULT";
+    case EEXIST: return "EEXIST";
+    case ENOTDIR: return "ENOTDIR";
+    case EISDIR: return "EISDIR";
+    case EINVAL: return "EINVAL";
+    case ESPIPE: return "ESPIPE";
+    case EPIPE: return "EPIPE";
+    case ERANGE: return "ERANGE";
+    case ENOTEMPTY: return "ENOTEMPTY";
+    case ELOOP: return "ELOOP";
+    case ENAMETOOLONG: return "ENAMETOOLONG";
+    case ENOTTY: return "ENOTTY";
+    case ESRCH: return "ESRCH";
+    case EACCES: return "EACCES";
+    default: snprintf(buf, sizeof buf, "errno%d", e); return buf;
+    }
+}
+
+#define SIGN(r) ((r) < 0 ? -1L : ((r) > 0 ? 1L : 0L))
+#define CALL(label, expr)                                                            \
+    do {                                                                             \
+        errno = 0;                                                                   \
+        long r_ = (long)(expr);                                                      \
+        printf("%-44s = %ld %s\n", label, SIGN(r_), r_ < 0 ? name(errno) : "0");     \
+    } while (0)
+#define VALUE(label, expr) printf("%-44s = %ld\n", label, (long)(expr))
+
+int main(void) {
+    setvbuf(stdout, NULL, _IONBF, 0);
+    char buf[256];
+    struct stat st;
+    int fd = open("cf-a", O_CREAT | O_RDWR | O_EXCL, 0644);
+    CALL("open O_CREAT|O_EXCL new", fd);
+    CALL("open O_CREAT|O_EXCL existing", open("cf-a", O_CREAT | O_RDWR | O_EXCL, 0644));
+    CALL("open missing", open("cf-none", O_RDONLY));
+    CALL("open missing/x", open("cf-none/x", O_RDONLY));
+    CALL("open file/x (ENOTDIR)", open("cf-a/x", O_RDONLY));
+    CALL("open bad accmode", syscall(SYS_open, "cf-a", 3));
+    CALL("open NULL path", syscall(SYS_open, NULL, O_RDONLY));
+    CALL("open empty path", open("", O_RDONLY));
+    CALL("open . O_WRONLY (EISDIR)", open(".", O_WRONLY));
+    CALL("open file O_DIRECTORY", open("cf-a", O_RDONLY | O_DIRECTORY));
+    VALUE("write 10", write(fd, "0123456789", 10));
+    VALUE("lseek SEEK_CUR 0", lseek(fd, 0, SEEK_CUR));
+    VALUE("lseek SEEK_SET 2", lseek(fd, 2, SEEK_SET));
+    VALUE("read 4", read(fd, buf, 4));
+    VALUE("lseek SEEK_END -1", lseek(fd, -1, SEEK_END));
+    CALL("lseek negative", lseek(fd, -100, SEEK_SET));
+    CALL("lseek bad whence", lseek(fd, 0, 7));
+    VALUE("pwrite at 20 (hole)", pwrite(fd, "xy", 2, 20));
+    VALUE("fstat size", (fstat(fd, &st), st.st_size));
+    VALUE("pread at 12 (zeros)", pread(fd, buf, 8, 12));
+    VALUE("pread byte 12", buf[0]);
+    CALL("pread negative offset", pread(fd, buf, 1, -1));
+    CALL("ftruncate 5", ftruncate(fd, 5));
+    VALUE("size after ftruncate", (fstat(fd, &st), st.st_size));
+    CALL("ftruncate negative", ftruncate(fd, -1));
+    VALUE("S_ISREG", S_ISREG(st.st_mode));
+    VALUE("mode & 0777", st.st_mode & 0777);
+    int d = dup(fd);
+    CALL("dup", d);
+    VALUE("dup shares offset", (lseek(fd, 3, SEEK_SET), lseek(d, 0, SEEK_CUR)));
+    CALL("dup2 to 50", dup2(fd, 50));
+    CALL("dup2 same fd", dup2(fd, fd));
+    CALL("dup2 bad old", dup2(99, 51));
+    CALL("dup3 same fd", dup3(fd, fd, 0));
+    CALL("dup3 bad flags", dup3(fd, 52, 1));
+    VALUE("F_GETFD", fcntl(50, F_GETFD));
+    CALL("F_SETFD cloexec", fcntl(50, F_SETFD, FD_CLOEXEC));
+    VALUE("F_GETFD after", fcntl(50, F_GETFD));
+    VALUE("F_DUPFD >= 60", fcntl(fd, F_DUPFD, 60));
+    VALUE("F_GETFL accmode", fcntl(fd, F_GETFL) & O_ACCMODE);
+    CALL("fcntl bad cmd", fcntl(fd, 9999));
+    CALL("close 50", close(50));
+    CALL("close 50 again", close(50));
+    CALL("write to O_RDONLY fd", (close(d), d = open("cf-a", O_RDONLY), write(d, "x", 1)));
+    CALL("read to O_WRONLY fd", (close(d), d = open("cf-a", O_WRONLY), read(d, buf, 1)));
+    close(d);
+    CALL("ioctl TCGETS on a file", ioctl(fd, 0x5401, buf));
+    close(fd);
+    CALL("mkdir cf-d", mkdir("cf-d", 0755));
+    CALL("mkdir cf-d again", mkdir("cf-d", 0755));
+    CALL("mkdir missing/x", mkdir("cf-none/x", 0755));
+    CALL("rmdir file", rmdir("cf-a"));
+    CALL("unlink dir", unlink("cf-d"));
+    CALL("creat cf-d/f", (fd = creat("cf-d/f", 0600)));
+    close(fd);
+    CALL("rmdir non-empty", rmdir("cf-d"));
+    CALL("rename file over dir", rename("cf-a", "cf-d"));
+    CALL("rename dir into itself", rename("cf-d", "cf-d/sub"));
+    CALL("rename cf-a cf-b", rename("cf-a", "cf-b"));
+    CALL("stat cf-a after rename", stat("cf-a", &st));
+    CALL("symlink cf-l -> cf-b", symlink("cf-b", "cf-l"));
+    CALL("symlink existing", symlink("cf-b", "cf-l"));
+    VALUE("readlink cf-l", readlink("cf-l", buf, sizeof buf));
+    CALL("readlink file", readlink("cf-b", buf, sizeof buf));
+    CALL("readlink size 0", readlink("cf-l", buf, 0));
+    CALL("lstat link is link", (lstat("cf-l", &st), S_ISLNK(st.st_mode) ? 1 : -1));
+    CALL("stat link is file", (stat("cf-l", &st), S_ISREG(st.st_mode) ? 1 : -1));
+    CALL("symlink loop", (symlink("cf-loop", "cf-loop"), open("cf-loop", O_RDONLY)));
+    CALL("open O_NOFOLLOW link", open("cf-l", O_RDONLY | O_NOFOLLOW));
+    CALL("access cf-b R_OK", access("cf-b", R_OK));
+    CALL("access cf-b X_OK", access("cf-b", X_OK));
+    CALL("access missing", access("cf-none", F_OK));
+    CALL("access bad mode", access("cf-b", 64));
+    VALUE("umask 077 returns old", umask(077));
+    VALUE("umask back", umask(022));
+    CALL("chdir cf-d", chdir("cf-d"));
+    CALL("chdir file", chdir("../cf-b"));
+    CALL("getcwd size 1", getcwd(buf, 1) == NULL ? -1 : 1);
+    CALL("getcwd ends /cf-d", getcwd(buf, sizeof buf) && strcmp(strrchr(buf, '/'), "/cf-d") == 0 ? 1 : -1);
+    CALL("chdir ..", chdir(".."));
+    DIR *dir = opendir("cf-d");
+    int entries = 0;
+    struct dirent *e;
+    while (dir && (e = readdir(dir)))
+        entries++;
+    VALUE("readdir cf-d entries", entries);
+    if (dir)
+        closedir(dir);
+    CALL("getdents64 on a file", (fd = open("cf-b", O_RDONLY), syscall(SYS_getdents64, fd, buf, sizeof buf)));
+    close(fd);
+    int p[2];
+    CALL("pipe2", pipe2(p, O_CLOEXEC));
+    CALL("pipe2 bad flags", pipe2(p + 0, 0x4));
+    CALL("pipe2 NULL", syscall(SYS_pipe2, NULL, 0));
+    VALUE("pipe write 5", write(p[1], "hello", 5));
+    struct pollfd pf[2] = {{p[0], POLLIN, 0}, {p[1], POLLOUT, 0}};
+    VALUE("poll ready count", poll(pf, 2, 0));
+    VALUE("poll revents read", pf[0].revents);
+    VALUE("poll revents write", pf[1].revents);
+    VALUE("pipe read 5", read(p[0], buf, 10));
+    CALL("lseek on pipe", lseek(p[0], 0, SEEK_SET));
+    CALL("O_NONBLOCK read empty", (fcntl(p[0], F_SETFL, O_NONBLOCK), read(p[0], buf, 1)));
+    close(p[1]);
+    VALUE("read after writer closed", read(p[0], buf, 1));
+    pf[0].revents = 0;
+    VALUE("poll hup", (poll(pf, 1, 0), pf[0].revents));
+    close(p[0]);
+    signal(SIGPIPE, SIG_IGN);
+    CALL("write with no reader", (pipe(p), close(p[0]), write(p[1], "x", 1)));
+    close(p[1]);
+    pid_t child = fork();
+    if (child == 0)
+        _exit(7);
+    int status = 0;
+    CALL("fork", child);
+    CALL("waitpid child", waitpid(child, &status, 0) == child ? 1 : -1);
+    VALUE("WEXITSTATUS", WEXITSTATUS(status));
+    CALL("waitpid no child", waitpid(-1, &status, 0));
+    CALL("waitpid WNOHANG no child", waitpid(-1, &status, WNOHANG));
+    CALL("waitpid bad options", waitpid(-1, &status, 0x100000));
+    child = fork();
+    if (child == 0) {
+        pause();
+        _exit(0);
+    }
+    CALL("waitpid WNOHANG running", waitpid(child, &status, WNOHANG));
+    CALL("kill child TERM", kill(child, SIGTERM));
+    waitpid(child, &status, 0);
+    VALUE("WIFSIGNALED", WIFSIGNALED(status));
+    VALUE("WTERMSIG", WTERMSIG(status));
+    CALL("kill bad signal", kill(getpid(), 99));
+    CALL("kill reaped child", kill(child, 0));
+    CALL("kill self 0", kill(getpid(), 0));
+    child = fork();
+    if (child == 0) {
+        char *argv[] = {"/bin/sh", "-c", "exit 5", NULL};
+        execv("/bin/sh", argv);
+        _exit(99);
+    }
+    waitpid(child, &status, 0);
+    VALUE("execve sh exit 5", WEXITSTATUS(status));
+    CALL("execve missing", execl("cf-none", "cf-none", (char *)NULL));
+    CALL("execve directory", execl("cf-d", "cf-d", (char *)NULL));
+    CALL("execve not executable", execl("cf-b", "cf-b", (char *)NULL));
+    CALL("unlink cf-d/f", unlink("cf-d/f"));
+    CALL("rmdir cf-d", rmdir("cf-d"));
+    CALL("unlink cf-b cf-l cf-loop", unlink("cf-b") | unlink("cf-l") | unlink("cf-loop"));
+    CALL("unlink missing", unlink("cf-b"));
+    return 0;
+}
