@@ -15,6 +15,8 @@
 #            [DISK_OPTS=opts]  extra QEMU -drive options (throttling.bps-write=8388608: 8 MiB/s)
 #   make test                  lint gates, host unit tests, in-kernel tests, QEMU scenario tests
 #   make lint                  cargo fmt --check and clippy -D warnings (both workspaces)
+#   make bench-user [ROUNDS=n] [SMP=spec]  user programs (syscall round trip, fork, pipetest) on
+#                              Cadence and the Linux peer in one sitting, with ratios
 #   make bench BENCH=name      boots with ARGS='run="bench NAME" poweroff' (no disk unless DISK=)
 #   make test-stress           the core-scheduling stress with 1,000,000 switches
 #   make test-repeat TEST=name N=n [SMP=spec] [DISK=img]  boots the matching in-kernel tests n
@@ -65,7 +67,7 @@ DISK_OPTS_OPT = $(if $(DISK_OPTS),$(if $(findstring --,$(DISK_OPT)),--disk-opts 
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool initramfs syscall-table run test lint test-stress test-repeat bench bench-coresched compare compare-rtapp bench-dirty bench-alloc compare-vm compare-group clean
+.PHONY: help setup kernel boot-tool initramfs syscall-table run test lint test-stress test-repeat bench bench-user bench-coresched compare compare-rtapp bench-dirty bench-alloc compare-vm compare-group clean
 
 help:
 	@sed -n '4,/^#   make clean/s/^# \{0,1\}//p' '$(ROOT)/Makefile'
@@ -102,11 +104,15 @@ boot-tool: setup
 # The user programs of the scenario tests, static glibc binaries, and the initramfs holding
 # them at /bin/<name> (cadence-boot writes the newc archive).
 USER_SRCS := $(wildcard $(ROOT)/tests/user/*.c)
-USER_BINS := $(patsubst $(ROOT)/tests/user/%.c,$(ROOT)/target/user/%,$(USER_SRCS))
+USER_BINS := $(patsubst $(ROOT)/tests/user/%.c,$(ROOT)/target/user/%,$(USER_SRCS)) $(ROOT)/target/user/pipetest-dyn
 INITRAMFS := $(ROOT)/target/user/initramfs.cpio
 $(ROOT)/target/user/%: $(ROOT)/tests/user/%.c
 	@mkdir -p '$(ROOT)/target/user'
 	gcc -O2 -static -Wall -o '$@' '$<'
+# pipetest also dynamic (glibc's ld.so from the root filesystem's libc6).
+$(ROOT)/target/user/pipetest-dyn: $(ROOT)/tests/user/pipetest.c
+	@mkdir -p '$(ROOT)/target/user'
+	gcc -O2 -Wall -o '$@' '$<'
 $(INITRAMFS): $(USER_BINS) $(ROOT)/tools/rootfs/packages.txt $(ROOT)/tools/build-rootfs.sh | boot-tool
 	'$(ROOT)/tools/build-rootfs.sh' '$(CADENCE_BOOT)' '$@' $(foreach b,$(USER_BINS),'$(b)')
 initramfs: boot-tool $(INITRAMFS)
@@ -123,6 +129,10 @@ run: kernel boot-tool initramfs
 bench: override ARGS = run="bench $(BENCH)" poweroff
 bench: override NO_SCRATCH = 1
 bench: run
+
+ROUNDS ?= 3
+bench-user: kernel boot-tool initramfs
+	'$(ROOT)/tools/bench-user.sh' '$(ROUNDS)' '$(if $(SMP),$(SMP),4,sockets=1,cores=2,threads=2)'
 
 SECS ?= 2
 bench-coresched: kernel boot-tool

@@ -34,5 +34,6 @@ fi
 for b in "$@"; do cp "$b" "$tree/bin/"; done
 echo 'root:x:0:0:root:/root:/bin/sh' > "$tree/etc/passwd"
 echo 'root:x:0:' > "$tree/etc/group"
-rm -rf "$tree/usr/share/doc" "$tree/usr/share/man"
+# Not needed to run programs: documentation, locales, character-set converters.
+rm -rf "$tree"/usr/share/{doc,man,locale,lintian,bash-completion,zsh} "$tree/usr/lib/x86_64-linux-gnu/gconv"
 "$boot" initramfs -o "$out" --dir "$tree"

@@ -1,7 +1,7 @@
 //! User-space scenarios: Debian's busybox and the C programs of `tests/user` (static glibc),
 //! from the root filesystem `make initramfs` builds, run as processes, through the kernel
-//! shell's `exec` or the `sh=` boot option. `conform-basic` and `conform-files` are the
-//! differential tests of the system-call families: their output on Cadence must equal Linux
+//! shell's `exec` or the `sh=` boot option. `conform-basic`, `conform-files` and
+//! `conform-sched` are the differential tests of the system-call families: their output on Cadence must equal Linux
 //! 6.1's (`tests/fixtures/conform-*.linux-6.1.txt`, recorded on the peer with
 //! `../shared/peer/run.sh --file target/user/conform-files 'cd /tmp && /conform-files'`).
 
@@ -62,6 +62,13 @@ fn conform_files_matches_linux() {
 }
 
 #[test]
+fn conform_sched_matches_linux() {
+    let run = boot(qemu().smp("4,sockets=1,cores=2,threads=2").initrd(initramfs()).args("sh=\"/bin/conform-sched\" poweroff"));
+    run.expect_exit(KernelExit::Success);
+    check_conformance(&run, include_str!("../fixtures/conform-sched.linux-6.1.txt"), "conform-sched");
+}
+
+#[test]
 fn busybox_sh_runs_a_script_with_pipes_redirections_and_children() {
     let script = "echo hi from sh; ls -1 /etc; echo a > /tmp/f; echo b >> /tmp/f; cat /tmp/f | wc -l; \
                   mkdir -p /tmp/d/e && cd /tmp/d && pwd; (exit 4); echo status $?; \
@@ -109,4 +116,26 @@ fn syscall_table_doc_matches_the_dispatch_table() {
     let doc = include_str!("../../docs/design/syscalls.md");
     let want: Vec<&str> = doc.lines().filter(|l| l.starts_with('|')).collect();
     run.check(got == want, format!("docs/design/syscalls.md's table differs from the kernel's `syscalls`:\n{}", got.join("\n")));
+}
+
+/// Issue 35's acceptance command: Debian's own util-linux (dynamic: ld.so and libc from the
+/// root filesystem), rt-tests' hackbench with 160 processes, and pipetest, unmodified.
+#[test]
+fn debian_chrt_taskset_hackbench_and_pipetest_run_unmodified() {
+    let script = "uname -a; chrt -f 50 pipetest 20000 0 2; taskset -c 1 hackbench -p -g 4 -l 50; \
+                  chrt -p $$; chrt -f 30 chrt -p 0; taskset -p $$; pipetest-dyn 500 0 0";
+    let run = boot(qemu().smp("4,sockets=1,cores=2,threads=2").initrd(initramfs()).args(format!("sh=\"{script}\" poweroff")));
+    run.expect_exit(KernelExit::Success);
+    let out = lines(&run);
+    let has = |prefix: &str| out.iter().any(|l| l.starts_with(prefix));
+    run.check(has("Linux cadence 6.1.0-cadence #1 SMP PREEMPT_DYNAMIC Cadence x86_64"), "uname -a");
+    run.check(has("pipetest: cpus 0 and 2"), "pipetest pinned itself");
+    run.check(has("pipetest: 20000 round trips in "), "pipetest's figure");
+    run.check(has("Running in process mode with 4 groups using 40 file descriptors each (== 160 tasks)"), "hackbench's header");
+    run.check(has("Time: "), "hackbench's time");
+    run.check(out.iter().any(|l| l.ends_with("current scheduling policy: SCHED_OTHER")), "chrt -p of the shell");
+    run.check(out.iter().any(|l| l.ends_with("current scheduling policy: SCHED_FIFO")), "chrt -f 30 then chrt -p 0");
+    run.check(out.iter().any(|l| l.ends_with("current scheduling priority: 30")), "the FIFO priority");
+    run.check(out.iter().any(|l| l.ends_with("current affinity mask: f")), "taskset -p");
+    run.check(has("pipetest: 500 round trips in "), "the dynamically linked pipetest");
 }

@@ -50,10 +50,10 @@ fn map_image(mm: &mut Mm, info: &ElfInfo, inode: &Arc<Inode>, bias: u64) -> Resu
         // `padzero`), so the backing ends at the segment's last file byte.
         if file_end > start {
             let backing = Backing::File { inode: inode.clone(), offset: s.offset & !(PAGE - 1), limit: s.offset + s.filesz };
-            mm.insert(Vma { start, end: file_end, prot, backing });
+            mm.insert(Vma { start, end: file_end, prot, backing, shared: false });
         }
         if mem_end > file_end {
-            mm.insert(Vma { start: file_end, end: mem_end, prot, backing: Backing::Anonymous });
+            mm.insert(Vma { start: file_end, end: mem_end, prot, backing: Backing::Anonymous, shared: false });
         }
         end = end.max(s.vaddr + bias + s.memsz);
     }
@@ -158,7 +158,7 @@ fn load_depth(cwd: &Arc<Inode>, path: &str, argv: &[&[u8]], envp: &[&[u8]], dept
         }
         None => (info.entry + bias, 0),
     };
-    mm.insert(Vma { start: STACK_TOP - STACK_SIZE, end: STACK_TOP, prot: Prot::RW, backing: Backing::Anonymous });
+    mm.insert(Vma { start: STACK_TOP - STACK_SIZE, end: STACK_TOP, prot: Prot::RW, backing: Backing::Anonymous, shared: false });
     let phdr = info.phdr_vaddr().map_or(0, |v| v + bias);
     let auxv: Vec<(u64, u64)> = alloc::vec![
         (AT_HWCAP, u64::from(crate::arch::cpuid::leaf1_edx())),

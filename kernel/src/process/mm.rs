@@ -52,6 +52,8 @@ pub struct Vma {
     pub prot: Prot,
     /// What fills its pages.
     pub backing: Backing,
+    /// MAP_SHARED: a fork shares its pages writable (no copy-on-write).
+    pub shared: bool,
 }
 
 impl Vma {
@@ -63,7 +65,7 @@ impl Vma {
                 Backing::File { inode: inode.clone(), offset: offset + (addr - self.start), limit: *limit }
             }
         };
-        Vma { start: addr, end: self.end, prot: self.prot, backing }
+        Vma { start: addr, end: self.end, prot: self.prot, backing, shared: self.shared }
     }
 }
 
@@ -214,11 +216,15 @@ impl Mm {
         let child = Mm { space: VmSpace::new().ok_or(Errno::ENOMEM)?, vmas: self.vmas.clone(), brk_start: self.brk_start, brk: self.brk };
         for v in self.vmas.values() {
             for (page, frame, prot) in self.space.mapped(v.start, v.end) {
-                let shared = Prot { write: false, ..prot };
-                if prot.write {
-                    self.space.protect(page, shared);
+                if v.shared {
+                    child.space.map(page, frame, prot).map_err(|_| Errno::ENOMEM)?;
+                    continue;
                 }
-                child.space.map(page, frame, shared).map_err(|_| Errno::ENOMEM)?;
+                let cow = Prot { write: false, ..prot };
+                if prot.write {
+                    self.space.protect(page, cow);
+                }
+                child.space.map(page, frame, cow).map_err(|_| Errno::ENOMEM)?;
             }
         }
         Ok(child)

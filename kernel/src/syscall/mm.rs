@@ -2,6 +2,8 @@
 //! `mm/mprotect.c`, `mm/madvise.c`), over the process's VMAs (`process::mm`).
 
 use super::{ok, Outcome};
+use crate::fs::file::Kind;
+use crate::fs::vfs::{Device, S_IFREG};
 use crate::mm::vm::{Prot, TASK_SIZE};
 use crate::process::mm::{page_up, Backing, Vma, PAGE};
 use crate::process::Process;
@@ -51,7 +53,7 @@ pub fn brk(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
         if clash {
             return ok(mm.brk);
         }
-        mm.insert(Vma { start: old_end, end: new_end, prot: Prot::RW, backing: Backing::Anonymous });
+        mm.insert(Vma { start: old_end, end: new_end, prot: Prot::RW, backing: Backing::Anonymous, shared: false });
     } else if new_end < old_end {
         mm.unmap_range(new_end, old_end);
     }
@@ -61,7 +63,7 @@ pub fn brk(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
 
 /// `mmap(addr, length, prot, flags, fd, offset)`.
 pub fn mmap(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let (addr, len, prot_bits, flags, _fd, offset) = (a[0], a[1], a[2], a[3], a[4], a[5]);
+    let (addr, len, prot_bits, flags, fd, offset) = (a[0], a[1], a[2], a[3], a[4], a[5]);
     let kind = flags & MAP_TYPE;
     if kind != MAP_PRIVATE && kind != MAP_SHARED && kind != MAP_SHARED_VALIDATE {
         return Err(Errno::EINVAL);
@@ -71,12 +73,29 @@ pub fn mmap(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
     }
     let len = page_up(len).filter(|&l| l <= TASK_SIZE).ok_or(Errno::ENOMEM)?;
     let prot = prot(prot_bits);
-    if flags & MAP_ANONYMOUS == 0 {
-        // File mappings need file descriptors (the VFS step).
-        return Err(Errno::EBADF);
-    }
-    if kind != MAP_PRIVATE {
-        return Err(Errno::EINVAL);
+    let shared = kind != MAP_PRIVATE;
+    let backing = if flags & MAP_ANONYMOUS != 0 {
+        Backing::Anonymous
+    } else {
+        // A file: its fd must be open for reading, and for writing too for a shared writable
+        // mapping; only regular files map (a pipe, a directory or a tty is ENODEV, /dev/zero
+        // anonymous memory, as Linux).
+        let f = proc.files.lock_uninterruptible().get(fd)?;
+        if !f.readable() {
+            return Err(Errno::EACCES);
+        }
+        if shared && prot.write && !f.writable() {
+            return Err(Errno::EACCES);
+        }
+        match &f.kind {
+            Kind::Inode(i) if i.kind() == S_IFREG => Backing::File { inode: i.clone(), offset, limit: u64::MAX },
+            Kind::Device(Device::Zero, _) => Backing::Anonymous,
+            _ => return Err(Errno::ENODEV),
+        }
+    };
+    if shared && matches!(backing, Backing::File { .. }) && prot.write {
+        // Writes to a shared file mapping are not written back yet.
+        return Err(Errno::EOPNOTSUPP);
     }
     let mut mm = proc.mm.lock_uninterruptible();
     let fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0;
@@ -103,8 +122,9 @@ pub fn mmap(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
             mm.free_range(len)?
         }
     };
-    mm.insert(Vma { start, end: start + len, prot, backing: Backing::Anonymous });
-    if flags & MAP_POPULATE != 0 {
+    mm.insert(Vma { start, end: start + len, prot, backing, shared });
+    if flags & MAP_POPULATE != 0 || (shared && flags & MAP_ANONYMOUS != 0) {
+        // A shared anonymous mapping is backed at once, so a fork shares its pages.
         mm.populate(start, start + len)?;
     }
     ok(start)

@@ -1,5 +1,5 @@
 //! System calls: one dispatch table ([`TABLE`], by Linux x86_64 number) over one file per
-//! family ([`fs`], [`mm`], [`process`], [`time`]). A handler gets the process and the six
+//! family ([`fs`], [`mm`], [`process`], [`sched`], [`time`]). A handler gets the process and the six
 //! arguments and returns a value or an [`Errno`]; the dispatcher writes `-errno` into RAX as
 //! Linux does. A number nobody handles is ENOSYS, counted ([`unknown_counts`]), never a panic.
 //!
@@ -9,6 +9,7 @@
 pub mod fs;
 pub mod mm;
 pub mod process;
+pub mod sched;
 pub mod time;
 
 use crate::process::Process;
@@ -68,7 +69,7 @@ entries! {
     6 lstat fs::lstat, Implemented;
     7 poll fs::poll, Implemented;
     8 lseek fs::lseek, Partial("no SEEK_DATA / SEEK_HOLE");
-    9 mmap mm::mmap, Partial("anonymous private mappings only (no files, no MAP_SHARED)");
+    9 mmap mm::mmap, Partial("shared file mappings are read-only (writes are not written back: EOPNOTSUPP for PROT_WRITE)");
     10 mprotect mm::mprotect, Implemented;
     11 munmap mm::munmap, Implemented;
     12 brk mm::brk, Implemented;
@@ -130,11 +131,22 @@ entries! {
     124 getsid process::getsid, Implemented;
     130 rt_sigsuspend process::rt_sigsuspend, Partial("only a fatal signal ends it (no handlers yet)");
     131 sigaltstack process::sigaltstack, Partial("reports SS_DISABLE; a new stack is accepted and unused until handlers run");
-    157 prctl process::prctl, Partial("PR_SET_NAME / PR_GET_NAME (not yet the name `ps` shows), PR_GET/SET_DUMPABLE; PR_SCHED_CORE next");
+    140 getpriority sched::getpriority, Implemented;
+    141 setpriority sched::setpriority, Implemented;
+    142 sched_setparam sched::sched_setparam, Implemented;
+    143 sched_getparam sched::sched_getparam, Implemented;
+    144 sched_setscheduler sched::sched_setscheduler, Implemented;
+    145 sched_getscheduler sched::sched_getscheduler, Implemented;
+    146 sched_get_priority_max sched::sched_get_priority_max, Implemented;
+    147 sched_get_priority_min sched::sched_get_priority_min, Implemented;
+    148 sched_rr_get_interval sched::sched_rr_get_interval, Implemented;
+    157 prctl process::prctl, Partial("PR_SET_NAME / PR_GET_NAME (not yet the name `ps` shows), PR_SCHED_CORE, PR_GET/SET_DUMPABLE; other options EINVAL");
     158 arch_prctl process::arch_prctl, Partial("ARCH_SET_FS and ARCH_GET_FS only");
     186 gettid process::gettid, Implemented;
     200 tkill process::tkill, Implemented;
     201 time time::time, Partial("the wall clock starts at the epoch (no RTC read)");
+    203 sched_setaffinity sched::sched_setaffinity, Partial("CPUs 0-63 (Cadence's masks are 64 bits)");
+    204 sched_getaffinity sched::sched_getaffinity, Implemented;
     217 getdents64 fs::getdents64, Implemented;
     218 set_tid_address process::set_tid_address, Partial("the address is kept; threads will clear it at exit");
     228 clock_gettime time::clock_gettime, Partial("REALTIME starts at the epoch (no RTC read)");
@@ -158,6 +170,9 @@ entries! {
     292 dup3 fs::dup3, Implemented;
     293 pipe2 fs::pipe2, Partial("no O_DIRECT (packet mode)");
     302 prlimit64 process::prlimit64, Partial("reads Linux's defaults; setting is EPERM for now");
+    309 getcpu sched::getcpu, Implemented;
+    314 sched_setattr sched::sched_setattr, Implemented;
+    315 sched_getattr sched::sched_getattr, Implemented;
     316 renameat2 fs::renameat2, Partial("no RENAME_NOREPLACE / RENAME_EXCHANGE");
     318 getrandom process::getrandom, Partial("not cryptographic (TSC-seeded)");
     334 rseq process::rseq, Implemented;

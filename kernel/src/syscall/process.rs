@@ -504,12 +504,15 @@ pub fn sigaltstack(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<O
 }
 
 /// `prctl(option, ...)`: PR_SET_NAME / PR_GET_NAME (the name is kept per process, 15 bytes),
+/// PR_SCHED_CORE (core-scheduling cookies: GET, CREATE, SHARE_TO, SHARE_FROM, as `sched::coresched`),
 /// PR_GET_DUMPABLE / PR_SET_DUMPABLE; other options are EINVAL, as Linux answers an unknown one.
 pub fn prctl(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     const PR_SET_DUMPABLE: u64 = 4;
     const PR_GET_DUMPABLE: u64 = 3;
     const PR_SET_NAME: u64 = 15;
     const PR_GET_NAME: u64 = 16;
+    const PR_SCHED_CORE: u64 = 62;
+    const PR_SCHED_CORE_GET: u64 = 0;
     match a[0] {
         PR_SET_NAME => {
             let mut name = [0u8; 16];
@@ -522,6 +525,17 @@ pub fn prctl(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
         PR_GET_NAME => {
             let name = *proc.comm.lock_uninterruptible();
             proc.mm.lock_uninterruptible().write(a[1], &name)?;
+            ok(0)
+        }
+        PR_SCHED_CORE => {
+            // (cmd, pid, pidtype, uaddr); GET stores the cookie at uaddr (8 bytes, aligned).
+            if a[1] == PR_SCHED_CORE_GET && (a[4] == 0 || !a[4].is_multiple_of(8)) {
+                return Err(Errno::EFAULT);
+            }
+            let v = crate::sched::coresched::prctl(a[1], a[2], a[3], a[4]).map_err(sched_errno)?;
+            if a[1] == PR_SCHED_CORE_GET {
+                proc.mm.lock_uninterruptible().write(a[4], &v.to_le_bytes())?;
+            }
             ok(0)
         }
         PR_GET_DUMPABLE => ok(1),
