@@ -79,6 +79,8 @@ pub struct Mm {
     pub brk_start: u64,
     /// The current program break.
     pub brk: u64,
+    /// `mlockall(MCL_FUTURE)`: new mappings come in at once.
+    pub lock_future: bool,
 }
 
 /// Rounds up to a page.
@@ -89,7 +91,7 @@ pub fn page_up(x: u64) -> Option<u64> {
 impl Mm {
     /// An empty address space; ENOMEM if no frame is left for its page table.
     pub fn new() -> Result<Mm, Errno> {
-        Ok(Mm { space: VmSpace::new().ok_or(Errno::ENOMEM)?, vmas: BTreeMap::new(), brk_start: 0, brk: 0 })
+        Ok(Mm { space: VmSpace::new().ok_or(Errno::ENOMEM)?, vmas: BTreeMap::new(), brk_start: 0, brk: 0, lock_future: false })
     }
 
     /// The VMA containing `addr`.
@@ -213,7 +215,14 @@ impl Mm {
     /// A copy for a child (`fork`): the same VMAs; every mapped page shared, and a writable one
     /// made read-only in both, so the first write to it copies it (copy-on-write).
     pub fn fork(&self) -> Result<Mm, Errno> {
-        let child = Mm { space: VmSpace::new().ok_or(Errno::ENOMEM)?, vmas: self.vmas.clone(), brk_start: self.brk_start, brk: self.brk };
+        // mlockall's MCL_FUTURE is not inherited (Linux clears it in the child).
+        let child = Mm {
+            space: VmSpace::new().ok_or(Errno::ENOMEM)?,
+            vmas: self.vmas.clone(),
+            brk_start: self.brk_start,
+            brk: self.brk,
+            lock_future: false,
+        };
         for v in self.vmas.values() {
             for (page, frame, prot) in self.space.mapped(v.start, v.end) {
                 if v.shared {

@@ -82,6 +82,9 @@ pub struct Process {
     pub umask: AtomicU32,
     /// `set_tid_address`'s pointer (cleared and woken at exit, once threads exist).
     pub clear_child_tid: AtomicU64,
+    /// Resource limits (soft, hard) by resource (RLIMIT_RTTIME lives in the task's watchdog);
+    /// shared with [`limits_of`]'s registry, so `prlimit(pid)` reaches another process's.
+    pub rlimits: Limits,
     /// `prctl(PR_SET_NAME)`'s name (NUL-padded).
     pub comm: Mutex<[u8; 16]>,
     /// Signal dispositions, by signal number (0 unused).
@@ -108,12 +111,24 @@ impl Process {
             cwd: Mutex::new(crate::fs::vfs::root()),
             umask: AtomicU32::new(0o022),
             clear_child_tid: AtomicU64::new(0),
+            rlimits: Arc::new(Mutex::new(crate::syscall::process::default_limits())),
             comm: Mutex::new([0; 16]),
             sigactions: Mutex::new([SigAction::default(); 65]),
             family: Arc::new(Family::default()),
             record: None,
         })
     }
+}
+
+/// A process's resource limits, shared with the registry.
+pub type Limits = Arc<Mutex<[(u64, u64); 16]>>;
+
+/// Every live process's limits, by pid (`prlimit` of another process).
+static LIMITS: Mutex<alloc::collections::BTreeMap<Tid, Limits>> = Mutex::new(alloc::collections::BTreeMap::new());
+
+/// The limits of live process `pid`.
+pub fn limits_of(pid: Tid) -> Option<Limits> {
+    LIMITS.lock_uninterruptible().get(&pid).cloned()
 }
 
 /// How a thread's run ended.
@@ -272,7 +287,9 @@ fn run_process(proc: Process, ctx: UserContext) -> i32 {
     let me = crate::sched::current();
     me.task_context().enable_user();
     me.task_context().set_vm_space(Some(proc.mm.lock_uninterruptible().space.clone()));
+    LIMITS.lock_uninterruptible().insert(me.tid, proc.rlimits.clone());
     let exit = user_loop(&proc, ctx);
+    LIMITS.lock_uninterruptible().remove(&me.tid);
     // The space goes before the process's memory: no CPU has it loaded when it is freed.
     me.task_context().set_vm_space(None);
     let (shell_status, wait_status) = match exit {
@@ -376,6 +393,7 @@ pub fn fork(parent: &Process, ctx: &UserContext, stack: u64, tids: TidRequests) 
         cwd: Mutex::new(cwd),
         umask: AtomicU32::new(parent.umask.load(Ordering::Relaxed)),
         clear_child_tid: AtomicU64::new(tids.child_cleartid.unwrap_or(0)),
+        rlimits: Arc::new(Mutex::new(*parent.rlimits.lock_uninterruptible())),
         comm: Mutex::new(*parent.comm.lock_uninterruptible()),
         sigactions: Mutex::new(sigactions),
         family: Arc::new(Family::default()),

@@ -54,6 +54,9 @@ pub fn brk(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
             return ok(mm.brk);
         }
         mm.insert(Vma { start: old_end, end: new_end, prot: Prot::RW, backing: Backing::Anonymous, shared: false });
+        if mm.lock_future {
+            mm.populate(old_end, new_end)?;
+        }
     } else if new_end < old_end {
         mm.unmap_range(new_end, old_end);
     }
@@ -123,7 +126,7 @@ pub fn mmap(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
         }
     };
     mm.insert(Vma { start, end: start + len, prot, backing, shared });
-    if flags & MAP_POPULATE != 0 || (shared && flags & MAP_ANONYMOUS != 0) {
+    if flags & MAP_POPULATE != 0 || mm.lock_future || (shared && flags & MAP_ANONYMOUS != 0) {
         // A shared anonymous mapping is backed at once, so a fork shares its pages.
         mm.populate(start, start + len)?;
     }
@@ -176,5 +179,51 @@ pub fn madvise(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outco
             page += PAGE;
         }
     }
+    ok(0)
+}
+
+const MCL_CURRENT: u64 = 1;
+const MCL_FUTURE: u64 = 2;
+const MCL_ONFAULT: u64 = 4;
+
+/// `mlockall(flags)`: MCL_CURRENT faults every accessible page in now; MCL_FUTURE makes every
+/// later mapping (and the break's growth) come in at once, so measured loops take no page
+/// faults (what cyclictest's `-m` and rt-app's `lock_pages` ask). Pages are never swapped, so
+/// "locked" means "present". Everyone is root: RLIMIT_MEMLOCK does not apply.
+pub fn mlockall(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let flags = a[0];
+    if flags == 0 || flags & !(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) != 0 || flags == MCL_ONFAULT {
+        return Err(Errno::EINVAL);
+    }
+    let mut mm = proc.mm.lock_uninterruptible();
+    mm.lock_future = flags & MCL_FUTURE != 0 && flags & MCL_ONFAULT == 0;
+    if flags & MCL_CURRENT != 0 && flags & MCL_ONFAULT == 0 {
+        mm.populate(0, TASK_SIZE)?;
+    }
+    ok(0)
+}
+
+/// `munlockall()`.
+pub fn munlockall(proc: &Process, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
+    proc.mm.lock_uninterruptible().lock_future = false;
+    ok(0)
+}
+
+/// `mlock(addr, len)`: faults the range in; ENOMEM if part of it is not mapped.
+pub fn mlock(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let start = a[0] & !(PAGE - 1);
+    let end = page_up(a[0].checked_add(a[1]).ok_or(Errno::EINVAL)?).ok_or(Errno::EINVAL)?;
+    let mm = proc.mm.lock_uninterruptible();
+    let mut at = start;
+    while at < end {
+        at = mm.find(at).ok_or(Errno::ENOMEM)?.end;
+    }
+    mm.populate(start, end)?;
+    ok(0)
+}
+
+/// `munlock(addr, len)`: nothing is ever swapped; the range is checked as Linux does.
+pub fn munlock(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    a[0].checked_add(a[1]).ok_or(Errno::EINVAL)?;
     ok(0)
 }

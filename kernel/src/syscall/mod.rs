@@ -119,6 +119,8 @@ entries! {
     94 lchown fs::chown, Partial("every file is root's: the owner does not change");
     95 umask fs::umask, Implemented;
     96 gettimeofday time::gettimeofday, Partial("the wall clock starts at the epoch (no RTC read)");
+    97 getrlimit process::getrlimit, Partial("as prlimit64");
+    99 sysinfo process::sysinfo, Partial("loads are 0; no shared/buffer/swap figures");
     102 getuid process::getid, Implemented;
     104 getgid process::getid, Implemented;
     107 geteuid process::getid, Implemented;
@@ -140,8 +142,13 @@ entries! {
     146 sched_get_priority_max sched::sched_get_priority_max, Implemented;
     147 sched_get_priority_min sched::sched_get_priority_min, Implemented;
     148 sched_rr_get_interval sched::sched_rr_get_interval, Implemented;
+    149 mlock mm::mlock, Implemented;
+    150 munlock mm::munlock, Implemented;
+    151 mlockall mm::mlockall, Implemented;
+    152 munlockall mm::munlockall, Implemented;
     157 prctl process::prctl, Partial("PR_SET_NAME / PR_GET_NAME (not yet the name `ps` shows), PR_SCHED_CORE, PR_GET/SET_DUMPABLE; other options EINVAL");
     158 arch_prctl process::arch_prctl, Partial("ARCH_SET_FS and ARCH_GET_FS only");
+    160 setrlimit process::setrlimit, Partial("as prlimit64");
     186 gettid process::gettid, Implemented;
     200 tkill process::tkill, Implemented;
     201 time time::time, Partial("the wall clock starts at the epoch (no RTC read)");
@@ -169,7 +176,7 @@ entries! {
     280 utimensat fs::utimensat, Partial("sets the modification time to now, whatever the times asked");
     292 dup3 fs::dup3, Implemented;
     293 pipe2 fs::pipe2, Partial("no O_DIRECT (packet mode)");
-    302 prlimit64 process::prlimit64, Partial("reads Linux's defaults; setting is EPERM for now");
+    302 prlimit64 process::prlimit64, Partial("kept per process; enforced: RTTIME (any task); not yet NOFILE, NPROC, AS, MEMLOCK, STACK");
     309 getcpu sched::getcpu, Implemented;
     314 sched_setattr sched::sched_setattr, Implemented;
     315 sched_getattr sched::sched_getattr, Implemented;

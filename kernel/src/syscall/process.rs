@@ -108,27 +108,59 @@ fn default_limit(resource: u64) -> Option<(u64, u64)> {
     })
 }
 
-/// `prlimit64(pid, resource, new, old)`: reports Linux's defaults (RLIMIT_CORE 0); setting is
-/// not yet kept (EPERM).
+/// `prlimit64(pid, resource, new, old)`: a process's limits (Linux's defaults at first, as a
+/// root shell sees them; inherited across fork); RLIMIT_RTTIME of any task through the
+/// scheduler's watchdog (`sched::rt_limits`). EINVAL for an unknown resource or soft > hard;
+/// ESRCH for no such process. Limits are recorded; RTTIME is enforced, the others not yet.
 pub fn prlimit64(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let me = crate::sched::current();
-    if a[0] != 0 && a[0] != u64::from(me.tid) && a[0] != u64::from(me.process.tgid) {
-        return Err(Errno::ESRCH);
+    let resource = a[1];
+    default_limit(resource).ok_or(Errno::EINVAL)?;
+    let new = if a[2] != 0 {
+        let mut b = [0u8; 16];
+        proc.mm.lock_uninterruptible().read(a[2], &mut b)?;
+        let (soft, hard) = (u64::from_le_bytes(b[..8].try_into().expect("8")), u64::from_le_bytes(b[8..].try_into().expect("8")));
+        if soft > hard {
+            return Err(Errno::EINVAL);
+        }
+        Some((soft, hard))
+    } else {
+        None
+    };
+    let pid = a[0] as i32;
+    if pid < 0 {
+        return Err(Errno::EINVAL);
     }
-    let (mut soft, hard) = default_limit(a[1]).ok_or(Errno::EINVAL)?;
-    if a[1] == 4 {
-        soft = 0;
-    }
-    if a[2] != 0 {
-        return Err(Errno::EPERM);
-    }
+    let old = if resource == u64::from(crate::sched::rt_limits::RLIMIT_RTTIME) {
+        crate::sched::rt_limits::prlimit(pid as u32, resource as u32, new).map_err(sched_errno)?
+    } else {
+        let target = if pid == 0 || pid as u32 == me.tid || pid as u32 == me.process.tgid {
+            proc.rlimits.clone()
+        } else {
+            crate::process::limits_of(pid as u32).ok_or(Errno::ESRCH)?
+        };
+        let mut limits = target.lock_uninterruptible();
+        let old = limits[resource as usize];
+        if let Some(n) = new {
+            limits[resource as usize] = n;
+        }
+        old
+    };
     if a[3] != 0 {
         let mut buf = [0u8; 16];
-        buf[..8].copy_from_slice(&soft.to_le_bytes());
-        buf[8..].copy_from_slice(&hard.to_le_bytes());
+        buf[..8].copy_from_slice(&old.0.to_le_bytes());
+        buf[8..].copy_from_slice(&old.1.to_le_bytes());
         proc.mm.lock_uninterruptible().write(a[3], &buf)?;
     }
     ok(0)
+}
+
+/// Linux's default limits of a root shell: (soft, hard) by resource, for a new process.
+pub fn default_limits() -> [(u64, u64); 16] {
+    core::array::from_fn(|r| {
+        let (soft, hard) = default_limit(r as u64).expect("0..16 are Linux's resources");
+        (if r == 4 { 0 } else { soft }, hard)
+    })
 }
 
 /// `getrandom(buf, len, flags)`.
@@ -568,4 +600,31 @@ pub fn rt_sigsuspend(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result
     let _ = PAUSED.wait_until_interruptible(crate::process::user_event_pending_now);
     blocked.store(old, Ordering::Relaxed);
     Err(Errno::EINTR)
+}
+
+/// `getrlimit(resource, rlim)`: `prlimit64` on the caller.
+pub fn getrlimit(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    prlimit64(proc, ctx, [0, a[0], 0, a[1], 0, 0])
+}
+
+/// `setrlimit(resource, rlim)`: `prlimit64` on the caller.
+pub fn setrlimit(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    if a[1] == 0 {
+        return Err(Errno::EFAULT);
+    }
+    prlimit64(proc, ctx, [0, a[0], a[1], 0, 0, 0])
+}
+
+/// `sysinfo(info)`: uptime, memory in pages of `mem_unit` 4096, the number of tasks; loads 0
+/// (no load average yet).
+pub fn sysinfo(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let mut b = [0u8; 112];
+    let put = |b: &mut [u8; 112], at: usize, v: u64, n: usize| b[at..at + n].copy_from_slice(&v.to_le_bytes()[..n]);
+    put(&mut b, 0, crate::time::uptime_ns() / 1_000_000_000, 8);
+    put(&mut b, 32, crate::mm::frame::total_frames(), 8);
+    put(&mut b, 40, crate::mm::frame::free_frames(), 8);
+    put(&mut b, 80, crate::sched::task::count().min(u16::MAX as usize) as u64, 2);
+    put(&mut b, 104, 4096, 4);
+    proc.mm.lock_uninterruptible().write(a[0], &b)?;
+    ok(0)
 }
