@@ -106,7 +106,7 @@ boot-tool: setup
 USER_SRCS := $(wildcard $(ROOT)/tests/user/*.c)
 USER_BINS := $(patsubst $(ROOT)/tests/user/%.c,$(ROOT)/target/user/%,$(USER_SRCS)) $(ROOT)/target/user/pipetest-dyn
 INITRAMFS := $(ROOT)/target/user/initramfs.cpio
-$(ROOT)/target/user/%: $(ROOT)/tests/user/%.c
+$(ROOT)/target/user/%: $(ROOT)/tests/user/%.c $(ROOT)/tests/user/conform.h
 	@mkdir -p '$(ROOT)/target/user'
 	gcc -O2 -static -Wall -o '$@' '$<'
 # pipetest also dynamic (glibc's ld.so from the root filesystem's libc6).

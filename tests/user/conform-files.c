@@ -18,42 +18,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static const char *name(int e) {
-    static char buf[16];
-    switch (e) {
-    case 0: return "0";
-    case EPERM: return "EPERM";
-    case ENOENT: return "ENOENT";
-    case EBADF: return "EBADF";
-    case ECHILD: return "ECHILD";
-    case EAGAIN: return "EAGAIN";
-    case EFAULT: return "EFAULT";
-    case EEXIST: return "EEXIST";
-    case ENOTDIR: return "ENOTDIR";
-    case EISDIR: return "EISDIR";
-    case EINVAL: return "EINVAL";
-    case ESPIPE: return "ESPIPE";
-    case EPIPE: return "EPIPE";
-    case ERANGE: return "ERANGE";
-    case ENOTEMPTY: return "ENOTEMPTY";
-    case ELOOP: return "ELOOP";
-    case ENAMETOOLONG: return "ENAMETOOLONG";
-    case ENOTTY: return "ENOTTY";
-    case ESRCH: return "ESRCH";
-    case EACCES: return "EACCES";
-    default: snprintf(buf, sizeof buf, "errno%d", e); return buf;
-    }
-}
-
-#define SIGN(r) ((r) < 0 ? -1L : ((r) > 0 ? 1L : 0L))
-#define CALL(label, expr)                                                            \
-    do {                                                                             \
-        errno = 0;                                                                   \
-        long r_ = (long)(expr);                                                      \
-        printf("%-44s = %ld %s\n", label, SIGN(r_), r_ < 0 ? name(errno) : "0");     \
-    } while (0)
-#define VALUE(label, expr) printf("%-44s = %ld\n", label, (long)(expr))
+#define CONFORM_WIDTH "44"
+#include "conform.h"
 
 int main(void) {
     setvbuf(stdout, NULL, _IONBF, 0);

@@ -11,6 +11,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#define CONFORM_WIDTH "44"
+#include "conform.h"
 
 /* include/uapi/linux/sched/types.h (glibc 2.36 has no sched_attr). */
 struct sched_attr {
@@ -21,29 +23,6 @@ struct sched_attr {
     uint64_t sched_runtime, sched_deadline, sched_period;
     uint32_t sched_util_min, sched_util_max;
 };
-
-static const char *name(int e) {
-    static char buf[16];
-    switch (e) {
-    case 0: return "0";
-    case EPERM: return "EPERM";
-    case ESRCH: return "ESRCH";
-    case EFAULT: return "EFAULT";
-    case EINVAL: return "EINVAL";
-    case E2BIG: return "E2BIG";
-    case EBUSY: return "EBUSY";
-    default: snprintf(buf, sizeof buf, "errno%d", e); return buf;
-    }
-}
-
-#define SIGN(r) ((r) < 0 ? -1L : ((r) > 0 ? 1L : 0L))
-#define CALL(label, expr)                                                            \
-    do {                                                                             \
-        errno = 0;                                                                   \
-        long r_ = (long)(expr);                                                      \
-        printf("%-44s = %ld %s\n", label, SIGN(r_), r_ < 0 ? name(errno) : "0");     \
-    } while (0)
-#define VALUE(label, expr) printf("%-44s = %ld\n", label, (long)(expr))
 
 int main(void) {
     setvbuf(stdout, NULL, _IONBF, 0);

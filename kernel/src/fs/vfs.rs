@@ -18,18 +18,7 @@ use cadence_abi::errno::Errno;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use spin::Once;
 
-/// File type bits of `st_mode` (Linux's `S_IF*`).
-pub const S_IFMT: u32 = 0o170000;
-/// Directory.
-pub const S_IFDIR: u32 = 0o040000;
-/// Regular file.
-pub const S_IFREG: u32 = 0o100000;
-/// Symbolic link.
-pub const S_IFLNK: u32 = 0o120000;
-/// Character device.
-pub const S_IFCHR: u32 = 0o020000;
-/// FIFO (pipes' `st_mode`).
-pub const S_IFIFO: u32 = 0o010000;
+pub use cadence_abi::cpio::{S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG};
 /// Most symbolic links one walk follows (Linux's `MAXSYMLINKS`).
 pub const MAX_SYMLINKS: u32 = 40;
 /// Longest path (`PATH_MAX`, with its NUL).

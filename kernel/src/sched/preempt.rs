@@ -102,33 +102,13 @@ pub fn yield_now() {
     schedule();
 }
 
-/// Sleeps until `uptime_ns() >= deadline_ns`.
+/// Sleeps until `uptime_ns() >= deadline_ns`; a fatal signal ends the task (a kernel task's
+/// sleep: see `signal`).
 pub fn sleep_until(deadline_ns: u64) {
-    // Holds `me` and a timer's reference: a fatal signal is acted on at the loop's check.
-    let _defer = signal::DeferFatal::new();
-    let me = current();
-    while crate::time::uptime_ns() < deadline_ns {
-        me.set_state(TaskState::Sleeping);
-        if signal::fatal_pending(&me) {
-            me.set_state(TaskState::Running);
-            drop(me);
-            signal::handle_pending();
-            unreachable!("a fatal signal ends the task");
-        }
-        let cpu = percpu::cpu_id();
-        me.stats.sleep_deadline.store(deadline_ns, Ordering::Relaxed);
-        // The timer holds a reference to the task until it fires or is cancelled.
-        let Some(timer) = framework::task::timer::arm(cpu, deadline_ns, me.clone()) else {
-            me.set_state(TaskState::Running);
-            return;
-        };
-        schedule();
-        // Woken early (a signal, a spurious wakeup)? Cancel the timer so it neither wakes us
-        // later for nothing nor keeps our task alive in its queue.
-        timer.cancel();
+    if sleep_until_interruptible(deadline_ns).is_err() {
+        signal::handle_pending();
+        unreachable!("a fatal signal ends the task");
     }
-    me.set_state(TaskState::Running);
-    me.stats.sleep_deadline.store(0, Ordering::Relaxed);
 }
 
 /// A sleep ended early by a fatal signal (the caller, a system call, answers EINTR and the
@@ -139,6 +119,7 @@ pub struct Interrupted;
 /// [`sleep_until`] for a user process's system call: a fatal signal ends the sleep (returns
 /// [`Interrupted`]) instead of ending the task, so the process unwinds what it holds.
 pub fn sleep_until_interruptible(deadline_ns: u64) -> Result<(), Interrupted> {
+    // Holds `me` and a timer's reference: a fatal signal is acted on at the loop's check.
     let _defer = signal::DeferFatal::new();
     let me = current();
     while crate::time::uptime_ns() < deadline_ns {
@@ -149,11 +130,14 @@ pub fn sleep_until_interruptible(deadline_ns: u64) -> Result<(), Interrupted> {
         }
         let cpu = percpu::cpu_id();
         me.stats.sleep_deadline.store(deadline_ns, Ordering::Relaxed);
+        // The timer holds a reference to the task until it fires or is cancelled.
         let Some(timer) = framework::task::timer::arm(cpu, deadline_ns, me.clone()) else {
             me.set_state(TaskState::Running);
             return Ok(());
         };
         schedule();
+        // Woken early (a signal, a spurious wakeup)? Cancel the timer so it neither wakes us
+        // later for nothing nor keeps our task alive in its queue.
         timer.cancel();
     }
     me.set_state(TaskState::Running);

@@ -21,7 +21,7 @@ pub struct Entry<'a> {
     pub data: &'a [u8],
 }
 
-/// The file-type bits of `mode`.
+/// The file-type bits of `mode` (Linux's `S_IF*`, the same in `st_mode`).
 pub const S_IFMT: u32 = 0o170000;
 /// A regular file.
 pub const S_IFREG: u32 = 0o100000;
@@ -31,6 +31,8 @@ pub const S_IFDIR: u32 = 0o040000;
 pub const S_IFLNK: u32 = 0o120000;
 /// A character device.
 pub const S_IFCHR: u32 = 0o020000;
+/// A FIFO (pipes' `st_mode`).
+pub const S_IFIFO: u32 = 0o010000;
 
 /// A malformed archive, at byte `offset`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

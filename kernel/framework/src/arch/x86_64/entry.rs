@@ -95,6 +95,42 @@ pub(super) fn stub(v: u8) -> u64 {
 
 core::arch::global_asm!(
     r#"
+.macro PUSH_GPRS
+    push rax
+    push rbx
+    push rcx
+    push rdx
+    push rsi
+    push rdi
+    push rbp
+    push r8
+    push r9
+    push r10
+    push r11
+    push r12
+    push r13
+    push r14
+    push r15
+.endm
+
+.macro POP_GPRS
+    pop r15
+    pop r14
+    pop r13
+    pop r12
+    pop r11
+    pop r10
+    pop r9
+    pop r8
+    pop rbp
+    pop rdi
+    pop rsi
+    pop rdx
+    pop rcx
+    pop rbx
+    pop rax
+.endm
+
 .macro TRAP_STUB vec
 .balign 16
 cadence_trap_\vec:
@@ -138,40 +174,12 @@ TRAP_STUB \v
 cadence_user_trap_entry:
     swapgs
     cld
-    push rax
-    push rbx
-    push rcx
-    push rdx
-    push rsi
-    push rdi
-    push rbp
-    push r8
-    push r9
-    push r10
-    push r11
-    push r12
-    push r13
-    push r14
-    push r15
+    PUSH_GPRS
     mov rdi, rsp
     call {user_trap}
     test rax, rax
     jnz cadence_exit_to_kernel
-    pop r15
-    pop r14
-    pop r13
-    pop r12
-    pop r11
-    pop r10
-    pop r9
-    pop r8
-    pop rbp
-    pop rdi
-    pop rsi
-    pop rdx
-    pop rcx
-    pop rbx
-    pop rax
+    POP_GPRS
     add rsp, 16
     swapgs
     iretq
@@ -188,21 +196,7 @@ cadence_syscall_entry:
     push rcx
     push 0
     push {syscall_vector}
-    push rax
-    push rbx
-    push rcx
-    push rdx
-    push rsi
-    push rdi
-    push rbp
-    push r8
-    push r9
-    push r10
-    push r11
-    push r12
-    push r13
-    push r14
-    push r15
+    PUSH_GPRS
     jmp cadence_exit_to_kernel
 
 cadence_exit_to_kernel:
