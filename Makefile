@@ -8,6 +8,7 @@
 #                              of tools/rootfs/packages.txt (busybox) and the C programs of tests/user
 #                              (static, gcc) at /bin/NAME; `make run` boots with it
 #   make run [SMP=8] [UEFI=1] [ARGS='poweroff ...'] [TRACE=file] [WORKLOAD='a b'] [TIMEOUT=s]
+#            [FILES='a b']     host files copied into the root filesystem's / (as the peer's --file)
 #            [VERBOSE=1]       also the bootloader's `INFO :` log (hidden by default)
 #            [DISK=img|none]   virtio disk /dev/vda: DISK=img read-write (created as a 256 MiB
 #                              sparse image when missing), none: no disk; default: the blank
@@ -120,8 +121,13 @@ initramfs: boot-tool $(INITRAMFS)
 syscall-table: kernel boot-tool
 	python3 '$(ROOT)/tools/syscall-table.py' '$(CADENCE_BOOT)' '$(KERNEL)'
 
+# FILES: a second newc archive after the root filesystem's (the kernel reads archives back to
+# back, as Linux's initramfs does), so the cached image is not rebuilt for them.
+FILES ?=
+RUN_INITRD := $(if $(FILES),$(ROOT)/target/user/run-initramfs.cpio,$(INITRAMFS))
 run: kernel boot-tool initramfs
-	'$(CADENCE_BOOT)' run --kernel '$(KERNEL)' --args "$$CADENCE_RUN_ARGS" --initrd '$(INITRAMFS)' \
+	$(if $(FILES),'$(CADENCE_BOOT)' initramfs -o '$(ROOT)/target/user/files.cpio' $(foreach f,$(FILES),'$(abspath $(f))=$(notdir $(f))') && cat '$(INITRAMFS)' '$(ROOT)/target/user/files.cpio' > '$(RUN_INITRD)',true)
+	'$(CADENCE_BOOT)' run --kernel '$(KERNEL)' --args "$$CADENCE_RUN_ARGS" --initrd '$(RUN_INITRD)' \
 	  $(if $(filter 1 yes true,$(UEFI)),--uefi) $(if $(SMP),--smp '$(SMP)') \
 	  $(if $(TRACE),--trace '$(TRACE)') $(foreach w,$(WORKLOAD),--workload '$(w)') \
 	  $(if $(TIMEOUT),--timeout '$(TIMEOUT)') $(DISK_OPT) $(DISK_OPTS_OPT) $(if $(filter 1 yes true,$(VERBOSE)),--verbose)
