@@ -132,7 +132,7 @@ pub fn prlimit64(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Out
         return Err(Errno::EINVAL);
     }
     let old = if resource == u64::from(crate::sched::rt_limits::RLIMIT_RTTIME) {
-        crate::sched::rt_limits::prlimit(pid as u32, resource as u32, new).map_err(sched_errno)?
+        crate::sched::rt_limits::prlimit(pid as u32, resource as u32, new)?
     } else {
         let target = if pid == 0 || pid as u32 == me.tid || pid as u32 == me.process.tgid {
             proc.rlimits.clone()
@@ -356,10 +356,6 @@ pub fn wait4(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
     }
 }
 
-fn sched_errno(e: cadence_sched::Errno) -> Errno {
-    Errno::from_code(e.code()).unwrap_or(Errno::EINVAL)
-}
-
 /// `kill(pid, sig)`: > 0 that process, 0 the caller's process group, -1 every process but
 /// init and the caller, < -1 process group -pid. EINVAL for a bad signal, ESRCH if nobody
 /// matched.
@@ -369,7 +365,7 @@ pub fn kill(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Er
         return Err(Errno::EINVAL);
     }
     if pid > 0 {
-        crate::sched::signal::kill(pid as u32, sig as u32).map_err(sched_errno)?;
+        crate::sched::signal::kill(pid as u32, sig as u32)?;
         return ok(0);
     }
     let me = crate::sched::current();
@@ -402,7 +398,7 @@ pub fn tgkill(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
         return Err(Errno::EINVAL);
     }
     let t = crate::sched::task::find(a[1] as u32).filter(|t| t.process.tgid == a[0] as u32).ok_or(Errno::ESRCH)?;
-    crate::sched::signal::kill(t.tid, a[2] as u32).map_err(sched_errno)?;
+    crate::sched::signal::kill(t.tid, a[2] as u32)?;
     ok(0)
 }
 
@@ -411,7 +407,7 @@ pub fn tkill(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, E
     if a[0] as i32 <= 0 || a[1] > 64 {
         return Err(Errno::EINVAL);
     }
-    crate::sched::signal::kill(a[0] as u32, a[1] as u32).map_err(sched_errno)?;
+    crate::sched::signal::kill(a[0] as u32, a[1] as u32)?;
     ok(0)
 }
 
@@ -420,7 +416,7 @@ pub fn setpgid(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
     if (a[0] as i32) < 0 {
         return Err(Errno::EINVAL);
     }
-    crate::tty::setpgid(a[0] as u32, a[1] as i32 as i64).map_err(sched_errno)?;
+    crate::tty::setpgid(a[0] as u32, a[1] as i32 as i64)?;
     ok(0)
 }
 
@@ -429,7 +425,7 @@ pub fn getpgid(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
     if (a[0] as i32) < 0 {
         return Err(Errno::ESRCH);
     }
-    ok(u64::from(crate::tty::getpgid(a[0] as u32).map_err(sched_errno)?))
+    ok(u64::from(crate::tty::getpgid(a[0] as u32)?))
 }
 
 /// `getpgrp()`.
@@ -440,7 +436,7 @@ pub fn getpgrp(_: &Process, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome,
 /// `setsid()`: a new session and process group (and, as in Linux, a new autogroup in session
 /// mode).
 pub fn setsid(_: &Process, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
-    ok(u64::from(crate::tty::setsid().map_err(sched_errno)?))
+    ok(u64::from(crate::tty::setsid()?))
 }
 
 /// `getsid(pid)`.
@@ -448,7 +444,7 @@ pub fn getsid(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
     if (a[0] as i32) < 0 {
         return Err(Errno::ESRCH);
     }
-    ok(u64::from(crate::tty::getsid(a[0] as u32).map_err(sched_errno)?))
+    ok(u64::from(crate::tty::getsid(a[0] as u32)?))
 }
 
 /// `rt_sigaction(sig, act, oact, sigsetsize)`: dispositions are kept (handlers are not run yet:
@@ -564,7 +560,7 @@ pub fn prctl(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
             if a[1] == PR_SCHED_CORE_GET && (a[4] == 0 || !a[4].is_multiple_of(8)) {
                 return Err(Errno::EFAULT);
             }
-            let v = crate::sched::coresched::prctl(a[1], a[2], a[3], a[4]).map_err(sched_errno)?;
+            let v = crate::sched::coresched::prctl(a[1], a[2], a[3], a[4])?;
             if a[1] == PR_SCHED_CORE_GET {
                 proc.mm.lock_uninterruptible().write(a[4], &v.to_le_bytes())?;
             }

@@ -13,10 +13,6 @@ const SCHED_ATTR_SIZE_VER0: u32 = 48;
 /// The size Cadence knows (`SCHED_ATTR_SIZE_VER1`, with the util-clamp fields).
 const SCHED_ATTR_SIZE_VER1: u32 = 56;
 
-fn errno(e: cadence_sched::Errno) -> Errno {
-    Errno::from_code(e.code()).unwrap_or(Errno::EINVAL)
-}
-
 /// A pid argument: negative is EINVAL (Linux's `pid_t` check), 0 the caller.
 fn pid_arg(v: u64) -> Result<u32, Errno> {
     let pid = v as i32;
@@ -48,7 +44,7 @@ pub fn sched_setscheduler(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> R
     let reset = policy & SCHED_RESET_ON_FORK != 0;
     let policy = policy & !SCHED_RESET_ON_FORK;
     if reset {
-        let current = crate::sched::api::sched_getattr(pid).map_err(errno)?;
+        let current = crate::sched::api::sched_getattr(pid)?;
         let attr = SchedAttr {
             policy,
             nice: current.nice,
@@ -59,9 +55,9 @@ pub fn sched_setscheduler(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> R
         if prio < 0 {
             return Err(Errno::EINVAL);
         }
-        crate::sched::api::sched_setattr(pid, &attr).map_err(errno)?;
+        crate::sched::api::sched_setattr(pid, &attr)?;
     } else {
-        crate::sched::api::sched_setscheduler(pid, policy, prio).map_err(errno)?;
+        crate::sched::api::sched_setscheduler(pid, policy, prio)?;
     }
     ok(0)
 }
@@ -70,14 +66,14 @@ pub fn sched_setscheduler(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> R
 pub fn sched_setparam(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let pid = pid_arg(a[0])?;
     let prio = read_param(proc, a[1])?;
-    let current = crate::sched::api::sched_getattr(pid).map_err(errno)?;
-    crate::sched::api::sched_setscheduler(pid, current.policy.raw(), prio).map_err(errno)?;
+    let current = crate::sched::api::sched_getattr(pid)?;
+    crate::sched::api::sched_setscheduler(pid, current.policy.raw(), prio)?;
     ok(0)
 }
 
 /// `sched_getscheduler(pid)`: the policy (| SCHED_RESET_ON_FORK if set).
 pub fn sched_getscheduler(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let attr = crate::sched::api::sched_getattr(pid_arg(a[0])?).map_err(errno)?;
+    let attr = crate::sched::api::sched_getattr(pid_arg(a[0])?)?;
     let reset = if attr.reset_on_fork { 0x4000_0000 } else { 0 };
     ok((attr.policy.raw() | reset) as u64)
 }
@@ -88,25 +84,25 @@ pub fn sched_getparam(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Resul
     if a[1] == 0 {
         return Err(Errno::EINVAL);
     }
-    let attr = crate::sched::api::sched_getattr(pid).map_err(errno)?;
+    let attr = crate::sched::api::sched_getattr(pid)?;
     proc.mm.lock_uninterruptible().write(a[1], &i32::from(attr.rt_priority).to_le_bytes())?;
     ok(0)
 }
 
 /// `sched_get_priority_max(policy)`.
 pub fn sched_get_priority_max(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    ok(crate::sched::api::sched_get_priority_max(a[0] as i32).map_err(errno)? as u64)
+    ok(crate::sched::api::sched_get_priority_max(a[0] as i32)? as u64)
 }
 
 /// `sched_get_priority_min(policy)`.
 pub fn sched_get_priority_min(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    ok(crate::sched::api::sched_get_priority_min(a[0] as i32).map_err(errno)? as u64)
+    ok(crate::sched::api::sched_get_priority_min(a[0] as i32)? as u64)
 }
 
 /// `sched_rr_get_interval(pid, tp)`: the RR quantum for SCHED_RR, 0 for FIFO, the fair slice
 /// otherwise (Linux reports the task's slice).
 pub fn sched_rr_get_interval(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let attr = crate::sched::api::sched_getattr(pid_arg(a[0])?).map_err(errno)?;
+    let attr = crate::sched::api::sched_getattr(pid_arg(a[0])?)?;
     let ns = match attr.policy {
         cadence_sched::Policy::RR => crate::sched::rr_timeslice_ns(),
         cadence_sched::Policy::Fifo | cadence_sched::Policy::Deadline => 0,
@@ -135,7 +131,7 @@ fn read_mask(proc: &Process, len: u64, addr: u64) -> Result<CpuMask, Errno> {
 pub fn sched_setaffinity(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let pid = pid_arg(a[0])?;
     let mask = read_mask(proc, a[1], a[2])?;
-    crate::sched::api::sched_setaffinity(pid, mask).map_err(errno)?;
+    crate::sched::api::sched_setaffinity(pid, mask)?;
     ok(0)
 }
 
@@ -148,7 +144,7 @@ pub fn sched_getaffinity(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Re
     if !len.is_multiple_of(8) || len < 8 {
         return Err(Errno::EINVAL);
     }
-    let mask = crate::sched::api::sched_getaffinity(pid).map_err(errno)?;
+    let mask = crate::sched::api::sched_getaffinity(pid)?;
     proc.mm.lock_uninterruptible().write(a[2], &mask.0.to_le_bytes())?;
     ok(8)
 }
@@ -192,7 +188,7 @@ pub fn sched_setattr(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result
         deadline_ns: u64_at(32),
         period_ns: u64_at(40),
     };
-    crate::sched::api::sched_setattr(pid, &attr).map_err(errno)?;
+    crate::sched::api::sched_setattr(pid, &attr)?;
     ok(0)
 }
 
@@ -204,7 +200,7 @@ pub fn sched_getattr(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result
     if a[1] == 0 || a[3] != 0 || !(SCHED_ATTR_SIZE_VER0..=4096).contains(&size) {
         return Err(Errno::EINVAL);
     }
-    let attr = crate::sched::api::sched_getattr(pid).map_err(errno)?;
+    let attr = crate::sched::api::sched_getattr(pid)?;
     let n = size.min(SCHED_ATTR_SIZE_VER1);
     let mut b = [0u8; SCHED_ATTR_SIZE_VER1 as usize];
     b[..4].copy_from_slice(&n.to_le_bytes());
@@ -235,7 +231,7 @@ const PRIO_USER: u64 = 2;
 pub fn setpriority(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let nice = a[2] as i32 as i64;
     match a[0] {
-        PRIO_PROCESS => crate::sched::api::setpriority(a[1] as u32, nice).map_err(errno)?,
+        PRIO_PROCESS => crate::sched::api::setpriority(a[1] as u32, nice)?,
         PRIO_PGRP | PRIO_USER => {
             let pgid =
                 if a[1] == 0 { crate::sched::current().process.pgid.load(core::sync::atomic::Ordering::Relaxed) } else { a[1] as u32 };
@@ -260,12 +256,12 @@ pub fn setpriority(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
 pub fn getpriority(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     if a[0] != PRIO_PROCESS {
         if a[0] == PRIO_PGRP || a[0] == PRIO_USER {
-            let nice = crate::sched::api::getpriority(0).map_err(errno)?;
+            let nice = crate::sched::api::getpriority(0)?;
             return ok((20 - nice) as u64);
         }
         return Err(Errno::EINVAL);
     }
-    let nice = crate::sched::api::getpriority(a[1] as u32).map_err(errno)?;
+    let nice = crate::sched::api::getpriority(a[1] as u32)?;
     ok((20 - nice) as u64)
 }
 

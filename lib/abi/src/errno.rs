@@ -212,6 +212,59 @@ impl Errno {
         }
     }
 
+    /// The C library's `strerror` text (glibc's wording: what Linux tools print).
+    pub const fn strerror(self) -> &'static str {
+        match self {
+            Errno::EPERM => "Operation not permitted",
+            Errno::ENOENT => "No such file or directory",
+            Errno::ESRCH => "No such process",
+            Errno::EINTR => "Interrupted system call",
+            Errno::EIO => "Input/output error",
+            Errno::ENXIO => "No such device or address",
+            Errno::E2BIG => "Argument list too long",
+            Errno::ENOEXEC => "Exec format error",
+            Errno::EBADF => "Bad file descriptor",
+            Errno::ECHILD => "No child processes",
+            Errno::EAGAIN => "Resource temporarily unavailable",
+            Errno::ENOMEM => "Cannot allocate memory",
+            Errno::EACCES => "Permission denied",
+            Errno::EFAULT => "Bad address",
+            Errno::ENOTBLK => "Block device required",
+            Errno::EBUSY => "Device or resource busy",
+            Errno::EEXIST => "File exists",
+            Errno::EXDEV => "Invalid cross-device link",
+            Errno::ENODEV => "No such device",
+            Errno::ENOTDIR => "Not a directory",
+            Errno::EISDIR => "Is a directory",
+            Errno::EINVAL => "Invalid argument",
+            Errno::ENFILE => "Too many open files in system",
+            Errno::EMFILE => "Too many open files",
+            Errno::ENOTTY => "Inappropriate ioctl for device",
+            Errno::ETXTBSY => "Text file busy",
+            Errno::EFBIG => "File too large",
+            Errno::ENOSPC => "No space left on device",
+            Errno::ESPIPE => "Illegal seek",
+            Errno::EROFS => "Read-only file system",
+            Errno::EMLINK => "Too many links",
+            Errno::EPIPE => "Broken pipe",
+            Errno::EDOM => "Numerical argument out of domain",
+            Errno::ERANGE => "Numerical result out of range",
+            Errno::EDEADLK => "Resource deadlock avoided",
+            Errno::ENAMETOOLONG => "File name too long",
+            Errno::ENOLCK => "No locks available",
+            Errno::ENOSYS => "Function not implemented",
+            Errno::ENOTEMPTY => "Directory not empty",
+            Errno::ELOOP => "Too many levels of symbolic links",
+            Errno::ENODATA => "No data available",
+            Errno::ETIME => "Timer expired",
+            Errno::EOVERFLOW => "Value too large for defined data type",
+            Errno::EOPNOTSUPP => "Operation not supported",
+            Errno::ETIMEDOUT => "Connection timed out",
+            Errno::EOWNERDEAD => "Owner died",
+            Errno::ENOTRECOVERABLE => "State not recoverable",
+        }
+    }
+
     /// The value with number `code`, if Cadence knows it.
     pub fn from_code(code: i32) -> Option<Errno> {
         Errno::ALL.iter().copied().find(|e| e.code() == code)
@@ -220,6 +273,12 @@ impl Errno {
     /// What a system call returns for this error: `-errno` as the 64-bit RAX.
     pub const fn to_return(self) -> u64 {
         (-(self as i64)) as u64
+    }
+}
+
+impl core::fmt::Display for Errno {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{} ({})", self.name(), self.code())
     }
 }
 
@@ -242,5 +301,8 @@ mod tests {
         assert!(Errno::ALL.windows(2).all(|w| w[0].code() < w[1].code()));
         assert_eq!(Errno::ENOSYS.code(), 38);
         assert_eq!(Errno::EFAULT.to_return(), u64::MAX - 13);
+        assert_eq!(Errno::EINVAL.strerror(), "Invalid argument");
+        assert_eq!(Errno::EINVAL.to_string(), "EINVAL (22)");
+        assert_eq!(Errno::from_code(0), None);
     }
 }
