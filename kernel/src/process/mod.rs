@@ -153,8 +153,6 @@ pub const SIGKILL: i32 = 9;
 pub const SIGSEGV: i32 = 11;
 /// Broken pipe.
 pub const SIGPIPE: i32 = 13;
-/// Child status changed.
-pub const SIGCHLD: i32 = 17;
 
 /// Signals whose default action ends the process (Linux's `SIG_KERNEL_*` tables: terminate and
 /// core; not SIGCHLD, SIGCONT, SIGURG, SIGWINCH, nor the stop signals).
@@ -189,15 +187,11 @@ fn deadly_pending(sig: &crate::sched::process::SignalState) -> u64 {
     p & !blocked & !sig.ignored.load(Ordering::Relaxed) & DEFAULT_FATAL
 }
 
-/// The framework asks, after an interrupt in user mode, whether the running thread should come
-/// back to the kernel: a signal that ends it. Interrupts off.
+/// Has the running task a signal pending that ends it? The framework asks after an interrupt
+/// in user mode (interrupts off), whether the thread should come back to the kernel; `pause`
+/// asks in task context.
 pub fn user_event_pending() -> bool {
     crate::sched::signal::with_current(|t| deadly_pending(&t.process.signals) != 0).unwrap_or(false)
-}
-
-/// Has the calling task a signal pending that ends it (task context)?
-pub fn user_event_pending_now() -> bool {
-    deadly_pending(&crate::sched::current().process.signals) != 0
 }
 
 /// The signal that ends the calling process now, if any (ignored ones pending are dropped).

@@ -579,7 +579,7 @@ static PAUSED: crate::sched::wait::WaitQueue = crate::sched::wait::WaitQueue::ne
 /// `pause()`: sleeps until a signal; a fatal one (the only kind taken so far) ends the process
 /// on its way out, so EINTR is what the caller would see.
 pub fn pause(_: &Process, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
-    let _ = PAUSED.wait_until_interruptible(crate::process::user_event_pending_now);
+    let _ = PAUSED.wait_until_interruptible(crate::process::user_event_pending);
     Err(Errno::EINTR)
 }
 
@@ -593,7 +593,7 @@ pub fn rt_sigsuspend(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result
     let me = crate::sched::current();
     let blocked = &me.process.signals.blocked;
     let old = blocked.swap((u64::from_le_bytes(b) << 1) & !((1 << 9) | (1 << 19)), Ordering::Relaxed);
-    let _ = PAUSED.wait_until_interruptible(crate::process::user_event_pending_now);
+    let _ = PAUSED.wait_until_interruptible(crate::process::user_event_pending);
     blocked.store(old, Ordering::Relaxed);
     Err(Errno::EINTR)
 }

@@ -152,8 +152,6 @@ pub(crate) fn load_root(root: u64) {
 pub struct VmSpace {
     root: u64,
     lock: IrqLock<()>,
-    /// Frames used by this space's lower-half tables (the root included).
-    table_frames: AtomicU64,
 }
 
 fn table(phys: u64) -> *mut [u64; 512] {
@@ -177,17 +175,12 @@ impl VmSpace {
                 new[i] = k[i] & !USER;
             }
         }
-        Some(Arc::new(VmSpace { root, lock: IrqLock::new(()), table_frames: AtomicU64::new(1) }))
+        Some(Arc::new(VmSpace { root, lock: IrqLock::new(()) }))
     }
 
     /// The level-4 table's physical address (what CR3 holds while a task of this space runs).
     pub fn root(&self) -> u64 {
         self.root
-    }
-
-    /// Frames this space's page tables use (its root included).
-    pub fn table_frames(&self) -> u64 {
-        self.table_frames.load(Ordering::Relaxed)
     }
 
     /// The leaf entry for `va` (lock held), making the tables on the way if `make`.
@@ -202,7 +195,6 @@ impl VmSpace {
                     return Ok(None);
                 }
                 let frame = super::frame::alloc().ok_or(VmError::OutOfFrames)?;
-                self.table_frames.fetch_add(1, Ordering::Relaxed);
                 *entry = frame | PRESENT | WRITABLE | USER;
             }
             debug_assert!(*entry & HUGE == 0, "no huge pages in user space");

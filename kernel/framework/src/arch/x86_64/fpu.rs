@@ -62,23 +62,8 @@ impl FxArea {
     /// Loads this CPU's registers from here.
     pub fn restore(&self) {
         // SAFETY: `fxrstor` reads 512 aligned bytes (the type's size and alignment). Its only
-        // fault is a reserved MXCSR bit set, which `set_mxcsr` and `from_bytes` clear: every
-        // `FxArea` comes from `initial`, `save` or those, so none has one.
+        // fault is a reserved MXCSR bit set: every `FxArea` comes from `initial` or `save`
+        // (the CPU's own valid state), so none has one.
         unsafe { core::arch::asm!("fxrstor64 [{}]", in(reg) self.0.as_ptr(), options(nostack, preserves_flags)) };
-    }
-
-    /// The 512 bytes (for signal frames and core dumps).
-    pub fn bytes(&self) -> &[u8; 512] {
-        &self.0
-    }
-
-    /// An area from 512 bytes a program supplied (a signal frame's), with the MXCSR bits
-    /// `fxrstor` would fault on cleared (Linux rejects the frame instead; clearing is the
-    /// caller's choice to make stricter).
-    pub fn from_bytes(bytes: &[u8; 512]) -> FxArea {
-        let mut a = FxArea(*bytes);
-        let mxcsr = u32::from_le_bytes([a.0[24], a.0[25], a.0[26], a.0[27]]) & MXCSR_VALID;
-        a.0[24..28].copy_from_slice(&mxcsr.to_le_bytes());
-        a
     }
 }
