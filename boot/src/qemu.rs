@@ -351,7 +351,10 @@ impl Qemu {
             push(&[a.as_ref()]);
         }
         push(&[self.smp.as_ref(), "-m".as_ref(), self.memory.as_ref()]);
-        for a in ["-serial", "stdio", "-display", "none", "-no-reboot", "-device"] {
+        // Interactive: QEMU's monitor multiplexer on stdio, so ^C, ^Z and ^\\ reach the
+        // guest's terminal (Ctrl-A X quits QEMU) instead of signalling QEMU itself.
+        let serial = if self.interactive { "mon:stdio" } else { "stdio" };
+        for a in ["-serial", serial, "-display", "none", "-no-reboot", "-device"] {
             push(&[a.as_ref()]);
         }
         push(&["isa-debug-exit,iobase=0xf4,iosize=0x04".as_ref()]);

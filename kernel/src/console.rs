@@ -31,6 +31,21 @@ pub fn read_byte_interruptible() -> Result<u8, crate::sched::Interrupted> {
     }
 }
 
+/// Blocks the calling kernel thread until `ready()` holds and input is waiting (the console
+/// line discipline's worker: `ready` says whether it owns the input).
+pub fn wait_for_input(ready: impl Fn() -> bool) {
+    loop {
+        if ready() && framework::console::poll_input() {
+            return;
+        }
+        if !framework::console::rx_irq_enabled() {
+            crate::sched::sleep_ns(10_000_000);
+            continue;
+        }
+        RX_WAIT.wait_until(|| ready() && framework::console::poll_input());
+    }
+}
+
 /// Next input byte, blocking the calling task while there is none.
 pub fn read_byte() -> u8 {
     loop {

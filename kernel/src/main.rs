@@ -72,6 +72,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     sched::set_exit_notifier(tty::task_exit);
     console::init();
     let (tsc_hz, tsc_source) = arch::tsc::init();
+    time::init_realtime();
 
     let Some(phys_offset) = boot_info.physical_memory_offset.into_option() else {
         kprintln!("cadence: fatal: the bootloader did not map physical memory");
@@ -203,7 +204,7 @@ fn init_main(opts: cmdline::BootOptions) -> i32 {
     // Nothing asked: the user's shell on the console if the root filesystem has one, then (or
     // else, or with `kshell`) the kernel's shell on COM1 (it never returns).
     if opts.run.is_none() && opts.sh.is_none() && !opts.kshell && fs::vfs::lookup(&fs::vfs::root(), "/bin/sh", true).is_ok() {
-        let status = process::spawn_session("/bin/sh", alloc::vec![alloc::string::String::from("-sh")]);
+        let status = process::spawn_console_session("/bin/sh", alloc::vec![alloc::string::String::from("-sh")]);
         kprintln!("cadence: /bin/sh ended ({:?}); the kernel's shell follows (help lists its commands)", status);
     }
     shell::console::run()

@@ -34,6 +34,8 @@ pub struct Tty {
     pub id: TtyId,
     /// Controlling session (0 = none).
     pub session: AtomicU32,
+    /// Foreground process group (0 = none): the signal keys' target, `TIOCSPGRP`'s.
+    pub fg_pgrp: AtomicU32,
     /// Its autogroup in tty mode (0 = none).
     pub autogroup: AtomicU32,
     edit: IrqLock<String>,
@@ -87,6 +89,7 @@ pub fn open(id: TtyId) -> Result<Arc<Tty>, Errno> {
     let tty = Arc::new(Tty {
         id,
         session: AtomicU32::new(0),
+        fg_pgrp: AtomicU32::new(0),
         autogroup: AtomicU32::new(ag),
         edit: IrqLock::new(String::new()),
         lines: IrqLock::new(VecDeque::new()),
@@ -178,12 +181,12 @@ fn task_of(pid: Tid) -> Result<Arc<Task>, Errno> {
 pub fn setsid() -> Result<Tid, Errno> {
     let _defer = crate::sched::signal::DeferFatal::new();
     let me = current();
-    if me.process.pgid.load(Ordering::Acquire) == me.tid {
+    if me.process.group.pgid.load(Ordering::Acquire) == me.tid {
         return Err(Errno::EPERM);
     }
-    me.process.sid.store(me.tid, Ordering::Release);
-    me.process.pgid.store(me.tid, Ordering::Release);
-    me.process.tty.store(0, Ordering::Release);
+    me.process.group.sid.store(me.tid, Ordering::Release);
+    me.process.group.pgid.store(me.tid, Ordering::Release);
+    me.process.group.tty.store(0, Ordering::Release);
     let ag = if autogroup::session_mode() { autogroup::create(0).map(|g| g.id).unwrap_or(0) } else { 0 };
     autogroup::assign(&me, ag);
     Ok(me.tid)
@@ -198,27 +201,29 @@ pub fn setpgid(pid: Tid, pgid: i64) -> Result<(), Errno> {
     }
     let t = task_of(pid)?;
     let pgid = if pgid == 0 { t.tid } else { pgid as Tid };
-    let sid = t.process.sid.load(Ordering::Acquire);
+    let sid = t.process.group.sid.load(Ordering::Acquire);
     if sid == t.tid {
         return Err(Errno::EPERM);
     }
     if pgid != t.tid
-        && !task::all().iter().any(|o| o.process.pgid.load(Ordering::Acquire) == pgid && o.process.sid.load(Ordering::Acquire) == sid)
+        && !task::all()
+            .iter()
+            .any(|o| o.process.group.pgid.load(Ordering::Acquire) == pgid && o.process.group.sid.load(Ordering::Acquire) == sid)
     {
         return Err(Errno::EPERM);
     }
-    t.process.pgid.store(pgid, Ordering::Release);
+    t.process.group.pgid.store(pgid, Ordering::Release);
     Ok(())
 }
 
 pub fn getsid(pid: Tid) -> Result<Tid, Errno> {
     let _defer = crate::sched::signal::DeferFatal::new();
-    Ok(task_of(pid)?.process.sid.load(Ordering::Acquire))
+    Ok(task_of(pid)?.process.group.sid.load(Ordering::Acquire))
 }
 
 pub fn getpgid(pid: Tid) -> Result<Tid, Errno> {
     let _defer = crate::sched::signal::DeferFatal::new();
-    Ok(task_of(pid)?.process.pgid.load(Ordering::Acquire))
+    Ok(task_of(pid)?.process.group.pgid.load(Ordering::Acquire))
 }
 
 /// The calling session leader opens tty `id` and, if the tty has no session, acquires it as
@@ -228,7 +233,7 @@ pub fn acquire(id: TtyId) -> Result<(), Errno> {
     let _defer = crate::sched::signal::DeferFatal::new();
     let me = current();
     let tty = open(id)?;
-    if me.process.sid.load(Ordering::Acquire) != me.tid {
+    if me.process.group.sid.load(Ordering::Acquire) != me.tid {
         return Err(Errno::EPERM);
     }
     match tty.session.compare_exchange(0, me.tid, Ordering::AcqRel, Ordering::Acquire) {
@@ -236,21 +241,105 @@ pub fn acquire(id: TtyId) -> Result<(), Errno> {
         Err(s) if s == me.tid => {}
         Err(_) => return Err(Errno::EPERM),
     }
-    me.process.tty.store(id, Ordering::Release);
+    me.process.group.tty.store(id, Ordering::Release);
     if !autogroup::session_mode() {
         autogroup::assign(&me, tty.autogroup.load(Ordering::Acquire));
     }
     Ok(())
 }
 
-/// A task exited: a session leader's tty becomes free for another session.
+/// A task exited: a session leader's tty becomes free for another session, and its
+/// foreground process group gets SIGHUP and SIGCONT (Linux's `disassociate_ctty`).
 pub fn task_exit(t: &Task) {
-    let id = t.process.tty.load(Ordering::Acquire);
-    if id != 0 && t.process.sid.load(Ordering::Acquire) == t.tid {
+    let id = t.process.group.tty.load(Ordering::Acquire);
+    if id != 0 && t.process.group.sid.load(Ordering::Acquire) == t.tid {
         if let Some(tty) = get(id) {
-            let _ = tty.session.compare_exchange(t.tid, 0, Ordering::AcqRel, Ordering::Acquire);
+            if tty.session.compare_exchange(t.tid, 0, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                let fg = tty.fg_pgrp.swap(0, Ordering::AcqRel);
+                if fg != 0 && t.process.is_user() {
+                    crate::sched::signal::kill_pgrp(fg, crate::sched::signal::SIGHUP);
+                    crate::sched::signal::kill_pgrp(fg, crate::sched::signal::SIGCONT);
+                }
+            }
         }
     }
+}
+
+/// `TIOCSCTTY`: the calling session leader makes tty `id` its controlling terminal, with its
+/// process group in the foreground. EPERM if it is not a session leader, already has another
+/// one, or the tty is another session's (unless `steal`, root's privilege).
+pub fn set_controlling(id: TtyId, steal: bool) -> Result<(), Errno> {
+    let _defer = crate::sched::signal::DeferFatal::new();
+    let me = current();
+    let g = &me.process.group;
+    let sid = g.sid.load(Ordering::Acquire);
+    let have = g.tty.load(Ordering::Acquire);
+    if have == id && get(id).is_some_and(|t| t.session.load(Ordering::Acquire) == sid) {
+        return Ok(());
+    }
+    if sid != me.process.tgid || have != 0 {
+        return Err(Errno::EPERM);
+    }
+    let tty = open(id)?;
+    match tty.session.compare_exchange(0, sid, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => {}
+        Err(other) if steal => {
+            for t in task::all() {
+                let tg = &t.process.group;
+                if tg.sid.load(Ordering::Acquire) == other && tg.tty.load(Ordering::Acquire) == id {
+                    tg.tty.store(0, Ordering::Release);
+                }
+            }
+            tty.session.store(sid, Ordering::Release);
+        }
+        Err(_) => return Err(Errno::EPERM),
+    }
+    g.tty.store(id, Ordering::Release);
+    tty.fg_pgrp.store(g.pgid.load(Ordering::Acquire), Ordering::Release);
+    Ok(())
+}
+
+/// `TIOCNOTTY`: the calling process gives up its controlling terminal; a session leader's
+/// whole session does, and its foreground group gets SIGHUP and SIGCONT.
+pub fn drop_controlling() -> Result<(), Errno> {
+    let _defer = crate::sched::signal::DeferFatal::new();
+    let me = current();
+    let g = &me.process.group;
+    let id = g.tty.load(Ordering::Acquire);
+    if id == 0 {
+        return Err(Errno::ENOTTY);
+    }
+    let sid = g.sid.load(Ordering::Acquire);
+    if sid != me.process.tgid {
+        g.tty.store(0, Ordering::Release);
+        return Ok(());
+    }
+    if let Some(tty) = get(id) {
+        let fg = tty.fg_pgrp.swap(0, Ordering::AcqRel);
+        if fg != 0 {
+            crate::sched::signal::kill_pgrp(fg, crate::sched::signal::SIGHUP);
+            crate::sched::signal::kill_pgrp(fg, crate::sched::signal::SIGCONT);
+        }
+        let _ = tty.session.compare_exchange(sid, 0, Ordering::AcqRel, Ordering::Acquire);
+    }
+    for t in task::all() {
+        let tg = &t.process.group;
+        if tg.sid.load(Ordering::Acquire) == sid {
+            tg.tty.store(0, Ordering::Release);
+        }
+    }
+    Ok(())
+}
+
+/// Does process group `pgid` exist in session `sid` (0: in any session)?
+pub fn pgrp_in_session(pgid: Tid, sid: Tid) -> bool {
+    task::all().iter().any(|t| {
+        let g = &t.process.group;
+        !t.is_idle
+            && t.state() != TaskState::Dead
+            && g.pgid.load(Ordering::Acquire) == pgid
+            && (sid == 0 || g.sid.load(Ordering::Acquire) == sid)
+    })
 }
 
 /// Spawns `f` as the leader of a new session on tty `id` (like `setsid` + opening the tty):

@@ -1,8 +1,8 @@
 //! User-space scenarios: Debian's busybox and the C programs of `tests/user` (static glibc),
 //! from the root filesystem `make initramfs` builds, run as processes, through the kernel
-//! shell's `exec` or the `sh=` boot option. `conform-basic`, `conform-files` and
-//! `conform-sched` are the differential tests of the system-call families: their output on Cadence must equal Linux
-//! 6.1's (`tests/fixtures/conform-*.linux-6.1.txt`, recorded on the peer with
+//! shell's `exec` or the `sh=` boot option. `conform-basic`, `conform-files`, `conform-sched`,
+//! `conform-signal`, `conform-thread`, `conform-tty` and `conform-proc` are the differential tests of the system-call families:
+//! their output on Cadence must equal Linux 6.1's (`tests/fixtures/conform-*.linux-6.1.txt`, recorded on the peer with
 //! `../shared/peer/run.sh --file target/user/conform-files 'cd /tmp && /conform-files'`).
 
 use cadence_boot::KernelExit;
@@ -66,6 +66,36 @@ fn conform_sched_matches_linux() {
     let run = boot(qemu().smp("4,sockets=1,cores=2,threads=2").initrd(initramfs()).args("sh=\"/bin/conform-sched\" poweroff"));
     run.expect_exit(KernelExit::Success);
     check_conformance(&run, include_str!("../fixtures/conform-sched.linux-6.1.txt"), "conform-sched");
+}
+
+#[test]
+fn conform_signal_matches_linux() {
+    let run = boot(qemu().smp("4,sockets=1,cores=2,threads=2").initrd(initramfs()).args("sh=\"cd /tmp && /bin/conform-signal\" poweroff"));
+    run.expect_exit(KernelExit::Success);
+    run.check(run.report.exceptions.is_empty(), "a kernel EXCEPTION line");
+    check_conformance(&run, include_str!("../fixtures/conform-signal.linux-6.1.txt"), "conform-signal");
+}
+
+#[test]
+fn conform_thread_matches_linux() {
+    let run = boot(qemu().smp("4,sockets=1,cores=2,threads=2").initrd(initramfs()).args("sh=\"cd /tmp && /bin/conform-thread\" poweroff"));
+    run.expect_exit(KernelExit::Success);
+    run.check(run.report.exceptions.is_empty(), "a kernel EXCEPTION line");
+    check_conformance(&run, include_str!("../fixtures/conform-thread.linux-6.1.txt"), "conform-thread");
+}
+
+#[test]
+fn conform_tty_matches_linux() {
+    let run = boot(qemu().smp("2").initrd(initramfs()).args("sh=\"cd /tmp && /bin/conform-tty\" poweroff"));
+    run.expect_exit(KernelExit::Success);
+    check_conformance(&run, include_str!("../fixtures/conform-tty.linux-6.1.txt"), "conform-tty");
+}
+
+#[test]
+fn conform_proc_matches_linux() {
+    let run = boot(qemu().smp("2").initrd(initramfs()).args("sh=\"cd /tmp && /bin/conform-proc\" poweroff"));
+    run.expect_exit(KernelExit::Success);
+    check_conformance(&run, include_str!("../fixtures/conform-proc.linux-6.1.txt"), "conform-proc");
 }
 
 #[test]

@@ -33,6 +33,14 @@ static const char *errno_name(int e) {
     case ENOTEMPTY: return "ENOTEMPTY";
     case ELOOP: return "ELOOP";
     case E2BIG: return "E2BIG";
+    case EINTR: return "EINTR";
+    case ETIMEDOUT: return "ETIMEDOUT";
+    case EDEADLK: return "EDEADLK";
+    case EOWNERDEAD: return "EOWNERDEAD";
+    case EOPNOTSUPP: return "EOPNOTSUPP";
+    case EMFILE: return "EMFILE";
+    case EIO: return "EIO";
+    case ENXIO: return "ENXIO";
     default: snprintf(buf, sizeof buf, "errno%d", e); return buf;
     }
 }

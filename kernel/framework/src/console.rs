@@ -68,6 +68,16 @@ pub fn write_bytes(bytes: &[u8]) {
     }
 }
 
+/// Writes `bytes` to COM1 as they are (a terminal's line discipline does its own output
+/// processing).
+pub fn write_raw(bytes: &[u8]) {
+    if let Some(port) = CONSOLE.lock().as_mut() {
+        for &b in bytes {
+            port.send(b);
+        }
+    }
+}
+
 /// Prints even if another CPU (or the interrupted code on this one) holds the console lock:
 /// tries the lock for a while, then writes through a fresh port handle.
 pub fn emergency_print(args: fmt::Arguments) {

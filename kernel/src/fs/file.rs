@@ -62,6 +62,9 @@ pub struct OpenFile {
 impl OpenFile {
     /// A new open file.
     pub fn new(kind: Kind, flags: u32) -> Arc<OpenFile> {
+        if matches!(kind, Kind::Device(Device::Console, _)) {
+            super::console::opened();
+        }
         Arc::new(OpenFile { kind, flags: AtomicU32::new(flags & (O_ACCMODE | SETFL_MASK)), pos: Mutex::new(0) })
     }
 
@@ -98,6 +101,14 @@ impl OpenFile {
     }
 }
 
+impl Drop for OpenFile {
+    fn drop(&mut self) {
+        if matches!(self.kind, Kind::Device(Device::Console, _)) {
+            super::console::closed();
+        }
+    }
+}
+
 /// One fd's slot.
 #[derive(Clone)]
 pub struct FdEntry {
@@ -107,8 +118,10 @@ pub struct FdEntry {
     pub cloexec: bool,
 }
 
-/// The most fds a process may have open (RLIMIT_NOFILE's default soft limit).
+/// RLIMIT_NOFILE's default soft limit (the fds a new process may have).
 pub const NOFILE: usize = 1024;
+/// The highest RLIMIT_NOFILE may be (Linux's `fs.nr_open`).
+pub const NR_OPEN: usize = 1 << 20;
 
 /// A process's fd table.
 #[derive(Clone, Default)]
@@ -133,12 +146,13 @@ impl FdTable {
         self.slots.get_mut(slot(fd)).and_then(|s| s.as_mut()).ok_or(Errno::EBADF)
     }
 
-    /// Puts `file` in the lowest free fd at or above `min`; EMFILE past [`NOFILE`].
-    pub fn install_from(&mut self, min: usize, file: Arc<OpenFile>, cloexec: bool) -> Result<u64, Errno> {
-        if min >= NOFILE {
+    /// Puts `file` in the lowest free fd at or above `min` and below `limit` (the process's
+    /// RLIMIT_NOFILE): EINVAL if `min` is not below it, EMFILE if none is free.
+    pub fn install_from(&mut self, min: usize, file: Arc<OpenFile>, cloexec: bool, limit: usize) -> Result<u64, Errno> {
+        if min >= limit {
             return Err(Errno::EINVAL);
         }
-        let free = (min..NOFILE).find(|&i| self.slots.get(i).is_none_or(|s| s.is_none())).ok_or(Errno::EMFILE)?;
+        let free = (min..limit).find(|&i| self.slots.get(i).is_none_or(|s| s.is_none())).ok_or(Errno::EMFILE)?;
         if free >= self.slots.len() {
             self.slots.resize(free + 1, None);
         }
@@ -146,14 +160,15 @@ impl FdTable {
         Ok(free as u64)
     }
 
-    /// Puts `file` in the lowest free fd.
-    pub fn install(&mut self, file: Arc<OpenFile>, cloexec: bool) -> Result<u64, Errno> {
-        self.install_from(0, file, cloexec)
+    /// Puts `file` in the lowest free fd below `limit` (EMFILE if none).
+    pub fn install(&mut self, file: Arc<OpenFile>, cloexec: bool, limit: usize) -> Result<u64, Errno> {
+        self.install_from(0, file, cloexec, limit).map_err(|e| if e == Errno::EINVAL { Errno::EMFILE } else { e })
     }
 
-    /// Puts `file` at exactly `fd`, returning what was there (`dup2`); EBADF past [`NOFILE`].
-    pub fn install_at(&mut self, fd: u64, file: Arc<OpenFile>, cloexec: bool) -> Result<Option<FdEntry>, Errno> {
-        let i = Some(slot(fd)).filter(|&i| i < NOFILE).ok_or(Errno::EBADF)?;
+    /// Puts `file` at exactly `fd`, returning what was there (`dup2`); EBADF if `fd` is not
+    /// below `limit`.
+    pub fn install_at(&mut self, fd: u64, file: Arc<OpenFile>, cloexec: bool, limit: usize) -> Result<Option<FdEntry>, Errno> {
+        let i = Some(slot(fd)).filter(|&i| i < limit).ok_or(Errno::EBADF)?;
         if i >= self.slots.len() {
             self.slots.resize(i + 1, None);
         }
@@ -184,6 +199,7 @@ pub fn read(file: &OpenFile, buf: &mut [u8]) -> Result<usize, Errno> {
     }
     match &file.kind {
         Kind::Pipe(p) => p.read(buf, file.nonblock()),
+        Kind::Device(Device::Console, i) => super::console::read(buf, file.nonblock(), via_tty(i)),
         Kind::Device(d, _) => read_device(*d, buf),
         Kind::Inode(i) => {
             if i.is_dir() {
@@ -217,25 +233,14 @@ fn read_device(d: Device, buf: &mut [u8]) -> Result<usize, Errno> {
             buf.fill(0);
             Ok(buf.len())
         }
-        Device::Console => {
-            // A line at a time, as a canonical-mode tty gives it (at least one byte).
-            let mut n = 0;
-            while n < buf.len() {
-                let b = match crate::console::read_byte_interruptible() {
-                    Ok(b) => b,
-                    Err(_) if n > 0 => break,
-                    Err(_) => return Err(Errno::EINTR),
-                };
-                let b = if b == b'\r' { b'\n' } else { b };
-                buf[n] = b;
-                n += 1;
-                if b == b'\n' {
-                    break;
-                }
-            }
-            Ok(n)
-        }
+        // The console is read above; `/dev/tty` is resolved at open.
+        Device::Console | Device::Tty => Err(Errno::ENXIO),
     }
+}
+
+/// Was this console file opened as `/dev/tty` (job control applies)?
+fn via_tty(inode: &Inode) -> bool {
+    matches!(&*inode.lock(), Content::Device(Device::Tty))
 }
 
 /// What a write came to: bytes written, or a broken pipe (the caller's SIGPIPE + EPIPE).
@@ -257,10 +262,7 @@ pub fn write(file: &OpenFile, data: &[u8]) -> Result<Written, Errno> {
             Err(Ok(_)) => Ok(Written::BrokenPipe),
             Err(Err(e)) => Err(e),
         },
-        Kind::Device(Device::Console, _) => {
-            framework::console::write_bytes(data);
-            Ok(Written::Bytes(data.len()))
-        }
+        Kind::Device(Device::Console, i) => Ok(Written::Bytes(super::console::write(data, via_tty(i))?)),
         Kind::Device(_, _) => Ok(Written::Bytes(data.len())),
         Kind::Inode(i) => {
             let mut pos = file.pos.lock_uninterruptible();
@@ -290,7 +292,7 @@ pub fn pwrite(file: &OpenFile, data: &[u8], offset: u64) -> Result<usize, Errno>
 pub fn poll(file: &OpenFile) -> (bool, bool, bool, bool) {
     match &file.kind {
         Kind::Pipe(p) => p.poll(),
-        Kind::Device(Device::Console, _) => (framework::console::poll_input(), true, false, false),
+        Kind::Device(Device::Console, _) => (super::console::readable(), true, false, false),
         Kind::Device(_, _) | Kind::Inode(_) => (true, true, false, false),
     }
 }
@@ -313,6 +315,17 @@ pub fn open_kind(inode: &Arc<Inode>, flags: u32) -> Result<Kind, Errno> {
         Content::Device(d) => Some(*d),
         _ => None,
     };
+    if dev == Some(Device::Tty) {
+        // The controlling terminal, if the caller has one (the console is the only terminal
+        // a process can have so far).
+        let ctty = crate::sched::current().process.group.tty.load(Ordering::Acquire);
+        if ctty != crate::tty::CONSOLE {
+            return Err(Errno::ENXIO);
+        }
+        // The terminal, with `/dev/tty`'s inode (fstat shows 5:0, as Linux's): through it, reads
+        // and writes are subject to job control, which Linux skips for `/dev/console`.
+        return Ok(Kind::Device(Device::Console, inode.clone()));
+    }
     Ok(match dev {
         Some(d) => Kind::Device(d, inode.clone()),
         None => Kind::Inode(inode.clone()),

@@ -1,6 +1,8 @@
 //! Files: the VFS ([`vfs`]: one ramfs tree, Linux's path walk and errors), the initramfs that
-//! fills it at boot ([`initramfs`]), open files and fd tables ([`file`]), pipes ([`pipe`]).
+//! fills it at boot ([`initramfs`]), open files and fd tables ([`file`]), pipes ([`pipe`]), the
+//! console as a terminal ([`console`]).
 
+pub mod console;
 pub mod file;
 pub mod initramfs;
 pub mod pipe;
@@ -15,7 +17,7 @@ pub fn init_devices() {
         ("dev/null", 0o666, Device::Null),
         ("dev/zero", 0o666, Device::Zero),
         ("dev/console", 0o600, Device::Console),
-        ("dev/tty", 0o666, Device::Console),
+        ("dev/tty", 0o666, Device::Tty),
     ] {
         let _ = vfs::install(path, S_IFCHR | mode, Content::Device(dev));
     }

@@ -1,7 +1,8 @@
 //! Pipes for processes (Linux `fs/pipe.c`): 64 KiB of buffer (Linux's 16 pages), writes of at
 //! most [`PIPE_BUF`] bytes atomic, EOF once every write end is closed, EPIPE (and SIGPIPE, by
 //! the caller) once every read end is. Readers and writers sleep on the pipe's wait queue; a
-//! fatal signal ends the wait (EINTR, or the count moved so far). Every change also wakes
+//! signal ends the wait (ERESTARTSYS: EINTR or a restart, as the signal's handler says; or the
+//! count moved so far). Every change also wakes
 //! `sched::wait::POLL`, where `poll` and `select` sleep.
 
 use crate::sched::wait::WaitQueue;
@@ -100,7 +101,7 @@ impl PipeEnd {
                     let s = p.state.lock();
                     !s.buf.is_empty() || s.writers == 0
                 })
-                .map_err(|_| Errno::EINTR)?;
+                .map_err(|_| Errno::ERESTARTSYS)?;
         }
     }
 
@@ -135,7 +136,7 @@ impl PipeEnd {
                 s.readers == 0 || PIPE_CAPACITY - s.buf.len() >= need
             });
             if waited.is_err() {
-                return if done > 0 { Ok(done) } else { Err(Err(Errno::EINTR)) };
+                return if done > 0 { Ok(done) } else { Err(Err(Errno::ERESTARTSYS)) };
             }
         }
         Ok(done)

@@ -33,8 +33,10 @@ pub enum Device {
     Null,
     /// `/dev/zero` (1:5): reads give zeros, writes vanish.
     Zero,
-    /// `/dev/console` (5:1) and `/dev/tty` (5:0): COM1.
+    /// `/dev/console` (5:1): COM1, through the line discipline (`fs::console`).
     Console,
+    /// `/dev/tty` (5:0): the opener's controlling terminal (ENXIO without one).
+    Tty,
 }
 
 impl Device {
@@ -44,6 +46,7 @@ impl Device {
             Device::Null => (1 << 8) | 3,
             Device::Zero => (1 << 8) | 5,
             Device::Console => (5 << 8) | 1,
+            Device::Tty => 5 << 8,
         }
     }
 }

@@ -1,34 +1,42 @@
-//! User processes: a kernel task that runs a user thread through `framework::user`
-//! ([`run_loaded`]), with its memory ([`mm`]) loaded from an ELF file ([`exec`]), its open
-//! files, working directory and children ([`Process`]), and its system calls dispatched by
-//! `crate::syscall`.
+//! User processes and their threads. A thread is a kernel task that runs user code through
+//! `framework::user` ([`run_thread`]); its [`Thread`] holds what it shares with others by
+//! `clone` flags — its memory ([`mm`], CLONE_VM), fd table (CLONE_FILES), directory and umask
+//! (CLONE_FS), signal dispositions (CLONE_SIGHAND) — and what is its own (its signal queue,
+//! alternate stack, `clear_child_tid`, robust list). The threads of one process (CLONE_THREAD)
+//! share a [`Process`]: its limits, children, parent, the signals sent to it, and the count of
+//! its live threads; the scheduler's `ThreadGroup` holds their process group, session, tty and
+//! the signal bits.
 //!
 //! **Life.** The first process is started by the kernel ([`spawn`]: the shell's `exec`, the
-//! `sh=` boot option); the rest by `fork` ([`fork`]), which copies the address space
-//! copy-on-write and the fd table. A process ends by `exit`, or by a fatal signal, which the run
-//! loop takes on its way back to user mode ([`user_event_pending`] brings a thread back from
-//! user mode for it): the whole life of a process runs in a `DeferFatal` section, so nothing ends
-//! the task in place, and its memory and files are freed as it returns. Its parent learns its
-//! wait status through their shared [`Family`] (`wait4`).
-//!
-//! **Signals, so far.** Dispositions are recorded (`rt_sigaction`), blocked masks kept
-//! (`rt_sigprocmask`); a signal whose default action terminates ends the process unless it is
-//! ignored or blocked (SIGKILL always ends it). Handlers are not run yet (user space II).
+//! `sh=` boot option); the rest by `clone` ([`clone`]: `fork`, `vfork`, `pthread_create`).
+//! A thread ends by `exit` (that thread), `exit_group` or a fatal signal (every thread of the
+//! process: the group exit, [`signal`]). Its end runs in its own task, on its way out of
+//! [`run_thread`] (the whole life of a thread runs in a `DeferFatal` section, so nothing ends
+//! the task in place): `clear_child_tid` is cleared and woken, the robust list walked, its
+//! references to the shared parts dropped (the last one closes the files and frees the memory).
+//! The first thread (whose tid is the pid) ends last: it waits for the others, then records
+//! the wait status in its parent's [`Family`] and sends the parent SIGCHLD
+//! ([`signal::notify_parent`]).
 
 pub mod exec;
+pub mod futex;
 pub mod mm;
+pub mod signal;
 
 use crate::fs::file::FdTable;
 use crate::fs::vfs::Inode;
-use crate::sched::task::{SpawnOptions, Tid};
+use crate::sched::process::ThreadGroup;
+use crate::sched::task::{SpawnOptions, Task, Tid};
 use crate::sched::wait::{Mutex, WaitQueue};
+use crate::sync::IrqLock;
 use alloc::string::String;
-use alloc::sync::Arc;
+use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use cadence_abi::errno::Errno;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use cadence_abi::signal::{AltStack, SigInfo, SS_DISABLE};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use framework::task::Switchable;
-use framework::user::{self, FxArea, ReturnReason, UserContext};
+use framework::user::{self, ReturnReason, UserContext};
 
 /// One signal's disposition as `rt_sigaction` stores it (handler, flags, restorer, mask).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -39,89 +47,231 @@ pub struct SigAction {
     pub flags: u64,
     /// `sa_restorer`.
     pub restorer: u64,
-    /// `sa_mask`.
+    /// `sa_mask` (the kernel's encoding: bit n - 1 for signal n).
     pub mask: u64,
 }
 
+/// `SIG_DFL`.
+pub const SIG_DFL: u64 = 0;
 /// `SIG_IGN`.
 pub const SIG_IGN: u64 = 1;
+
+/// Signal dispositions, by signal number (0 unused): shared by CLONE_SIGHAND.
+pub type SigHand = Mutex<[SigAction; 65]>;
+
+/// A process's directory and umask (Linux's `fs_struct`): shared by CLONE_FS.
+pub struct FsInfo {
+    /// The working directory.
+    pub cwd: Mutex<Arc<Inode>>,
+    /// `umask`.
+    pub umask: AtomicU32,
+}
+
+/// What a child's parent has not yet been told, or may still collect.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ChildState {
+    /// Its wait status once it ended (Linux's encoding: `code << 8`, or the signal).
+    pub exit: Option<i32>,
+    /// A stop not yet reported to `wait4(WUNTRACED)`: the stop signal.
+    pub stopped: Option<u32>,
+    /// A continue not yet reported to `wait4(WCONTINUED)`.
+    pub continued: bool,
+}
 
 /// A child as its parent's `wait4` sees it.
 pub struct ChildRecord {
     /// Its pid.
     pub pid: AtomicU32,
-    /// Its process group (for `wait4(-pgid)` and `wait4(0)`).
-    pub pgid: AtomicU32,
-    /// Its wait status once it ended (Linux's encoding: `code << 8`, or the signal).
-    pub status: crate::sync::IrqLock<Option<i32>>,
+    /// Its thread group (for its current process group: `wait4(0)`, `wait4(-pgid)`).
+    pub group: spin::Once<Arc<ThreadGroup>>,
+    /// What is there to collect.
+    pub state: IrqLock<ChildState>,
+    /// A clone child (exit signal other than SIGCHLD; `__WCLONE`).
+    pub clone_child: bool,
+}
+
+impl ChildRecord {
+    /// Its process group now.
+    pub fn pgid(&self) -> Tid {
+        self.group.get().map_or(0, |g| g.pgid.load(Ordering::Relaxed))
+    }
 }
 
 /// A process's children and the queue its `wait4` sleeps on.
 pub struct Family {
     /// Children not yet reaped.
     pub children: Mutex<Vec<Arc<ChildRecord>>>,
-    /// Woken when a child ends.
-    pub exited: WaitQueue,
+    /// Woken when a child ends, stops or continues.
+    pub changed: WaitQueue,
 }
 
 impl Default for Family {
     fn default() -> Self {
-        Family { children: Mutex::new(Vec::new()), exited: WaitQueue::new() }
+        Family { children: Mutex::new(Vec::new()), changed: WaitQueue::new() }
     }
 }
 
-/// A process (one thread today).
+/// Who to tell when a process stops, continues or ends.
+pub struct ParentLink {
+    /// The parent's pid.
+    pub pid: Tid,
+    /// The parent's family, where the child's record is.
+    pub family: Arc<Family>,
+    /// The child's record there.
+    pub record: Arc<ChildRecord>,
+    /// The parent's dispositions (SIGCHLD's SA_NOCLDSTOP, SA_NOCLDWAIT and SIG_IGN).
+    pub sighand: Weak<SigHand>,
+    /// The signal the parent gets at the end (SIGCHLD for `fork`; `clone`'s CSIGNAL).
+    pub exit_signal: u32,
+}
+
+/// What the threads of one process share (module doc).
 pub struct Process {
-    /// Its memory.
-    pub mm: Mutex<mm::Mm>,
-    /// Its open files.
-    pub files: Mutex<FdTable>,
-    /// Its working directory.
-    pub cwd: Mutex<Arc<Inode>>,
-    /// `umask`.
-    pub umask: AtomicU32,
-    /// `set_tid_address`'s pointer (cleared and woken at exit, once threads exist).
-    pub clear_child_tid: AtomicU64,
     /// Resource limits (soft, hard) by resource (RLIMIT_RTTIME lives in the task's watchdog);
     /// shared with [`limits_of`]'s registry, so `prlimit(pid)` reaches another process's.
     pub rlimits: Limits,
-    /// `prctl(PR_SET_NAME)`'s name (NUL-padded).
-    pub comm: Mutex<[u8; 16]>,
-    /// Signal dispositions, by signal number (0 unused).
-    pub sigactions: Mutex<[SigAction; 65]>,
     /// Its children.
     pub family: Arc<Family>,
-    /// Its own entry in its parent's family (None for a process the kernel started).
-    pub record: Option<(Arc<Family>, Arc<ChildRecord>)>,
+    /// Its parent (None for a process the kernel started).
+    pub parent: Option<ParentLink>,
+    /// Signals sent to the process, with their info (the scheduler's group holds the bits).
+    pub sigqueue: IrqLock<Vec<SigInfo>>,
+    /// Its user and group ids.
+    pub creds: Mutex<Creds>,
+    /// Threads that have not finished exiting.
+    pub live: AtomicU32,
+    /// Woken when `live` drops (the first thread waits there to end last; `execve` for the
+    /// other threads to go).
+    pub all_gone: WaitQueue,
+    /// The `exit` code of the thread that ended last by `exit` (the process's status if no
+    /// `exit_group` or signal ended it).
+    pub exit_code: AtomicI32,
+    /// Threads parked in a group stop.
+    pub stopped: AtomicU32,
+    /// The group stop under way was reported to the parent.
+    pub stop_reported: AtomicBool,
 }
 
-impl Process {
-    /// A process with `mm`, the console on fds 0–2, `/` as its directory, no parent.
-    pub fn new(mm: mm::Mm) -> Result<Process, Errno> {
-        let mut files = FdTable::default();
-        let console = crate::fs::vfs::lookup(&crate::fs::vfs::root(), "/dev/console", true)?;
-        let kind = crate::fs::file::open_kind(&console, crate::fs::file::O_RDWR)?;
-        let f = crate::fs::file::OpenFile::new(kind, crate::fs::file::O_RDWR);
-        for _ in 0..3 {
-            files.install(f.clone(), false)?;
-        }
-        Ok(Process {
-            mm: Mutex::new(mm),
-            files: Mutex::new(files),
-            cwd: Mutex::new(crate::fs::vfs::root()),
-            umask: AtomicU32::new(0o022),
-            clear_child_tid: AtomicU64::new(0),
-            rlimits: Arc::new(Mutex::new(crate::syscall::process::default_limits())),
-            comm: Mutex::new([0; 16]),
-            sigactions: Mutex::new([SigAction::default(); 65]),
-            family: Arc::new(Family::default()),
-            record: None,
-        })
-    }
+/// A process's credentials (Linux's `struct cred`): real, effective, saved and file-system
+/// user and group ids and the supplementary groups. Every process starts as root; the ids
+/// change by Linux's rules (`kernel/sys.c`), with "privileged" meaning effective uid 0
+/// (CAP_SETUID / CAP_SETGID). Cadence checks no file permissions: the ids are what programs
+/// are told, not a security boundary.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Creds {
+    /// Real, effective, saved, file-system user ids.
+    pub uid: [u32; 4],
+    /// Real, effective, saved, file-system group ids.
+    pub gid: [u32; 4],
+    /// Supplementary groups.
+    pub groups: Vec<u32>,
 }
 
 /// A process's resource limits, shared with the registry.
 pub type Limits = Arc<Mutex<[(u64, u64); 16]>>;
+
+/// A restart of an interrupted sleep (`restart_syscall`): the clock and absolute deadline.
+#[derive(Clone, Copy, Debug)]
+pub struct RestartBlock {
+    /// The clock (`CLOCK_*`).
+    pub clock: u32,
+    /// The absolute deadline on that clock, ns.
+    pub deadline_ns: u64,
+    /// Where the remaining time goes if a handler interrupts the restarted sleep (0: none).
+    pub rem: u64,
+}
+
+/// One thread of a process (module doc).
+pub struct Thread {
+    /// Its process.
+    pub process: Arc<Process>,
+    mm: IrqLock<Option<Arc<Mutex<mm::Mm>>>>,
+    files: IrqLock<Option<Arc<Mutex<FdTable>>>>,
+    /// Directory and umask.
+    pub fs: Arc<FsInfo>,
+    /// Signal dispositions.
+    pub sighand: Arc<SigHand>,
+    /// `set_tid_address` / CLONE_CHILD_CLEARTID: cleared and woken at the thread's end.
+    pub clear_child_tid: AtomicU64,
+    /// `set_robust_list`'s head (0: none).
+    pub robust_list: AtomicU64,
+    /// `sigaltstack`.
+    pub altstack: IrqLock<AltStack>,
+    /// Signals sent to this thread, with their info.
+    pub sigqueue: IrqLock<Vec<SigInfo>>,
+    /// `prctl(PR_SET_NAME)`'s name (NUL-padded).
+    pub comm: IrqLock<[u8; 16]>,
+    /// The mask to restore once a signal is handled (`rt_sigsuspend`, `ppoll`, `pselect6`:
+    /// Linux's `saved_sigmask`).
+    pub saved_mask: IrqLock<Option<u64>>,
+    /// What `restart_syscall` continues.
+    pub restart: IrqLock<Option<RestartBlock>>,
+    /// A `vfork` child's parent waits on this until the child execs or ends.
+    pub vfork_done: Option<Arc<Completion>>,
+}
+
+/// A one-shot event a task waits for.
+#[derive(Default)]
+pub struct Completion {
+    done: AtomicBool,
+    queue: WaitQueue,
+}
+
+impl Completion {
+    /// Marks it done and wakes the waiters.
+    pub fn complete(&self) {
+        self.done.store(true, Ordering::Release);
+        self.queue.wake_all();
+    }
+
+    /// Waits until it is done, or until the caller's process is ending (other signals stay
+    /// pending: Linux's killable wait of `vfork`).
+    pub fn wait_killable(&self) {
+        let me = crate::sched::current();
+        while !self.done.load(Ordering::Acquire) {
+            if me.process.group.exit_status().is_some() {
+                return;
+            }
+            if self.queue.wait_until_interruptible(|| self.done.load(Ordering::Acquire)).is_err() {
+                // Interrupted by a signal that does not end the process: keep waiting, with a
+                // short sleep so a signal that stays pending does not make this spin.
+                let _ = crate::sched::sleep_until_interruptible(crate::time::uptime_ns() + 1_000_000);
+            }
+        }
+    }
+}
+
+impl Thread {
+    /// The thread's memory (present from its start until its end).
+    pub fn mm(&self) -> Arc<Mutex<mm::Mm>> {
+        self.mm.lock().clone().expect("a running thread has its memory")
+    }
+
+    /// The thread's memory, if it has not ended.
+    pub fn mm_if_live(&self) -> Option<Arc<Mutex<mm::Mm>>> {
+        self.mm.lock().clone()
+    }
+
+    /// Replaces the thread's memory (`execve`); returns the old one.
+    pub fn set_mm(&self, mm: Arc<Mutex<mm::Mm>>) -> Option<Arc<Mutex<mm::Mm>>> {
+        self.mm.lock().replace(mm)
+    }
+
+    /// The thread's fd table.
+    pub fn files(&self) -> Arc<Mutex<FdTable>> {
+        self.files.lock().clone().expect("a running thread has its files")
+    }
+
+    /// The fds the process may use: its RLIMIT_NOFILE soft limit.
+    pub fn nofile(&self) -> usize {
+        (self.process.rlimits.lock_uninterruptible()[7].0 as usize).min(crate::fs::file::NR_OPEN)
+    }
+}
+
+/// The user thread `task` runs, if it is one.
+pub fn thread_of(task: &Task) -> Option<Arc<Thread>> {
+    task.process.user.get().and_then(|u| u.clone().downcast::<Thread>().ok())
+}
 
 /// Every live process's limits, by pid (`prlimit` of another process).
 static LIMITS: Mutex<alloc::collections::BTreeMap<Tid, Limits>> = Mutex::new(alloc::collections::BTreeMap::new());
@@ -129,14 +279,6 @@ static LIMITS: Mutex<alloc::collections::BTreeMap<Tid, Limits>> = Mutex::new(all
 /// The limits of live process `pid`.
 pub fn limits_of(pid: Tid) -> Option<Limits> {
     LIMITS.lock_uninterruptible().get(&pid).cloned()
-}
-
-/// How a thread's run ended.
-enum Exit {
-    /// `exit` / `exit_group` with this status.
-    Status(i32),
-    /// Killed by this signal.
-    Signal(i32),
 }
 
 /// Illegal instruction.
@@ -154,104 +296,18 @@ pub const SIGSEGV: i32 = 11;
 /// Broken pipe.
 pub const SIGPIPE: i32 = 13;
 
-/// Signals whose default action ends the process (Linux's `SIG_KERNEL_*` tables: terminate and
-/// core; not SIGCHLD, SIGCONT, SIGURG, SIGWINCH, nor the stop signals).
-pub const DEFAULT_FATAL: u64 = {
-    let mut m = 0u64;
-    let mut s = 1;
-    while s < 64 {
-        if crate::sched::signal::default_terminates(s) {
-            m |= 1 << s;
-        }
-        s += 1;
-    }
-    m
-};
-
-/// The signal a user exception raises (Linux `arch/x86/kernel/traps.c`).
-fn signal_of(vector: u8) -> i32 {
-    match vector {
-        0 | 16 | 19 => SIGFPE,
-        1 | 3 => SIGTRAP,
-        6 => SIGILL,
-        17 => SIGBUS,
-        _ => SIGSEGV,
-    }
-}
-
-/// Signals of the calling task that end it now: pending, not blocked (SIGKILL always),
-/// not ignored, fatal by default.
-fn deadly_pending(sig: &crate::sched::process::SignalState) -> u64 {
-    let p = sig.pending.load(Ordering::Acquire);
-    let blocked = sig.blocked.load(Ordering::Relaxed) & !(1 << SIGKILL);
-    p & !blocked & !sig.ignored.load(Ordering::Relaxed) & DEFAULT_FATAL
-}
-
-/// Has the running task a signal pending that ends it? The framework asks after an interrupt
-/// in user mode (interrupts off), whether the thread should come back to the kernel; `pause`
-/// asks in task context.
+/// Has the running task something to take in the kernel before it returns to user mode (a
+/// signal it does not block, its process's stop or end)? The framework asks after an
+/// interrupt in user mode (interrupts off).
 pub fn user_event_pending() -> bool {
-    crate::sched::signal::with_current(|t| deadly_pending(&t.process.signals) != 0).unwrap_or(false)
+    crate::sched::signal::with_current(|t| t.process.is_user() && crate::sched::signal::interrupted(t)).unwrap_or(false)
 }
 
-/// The signal that ends the calling process now, if any (ignored ones pending are dropped).
-fn fatal_signal() -> Option<i32> {
-    let me = crate::sched::current();
-    let s = &me.process.signals;
-    let ign = s.ignored.load(Ordering::Relaxed) & !(1 << SIGKILL);
-    s.pending.fetch_and(!ign, Ordering::AcqRel);
-    let d = deadly_pending(s);
-    (d != 0).then(|| if d & (1 << SIGKILL) != 0 { SIGKILL } else { d.trailing_zeros() as i32 })
-}
-
-/// Sends `sig` to the calling process (a broken pipe's SIGPIPE, a fault's signal).
+/// Sends `sig` to the calling thread (a broken pipe's SIGPIPE), as from itself (`SI_USER`).
 pub fn signal_self(sig: i32) {
     let me = crate::sched::current();
-    crate::sched::signal::send(&me, sig as u32);
-}
-
-/// Runs the thread until it exits.
-fn user_loop(proc: &Process, mut ctx: UserContext) -> Exit {
-    loop {
-        if let Some(sig) = fatal_signal() {
-            return Exit::Signal(sig);
-        }
-        match user::execute(&mut ctx) {
-            ReturnReason::Syscall => {
-                if let Some(status) = crate::syscall::dispatch(proc, &mut ctx) {
-                    return Exit::Status(status);
-                }
-            }
-            ReturnReason::Exception(e) if e.vector == 14 => {
-                let write = e.error & 2 != 0;
-                let fixed = proc.mm.lock_uninterruptible().fault(e.addr, write);
-                if let Err(err) = fixed {
-                    let sig = if err == Errno::ENOMEM { SIGBUS } else { SIGSEGV };
-                    crate::kprintln!(
-                        "cadence: pid {}: {} at {:#x} (rip {:#x}, {})",
-                        crate::sched::current().tid,
-                        signal_name(sig),
-                        e.addr,
-                        ctx.regs.rip,
-                        if write { "write" } else { "read" }
-                    );
-                    return Exit::Signal(sig);
-                }
-            }
-            ReturnReason::Exception(e) => {
-                let sig = signal_of(e.vector);
-                crate::kprintln!(
-                    "cadence: pid {}: {} (vector {}, rip {:#x})",
-                    crate::sched::current().tid,
-                    signal_name(sig),
-                    e.vector,
-                    ctx.regs.rip
-                );
-                return Exit::Signal(sig);
-            }
-            ReturnReason::Interrupted => {}
-        }
-    }
+    let info = SigInfo::kill(sig as u32, cadence_abi::signal::code::SI_USER, me.process.tgid);
+    let _ = signal::send(&me, sig as u32, info, false, false);
 }
 
 /// The shell's name for a signal's death (bash's `strsignal` words).
@@ -266,67 +322,206 @@ pub fn signal_name(sig: i32) -> &'static str {
         SIGBUS => "Bus error",
         SIGFPE => "Floating point exception",
         SIGKILL => "Killed",
+        10 => "User defined signal 1",
         SIGSEGV => "Segmentation fault",
+        12 => "User defined signal 2",
         SIGPIPE => "Broken pipe",
         14 => "Alarm clock",
         15 => "Terminated",
+        24 => "CPU time limit exceeded",
         _ => "Killed by a signal",
     }
 }
 
-/// Runs `proc` with `ctx` in the calling task (which becomes its thread) until it ends; its
-/// wait status as a shell reports it (the exit status, or 128 + the signal that killed it). The
-/// caller holds a `DeferFatal` for the task's life (module doc).
-fn run_process(proc: Process, ctx: UserContext) -> i32 {
-    let me = crate::sched::current();
-    me.task_context().enable_user();
-    me.task_context().set_vm_space(Some(proc.mm.lock_uninterruptible().space.clone()));
-    LIMITS.lock_uninterruptible().insert(me.tid, proc.rlimits.clone());
-    let exit = user_loop(&proc, ctx);
-    LIMITS.lock_uninterruptible().remove(&me.tid);
-    // The space goes before the process's memory: no CPU has it loaded when it is freed.
-    me.task_context().set_vm_space(None);
-    let (shell_status, wait_status) = match exit {
-        Exit::Status(s) => (s & 0xff, (s & 0xff) << 8),
-        Exit::Signal(sig) => (128 + sig, sig),
-    };
-    // Files first (a pipe's last writer closing gives its reader EOF), then the memory; then
-    // the parent hears of it.
-    let files = proc.files.lock_uninterruptible().take_all();
-    drop(files);
-    let record = proc.record.clone();
-    drop(proc);
-    me.process.exited.store(true, Ordering::Release);
-    if let Some((parent, rec)) = record {
-        *rec.status.lock() = Some(wait_status);
-        parent.exited.wake_all();
-    }
-    shell_status
+/// How a thread's run ended.
+enum ThreadEnd {
+    /// `exit(code)`: this thread alone.
+    Exit(i32),
+    /// The process is ending (its status is in the group).
+    Group,
 }
 
-/// [`run_process`] for a freshly loaded program without a parent process (the kernel's).
+/// Runs the thread until it ends.
+fn thread_loop(t: &Thread, mut ctx: UserContext) -> ThreadEnd {
+    let mut syscall: Option<u64> = None;
+    loop {
+        if signal::before_user(t, &mut ctx, syscall.take()) {
+            return ThreadEnd::Group;
+        }
+        match user::execute(&mut ctx) {
+            ReturnReason::Syscall => {
+                let nr = ctx.regs.rax;
+                match crate::syscall::dispatch(t, &mut ctx) {
+                    crate::syscall::After::Return => syscall = Some(nr),
+                    crate::syscall::After::Restored => {}
+                    crate::syscall::After::ExitThread(code) => return ThreadEnd::Exit(code),
+                    crate::syscall::After::ExitGroup(code) => {
+                        signal::group_exit(code << 8);
+                        return ThreadEnd::Group;
+                    }
+                }
+            }
+            ReturnReason::Exception(e) if e.vector == 14 => {
+                let write = e.error & 2 != 0;
+                let fixed = t.mm().lock_uninterruptible().fault(e.addr, write);
+                if let Err(err) = fixed {
+                    let sig = if err == Errno::ENOMEM { SIGBUS } else { SIGSEGV };
+                    signal::force_fault(t, &ctx, sig as u32, e.addr, e.vector, e.error);
+                }
+            }
+            ReturnReason::Exception(e) => {
+                let sig = signal::signal_of(e.vector);
+                signal::force_fault(t, &ctx, sig as u32, 0, e.vector, e.error);
+            }
+            ReturnReason::Interrupted => {}
+        }
+    }
+}
+
+/// Runs thread `t` with `ctx` in the calling task (which it was spawned for, or which becomes
+/// it) until it ends, then does the thread's end (module doc). Returns the process's status as
+/// a shell reports it (the exit status, or 128 + the signal that killed it); a thread that is
+/// not the process's last returns 0. The caller holds a `DeferFatal` for the task's life.
+fn run_thread(t: Arc<Thread>, ctx: UserContext) -> i32 {
+    let me = crate::sched::current();
+    me.process.user.call_once(|| t.clone());
+    me.task_context().enable_user();
+    me.task_context().set_vm_space(Some(t.mm().lock_uninterruptible().space.clone()));
+    let end = thread_loop(&t, ctx);
+    let leader = me.tid == me.process.tgid;
+    // This thread's own end: a vfork parent resumes; pthread_join's futex; robust mutexes.
+    if let Some(v) = &t.vfork_done {
+        v.complete();
+    }
+    futex::exit_robust_list(&t);
+    let ctid = t.clear_child_tid.swap(0, Ordering::AcqRel);
+    if ctid != 0 && ctid.is_multiple_of(4) {
+        let mm = t.mm();
+        if mm.lock_uninterruptible().write(ctid, &0u32.to_le_bytes()).is_ok() {
+            let _ = futex::wake(&mm, ctid, false, 1, futex::BITSET_ANY);
+        }
+    }
+    // The shared parts: the last reference closes the files (a pipe's last writer gives its
+    // reader EOF), then frees the memory. The space goes before the memory: no CPU has it
+    // loaded when it is freed.
+    let files = t.files.lock().take();
+    drop(files);
+    me.task_context().set_vm_space(None);
+    let mm = t.mm.lock().take();
+    drop(mm);
+    let process = t.process.clone();
+    if let ThreadEnd::Exit(code) = end {
+        process.exit_code.store(code, Ordering::Release);
+    }
+    process.live.fetch_sub(1, Ordering::AcqRel);
+    // The first thread waits for the count to reach 0, an `execve` for it to reach 1.
+    process.all_gone.wake_all();
+    if !leader {
+        return 0;
+    }
+    // The first thread ends last (its tid is the pid the parent waits for).
+    process.all_gone.wait_until_uninterruptible(|| process.live.load(Ordering::Acquire) == 0);
+    let group = &me.process.group;
+    // Ended by `exit_group` or a signal: that status; else the last thread's `exit` code.
+    let wait_status = group.exit_status().unwrap_or((process.exit_code.load(Ordering::Acquire) & 0xff) << 8);
+    LIMITS.lock_uninterruptible().remove(&me.tid);
+    group.exited.store(true, Ordering::Release);
+    signal::notify_parent_exit(&process, me.tid, wait_status);
+    if wait_status & 0x7f != 0 {
+        128 + (wait_status & 0x7f)
+    } else {
+        (wait_status >> 8) & 0xff
+    }
+}
+
+/// [`run_thread`] for a freshly loaded program without a parent process (the kernel's), in
+/// the calling task.
 pub fn run_loaded(mm: mm::Mm, ctx: UserContext) -> i32 {
-    match Process::new(mm) {
-        Ok(p) => run_process(p, ctx),
+    match new_process(mm) {
+        Ok(t) => {
+            LIMITS.lock_uninterruptible().insert(crate::sched::current().tid, t.process.rlimits.clone());
+            run_thread(t, ctx)
+        }
         Err(e) => 128 + e.code(),
     }
+}
+
+/// Dispositions as a new process has them (every signal SIG_DFL), and the scheduler's
+/// ignored set that goes with them: the signals whose default action is to ignore.
+fn default_ignored() -> u64 {
+    (1..=64u32)
+        .filter(|&s| {
+            s != 19
+                && matches!(
+                    cadence_abi::signal::default_action(s),
+                    cadence_abi::signal::DefaultAction::Ignore | cadence_abi::signal::DefaultAction::Continue
+                )
+        })
+        .fold(0, |m, s| m | cadence_abi::signal::sigbit(s))
+}
+
+/// A thread of a new process with `mm`, the console on fds 0–2, `/` as its directory, no
+/// parent.
+fn new_process(mm: mm::Mm) -> Result<Arc<Thread>, Errno> {
+    let mut files = FdTable::default();
+    let console = crate::fs::vfs::lookup(&crate::fs::vfs::root(), "/dev/console", true)?;
+    let kind = crate::fs::file::open_kind(&console, crate::fs::file::O_RDWR)?;
+    let f = crate::fs::file::OpenFile::new(kind, crate::fs::file::O_RDWR);
+    for _ in 0..3 {
+        files.install(f.clone(), false, crate::fs::file::NOFILE)?;
+    }
+    let process = Arc::new(Process {
+        rlimits: Arc::new(Mutex::new(crate::syscall::process::default_limits())),
+        family: Arc::new(Family::default()),
+        parent: None,
+        sigqueue: IrqLock::new(Vec::new()),
+        creds: Mutex::new(Creds::default()),
+        live: AtomicU32::new(1),
+        all_gone: WaitQueue::new(),
+        exit_code: AtomicI32::new(0),
+        stopped: AtomicU32::new(0),
+        stop_reported: AtomicBool::new(false),
+    });
+    crate::sched::current().process.group.ignored.store(default_ignored(), Ordering::Relaxed);
+    Ok(Arc::new(Thread {
+        process,
+        mm: IrqLock::new(Some(Arc::new(Mutex::new(mm)))),
+        files: IrqLock::new(Some(Arc::new(Mutex::new(files)))),
+        fs: Arc::new(FsInfo { cwd: Mutex::new(crate::fs::vfs::root()), umask: AtomicU32::new(0o022) }),
+        sighand: Arc::new(Mutex::new([SigAction::default(); 65])),
+        clear_child_tid: AtomicU64::new(0),
+        robust_list: AtomicU64::new(0),
+        altstack: IrqLock::new(AltStack { sp: 0, flags: SS_DISABLE, size: 0 }),
+        sigqueue: IrqLock::new(Vec::new()),
+        comm: IrqLock::new([0; 16]),
+        saved_mask: IrqLock::new(None),
+        restart: IrqLock::new(None),
+        vfork_done: None,
+    }))
 }
 
 /// Starts `path` as a process the kernel owns with `argv` (Linux's default environment for
 /// init), waits for it, and returns its status as a shell reports it: the exit status, or 128 +
 /// the signal that killed it.
 pub fn spawn(path: &str, argv: Vec<String>) -> Result<i32, Errno> {
-    spawn_as(path, argv, false)
+    spawn_as(path, argv, false, false)
 }
 
 /// [`spawn`] in a new session (`setsid` first: its own process group and, in session
 /// autogroup mode, its own autogroup), as the first process of a boot (`sh=`, the console's
 /// `/bin/sh`).
 pub fn spawn_session(path: &str, argv: Vec<String>) -> Result<i32, Errno> {
-    spawn_as(path, argv, true)
+    spawn_as(path, argv, true, false)
 }
 
-fn spawn_as(path: &str, argv: Vec<String>, session: bool) -> Result<i32, Errno> {
+/// [`spawn_session`] with the console as the session's controlling terminal and the process
+/// in its foreground (the interactive shell `make run` starts, as a `getty` login would: job
+/// control works, ^C reaches the foreground job).
+pub fn spawn_console_session(path: &str, argv: Vec<String>) -> Result<i32, Errno> {
+    spawn_as(path, argv, true, true)
+}
+
+fn spawn_as(path: &str, argv: Vec<String>, session: bool, ctty: bool) -> Result<i32, Errno> {
     let path = String::from(path);
     let load_error = Arc::new(Mutex::new(None::<Errno>));
     let err_slot = load_error.clone();
@@ -336,6 +531,9 @@ fn spawn_as(path: &str, argv: Vec<String>, session: bool) -> Result<i32, Errno> 
         let _defer = crate::sched::signal::DeferFatal::new();
         if session {
             let _ = crate::tty::setsid();
+        }
+        if ctty {
+            let _ = crate::tty::set_controlling(crate::tty::CONSOLE, false);
         }
         let argv_bytes: Vec<&[u8]> = argv.iter().map(|a| a.as_bytes()).collect();
         let envp: [&[u8]; 3] = [b"HOME=/", b"PATH=/sbin:/usr/sbin:/bin:/usr/bin", b"TERM=linux"];
@@ -356,69 +554,219 @@ fn spawn_as(path: &str, argv: Vec<String>, session: bool) -> Result<i32, Errno> 
     Ok(status)
 }
 
-/// What `clone` flags ask the child to do with its tid.
-#[derive(Clone, Copy, Default)]
-pub struct TidRequests {
-    /// CLONE_CHILD_SETTID: store the tid here in the child's memory.
-    pub child_settid: Option<u64>,
-    /// CLONE_CHILD_CLEARTID: the child's `clear_child_tid`.
-    pub child_cleartid: Option<u64>,
+/// `clone` flags.
+pub mod flags {
+    /// The exit signal's bits.
+    pub const CSIGNAL: u64 = 0xff;
+    /// Share the memory.
+    pub const CLONE_VM: u64 = 0x100;
+    /// Share the directory and umask.
+    pub const CLONE_FS: u64 = 0x200;
+    /// Share the fd table.
+    pub const CLONE_FILES: u64 = 0x400;
+    /// Share the dispositions.
+    pub const CLONE_SIGHAND: u64 = 0x800;
+    /// A pidfd (not supported).
+    pub const CLONE_PIDFD: u64 = 0x1000;
+    /// Traced (ignored: no ptrace).
+    pub const CLONE_PTRACE: u64 = 0x2000;
+    /// The parent waits until the child execs or ends.
+    pub const CLONE_VFORK: u64 = 0x4000;
+    /// The child's parent is the caller's parent.
+    pub const CLONE_PARENT: u64 = 0x8000;
+    /// A thread of the caller's process.
+    pub const CLONE_THREAD: u64 = 0x1_0000;
+    /// A new mount namespace.
+    pub const CLONE_NEWNS: u64 = 0x2_0000;
+    /// Share System V semaphore undo lists (accepted: Cadence has no SysV semaphores).
+    pub const CLONE_SYSVSEM: u64 = 0x4_0000;
+    /// Set the child's TLS (FS base).
+    pub const CLONE_SETTLS: u64 = 0x8_0000;
+    /// Store the child's tid at `parent_tid` in the parent's memory.
+    pub const CLONE_PARENT_SETTID: u64 = 0x10_0000;
+    /// Clear (and futex-wake) `child_tid` at the child's end.
+    pub const CLONE_CHILD_CLEARTID: u64 = 0x20_0000;
+    /// Ignored by Linux.
+    pub const CLONE_DETACHED: u64 = 0x40_0000;
+    /// Ignored (no ptrace).
+    pub const CLONE_UNTRACED: u64 = 0x80_0000;
+    /// Store the child's tid at `child_tid` in the child's memory.
+    pub const CLONE_CHILD_SETTID: u64 = 0x100_0000;
+    /// Namespaces and cgroups (not supported: a Linux built without them answers EINVAL).
+    pub const NAMESPACES: u64 = 0x0200_0000 | 0x0400_0000 | 0x0800_0000 | 0x1000_0000 | 0x2000_0000 | 0x4000_0000 | CLONE_NEWNS;
+    /// `CLONE_IO` (accepted).
+    pub const CLONE_IO: u64 = 0x8000_0000;
 }
 
-/// `fork`: a child process with a copy-on-write copy of the caller's memory, a copy of its fd
-/// table (sharing the open files), its directory, umask, dispositions and mask, resuming at
-/// the caller's registers with RAX = 0 (and RSP = `stack` if non-zero). Returns the child's
-/// pid.
-pub fn fork(parent: &Process, ctx: &UserContext, stack: u64, tids: TidRequests) -> Result<Tid, Errno> {
-    let mm = parent.mm.lock_uninterruptible().fork()?;
-    let files = parent.files.lock_uninterruptible().clone();
-    let cwd = parent.cwd.lock_uninterruptible().clone();
-    let sigactions = *parent.sigactions.lock_uninterruptible();
+/// What `clone` asks.
+#[derive(Clone, Copy, Default, Debug)]
+pub struct CloneArgs {
+    /// `CLONE_*` and the exit signal.
+    pub flags: u64,
+    /// The child's stack pointer (0: the caller's).
+    pub stack: u64,
+    /// CLONE_PARENT_SETTID's address.
+    pub parent_tid: u64,
+    /// CLONE_CHILD_SETTID / CLEARTID's address.
+    pub child_tid: u64,
+    /// CLONE_SETTLS's FS base.
+    pub tls: u64,
+}
+
+/// `clone` (and `fork`, `vfork`): a new thread of the caller's process (CLONE_THREAD) or a
+/// new process, sharing what the flags say and copying the rest (memory copy-on-write),
+/// resuming at the caller's registers with RAX = 0 (RSP = `stack` if non-zero), its FPU state
+/// and FS base (or CLONE_SETTLS's). Returns the child's tid. EINVAL for inconsistent or
+/// unsupported flags (namespaces, pidfds), EAGAIN if no task can be made.
+pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid, Errno> {
+    use flags::*;
+    let f = args.flags;
+    if f & (CLONE_THREAD | CLONE_SIGHAND) != 0 && f & CLONE_SIGHAND == 0
+        || f & CLONE_SIGHAND != 0 && f & CLONE_VM == 0
+        || f & (CLONE_PIDFD | CLONE_PARENT) != 0
+    {
+        return Err(Errno::EINVAL);
+    }
+    let thread = f & CLONE_THREAD != 0;
+    if f & NAMESPACES != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if (f & CSIGNAL) > 64 {
+        return Err(Errno::EINVAL);
+    }
+    if f & CLONE_SETTLS != 0 && args.tls >= crate::mm::vm::USER_END {
+        return Err(Errno::EPERM);
+    }
     let me = crate::sched::current();
-    let (blocked, ignored) = (me.process.signals.blocked.load(Ordering::Relaxed), me.process.signals.ignored.load(Ordering::Relaxed));
-    let record = Arc::new(ChildRecord {
-        pid: AtomicU32::new(0),
-        pgid: AtomicU32::new(me.process.pgid.load(Ordering::Relaxed)),
-        status: crate::sync::IrqLock::new(None),
-    });
-    let child = Process {
-        mm: Mutex::new(mm),
-        files: Mutex::new(files),
-        cwd: Mutex::new(cwd),
-        umask: AtomicU32::new(parent.umask.load(Ordering::Relaxed)),
-        clear_child_tid: AtomicU64::new(tids.child_cleartid.unwrap_or(0)),
-        rlimits: Arc::new(Mutex::new(*parent.rlimits.lock_uninterruptible())),
-        comm: Mutex::new(*parent.comm.lock_uninterruptible()),
-        sigactions: Mutex::new(sigactions),
-        family: Arc::new(Family::default()),
-        record: Some((parent.family.clone(), record.clone())),
+    let mm = if f & CLONE_VM != 0 { parent.mm() } else { Arc::new(Mutex::new(parent.mm().lock_uninterruptible().fork()?)) };
+    let files = if f & CLONE_FILES != 0 { parent.files() } else { Arc::new(Mutex::new(parent.files().lock_uninterruptible().clone())) };
+    let fs = if f & CLONE_FS != 0 {
+        parent.fs.clone()
+    } else {
+        Arc::new(FsInfo {
+            cwd: Mutex::new(parent.fs.cwd.lock_uninterruptible().clone()),
+            umask: AtomicU32::new(parent.fs.umask.load(Ordering::Relaxed)),
+        })
     };
+    let sighand =
+        if f & CLONE_SIGHAND != 0 { parent.sighand.clone() } else { Arc::new(Mutex::new(*parent.sighand.lock_uninterruptible())) };
+    let record = (!thread).then(|| {
+        Arc::new(ChildRecord {
+            pid: AtomicU32::new(0),
+            group: spin::Once::new(),
+            state: IrqLock::new(ChildState::default()),
+            clone_child: (f & CSIGNAL) as u32 != crate::sched::signal::SIGCHLD,
+        })
+    });
+    let process = if thread {
+        parent.process.live.fetch_add(1, Ordering::AcqRel);
+        parent.process.clone()
+    } else {
+        Arc::new(Process {
+            rlimits: Arc::new(Mutex::new(*parent.process.rlimits.lock_uninterruptible())),
+            family: Arc::new(Family::default()),
+            parent: Some(ParentLink {
+                pid: me.process.tgid,
+                family: parent.process.family.clone(),
+                record: record.clone().expect("a process has a record"),
+                sighand: Arc::downgrade(&parent.sighand),
+                exit_signal: (f & CSIGNAL) as u32,
+            }),
+            sigqueue: IrqLock::new(Vec::new()),
+            creds: Mutex::new(parent.process.creds.lock_uninterruptible().clone()),
+            live: AtomicU32::new(1),
+            all_gone: WaitQueue::new(),
+            exit_code: AtomicI32::new(0),
+            stopped: AtomicU32::new(0),
+            stop_reported: AtomicBool::new(false),
+        })
+    };
+    let vfork_done = (f & CLONE_VFORK != 0).then(|| Arc::new(Completion::default()));
+    // A thread with a stack of its own has no alternate stack (Linux: CLONE_VM without vfork).
+    let altstack =
+        if f & CLONE_VM != 0 && f & CLONE_VFORK == 0 { AltStack { sp: 0, flags: SS_DISABLE, size: 0 } } else { *parent.altstack.lock() };
+    let child = Arc::new(Thread {
+        process: process.clone(),
+        mm: IrqLock::new(Some(mm.clone())),
+        files: IrqLock::new(Some(files)),
+        fs,
+        sighand,
+        clear_child_tid: AtomicU64::new(if f & CLONE_CHILD_CLEARTID != 0 { args.child_tid } else { 0 }),
+        robust_list: AtomicU64::new(0),
+        altstack: IrqLock::new(altstack),
+        sigqueue: IrqLock::new(Vec::new()),
+        comm: IrqLock::new(*parent.comm.lock()),
+        saved_mask: IrqLock::new(None),
+        restart: IrqLock::new(None),
+        vfork_done: vfork_done.clone(),
+    });
     let mut regs = *ctx;
     regs.regs.rax = 0;
-    if stack != 0 {
-        regs.regs.rsp = stack;
+    if args.stack != 0 {
+        regs.regs.rsp = args.stack;
     }
-    let fx: FxArea = user::fpu_snapshot();
-    let fs = user::fs_base();
-    let rec = record.clone();
+    let fx = user::fpu_snapshot();
+    let fs_base = if f & CLONE_SETTLS != 0 { args.tls } else { user::fs_base() };
+    let blocked = me.process.signals.blocked.load(Ordering::Relaxed);
+    let ignored = me.process.group.ignored.load(Ordering::Relaxed);
+    // The child's tid is known before it exists, so that CLONE_PARENT_SETTID is written
+    // before the child can run (and, with shared memory, end and clear it: `pthread_join`
+    // reads it as soon as `pthread_create` returns), as Linux does. A bad address is not an
+    // error of clone's.
+    let tid = crate::sched::task::reserve_tid();
+    if f & CLONE_PARENT_SETTID != 0 {
+        let _ = parent.mm().lock_uninterruptible().write(args.parent_tid, &tid.to_le_bytes());
+    }
+    let child_settid = (f & CLONE_CHILD_SETTID != 0).then_some(args.child_tid);
+    if let Some(r) = &record {
+        // Listed before the child can end, so an end never misses its record.
+        parent.process.family.children.lock_uninterruptible().push(r.clone());
+    }
     let name: String = me.name.clone();
-    let task = crate::sched::spawn(SpawnOptions::new(&name).detached(), move || {
+    let mut opts = SpawnOptions::new(&name).detached().user(child.clone()).with_tid(tid);
+    if thread {
+        opts = opts.thread();
+    }
+    let body_thread = child.clone();
+    let task = crate::sched::spawn(opts, move || {
         let _defer = crate::sched::signal::DeferFatal::new();
         let me = crate::sched::current();
-        rec.pid.store(me.tid, Ordering::Release);
         me.process.signals.blocked.store(blocked, Ordering::Relaxed);
-        me.process.signals.ignored.store(ignored, Ordering::Relaxed);
+        if !thread {
+            if let Some(r) = &body_thread.process.parent {
+                r.record.pid.store(me.tid, Ordering::Release);
+                r.record.group.call_once(|| me.process.group.clone());
+            }
+            me.process.group.ignored.store(ignored, Ordering::Relaxed);
+            LIMITS.lock_uninterruptible().insert(me.tid, body_thread.process.rlimits.clone());
+        }
         me.task_context().enable_user();
         user::set_fpu(&fx);
-        let _ = user::set_fs_base(fs);
-        if let Some(at) = tids.child_settid {
-            let _ = child.mm.lock_uninterruptible().write(at, &me.tid.to_le_bytes());
+        let _ = user::set_fs_base(fs_base);
+        if let Some(at) = child_settid {
+            let _ = body_thread.mm().lock_uninterruptible().write(at, &me.tid.to_le_bytes());
         }
-        run_process(child, regs)
-    })
-    .map_err(|_| Errno::EAGAIN)?;
-    record.pid.store(task.tid, Ordering::Release);
-    parent.family.children.lock_uninterruptible().push(record);
+        run_thread(body_thread, regs)
+    });
+    let task = match task {
+        Ok(t) => t,
+        Err(_) => {
+            if thread {
+                parent.process.live.fetch_sub(1, Ordering::AcqRel);
+            }
+            if let Some(r) = &record {
+                parent.process.family.children.lock_uninterruptible().retain(|c| !Arc::ptr_eq(c, r));
+            }
+            return Err(Errno::EAGAIN);
+        }
+    };
+    if let Some(r) = record {
+        r.pid.store(task.tid, Ordering::Release);
+        r.group.call_once(|| task.process.group.clone());
+    }
+    if let Some(v) = vfork_done {
+        v.wait_killable();
+    }
     Ok(task.tid)
 }
 

@@ -446,7 +446,7 @@ pub fn prctl(cmd: u64, pid: u64, pidtype: u64, uaddr: u64) -> Result<u64, Errno>
             .map(|t| policy::TaskInfo {
                 tid: t.tid as i32,
                 tgid: t.process.tgid as i32,
-                pgid: t.process.pgid.load(Ordering::Relaxed) as i32,
+                pgid: t.process.group.pgid.load(Ordering::Relaxed) as i32,
                 cookie: logical_cookie(t),
             })
             .collect();

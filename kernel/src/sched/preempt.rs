@@ -124,7 +124,7 @@ pub fn sleep_until_interruptible(deadline_ns: u64) -> Result<(), Interrupted> {
     let me = current();
     while crate::time::uptime_ns() < deadline_ns {
         me.set_state(TaskState::Sleeping);
-        if signal::fatal_pending(&me) {
+        if signal::interrupted(&me) {
             me.set_state(TaskState::Running);
             return Err(Interrupted);
         }

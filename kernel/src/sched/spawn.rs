@@ -83,7 +83,6 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Re
     }
     autogroup::inherit(&task, &parent);
     coresched::fork(&task, &parent);
-    task.process.tty.store(parent.process.tty.load(Ordering::Acquire), Ordering::Release);
     task::init_context(&task, task_start);
     {
         let p = task.params.lock();
@@ -200,6 +199,7 @@ pub(super) fn task_dead(task: Arc<Task>) {
     if let Some(notify) = EXIT_NOTIFIER.get() {
         notify(&task);
     }
+    task.process.group.leave(task.tid);
     drop(task.take_stack());
     task.released.store(true, Ordering::Release);
     if task.detached.load(Ordering::Acquire) {

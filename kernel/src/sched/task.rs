@@ -11,7 +11,7 @@
 //! `reset_on_fork` is set. Accounting follows Linux schedstat: `sum_exec_runtime`, run-queue
 //! wait time (sum, max, count) and voluntary / involuntary context switches.
 
-use super::process::ProcIdentity;
+use super::process::{ProcIdentity, ThreadGroup};
 use super::SeKey;
 use crate::mm::stack::KernelStack;
 use crate::sync::IrqLock;
@@ -354,6 +354,11 @@ pub fn policy_name(p: Policy) -> &'static str {
 static TASKS: IrqLock<ArenaMap<Tid, Arc<Task>>> = IrqLock::new(ArenaMap::new());
 static NEXT_TID: AtomicU32 = AtomicU32::new(1);
 
+/// A tid no task has had (for [`SpawnOptions::with_tid`]).
+pub fn reserve_tid() -> Tid {
+    NEXT_TID.fetch_add(1, Ordering::Relaxed)
+}
+
 /// Finds a live (or zombie) task.
 pub fn find(tid: Tid) -> Option<Arc<Task>> {
     TASKS.lock().get(&tid).cloned()
@@ -418,6 +423,11 @@ pub struct SpawnOptions {
     pub detached: bool,
     /// A kernel thread: ignores signals ([`Task::kthread`]).
     pub kthread: bool,
+    /// The user-space layer's object for a user thread ([`ProcIdentity::user`]).
+    pub user: Option<alloc::sync::Arc<dyn core::any::Any + Send + Sync>>,
+    /// A tid taken beforehand with [`reserve_tid`] (`clone` stores it in user memory before
+    /// the new thread can run).
+    pub tid: Option<Tid>,
 }
 
 impl SpawnOptions {
@@ -430,6 +440,8 @@ impl SpawnOptions {
             thread: false,
             detached: false,
             kthread: false,
+            user: None,
+            tid: None,
         }
     }
     pub fn attr(mut self, attr: ValidAttr) -> Self {
@@ -464,6 +476,16 @@ impl SpawnOptions {
         self.stack_size = bytes;
         self
     }
+    /// The task gets `tid`, which [`reserve_tid`] gave.
+    pub fn with_tid(mut self, tid: Tid) -> Self {
+        self.tid = Some(tid);
+        self
+    }
+    /// A user thread whose user-space object is `user` ([`ProcIdentity::user`]).
+    pub fn user(mut self, user: alloc::sync::Arc<dyn core::any::Any + Send + Sync>) -> Self {
+        self.user = Some(user);
+        self
+    }
 }
 
 pub(super) fn new_task(
@@ -474,15 +496,18 @@ pub(super) fn new_task(
     is_idle: bool,
     cpu: u32,
 ) -> Arc<Task> {
-    let tid = if is_idle { 0 } else { NEXT_TID.fetch_add(1, Ordering::Relaxed) };
-    let (tgid, pgid, sid, ptid) = match parent {
-        Some(p) => (
-            if opts.thread { p.process.tgid } else { tid },
-            p.process.pgid.load(Ordering::Relaxed),
-            p.process.sid.load(Ordering::Relaxed),
-            p.tid,
-        ),
-        None => (tid, tid, tid, 0),
+    let tid = if is_idle { 0 } else { opts.tid.unwrap_or_else(reserve_tid) };
+    let (tgid, group, ptid) = match parent {
+        Some(p) if opts.thread && !is_idle => {
+            p.process.group.join(tid);
+            (p.process.tgid, p.process.group.clone(), p.tid)
+        }
+        Some(p) => {
+            let g = &p.process.group;
+            let group = ThreadGroup::new(tid, g.pgid.load(Ordering::Relaxed), g.sid.load(Ordering::Relaxed), g.tty.load(Ordering::Acquire));
+            (tid, group, p.tid)
+        }
+        None => (tid, ThreadGroup::new(tid, tid, tid, 0), 0),
     };
     OBJECTS.fetch_add(1, Ordering::Relaxed);
     let task = Arc::new(Task {
@@ -513,7 +538,7 @@ pub(super) fn new_task(
         entry: IrqLock::new(None),
         stats: TaskStats::default(),
         dirty: Default::default(),
-        process: ProcIdentity::new(tgid, pgid, sid),
+        process: ProcIdentity::new(tgid, group, opts.user.clone()),
         core_cookie: AtomicU64::new(0),
         core_cookie_pending: AtomicU64::new(u64::MAX),
         core_forceidle_ns: AtomicU64::new(0),

@@ -83,7 +83,7 @@ impl WaitQueue {
             if cond() {
                 break Ok(());
             }
-            if super::signal::fatal_pending(&me) {
+            if super::signal::interrupted(&me) {
                 break Err(super::Interrupted);
             }
             super::schedule();
@@ -109,7 +109,7 @@ impl WaitQueue {
             if cond() {
                 break Ok(true);
             }
-            if super::signal::fatal_pending(&me) {
+            if super::signal::interrupted(&me) {
                 break Err(super::Interrupted);
             }
             if crate::time::uptime_ns() >= deadline_ns {

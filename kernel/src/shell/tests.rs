@@ -149,7 +149,7 @@ fn commands_report_linux_errors() {
         ("renice", 2, "usage: renice"),
         ("kill -9 1000000000", 1, "kill: (1000000000) - No such process"),
         ("kill -FOO 1000000000", 1, "kill: FOO: invalid signal specification"),
-        ("kill -s 64 1000000000", 1, "kill: 64: invalid signal specification"),
+        ("kill -s 65 1000000000", 1, "kill: 65: invalid signal specification"),
         ("kill abc", 1, "kill: abc: arguments must be process or job IDs"),
         ("kill %9", 1, "kill: %9: no such job"),
         ("sysctl kernel.nope", 1, "sysctl: cannot stat /proc/sys/kernel/nope: No such file or directory"),

@@ -8,8 +8,8 @@ use crate::fs::file::{
     self, FdTable, Kind, OpenFile, Written, O_ACCMODE, O_CLOEXEC, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_TRUNC, SETFL_MASK,
 };
 use crate::fs::vfs::{self, Content, FileData, Inode, PATH_MAX, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG};
-use crate::process::Process;
-use crate::sched::wait::MutexGuard;
+use crate::process::Thread;
+use crate::sched::wait::Mutex;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -29,18 +29,18 @@ const AT_REMOVEDIR: u64 = 0x200;
 const AT_EMPTY_PATH: u64 = 0x1000;
 const AT_EACCESS: u64 = 0x200;
 
-fn files(proc: &Process) -> MutexGuard<'_, FdTable> {
-    proc.files.lock_uninterruptible()
+fn files(proc: &Thread) -> Arc<Mutex<FdTable>> {
+    proc.files()
 }
 
-fn fd_file(proc: &Process, fd: u64) -> Result<Arc<OpenFile>, Errno> {
-    files(proc).get(fd)
+fn fd_file(proc: &Thread, fd: u64) -> Result<Arc<OpenFile>, Errno> {
+    files(proc).lock_uninterruptible().get(fd)
 }
 
 /// A path argument: EFAULT if unreadable, ENAMETOOLONG past `PATH_MAX`, not UTF-8 is EINVAL
 /// (Cadence's names are strings), empty is ENOENT unless `empty_ok`.
-fn user_path(proc: &Process, addr: u64, empty_ok: bool) -> Result<String, Errno> {
-    let bytes = proc.mm.lock_uninterruptible().read_cstr(addr, PATH_MAX - 1)?;
+fn user_path(proc: &Thread, addr: u64, empty_ok: bool) -> Result<String, Errno> {
+    let bytes = proc.mm().lock_uninterruptible().read_cstr(addr, PATH_MAX - 1)?;
     if bytes.is_empty() && !empty_ok {
         return Err(Errno::ENOENT);
     }
@@ -48,10 +48,10 @@ fn user_path(proc: &Process, addr: u64, empty_ok: bool) -> Result<String, Errno>
 }
 
 /// Where a relative `path` starts: the directory `dirfd` names, or the working directory.
-fn base(proc: &Process, dirfd: u64, path: &str) -> Result<Arc<Inode>, Errno> {
+fn base(proc: &Thread, dirfd: u64, path: &str) -> Result<Arc<Inode>, Errno> {
     // Linux takes `int dirfd`: only the low 32 bits count (glibc leaves the rest undefined).
     if path.starts_with('/') || dirfd as i32 == AT_FDCWD as i32 {
-        return Ok(proc.cwd.lock_uninterruptible().clone());
+        return Ok(proc.fs.cwd.lock_uninterruptible().clone());
     }
     let f = fd_file(proc, dirfd)?;
     match f.inode() {
@@ -60,23 +60,23 @@ fn base(proc: &Process, dirfd: u64, path: &str) -> Result<Arc<Inode>, Errno> {
     }
 }
 
-fn copy_out(proc: &Process, addr: u64, data: &[u8]) -> Result<(), Errno> {
-    proc.mm.lock_uninterruptible().write(addr, data)
+fn copy_out(proc: &Thread, addr: u64, data: &[u8]) -> Result<(), Errno> {
+    proc.mm().lock_uninterruptible().write(addr, data)
 }
 
-fn copy_in(proc: &Process, addr: u64, len: usize) -> Result<Vec<u8>, Errno> {
+fn copy_in(proc: &Thread, addr: u64, len: usize) -> Result<Vec<u8>, Errno> {
     let mut buf = alloc::vec![0u8; len];
-    proc.mm.lock_uninterruptible().read(addr, &mut buf)?;
+    proc.mm().lock_uninterruptible().read(addr, &mut buf)?;
     Ok(buf)
 }
 
 /// Reads into user memory at `buf`, at most `len` bytes, with `op` filling a kernel buffer.
-fn read_into(proc: &Process, buf: u64, len: u64, op: impl FnOnce(&mut [u8]) -> Result<usize, Errno>) -> Result<u64, Errno> {
+fn read_into(proc: &Thread, buf: u64, len: u64, op: impl FnOnce(&mut [u8]) -> Result<usize, Errno>) -> Result<u64, Errno> {
     let len = len.min(MAX_RW).min(CHUNK as u64) as usize;
     // A bad buffer is EFAULT before anything is consumed (Linux checks `access_ok` first).
     if len > 0 {
         let mut probe = [0u8; 1];
-        proc.mm.lock_uninterruptible().read(buf, &mut probe)?;
+        proc.mm().lock_uninterruptible().read(buf, &mut probe)?;
     }
     let mut kbuf = alloc::vec![0u8; len];
     let n = op(&mut kbuf)?;
@@ -85,7 +85,7 @@ fn read_into(proc: &Process, buf: u64, len: u64, op: impl FnOnce(&mut [u8]) -> R
 }
 
 /// `read(fd, buf, count)`.
-pub fn read(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn read(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let f = fd_file(proc, a[0])?;
     if !f.readable() {
         return Err(Errno::EBADF);
@@ -94,7 +94,7 @@ pub fn read(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
 }
 
 /// `pread64(fd, buf, count, offset)`.
-pub fn pread64(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn pread64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let f = fd_file(proc, a[0])?;
     if (a[3] as i64) < 0 {
         return Err(Errno::EINVAL);
@@ -103,7 +103,7 @@ pub fn pread64(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outco
 }
 
 /// Writes user memory `[buf, buf + len)` to `f`; a broken pipe sends SIGPIPE and is EPIPE.
-fn write_from(proc: &Process, f: &OpenFile, buf: u64, len: u64) -> Result<u64, Errno> {
+fn write_from(proc: &Thread, f: &OpenFile, buf: u64, len: u64) -> Result<u64, Errno> {
     if !f.writable() {
         return Err(Errno::EBADF);
     }
@@ -136,13 +136,13 @@ fn write_from(proc: &Process, f: &OpenFile, buf: u64, len: u64) -> Result<u64, E
 }
 
 /// `write(fd, buf, count)`.
-pub fn write(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn write(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let f = fd_file(proc, a[0])?;
     ok(write_from(proc, &f, a[1], a[2])?)
 }
 
 /// `pwrite64(fd, buf, count, offset)`.
-pub fn pwrite64(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn pwrite64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let f = fd_file(proc, a[0])?;
     if (a[3] as i64) < 0 {
         return Err(Errno::EINVAL);
@@ -153,7 +153,7 @@ pub fn pwrite64(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
 }
 
 /// The (base, len) pairs of an iovec array.
-fn iovecs(proc: &Process, addr: u64, count: u64) -> Result<Vec<(u64, u64)>, Errno> {
+fn iovecs(proc: &Thread, addr: u64, count: u64) -> Result<Vec<(u64, u64)>, Errno> {
     if count > IOV_MAX {
         return Err(Errno::EINVAL);
     }
@@ -170,7 +170,7 @@ fn iovecs(proc: &Process, addr: u64, count: u64) -> Result<Vec<(u64, u64)>, Errn
 }
 
 /// `writev(fd, iov, iovcnt)`.
-pub fn writev(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn writev(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let f = fd_file(proc, a[0])?;
     let mut total = 0;
     for (base, len) in iovecs(proc, a[1], a[2])? {
@@ -192,7 +192,7 @@ pub fn writev(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcom
 }
 
 /// `readv(fd, iov, iovcnt)`.
-pub fn readv(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn readv(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let f = fd_file(proc, a[0])?;
     if !f.readable() {
         return Err(Errno::EBADF);
@@ -217,14 +217,14 @@ pub fn readv(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
 }
 
 /// `close(fd)`.
-pub fn close(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let entry = files(proc).remove(a[0])?;
+pub fn close(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let entry = files(proc).lock_uninterruptible().remove(a[0])?;
     drop(entry);
     ok(0)
 }
 
 /// Opens `path` from `dir` as `open(2)` does.
-fn open_path(proc: &Process, dir: &Arc<Inode>, path: &str, flags: u32, mode: u32) -> Result<Arc<OpenFile>, Errno> {
+fn open_path(proc: &Thread, dir: &Arc<Inode>, path: &str, flags: u32, mode: u32) -> Result<Arc<OpenFile>, Errno> {
     let follow = flags & O_NOFOLLOW == 0;
     let inode = match vfs::lookup(dir, path, follow) {
         Ok(i) => {
@@ -238,7 +238,7 @@ fn open_path(proc: &Process, dir: &Arc<Inode>, path: &str, flags: u32, mode: u32
             if path.ends_with('/') {
                 return Err(Errno::EISDIR);
             }
-            let perm = mode & 0o7777 & !proc.umask.load(Ordering::Relaxed);
+            let perm = mode & 0o7777 & !proc.fs.umask.load(Ordering::Relaxed);
             match vfs::create(&parent, name, S_IFREG | perm, Content::File(FileData::Owned(Vec::new()))) {
                 Ok(i) => i,
                 Err(Errno::EEXIST) if flags & O_EXCL == 0 => vfs::child(&parent, name)?,
@@ -255,26 +255,27 @@ fn open_path(proc: &Process, dir: &Arc<Inode>, path: &str, flags: u32, mode: u32
 }
 
 /// `openat(dirfd, path, flags, mode)`.
-pub fn openat(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn openat(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let path = user_path(proc, a[1], false)?;
     let flags = a[2] as u32;
     let dir = base(proc, a[0], &path)?;
     let f = open_path(proc, &dir, &path, flags, a[3] as u32)?;
-    ok(files(proc).install(f, flags & O_CLOEXEC != 0)?)
+    let limit = proc.nofile();
+    ok(files(proc).lock_uninterruptible().install(f, flags & O_CLOEXEC != 0, limit)?)
 }
 
 /// `open(path, flags, mode)`.
-pub fn open(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn open(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     openat(proc, ctx, [AT_FDCWD as u64, a[0], a[1], a[2], 0, 0])
 }
 
 /// `creat(path, mode)`.
-pub fn creat(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn creat(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     openat(proc, ctx, [AT_FDCWD as u64, a[0], u64::from(O_CREAT | 1 | O_TRUNC), a[1], 0, 0])
 }
 
 /// `lseek(fd, offset, whence)`.
-pub fn lseek(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn lseek(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let f = fd_file(proc, a[0])?;
     if !f.seekable() {
         return Err(Errno::ESPIPE);
@@ -293,24 +294,26 @@ pub fn lseek(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
 }
 
 /// `dup(fd)`.
-pub fn dup(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let mut t = files(proc);
+pub fn dup(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let table = files(proc);
+    let mut t = table.lock_uninterruptible();
     let f = t.get(a[0])?;
-    ok(t.install(f, false)?)
+    ok(t.install(f, false, proc.nofile())?)
 }
 
-fn dup_to(proc: &Process, old: u64, new: u64, cloexec: bool) -> Result<u64, Errno> {
+fn dup_to(proc: &Thread, old: u64, new: u64, cloexec: bool) -> Result<u64, Errno> {
     let replaced = {
-        let mut t = files(proc);
+        let table = files(proc);
+        let mut t = table.lock_uninterruptible();
         let f = t.get(old)?;
-        t.install_at(new, f, cloexec)?
+        t.install_at(new, f, cloexec, proc.nofile())?
     };
     drop(replaced);
     Ok(new)
 }
 
 /// `dup2(old, new)`: the same fd is returned as is (after checking it is open).
-pub fn dup2(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn dup2(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     if a[0] == a[1] {
         fd_file(proc, a[0])?;
         return ok(a[1]);
@@ -319,7 +322,7 @@ pub fn dup2(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
 }
 
 /// `dup3(old, new, flags)`: EINVAL for the same fd or flags other than O_CLOEXEC.
-pub fn dup3(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn dup3(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     if a[2] & !u64::from(O_CLOEXEC) != 0 || a[0] == a[1] {
         return Err(Errno::EINVAL);
     }
@@ -327,19 +330,20 @@ pub fn dup3(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
 }
 
 /// `fcntl(fd, cmd, arg)`: F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD, F_GETFL, F_SETFL.
-pub fn fcntl(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn fcntl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     const F_DUPFD: u64 = 0;
     const F_GETFD: u64 = 1;
     const F_SETFD: u64 = 2;
     const F_GETFL: u64 = 3;
     const F_SETFL: u64 = 4;
     const F_DUPFD_CLOEXEC: u64 = 1030;
-    let mut t = files(proc);
+    let table = files(proc);
+    let mut t = table.lock_uninterruptible();
     let f = t.get(a[0])?;
     match a[1] {
         F_DUPFD | F_DUPFD_CLOEXEC => {
             let min = usize::try_from(a[2]).map_err(|_| Errno::EINVAL)?;
-            ok(t.install_from(min, f, a[1] == F_DUPFD_CLOEXEC)?)
+            ok(t.install_from(min, f, a[1] == F_DUPFD_CLOEXEC, proc.nofile())?)
         }
         F_GETFD => ok(u64::from(t.entry_mut(a[0])?.cloexec)),
         F_SETFD => {
@@ -401,21 +405,21 @@ fn file_stat(f: &OpenFile) -> [u8; 144] {
 }
 
 /// `fstat(fd, statbuf)`.
-pub fn fstat(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn fstat(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let f = fd_file(proc, a[0])?;
     copy_out(proc, a[1], &file_stat(&f))?;
     ok(0)
 }
 
 /// `newfstatat(dirfd, path, statbuf, flags)`.
-pub fn newfstatat(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn newfstatat(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     if a[3] & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | 0x800) != 0 {
         return Err(Errno::EINVAL);
     }
     let path = user_path(proc, a[1], a[3] & AT_EMPTY_PATH != 0)?;
     let st = if path.is_empty() {
         if a[0] as i32 == AT_FDCWD as i32 {
-            stat_bytes(Some(&proc.cwd.lock_uninterruptible().clone()), 0)
+            stat_bytes(Some(&proc.fs.cwd.lock_uninterruptible().clone()), 0)
         } else {
             file_stat(&*fd_file(proc, a[0])?)
         }
@@ -429,17 +433,17 @@ pub fn newfstatat(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Ou
 }
 
 /// `stat(path, statbuf)`.
-pub fn stat(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn stat(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     newfstatat(proc, ctx, [AT_FDCWD as u64, a[0], a[1], 0, 0, 0])
 }
 
 /// `lstat(path, statbuf)`.
-pub fn lstat(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn lstat(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     newfstatat(proc, ctx, [AT_FDCWD as u64, a[0], a[1], AT_SYMLINK_NOFOLLOW, 0, 0])
 }
 
 /// `getdents64(fd, dirp, count)`: entries from the directory's offset (an index) on.
-pub fn getdents64(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn getdents64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let f = fd_file(proc, a[0])?;
     let dir = match &f.kind {
         Kind::Inode(i) if i.is_dir() => i.clone(),
@@ -481,22 +485,22 @@ pub fn getdents64(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Ou
 }
 
 /// `mkdirat(dirfd, path, mode)`.
-pub fn mkdirat(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn mkdirat(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let path = user_path(proc, a[1], false)?;
     let dir = base(proc, a[0], &path)?;
     let (parent, name) = vfs::parent_of(&dir, &path)?;
-    let perm = a[2] as u32 & 0o7777 & !proc.umask.load(Ordering::Relaxed);
+    let perm = a[2] as u32 & 0o7777 & !proc.fs.umask.load(Ordering::Relaxed);
     vfs::create(&parent, name, S_IFDIR | perm, Content::Dir(Default::default()))?;
     ok(0)
 }
 
 /// `mkdir(path, mode)`.
-pub fn mkdir(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn mkdir(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     mkdirat(proc, ctx, [AT_FDCWD as u64, a[0], a[1], 0, 0, 0])
 }
 
 /// `unlinkat(dirfd, path, flags)`.
-pub fn unlinkat(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn unlinkat(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     if a[2] & !AT_REMOVEDIR != 0 {
         return Err(Errno::EINVAL);
     }
@@ -512,18 +516,18 @@ pub fn unlinkat(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
 }
 
 /// `unlink(path)`.
-pub fn unlink(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn unlink(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     unlinkat(proc, ctx, [AT_FDCWD as u64, a[0], 0, 0, 0, 0])
 }
 
 /// `rmdir(path)`.
-pub fn rmdir(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn rmdir(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     unlinkat(proc, ctx, [AT_FDCWD as u64, a[0], AT_REMOVEDIR, 0, 0, 0])
 }
 
 /// `renameat2(olddirfd, old, newdirfd, new, flags)`: flags must be 0 (no RENAME_NOREPLACE
 /// or RENAME_EXCHANGE yet: EINVAL).
-pub fn renameat2(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn renameat2(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     if a[4] != 0 {
         return Err(Errno::EINVAL);
     }
@@ -536,17 +540,17 @@ pub fn renameat2(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Out
 }
 
 /// `rename(old, new)`.
-pub fn rename(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn rename(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     renameat2(proc, ctx, [AT_FDCWD as u64, a[0], AT_FDCWD as u64, a[1], 0, 0])
 }
 
 /// `renameat(olddirfd, old, newdirfd, new)`.
-pub fn renameat(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn renameat(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     renameat2(proc, ctx, [a[0], a[1], a[2], a[3], 0, 0])
 }
 
 /// `symlinkat(target, newdirfd, linkpath)`.
-pub fn symlinkat(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn symlinkat(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let target = user_path(proc, a[0], false)?;
     let path = user_path(proc, a[2], false)?;
     let dir = base(proc, a[1], &path)?;
@@ -556,13 +560,13 @@ pub fn symlinkat(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Out
 }
 
 /// `symlink(target, linkpath)`.
-pub fn symlink(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn symlink(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     symlinkat(proc, ctx, [a[0], AT_FDCWD as u64, a[1], 0, 0, 0])
 }
 
 /// `readlinkat(dirfd, path, buf, size)`: EINVAL for a non-link or a size ≤ 0; the target is
 /// truncated to `size`, unterminated, as Linux.
-pub fn readlinkat(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn readlinkat(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     if a[3] as i64 <= 0 {
         return Err(Errno::EINVAL);
     }
@@ -579,13 +583,13 @@ pub fn readlinkat(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Ou
 }
 
 /// `readlink(path, buf, size)`.
-pub fn readlink(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn readlink(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     readlinkat(proc, ctx, [AT_FDCWD as u64, a[0], a[1], a[2], 0, 0])
 }
 
 /// `getcwd(buf, size)`: the length with its NUL; ERANGE if it does not fit.
-pub fn getcwd(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let mut path = vfs::path_of(&proc.cwd.lock_uninterruptible().clone()).into_bytes();
+pub fn getcwd(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let mut path = vfs::path_of(&proc.fs.cwd.lock_uninterruptible().clone()).into_bytes();
     path.push(0);
     if (a[1] as usize) < path.len() {
         return Err(Errno::ERANGE);
@@ -595,23 +599,23 @@ pub fn getcwd(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcom
 }
 
 /// `chdir(path)`.
-pub fn chdir(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn chdir(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let path = user_path(proc, a[0], false)?;
     let dir = base(proc, AT_FDCWD as u64, &path)?;
     let target = vfs::lookup(&dir, &path, true)?;
     if !target.is_dir() {
         return Err(Errno::ENOTDIR);
     }
-    *proc.cwd.lock_uninterruptible() = target;
+    *proc.fs.cwd.lock_uninterruptible() = target;
     ok(0)
 }
 
 /// `fchdir(fd)`.
-pub fn fchdir(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn fchdir(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let f = fd_file(proc, a[0])?;
     match f.inode() {
         Some(i) if i.is_dir() => {
-            *proc.cwd.lock_uninterruptible() = i.clone();
+            *proc.fs.cwd.lock_uninterruptible() = i.clone();
             ok(0)
         }
         _ => Err(Errno::ENOTDIR),
@@ -620,7 +624,7 @@ pub fn fchdir(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcom
 
 /// `faccessat2(dirfd, path, mode, flags)`: root may read and write anything, and execute
 /// what has an execute bit (or is a directory).
-pub fn faccessat2(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn faccessat2(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     if a[2] & !7 != 0 || a[3] & !(AT_EACCESS | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }
@@ -634,22 +638,22 @@ pub fn faccessat2(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Ou
 }
 
 /// `faccessat(dirfd, path, mode)`.
-pub fn faccessat(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn faccessat(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     faccessat2(proc, ctx, [a[0], a[1], a[2], 0, 0, 0])
 }
 
 /// `access(path, mode)`.
-pub fn access(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn access(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     faccessat2(proc, ctx, [AT_FDCWD as u64, a[0], a[1], 0, 0, 0])
 }
 
 /// `umask(mask)`: the old mask.
-pub fn umask(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    ok(u64::from(proc.umask.swap(a[0] as u32 & 0o777, Ordering::Relaxed)))
+pub fn umask(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    ok(u64::from(proc.fs.umask.swap(a[0] as u32 & 0o777, Ordering::Relaxed)))
 }
 
 /// `ftruncate(fd, length)`.
-pub fn ftruncate(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn ftruncate(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let f = fd_file(proc, a[0])?;
     if (a[1] as i64) < 0 {
         return Err(Errno::EINVAL);
@@ -665,7 +669,7 @@ pub fn ftruncate(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Out
 }
 
 /// `truncate(path, length)`.
-pub fn truncate(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn truncate(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let path = user_path(proc, a[0], false)?;
     if (a[1] as i64) < 0 {
         return Err(Errno::EINVAL);
@@ -680,7 +684,7 @@ pub fn truncate(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
 }
 
 /// `fchmodat(dirfd, path, mode)`, `chmod`, `fchmod`: the permission bits change.
-pub fn fchmodat(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn fchmodat(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let path = user_path(proc, a[1], false)?;
     let dir = base(proc, a[0], &path)?;
     let inode = vfs::lookup(&dir, &path, true)?;
@@ -690,12 +694,12 @@ pub fn fchmodat(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
 }
 
 /// `chmod(path, mode)`.
-pub fn chmod(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn chmod(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     fchmodat(proc, ctx, [AT_FDCWD as u64, a[0], a[1], 0, 0, 0])
 }
 
 /// `fchmod(fd, mode)`.
-pub fn fchmod(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn fchmod(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let f = fd_file(proc, a[0])?;
     let inode = f.inode().ok_or(Errno::EINVAL)?;
     let old = inode.mode.load(Ordering::Relaxed);
@@ -704,7 +708,7 @@ pub fn fchmod(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcom
 }
 
 /// `fchownat`, `chown`, `lchown`, `fchown`: everything is root's; the path must exist.
-pub fn chown(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn chown(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let path = user_path(proc, a[0], false)?;
     let dir = base(proc, AT_FDCWD as u64, &path)?;
     vfs::lookup(&dir, &path, true)?;
@@ -712,13 +716,13 @@ pub fn chown(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
 }
 
 /// `fchown(fd, ...)`.
-pub fn fchown(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn fchown(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     fd_file(proc, a[0])?;
     ok(0)
 }
 
 /// `utimensat(dirfd, path, times, flags)`: the file must exist; times set to now.
-pub fn utimensat(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn utimensat(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let inode = if a[1] == 0 {
         fd_file(proc, a[0])?.inode().cloned().ok_or(Errno::EINVAL)?
     } else {
@@ -731,7 +735,7 @@ pub fn utimensat(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Out
 }
 
 /// `pipe2(fds, flags)`: flags O_CLOEXEC and O_NONBLOCK (else EINVAL).
-pub fn pipe2(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn pipe2(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     if a[1] & !u64::from(O_CLOEXEC | O_NONBLOCK) != 0 {
         return Err(Errno::EINVAL);
     }
@@ -742,9 +746,11 @@ pub fn pipe2(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
     let (rf, wf) = (OpenFile::new(Kind::Pipe(r), flags & O_NONBLOCK), OpenFile::new(Kind::Pipe(w), 1 | (flags & O_NONBLOCK)));
     let cloexec = flags & O_CLOEXEC != 0;
     let (rfd, wfd) = {
-        let mut t = files(proc);
-        let rfd = t.install(rf, cloexec)?;
-        match t.install(wf, cloexec) {
+        let table = files(proc);
+        let mut t = table.lock_uninterruptible();
+        let limit = proc.nofile();
+        let rfd = t.install(rf, cloexec, limit)?;
+        match t.install(wf, cloexec, limit) {
             Ok(wfd) => (rfd, wfd),
             Err(e) => {
                 let _ = t.remove(rfd);
@@ -760,7 +766,7 @@ pub fn pipe2(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
 }
 
 /// `pipe(fds)`.
-pub fn pipe(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn pipe(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     pipe2(proc, ctx, [a[0], 0, 0, 0, 0, 0])
 }
 
@@ -773,7 +779,7 @@ const POLLRDNORM: u16 = 0x40;
 const POLLWRNORM: u16 = 0x100;
 
 /// The events of `fd` (POLLNVAL for a closed one).
-fn revents(proc: &Process, fd: i32, events: u16) -> u16 {
+fn revents(proc: &Thread, fd: i32, events: u16) -> u16 {
     if fd < 0 {
         return 0;
     }
@@ -789,18 +795,41 @@ fn revents(proc: &Process, fd: i32, events: u16) -> u16 {
     (m & (events | POLLERR | POLLHUP)) | if hup { POLLHUP } else { 0 } | if err { POLLERR } else { 0 }
 }
 
-/// Waits until `ready()` finds something or `deadline` (None: forever) passes.
+/// Waits until `ready()` finds something or `deadline` (None: forever) passes; a signal
+/// ends the wait with ERESTARTNOHAND (EINTR after a handler, else a restart).
 fn wait_ready(mut ready: impl FnMut() -> bool, deadline: Option<u64>) -> Result<bool, Errno> {
     let q = &crate::sched::wait::POLL;
     let r = match deadline {
         Some(d) => q.wait_until_interruptible_deadline(&mut ready, d),
         None => q.wait_until_interruptible(&mut ready).map(|()| true),
     };
-    r.map_err(|_| Errno::EINTR)
+    r.map_err(|_| Errno::ERESTARTNOHAND)
 }
 
-fn do_poll(proc: &Process, fds_addr: u64, nfds: u64, deadline: Option<u64>) -> Result<u64, Errno> {
-    if nfds > file::NOFILE as u64 {
+/// `ppoll`'s and `pselect6`'s signal mask: in force while the call waits; if a signal
+/// interrupts it, the old mask comes back after the handler (`saved_mask`), else at once.
+fn with_sigmask(proc: &Thread, mask_addr: u64, size: u64, f: impl FnOnce() -> Result<u64, Errno>) -> Result<u64, Errno> {
+    if mask_addr == 0 {
+        return f();
+    }
+    if size != 8 {
+        return Err(Errno::EINVAL);
+    }
+    let b = copy_in(proc, mask_addr, 8)?;
+    let mask = u64::from_le_bytes(b[..8].try_into().expect("8")) & !cadence_abi::signal::UNBLOCKABLE;
+    let me = crate::sched::current();
+    let old = me.process.signals.blocked.swap(mask, Ordering::Relaxed);
+    let r = f();
+    if r == Err(Errno::ERESTARTNOHAND) {
+        *proc.saved_mask.lock() = Some(old);
+    } else {
+        me.process.signals.blocked.store(old, Ordering::Relaxed);
+    }
+    r
+}
+
+fn do_poll(proc: &Thread, fds_addr: u64, nfds: u64, deadline: Option<u64>) -> Result<u64, Errno> {
+    if nfds > proc.nofile() as u64 {
         return Err(Errno::EINVAL);
     }
     let mut raw = copy_in(proc, fds_addr, nfds as usize * 8)?;
@@ -829,13 +858,13 @@ fn do_poll(proc: &Process, fds_addr: u64, nfds: u64, deadline: Option<u64>) -> R
 }
 
 /// `poll(fds, nfds, timeout_ms)`.
-pub fn poll(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn poll(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let t = a[2] as i32;
     let deadline = (t >= 0).then(|| crate::time::uptime_ns().saturating_add(t as u64 * 1_000_000));
     ok(do_poll(proc, a[0], a[1], deadline.map(|d| if t == 0 { 0 } else { d }))?)
 }
 
-fn timespec_deadline(proc: &Process, addr: u64) -> Result<Option<u64>, Errno> {
+fn timespec_deadline(proc: &Thread, addr: u64) -> Result<Option<u64>, Errno> {
     if addr == 0 {
         return Ok(None);
     }
@@ -851,18 +880,20 @@ fn timespec_deadline(proc: &Process, addr: u64) -> Result<Option<u64>, Errno> {
     Ok(Some(crate::time::uptime_ns().saturating_add((sec as u64).saturating_mul(1_000_000_000)).saturating_add(nsec as u64)))
 }
 
-/// `ppoll(fds, nfds, tmo_p, sigmask, sigsetsize)`: the mask is not applied (no handlers yet).
-pub fn ppoll(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+/// `ppoll(fds, nfds, tmo_p, sigmask, sigsetsize)`.
+pub fn ppoll(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let deadline = timespec_deadline(proc, a[2])?;
-    ok(do_poll(proc, a[0], a[1], deadline)?)
+    ok(with_sigmask(proc, a[3], a[4], || do_poll(proc, a[0], a[1], deadline))?)
 }
 
 /// `select(nfds, readfds, writefds, exceptfds, timeout)` over the same readiness as `poll`.
-fn do_select(proc: &Process, a: [u64; 6], deadline: Option<u64>) -> Result<u64, Errno> {
+fn do_select(proc: &Thread, a: [u64; 6], deadline: Option<u64>) -> Result<u64, Errno> {
     let nfds = a[0] as i32;
-    if !(0..=file::NOFILE as i32).contains(&nfds) {
+    if nfds < 0 {
         return Err(Errno::EINVAL);
     }
+    // Linux clamps to the fd table's size; fds past RLIMIT_NOFILE cannot be open.
+    let nfds = nfds.min(proc.nofile() as i32);
     let bytes = (nfds as usize).div_ceil(64) * 8;
     let load = |addr: u64| -> Result<Option<Vec<u8>>, Errno> {
         if addr == 0 {
@@ -913,7 +944,7 @@ fn do_select(proc: &Process, a: [u64; 6], deadline: Option<u64>) -> Result<u64, 
 }
 
 /// `select(nfds, readfds, writefds, exceptfds, timeval)`.
-pub fn select(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn select(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let deadline = if a[4] == 0 {
         None
     } else {
@@ -929,68 +960,139 @@ pub fn select(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcom
     ok(do_select(proc, a, deadline)?)
 }
 
-/// `pselect6(nfds, readfds, writefds, exceptfds, timespec, sigmask)`.
-pub fn pselect6(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+/// `pselect6(nfds, readfds, writefds, exceptfds, timespec, sigmask)`: the sixth argument
+/// points to `{ const sigset_t *ss; size_t ss_len; }`.
+pub fn pselect6(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let deadline = timespec_deadline(proc, a[4])?;
-    ok(do_select(proc, a, deadline)?)
+    let (mask_addr, size) = if a[5] != 0 {
+        let b = copy_in(proc, a[5], 16)?;
+        (u64::from_le_bytes(b[..8].try_into().expect("8")), u64::from_le_bytes(b[8..].try_into().expect("8")))
+    } else {
+        (0, 0)
+    };
+    ok(with_sigmask(proc, mask_addr, size, || do_select(proc, a, deadline))?)
 }
 
-/// `ioctl(fd, request, arg)`: on the console, TCGETS / TCSETS* (a fixed termios, changes
-/// accepted and kept nowhere yet), TIOCGWINSZ (80×24), TIOCGPGRP / TIOCSPGRP; FIONREAD on
-/// pipes; ENOTTY for everything else (as for a file).
-pub fn ioctl(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+/// `ioctl(fd, request, arg)`: the console's terminal requests (termios `TCGETS` /
+/// `TCSETS*`, the window size, job control: `TIOCSCTTY`, `TIOCNOTTY`, `TIOCGPGRP` /
+/// `TIOCSPGRP`, `TIOCGSID`; `FIONREAD`, `TCFLSH`, `TCSBRK`, `TCXONC`, `TIOCOUTQ`), FIONREAD
+/// on pipes; ENOTTY for everything else, and for the job-control requests of a process
+/// whose controlling terminal the console is not (as Linux).
+pub fn ioctl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    use crate::fs::console;
     const TCGETS: u64 = 0x5401;
     const TCSETS: u64 = 0x5402;
     const TCSETSW: u64 = 0x5403;
     const TCSETSF: u64 = 0x5404;
+    const TCSBRK: u64 = 0x5409;
+    const TCXONC: u64 = 0x540a;
+    const TCFLSH: u64 = 0x540b;
+    const TIOCSCTTY: u64 = 0x540e;
     const TIOCGPGRP: u64 = 0x540f;
     const TIOCSPGRP: u64 = 0x5410;
+    const TIOCOUTQ: u64 = 0x5411;
     const TIOCGWINSZ: u64 = 0x5413;
     const TIOCSWINSZ: u64 = 0x5414;
     const FIONREAD: u64 = 0x541b;
+    const TIOCNOTTY: u64 = 0x5422;
+    const TCSBRKP: u64 = 0x5425;
+    const TIOCGSID: u64 = 0x5429;
     let f = fd_file(proc, a[0])?;
     let console = matches!(f.kind, Kind::Device(crate::fs::vfs::Device::Console, _));
-    match (a[1], &f.kind) {
-        (FIONREAD, Kind::Pipe(p)) => {
-            copy_out(proc, a[2], &(p.available() as u32).to_le_bytes())?;
+    if let (FIONREAD, Kind::Pipe(p)) = (a[1], &f.kind) {
+        copy_out(proc, a[2], &(p.available() as u32).to_le_bytes())?;
+        return ok(0);
+    }
+    if !console {
+        return Err(Errno::ENOTTY);
+    }
+    let me = crate::sched::current();
+    let g = &me.process.group;
+    // The job-control requests need the console to be the caller's controlling terminal.
+    let ctty = || -> Result<alloc::sync::Arc<crate::tty::Tty>, Errno> {
+        if g.tty.load(Ordering::Acquire) != crate::tty::CONSOLE {
+            return Err(Errno::ENOTTY);
+        }
+        crate::tty::get(crate::tty::CONSOLE)
+            .filter(|t| t.session.load(Ordering::Acquire) == g.sid.load(Ordering::Acquire))
+            .ok_or(Errno::ENOTTY)
+    };
+    match a[1] {
+        TCGETS => {
+            copy_out(proc, a[2], &console::termios().encode())?;
             ok(0)
         }
-        (TCGETS, _) if console => {
-            // c_iflag ICRNL|IXON, c_oflag OPOST|ONLCR, c_cflag B38400|CS8|CREAD|HUPCL,
-            // c_lflag ISIG|ICANON|ECHO|ECHOE|ECHOK|ECHOCTL|ECHOKE|IEXTEN, line 0, c_cc as Linux.
-            // The kernel's `struct termios` (36 bytes: four flag words, c_line, c_cc[19]).
-            let mut t = [0u8; 36];
-            t[0..4].copy_from_slice(&0x0500u32.to_le_bytes());
-            t[4..8].copy_from_slice(&0x0005u32.to_le_bytes());
-            t[8..12].copy_from_slice(&0x04bfu32.to_le_bytes());
-            t[12..16].copy_from_slice(&0x8a3bu32.to_le_bytes());
-            let cc: [u8; 19] = [3, 28, 127, 21, 4, 0, 1, 0, 17, 19, 26, 0, 18, 15, 23, 22, 0, 0, 0];
-            t[17..36].copy_from_slice(&cc);
-            copy_out(proc, a[2], &t)?;
+        TCSETS | TCSETSW | TCSETSF => {
+            let b = copy_in(proc, a[2], console::Termios::SIZE)?;
+            console::set_termios(console::Termios::decode(&b), a[1] == TCSETSF)?;
             ok(0)
         }
-        (TCSETS | TCSETSW | TCSETSF, _) if console => {
-            copy_in(proc, a[2], 36)?;
+        TIOCGWINSZ => {
+            let w = console::winsize();
+            let mut b = [0u8; 8];
+            for (i, v) in w.iter().enumerate() {
+                b[i * 2..i * 2 + 2].copy_from_slice(&v.to_le_bytes());
+            }
+            copy_out(proc, a[2], &b)?;
             ok(0)
         }
-        (TIOCGWINSZ, _) if console => {
-            let mut w = [0u8; 8];
-            w[0..2].copy_from_slice(&24u16.to_le_bytes());
-            w[2..4].copy_from_slice(&80u16.to_le_bytes());
-            copy_out(proc, a[2], &w)?;
+        TIOCSWINSZ => {
+            let b = copy_in(proc, a[2], 8)?;
+            console::set_winsize(core::array::from_fn(|i| u16::from_le_bytes([b[i * 2], b[i * 2 + 1]])));
             ok(0)
         }
-        (TIOCSWINSZ, _) if console => {
-            copy_in(proc, a[2], 8)?;
+        FIONREAD => {
+            copy_out(proc, a[2], &(console::available() as u32).to_le_bytes())?;
             ok(0)
         }
-        (TIOCGPGRP, _) if console => {
-            let pgid = crate::sched::current().process.pgid.load(Ordering::Relaxed);
-            copy_out(proc, a[2], &pgid.to_le_bytes())?;
+        TIOCOUTQ => {
+            copy_out(proc, a[2], &0u32.to_le_bytes())?;
             ok(0)
         }
-        (TIOCSPGRP, _) if console => {
-            copy_in(proc, a[2], 4)?;
+        TCFLSH => match a[2] {
+            0 | 2 => {
+                console::flush_input();
+                ok(0)
+            }
+            1 => ok(0),
+            _ => Err(Errno::EINVAL),
+        },
+        TCSBRK | TCSBRKP | TCXONC => ok(0),
+        TIOCSCTTY => {
+            crate::tty::set_controlling(crate::tty::CONSOLE, a[2] == 1)?;
+            ok(0)
+        }
+        TIOCNOTTY => {
+            ctty()?;
+            crate::tty::drop_controlling()?;
+            ok(0)
+        }
+        TIOCGPGRP => {
+            let t = ctty()?;
+            copy_out(proc, a[2], &t.fg_pgrp.load(Ordering::Acquire).to_le_bytes())?;
+            ok(0)
+        }
+        TIOCGSID => {
+            let t = ctty()?;
+            copy_out(proc, a[2], &t.session.load(Ordering::Acquire).to_le_bytes())?;
+            ok(0)
+        }
+        TIOCSPGRP => {
+            let t = ctty()?;
+            let b = copy_in(proc, a[2], 4)?;
+            let pgrp = i32::from_le_bytes(b[..4].try_into().expect("4"));
+            if pgrp < 0 {
+                return Err(Errno::EINVAL);
+            }
+            // No such group: ESRCH; one of another session: EPERM (Linux's `tiocspgrp`).
+            if !crate::tty::pgrp_in_session(pgrp as u32, 0) {
+                return Err(Errno::ESRCH);
+            }
+            if !crate::tty::pgrp_in_session(pgrp as u32, g.sid.load(Ordering::Acquire)) {
+                return Err(Errno::EPERM);
+            }
+            console::check_foreground_change()?;
+            t.fg_pgrp.store(pgrp as u32, Ordering::Release);
             ok(0)
         }
         _ => Err(Errno::ENOTTY),
@@ -998,7 +1100,7 @@ pub fn ioctl(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
 }
 
 /// `sendfile(out_fd, in_fd, offset, count)`: through a kernel buffer.
-pub fn sendfile(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn sendfile(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let (out, inp) = (fd_file(proc, a[0])?, fd_file(proc, a[1])?);
     if !inp.readable() || !out.writable() {
         return Err(Errno::EBADF);

@@ -6,7 +6,7 @@ use crate::fs::file::Kind;
 use crate::fs::vfs::{Device, S_IFREG};
 use crate::mm::vm::{Prot, TASK_SIZE};
 use crate::process::mm::{page_up, Backing, Vma, PAGE};
-use crate::process::Process;
+use crate::process::Thread;
 use cadence_abi::errno::Errno;
 use framework::user::UserContext;
 
@@ -41,8 +41,9 @@ fn prot(bits: u64) -> Prot {
 
 /// `brk(addr)`: moves the break within [its start, the next mapping); returns the break (the
 /// old one if the move is refused, as Linux does).
-pub fn brk(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let mut mm = proc.mm.lock_uninterruptible();
+pub fn brk(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let mm_arc = proc.mm();
+    let mut mm = mm_arc.lock_uninterruptible();
     let want = a[0];
     if want < mm.brk_start {
         return ok(mm.brk);
@@ -65,7 +66,7 @@ pub fn brk(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
 }
 
 /// `mmap(addr, length, prot, flags, fd, offset)`.
-pub fn mmap(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn mmap(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let (addr, len, prot_bits, flags, fd, offset) = (a[0], a[1], a[2], a[3], a[4], a[5]);
     let kind = flags & MAP_TYPE;
     if kind != MAP_PRIVATE && kind != MAP_SHARED && kind != MAP_SHARED_VALIDATE {
@@ -83,7 +84,7 @@ pub fn mmap(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
         // A file: its fd must be open for reading, and for writing too for a shared writable
         // mapping; only regular files map (a pipe, a directory or a tty is ENODEV, /dev/zero
         // anonymous memory, as Linux).
-        let f = proc.files.lock_uninterruptible().get(fd)?;
+        let f = proc.files().lock_uninterruptible().get(fd)?;
         if !f.readable() {
             return Err(Errno::EACCES);
         }
@@ -100,7 +101,8 @@ pub fn mmap(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
         // Writes to a shared file mapping are not written back yet.
         return Err(Errno::EOPNOTSUPP);
     }
-    let mut mm = proc.mm.lock_uninterruptible();
+    let mm_arc = proc.mm();
+    let mut mm = mm_arc.lock_uninterruptible();
     let fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0;
     let start = if fixed {
         if !addr.is_multiple_of(PAGE) {
@@ -145,32 +147,33 @@ fn range(addr: u64, len: u64) -> Result<(u64, u64), Errno> {
 }
 
 /// `munmap(addr, length)`.
-pub fn munmap(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn munmap(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     if a[1] == 0 {
         return Err(Errno::EINVAL);
     }
     let (start, end) = range(a[0], a[1])?;
-    proc.mm.lock_uninterruptible().unmap_range(start, end);
+    proc.mm().lock_uninterruptible().unmap_range(start, end);
     ok(0)
 }
 
 /// `mprotect(addr, len, prot)`.
-pub fn mprotect(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn mprotect(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let prot = checked_prot(a[2])?;
     let (start, end) = range(a[0], a[1])?;
     if start == end {
         return ok(0);
     }
-    proc.mm.lock_uninterruptible().protect(start, end, prot)?;
+    proc.mm().lock_uninterruptible().protect(start, end, prot)?;
     ok(0)
 }
 
 /// `madvise(addr, length, advice)`: MADV_DONTNEED drops the pages (anonymous memory reads
 /// back as zero, as glibc's `free` expects); other advice changes nothing.
-pub fn madvise(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn madvise(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let (start, end) = range(a[0], a[1])?;
     if a[2] == MADV_DONTNEED {
-        let mm = proc.mm.lock_uninterruptible();
+        let mm_arc = proc.mm();
+        let mm = mm_arc.lock_uninterruptible();
         let mut page = start;
         while page < end {
             if mm.find(page).is_some() {
@@ -190,12 +193,13 @@ const MCL_ONFAULT: u64 = 4;
 /// later mapping (and the break's growth) come in at once, so measured loops take no page
 /// faults (what cyclictest's `-m` and rt-app's `lock_pages` ask). Pages are never swapped, so
 /// "locked" means "present". Everyone is root: RLIMIT_MEMLOCK does not apply.
-pub fn mlockall(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn mlockall(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let flags = a[0];
     if flags == 0 || flags & !(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) != 0 || flags == MCL_ONFAULT {
         return Err(Errno::EINVAL);
     }
-    let mut mm = proc.mm.lock_uninterruptible();
+    let mm_arc = proc.mm();
+    let mut mm = mm_arc.lock_uninterruptible();
     mm.lock_future = flags & MCL_FUTURE != 0 && flags & MCL_ONFAULT == 0;
     if flags & MCL_CURRENT != 0 && flags & MCL_ONFAULT == 0 {
         mm.populate(0, TASK_SIZE)?;
@@ -204,16 +208,17 @@ pub fn mlockall(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
 }
 
 /// `munlockall()`.
-pub fn munlockall(proc: &Process, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
-    proc.mm.lock_uninterruptible().lock_future = false;
+pub fn munlockall(proc: &Thread, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
+    proc.mm().lock_uninterruptible().lock_future = false;
     ok(0)
 }
 
 /// `mlock(addr, len)`: faults the range in; ENOMEM if part of it is not mapped.
-pub fn mlock(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn mlock(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let start = a[0] & !(PAGE - 1);
     let end = page_up(a[0].checked_add(a[1]).ok_or(Errno::EINVAL)?).ok_or(Errno::EINVAL)?;
-    let mm = proc.mm.lock_uninterruptible();
+    let mm_arc = proc.mm();
+    let mm = mm_arc.lock_uninterruptible();
     let mut at = start;
     while at < end {
         at = mm.find(at).ok_or(Errno::ENOMEM)?.end;
@@ -223,7 +228,7 @@ pub fn mlock(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
 }
 
 /// `munlock(addr, len)`: nothing is ever swapped; the range is checked as Linux does.
-pub fn munlock(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn munlock(_: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     a[0].checked_add(a[1]).ok_or(Errno::EINVAL)?;
     ok(0)
 }

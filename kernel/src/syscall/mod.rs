@@ -1,18 +1,21 @@
 //! System calls: one dispatch table ([`TABLE`], by Linux x86_64 number) over one file per
-//! family ([`fs`], [`mm`], [`process`], [`sched`], [`time`]). A handler gets the process and the six
+//! family ([`cred`], [`fs`], [`futex`], [`mm`], [`process`], [`sched`], [`signal`], [`time`]). A handler gets the calling thread and the six
 //! arguments and returns a value or an [`Errno`]; the dispatcher writes `-errno` into RAX as
 //! Linux does. A number nobody handles is ENOSYS, counted ([`unknown_counts`]), never a panic.
 //!
 //! Each entry says whether it is complete or partial, and what "partial" lacks: that is the
 //! syscall table in `docs/design/syscalls.md`, which a test compares with this table.
 
+pub mod cred;
 pub mod fs;
+pub mod futex;
 pub mod mm;
 pub mod process;
 pub mod sched;
+pub mod signal;
 pub mod time;
 
-use crate::process::Process;
+use crate::process::Thread;
 use cadence_abi::errno::Errno;
 use core::sync::atomic::{AtomicU64, Ordering};
 use framework::user::UserContext;
@@ -21,13 +24,30 @@ use framework::user::UserContext;
 pub enum Outcome {
     /// Return this value.
     Value(u64),
-    /// The thread (and, with one thread, the process) exits with this status.
-    Exit(i32),
+    /// The handler set every register itself (`execve`, `rt_sigreturn`): RAX is not the
+    /// call's result, and no restart applies.
+    Restored,
+    /// The calling thread exits with this status (`exit`).
+    ExitThread(i32),
+    /// The whole process exits with this status (`exit_group`).
+    ExitGroup(i32),
 }
 
-/// A handler: the process, the caller's registers (for calls that need more than the
+/// What the thread does after a system call.
+pub enum After {
+    /// Return to user mode with RAX set (signals and restarts first).
+    Return,
+    /// Return to user mode with the registers the handler set.
+    Restored,
+    /// The thread ends with this status.
+    ExitThread(i32),
+    /// The process ends with this status.
+    ExitGroup(i32),
+}
+
+/// A handler: the calling thread, its registers (for calls that need more than the
 /// arguments) and the six arguments.
-pub type Handler = fn(&Process, &mut UserContext, [u64; 6]) -> Result<Outcome, Errno>;
+pub type Handler = fn(&Thread, &mut UserContext, [u64; 6]) -> Result<Outcome, Errno>;
 
 /// How complete an entry is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +74,16 @@ macro_rules! entries {
     ($($nr:literal $name:ident $handler:path, $status:expr;)*) => {
         /// Every system call Cadence answers, by number.
         pub static TABLE: &[Entry] = &[$(Entry { nr: $nr, name: stringify!($name), handler: $handler, status: $status }),*];
+        // The lookup is a binary search: an entry out of order would be unreachable, so the
+        // build fails instead.
+        const _: () = {
+            let nrs: &[u32] = &[$($nr),*];
+            let mut i = 1;
+            while i < nrs.len() {
+                assert!(nrs[i - 1] < nrs[i], "the syscall table must be sorted by number, without duplicates");
+                i += 1;
+            }
+        };
     };
 }
 
@@ -73,8 +103,9 @@ entries! {
     10 mprotect mm::mprotect, Implemented;
     11 munmap mm::munmap, Implemented;
     12 brk mm::brk, Implemented;
-    13 rt_sigaction process::rt_sigaction, Partial("dispositions kept; handlers are not run yet (a handled signal takes its default action)");
-    14 rt_sigprocmask process::rt_sigprocmask, Implemented;
+    13 rt_sigaction signal::rt_sigaction, Implemented;
+    14 rt_sigprocmask signal::rt_sigprocmask, Implemented;
+    15 rt_sigreturn signal::rt_sigreturn, Implemented;
     16 ioctl fs::ioctl, Partial("console: TCGETS/TCSETS* (fixed termios), TIOCGWINSZ, TIOCGPGRP/TIOCSPGRP; pipes: FIONREAD; else ENOTTY");
     17 pread64 fs::pread64, Implemented;
     18 pwrite64 fs::pwrite64, Implemented;
@@ -87,17 +118,17 @@ entries! {
     28 madvise mm::madvise, Partial("MADV_DONTNEED drops pages; other advice is accepted and ignored");
     32 dup fs::dup, Implemented;
     33 dup2 fs::dup2, Implemented;
-    34 pause process::pause, Partial("only a fatal signal ends it (no handlers yet)");
-    35 nanosleep time::nanosleep, Partial("a fatal signal ends it; no handlers yet, so no EINTR seen");
+    34 pause signal::pause, Implemented;
+    35 nanosleep time::nanosleep, Implemented;
     39 getpid process::getpid, Implemented;
     40 sendfile fs::sendfile, Partial("at most 64 KiB per call");
-    56 clone process::clone, Partial("process form only (no CLONE_VM/THREAD/FILES/FS/SIGHAND/SETTLS yet)");
+    56 clone process::clone, Partial("no CLONE_PARENT, CLONE_PIDFD or namespaces (EINVAL, as a Linux built without them)");
     57 fork process::fork, Implemented;
-    58 vfork process::vfork, Partial("a fork: the parent does not wait for the child's execve");
+    58 vfork process::vfork, Implemented;
     59 execve process::execve, Implemented;
     60 exit process::exit, Implemented;
-    61 wait4 process::wait4, Partial("no stopped/continued children; rusage zero");
-    62 kill process::kill, Implemented;
+    61 wait4 process::wait4, Partial("rusage is zero");
+    62 kill signal::kill, Implemented;
     63 uname process::uname, Implemented;
     72 fcntl fs::fcntl, Partial("F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD, F_GETFL, F_SETFL; no locks");
     76 truncate fs::truncate, Implemented;
@@ -118,21 +149,36 @@ entries! {
     93 fchown fs::fchown, Partial("every file is root's: the owner does not change");
     94 lchown fs::chown, Partial("every file is root's: the owner does not change");
     95 umask fs::umask, Implemented;
-    96 gettimeofday time::gettimeofday, Partial("the wall clock starts at the epoch (no RTC read)");
+    96 gettimeofday time::gettimeofday, Implemented;
     97 getrlimit process::getrlimit, Partial("as prlimit64");
     99 sysinfo process::sysinfo, Partial("loads are 0; no shared/buffer/swap figures");
-    102 getuid process::getid, Implemented;
-    104 getgid process::getid, Implemented;
-    107 geteuid process::getid, Implemented;
-    108 getegid process::getid, Implemented;
+    102 getuid cred::getuid, Implemented;
+    104 getgid cred::getgid, Implemented;
+    105 setuid cred::setuid, Partial("the ids are reported, not enforced: no file permission checks");
+    106 setgid cred::setgid, Partial("the ids are reported, not enforced: no file permission checks");
+    107 geteuid cred::geteuid, Implemented;
+    108 getegid cred::getegid, Implemented;
     109 setpgid process::setpgid, Implemented;
     110 getppid process::getppid, Implemented;
     111 getpgrp process::getpgrp, Implemented;
     112 setsid process::setsid, Implemented;
+    113 setreuid cred::setreuid, Partial("the ids are reported, not enforced: no file permission checks");
+    114 setregid cred::setregid, Partial("the ids are reported, not enforced: no file permission checks");
+    115 getgroups cred::getgroups, Implemented;
+    116 setgroups cred::setgroups, Implemented;
+    117 setresuid cred::setresuid, Partial("the ids are reported, not enforced: no file permission checks");
+    118 getresuid cred::getresuid, Implemented;
+    119 setresgid cred::setresgid, Partial("the ids are reported, not enforced: no file permission checks");
+    120 getresgid cred::getresgid, Implemented;
     121 getpgid process::getpgid, Implemented;
+    122 setfsuid cred::setfsuid, Implemented;
+    123 setfsgid cred::setfsgid, Implemented;
     124 getsid process::getsid, Implemented;
-    130 rt_sigsuspend process::rt_sigsuspend, Partial("only a fatal signal ends it (no handlers yet)");
-    131 sigaltstack process::sigaltstack, Partial("reports SS_DISABLE; a new stack is accepted and unused until handlers run");
+    127 rt_sigpending signal::rt_sigpending, Implemented;
+    128 rt_sigtimedwait signal::rt_sigtimedwait, Implemented;
+    129 rt_sigqueueinfo signal::rt_sigqueueinfo, Implemented;
+    130 rt_sigsuspend signal::rt_sigsuspend, Implemented;
+    131 sigaltstack signal::sigaltstack, Implemented;
     140 getpriority sched::getpriority, Implemented;
     141 setpriority sched::setpriority, Implemented;
     142 sched_setparam sched::sched_setparam, Implemented;
@@ -149,18 +195,23 @@ entries! {
     157 prctl process::prctl, Partial("PR_SET_NAME / PR_GET_NAME (not yet the name `ps` shows), PR_SCHED_CORE, PR_GET/SET_DUMPABLE; other options EINVAL");
     158 arch_prctl process::arch_prctl, Partial("ARCH_SET_FS and ARCH_GET_FS only");
     160 setrlimit process::setrlimit, Partial("as prlimit64");
+    164 settimeofday time::settimeofday, Implemented;
     186 gettid process::gettid, Implemented;
-    200 tkill process::tkill, Implemented;
-    201 time time::time, Partial("the wall clock starts at the epoch (no RTC read)");
+    200 tkill signal::tkill, Implemented;
+    201 time time::time, Implemented;
+    202 futex futex::futex, Partial("no priority-inheritance operations yet (ENOSYS)");
     203 sched_setaffinity sched::sched_setaffinity, Partial("CPUs 0-63 (Cadence's masks are 64 bits)");
     204 sched_getaffinity sched::sched_getaffinity, Implemented;
     217 getdents64 fs::getdents64, Implemented;
-    218 set_tid_address process::set_tid_address, Partial("the address is kept; threads will clear it at exit");
-    228 clock_gettime time::clock_gettime, Partial("REALTIME starts at the epoch (no RTC read)");
+    218 set_tid_address futex::set_tid_address, Implemented;
+    219 restart_syscall time::restart_syscall, Implemented;
+    227 clock_settime time::clock_settime, Implemented;
+    228 clock_gettime time::clock_gettime, Implemented;
     229 clock_getres time::clock_getres, Implemented;
-    230 clock_nanosleep time::clock_nanosleep, Partial("a fatal signal ends it; no handlers yet, so no EINTR seen");
-    231 exit_group process::exit, Implemented;
-    234 tgkill process::tgkill, Implemented;
+    230 clock_nanosleep time::clock_nanosleep, Implemented;
+    231 exit_group process::exit_group, Implemented;
+    234 tgkill signal::tgkill, Implemented;
+    247 waitid process::waitid, Partial("rusage is zero");
     257 openat fs::openat, Partial("no O_TMPFILE, O_PATH");
     258 mkdirat fs::mkdirat, Implemented;
     262 newfstatat fs::newfstatat, Implemented;
@@ -170,13 +221,15 @@ entries! {
     267 readlinkat fs::readlinkat, Implemented;
     268 fchmodat fs::fchmodat, Implemented;
     269 faccessat fs::faccessat, Implemented;
-    270 pselect6 fs::pselect6, Partial("the signal mask is not applied (no handlers yet)");
-    271 ppoll fs::ppoll, Partial("the signal mask is not applied (no handlers yet)");
-    273 set_robust_list process::set_robust_list, Partial("the list is kept, not yet walked at exit");
+    270 pselect6 fs::pselect6, Partial("exceptfds never ready");
+    271 ppoll fs::ppoll, Implemented;
+    273 set_robust_list futex::set_robust_list, Implemented;
+    274 get_robust_list futex::get_robust_list, Implemented;
     280 utimensat fs::utimensat, Partial("sets the modification time to now, whatever the times asked");
     292 dup3 fs::dup3, Implemented;
     293 pipe2 fs::pipe2, Partial("no O_DIRECT (packet mode)");
-    302 prlimit64 process::prlimit64, Partial("kept per process; enforced: RTTIME (any task); not yet NOFILE, NPROC, AS, MEMLOCK, STACK");
+    297 rt_tgsigqueueinfo signal::rt_tgsigqueueinfo, Implemented;
+    302 prlimit64 process::prlimit64, Partial("enforced: RTTIME (any task), NOFILE; recorded: NPROC and MEMLOCK (which root is exempt from on Linux too), AS, STACK");
     309 getcpu sched::getcpu, Implemented;
     314 sched_setattr sched::sched_setattr, Implemented;
     315 sched_getattr sched::sched_getattr, Implemented;
@@ -200,8 +253,8 @@ pub fn lookup(nr: u64) -> Option<&'static Entry> {
     TABLE.binary_search_by_key(&nr, |e| e.nr).ok().map(|i| &TABLE[i])
 }
 
-/// Handles the system call in `ctx`; `Some(status)` if the thread exits.
-pub fn dispatch(proc: &Process, ctx: &mut UserContext) -> Option<i32> {
+/// Handles the system call in `ctx`.
+pub fn dispatch(proc: &Thread, ctx: &mut UserContext) -> After {
     let (nr, args) = ctx.syscall_args();
     let result = match lookup(nr) {
         Some(e) => (e.handler)(proc, ctx, args),
@@ -212,10 +265,12 @@ pub fn dispatch(proc: &Process, ctx: &mut UserContext) -> Option<i32> {
     };
     match result {
         Ok(Outcome::Value(v)) => ctx.set_syscall_return(v),
-        Ok(Outcome::Exit(status)) => return Some(status),
+        Ok(Outcome::Restored) => return After::Restored,
+        Ok(Outcome::ExitThread(status)) => return After::ExitThread(status),
+        Ok(Outcome::ExitGroup(status)) => return After::ExitGroup(status),
         Err(e) => ctx.set_syscall_return(e.to_return()),
     }
-    None
+    After::Return
 }
 
 /// A value result.

@@ -3,7 +3,7 @@
 //! `arch/x86/kernel/process_64.c`).
 
 use super::{ok, Outcome};
-use crate::process::Process;
+use crate::process::Thread;
 use alloc::vec::Vec;
 use cadence_abi::errno::Errno;
 use core::sync::atomic::Ordering;
@@ -14,81 +14,71 @@ const ARCH_SET_FS: u64 = 0x1002;
 const ARCH_GET_FS: u64 = 0x1003;
 const RLIM_INFINITY: u64 = u64::MAX;
 
-/// `exit(status)` and `exit_group(status)` (one thread: the same).
-pub fn exit(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    Ok(Outcome::Exit((a[0] & 0xff) as i32))
+/// `exit(status)`: the calling thread ends (the process with its last thread).
+pub fn exit(_: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    Ok(Outcome::ExitThread((a[0] & 0xff) as i32))
+}
+
+/// `exit_group(status)`: every thread of the process ends.
+pub fn exit_group(_: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    Ok(Outcome::ExitGroup((a[0] & 0xff) as i32))
 }
 
 /// `getpid()`: the thread group's id.
-pub fn getpid(_: &Process, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn getpid(_: &Thread, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
     ok(u64::from(crate::sched::current().process.tgid))
 }
 
 /// `gettid()`.
-pub fn gettid(_: &Process, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn gettid(_: &Thread, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
     ok(u64::from(crate::sched::current().tid))
 }
 
-/// `getppid()`.
-pub fn getppid(_: &Process, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
-    ok(u64::from(crate::sched::current().parent))
-}
-
-/// `getuid`, `geteuid`, `getgid`, `getegid`: everyone is root.
-pub fn getid(_: &Process, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
-    ok(0)
+/// `getppid()`: the parent process's pid; 1 (init) once the parent has ended, as Linux
+/// reparents an orphan; 0 for a process the kernel started.
+pub fn getppid(proc: &Thread, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
+    let Some(p) = proc.process.parent.as_ref() else { return ok(0) };
+    let alive = crate::sched::task::find(p.pid)
+        .is_some_and(|t| !t.process.group.exited.load(Ordering::Acquire) && t.state() != crate::sched::task::TaskState::Dead);
+    ok(u64::from(if alive { p.pid } else { 1 }))
 }
 
 /// `sched_yield()`.
-pub fn sched_yield(_: &Process, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn sched_yield(_: &Thread, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
     crate::sched::api::sched_yield();
     ok(0)
 }
 
 /// `uname(buf)`: Linux's name and a 6.1 release (programs choose features by it), Cadence in
 /// `version` (as gVisor does).
-pub fn uname(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn uname(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let fields: [&str; 6] = ["Linux", "cadence", "6.1.0-cadence", "#1 SMP PREEMPT_DYNAMIC Cadence", "x86_64", "(none)"];
     let mut buf = [0u8; 65 * 6];
     for (i, f) in fields.iter().enumerate() {
         buf[i * 65..i * 65 + f.len()].copy_from_slice(f.as_bytes());
     }
-    proc.mm.lock_uninterruptible().write(a[0], &buf)?;
+    proc.mm().lock_uninterruptible().write(a[0], &buf)?;
     ok(0)
 }
 
 /// `arch_prctl(code, addr)`: the FS base (TLS).
-pub fn arch_prctl(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn arch_prctl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     match a[0] {
         ARCH_SET_FS => {
             user::set_fs_base(a[1]).map_err(|_| Errno::EPERM)?;
             ok(0)
         }
         ARCH_GET_FS => {
-            proc.mm.lock_uninterruptible().write(a[1], &user::fs_base().to_le_bytes())?;
+            proc.mm().lock_uninterruptible().write(a[1], &user::fs_base().to_le_bytes())?;
             ok(0)
         }
         _ => Err(Errno::EINVAL),
     }
 }
 
-/// `set_tid_address(tidptr)`: returns the caller's tid.
-pub fn set_tid_address(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    proc.clear_child_tid.store(a[0], Ordering::Release);
-    ok(u64::from(crate::sched::current().tid))
-}
-
-/// `set_robust_list(head, len)`: EINVAL unless `len` is the x86_64 header's 24 bytes.
-pub fn set_robust_list(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    if a[1] != 24 {
-        return Err(Errno::EINVAL);
-    }
-    ok(0)
-}
-
 /// `rseq(...)`: ENOSYS, deliberately: glibc then leaves `sched_getcpu` to the system call,
 /// where a fake success would give it stale CPU numbers (see `../shared/notes/linux-abi.md`).
-pub fn rseq(_: &Process, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn rseq(_: &Thread, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
     Err(Errno::ENOSYS)
 }
 
@@ -112,13 +102,13 @@ fn default_limit(resource: u64) -> Option<(u64, u64)> {
 /// root shell sees them; inherited across fork); RLIMIT_RTTIME of any task through the
 /// scheduler's watchdog (`sched::rt_limits`). EINVAL for an unknown resource or soft > hard;
 /// ESRCH for no such process. Limits are recorded; RTTIME is enforced, the others not yet.
-pub fn prlimit64(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn prlimit64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let me = crate::sched::current();
     let resource = a[1];
     default_limit(resource).ok_or(Errno::EINVAL)?;
     let new = if a[2] != 0 {
         let mut b = [0u8; 16];
-        proc.mm.lock_uninterruptible().read(a[2], &mut b)?;
+        proc.mm().lock_uninterruptible().read(a[2], &mut b)?;
         let (soft, hard) = (u64::from_le_bytes(b[..8].try_into().expect("8")), u64::from_le_bytes(b[8..].try_into().expect("8")));
         if soft > hard {
             return Err(Errno::EINVAL);
@@ -135,7 +125,7 @@ pub fn prlimit64(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Out
         crate::sched::rt_limits::prlimit(pid as u32, resource as u32, new)?
     } else {
         let target = if pid == 0 || pid as u32 == me.tid || pid as u32 == me.process.tgid {
-            proc.rlimits.clone()
+            proc.process.rlimits.clone()
         } else {
             crate::process::limits_of(pid as u32).ok_or(Errno::ESRCH)?
         };
@@ -150,7 +140,7 @@ pub fn prlimit64(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Out
         let mut buf = [0u8; 16];
         buf[..8].copy_from_slice(&old.0.to_le_bytes());
         buf[8..].copy_from_slice(&old.1.to_le_bytes());
-        proc.mm.lock_uninterruptible().write(a[3], &buf)?;
+        proc.mm().lock_uninterruptible().write(a[3], &buf)?;
     }
     ok(0)
 }
@@ -164,7 +154,7 @@ pub fn default_limits() -> [(u64, u64); 16] {
 }
 
 /// `getrandom(buf, len, flags)`.
-pub fn getrandom(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn getrandom(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     const GRND_NONBLOCK: u64 = 1;
     const GRND_RANDOM: u64 = 2;
     const GRND_INSECURE: u64 = 4;
@@ -181,70 +171,42 @@ pub fn getrandom(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Out
             x as u8
         })
         .collect();
-    proc.mm.lock_uninterruptible().write(a[0], &bytes)?;
+    proc.mm().lock_uninterruptible().write(a[0], &bytes)?;
     ok(len as u64)
 }
 
-const CLONE_VM: u64 = 0x100;
-const CLONE_FS: u64 = 0x200;
-const CLONE_FILES: u64 = 0x400;
-const CLONE_SIGHAND: u64 = 0x800;
-const CLONE_VFORK: u64 = 0x4000;
-const CLONE_PARENT_SETTID: u64 = 0x0010_0000;
-const CLONE_CHILD_CLEARTID: u64 = 0x0020_0000;
-const CLONE_CHILD_SETTID: u64 = 0x0100_0000;
-const CLONE_THREAD: u64 = 0x1_0000;
-const CLONE_SETTLS: u64 = 0x8_0000;
-const CSIGNAL: u64 = 0xff;
-
-/// `clone(flags, newsp, parent_tid, child_tid, tls)` in its process form (what glibc's
-/// `fork` and `vfork` call): the sharing flags (threads) are EINVAL until user space II.
-pub fn clone(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let flags = a[0];
-    let known = CSIGNAL
-        | CLONE_VM
-        | CLONE_FS
-        | CLONE_FILES
-        | CLONE_SIGHAND
-        | CLONE_VFORK
-        | CLONE_PARENT_SETTID
-        | CLONE_CHILD_CLEARTID
-        | CLONE_CHILD_SETTID
-        | CLONE_THREAD
-        | CLONE_SETTLS;
-    if flags & !known != 0 || flags & (CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SETTLS) != 0 {
-        return Err(Errno::EINVAL);
-    }
-    let tids = crate::process::TidRequests {
-        child_settid: (flags & CLONE_CHILD_SETTID != 0).then_some(a[3]),
-        child_cleartid: (flags & CLONE_CHILD_CLEARTID != 0).then_some(a[3]),
-    };
-    let pid = crate::process::fork(proc, ctx, a[1], tids)?;
-    if flags & CLONE_PARENT_SETTID != 0 {
-        proc.mm.lock_uninterruptible().write(a[2], &pid.to_le_bytes())?;
-    }
-    ok(u64::from(pid))
+/// `clone(flags, newsp, parent_tid, child_tid, tls)` (x86_64 argument order): a process
+/// (`fork`, `vfork`, `posix_spawn`'s CLONE_VM|CLONE_VFORK) or a thread (`pthread_create`'s
+/// CLONE_VM|FS|FILES|SIGHAND|THREAD|SYSVSEM|SETTLS|PARENT_SETTID|CHILD_CLEARTID); see
+/// `process::clone`. The flags are the low 32 bits, as Linux's `lower_32_bits`.
+pub fn clone(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let args = crate::process::CloneArgs { flags: a[0] & 0xffff_ffff, stack: a[1], parent_tid: a[2], child_tid: a[3], tls: a[4] };
+    ok(u64::from(crate::process::clone(proc, ctx, args)?))
 }
 
 /// `fork()`.
-pub fn fork(proc: &Process, ctx: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
-    ok(u64::from(crate::process::fork(proc, ctx, 0, Default::default())?))
+pub fn fork(proc: &Thread, ctx: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
+    let args = crate::process::CloneArgs { flags: u64::from(crate::sched::signal::SIGCHLD), ..Default::default() };
+    ok(u64::from(crate::process::clone(proc, ctx, args)?))
 }
 
-/// `vfork()`: a fork (the parent does not wait for the child's `execve` or exit; the child has
-/// its own copy of memory, which every correct vfork child tolerates).
-pub fn vfork(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    fork(proc, ctx, a)
+/// `vfork()`: the child shares the caller's memory, and the caller waits until it execs or
+/// ends.
+pub fn vfork(proc: &Thread, ctx: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
+    use crate::process::flags::{CLONE_VFORK, CLONE_VM};
+    let args = crate::process::CloneArgs { flags: CLONE_VM | CLONE_VFORK | u64::from(crate::sched::signal::SIGCHLD), ..Default::default() };
+    ok(u64::from(crate::process::clone(proc, ctx, args)?))
 }
 
 /// Reads a NULL-terminated array of string pointers (argv, envp): E2BIG past the limits.
-fn string_array(proc: &Process, addr: u64) -> Result<Vec<Vec<u8>>, Errno> {
+fn string_array(proc: &Thread, addr: u64) -> Result<Vec<Vec<u8>>, Errno> {
     let mut out = Vec::new();
     if addr == 0 {
         return Ok(out);
     }
     let mut total = 0;
-    let mm = proc.mm.lock_uninterruptible();
+    let mm_arc = proc.mm();
+    let mm = mm_arc.lock_uninterruptible();
     for i in 0.. {
         let mut p = [0u8; 8];
         mm.read(addr + 8 * i, &mut p)?;
@@ -262,12 +224,15 @@ fn string_array(proc: &Process, addr: u64) -> Result<Vec<Vec<u8>>, Errno> {
     Ok(out)
 }
 
-/// `execve(path, argv, envp)`: the process's memory is replaced; its close-on-exec fds are
-/// closed, handled signals reset to their default (ignored ones stay ignored), the FPU and the
-/// FS base reset. On success nothing returns: the new program starts.
-pub fn execve(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+/// `execve(path, argv, envp)`: the process's memory is replaced; its other threads end
+/// first (Linux's `de_thread`; the calling thread keeps its tid, so after an `execve` by a
+/// thread other than the first, `gettid` differs from `getpid`); close-on-exec fds are
+/// closed, handled signals reset to their default (ignored ones stay ignored), the
+/// alternate stack, robust list, FPU and FS base reset; a `vfork` parent resumes. On success
+/// nothing returns: the new program starts.
+pub fn execve(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let path = {
-        let bytes = proc.mm.lock_uninterruptible().read_cstr(a[0], crate::fs::vfs::PATH_MAX - 1)?;
+        let bytes = proc.mm().lock_uninterruptible().read_cstr(a[0], crate::fs::vfs::PATH_MAX - 1)?;
         if bytes.is_empty() {
             return Err(Errno::ENOENT);
         }
@@ -276,143 +241,208 @@ pub fn execve(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outc
     let argv = string_array(proc, a[1])?;
     let envp = string_array(proc, a[2])?;
     let (argv_s, envp_s): (Vec<&[u8]>, Vec<&[u8]>) = (argv.iter().map(|v| &v[..]).collect(), envp.iter().map(|v| &v[..]).collect());
-    let cwd = proc.cwd.lock_uninterruptible().clone();
+    let cwd = proc.fs.cwd.lock_uninterruptible().clone();
     let loaded = crate::process::exec::load(&cwd, &path, &argv_s, &envp_s)?;
     // The point of no return.
     let me = crate::sched::current();
-    me.task_context().set_vm_space(Some(loaded.mm.space.clone()));
-    let old = core::mem::replace(&mut *proc.mm.lock_uninterruptible(), loaded.mm);
-    drop(old);
-    let closed = proc.files.lock_uninterruptible().take_cloexec();
-    drop(closed);
-    {
-        let mut acts = proc.sigactions.lock_uninterruptible();
-        for act in acts.iter_mut() {
-            if act.handler > crate::process::SIG_IGN {
-                *act = Default::default();
-            }
-        }
+    crate::process::signal::end_other_threads(proc, &me);
+    if let Some(v) = &proc.vfork_done {
+        v.complete();
     }
+    me.task_context().set_vm_space(Some(loaded.mm.space.clone()));
+    let old = proc.set_mm(alloc::sync::Arc::new(crate::sched::wait::Mutex::new(loaded.mm)));
+    drop(old);
+    let closed = proc.files().lock_uninterruptible().take_cloexec();
+    drop(closed);
+    crate::process::signal::reset_handlers_for_exec(proc, &me);
     user::set_fpu(&user::FxArea::initial());
     let _ = user::set_fs_base(0);
     proc.clear_child_tid.store(0, Ordering::Relaxed);
+    proc.robust_list.store(0, Ordering::Relaxed);
+    *proc.saved_mask.lock() = None;
+    *proc.altstack.lock() = cadence_abi::signal::AltStack { sp: 0, flags: cadence_abi::signal::SS_DISABLE, size: 0 };
+    {
+        let name = path.rsplit('/').next().unwrap_or("").as_bytes();
+        let mut comm = [0u8; 16];
+        let n = name.len().min(15);
+        comm[..n].copy_from_slice(&name[..n]);
+        *proc.comm.lock() = comm;
+    }
     *ctx = UserContext::new(loaded.entry, loaded.sp);
-    ok(0)
+    Ok(Outcome::Restored)
 }
 
 const WNOHANG: u64 = 1;
 const WUNTRACED: u64 = 2;
+const WSTOPPED: u64 = 2;
+const WEXITED: u64 = 4;
 const WCONTINUED: u64 = 8;
+const WNOWAIT: u64 = 0x0100_0000;
+const WNOTHREAD: u64 = 0x2000_0000;
 const WALL: u64 = 0x4000_0000;
 const WCLONE: u64 = 0x8000_0000;
-const WNOTHREAD: u64 = 0x2000_0000;
 
-/// `wait4(pid, wstatus, options, rusage)`: -1 any child, > 0 that child, 0 / < -1 a process
-/// group. ECHILD without a matching child; 0 with WNOHANG if none has ended; EINTR if a fatal
-/// signal came. `rusage` is zeroed (not yet accounted).
-pub fn wait4(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    if a[2] & !(WNOHANG | WUNTRACED | WCONTINUED | WALL | WCLONE | WNOTHREAD) != 0 {
-        return Err(Errno::EINVAL);
-    }
-    let pid = a[0] as i32;
-    let my_pgid = crate::sched::current().process.pgid.load(Ordering::Relaxed);
+/// Which children a wait is for.
+#[derive(Clone, Copy)]
+enum Which {
+    Any,
+    Pid(u32),
+    Pgid(u32),
+}
+
+/// What a wait found.
+enum Found {
+    Exited(i32),
+    Stopped(u32),
+    Continued,
+}
+
+/// The core of `wait4` and `waitid` (Linux `do_wait`): the first matching child with
+/// something to report (an end with WEXITED, a stop with WSTOPPED, a continue with
+/// WCONTINUED); with WNOWAIT it stays reportable. ECHILD if no child matches; `None` with
+/// WNOHANG if none has anything; ERESTARTSYS if a signal comes while it waits.
+fn do_wait(proc: &Thread, which: Which, options: u64) -> Result<Option<(u32, Found)>, Errno> {
+    let my_pgid = crate::sched::current().process.group.pgid.load(Ordering::Relaxed);
     let matches = |r: &crate::process::ChildRecord| -> bool {
-        match pid {
-            -1 => true,
-            0 => r.pgid.load(Ordering::Relaxed) == my_pgid,
-            p if p > 0 => r.pid.load(Ordering::Acquire) == p as u32,
-            p => r.pgid.load(Ordering::Relaxed) == p.unsigned_abs(),
-        }
+        let kind_ok = options & WALL != 0 || (options & WCLONE != 0) == r.clone_child;
+        kind_ok
+            && match which {
+                Which::Any => true,
+                Which::Pid(p) => r.pid.load(Ordering::Acquire) == p,
+                Which::Pgid(0) => r.pgid() == my_pgid,
+                Which::Pgid(g) => r.pgid() == g,
+            }
     };
-    let family = proc.family.clone();
+    let reportable = |st: &crate::process::ChildState| -> bool {
+        (options & WEXITED != 0 && st.exit.is_some())
+            || (options & WSTOPPED != 0 && st.stopped.is_some())
+            || (options & WCONTINUED != 0 && st.continued)
+    };
+    let family = proc.process.family.clone();
     loop {
-        let found = {
+        {
             let mut kids = family.children.lock_uninterruptible();
             if !kids.iter().any(|r| matches(r)) {
                 return Err(Errno::ECHILD);
             }
-            let done = kids.iter().position(|r| matches(r) && r.status.lock().is_some());
-            done.map(|i| kids.remove(i))
-        };
-        if let Some(r) = found {
-            let status = r.status.lock().expect("ended");
-            if a[1] != 0 {
-                proc.mm.lock_uninterruptible().write(a[1], &status.to_le_bytes())?;
+            let hit = kids.iter().position(|r| matches(r) && reportable(&r.state.lock()));
+            if let Some(i) = hit {
+                let r = kids[i].clone();
+                let pid = r.pid.load(Ordering::Acquire);
+                let mut st = r.state.lock();
+                let keep = options & WNOWAIT != 0;
+                let found = if let Some(status) = st.exit.filter(|_| options & WEXITED != 0) {
+                    drop(st);
+                    if !keep {
+                        kids.remove(i);
+                    }
+                    Found::Exited(status)
+                } else if let Some(sig) = st.stopped.filter(|_| options & WSTOPPED != 0) {
+                    if !keep {
+                        st.stopped = None;
+                    }
+                    Found::Stopped(sig)
+                } else {
+                    if !keep {
+                        st.continued = false;
+                    }
+                    Found::Continued
+                };
+                return Ok(Some((pid, found)));
             }
-            if a[3] != 0 {
-                proc.mm.lock_uninterruptible().write(a[3], &[0u8; 144])?;
-            }
-            return ok(u64::from(r.pid.load(Ordering::Acquire)));
         }
-        if a[2] & WNOHANG != 0 {
-            return ok(0);
+        if options & WNOHANG != 0 {
+            return Ok(None);
         }
         family
-            .exited
+            .changed
             .wait_until_interruptible(|| {
-                family.children.try_lock().is_none_or(|k| k.iter().any(|r| matches(r) && r.status.lock().is_some()))
+                // Something to report, or no matching child left (an auto-reaped one: ECHILD).
+                family
+                    .children
+                    .try_lock()
+                    .is_none_or(|k| k.iter().all(|r| !matches(r)) || k.iter().any(|r| matches(r) && reportable(&r.state.lock())))
             })
-            .map_err(|_| Errno::EINTR)?;
+            .map_err(|_| Errno::ERESTARTSYS)?;
     }
 }
 
-/// `kill(pid, sig)`: > 0 that process, 0 the caller's process group, -1 every process but
-/// init and the caller, < -1 process group -pid. EINVAL for a bad signal, ESRCH if nobody
-/// matched.
-pub fn kill(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let (pid, sig) = (a[0] as i32, a[1]);
-    if sig > 64 {
+/// `wait4(pid, wstatus, options, rusage)`: -1 any child, > 0 that child, 0 / < -1 a process
+/// group; WUNTRACED reports stops, WCONTINUED continues. ECHILD without a matching child; 0
+/// with WNOHANG if none has anything to report. `rusage` is zeroed (not yet accounted).
+pub fn wait4(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    if a[2] & !(WNOHANG | WUNTRACED | WCONTINUED | WALL | WCLONE | WNOTHREAD) != 0 {
         return Err(Errno::EINVAL);
     }
-    if pid > 0 {
-        crate::sched::signal::kill(pid as u32, sig as u32)?;
-        return ok(0);
-    }
-    let me = crate::sched::current();
-    let target_pgid = match pid {
-        0 => Some(me.process.pgid.load(Ordering::Relaxed)),
-        -1 => None,
-        p => Some(p.unsigned_abs()),
+    let pid = a[0] as i32;
+    let which = match pid {
+        -1 => Which::Any,
+        0 => Which::Pgid(0),
+        p if p > 0 => Which::Pid(p as u32),
+        p if p == i32::MIN => return Err(Errno::ESRCH),
+        p => Which::Pgid(p.unsigned_abs()),
     };
-    let mut hit = false;
-    for t in crate::sched::task::all() {
-        let in_group = target_pgid.is_none_or(|g| t.process.pgid.load(Ordering::Relaxed) == g);
-        let skip = t.kthread || t.is_idle || t.process.exited.load(Ordering::Acquire) || (pid == -1 && (t.tid == 1 || t.tid == me.tid));
-        if in_group && !skip && t.process.tgid == t.tid {
-            hit = true;
-            if sig != 0 {
-                crate::sched::signal::send(&t, sig as u32);
+    let Some((pid, found)) = do_wait(proc, which, a[2] | WEXITED)? else { return ok(0) };
+    let status: i32 = match found {
+        Found::Exited(s) => s,
+        Found::Stopped(sig) => ((sig as i32) << 8) | 0x7f,
+        Found::Continued => 0xffff,
+    };
+    if a[1] != 0 {
+        proc.mm().lock_uninterruptible().write(a[1], &status.to_le_bytes())?;
+    }
+    if a[3] != 0 {
+        proc.mm().lock_uninterruptible().write(a[3], &[0u8; 144])?;
+    }
+    ok(u64::from(pid))
+}
+
+/// `waitid(idtype, id, infop, options, rusage)`: P_ALL, P_PID, P_PGID (0: the caller's
+/// group); WEXITED / WSTOPPED / WCONTINUED (at least one), WNOHANG, WNOWAIT. The child's
+/// state goes into `infop` as a SIGCHLD `siginfo_t` (zeroed with WNOHANG and nothing to
+/// report, as Linux). EINVAL for a bad idtype, id or options.
+pub fn waitid(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    const P_ALL: u64 = 0;
+    const P_PID: u64 = 1;
+    const P_PGID: u64 = 2;
+    let options = a[3];
+    if options & !(WNOHANG | WNOWAIT | WEXITED | WSTOPPED | WCONTINUED | WALL | WCLONE | WNOTHREAD) != 0
+        || options & (WEXITED | WSTOPPED | WCONTINUED) == 0
+    {
+        return Err(Errno::EINVAL);
+    }
+    let id = a[1] as i32;
+    let which = match a[0] {
+        P_ALL => Which::Any,
+        P_PID if id > 0 => Which::Pid(id as u32),
+        P_PGID if id >= 0 => Which::Pgid(id as u32),
+        _ => return Err(Errno::EINVAL),
+    };
+    let found = do_wait(proc, which, options)?;
+    if a[2] != 0 {
+        use cadence_abi::signal::{code, SigFields, SigInfo, SIGCHLD};
+        let info = match found {
+            None => SigInfo::default(),
+            Some((pid, f)) => {
+                let (c, status) = match f {
+                    Found::Exited(s) if s & 0x7f != 0 => (code::CLD_KILLED, s & 0x7f),
+                    Found::Exited(s) => (code::CLD_EXITED, (s >> 8) & 0xff),
+                    Found::Stopped(sig) => (code::CLD_STOPPED, sig as i32),
+                    Found::Continued => (code::CLD_CONTINUED, 18),
+                };
+                SigInfo { signo: SIGCHLD, code: c, errno: 0, fields: SigFields::Child { pid, uid: 0, status, utime: 0, stime: 0 } }
             }
-        }
+        };
+        proc.mm().lock_uninterruptible().write(a[2], &info.encode())?;
     }
-    if hit {
-        ok(0)
-    } else {
-        Err(Errno::ESRCH)
+    if a[4] != 0 {
+        proc.mm().lock_uninterruptible().write(a[4], &[0u8; 144])?;
     }
-}
-
-/// `tgkill(tgid, tid, sig)`.
-pub fn tgkill(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    if a[0] as i32 <= 0 || a[1] as i32 <= 0 || a[2] > 64 {
-        return Err(Errno::EINVAL);
-    }
-    let t = crate::sched::task::find(a[1] as u32).filter(|t| t.process.tgid == a[0] as u32).ok_or(Errno::ESRCH)?;
-    crate::sched::signal::kill(t.tid, a[2] as u32)?;
-    ok(0)
-}
-
-/// `tkill(tid, sig)`.
-pub fn tkill(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    if a[0] as i32 <= 0 || a[1] > 64 {
-        return Err(Errno::EINVAL);
-    }
-    crate::sched::signal::kill(a[0] as u32, a[1] as u32)?;
     ok(0)
 }
 
 /// `setpgid(pid, pgid)`.
-pub fn setpgid(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn setpgid(_: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     if (a[0] as i32) < 0 {
         return Err(Errno::EINVAL);
     }
@@ -421,7 +451,7 @@ pub fn setpgid(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
 }
 
 /// `getpgid(pid)`.
-pub fn getpgid(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn getpgid(_: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     if (a[0] as i32) < 0 {
         return Err(Errno::ESRCH);
     }
@@ -429,112 +459,28 @@ pub fn getpgid(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
 }
 
 /// `getpgrp()`.
-pub fn getpgrp(_: &Process, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
-    ok(u64::from(crate::sched::current().process.pgid.load(Ordering::Relaxed)))
+pub fn getpgrp(_: &Thread, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
+    ok(u64::from(crate::sched::current().process.group.pgid.load(Ordering::Relaxed)))
 }
 
 /// `setsid()`: a new session and process group (and, as in Linux, a new autogroup in session
 /// mode).
-pub fn setsid(_: &Process, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn setsid(_: &Thread, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
     ok(u64::from(crate::tty::setsid()?))
 }
 
 /// `getsid(pid)`.
-pub fn getsid(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn getsid(_: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     if (a[0] as i32) < 0 {
         return Err(Errno::ESRCH);
     }
     ok(u64::from(crate::tty::getsid(a[0] as u32)?))
 }
 
-/// `rt_sigaction(sig, act, oact, sigsetsize)`: dispositions are kept (handlers are not run yet:
-/// a handled signal acts as its default); SIG_IGN makes the signal discarded.
-pub fn rt_sigaction(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let sig = a[0] as usize;
-    if a[3] != 8 || !(1..=64).contains(&sig) {
-        return Err(Errno::EINVAL);
-    }
-    if a[1] != 0 && (sig == 9 || sig == 19) {
-        return Err(Errno::EINVAL);
-    }
-    let new = if a[1] != 0 {
-        let mut b = [0u8; 32];
-        proc.mm.lock_uninterruptible().read(a[1], &mut b)?;
-        let w = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8"));
-        Some(crate::process::SigAction { handler: w(0), flags: w(1), restorer: w(2), mask: w(3) })
-    } else {
-        None
-    };
-    let old = {
-        let mut acts = proc.sigactions.lock_uninterruptible();
-        let old = acts[sig];
-        if let Some(n) = new {
-            acts[sig] = n;
-        }
-        old
-    };
-    if let Some(n) = new {
-        let me = crate::sched::current();
-        let bit = 1u64 << sig;
-        if n.handler == crate::process::SIG_IGN {
-            me.process.signals.ignored.fetch_or(bit, Ordering::Relaxed);
-            me.process.signals.pending.fetch_and(!bit, Ordering::AcqRel);
-        } else {
-            me.process.signals.ignored.fetch_and(!bit, Ordering::Relaxed);
-        }
-    }
-    if a[2] != 0 {
-        let mut b = [0u8; 32];
-        for (i, w) in [old.handler, old.flags, old.restorer, old.mask].iter().enumerate() {
-            b[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
-        }
-        proc.mm.lock_uninterruptible().write(a[2], &b)?;
-    }
-    ok(0)
-}
-
-/// `rt_sigprocmask(how, set, oldset, sigsetsize)`: SIGKILL and SIGSTOP are never blocked.
-pub fn rt_sigprocmask(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    if a[3] != 8 {
-        return Err(Errno::EINVAL);
-    }
-    let me = crate::sched::current();
-    let blocked = &me.process.signals.blocked;
-    let old = blocked.load(Ordering::Relaxed);
-    if a[1] != 0 {
-        let mut b = [0u8; 8];
-        proc.mm.lock_uninterruptible().read(a[1], &mut b)?;
-        // Signal n is bit n - 1 in the user's sigset; bit n here.
-        let set = u64::from_le_bytes(b) << 1;
-        let new = match a[0] {
-            0 => old | set,
-            1 => old & !set,
-            2 => set,
-            _ => return Err(Errno::EINVAL),
-        };
-        blocked.store(new & !((1 << 9) | (1 << 19)), Ordering::Relaxed);
-    }
-    if a[2] != 0 {
-        proc.mm.lock_uninterruptible().write(a[2], &(old >> 1).to_le_bytes())?;
-    }
-    ok(0)
-}
-
-/// `sigaltstack(ss, old_ss)`: reported as disabled (SS_DISABLE); a new one is accepted (kept
-/// nowhere until handlers run).
-pub fn sigaltstack(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    if a[1] != 0 {
-        let mut b = [0u8; 24];
-        b[8..12].copy_from_slice(&2u32.to_le_bytes());
-        proc.mm.lock_uninterruptible().write(a[1], &b)?;
-    }
-    ok(0)
-}
-
 /// `prctl(option, ...)`: PR_SET_NAME / PR_GET_NAME (the name is kept per process, 15 bytes),
 /// PR_SCHED_CORE (core-scheduling cookies: GET, CREATE, SHARE_TO, SHARE_FROM, as `sched::coresched`),
 /// PR_GET_DUMPABLE / PR_SET_DUMPABLE; other options are EINVAL, as Linux answers an unknown one.
-pub fn prctl(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn prctl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     const PR_SET_DUMPABLE: u64 = 4;
     const PR_GET_DUMPABLE: u64 = 3;
     const PR_SET_NAME: u64 = 15;
@@ -544,15 +490,15 @@ pub fn prctl(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
     match a[0] {
         PR_SET_NAME => {
             let mut name = [0u8; 16];
-            let bytes = proc.mm.lock_uninterruptible().read_cstr(a[1], 4096)?;
+            let bytes = proc.mm().lock_uninterruptible().read_cstr(a[1], 4096)?;
             let n = bytes.len().min(15);
             name[..n].copy_from_slice(&bytes[..n]);
-            *proc.comm.lock_uninterruptible() = name;
+            *proc.comm.lock() = name;
             ok(0)
         }
         PR_GET_NAME => {
-            let name = *proc.comm.lock_uninterruptible();
-            proc.mm.lock_uninterruptible().write(a[1], &name)?;
+            let name = *proc.comm.lock();
+            proc.mm().lock_uninterruptible().write(a[1], &name)?;
             ok(0)
         }
         PR_SCHED_CORE => {
@@ -562,7 +508,7 @@ pub fn prctl(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
             }
             let v = crate::sched::coresched::prctl(a[1], a[2], a[3], a[4])?;
             if a[1] == PR_SCHED_CORE_GET {
-                proc.mm.lock_uninterruptible().write(a[4], &v.to_le_bytes())?;
+                proc.mm().lock_uninterruptible().write(a[4], &v.to_le_bytes())?;
             }
             ok(0)
         }
@@ -572,39 +518,13 @@ pub fn prctl(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
     }
 }
 
-/// Where `pause` and `rt_sigsuspend` sleep: nothing wakes the queue itself; a signal wakes the
-/// sleeping task directly.
-static PAUSED: crate::sched::wait::WaitQueue = crate::sched::wait::WaitQueue::new();
-
-/// `pause()`: sleeps until a signal; a fatal one (the only kind taken so far) ends the process
-/// on its way out, so EINTR is what the caller would see.
-pub fn pause(_: &Process, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
-    let _ = PAUSED.wait_until_interruptible(crate::process::user_event_pending);
-    Err(Errno::EINTR)
-}
-
-/// `rt_sigsuspend(mask, sigsetsize)`: `pause` with the mask replaced meanwhile.
-pub fn rt_sigsuspend(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    if a[1] != 8 {
-        return Err(Errno::EINVAL);
-    }
-    let mut b = [0u8; 8];
-    proc.mm.lock_uninterruptible().read(a[0], &mut b)?;
-    let me = crate::sched::current();
-    let blocked = &me.process.signals.blocked;
-    let old = blocked.swap((u64::from_le_bytes(b) << 1) & !((1 << 9) | (1 << 19)), Ordering::Relaxed);
-    let _ = PAUSED.wait_until_interruptible(crate::process::user_event_pending);
-    blocked.store(old, Ordering::Relaxed);
-    Err(Errno::EINTR)
-}
-
 /// `getrlimit(resource, rlim)`: `prlimit64` on the caller.
-pub fn getrlimit(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn getrlimit(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     prlimit64(proc, ctx, [0, a[0], 0, a[1], 0, 0])
 }
 
 /// `setrlimit(resource, rlim)`: `prlimit64` on the caller.
-pub fn setrlimit(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn setrlimit(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     if a[1] == 0 {
         return Err(Errno::EFAULT);
     }
@@ -613,7 +533,7 @@ pub fn setrlimit(proc: &Process, ctx: &mut UserContext, a: [u64; 6]) -> Result<O
 
 /// `sysinfo(info)`: uptime, memory in pages of `mem_unit` 4096, the number of tasks; loads 0
 /// (no load average yet).
-pub fn sysinfo(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn sysinfo(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let mut b = [0u8; 112];
     let put = |b: &mut [u8; 112], at: usize, v: u64, n: usize| b[at..at + n].copy_from_slice(&v.to_le_bytes()[..n]);
     put(&mut b, 0, crate::time::uptime_ns() / 1_000_000_000, 8);
@@ -621,6 +541,6 @@ pub fn sysinfo(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outco
     put(&mut b, 40, crate::mm::frame::free_frames(), 8);
     put(&mut b, 80, crate::sched::task::count().min(u16::MAX as usize) as u64, 2);
     put(&mut b, 104, 4096, 4);
-    proc.mm.lock_uninterruptible().write(a[0], &b)?;
+    proc.mm().lock_uninterruptible().write(a[0], &b)?;
     ok(0)
 }

@@ -3,7 +3,7 @@
 //! a pid is a thread id (glibc's `pthread_setschedparam` passes the tid).
 
 use super::{ok, Outcome};
-use crate::process::Process;
+use crate::process::Thread;
 use cadence_abi::errno::Errno;
 use cadence_sched::{CpuMask, SchedAttr};
 use framework::user::UserContext;
@@ -22,17 +22,17 @@ fn pid_arg(v: u64) -> Result<u32, Errno> {
     Ok(pid as u32)
 }
 
-fn read_param(proc: &Process, addr: u64) -> Result<i32, Errno> {
+fn read_param(proc: &Thread, addr: u64) -> Result<i32, Errno> {
     if addr == 0 {
         return Err(Errno::EINVAL);
     }
     let mut b = [0u8; 4];
-    proc.mm.lock_uninterruptible().read(addr, &mut b)?;
+    proc.mm().lock_uninterruptible().read(addr, &mut b)?;
     Ok(i32::from_le_bytes(b))
 }
 
 /// `sched_setscheduler(pid, policy, param)`.
-pub fn sched_setscheduler(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn sched_setscheduler(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let pid = pid_arg(a[0])?;
     let prio = read_param(proc, a[2])?;
     let policy = a[1] as i32;
@@ -63,7 +63,7 @@ pub fn sched_setscheduler(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> R
 }
 
 /// `sched_setparam(pid, param)`: the priority within the current policy.
-pub fn sched_setparam(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn sched_setparam(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let pid = pid_arg(a[0])?;
     let prio = read_param(proc, a[1])?;
     let current = crate::sched::api::sched_getattr(pid)?;
@@ -72,36 +72,36 @@ pub fn sched_setparam(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Resul
 }
 
 /// `sched_getscheduler(pid)`: the policy (| SCHED_RESET_ON_FORK if set).
-pub fn sched_getscheduler(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn sched_getscheduler(_: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let attr = crate::sched::api::sched_getattr(pid_arg(a[0])?)?;
     let reset = if attr.reset_on_fork { 0x4000_0000 } else { 0 };
     ok((attr.policy.raw() | reset) as u64)
 }
 
 /// `sched_getparam(pid, param)`.
-pub fn sched_getparam(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn sched_getparam(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let pid = pid_arg(a[0])?;
     if a[1] == 0 {
         return Err(Errno::EINVAL);
     }
     let attr = crate::sched::api::sched_getattr(pid)?;
-    proc.mm.lock_uninterruptible().write(a[1], &i32::from(attr.rt_priority).to_le_bytes())?;
+    proc.mm().lock_uninterruptible().write(a[1], &i32::from(attr.rt_priority).to_le_bytes())?;
     ok(0)
 }
 
 /// `sched_get_priority_max(policy)`.
-pub fn sched_get_priority_max(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn sched_get_priority_max(_: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     ok(crate::sched::api::sched_get_priority_max(a[0] as i32)? as u64)
 }
 
 /// `sched_get_priority_min(policy)`.
-pub fn sched_get_priority_min(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn sched_get_priority_min(_: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     ok(crate::sched::api::sched_get_priority_min(a[0] as i32)? as u64)
 }
 
 /// `sched_rr_get_interval(pid, tp)`: the RR quantum for SCHED_RR, 0 for FIFO, the fair slice
 /// otherwise (Linux reports the task's slice).
-pub fn sched_rr_get_interval(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn sched_rr_get_interval(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let attr = crate::sched::api::sched_getattr(pid_arg(a[0])?)?;
     let ns = match attr.policy {
         cadence_sched::Policy::RR => crate::sched::rr_timeslice_ns(),
@@ -111,24 +111,24 @@ pub fn sched_rr_get_interval(proc: &Process, _: &mut UserContext, a: [u64; 6]) -
     let mut b = [0u8; 16];
     b[..8].copy_from_slice(&(ns / 1_000_000_000).to_le_bytes());
     b[8..].copy_from_slice(&(ns % 1_000_000_000).to_le_bytes());
-    proc.mm.lock_uninterruptible().write(a[1], &b)?;
+    proc.mm().lock_uninterruptible().write(a[1], &b)?;
     ok(0)
 }
 
 /// The mask a `cpusetsize`-byte user buffer holds (Cadence's masks are 64 bits; bits above
 /// are ignored, as CPUs that do not exist).
-fn read_mask(proc: &Process, len: u64, addr: u64) -> Result<CpuMask, Errno> {
+fn read_mask(proc: &Thread, len: u64, addr: u64) -> Result<CpuMask, Errno> {
     if len == 0 {
         return Err(Errno::EINVAL);
     }
     let n = len.min(8) as usize;
     let mut b = [0u8; 8];
-    proc.mm.lock_uninterruptible().read(addr, &mut b[..n])?;
+    proc.mm().lock_uninterruptible().read(addr, &mut b[..n])?;
     Ok(CpuMask(u64::from_le_bytes(b)))
 }
 
 /// `sched_setaffinity(pid, cpusetsize, mask)`.
-pub fn sched_setaffinity(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn sched_setaffinity(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let pid = pid_arg(a[0])?;
     let mask = read_mask(proc, a[1], a[2])?;
     crate::sched::api::sched_setaffinity(pid, mask)?;
@@ -138,25 +138,26 @@ pub fn sched_setaffinity(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Re
 /// `sched_getaffinity(pid, cpusetsize, mask)`: returns the bytes written, Linux's
 /// `cpumask_size()` (8: Cadence has at most 64 CPUs; libnuma sizes its masks by it); EINVAL if
 /// the size is not a multiple of 8 or too small for the CPUs.
-pub fn sched_getaffinity(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn sched_getaffinity(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let pid = pid_arg(a[0])?;
     let len = a[1];
     if !len.is_multiple_of(8) || len < 8 {
         return Err(Errno::EINVAL);
     }
     let mask = crate::sched::api::sched_getaffinity(pid)?;
-    proc.mm.lock_uninterruptible().write(a[2], &mask.0.to_le_bytes())?;
+    proc.mm().lock_uninterruptible().write(a[2], &mask.0.to_le_bytes())?;
     ok(8)
 }
 
 /// `sched_setattr(pid, attr, flags)`.
-pub fn sched_setattr(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn sched_setattr(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let pid = pid_arg(a[0])?;
     if a[1] == 0 || a[2] != 0 {
         return Err(Errno::EINVAL);
     }
     let mut b = [0u8; SCHED_ATTR_SIZE_VER1 as usize];
-    let mm = proc.mm.lock_uninterruptible();
+    let mm_arc = proc.mm();
+    let mm = mm_arc.lock_uninterruptible();
     mm.read(a[1], &mut b[..4])?;
     let size = u32::from_le_bytes(b[..4].try_into().expect("4"));
     // Linux: size 0 means VER0; smaller than VER0 is E2BIG (with the size written back).
@@ -194,7 +195,7 @@ pub fn sched_setattr(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result
 
 /// `sched_getattr(pid, attr, size, flags)`: the task's own attributes (not a PI boost), as
 /// much of `struct sched_attr` as `size` holds, with `size` set to what was written.
-pub fn sched_getattr(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn sched_getattr(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let pid = pid_arg(a[0])?;
     let size = a[2] as u32;
     if a[1] == 0 || a[3] != 0 || !(SCHED_ATTR_SIZE_VER0..=4096).contains(&size) {
@@ -218,7 +219,7 @@ pub fn sched_getattr(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result
     b[40..48].copy_from_slice(&period.to_le_bytes());
     // util_min 0, util_max 1024 (no clamping: Linux reports these too).
     b[52..56].copy_from_slice(&1024u32.to_le_bytes());
-    proc.mm.lock_uninterruptible().write(a[1], &b[..n as usize])?;
+    proc.mm().lock_uninterruptible().write(a[1], &b[..n as usize])?;
     ok(0)
 }
 
@@ -228,16 +229,19 @@ const PRIO_USER: u64 = 2;
 
 /// `setpriority(which, who, prio)`: PRIO_PROCESS (a thread; 0 the caller), PRIO_PGRP, PRIO_USER
 /// (every process: everyone is root).
-pub fn setpriority(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn setpriority(_: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let nice = a[2] as i32 as i64;
     match a[0] {
         PRIO_PROCESS => crate::sched::api::setpriority(a[1] as u32, nice)?,
         PRIO_PGRP | PRIO_USER => {
-            let pgid =
-                if a[1] == 0 { crate::sched::current().process.pgid.load(core::sync::atomic::Ordering::Relaxed) } else { a[1] as u32 };
+            let pgid = if a[1] == 0 {
+                crate::sched::current().process.group.pgid.load(core::sync::atomic::Ordering::Relaxed)
+            } else {
+                a[1] as u32
+            };
             let mut hit = false;
             for t in crate::sched::task::all() {
-                let member = a[0] == PRIO_USER || t.process.pgid.load(core::sync::atomic::Ordering::Relaxed) == pgid;
+                let member = a[0] == PRIO_USER || t.process.group.pgid.load(core::sync::atomic::Ordering::Relaxed) == pgid;
                 if member && !t.is_idle && !t.kthread {
                     hit = true;
                     let _ = crate::sched::api::setpriority(t.tid, nice);
@@ -253,7 +257,7 @@ pub fn setpriority(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
 }
 
 /// `getpriority(which, who)`: Linux's raw value, 20 - nice (glibc turns it back).
-pub fn getpriority(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn getpriority(_: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     if a[0] != PRIO_PROCESS {
         if a[0] == PRIO_PGRP || a[0] == PRIO_USER {
             let nice = crate::sched::api::getpriority(0)?;
@@ -266,9 +270,10 @@ pub fn getpriority(_: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
 }
 
 /// `getcpu(cpu, node, cache)`.
-pub fn getcpu(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn getcpu(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let cpu = crate::percpu::cpu_id();
-    let mm = proc.mm.lock_uninterruptible();
+    let mm_arc = proc.mm();
+    let mm = mm_arc.lock_uninterruptible();
     if a[0] != 0 {
         mm.write(a[0], &cpu.to_le_bytes())?;
     }

@@ -3,7 +3,7 @@
 //! falls back to the system call when AT_SYSINFO_EHDR is absent).
 
 use super::{ok, Outcome};
-use crate::process::Process;
+use crate::process::Thread;
 use cadence_abi::errno::Errno;
 use framework::user::UserContext;
 
@@ -22,7 +22,8 @@ const NS: u64 = 1_000_000_000;
 fn now(clock: u64) -> Result<u64, Errno> {
     let t = crate::time::uptime_ns();
     match clock {
-        CLOCK_REALTIME | CLOCK_MONOTONIC | CLOCK_MONOTONIC_RAW | CLOCK_REALTIME_COARSE | CLOCK_MONOTONIC_COARSE | CLOCK_BOOTTIME => Ok(t),
+        CLOCK_REALTIME | CLOCK_REALTIME_COARSE => Ok(crate::time::realtime_ns()),
+        CLOCK_MONOTONIC | CLOCK_MONOTONIC_RAW | CLOCK_MONOTONIC_COARSE | CLOCK_BOOTTIME => Ok(t),
         CLOCK_PROCESS_CPUTIME_ID | CLOCK_THREAD_CPUTIME_ID => {
             Ok(crate::sched::current().stats.sum_exec_runtime.load(core::sync::atomic::Ordering::Relaxed))
         }
@@ -37,9 +38,9 @@ fn timespec(ns: u64) -> [u8; 16] {
     b
 }
 
-fn read_timespec(proc: &Process, addr: u64) -> Result<u64, Errno> {
+fn read_timespec(proc: &Thread, addr: u64) -> Result<u64, Errno> {
     let mut b = [0u8; 16];
-    proc.mm.lock_uninterruptible().read(addr, &mut b)?;
+    proc.mm().lock_uninterruptible().read(addr, &mut b)?;
     let sec = i64::from_le_bytes(b[..8].try_into().expect("8"));
     let nsec = i64::from_le_bytes(b[8..].try_into().expect("8"));
     if sec < 0 || !(0..NS as i64).contains(&nsec) {
@@ -49,52 +50,69 @@ fn read_timespec(proc: &Process, addr: u64) -> Result<u64, Errno> {
 }
 
 /// `clock_gettime(clock, tp)`.
-pub fn clock_gettime(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn clock_gettime(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let t = now(a[0])?;
-    proc.mm.lock_uninterruptible().write(a[1], &timespec(t))?;
+    proc.mm().lock_uninterruptible().write(a[1], &timespec(t))?;
     ok(0)
 }
 
 /// `clock_getres(clock, res)`: 1 ns (high-resolution timers), as Linux answers with hrtimers.
-pub fn clock_getres(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn clock_getres(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     now(a[0])?;
     if a[1] != 0 {
         let res = if a[0] == CLOCK_REALTIME_COARSE || a[0] == CLOCK_MONOTONIC_COARSE { NS / 250 } else { 1 };
-        proc.mm.lock_uninterruptible().write(a[1], &timespec(res))?;
+        proc.mm().lock_uninterruptible().write(a[1], &timespec(res))?;
     }
     ok(0)
 }
 
 /// `gettimeofday(tv, tz)`.
-pub fn gettimeofday(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn gettimeofday(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let t = now(CLOCK_REALTIME)?;
     if a[0] != 0 {
         let mut b = [0u8; 16];
         b[..8].copy_from_slice(&(t / NS).to_le_bytes());
         b[8..].copy_from_slice(&((t % NS) / 1000).to_le_bytes());
-        proc.mm.lock_uninterruptible().write(a[0], &b)?;
+        proc.mm().lock_uninterruptible().write(a[0], &b)?;
     }
     if a[1] != 0 {
-        proc.mm.lock_uninterruptible().write(a[1], &[0u8; 8])?;
+        proc.mm().lock_uninterruptible().write(a[1], &[0u8; 8])?;
     }
     ok(0)
 }
 
-/// Sleeps until `deadline`; EINTR if a fatal signal came (the process then dies of it on its
-/// way out, so the value is never seen: Linux's `-ERESTART_RESTARTBLOCK` path ends the same).
-fn sleep_until(deadline: u64) -> Result<(), Errno> {
-    crate::sched::sleep_until_interruptible(deadline).map_err(|_| Errno::EINTR)
+/// An absolute CLOCK_REALTIME time as a monotonic deadline.
+pub fn realtime_to_monotonic(ns: u64) -> u64 {
+    crate::time::realtime_to_uptime(ns)
+}
+
+/// Sleeps until the monotonic `deadline`. Interrupted by a signal: the time left goes to
+/// `rem` (if non-zero) and the sleep continues through `restart_syscall` unless a handler
+/// runs (then EINTR), as Linux's `hrtimer_nanosleep`; an absolute sleep is simply restarted.
+fn sleep_until(proc: &Thread, clock: u64, deadline: u64, rem: u64, absolute: bool) -> Result<Outcome, Errno> {
+    if crate::sched::sleep_until_interruptible(deadline).is_ok() {
+        return ok(0);
+    }
+    if absolute {
+        return Err(Errno::ERESTARTNOHAND);
+    }
+    if rem != 0 {
+        let left = deadline.saturating_sub(crate::time::uptime_ns());
+        proc.mm().lock_uninterruptible().write(rem, &timespec(left))?;
+    }
+    *proc.restart.lock() = Some(crate::process::RestartBlock { clock: clock as u32, deadline_ns: deadline, rem });
+    Err(Errno::ERESTART_RESTARTBLOCK)
 }
 
 /// `nanosleep(req, rem)`.
-pub fn nanosleep(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn nanosleep(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let d = read_timespec(proc, a[0])?;
-    sleep_until(crate::time::uptime_ns().saturating_add(d))?;
-    ok(0)
+    sleep_until(proc, CLOCK_MONOTONIC, crate::time::uptime_ns().saturating_add(d), a[1], false)
 }
 
-/// `clock_nanosleep(clock, flags, req, rem)`.
-pub fn clock_nanosleep(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+/// `clock_nanosleep(clock, flags, req, rem)`: relative or TIMER_ABSTIME, on REALTIME,
+/// MONOTONIC(_RAW), BOOTTIME; EINVAL for the thread CPU clock, EOPNOTSUPP for the process one.
+pub fn clock_nanosleep(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     if a[0] == CLOCK_THREAD_CPUTIME_ID {
         return Err(Errno::EINVAL);
     }
@@ -103,16 +121,53 @@ pub fn clock_nanosleep(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Resu
         return Err(Errno::EOPNOTSUPP);
     }
     let d = read_timespec(proc, a[2])?;
-    let deadline = if a[1] & TIMER_ABSTIME != 0 { d } else { crate::time::uptime_ns().saturating_add(d) };
-    sleep_until(deadline)?;
+    let absolute = a[1] & TIMER_ABSTIME != 0;
+    let deadline = match (absolute, a[0]) {
+        (true, CLOCK_REALTIME | CLOCK_REALTIME_COARSE) => realtime_to_monotonic(d),
+        (true, _) => d,
+        (false, _) => crate::time::uptime_ns().saturating_add(d),
+    };
+    sleep_until(proc, a[0], deadline, if absolute { 0 } else { a[3] }, absolute)
+}
+
+/// `restart_syscall()`: continues a sleep a signal interrupted (its deadline kept); EINTR if
+/// there is none.
+pub fn restart_syscall(proc: &Thread, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
+    let Some(r) = proc.restart.lock().take() else { return Err(Errno::EINTR) };
+    sleep_until(proc, u64::from(r.clock), r.deadline_ns, r.rem, false)
+}
+
+/// `clock_settime(clock, tp)`: CLOCK_REALTIME only (EINVAL for the others, as Linux).
+pub fn clock_settime(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    now(a[0])?;
+    let t = read_timespec(proc, a[1])?;
+    if a[0] != CLOCK_REALTIME {
+        return Err(Errno::EINVAL);
+    }
+    crate::time::set_realtime_ns(t);
+    ok(0)
+}
+
+/// `settimeofday(tv, tz)`: the wall clock (a NULL `tv` changes nothing).
+pub fn settimeofday(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    if a[0] != 0 {
+        let mut b = [0u8; 16];
+        proc.mm().lock_uninterruptible().read(a[0], &mut b)?;
+        let sec = i64::from_le_bytes(b[..8].try_into().expect("8"));
+        let usec = i64::from_le_bytes(b[8..].try_into().expect("8"));
+        if sec < 0 || !(0..1_000_000).contains(&usec) {
+            return Err(Errno::EINVAL);
+        }
+        crate::time::set_realtime_ns((sec as u64).saturating_mul(NS).saturating_add(usec as u64 * 1000));
+    }
     ok(0)
 }
 
 /// `time(tloc)`: seconds of CLOCK_REALTIME, also stored at `tloc` if non-NULL.
-pub fn time(proc: &Process, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+pub fn time(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let t = now(CLOCK_REALTIME)? / NS;
     if a[0] != 0 {
-        proc.mm.lock_uninterruptible().write(a[0], &t.to_le_bytes())?;
+        proc.mm().lock_uninterruptible().write(a[0], &t.to_le_bytes())?;
     }
     ok(t)
 }

@@ -100,6 +100,16 @@ pub enum Errno {
     EOWNERDEAD = 130,
     /// State not recoverable.
     ENOTRECOVERABLE = 131,
+    /// Kernel-internal: restart the call if the signal's handler has SA_RESTART (or no
+    /// handler runs); else EINTR. Never seen by user space.
+    ERESTARTSYS = 512,
+    /// Kernel-internal: always restart the call after the signal.
+    ERESTARTNOINTR = 513,
+    /// Kernel-internal: restart the call unless a handler runs (then EINTR).
+    ERESTARTNOHAND = 514,
+    /// Kernel-internal: continue the call through `restart_syscall` unless a handler runs.
+    #[allow(non_camel_case_types)]
+    ERESTART_RESTARTBLOCK = 516,
 }
 
 impl Errno {
@@ -152,6 +162,10 @@ impl Errno {
         Errno::ETIMEDOUT,
         Errno::EOWNERDEAD,
         Errno::ENOTRECOVERABLE,
+        Errno::ERESTARTSYS,
+        Errno::ERESTARTNOINTR,
+        Errno::ERESTARTNOHAND,
+        Errno::ERESTART_RESTARTBLOCK,
     ];
 
     /// The positive number (`Errno::EINVAL.code() == 22`).
@@ -209,6 +223,10 @@ impl Errno {
             Errno::ETIMEDOUT => "ETIMEDOUT",
             Errno::EOWNERDEAD => "EOWNERDEAD",
             Errno::ENOTRECOVERABLE => "ENOTRECOVERABLE",
+            Errno::ERESTARTSYS => "ERESTARTSYS",
+            Errno::ERESTARTNOINTR => "ERESTARTNOINTR",
+            Errno::ERESTARTNOHAND => "ERESTARTNOHAND",
+            Errno::ERESTART_RESTARTBLOCK => "ERESTART_RESTARTBLOCK",
         }
     }
 
@@ -262,12 +280,19 @@ impl Errno {
             Errno::ETIMEDOUT => "Connection timed out",
             Errno::EOWNERDEAD => "Owner died",
             Errno::ENOTRECOVERABLE => "State not recoverable",
+            Errno::ERESTARTSYS | Errno::ERESTARTNOINTR | Errno::ERESTARTNOHAND | Errno::ERESTART_RESTARTBLOCK => "Interrupted system call",
         }
     }
 
     /// The value with number `code`, if Cadence knows it.
     pub fn from_code(code: i32) -> Option<Errno> {
         Errno::ALL.iter().copied().find(|e| e.code() == code)
+    }
+
+    /// Is this one of the kernel-internal restart codes (which a signal check turns into a
+    /// restart or EINTR)?
+    pub const fn is_restart(self) -> bool {
+        matches!(self, Errno::ERESTARTSYS | Errno::ERESTARTNOINTR | Errno::ERESTARTNOHAND | Errno::ERESTART_RESTARTBLOCK)
     }
 
     /// What a system call returns for this error: `-errno` as the 64-bit RAX.

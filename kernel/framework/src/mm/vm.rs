@@ -373,6 +373,30 @@ impl VmSpace {
         })
     }
 
+    /// Runs `f` on the user word at `va` as an atomic (futexes: compare-and-exchange and the
+    /// read-modify-write operations of `FUTEX_WAKE_OP`, atomic against the program's own
+    /// threads on other CPUs). `va` must be 4-byte aligned (else a fault is reported, which
+    /// callers check first to answer EINVAL) and the page mapped writable (a copy-on-write
+    /// page reports a write fault, which the caller resolves and retries). `f` runs under the
+    /// space's lock with interrupts off: keep it to the atomic operation.
+    pub fn atomic_u32<R>(&self, va: u64, f: impl FnOnce(&core::sync::atomic::AtomicU32) -> R) -> Result<R, UserFault> {
+        if !va.is_multiple_of(4) {
+            return Err(UserFault { addr: va, write: true });
+        }
+        let mut f = Some(f);
+        let mut out = None;
+        self.each_piece(va, 4, true, |dst, _, _| {
+            if let Some(f) = f.take() {
+                // SAFETY: `dst` is 4-byte aligned (`va` is, and frames are page-aligned), inside
+                // a mapped writable user frame kept mapped by the lock `each_piece` holds; an
+                // `AtomicU32` has the layout of a `u32`, and every other access to the word
+                // (user code, other kernel paths) is a plain or atomic aligned access.
+                out = Some(f(unsafe { &*(dst as *const core::sync::atomic::AtomicU32) }));
+            }
+        })?;
+        Ok(out.expect("a 4-byte aligned word is one piece"))
+    }
+
     /// Zeroes `len` bytes of user memory at `va` (Linux's `clear_user`).
     pub fn zero_bytes(&self, va: u64, len: usize) -> Result<(), UserFault> {
         self.each_piece(va, len, true, |dst, _, n| {

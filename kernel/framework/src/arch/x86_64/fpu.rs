@@ -36,6 +36,23 @@ pub fn init_this_cpu() {
     }
 }
 
+/// The MXCSR bits this CPU accepts: `fxsave`'s MXCSR_MASK field, or 0xffbf if it reports 0
+/// (Intel SDM 11.6.6), within [`MXCSR_VALID`].
+fn mxcsr_mask() -> u32 {
+    static MASK: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+    let m = MASK.load(core::sync::atomic::Ordering::Relaxed);
+    if m != 0 {
+        return m;
+    }
+    let mut probe = FxArea([0; 512]);
+    // The caller's own registers are saved (not changed): `save` only reads them.
+    probe.save();
+    let reported = u32::from_le_bytes(probe.0[28..32].try_into().expect("4 bytes"));
+    let m = if reported == 0 { 0xffbf } else { reported } & MXCSR_VALID;
+    MASK.store(m, core::sync::atomic::Ordering::Relaxed);
+    m
+}
+
 /// One thread's x87/MMX/SSE registers in `fxsave`'s format.
 #[derive(Clone)]
 #[repr(C, align(16))]
@@ -49,6 +66,20 @@ impl FxArea {
         a.0[0..2].copy_from_slice(&INIT_FCW.to_le_bytes());
         a.0[24..28].copy_from_slice(&INIT_MXCSR.to_le_bytes());
         a.0[28..32].copy_from_slice(&MXCSR_VALID.to_le_bytes());
+        a
+    }
+
+    /// The state as `fxsave` lays it out (a signal frame's FPU state).
+    pub fn bytes(&self) -> &[u8; 512] {
+        &self.0
+    }
+
+    /// A state from user memory (`rt_sigreturn`): MXCSR bits this CPU does not have are
+    /// cleared, so that loading it cannot fault (Linux masks with `mxcsr_feature_mask` too).
+    pub fn from_user(bytes: &[u8; 512]) -> FxArea {
+        let mut a = FxArea(*bytes);
+        let mxcsr = u32::from_le_bytes(a.0[24..28].try_into().expect("4 bytes")) & mxcsr_mask();
+        a.0[24..28].copy_from_slice(&mxcsr.to_le_bytes());
         a
     }
 

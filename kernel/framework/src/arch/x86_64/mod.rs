@@ -16,6 +16,7 @@ pub mod pci;
 pub mod pic;
 pub mod pit;
 pub mod qemu;
+pub mod rtc;
 pub mod smp;
 pub mod tsc;
 

@@ -1,0 +1,386 @@
+//! Futexes (Linux `kernel/futex/`): a waiter sleeps on a user word's *key* until another
+//! thread wakes that key; the user word itself is only compared and changed by user code
+//! (and by [`wake_op`] and the robust-list walk, atomically).
+//!
+//! **Keys.** A private futex (FUTEX_PRIVATE_FLAG, or any word in a private mapping) is the
+//! pair (address space, address); a word in a shared mapping is its physical address, so
+//! processes that map the same page meet on it (Linux's `get_futex_key`).
+//!
+//! **No lost wakeup.** The table is split in buckets by key, each behind a sleeping mutex. A
+//! waiter compares the word with the value it expects and queues itself under its bucket's
+//! lock; a waker finds waiters under the same lock. So a waker that changed the word before a
+//! waiter's comparison makes that waiter return EAGAIN, and one that changed it after finds the
+//! waiter queued. A woken waiter is taken off the bucket by its waker (`woken` set under the
+//! lock), so a waiter that times out or is interrupted at the same moment still reports the
+//! wakeup it consumed (Linux's `futex_unqueue` check).
+//!
+//! Lock order: two buckets in index order → the process's `Mm` mutex → the `VmSpace` lock.
+
+use super::mm::Mm;
+use super::Thread;
+use crate::sched::wait::{Mutex, MutexGuard, WaitQueue};
+use crate::sync::IrqLock;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use cadence_abi::errno::Errno;
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+/// A bitset matching every waiter (FUTEX_WAIT / FUTEX_WAKE's).
+pub const BITSET_ANY: u32 = u32::MAX;
+/// The owner's tid in a PI or robust futex word.
+pub const FUTEX_TID_MASK: u32 = 0x3fff_ffff;
+/// A robust futex's owner died.
+pub const FUTEX_OWNER_DIED: u32 = 0x4000_0000;
+/// Someone waits on a PI or robust futex.
+pub const FUTEX_WAITERS: u32 = 0x8000_0000;
+/// Entries a robust list walk follows at most (Linux's `ROBUST_LIST_LIMIT`).
+const ROBUST_LIST_LIMIT: usize = 2048;
+
+/// What a futex word is, for matching waiters and wakers (module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Key {
+    /// A word of one address space: the space's identity and the address.
+    Private {
+        /// The `Mm`'s address (stable while any thread of the space lives).
+        mm: usize,
+        /// The word's address.
+        addr: u64,
+    },
+    /// A word of a shared page: its physical address.
+    Shared {
+        /// Physical address of the word.
+        phys: u64,
+    },
+}
+
+/// One sleeping waiter.
+struct Waiter {
+    /// Its key (changed by a requeue, under both buckets' locks).
+    key: IrqLock<Key>,
+    /// FUTEX_WAIT_BITSET's bitset.
+    bitset: u32,
+    /// Set by the waker that took it off its bucket.
+    woken: AtomicBool,
+    /// Where it sleeps.
+    queue: WaitQueue,
+}
+
+const BUCKETS: usize = 64;
+
+type Bucket = Mutex<Vec<Arc<Waiter>>>;
+
+/// A locked bucket.
+type Locked = MutexGuard<'static, Vec<Arc<Waiter>>>;
+
+static TABLE: [Bucket; BUCKETS] = [const { Mutex::new(Vec::new()) }; BUCKETS];
+
+fn bucket_of(key: &Key) -> usize {
+    let h = match *key {
+        Key::Private { mm, addr } => (mm as u64).rotate_left(17) ^ addr,
+        Key::Shared { phys } => phys ^ 0x9e37_79b9_7f4a_7c15,
+    };
+    ((h ^ (h >> 7) ^ (h >> 13)) as usize) % BUCKETS
+}
+
+/// Locks the buckets of `a` and `b` in index order (one lock if they share a bucket).
+fn lock_two(a: usize, b: usize) -> (Locked, Option<Locked>) {
+    if a == b {
+        (TABLE[a].lock_uninterruptible(), None)
+    } else if a < b {
+        let ga = TABLE[a].lock_uninterruptible();
+        (ga, Some(TABLE[b].lock_uninterruptible()))
+    } else {
+        let gb = TABLE[b].lock_uninterruptible();
+        (TABLE[a].lock_uninterruptible(), Some(gb))
+    }
+}
+
+/// The key of the word at `addr` of `mm` (EINVAL if misaligned; EFAULT if a shared key is
+/// asked for an address with no mapping).
+pub fn key_of(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool) -> Result<Key, Errno> {
+    if !addr.is_multiple_of(4) {
+        return Err(Errno::EINVAL);
+    }
+    let private_key = Key::Private { mm: Arc::as_ptr(mm) as usize, addr };
+    if private {
+        return Ok(private_key);
+    }
+    let m = mm.lock_uninterruptible();
+    let v = m.find(addr).ok_or(Errno::EFAULT)?;
+    if !v.shared {
+        return Ok(private_key);
+    }
+    let page = addr & !4095;
+    if m.space.query(page).is_none() {
+        m.fault(addr, false)?;
+    }
+    let (frame, _) = m.space.query(page).ok_or(Errno::EFAULT)?;
+    Ok(Key::Shared { phys: frame.phys() + (addr - page) })
+}
+
+fn read_word(mm: &Arc<Mutex<Mm>>, addr: u64) -> Result<u32, Errno> {
+    let mut b = [0u8; 4];
+    mm.lock_uninterruptible().read(addr, &mut b)?;
+    Ok(u32::from_le_bytes(b))
+}
+
+/// How a wait ended without a wakeup.
+fn unqueue(w: &Arc<Waiter>) -> bool {
+    loop {
+        let k = *w.key.lock();
+        let mut b = TABLE[bucket_of(&k)].lock_uninterruptible();
+        if *w.key.lock() != k {
+            continue;
+        }
+        if w.woken.load(Ordering::Acquire) {
+            return true;
+        }
+        b.retain(|x| !Arc::ptr_eq(x, w));
+        return false;
+    }
+}
+
+/// FUTEX_WAIT(_BITSET): sleeps while the word at `addr` holds `val`, until a wake that
+/// matches `bitset`, `deadline_ns` on the monotonic clock (ETIMEDOUT), or a signal
+/// (ERESTARTSYS without a deadline, ERESTARTNOHAND with one: a handler sees EINTR). EAGAIN if
+/// the word differs, EINVAL for a zero bitset.
+pub fn wait(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool, val: u32, bitset: u32, deadline_ns: Option<u64>) -> Result<(), Errno> {
+    if bitset == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let key = key_of(mm, addr, private)?;
+    let w = Arc::new(Waiter { key: IrqLock::new(key), bitset, woken: AtomicBool::new(false), queue: WaitQueue::new() });
+    {
+        let mut b = TABLE[bucket_of(&key)].lock_uninterruptible();
+        if read_word(mm, addr)? != val {
+            return Err(Errno::EAGAIN);
+        }
+        b.push(w.clone());
+    }
+    let r = match deadline_ns {
+        None => w.queue.wait_until_interruptible(|| w.woken.load(Ordering::Acquire)).map(|_| true),
+        Some(d) => w.queue.wait_until_interruptible_deadline(|| w.woken.load(Ordering::Acquire), d),
+    };
+    if w.woken.load(Ordering::Acquire) || unqueue(&w) {
+        return Ok(());
+    }
+    match r {
+        Ok(_) => Err(Errno::ETIMEDOUT),
+        Err(_) if deadline_ns.is_some() => Err(Errno::ERESTARTNOHAND),
+        Err(_) => Err(Errno::ERESTARTSYS),
+    }
+}
+
+/// Takes up to `n` waiters of `key` matching `bitset` off `bucket`, marked woken.
+fn take_waiters(bucket: &mut Vec<Arc<Waiter>>, key: Key, bitset: u32, n: usize, out: &mut Vec<Arc<Waiter>>) {
+    let mut i = 0;
+    while i < bucket.len() && out.len() < n {
+        let w = &bucket[i];
+        if *w.key.lock() == key && w.bitset & bitset != 0 {
+            let w = bucket.remove(i);
+            w.woken.store(true, Ordering::Release);
+            out.push(w);
+        } else {
+            i += 1;
+        }
+    }
+}
+
+fn wake_all(ws: Vec<Arc<Waiter>>) {
+    for w in ws {
+        w.queue.wake_all();
+    }
+}
+
+/// How many a wake count asks for: Linux wakes at least one (`++ret >= nr_wake`).
+fn count(n: i32) -> usize {
+    n.max(1) as usize
+}
+
+/// FUTEX_WAKE(_BITSET): wakes up to `n` waiters on `addr` matching `bitset`; returns how
+/// many.
+pub fn wake(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool, n: i32, bitset: u32) -> Result<usize, Errno> {
+    if bitset == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let key = key_of(mm, addr, private)?;
+    let mut out = Vec::new();
+    {
+        let mut b = TABLE[bucket_of(&key)].lock_uninterruptible();
+        take_waiters(&mut b, key, bitset, count(n), &mut out);
+    }
+    let woken = out.len();
+    wake_all(out);
+    Ok(woken)
+}
+
+/// FUTEX_REQUEUE / FUTEX_CMP_REQUEUE: wakes up to `n_wake` waiters of `addr` and moves up to
+/// `n_requeue` of the rest to `addr2`; with `cmp`, EAGAIN unless the word at `addr` holds it.
+/// Returns how many were woken or moved.
+pub fn requeue(
+    mm: &Arc<Mutex<Mm>>,
+    addr: u64,
+    addr2: u64,
+    private: bool,
+    n_wake: i32,
+    n_requeue: i32,
+    cmp: Option<u32>,
+) -> Result<usize, Errno> {
+    if n_wake < 0 || n_requeue < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (k1, k2) = (key_of(mm, addr, private)?, key_of(mm, addr2, private)?);
+    let (b1, b2) = (bucket_of(&k1), bucket_of(&k2));
+    let mut woken = Vec::new();
+    let moved;
+    {
+        let (mut g1, mut g2) = lock_two(b1, b2);
+        if let Some(v) = cmp {
+            if read_word(mm, addr)? != v {
+                return Err(Errno::EAGAIN);
+            }
+        }
+        take_waiters(&mut g1, k1, BITSET_ANY, count(n_wake), &mut woken);
+        let mut to_move = Vec::new();
+        let mut i = 0;
+        while i < g1.len() && to_move.len() < n_requeue as usize {
+            if *g1[i].key.lock() == k1 {
+                let w = g1.remove(i);
+                *w.key.lock() = k2;
+                to_move.push(w);
+            } else {
+                i += 1;
+            }
+        }
+        moved = to_move.len();
+        match g2.as_mut() {
+            Some(g2) => g2.extend(to_move),
+            None => g1.extend(to_move),
+        }
+    }
+    let n = woken.len() + moved;
+    wake_all(woken);
+    Ok(n)
+}
+
+/// Runs the atomic `f` on the word at `addr`, resolving a fault (a page not yet there, or
+/// copy-on-write) and retrying; EFAULT where the program could not write.
+pub fn atomic_word<R>(mm: &Arc<Mutex<Mm>>, addr: u64, mut f: impl FnMut(&AtomicU32) -> R) -> Result<R, Errno> {
+    if !addr.is_multiple_of(4) {
+        return Err(Errno::EINVAL);
+    }
+    loop {
+        let m = mm.lock_uninterruptible();
+        match m.space.atomic_u32(addr, &mut f) {
+            Ok(r) => return Ok(r),
+            Err(fault) => m.fault(fault.addr, true)?,
+        }
+    }
+}
+
+/// FUTEX_WAKE_OP: atomically applies `op` to the word at `addr2`, wakes up to `n1` waiters of
+/// `addr` and, if the old value of `addr2` passes `op`'s comparison, up to `n2` of `addr2`.
+/// Returns how many it woke. ENOSYS for an unknown operation or comparison (as Linux).
+pub fn wake_op(mm: &Arc<Mutex<Mm>>, addr: u64, addr2: u64, private: bool, n1: i32, n2: i32, op: u32) -> Result<usize, Errno> {
+    let (k1, k2) = (key_of(mm, addr, private)?, key_of(mm, addr2, private)?);
+    let kind = (op >> 28) & 7;
+    let shift = op & (8 << 28) != 0;
+    let cmp = (op >> 24) & 15;
+    let mut oparg = (((op >> 12) & 0xfff) as i32) << 20 >> 20;
+    let cmparg = ((op & 0xfff) as i32) << 20 >> 20;
+    if shift {
+        oparg = 1i32.wrapping_shl((oparg & 31) as u32);
+    }
+    if kind > 4 || cmp > 5 {
+        return Err(Errno::ENOSYS);
+    }
+    let mut woken = Vec::new();
+    {
+        let (mut g1, mut g2) = lock_two(bucket_of(&k1), bucket_of(&k2));
+        let old = atomic_word(mm, addr2, |w| {
+            w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                let a = oparg as u32;
+                Some(match kind {
+                    0 => a,
+                    1 => v.wrapping_add(a),
+                    2 => v | a,
+                    3 => v & !a,
+                    _ => v ^ a,
+                })
+            })
+            .expect("the update always succeeds")
+        })? as i32;
+        take_waiters(&mut g1, k1, BITSET_ANY, count(n1), &mut woken);
+        let pass = match cmp {
+            0 => old == cmparg,
+            1 => old != cmparg,
+            2 => old < cmparg,
+            3 => old <= cmparg,
+            4 => old > cmparg,
+            _ => old >= cmparg,
+        };
+        if pass {
+            let mut more = Vec::new();
+            match g2.as_mut() {
+                Some(g2) => take_waiters(g2, k2, BITSET_ANY, count(n2), &mut more),
+                None => take_waiters(&mut g1, k2, BITSET_ANY, count(n2), &mut more),
+            }
+            woken.extend(more);
+        }
+    }
+    let n = woken.len();
+    wake_all(woken);
+    Ok(n)
+}
+
+/// A robust futex of the dying thread `tid` at `addr`: if it holds it, the word is marked
+/// FUTEX_OWNER_DIED (keeping FUTEX_WAITERS) and a waiter woken (Linux `handle_futex_death`).
+fn futex_death(mm: &Arc<Mutex<Mm>>, addr: u64, tid: u32) {
+    let mut waiters = false;
+    let owned = atomic_word(mm, addr, |w| {
+        let v = w.load(Ordering::Acquire);
+        if v & FUTEX_TID_MASK != tid {
+            return false;
+        }
+        waiters = v & FUTEX_WAITERS != 0;
+        w.compare_exchange(v, (v & FUTEX_WAITERS) | FUTEX_OWNER_DIED, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    });
+    if owned == Ok(true) && waiters {
+        let _ = wake(mm, addr, false, 1, BITSET_ANY);
+    }
+}
+
+/// Walks the ending thread's robust list (`set_robust_list`): each futex it still holds gets
+/// FUTEX_OWNER_DIED and a waiter woken, so the next locker learns (EOWNERDEAD). The list is
+/// user memory: a bad pointer ends the walk, and at most [`ROBUST_LIST_LIMIT`] entries are
+/// followed (a cycle cannot hold the exit).
+pub fn exit_robust_list(t: &Thread) {
+    let head = t.robust_list.swap(0, Ordering::AcqRel);
+    if head == 0 {
+        return;
+    }
+    let Some(mm) = t.mm_if_live() else { return };
+    let tid = crate::sched::current().tid;
+    let read64 = |addr: u64| -> Option<u64> {
+        let mut b = [0u8; 8];
+        mm.lock_uninterruptible().read(addr, &mut b).ok()?;
+        Some(u64::from_le_bytes(b))
+    };
+    let (Some(first), Some(offset), Some(pending)) = (read64(head), read64(head + 8), read64(head + 16)) else { return };
+    let offset = offset as i64;
+    let mut entry = first & !1;
+    let pending = pending & !1;
+    for _ in 0..ROBUST_LIST_LIMIT {
+        if entry == head || entry == 0 {
+            break;
+        }
+        let Some(next) = read64(entry) else { break };
+        if entry != pending {
+            futex_death(&mm, entry.wrapping_add(offset as u64), tid);
+        }
+        entry = next & !1;
+    }
+    if pending != 0 {
+        futex_death(&mm, pending.wrapping_add(offset as u64), tid);
+    }
+}
