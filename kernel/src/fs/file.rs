@@ -233,9 +233,37 @@ fn read_device(d: Device, buf: &mut [u8]) -> Result<usize, Errno> {
             buf.fill(0);
             Ok(buf.len())
         }
+        Device::CpuDmaLatency => {
+            if buf.len() < 4 {
+                return Err(Errno::EINVAL);
+            }
+            buf[..4].copy_from_slice(&CPU_DMA_LATENCY.load(Ordering::Relaxed).to_le_bytes());
+            Ok(4)
+        }
         // The console is read above; `/dev/tty` is resolved at open.
         Device::Console | Device::Tty => Err(Errno::ENXIO),
     }
+}
+
+/// The latency `/dev/cpu_dma_latency` last took, in µs (Linux's `PM_QOS_DEFAULT_VALUE`,
+/// 2,000,000,000, before any).
+static CPU_DMA_LATENCY: core::sync::atomic::AtomicI32 = core::sync::atomic::AtomicI32::new(2_000_000_000);
+
+/// A write to `/dev/cpu_dma_latency`: a 4-byte value, or its text in hex (Linux's
+/// `cpu_latency_qos_write`); EINVAL otherwise.
+fn write_cpu_dma_latency(data: &[u8]) -> Result<usize, Errno> {
+    let v = if data.len() == 4 {
+        i32::from_le_bytes(data.try_into().expect("4 bytes"))
+    } else {
+        let t = core::str::from_utf8(data).map_err(|_| Errno::EINVAL)?.trim();
+        let t = t.strip_prefix("0x").unwrap_or(t);
+        i32::from_str_radix(t, 16).map_err(|_| Errno::EINVAL)?
+    };
+    if v < 0 {
+        return Err(Errno::EINVAL);
+    }
+    CPU_DMA_LATENCY.store(v, Ordering::Relaxed);
+    Ok(data.len())
 }
 
 /// Was this console file opened as `/dev/tty` (job control applies)?
@@ -263,6 +291,7 @@ pub fn write(file: &OpenFile, data: &[u8]) -> Result<Written, Errno> {
             Err(Err(e)) => Err(e),
         },
         Kind::Device(Device::Console, i) => Ok(Written::Bytes(super::console::write(data, via_tty(i))?)),
+        Kind::Device(Device::CpuDmaLatency, _) => Ok(Written::Bytes(write_cpu_dma_latency(data)?)),
         Kind::Device(_, _) => Ok(Written::Bytes(data.len())),
         Kind::Inode(i) => {
             let mut pos = file.pos.lock_uninterruptible();

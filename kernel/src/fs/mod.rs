@@ -10,18 +10,19 @@ pub mod vfs;
 
 use vfs::{Content, Device, S_IFCHR, S_IFDIR};
 
-/// Makes the directories and devices every boot has (`/dev/{null,zero,console,tty}`, `/tmp`,
-/// `/proc`, `/sys`), after the initramfs is unpacked.
+/// Makes the directories and devices every boot has (`/dev/{null,zero,console,tty,
+/// cpu_dma_latency}`, `/dev/shm` for POSIX shared memory, `/tmp`, `/proc`, `/sys`), after the initramfs is unpacked.
 pub fn init_devices() {
     for (path, mode, dev) in [
         ("dev/null", 0o666, Device::Null),
         ("dev/zero", 0o666, Device::Zero),
         ("dev/console", 0o600, Device::Console),
         ("dev/tty", 0o666, Device::Tty),
+        ("dev/cpu_dma_latency", 0o600, Device::CpuDmaLatency),
     ] {
         let _ = vfs::install(path, S_IFCHR | mode, Content::Device(dev));
     }
-    for (dir, mode) in [("tmp", 0o1777), ("proc", 0o555), ("sys", 0o555), ("root", 0o700)] {
+    for (dir, mode) in [("tmp", 0o1777), ("dev/shm", 0o1777), ("proc", 0o555), ("sys", 0o555), ("root", 0o700)] {
         let _ = vfs::install(dir, S_IFDIR | mode, Content::Dir(alloc::collections::BTreeMap::new()));
     }
 }

@@ -9,6 +9,7 @@
 //! order; file data is copied to and from user memory outside the inode's lock (through a
 //! kernel buffer), so the order is inode → nothing, and a page fault never runs under one.
 
+use crate::mm::page::PageRef;
 use crate::sched::wait::{Mutex, MutexGuard};
 use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
@@ -37,6 +38,10 @@ pub enum Device {
     Console,
     /// `/dev/tty` (5:0): the opener's controlling terminal (ENXIO without one).
     Tty,
+    /// `/dev/cpu_dma_latency` (10:62): a PM QoS request (a 4-byte latency in µs, or its
+    /// text) held while open. Cadence has no CPU idle states deeper than `hlt`, so the
+    /// request is recorded, and read back, only.
+    CpuDmaLatency,
 }
 
 impl Device {
@@ -47,36 +52,159 @@ impl Device {
             Device::Zero => (1 << 8) | 5,
             Device::Console => (5 << 8) | 1,
             Device::Tty => 5 << 8,
+            Device::CpuDmaLatency => (10 << 8) | 62,
         }
     }
 }
 
-/// A regular file's bytes: the initramfs's in place until first written, then owned.
+/// A regular file's bytes: the initramfs's in place until first written, then owned; in
+/// frames once a shared mapping maps it (so the mapping and `read`/`write` see the same
+/// memory: a ramfs file's page cache is the file).
 pub enum FileData {
     /// Still the archive's bytes.
     Static(&'static [u8]),
     /// Written since boot.
     Owned(Vec<u8>),
+    /// In page frames (a page never written is absent and reads as zeros).
+    Paged {
+        /// The frames by page index.
+        pages: Vec<Option<PageRef>>,
+        /// The size in bytes.
+        len: u64,
+    },
 }
 
+const PAGE: u64 = 4096;
+
 impl FileData {
-    /// The bytes.
-    pub fn bytes(&self) -> &[u8] {
+    /// The size in bytes.
+    pub fn len(&self) -> u64 {
         match self {
-            FileData::Static(b) => b,
-            FileData::Owned(v) => v,
+            FileData::Static(b) => b.len() as u64,
+            FileData::Owned(v) => v.len() as u64,
+            FileData::Paged { len, .. } => *len,
         }
     }
 
-    /// The bytes, to change (copied out of the archive the first time).
-    pub fn owned(&mut self) -> &mut Vec<u8> {
+    /// Is it empty?
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Copies bytes at `offset` into `buf`; the count (0 at or past the end).
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> usize {
+        let len = self.len();
+        let start = offset.min(len);
+        let n = (buf.len() as u64).min(len - start) as usize;
+        match self {
+            FileData::Static(b) => buf[..n].copy_from_slice(&b[start as usize..start as usize + n]),
+            FileData::Owned(v) => buf[..n].copy_from_slice(&v[start as usize..start as usize + n]),
+            FileData::Paged { pages, .. } => {
+                let mut done = 0;
+                while done < n {
+                    let at = start + done as u64;
+                    let (idx, off) = ((at / PAGE) as usize, (at % PAGE) as usize);
+                    let k = (PAGE as usize - off).min(n - done);
+                    match pages.get(idx).and_then(|p| p.as_ref()) {
+                        Some(p) => p.read_at(off, &mut buf[done..done + k]),
+                        None => buf[done..done + k].fill(0),
+                    }
+                    done += k;
+                }
+            }
+        }
+        n
+    }
+
+    /// The bytes, to change (copied out of the archive the first time); `None` once paged.
+    fn owned(&mut self) -> Option<&mut Vec<u8>> {
         if let FileData::Static(b) = self {
             *self = FileData::Owned(b.to_vec());
         }
         match self {
-            FileData::Owned(v) => v,
-            FileData::Static(_) => unreachable!("made owned above"),
+            FileData::Owned(v) => Some(v),
+            _ => None,
         }
+    }
+
+    /// Writes `data` at `offset`, growing the file (ENOSPC without memory).
+    pub fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), Errno> {
+        let end = offset + data.len() as u64;
+        if let Some(v) = self.owned() {
+            if (v.len() as u64) < end {
+                v.try_reserve((end as usize).saturating_sub(v.len())).map_err(|_| Errno::ENOSPC)?;
+                v.resize(end as usize, 0);
+            }
+            v[offset as usize..end as usize].copy_from_slice(data);
+            return Ok(());
+        }
+        let FileData::Paged { pages, len } = self else { unreachable!("owned() is None only when paged") };
+        let mut done = 0;
+        while done < data.len() {
+            let at = offset + done as u64;
+            let (idx, off) = ((at / PAGE) as usize, (at % PAGE) as usize);
+            let k = (PAGE as usize - off).min(data.len() - done);
+            if pages.len() <= idx {
+                pages.try_reserve(idx + 1 - pages.len()).map_err(|_| Errno::ENOSPC)?;
+                pages.resize_with(idx + 1, || None);
+            }
+            if pages[idx].is_none() {
+                pages[idx] = Some(PageRef::alloc().ok_or(Errno::ENOSPC)?);
+            }
+            pages[idx].as_ref().expect("just made").write_at(off, &data[done..done + k]);
+            done += k;
+        }
+        *len = (*len).max(end);
+        Ok(())
+    }
+
+    /// Sets the size; bytes past a shrink read as zero if the file grows again.
+    pub fn truncate(&mut self, new_len: u64) -> Result<(), Errno> {
+        if let Some(v) = self.owned() {
+            v.try_reserve((new_len as usize).saturating_sub(v.len())).map_err(|_| Errno::ENOSPC)?;
+            v.resize(new_len as usize, 0);
+            return Ok(());
+        }
+        let FileData::Paged { pages, len } = self else { unreachable!("owned() is None only when paged") };
+        let keep = new_len.div_ceil(PAGE) as usize;
+        pages.truncate(keep);
+        if new_len % PAGE != 0 {
+            if let Some(Some(p)) = pages.get(keep - 1) {
+                let off = (new_len % PAGE) as usize;
+                p.write_at(off, &[0u8; PAGE as usize][..PAGE as usize - off]);
+            }
+        }
+        *len = new_len;
+        Ok(())
+    }
+
+    /// The frame of page `index` for a shared mapping (the file moves to frames the first
+    /// time; a page inside the file never written gets a zeroed frame). `None` past the end
+    /// (a shared mapping's access there is SIGBUS, as Linux's).
+    pub fn shared_page(&mut self, index: u64) -> Result<Option<PageRef>, Errno> {
+        if index >= self.len().div_ceil(PAGE) {
+            return Ok(None);
+        }
+        if !matches!(self, FileData::Paged { .. }) {
+            let len = self.len();
+            let n = len.div_ceil(PAGE) as usize;
+            let mut pages = Vec::new();
+            pages.try_reserve(n).map_err(|_| Errno::ENOMEM)?;
+            for i in 0..n as u64 {
+                let frame = PageRef::alloc().ok_or(Errno::ENOMEM)?;
+                let mut buf = [0u8; PAGE as usize];
+                let got = self.read_at(i * PAGE, &mut buf);
+                frame.write_at(0, &buf[..got]);
+                pages.push(Some(frame));
+            }
+            *self = FileData::Paged { pages, len };
+        }
+        let FileData::Paged { pages, .. } = self else { unreachable!("made paged above") };
+        let slot = &mut pages[index as usize];
+        if slot.is_none() {
+            *slot = Some(PageRef::alloc().ok_or(Errno::ENOMEM)?);
+        }
+        Ok(slot.clone())
     }
 }
 
@@ -147,7 +275,7 @@ impl Inode {
     /// A regular file's size, a symlink's target length, 0 otherwise (`st_size`).
     pub fn size(&self) -> u64 {
         match &*self.lock() {
-            Content::File(d) => d.bytes().len() as u64,
+            Content::File(d) => d.len(),
             Content::Symlink(t) => t.len() as u64,
             Content::Dir(_) | Content::Device(_) => 0,
         }
@@ -156,13 +284,7 @@ impl Inode {
     /// Reads a regular file's bytes at `offset` into `buf`; the count read.
     pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
         match &*self.lock() {
-            Content::File(d) => {
-                let b = d.bytes();
-                let start = (offset.min(b.len() as u64)) as usize;
-                let n = buf.len().min(b.len() - start);
-                buf[..n].copy_from_slice(&b[start..start + n]);
-                Ok(n)
-            }
+            Content::File(d) => Ok(d.read_at(offset, buf)),
             Content::Dir(_) => Err(Errno::EISDIR),
             _ => Err(Errno::EINVAL),
         }
@@ -170,15 +292,10 @@ impl Inode {
 
     /// Writes `data` at `offset` (zero-filling a gap); the count written.
     pub fn write_at(&self, offset: u64, data: &[u8]) -> Result<usize, Errno> {
-        let end = offset.checked_add(data.len() as u64).filter(|&e| e <= MAX_FILE).ok_or(Errno::EFBIG)?;
+        offset.checked_add(data.len() as u64).filter(|&e| e <= MAX_FILE).ok_or(Errno::EFBIG)?;
         match &mut *self.lock() {
             Content::File(d) => {
-                let v = d.owned();
-                if (v.len() as u64) < end {
-                    v.try_reserve((end as usize).saturating_sub(v.len())).map_err(|_| Errno::ENOSPC)?;
-                    v.resize(end as usize, 0);
-                }
-                v[offset as usize..end as usize].copy_from_slice(data);
+                d.write_at(offset, data)?;
                 self.mtime_ns.store(crate::time::uptime_ns(), Ordering::Relaxed);
                 Ok(data.len())
             }
@@ -194,14 +311,20 @@ impl Inode {
         }
         match &mut *self.lock() {
             Content::File(d) => {
-                let v = d.owned();
-                v.try_reserve((len as usize).saturating_sub(v.len())).map_err(|_| Errno::ENOSPC)?;
-                v.resize(len as usize, 0);
+                d.truncate(len)?;
                 self.mtime_ns.store(crate::time::uptime_ns(), Ordering::Relaxed);
                 Ok(())
             }
             Content::Dir(_) => Err(Errno::EISDIR),
             _ => Err(Errno::EINVAL),
+        }
+    }
+
+    /// Page `index` of a regular file for a shared mapping (see [`FileData::shared_page`]).
+    pub fn shared_page(&self, index: u64) -> Result<Option<PageRef>, Errno> {
+        match &mut *self.lock() {
+            Content::File(d) => d.shared_page(index),
+            _ => Err(Errno::ENODEV),
         }
     }
 }

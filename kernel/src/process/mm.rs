@@ -129,6 +129,11 @@ impl Mm {
         self.vmas.insert(vma.start, vma);
     }
 
+    /// Is `[start, end)` free of mappings?
+    pub fn range_free(&self, start: u64, end: u64) -> bool {
+        self.vmas.range(..end).next_back().is_none_or(|(_, v)| v.end <= start)
+    }
+
     /// Changes the permissions of `[start, end)` (page-aligned; every page must be mapped,
     /// else ENOMEM as Linux's mprotect).
     pub fn protect(&mut self, start: u64, end: u64, prot: Prot) -> Result<(), Errno> {
@@ -184,8 +189,9 @@ impl Mm {
         if let Some((frame, prot)) = self.space.query(page) {
             if write && !prot.write {
                 // Copy-on-write: `frame` is one reference, the entry another; more means the
-                // page is shared with another space (a fork).
-                if frame.count() <= 2 {
+                // page is shared with another space (a fork). A shared mapping's page is
+                // never copied.
+                if frame.count() <= 2 || v.shared {
                     self.space.protect(page, v.prot);
                 } else {
                     let copy = frame.duplicate().ok_or(Errno::ENOMEM)?;
@@ -196,6 +202,14 @@ impl Mm {
                 // permissions may lag the VMA's.
                 self.space.protect(page, v.prot);
             }
+            return Ok(());
+        }
+        if let (true, Backing::File { inode, offset, .. }) = (v.shared, &v.backing) {
+            // A shared file mapping maps the file's own frame: writes are the file's. Past the
+            // file's end there is none: EIO, the thread's SIGBUS.
+            let index = (offset + (page - v.start)) / PAGE;
+            let frame = inode.shared_page(index)?.ok_or(Errno::EIO)?;
+            self.space.map(page, frame, v.prot).map_err(|_| Errno::ENOMEM)?;
             return Ok(());
         }
         let frame = PageRef::alloc().ok_or(Errno::ENOMEM)?;
@@ -281,14 +295,21 @@ impl Mm {
 
     /// Faults every page of `[start, end)` in now (for the ELF image and mlockall).
     pub fn populate(&self, start: u64, end: u64) -> Result<(), Errno> {
-        let mut page = start & !(PAGE - 1);
-        while page < end {
-            if let Some(v) = self.find(page) {
-                if v.prot.read || v.prot.write || v.prot.exec {
-                    self.fault(page, false)?;
-                }
+        let start = start & !(PAGE - 1);
+        // The VMAs in the range (not every page of it: `mlockall` asks for all of user space).
+        let ranges: Vec<(u64, u64)> = self
+            .vmas
+            .range(..end)
+            .map(|(_, v)| v)
+            .filter(|v| v.end > start && (v.prot.read || v.prot.write || v.prot.exec))
+            .map(|v| (v.start.max(start), v.end.min(end)))
+            .collect();
+        for (from, to) in ranges {
+            let mut page = from;
+            while page < to {
+                self.fault(page, false)?;
+                page += PAGE;
             }
-            page += PAGE;
         }
         Ok(())
     }

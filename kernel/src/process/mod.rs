@@ -365,7 +365,7 @@ fn thread_loop(t: &Thread, mut ctx: UserContext) -> ThreadEnd {
                 let write = e.error & 2 != 0;
                 let fixed = t.mm().lock_uninterruptible().fault(e.addr, write);
                 if let Err(err) = fixed {
-                    let sig = if err == Errno::ENOMEM { SIGBUS } else { SIGSEGV };
+                    let sig = if matches!(err, Errno::ENOMEM | Errno::EIO) { SIGBUS } else { SIGSEGV };
                     signal::force_fault(t, &ctx, sig as u32, e.addr, e.vector, e.error);
                 }
             }

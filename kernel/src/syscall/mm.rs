@@ -50,7 +50,7 @@ pub fn brk(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, E
     }
     let (old_end, new_end) = (page_up(mm.brk).unwrap_or(u64::MAX), page_up(want).unwrap_or(u64::MAX));
     if new_end > old_end {
-        let clash = new_end > TASK_SIZE || (old_end..new_end).step_by(PAGE as usize).any(|p| mm.find(p).is_some());
+        let clash = new_end > TASK_SIZE || !mm.range_free(old_end, new_end);
         if clash {
             return ok(mm.brk);
         }
@@ -97,10 +97,6 @@ pub fn mmap(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
             _ => return Err(Errno::ENODEV),
         }
     };
-    if shared && matches!(backing, Backing::File { .. }) && prot.write {
-        // Writes to a shared file mapping are not written back yet.
-        return Err(Errno::EOPNOTSUPP);
-    }
     let mm_arc = proc.mm();
     let mut mm = mm_arc.lock_uninterruptible();
     let fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0;
@@ -111,7 +107,7 @@ pub fn mmap(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
         if addr.checked_add(len).is_none_or(|e| e > TASK_SIZE) {
             return Err(Errno::ENOMEM);
         }
-        if flags & MAP_FIXED == 0 && (addr..addr + len).step_by(PAGE as usize).any(|p| mm.find(p).is_some()) {
+        if flags & MAP_FIXED == 0 && !mm.range_free(addr, addr + len) {
             return Err(Errno::EEXIST);
         }
         addr
@@ -120,7 +116,7 @@ pub fn mmap(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
         let hint = addr & !(PAGE - 1);
         let hint_free = hint != 0
             && hint.checked_add(len).is_some_and(|e| e <= TASK_SIZE)
-            && (hint..hint + len).step_by(PAGE as usize).all(|p| mm.find(p).is_none());
+            && mm.range_free(hint, hint + len);
         if hint_free {
             hint
         } else {

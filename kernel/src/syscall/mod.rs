@@ -99,7 +99,7 @@ entries! {
     6 lstat fs::lstat, Implemented;
     7 poll fs::poll, Implemented;
     8 lseek fs::lseek, Partial("no SEEK_DATA / SEEK_HOLE");
-    9 mmap mm::mmap, Partial("shared file mappings are read-only (writes are not written back: EOPNOTSUPP for PROT_WRITE)");
+    9 mmap mm::mmap, Implemented;
     10 mprotect mm::mprotect, Implemented;
     11 munmap mm::munmap, Implemented;
     12 brk mm::brk, Implemented;

@@ -89,6 +89,14 @@ impl PageRef {
         unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), (super::phys_to_virt(self.phys) as *mut u8).add(offset), src.len()) };
     }
 
+    /// Copies the frame's bytes at `offset` into `dst` (panics past the frame's end).
+    pub fn read_at(&self, offset: usize, dst: &mut [u8]) {
+        assert!(offset.checked_add(dst.len()).is_some_and(|end| end <= FRAME_SIZE as usize), "PageRef::read_at past the frame");
+        // SAFETY: in bounds (checked) of a live frame holding user data only: a concurrent user
+        // write makes the copied bytes mixed, never unsafe for the kernel.
+        unsafe { core::ptr::copy_nonoverlapping((super::phys_to_virt(self.phys) as *const u8).add(offset), dst.as_mut_ptr(), dst.len()) };
+    }
+
     /// Gives the reference up to a page table entry (which keeps the address).
     pub(super) fn into_phys(self) -> u64 {
         let phys = self.phys;
