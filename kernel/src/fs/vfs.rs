@@ -168,7 +168,7 @@ impl FileData {
         let FileData::Paged { pages, len } = self else { unreachable!("owned() is None only when paged") };
         let keep = new_len.div_ceil(PAGE) as usize;
         pages.truncate(keep);
-        if new_len % PAGE != 0 {
+        if !new_len.is_multiple_of(PAGE) {
             if let Some(Some(p)) = pages.get(keep - 1) {
                 let off = (new_len % PAGE) as usize;
                 p.write_at(off, &[0u8; PAGE as usize][..PAGE as usize - off]);

@@ -114,9 +114,7 @@ pub fn mmap(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
     } else {
         // A free hint is taken as is; otherwise the top-down search.
         let hint = addr & !(PAGE - 1);
-        let hint_free = hint != 0
-            && hint.checked_add(len).is_some_and(|e| e <= TASK_SIZE)
-            && mm.range_free(hint, hint + len);
+        let hint_free = hint != 0 && hint.checked_add(len).is_some_and(|e| e <= TASK_SIZE) && mm.range_free(hint, hint + len);
         if hint_free {
             hint
         } else {
