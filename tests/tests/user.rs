@@ -1,7 +1,7 @@
 //! User-space scenarios: Debian's busybox and the C programs of `tests/user` (static glibc),
 //! from the root filesystem `make initramfs` builds, run as processes, through the kernel
 //! shell's `exec` or the `sh=` boot option. `conform-basic`, `conform-files`, `conform-sched`,
-//! `conform-signal`, `conform-thread`, `conform-tty` and `conform-proc` are the differential tests of the system-call families:
+//! `conform-signal`, `conform-thread`, `conform-pi`, `conform-tty` and `conform-proc` are the differential tests of the system-call families:
 //! their output on Cadence must equal Linux 6.1's (`tests/fixtures/conform-*.linux-6.1.txt`, recorded on the peer with
 //! `../shared/peer/run.sh --file target/user/conform-files 'cd /tmp && /conform-files'`).
 
@@ -39,7 +39,10 @@ fn conform_lines(run: &Run) -> Vec<String> {
 }
 
 fn check_conformance(run: &Run, want: &str, what: &str) {
-    let got = conform_lines(run);
+    check_lines(run, &conform_lines(run), want, what);
+}
+
+fn check_lines(run: &Run, got: &[String], want: &str, what: &str) {
     let want: Vec<&str> = want.lines().collect();
     for (i, w) in want.iter().enumerate() {
         let g = got.get(i).map(String::as_str).unwrap_or("<missing>");
@@ -76,12 +79,23 @@ fn conform_signal_matches_linux() {
     check_conformance(&run, include_str!("../fixtures/conform-signal.linux-6.1.txt"), "conform-signal");
 }
 
+/// `conform-thread`, then `conform-pi` (priority-inheritance futexes) in the same boot.
 #[test]
-fn conform_thread_matches_linux() {
-    let run = boot(qemu().smp("4,sockets=1,cores=2,threads=2").initrd(initramfs()).args("sh=\"cd /tmp && /bin/conform-thread\" poweroff"));
+fn conform_thread_and_pi_match_linux() {
+    let run = boot(
+        qemu()
+            .smp("4,sockets=1,cores=2,threads=2")
+            .initrd(initramfs())
+            .args("sh=\"cd /tmp && /bin/conform-thread && /bin/conform-pi\" poweroff"),
+    );
     run.expect_exit(KernelExit::Success);
     run.check(run.report.exceptions.is_empty(), "a kernel EXCEPTION line");
-    check_conformance(&run, include_str!("../fixtures/conform-thread.linux-6.1.txt"), "conform-thread");
+    let thread = include_str!("../fixtures/conform-thread.linux-6.1.txt");
+    let pi = include_str!("../fixtures/conform-pi.linux-6.1.txt");
+    let got = conform_lines(&run);
+    let split = thread.lines().count().min(got.len());
+    check_lines(&run, &got[..split], thread, "conform-thread");
+    check_lines(&run, &got[split..], pi, "conform-pi");
 }
 
 #[test]

@@ -14,12 +14,22 @@
 //! lock), so a waiter that times out or is interrupted at the same moment still reports the
 //! wakeup it consumed (Linux's `futex_unqueue` check).
 //!
-//! Lock order: two buckets in index order → the process's `Mm` mutex → the `VmSpace` lock.
+//! **Priority inheritance** (FUTEX_LOCK_PI / TRYLOCK_PI / UNLOCK_PI, Linux
+//! `kernel/futex/pi.c`, `Documentation/locking/pi-futex.rst`): the word holds the owner's
+//! tid, FUTEX_WAITERS once someone waits in the kernel (so the owner's unlock comes to the
+//! kernel), and FUTEX_OWNER_DIED after a robust owner's death. A waiter joins the
+//! scheduler's PI chain (`sched::pi`), which boosts the owner; an unlock hands the lock
+//! straight to the top waiter (the word becomes its tid | FUTEX_WAITERS, as Linux), so the
+//! best waiter gets it, not whoever runs first. All of it under one sleeping lock ([`PI`]).
+//!
+//! Lock order: two buckets in index order → the process's `Mm` mutex → the `VmSpace` lock;
+//! [`PI`] → the `Mm` mutex, and [`PI`] → the PI chains' lock (`sched::pi`).
 
 use super::mm::Mm;
 use super::Thread;
 use crate::sched::wait::{Mutex, MutexGuard, WaitQueue};
 use crate::sync::IrqLock;
+use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use cadence_abi::errno::Errno;
@@ -37,7 +47,7 @@ pub const FUTEX_WAITERS: u32 = 0x8000_0000;
 const ROBUST_LIST_LIMIT: usize = 2048;
 
 /// What a futex word is, for matching waiters and wakers (module doc).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Key {
     /// A word of one address space: the space's identity and the address.
     Private {
@@ -382,5 +392,197 @@ pub fn exit_robust_list(t: &Thread) {
     }
     if pending != 0 {
         futex_death(&mm, pending.wrapping_add(offset as u64), tid);
+    }
+}
+
+/// One waiter of a PI futex.
+struct PiWaiter {
+    tid: u32,
+    /// Handed the lock (by an unlock, or its owner's death).
+    granted: AtomicBool,
+    /// Handed the lock because its owner died: the new owner writes the word itself.
+    owner_died: AtomicBool,
+    queue: WaitQueue,
+}
+
+/// Waiters of each PI futex with waiters (their order is the PI chains'; this only finds
+/// them to wake).
+static PI: Mutex<BTreeMap<Key, Vec<Arc<PiWaiter>>>> = Mutex::new(BTreeMap::new());
+
+/// The PI chains' name for a futex.
+fn lock_id(key: &Key) -> crate::sched::pi::PiLockId {
+    match *key {
+        Key::Private { mm, addr } => (mm as u64, addr),
+        Key::Shared { phys } => (0, phys),
+    }
+}
+
+/// What the word said to a locker.
+enum Attempt {
+    Acquired,
+    Owner(u32),
+}
+
+/// The locker's atomic step on the word (Linux `futex_lock_pi_atomic`): a word without an
+/// owner becomes ours (keeping FUTEX_OWNER_DIED; FUTEX_WAITERS if others wait); our own tid
+/// is EDEADLK; another owner gets FUTEX_WAITERS set, so its unlock comes to the kernel.
+fn lock_pi_atomic(mm: &Arc<Mutex<Mm>>, addr: u64, tid: u32, others_wait: bool) -> Result<Attempt, Errno> {
+    atomic_word(mm, addr, |w| loop {
+        let v = w.load(Ordering::Acquire);
+        let owner = v & FUTEX_TID_MASK;
+        if owner == 0 {
+            let new = tid | (v & FUTEX_OWNER_DIED) | if others_wait { FUTEX_WAITERS } else { 0 };
+            if w.compare_exchange(v, new, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                return Ok(Attempt::Acquired);
+            }
+        } else if owner == tid {
+            return Err(Errno::EDEADLK);
+        } else if v & FUTEX_WAITERS != 0 || w.compare_exchange(v, v | FUTEX_WAITERS, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            return Ok(Attempt::Owner(owner));
+        }
+    })?
+}
+
+/// FUTEX_LOCK_PI / LOCK_PI2 / TRYLOCK_PI: takes the PI futex at `addr`, sleeping (unless
+/// `trylock`) until its owner hands it over, boosting the owner's chain meanwhile. Errors as
+/// Linux: EDEADLK if the caller owns it or waits in a cycle, ESRCH if the word names no
+/// thread, EAGAIN for a trylock that would block, ETIMEDOUT at `deadline_ns` (monotonic),
+/// ERESTARTNOINTR on a signal (the call is restarted after the handler), EFAULT.
+pub fn lock_pi(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool, deadline_ns: Option<u64>, trylock: bool) -> Result<(), Errno> {
+    let tid = crate::sched::current_tid();
+    let key = key_of(mm, addr, private)?;
+    let id = lock_id(&key);
+    let mut g = PI.lock_uninterruptible();
+    let others_wait = g.get(&key).is_some_and(|v| !v.is_empty());
+    let owner = match lock_pi_atomic(mm, addr, tid, others_wait)? {
+        Attempt::Acquired => return Ok(()),
+        Attempt::Owner(o) => o,
+    };
+    // The owner must be a live thread (Linux's `attach_to_pi_owner`), and the one the
+    // chains know if they know the lock.
+    let owner_task =
+        crate::sched::task::find(owner).filter(|t| t.state() != crate::sched::task::TaskState::Dead && !t.kthread).ok_or(Errno::ESRCH)?;
+    if crate::sched::pi::owner(id).is_some_and(|o| o != owner) {
+        return Err(Errno::EINVAL);
+    }
+    if trylock {
+        return Err(Errno::EAGAIN);
+    }
+    crate::sched::pi::block(id, &owner_task)?;
+    let w = Arc::new(PiWaiter { tid, granted: AtomicBool::new(false), owner_died: AtomicBool::new(false), queue: WaitQueue::new() });
+    g.entry(key).or_default().push(w.clone());
+    drop(g);
+    let granted = || w.granted.load(Ordering::Acquire);
+    let r = match deadline_ns {
+        None => w.queue.wait_until_interruptible(granted).map(|_| true),
+        Some(d) => w.queue.wait_until_interruptible_deadline(granted, d),
+    };
+    // Granted is final (set under `PI` by the hand-over, which took us off the lists): the
+    // new owner does not wait for `PI`, which its deboosted predecessor may still hold.
+    let granted_now = w.granted.load(Ordering::Acquire);
+    let g = if granted_now { None } else { Some(PI.lock_uninterruptible()) };
+    if w.granted.load(Ordering::Acquire) {
+        drop(g);
+        if w.owner_died.load(Ordering::Acquire) {
+            // Its owner died holding it: the word names us now, marked for the robust
+            // protocol (Linux's `fixup_pi_state_owner`).
+            atomic_word(mm, addr, |x| x.store(tid | FUTEX_WAITERS | FUTEX_OWNER_DIED, Ordering::Release))?;
+        }
+        return Ok(());
+    }
+    let mut g = g.expect("taken when not granted");
+    if let Some(v) = g.get_mut(&key) {
+        v.retain(|x| !Arc::ptr_eq(x, &w));
+        if v.is_empty() {
+            g.remove(&key);
+        }
+    }
+    crate::sched::pi::unblock();
+    match r {
+        Ok(_) => Err(Errno::ETIMEDOUT),
+        Err(_) => Err(Errno::ERESTARTNOINTR),
+    }
+}
+
+/// Hands `key`'s lock to its top waiter (under [`PI`]): `set_word` gets the new owner's tid
+/// before it is woken (it may run, and unlock, at once). Returns the new owner and the old
+/// owner's deboost, which the caller applies after letting go of [`PI`] (deboosted, it may be
+/// preempted at once: holding `PI` then, it would stall every PI futex).
+fn hand_over(
+    g: &mut BTreeMap<Key, Vec<Arc<PiWaiter>>>,
+    key: Key,
+    owner_died: bool,
+    set_word: impl FnOnce(u32),
+) -> (Option<u32>, crate::sched::pi::Deferred) {
+    let (next, deboost) = crate::sched::pi::release(lock_id(&key));
+    let next = next.and_then(|next| {
+        set_word(next);
+        let ws = g.get_mut(&key)?;
+        let i = ws.iter().position(|w| w.tid == next)?;
+        let w = ws.remove(i);
+        if ws.is_empty() {
+            g.remove(&key);
+        }
+        w.owner_died.store(owner_died, Ordering::Release);
+        w.granted.store(true, Ordering::Release);
+        w.queue.wake_all();
+        Some(next)
+    });
+    (next, deboost)
+}
+
+/// FUTEX_UNLOCK_PI: the caller releases the PI futex at `addr`: to its top waiter if one
+/// waits in the kernel (the word becomes that thread's tid | FUTEX_WAITERS), else the word
+/// becomes 0. EPERM unless the word names the caller.
+pub fn unlock_pi(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool) -> Result<(), Errno> {
+    let tid = crate::sched::current_tid();
+    let key = key_of(mm, addr, private)?;
+    let mut g = PI.lock_uninterruptible();
+    if read_word(mm, addr)? & FUTEX_TID_MASK != tid {
+        return Err(Errno::EPERM);
+    }
+    if g.get(&key).is_some_and(|v| !v.is_empty()) {
+        let mut fault = Ok(());
+        let set = |next: u32| fault = atomic_word(mm, addr, |w| w.store(next | FUTEX_WAITERS, Ordering::Release));
+        let (next, deboost) = hand_over(&mut g, key, false, set);
+        // The new owner is woken; now the deboost (`sched::pi`'s module doc), without `PI`.
+        drop(g);
+        deboost.apply();
+        if next.is_some() {
+            return fault;
+        }
+        g = PI.lock_uninterruptible();
+    }
+    // Under `PI`: no locker sets FUTEX_WAITERS between our read and our write.
+    let r = atomic_word(mm, addr, |w| loop {
+        let v = w.load(Ordering::Acquire);
+        if v & FUTEX_TID_MASK != tid {
+            return Err(Errno::EPERM);
+        }
+        if w.compare_exchange(v, 0, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            return Ok(());
+        }
+    })?;
+    drop(g);
+    r
+}
+
+/// The ending thread `tid`'s PI futexes that others wait on go to their top waiters, who
+/// find FUTEX_OWNER_DIED in the word (Linux `exit_pi_state_list`). Runs after the robust
+/// list walk, as Linux's `futex_cleanup`.
+pub fn exit_pi(tid: u32) {
+    let owned = crate::sched::pi::exit(tid);
+    if owned.is_empty() {
+        return;
+    }
+    for id in owned {
+        let mut g = PI.lock_uninterruptible();
+        let key = g.keys().copied().find(|k| lock_id(k) == id);
+        let deboost = match key {
+            Some(key) => hand_over(&mut g, key, true, |_| {}).1,
+            None => crate::sched::pi::release(id).1,
+        };
+        drop(g);
+        deboost.apply();
     }
 }

@@ -394,6 +394,7 @@ fn run_thread(t: Arc<Thread>, ctx: UserContext) -> i32 {
         v.complete();
     }
     futex::exit_robust_list(&t);
+    futex::exit_pi(me.tid);
     let ctid = t.clear_child_tid.swap(0, Ordering::AcqRel);
     if ctid != 0 && ctid.is_multiple_of(4) {
         let mm = t.mm();

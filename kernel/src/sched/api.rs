@@ -51,19 +51,24 @@ fn change_attr(t: &Arc<Task>, new: ValidAttr) -> Result<(), Errno> {
         super::class::deadline::admit(p.attr.dl, new.dl)?;
     }
     apply_params(t, p, |p| p.attr = new);
+    // A task in a priority-inheritance chain moves in it (after `params` is let go: the
+    // chains' lock comes first).
+    super::pi::own_changed(t);
     Ok(())
 }
 
-fn apply_params(t: &Arc<Task>, mut p: crate::sync::IrqLockGuard<'_, SchedParams>, f: impl FnOnce(&mut SchedParams)) {
+pub(super) fn apply_params(t: &Arc<Task>, mut p: crate::sync::IrqLockGuard<'_, SchedParams>, f: impl FnOnce(&mut SchedParams)) {
     let old_prio = crate::trace::task_prio(t);
     super::with_task_rq(t, |g, now| {
         super::requeue_locked(g, t, now, |g| {
-            let (old, old_class) = (p.attr, t.class());
+            // The effective attributes (a priority-inheritance boost included) are what the
+            // classes see.
+            let (old, old_class) = (p.effective(), t.class());
             f(&mut p);
             t.cache_params(&p);
             // The classes adjust what they keep of the task (`prio_changed`, or
             // `switched_from` / `switched_to`): the fair entity, reweighted with its lag.
-            class::attr_changed(g, t, old_class, &old, &p.attr);
+            class::attr_changed(g, t, old_class, &old, &p.effective());
         });
         // Under the run-queue lock, with the change: the RT checker replays it in order.
         crate::trace::sched_pi_setprio(t, old_prio, now);

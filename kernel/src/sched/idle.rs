@@ -18,7 +18,7 @@ pub fn init_this_cpu() {
     let mut opts = SpawnOptions::new("swapper");
     opts.name = alloc::format!("swapper/{}", cpu.cpu_id);
     // The idle task is never queued, so its mask only matters as what its children inherit.
-    let params = SchedParams { attr: ValidAttr::default(), affinity: CpuMask(u64::MAX) };
+    let params = SchedParams::new(ValidAttr::default(), CpuMask(u64::MAX));
     let idle = task::new_task(&opts, None, params, None, true, cpu.cpu_id);
     {
         let mut g = rq_of(cpu.cpu_id).lock.lock();

@@ -56,6 +56,7 @@ pub mod coresched;
 pub mod group;
 pub mod hrtick;
 pub mod lockup;
+pub mod pi;
 pub mod pipe;
 pub mod process;
 pub mod reserve;

@@ -71,7 +71,7 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Re
     if crate::mm::fail_alloc::should_fail("task") {
         return Err(unadmit(SpawnError::NoMemory));
     }
-    let params = SchedParams { attr, affinity };
+    let params = SchedParams::new(attr, affinity);
     let task = task::new_task(&opts, Some(&parent), params, Some(stack), false, parent.cpu());
     crate::trace::task_affinity(task.tid, affinity.0);
     task::set_entry(&task, entry_of(f));
@@ -188,12 +188,12 @@ pub(super) fn task_dead(task: Arc<Task>) {
     // ops). The cookie registry's lock comes first (see `coresched::exit`).
     {
         let mut cookies = coresched::COOKIES.lock();
-        let _params = task.params.lock();
+        let params = task.params.lock();
         coresched::exit(&mut cookies, &task);
         task.left_group.store(true, Ordering::Release);
         // Under `params` too: a `sched_setattr` racing with the exit either changed the class
         // before (its bandwidth is what this releases) or sees `left_group` and fails.
-        class::of(&task).task_dead(&task);
+        class::of(&task).task_dead(&task, &params.attr);
         group::leave(task.group.swap(group::ROOT_GROUP, Ordering::AcqRel));
     }
     if let Some(notify) = EXIT_NOTIFIER.get() {

@@ -101,8 +101,29 @@ pub struct TaskStats {
 /// Attributes protected by [`Task::params`] (Linux's `pi_lock` role).
 #[derive(Clone, Copy, Debug)]
 pub struct SchedParams {
+    /// The task's own attributes (what `sched_getattr` reports).
     pub attr: ValidAttr,
     pub affinity: CpuMask,
+    /// What priority inheritance lends it (`sched::pi`): its top PI waiter's RT priority or
+    /// deadline parameters, while they beat its own (Linux's `pi_task`); `None` unboosted.
+    pub boost: Option<ValidAttr>,
+}
+
+impl SchedParams {
+    /// Own attributes with an affinity, unboosted.
+    pub const fn new(attr: ValidAttr, affinity: CpuMask) -> Self {
+        Self { attr, affinity, boost: None }
+    }
+
+    /// The attributes the scheduler runs the task with: the boost while it beats the own
+    /// attributes (a deadline boost beats every RT or fair priority; between two deadline
+    /// sets the chains already chose), else the own ones.
+    pub fn effective(&self) -> ValidAttr {
+        match self.boost {
+            Some(b) if b.prio() <= self.attr.prio() => b,
+            _ => self.attr,
+        }
+    }
 }
 
 pub struct Task {
@@ -142,6 +163,8 @@ pub struct Task {
     pub(super) se_group: AtomicU32,
     /// SCHED_RR quantum left.
     pub(super) rr_remaining_ns: AtomicU64,
+    /// Runs with a priority-inheritance boost (cached from `params`, like `class`).
+    pub(super) pi_boosted: AtomicBool,
     /// Its saved registers and its stack (the framework's: only a run-queue lock switches to
     /// it, see `switch`).
     ctx: TaskContext,
@@ -301,20 +324,27 @@ impl Task {
 
     /// Updates the cached attribute copies (caller holds `params` and the run-queue lock).
     pub(super) fn cache_params(&self, p: &SchedParams) {
+        let attr = p.effective();
         let class = if self.is_idle {
             ClassId::Idle
-        } else if p.attr.policy.is_deadline() {
+        } else if attr.policy.is_deadline() {
             ClassId::Dl
-        } else if p.attr.policy.is_rt() {
+        } else if attr.policy.is_rt() {
             ClassId::Rt
         } else {
             ClassId::Fair
         };
         self.class.store(class as u8, Ordering::Release);
-        self.policy.store(p.attr.policy.raw() as u8, Ordering::Release);
-        self.rt_priority.store(p.attr.rt_priority, Ordering::Release);
-        self.nice.store(p.attr.nice, Ordering::Release);
+        self.policy.store(attr.policy.raw() as u8, Ordering::Release);
+        self.rt_priority.store(attr.rt_priority, Ordering::Release);
+        self.nice.store(attr.nice, Ordering::Release);
         self.affinity.store(p.affinity.0, Ordering::Release);
+        self.pi_boosted.store(attr != p.attr, Ordering::Release);
+    }
+
+    /// Runs with a priority-inheritance boost.
+    pub fn pi_boosted(&self) -> bool {
+        self.pi_boosted.load(Ordering::Acquire)
     }
 
     /// The dead task's stack, once its context has switched out for good (retired: it can
@@ -534,6 +564,7 @@ pub(super) fn new_task(
         autogroup: AtomicU32::new(0),
         se_group: AtomicU32::new(0),
         rr_remaining_ns: AtomicU64::new(super::rr_timeslice_ns()),
+        pi_boosted: AtomicBool::new(false),
         ctx: TaskContext::new(stack),
         entry: IrqLock::new(None),
         stats: TaskStats::default(),

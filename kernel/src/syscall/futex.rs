@@ -13,6 +13,9 @@ const FUTEX_WAKE: u64 = 1;
 const FUTEX_REQUEUE: u64 = 3;
 const FUTEX_CMP_REQUEUE: u64 = 4;
 const FUTEX_WAKE_OP: u64 = 5;
+const FUTEX_LOCK_PI: u64 = 6;
+const FUTEX_UNLOCK_PI: u64 = 7;
+const FUTEX_TRYLOCK_PI: u64 = 8;
 const FUTEX_WAIT_BITSET: u64 = 9;
 const FUTEX_WAKE_BITSET: u64 = 10;
 const FUTEX_WAIT_REQUEUE_PI: u64 = 11;
@@ -39,9 +42,12 @@ fn deadline(proc: &Thread, addr: u64, absolute: bool, realtime: bool) -> Result<
 }
 
 /// `futex(uaddr, op, val, timeout | val2, uaddr2, val3)`: WAIT, WAKE, REQUEUE, CMP_REQUEUE,
-/// WAKE_OP, WAIT_BITSET, WAKE_BITSET, private or shared; FUTEX_CLOCK_REALTIME only with
-/// WAIT_BITSET (else ENOSYS, as Linux). The priority-inheritance operations are ENOSYS until
-/// Cadence has PI futexes.
+/// WAKE_OP, WAIT_BITSET, WAKE_BITSET, private or shared; the priority-inheritance LOCK_PI
+/// (absolute CLOCK_REALTIME timeout), LOCK_PI2 (absolute, CLOCK_MONOTONIC unless
+/// FUTEX_CLOCK_REALTIME), TRYLOCK_PI and UNLOCK_PI. FUTEX_CLOCK_REALTIME only with
+/// WAIT_BITSET, WAIT_REQUEUE_PI and LOCK_PI2 (else ENOSYS, as Linux). The requeue-PI pair
+/// (WAIT_REQUEUE_PI / CMP_REQUEUE_PI, which glibc's condition variables no longer use) is
+/// ENOSYS.
 pub fn futex(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let (uaddr, op, val, arg4, uaddr2, val3) = (a[0], a[1], a[2] as u32, a[3], a[4], a[5] as u32);
     let private = op & FUTEX_PRIVATE_FLAG != 0;
@@ -67,6 +73,24 @@ pub fn futex(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
         FUTEX_REQUEUE => ok(futex::requeue(&mm, uaddr, uaddr2, private, val as i32, arg4 as u32 as i32, None)? as u64),
         FUTEX_CMP_REQUEUE => ok(futex::requeue(&mm, uaddr, uaddr2, private, val as i32, arg4 as u32 as i32, Some(val3))? as u64),
         FUTEX_WAKE_OP => ok(futex::wake_op(&mm, uaddr, uaddr2, private, val as i32, arg4 as u32 as i32, val3)? as u64),
+        FUTEX_LOCK_PI => {
+            let d = deadline(proc, arg4, true, true)?;
+            futex::lock_pi(&mm, uaddr, private, d, false)?;
+            ok(0)
+        }
+        FUTEX_LOCK_PI2 => {
+            let d = deadline(proc, arg4, true, realtime)?;
+            futex::lock_pi(&mm, uaddr, private, d, false)?;
+            ok(0)
+        }
+        FUTEX_TRYLOCK_PI => {
+            futex::lock_pi(&mm, uaddr, private, None, true)?;
+            ok(0)
+        }
+        FUTEX_UNLOCK_PI => {
+            futex::unlock_pi(&mm, uaddr, private)?;
+            ok(0)
+        }
         _ => Err(Errno::ENOSYS),
     }
 }

@@ -199,14 +199,14 @@ entries! {
     186 gettid process::gettid, Implemented;
     200 tkill signal::tkill, Implemented;
     201 time time::time, Implemented;
-    202 futex futex::futex, Partial("no priority-inheritance operations yet (ENOSYS)");
+    202 futex futex::futex, Partial("no requeue-PI (WAIT_REQUEUE_PI / CMP_REQUEUE_PI: ENOSYS)");
     203 sched_setaffinity sched::sched_setaffinity, Partial("CPUs 0-63 (Cadence's masks are 64 bits)");
     204 sched_getaffinity sched::sched_getaffinity, Implemented;
     217 getdents64 fs::getdents64, Implemented;
     218 set_tid_address futex::set_tid_address, Implemented;
     219 restart_syscall time::restart_syscall, Implemented;
     227 clock_settime time::clock_settime, Implemented;
-    228 clock_gettime time::clock_gettime, Implemented;
+    228 clock_gettime time::clock_gettime, Partial("CLOCK_PROCESS_CPUTIME_ID counts the live threads only");
     229 clock_getres time::clock_getres, Implemented;
     230 clock_nanosleep time::clock_nanosleep, Implemented;
     231 exit_group process::exit_group, Implemented;

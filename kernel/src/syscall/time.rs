@@ -24,8 +24,22 @@ fn now(clock: u64) -> Result<u64, Errno> {
     match clock {
         CLOCK_REALTIME | CLOCK_REALTIME_COARSE => Ok(crate::time::realtime_ns()),
         CLOCK_MONOTONIC | CLOCK_MONOTONIC_RAW | CLOCK_MONOTONIC_COARSE | CLOCK_BOOTTIME => Ok(t),
-        CLOCK_PROCESS_CPUTIME_ID | CLOCK_THREAD_CPUTIME_ID => {
-            Ok(crate::sched::current().stats.sum_exec_runtime.load(core::sync::atomic::Ordering::Relaxed))
+        // The running slice included (the charged sum alone moves only at ticks and
+        // switches: a program spinning on its CPU time would see it stand still).
+        CLOCK_THREAD_CPUTIME_ID => Ok(crate::sched::current_cputime_ns()),
+        CLOCK_PROCESS_CPUTIME_ID => {
+            // The live threads' times (those of threads already gone are not kept).
+            let me = crate::sched::current();
+            let others: u64 = me
+                .process
+                .group
+                .members()
+                .into_iter()
+                .filter(|&tid| tid != me.tid)
+                .filter_map(crate::sched::task::find)
+                .map(|t| t.stats.sum_exec_runtime.load(core::sync::atomic::Ordering::Relaxed))
+                .sum();
+            Ok(crate::sched::current_cputime_ns() + others)
         }
         _ => Err(Errno::EINVAL),
     }

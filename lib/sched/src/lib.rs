@@ -24,6 +24,8 @@
 //! * [`deadline`]: SCHED_DEADLINE policy: parameter checks, admission control, CBS, `cpudl`.
 //! * [`edf_model`]: an exact ideal global-EDF schedule of periodic task sets (what a
 //!   deadline measurement is compared with).
+//! * [`pi`]: priority inheritance chains (Linux's rt_mutex): waiters by priority, owners
+//!   boosted down the chain, EDEADLK on a cycle.
 //! * [`core_sched`]: SMT core scheduling: cookies, `PR_SCHED_CORE`, the core-wide pick,
 //!   forced-idle accounting and the trace checker.
 #![cfg_attr(not(test), no_std)]
@@ -46,6 +48,7 @@ pub mod errno;
 pub mod fair_group;
 pub mod haltpoll;
 pub mod lockup;
+pub mod pi;
 pub mod rt;
 pub mod rt_bandwidth;
 pub mod rt_smp;

@@ -403,13 +403,25 @@ impl SchedClass for DlClass {
     /// CBS charging (Linux `update_curr_dl`): at runtime 0, throttled until the next period;
     /// with `SCHED_FLAG_DL_OVERRUN`, the task also gets SIGXCPU (Linux sends it at the next
     /// tick, to the thread group; here at once, to the task).
-    fn update_curr(&self, rq: &mut RqInner, task: &Arc<Task>, delta_ns: u64, _now: u64) -> bool {
+    fn update_curr(&self, rq: &mut RqInner, task: &Arc<Task>, delta_ns: u64, now: u64) -> bool {
         let mut st = task.dl.lock();
         let Some(e) = st.entity.as_mut() else { return false };
         if e.throttled {
             return true;
         }
-        if e.charge(delta_ns) {
+        if e.charge(delta_ns) && task.pi_boosted() {
+            // A task boosted by priority inheritance is never throttled (it holds a lock a
+            // deadline task waits for): replenished at once, its deadline postponed (Linux's
+            // `is_dl_boosted` in `update_curr_dl`).
+            unqueue(rq, &mut st);
+            if let Some(e) = st.entity.as_mut() {
+                e.replenish(now);
+            }
+            queue(rq, task, &mut st);
+            return true;
+        }
+        let Some(e) = st.entity.as_mut() else { return false };
+        if e.throttled {
             let signal = e.params.flags & cadence_sched::consts::SCHED_FLAG_DL_OVERRUN != 0;
             throttle(rq, task, &mut st);
             drop(st);
@@ -495,12 +507,15 @@ impl SchedClass for DlClass {
         task.dl.lock().entity = attr.dl.map(DlEntity::new);
     }
 
-    /// Its bandwidth goes back to the root domain; its timer is cancelled.
-    fn task_dead(&self, task: &Task) {
+    /// Its bandwidth goes back to the root domain; its timer is cancelled. The bandwidth is
+    /// its own parameters' (a task boosted into the class by priority inheritance runs with
+    /// its donor's, and was never admitted).
+    fn task_dead(&self, task: &Task, own: &ValidAttr) {
         let mut st = task.dl.lock();
         st.cancel_timer();
-        if let Some(e) = st.entity.take() {
-            let _ = admit(Some(e.params), None);
+        st.entity = None;
+        if let Some(dl) = own.dl {
+            let _ = admit(Some(dl), None);
         }
     }
 

@@ -93,9 +93,10 @@ pub trait SchedClass: Sync {
     /// A new task of this class with `attr`, before its first enqueue (Linux `task_fork`).
     /// Default: nothing.
     fn task_new(&self, _task: &Task, _attr: &ValidAttr) {}
-    /// `task`, of this class, exited and will not run again (Linux `task_dead`). Default:
+    /// `task`, of this class, exited and will not run again (Linux `task_dead`); `own` are
+    /// its own attributes (its class may be a priority-inheritance boost's). Default:
     /// nothing.
-    fn task_dead(&self, _task: &Task) {}
+    fn task_dead(&self, _task: &Task, _own: &ValidAttr) {}
     /// What a CPU running `task` (or with it as its best queued task) looks like to RT
     /// placement (`cadence_sched::cpupri` levels: 0 idle, 1 fair, 2 + RT priority; Linux
     /// `convert_prio`).
