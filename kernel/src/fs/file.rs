@@ -45,6 +45,8 @@ pub enum Kind {
     Inode(Arc<Inode>),
     /// A pipe's end.
     Pipe(PipeEnd),
+    /// A connected Unix stream socket's end (`socketpair`).
+    Socket(super::socket::UnixStream),
     /// A character device.
     Device(Device, Arc<Inode>),
 }
@@ -87,7 +89,7 @@ impl OpenFile {
     pub fn inode(&self) -> Option<&Arc<Inode>> {
         match &self.kind {
             Kind::Inode(i) | Kind::Device(_, i) => Some(i),
-            Kind::Pipe(_) => None,
+            Kind::Pipe(_) | Kind::Socket(_) => None,
         }
     }
 
@@ -96,7 +98,7 @@ impl OpenFile {
         match &self.kind {
             Kind::Inode(_) => true,
             Kind::Device(d, _) => *d != Device::Console,
-            Kind::Pipe(_) => false,
+            Kind::Pipe(_) | Kind::Socket(_) => false,
         }
     }
 }
@@ -199,6 +201,7 @@ pub fn read(file: &OpenFile, buf: &mut [u8]) -> Result<usize, Errno> {
     }
     match &file.kind {
         Kind::Pipe(p) => p.read(buf, file.nonblock()),
+        Kind::Socket(s) => s.read(buf, file.nonblock()),
         Kind::Device(Device::Console, i) => super::console::read(buf, file.nonblock(), via_tty(i)),
         Kind::Device(d, _) => read_device(*d, buf),
         Kind::Inode(i) => {
@@ -219,7 +222,7 @@ pub fn pread(file: &OpenFile, buf: &mut [u8], offset: u64) -> Result<usize, Errn
         return Err(Errno::EBADF);
     }
     match &file.kind {
-        Kind::Pipe(_) => Err(Errno::ESPIPE),
+        Kind::Pipe(_) | Kind::Socket(_) => Err(Errno::ESPIPE),
         Kind::Device(Device::Console, _) => Err(Errno::ESPIPE),
         Kind::Device(d, _) => read_device(*d, buf),
         Kind::Inode(i) => i.read_at(offset, buf),
@@ -290,6 +293,11 @@ pub fn write(file: &OpenFile, data: &[u8]) -> Result<Written, Errno> {
             Err(Ok(_)) => Ok(Written::BrokenPipe),
             Err(Err(e)) => Err(e),
         },
+        Kind::Socket(sk) => match sk.write(data, file.nonblock()) {
+            Ok(n) => Ok(Written::Bytes(n)),
+            Err(Ok(_)) => Ok(Written::BrokenPipe),
+            Err(Err(e)) => Err(e),
+        },
         Kind::Device(Device::Console, i) => Ok(Written::Bytes(super::console::write(data, via_tty(i))?)),
         Kind::Device(Device::CpuDmaLatency, _) => Ok(Written::Bytes(write_cpu_dma_latency(data)?)),
         Kind::Device(_, _) => Ok(Written::Bytes(data.len())),
@@ -311,7 +319,7 @@ pub fn pwrite(file: &OpenFile, data: &[u8], offset: u64) -> Result<usize, Errno>
         return Err(Errno::EBADF);
     }
     match &file.kind {
-        Kind::Pipe(_) | Kind::Device(Device::Console, _) => Err(Errno::ESPIPE),
+        Kind::Pipe(_) | Kind::Socket(_) | Kind::Device(Device::Console, _) => Err(Errno::ESPIPE),
         Kind::Device(_, _) => Ok(data.len()),
         Kind::Inode(i) => i.write_at(offset, data),
     }
@@ -321,6 +329,7 @@ pub fn pwrite(file: &OpenFile, data: &[u8], offset: u64) -> Result<usize, Errno>
 pub fn poll(file: &OpenFile) -> (bool, bool, bool, bool) {
     match &file.kind {
         Kind::Pipe(p) => p.poll(),
+        Kind::Socket(s) => s.poll(),
         Kind::Device(Device::Console, _) => (super::console::readable(), true, false, false),
         Kind::Device(_, _) | Kind::Inode(_) => (true, true, false, false),
     }

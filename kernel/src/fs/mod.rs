@@ -6,6 +6,7 @@ pub mod console;
 pub mod file;
 pub mod initramfs;
 pub mod pipe;
+pub mod socket;
 pub mod vfs;
 
 use vfs::{Content, Device, S_IFCHR, S_IFDIR};

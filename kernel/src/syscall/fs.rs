@@ -400,6 +400,13 @@ fn stat_bytes(inode: Option<&Arc<Inode>>, pipe_id: u64) -> [u8; 144] {
 fn file_stat(f: &OpenFile) -> [u8; 144] {
     match &f.kind {
         Kind::Pipe(p) => stat_bytes(None, p.id()),
+        Kind::Socket(sk) => {
+            // sockfs: S_IFSOCK, mode 0777 (as Linux's socketpair ends).
+            let mut st = stat_bytes(None, sk.id());
+            st[0..8].copy_from_slice(&8u64.to_le_bytes());
+            st[24..28].copy_from_slice(&(0o140000u32 | 0o777).to_le_bytes());
+            st
+        }
         Kind::Inode(i) | Kind::Device(_, i) => stat_bytes(Some(i), 0),
     }
 }
@@ -447,7 +454,7 @@ pub fn getdents64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Out
     let f = fd_file(proc, a[0])?;
     let dir = match &f.kind {
         Kind::Inode(i) if i.is_dir() => i.clone(),
-        Kind::Inode(_) | Kind::Device(_, _) | Kind::Pipe(_) => return Err(Errno::ENOTDIR),
+        Kind::Inode(_) | Kind::Device(_, _) | Kind::Pipe(_) | Kind::Socket(_) => return Err(Errno::ENOTDIR),
     };
     let entries = vfs::entries(&dir)?;
     let mut pos = f.pos.lock_uninterruptible();
@@ -765,6 +772,59 @@ pub fn pipe2(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
     ok(0)
 }
 
+/// `socketpair(domain, type, protocol, sv)`: a connected pair of Unix stream sockets
+/// (`fs::socket`), with SOCK_NONBLOCK / SOCK_CLOEXEC. EAFNOSUPPORT for a domain other than
+/// AF_UNIX, EOPNOTSUPP for AF_INET / AF_INET6 (no pairs there on Linux either) and for
+/// AF_UNIX's datagram and seqpacket types (not in Cadence), EINVAL for an unknown type,
+/// EPROTONOSUPPORT for a protocol other than 0, EFAULT for `sv`.
+pub fn socketpair(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    const AF_UNIX: u64 = 1;
+    const AF_INET: u64 = 2;
+    const AF_INET6: u64 = 10;
+    const SOCK_STREAM: u64 = 1;
+    const SOCK_NONBLOCK: u64 = 0o4000;
+    const SOCK_CLOEXEC: u64 = 0o2000000;
+    let (domain, ty, protocol) = (a[0] as u32 as u64, a[1] as u32 as u64, a[2] as u32);
+    let kind = ty & !(SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if !(1..=6).contains(&kind) || kind == 4 || ty & !(0xf | SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    match domain {
+        AF_UNIX => {}
+        AF_INET | AF_INET6 => return Err(Errno::EOPNOTSUPP),
+        _ => return Err(Errno::EAFNOSUPPORT),
+    }
+    if protocol != 0 && protocol != AF_UNIX as u32 {
+        return Err(Errno::EPROTONOSUPPORT);
+    }
+    if kind != SOCK_STREAM {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    copy_out(proc, a[3], &[0u8; 8])?;
+    let nonblock = if ty & SOCK_NONBLOCK != 0 { O_NONBLOCK } else { 0 };
+    let (x, y) = crate::fs::socket::pair()?;
+    let (xf, yf) = (OpenFile::new(Kind::Socket(x), 2 | nonblock), OpenFile::new(Kind::Socket(y), 2 | nonblock));
+    let cloexec = ty & SOCK_CLOEXEC != 0;
+    let (xfd, yfd) = {
+        let table = files(proc);
+        let mut t = table.lock_uninterruptible();
+        let limit = proc.nofile();
+        let xfd = t.install(xf, cloexec, limit)?;
+        match t.install(yf, cloexec, limit) {
+            Ok(yfd) => (xfd, yfd),
+            Err(e) => {
+                let _ = t.remove(xfd);
+                return Err(e);
+            }
+        }
+    };
+    let mut out = [0u8; 8];
+    out[..4].copy_from_slice(&(xfd as u32).to_le_bytes());
+    out[4..].copy_from_slice(&(yfd as u32).to_le_bytes());
+    copy_out(proc, a[3], &out)?;
+    ok(0)
+}
+
 /// `pipe(fds)`.
 pub fn pipe(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     pipe2(proc, ctx, [a[0], 0, 0, 0, 0, 0])
@@ -999,8 +1059,13 @@ pub fn ioctl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
     const TIOCGSID: u64 = 0x5429;
     let f = fd_file(proc, a[0])?;
     let console = matches!(f.kind, Kind::Device(crate::fs::vfs::Device::Console, _));
-    if let (FIONREAD, Kind::Pipe(p)) = (a[1], &f.kind) {
-        copy_out(proc, a[2], &(p.available() as u32).to_le_bytes())?;
+    let waiting = match &f.kind {
+        Kind::Pipe(p) => Some(p.available()),
+        Kind::Socket(s) => Some(s.available()),
+        _ => None,
+    };
+    if let (FIONREAD, Some(n)) = (a[1], waiting) {
+        copy_out(proc, a[2], &(n as u32).to_le_bytes())?;
         return ok(0);
     }
     if !console {

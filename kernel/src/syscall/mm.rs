@@ -226,3 +226,107 @@ pub fn munlock(_: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
     a[0].checked_add(a[1]).ok_or(Errno::EINVAL)?;
     ok(0)
 }
+
+// ----- NUMA memory policy: Cadence's machine is one node (node 0) --------------------------
+
+const MPOL_MAX: u64 = 6; // MPOL_DEFAULT..=MPOL_PREFERRED_MANY
+const MPOL_MODE_FLAGS: u64 = (1 << 15) | (1 << 14) | (1 << 13); // STATIC_NODES, RELATIVE_NODES, NUMA_BALANCING
+const MPOL_F_NODE: u64 = 1;
+const MPOL_F_ADDR: u64 = 2;
+const MPOL_F_MEMS_ALLOWED: u64 = 4;
+/// Linux's `nr_node_ids` here.
+const NR_NODES: u64 = 1;
+
+/// Writes a node mask with node 0 set (or none) into `maxnode` bits at `addr` (0: no mask).
+fn put_nodemask(proc: &Thread, addr: u64, maxnode: u64, node0: bool) -> Result<(), Errno> {
+    if addr == 0 {
+        return Ok(());
+    }
+    let words = maxnode.div_ceil(64).min(1024) as usize;
+    let mut buf = alloc::vec![0u8; words * 8];
+    if node0 && !buf.is_empty() {
+        buf[0] = 1;
+    }
+    proc.mm().lock_uninterruptible().write(addr, &buf)
+}
+
+/// Checks a mode and its node mask as Linux's `set_mempolicy` does: EINVAL for an unknown
+/// mode or flag, or a mask naming no node that exists (only node 0 does); MPOL_DEFAULT and
+/// MPOL_LOCAL take no nodes.
+fn check_policy(proc: &Thread, mode: u64, nodemask: u64, maxnode: u64) -> Result<(), Errno> {
+    let base = mode & !MPOL_MODE_FLAGS;
+    if base >= MPOL_MAX || mode & MPOL_MODE_FLAGS == MPOL_MODE_FLAGS {
+        return Err(Errno::EINVAL);
+    }
+    let nodes = if nodemask == 0 || maxnode < 2 {
+        0
+    } else {
+        let mut b = [0u8; 8];
+        proc.mm().lock_uninterruptible().read(nodemask, &mut b)?;
+        let bits = (maxnode - 1).min(64);
+        u64::from_le_bytes(b) & if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 }
+    };
+    match base {
+        0 | 4 if nodes != 0 => Err(Errno::EINVAL), // DEFAULT, LOCAL
+        0 | 4 => Ok(()),
+        1 if nodes == 0 => Ok(()), // PREFERRED with no nodes: local allocation
+        _ if nodes & 1 == 0 => Err(Errno::EINVAL),
+        _ => Ok(()),
+    }
+}
+
+/// `set_mempolicy(mode, nodemask, maxnode)`: checked as Linux checks it; with one node every
+/// policy places memory on node 0, so nothing else changes.
+pub fn set_mempolicy(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    check_policy(proc, a[0], a[1], a[2])?;
+    ok(0)
+}
+
+/// `mbind(addr, len, mode, nodemask, maxnode, flags)`: EINVAL for an unaligned address or
+/// unknown flags, then as [`set_mempolicy`]; EFAULT for a range that is not mapped.
+pub fn mbind(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    const MPOL_MF_VALID: u64 = 0b111; // STRICT, MOVE, MOVE_ALL
+    let (addr, len) = (a[0], a[1]);
+    if !addr.is_multiple_of(PAGE) || a[5] & !MPOL_MF_VALID != 0 {
+        return Err(Errno::EINVAL);
+    }
+    check_policy(proc, a[2], a[3], a[4])?;
+    let end = page_up(len).and_then(|l| addr.checked_add(l)).ok_or(Errno::EINVAL)?;
+    if len != 0 && proc.mm().lock_uninterruptible().range_free(addr, end) {
+        return Err(Errno::EFAULT);
+    }
+    ok(0)
+}
+
+/// `get_mempolicy(mode, nodemask, maxnode, addr, flags)`: MPOL_DEFAULT with an empty mask;
+/// MPOL_F_MEMS_ALLOWED: node 0; MPOL_F_NODE (with MPOL_F_ADDR or not): node 0. EINVAL for
+/// unknown flags, MPOL_F_ADDR without an address's mapping (EFAULT), or a mask shorter than
+/// the node count.
+pub fn get_mempolicy(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let (mode, nodemask, maxnode, addr, flags) = (a[0], a[1], a[2], a[3], a[4]);
+    if flags & !(MPOL_F_NODE | MPOL_F_ADDR | MPOL_F_MEMS_ALLOWED) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if nodemask != 0 && maxnode < NR_NODES {
+        return Err(Errno::EINVAL);
+    }
+    if flags & MPOL_F_MEMS_ALLOWED != 0 {
+        if flags & (MPOL_F_NODE | MPOL_F_ADDR) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        put_nodemask(proc, nodemask, maxnode, true)?;
+        return ok(0);
+    }
+    if flags & MPOL_F_ADDR != 0 && proc.mm().lock_uninterruptible().find(addr).is_none() {
+        return Err(Errno::EFAULT);
+    }
+    if flags & MPOL_F_ADDR == 0 && addr != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if mode != 0 {
+        // MPOL_F_NODE: the node (0); else the policy, MPOL_DEFAULT.
+        proc.mm().lock_uninterruptible().write(mode, &0u32.to_le_bytes())?;
+    }
+    put_nodemask(proc, nodemask, maxnode, false)?;
+    ok(0)
+}

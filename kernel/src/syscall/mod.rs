@@ -122,6 +122,7 @@ entries! {
     35 nanosleep time::nanosleep, Implemented;
     39 getpid process::getpid, Implemented;
     40 sendfile fs::sendfile, Partial("at most 64 KiB per call");
+    53 socketpair fs::socketpair, Partial("AF_UNIX SOCK_STREAM only (datagram and seqpacket: EOPNOTSUPP); no socket / bind / connect");
     56 clone process::clone, Partial("no CLONE_PARENT, CLONE_PIDFD or namespaces (EINVAL, as a Linux built without them)");
     57 fork process::fork, Implemented;
     58 vfork process::vfork, Implemented;
@@ -211,6 +212,9 @@ entries! {
     230 clock_nanosleep time::clock_nanosleep, Implemented;
     231 exit_group process::exit_group, Implemented;
     234 tgkill signal::tgkill, Implemented;
+    237 mbind mm::mbind, Partial("one NUMA node: every policy is node 0's");
+    238 set_mempolicy mm::set_mempolicy, Partial("one NUMA node: every policy is node 0's");
+    239 get_mempolicy mm::get_mempolicy, Partial("one NUMA node: MPOL_DEFAULT, node 0");
     247 waitid process::waitid, Partial("rusage is zero");
     257 openat fs::openat, Partial("no O_TMPFILE, O_PATH");
     258 mkdirat fs::mkdirat, Implemented;

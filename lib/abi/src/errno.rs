@@ -92,8 +92,12 @@ pub enum Errno {
     ETIME = 62,
     /// Value too large for defined data type.
     EOVERFLOW = 75,
+    /// Protocol not supported.
+    EPROTONOSUPPORT = 93,
     /// Operation not supported on transport endpoint.
     EOPNOTSUPP = 95,
+    /// Address family not supported by protocol.
+    EAFNOSUPPORT = 97,
     /// Connection timed out.
     ETIMEDOUT = 110,
     /// Owner died.
@@ -158,7 +162,9 @@ impl Errno {
         Errno::ENODATA,
         Errno::ETIME,
         Errno::EOVERFLOW,
+        Errno::EPROTONOSUPPORT,
         Errno::EOPNOTSUPP,
+        Errno::EAFNOSUPPORT,
         Errno::ETIMEDOUT,
         Errno::EOWNERDEAD,
         Errno::ENOTRECOVERABLE,
@@ -219,7 +225,9 @@ impl Errno {
             Errno::ENODATA => "ENODATA",
             Errno::ETIME => "ETIME",
             Errno::EOVERFLOW => "EOVERFLOW",
+            Errno::EPROTONOSUPPORT => "EPROTONOSUPPORT",
             Errno::EOPNOTSUPP => "EOPNOTSUPP",
+            Errno::EAFNOSUPPORT => "EAFNOSUPPORT",
             Errno::ETIMEDOUT => "ETIMEDOUT",
             Errno::EOWNERDEAD => "EOWNERDEAD",
             Errno::ENOTRECOVERABLE => "ENOTRECOVERABLE",
@@ -276,7 +284,9 @@ impl Errno {
             Errno::ENODATA => "No data available",
             Errno::ETIME => "Timer expired",
             Errno::EOVERFLOW => "Value too large for defined data type",
+            Errno::EPROTONOSUPPORT => "Protocol not supported",
             Errno::EOPNOTSUPP => "Operation not supported",
+            Errno::EAFNOSUPPORT => "Address family not supported by protocol",
             Errno::ETIMEDOUT => "Connection timed out",
             Errno::EOWNERDEAD => "Owner died",
             Errno::ENOTRECOVERABLE => "State not recoverable",
