@@ -1,7 +1,7 @@
 //! User-space scenarios: Debian's busybox and the C programs of `tests/user` (static glibc),
 //! from the root filesystem `make initramfs` builds, run as processes, through the kernel
 //! shell's `exec` or the `sh=` boot option. `conform-basic`, `conform-files`, `conform-sched`,
-//! `conform-signal`, `conform-thread`, `conform-pi`, `conform-tty` and `conform-proc` are the differential tests of the system-call families:
+//! `conform-signal`, `conform-timer`, `conform-thread`, `conform-pi`, `conform-tty` and `conform-proc` are the differential tests of the system-call families:
 //! their output on Cadence must equal Linux 6.1's (`tests/fixtures/conform-*.linux-6.1.txt`, recorded on the peer with
 //! `../shared/peer/run.sh --file target/user/conform-files 'cd /tmp && /conform-files'`).
 
@@ -71,12 +71,30 @@ fn conform_sched_matches_linux() {
     check_conformance(&run, include_str!("../fixtures/conform-sched.linux-6.1.txt"), "conform-sched");
 }
 
+/// `conform-signal`, then `conform-timer` (alarm, itimers, POSIX timers) in the same boot.
 #[test]
-fn conform_signal_matches_linux() {
-    let run = boot(qemu().smp("4,sockets=1,cores=2,threads=2").initrd(initramfs()).args("sh=\"cd /tmp && /bin/conform-signal\" poweroff"));
+fn conform_signal_and_timer_match_linux() {
+    let run = boot(
+        qemu()
+            .smp("4,sockets=1,cores=2,threads=2")
+            .initrd(initramfs())
+            .args("sh=\"cd /tmp && /bin/conform-signal && /bin/conform-timer\" poweroff"),
+    );
     run.expect_exit(KernelExit::Success);
     run.check(run.report.exceptions.is_empty(), "a kernel EXCEPTION line");
-    check_conformance(&run, include_str!("../fixtures/conform-signal.linux-6.1.txt"), "conform-signal");
+    check_two(
+        &run,
+        (include_str!("../fixtures/conform-signal.linux-6.1.txt"), "conform-signal"),
+        (include_str!("../fixtures/conform-timer.linux-6.1.txt"), "conform-timer"),
+    );
+}
+
+/// Two programs' lines, one after the other in `run`'s output.
+fn check_two(run: &Run, first: (&str, &str), second: (&str, &str)) {
+    let got = conform_lines(run);
+    let split = first.0.lines().count().min(got.len());
+    check_lines(run, &got[..split], first.0, first.1);
+    check_lines(run, &got[split..], second.0, second.1);
 }
 
 /// `conform-thread`, then `conform-pi` (priority-inheritance futexes) in the same boot.
@@ -90,12 +108,11 @@ fn conform_thread_and_pi_match_linux() {
     );
     run.expect_exit(KernelExit::Success);
     run.check(run.report.exceptions.is_empty(), "a kernel EXCEPTION line");
-    let thread = include_str!("../fixtures/conform-thread.linux-6.1.txt");
-    let pi = include_str!("../fixtures/conform-pi.linux-6.1.txt");
-    let got = conform_lines(&run);
-    let split = thread.lines().count().min(got.len());
-    check_lines(&run, &got[..split], thread, "conform-thread");
-    check_lines(&run, &got[split..], pi, "conform-pi");
+    check_two(
+        &run,
+        (include_str!("../fixtures/conform-thread.linux-6.1.txt"), "conform-thread"),
+        (include_str!("../fixtures/conform-pi.linux-6.1.txt"), "conform-pi"),
+    );
 }
 
 #[test]

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -174,5 +175,40 @@ int main(void) {
     CALL("rmdir cf-d", rmdir("cf-d"));
     CALL("unlink cf-b cf-l cf-loop", unlink("cf-b") | unlink("cf-l") | unlink("cf-loop"));
     CALL("unlink missing", unlink("cf-b"));
+
+    /* socketpair: a connected Unix stream pair. */
+    int sv[2];
+    char sb[16];
+    CALL("socketpair unix stream", socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+    CALL("socket write a->b", write(sv[0], "ping", 4));
+    CALL("socket read b", read(sv[1], sb, sizeof sb));
+    CALL("socket write b->a", write(sv[1], "pong!", 5));
+    int avail = -1;
+    CALL("socket FIONREAD a", ioctl(sv[0], FIONREAD, &avail));
+    VALUE("socket bytes waiting", avail);
+    CALL("socket read a", read(sv[0], sb, sizeof sb));
+    struct stat sst;
+    CALL("fstat socket", fstat(sv[0], &sst));
+    VALUE("S_ISSOCK", S_ISSOCK(sst.st_mode));
+    CALL("lseek socket", lseek(sv[0], 0, SEEK_SET));
+    struct pollfd spf = {sv[0], POLLIN | POLLOUT, 0};
+    CALL("poll socket", poll(&spf, 1, 0));
+    VALUE("poll socket revents", spf.revents);
+    CALL("close b", close(sv[1]));
+    CALL("read after peer closed (EOF)", read(sv[0], sb, sizeof sb));
+    signal(SIGPIPE, SIG_IGN);
+    CALL("write after peer closed", write(sv[0], "x", 1));
+    close(sv[0]);
+    CALL("socketpair nonblock cloexec", socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv));
+    VALUE("O_NONBLOCK set", (fcntl(sv[0], F_GETFL) & O_NONBLOCK) != 0);
+    VALUE("FD_CLOEXEC set", fcntl(sv[1], F_GETFD));
+    CALL("nonblocking read empty", read(sv[0], sb, sizeof sb));
+    close(sv[0]);
+    close(sv[1]);
+    CALL("socketpair AF_INET", socketpair(AF_INET, SOCK_STREAM, 0, sv));
+    CALL("socketpair bad domain", socketpair(12345, SOCK_STREAM, 0, sv));
+    CALL("socketpair bad type", socketpair(AF_UNIX, 99, 0, sv));
+    CALL("socketpair bad protocol", socketpair(AF_UNIX, SOCK_STREAM, 7, sv));
+    CALL("socketpair bad pointer", socketpair(AF_UNIX, SOCK_STREAM, 0, (int *)8));
     return 0;
 }

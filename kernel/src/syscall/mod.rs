@@ -120,6 +120,9 @@ entries! {
     33 dup2 fs::dup2, Implemented;
     34 pause signal::pause, Implemented;
     35 nanosleep time::nanosleep, Implemented;
+    36 getitimer time::getitimer, Partial("ITIMER_REAL only (ITIMER_VIRTUAL / ITIMER_PROF: EINVAL)");
+    37 alarm time::alarm, Implemented;
+    38 setitimer time::setitimer, Partial("ITIMER_REAL only (ITIMER_VIRTUAL / ITIMER_PROF: EINVAL)");
     39 getpid process::getpid, Implemented;
     40 sendfile fs::sendfile, Partial("at most 64 KiB per call");
     53 socketpair fs::socketpair, Partial("AF_UNIX SOCK_STREAM only (datagram and seqpacket: EOPNOTSUPP); no socket / bind / connect");
@@ -206,6 +209,11 @@ entries! {
     217 getdents64 fs::getdents64, Implemented;
     218 set_tid_address futex::set_tid_address, Implemented;
     219 restart_syscall time::restart_syscall, Implemented;
+    222 timer_create time::timer_create, Partial("no CPU-time clocks (EOPNOTSUPP); timers are not deleted at execve");
+    223 timer_settime time::timer_settime, Implemented;
+    224 timer_gettime time::timer_gettime, Implemented;
+    225 timer_getoverrun time::timer_getoverrun, Implemented;
+    226 timer_delete time::timer_delete, Implemented;
     227 clock_settime time::clock_settime, Implemented;
     228 clock_gettime time::clock_gettime, Partial("CLOCK_PROCESS_CPUTIME_ID counts the live threads only");
     229 clock_getres time::clock_getres, Implemented;

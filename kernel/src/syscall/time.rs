@@ -185,3 +185,199 @@ pub fn time(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
     }
     ok(t)
 }
+
+// ----- interval timers (`process::timers`) -------------------------------------------------
+
+const US: u64 = 1_000;
+const ITIMER_REAL: u64 = 0;
+const ITIMER_PROF: u64 = 2;
+
+/// A `struct timeval` (EINVAL for a negative or out-of-range part) in ns.
+fn read_timeval(b: &[u8]) -> Result<u64, Errno> {
+    let sec = i64::from_le_bytes(b[..8].try_into().expect("8"));
+    let usec = i64::from_le_bytes(b[8..16].try_into().expect("8"));
+    if sec < 0 || !(0..1_000_000).contains(&usec) {
+        return Err(Errno::EINVAL);
+    }
+    Ok((sec as u64).saturating_mul(NS).saturating_add(usec as u64 * US))
+}
+
+fn timeval(ns: u64) -> [u8; 16] {
+    // A running timer never reads as 0 (Linux rounds a remaining fraction up to 1 µs).
+    let us = ns.div_ceil(US);
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&(us / 1_000_000).to_le_bytes());
+    b[8..].copy_from_slice(&(us % 1_000_000).to_le_bytes());
+    b
+}
+
+fn itimerval(left: u64, interval: u64) -> [u8; 32] {
+    let mut b = [0u8; 32];
+    b[..16].copy_from_slice(&timeval(interval));
+    b[16..].copy_from_slice(&timeval(left));
+    b
+}
+
+fn tgid_of_caller() -> u32 {
+    crate::sched::current().process.tgid
+}
+
+/// `getitimer(which, value)`: ITIMER_REAL; EINVAL for another timer (ITIMER_VIRTUAL and
+/// ITIMER_PROF are not in Cadence) or `which` out of range.
+pub fn getitimer(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    if a[0] != ITIMER_REAL {
+        return Err(Errno::EINVAL);
+    }
+    let (left, interval) = crate::process::timers::get_real(tgid_of_caller());
+    proc.mm().lock_uninterruptible().write(a[1], &itimerval(left, interval))?;
+    ok(0)
+}
+
+/// `setitimer(which, new, old)`: ITIMER_REAL (SIGALRM after `it_value`, then every
+/// `it_interval`); a NULL `new` disarms, as Linux. EINVAL for bad times or another timer.
+pub fn setitimer(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    if a[0] > ITIMER_PROF {
+        return Err(Errno::EINVAL);
+    }
+    let (value, interval) = if a[1] == 0 {
+        (0, 0)
+    } else {
+        let mut b = [0u8; 32];
+        proc.mm().lock_uninterruptible().read(a[1], &mut b)?;
+        (read_timeval(&b[16..])?, read_timeval(&b[..16])?)
+    };
+    if a[0] != ITIMER_REAL {
+        return Err(Errno::EINVAL);
+    }
+    let (left, old_interval) = crate::process::timers::set_real(tgid_of_caller(), value, interval)?;
+    if a[2] != 0 {
+        proc.mm().lock_uninterruptible().write(a[2], &itimerval(left, old_interval))?;
+    }
+    ok(0)
+}
+
+/// `alarm(seconds)`: SIGALRM after `seconds` (0 cancels); returns the seconds the previous
+/// alarm had left, rounded as Linux (to the nearest, a fraction alone counting as 1).
+pub fn alarm(_: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let secs = a[0] as u32 as u64;
+    let (left, _) = crate::process::timers::set_real(tgid_of_caller(), secs * NS, 0)?;
+    let (s, us) = (left.div_ceil(US) / 1_000_000, left.div_ceil(US) % 1_000_000);
+    ok(if (s == 0 && us > 0) || us >= 500_000 { s + 1 } else { s })
+}
+
+fn itimerspec(left: u64, interval: u64) -> [u8; 32] {
+    let mut b = [0u8; 32];
+    b[..16].copy_from_slice(&timespec(interval));
+    b[16..].copy_from_slice(&timespec(left));
+    b
+}
+
+/// `timer_create(clock, sevp, timerid)`: a timer on CLOCK_REALTIME, MONOTONIC or BOOTTIME
+/// (the CPU-time clocks: EOPNOTSUPP, not in Cadence; unknown clocks EINVAL), notifying by
+/// SIGEV_SIGNAL (the default: SIGALRM with the timer id as value), SIGEV_NONE or
+/// SIGEV_THREAD_ID (a thread of the caller's process, else EINVAL). EINVAL for a bad signal
+/// or notification, EAGAIN past the per-process limit, EFAULT.
+pub fn timer_create(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    use crate::process::timers::Notify;
+    const SIGEV_SIGNAL: u32 = 0;
+    const SIGEV_NONE: u32 = 1;
+    const SIGEV_THREAD_ID: u32 = 4;
+    match a[0] {
+        CLOCK_REALTIME | CLOCK_MONOTONIC | CLOCK_BOOTTIME => {}
+        CLOCK_PROCESS_CPUTIME_ID | CLOCK_THREAD_CPUTIME_ID => return Err(Errno::EOPNOTSUPP),
+        _ => return Err(Errno::EINVAL),
+    }
+    let tgid = tgid_of_caller();
+    let (notify, value) = if a[1] == 0 {
+        (Notify::Process { signo: cadence_abi::signal::SIGALRM }, None)
+    } else {
+        let mut b = [0u8; 24];
+        proc.mm().lock_uninterruptible().read(a[1], &mut b)?;
+        let value = u64::from_le_bytes(b[..8].try_into().expect("8"));
+        let signo = u32::from_le_bytes(b[8..12].try_into().expect("4"));
+        let how = u32::from_le_bytes(b[12..16].try_into().expect("4"));
+        let tid = u32::from_le_bytes(b[16..20].try_into().expect("4"));
+        let valid_signo = (1..=64).contains(&signo);
+        let notify = match how {
+            SIGEV_NONE => Notify::None,
+            SIGEV_SIGNAL if valid_signo => Notify::Process { signo },
+            SIGEV_THREAD_ID if valid_signo => {
+                let ok_thread = crate::sched::task::find(tid)
+                    .is_some_and(|t| t.process.tgid == tgid && t.state() != crate::sched::task::TaskState::Dead);
+                if !ok_thread {
+                    return Err(Errno::EINVAL);
+                }
+                Notify::Thread { signo, tid }
+            }
+            _ => return Err(Errno::EINVAL),
+        };
+        (notify, Some(value))
+    };
+    // The id's slot must be writable before the timer exists.
+    proc.mm().lock_uninterruptible().write(a[2], &0u32.to_le_bytes())?;
+    let id = crate::process::timers::create(tgid, a[0] == CLOCK_REALTIME, notify, value)?;
+    if let Err(e) = proc.mm().lock_uninterruptible().write(a[2], &(id as u32).to_le_bytes()) {
+        let _ = crate::process::timers::delete(tgid, id);
+        return Err(e);
+    }
+    ok(0)
+}
+
+fn timer_id(raw: u64) -> Result<i32, Errno> {
+    let id = raw as u32 as i32;
+    if id < 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(id)
+}
+
+/// `timer_settime(id, flags, new, old)`: arms (TIMER_ABSTIME: an absolute time on the
+/// timer's clock) or disarms (`it_value` 0). EINVAL for no such timer or a bad time.
+pub fn timer_settime(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let id = timer_id(a[0])?;
+    let mut b = [0u8; 32];
+    proc.mm().lock_uninterruptible().read(a[2], &mut b)?;
+    let interval = read_timespec_bytes(&b[..16])?;
+    let value = read_timespec_bytes(&b[16..])?;
+    let tgid = tgid_of_caller();
+    // The clock matters only for an absolute time: a realtime one converts to monotonic.
+    let absolute = a[1] & TIMER_ABSTIME != 0;
+    let (value, absolute) = match (absolute, value) {
+        (_, 0) => (0, false),
+        (true, v) if crate::process::timers::is_realtime(tgid, id) => (realtime_to_monotonic(v).max(1), true),
+        (true, v) => (v, true),
+        (false, v) => (v, false),
+    };
+    let (left, old_interval) = crate::process::timers::settime(tgid, id, value, interval, absolute)?;
+    if a[3] != 0 {
+        proc.mm().lock_uninterruptible().write(a[3], &itimerspec(left, old_interval))?;
+    }
+    ok(0)
+}
+
+fn read_timespec_bytes(b: &[u8]) -> Result<u64, Errno> {
+    let sec = i64::from_le_bytes(b[..8].try_into().expect("8"));
+    let nsec = i64::from_le_bytes(b[8..16].try_into().expect("8"));
+    if sec < 0 || !(0..NS as i64).contains(&nsec) {
+        return Err(Errno::EINVAL);
+    }
+    Ok((sec as u64).saturating_mul(NS).saturating_add(nsec as u64))
+}
+
+/// `timer_gettime(id, cur)`: the time to the next expiry and the interval.
+pub fn timer_gettime(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let (left, interval) = crate::process::timers::gettime(tgid_of_caller(), timer_id(a[0])?)?;
+    proc.mm().lock_uninterruptible().write(a[1], &itimerspec(left, interval))?;
+    ok(0)
+}
+
+/// `timer_getoverrun(id)`: periods the last expiry missed.
+pub fn timer_getoverrun(_: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    ok(crate::process::timers::getoverrun(tgid_of_caller(), timer_id(a[0])?)? as u64)
+}
+
+/// `timer_delete(id)`.
+pub fn timer_delete(_: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    crate::process::timers::delete(tgid_of_caller(), timer_id(a[0])?)?;
+    ok(0)
+}

@@ -1,0 +1,307 @@
+//! POSIX interval timers (`timer_create` and kin, Linux `kernel/time/posix-timers.c`) and the
+//! process's real-time interval timer (`setitimer(ITIMER_REAL)`, `alarm`), which is one more
+//! timer of the same kind (Linux `kernel/time/itimer.c`).
+//!
+//! Each armed timer is one kernel timer (`crate::timer`) on the CPU that armed it. Expiry runs
+//! in interrupt context: it only re-arms a periodic timer (counting the periods it missed as
+//! overruns) and hands the timer to `ktimers`, a kernel thread that sends the signal with its
+//! `siginfo` (SI_TIMER, the timer id, the overrun count, the sigevent's value): queueing the
+//! info may allocate, which the interrupt path must not.
+//!
+//! Times are kept on the monotonic clock; a CLOCK_REALTIME timer's absolute expiry is
+//! converted when it is armed (a later `clock_settime` does not move it, unlike Linux).
+//! Timers end with their process. Not yet: timers on the CPU-time clocks (EOPNOTSUPP),
+//! `ITIMER_VIRTUAL` / `ITIMER_PROF` (EINVAL), deleting timers at `execve`.
+
+use crate::sched::task::{self, Tid};
+use crate::sched::wait::WaitQueue;
+use crate::sync::IrqLock;
+use crate::timer::TimerId;
+use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
+use cadence_abi::errno::Errno;
+use cadence_abi::signal::{code, SigFields, SigInfo};
+use core::sync::atomic::{AtomicBool, Ordering};
+
+/// The id `setitimer(ITIMER_REAL)` uses among a process's timers (never a `timer_create` id).
+pub const ITIMER_REAL_ID: i32 = -1;
+/// Timers per process (Linux bounds them by RLIMIT_SIGPENDING; EAGAIN past it).
+const MAX_TIMERS: usize = 256;
+
+/// How a timer notifies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notify {
+    /// SIGEV_NONE: nothing (the timer is read with `timer_gettime`).
+    None,
+    /// SIGEV_SIGNAL: `signo` to the process.
+    Process { signo: u32 },
+    /// SIGEV_THREAD_ID: `signo` to thread `tid`.
+    Thread { signo: u32, tid: Tid },
+}
+
+struct PosixTimer {
+    tgid: Tid,
+    /// On CLOCK_REALTIME (absolute times are converted when armed).
+    realtime: bool,
+    id: i32,
+    notify: Notify,
+    value: u64,
+    /// Period (0: one-shot).
+    interval_ns: u64,
+    /// Next expiry on the monotonic clock (0: disarmed).
+    expires_ns: u64,
+    /// Periods missed at the last expiry (`timer_getoverrun`, `si_overrun`).
+    overrun: i32,
+    /// Bumped at every (re)arm or delete: an older kernel timer's expiry is stale.
+    gen: u32,
+    armed: Option<(u32, TimerId)>,
+}
+
+struct Table {
+    /// By global key (`serial`), which the kernel timer's data carries.
+    timers: BTreeMap<u32, PosixTimer>,
+    next_serial: u32,
+    /// Expired timers waiting for `ktimers`: (serial, gen).
+    fired: Vec<(u32, u32)>,
+}
+
+static TABLE: IrqLock<Table> = IrqLock::new(Table { timers: BTreeMap::new(), next_serial: 1, fired: Vec::new() });
+static KTIMERS_WORK: WaitQueue = WaitQueue::new();
+static KTIMERS_STARTED: AtomicBool = AtomicBool::new(false);
+
+fn find(t: &Table, tgid: Tid, id: i32) -> Option<u32> {
+    t.timers.iter().find(|(_, x)| x.tgid == tgid && x.id == id).map(|(&s, _)| s)
+}
+
+/// Starts `ktimers` the first time a timer is made.
+fn ensure_ktimers() -> Result<(), Errno> {
+    if KTIMERS_STARTED.swap(true, Ordering::AcqRel) {
+        return Ok(());
+    }
+    // FIFO 1, as PREEMPT_RT's `ktimers/N`: above every fair task, below the RT tasks.
+    let opts = task::SpawnOptions::new("ktimers").kthread().detached().policy(cadence_sched::Policy::Fifo, 1, 0);
+    crate::sched::spawn(opts, ktimers).map_err(|_| {
+        KTIMERS_STARTED.store(false, Ordering::Release);
+        Errno::EAGAIN
+    })?;
+    Ok(())
+}
+
+fn ktimers() -> i32 {
+    // `fired` keeps its capacity (the interrupt path pushes only within it): its entries are
+    // moved into this buffer, grown beforehand outside the lock.
+    let mut batch: Vec<(u32, u32)> = Vec::new();
+    loop {
+        KTIMERS_WORK.wait_until_uninterruptible(|| !TABLE.lock().fired.is_empty());
+        let cap = TABLE.lock().fired.capacity();
+        batch.reserve(cap.saturating_sub(batch.len()));
+        batch.append(&mut TABLE.lock().fired);
+        for (serial, gen) in batch.drain(..) {
+            let sent = {
+                let t = TABLE.lock();
+                t.timers.get(&serial).filter(|x| x.gen == gen).map(|x| (x.tgid, x.id, x.notify, x.value, x.overrun))
+            };
+            let Some((tgid, id, notify, value, overrun)) = sent else { continue };
+            let info =
+                |signo| SigInfo { signo, code: code::SI_TIMER, errno: 0, fields: SigFields::Timer { tid: id.max(0), overrun, value } };
+            match notify {
+                Notify::None => {}
+                Notify::Process { signo } => {
+                    if let Some(leader) = task::find(tgid).filter(|l| !l.process.group.exited.load(Ordering::Acquire)) {
+                        let _ = super::signal::send(&leader, signo, info(signo), true, false);
+                    }
+                }
+                Notify::Thread { signo, tid } => {
+                    if let Some(t) = task::find(tid).filter(|t| t.process.tgid == tgid && t.state() != task::TaskState::Dead) {
+                        let _ = super::signal::send(&t, signo, info(signo), false, false);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A timer's kernel timer fired (interrupt context): re-arm a periodic one past now,
+/// counting the periods missed; hand it to `ktimers`.
+fn expired(cpu: u32, data: u64) {
+    let (serial, gen) = ((data >> 32) as u32, data as u32);
+    let now = crate::time::uptime_ns();
+    let mut t = TABLE.lock();
+    let Some(x) = t.timers.get_mut(&serial).filter(|x| x.gen == gen) else { return };
+    x.armed = None;
+    if let Some(missed) = now.saturating_sub(x.expires_ns).checked_div(x.interval_ns) {
+        x.overrun = missed.min(i32::MAX as u64) as i32;
+        x.expires_ns = x.expires_ns.saturating_add((missed + 1) * x.interval_ns);
+        let data = u64::from(serial) << 32 | u64::from(x.gen);
+        x.armed = crate::timer::arm(cpu, x.expires_ns, expired, data).map(|id| (cpu, id));
+    } else {
+        x.overrun = 0;
+        x.expires_ns = 0;
+    }
+    if x.notify != Notify::None && t.fired.len() < t.fired.capacity() {
+        t.fired.push((serial, gen));
+    }
+    drop(t);
+    KTIMERS_WORK.wake_all();
+}
+
+/// (Re)arms or disarms (`value_ns` 0) `x`; `value_ns` is relative to now or, with
+/// `absolute_mono`, the monotonic expiry.
+fn arm(x: &mut PosixTimer, serial: u32, value_ns: u64, interval_ns: u64, absolute_mono: bool) {
+    if let Some((cpu, id)) = x.armed.take() {
+        crate::timer::cancel(cpu, id);
+    }
+    x.gen = x.gen.wrapping_add(1);
+    x.interval_ns = interval_ns;
+    x.overrun = 0;
+    if value_ns == 0 {
+        x.expires_ns = 0;
+        return;
+    }
+    let now = crate::time::uptime_ns();
+    x.expires_ns = if absolute_mono { value_ns.max(1) } else { now.saturating_add(value_ns) };
+    let cpu = crate::percpu::cpu_id();
+    let data = u64::from(serial) << 32 | u64::from(x.gen);
+    x.armed = crate::timer::arm(cpu, x.expires_ns, expired, data).map(|id| (cpu, id));
+}
+
+/// What a timer reads as: (time to the next expiry, interval), ns.
+fn reading(x: &PosixTimer) -> (u64, u64) {
+    let left = if x.expires_ns == 0 { 0 } else { x.expires_ns.saturating_sub(crate::time::uptime_ns()).max(1) };
+    (left, x.interval_ns)
+}
+
+/// `timer_create`: a new disarmed timer of process `tgid`; returns its id. EAGAIN past
+/// [`MAX_TIMERS`] timers.
+pub fn create(tgid: Tid, realtime: bool, notify: Notify, value: Option<u64>) -> Result<i32, Errno> {
+    ensure_ktimers()?;
+    let mut fired_room = Vec::new();
+    fired_room.try_reserve(MAX_TIMERS).map_err(|_| Errno::EAGAIN)?;
+    let mut t = TABLE.lock();
+    let count = t.timers.values().filter(|x| x.tgid == tgid && x.id >= 0).count();
+    if count >= MAX_TIMERS {
+        return Err(Errno::EAGAIN);
+    }
+    let id = (0..).find(|&i| find(&t, tgid, i).is_none()).expect("fewer than MAX_TIMERS ids are taken");
+    let serial = t.next_serial;
+    t.next_serial = t.next_serial.wrapping_add(1).max(1);
+    t.timers.insert(
+        serial,
+        PosixTimer {
+            tgid,
+            realtime,
+            id,
+            notify,
+            value: value.unwrap_or(id as u64),
+            interval_ns: 0,
+            expires_ns: 0,
+            overrun: 0,
+            gen: 0,
+            armed: None,
+        },
+    );
+    // Room for every timer's expiry in `fired`, so the interrupt path never allocates.
+    let need = t.timers.len();
+    if t.fired.capacity() < need {
+        let mut v = core::mem::replace(&mut t.fired, fired_room);
+        t.fired.append(&mut v);
+    }
+    Ok(id)
+}
+
+/// `timer_settime`: arms timer `id` (`value_ns` 0 disarms); returns the old (left,
+/// interval). EINVAL for no such timer.
+pub fn settime(tgid: Tid, id: i32, value_ns: u64, interval_ns: u64, absolute_mono: bool) -> Result<(u64, u64), Errno> {
+    let mut t = TABLE.lock();
+    let serial = find(&t, tgid, id).ok_or(Errno::EINVAL)?;
+    let x = t.timers.get_mut(&serial).expect("just found");
+    let old = reading(x);
+    arm(x, serial, value_ns, interval_ns, absolute_mono);
+    Ok(old)
+}
+
+/// Is timer `id` on CLOCK_REALTIME?
+pub fn is_realtime(tgid: Tid, id: i32) -> bool {
+    let t = TABLE.lock();
+    find(&t, tgid, id).is_some_and(|s| t.timers[&s].realtime)
+}
+
+/// `timer_gettime`: (left, interval) ns; EINVAL for no such timer.
+pub fn gettime(tgid: Tid, id: i32) -> Result<(u64, u64), Errno> {
+    let t = TABLE.lock();
+    let serial = find(&t, tgid, id).ok_or(Errno::EINVAL)?;
+    Ok(reading(&t.timers[&serial]))
+}
+
+/// `timer_getoverrun`; EINVAL for no such timer.
+pub fn getoverrun(tgid: Tid, id: i32) -> Result<i32, Errno> {
+    let t = TABLE.lock();
+    let serial = find(&t, tgid, id).ok_or(Errno::EINVAL)?;
+    Ok(t.timers[&serial].overrun)
+}
+
+/// `timer_delete`; EINVAL for no such timer.
+pub fn delete(tgid: Tid, id: i32) -> Result<(), Errno> {
+    let mut t = TABLE.lock();
+    let serial = find(&t, tgid, id).ok_or(Errno::EINVAL)?;
+    let mut x = t.timers.remove(&serial).expect("just found");
+    arm(&mut x, serial, 0, 0, false);
+    Ok(())
+}
+
+/// `setitimer(ITIMER_REAL)` / `alarm`: SIGALRM to the process after `value_ns`, then every
+/// `interval_ns`; returns the old (left, interval).
+pub fn set_real(tgid: Tid, value_ns: u64, interval_ns: u64) -> Result<(u64, u64), Errno> {
+    let exists = find(&TABLE.lock(), tgid, ITIMER_REAL_ID).is_some();
+    if !exists {
+        if value_ns == 0 {
+            return Ok((0, 0));
+        }
+        ensure_ktimers()?;
+        let mut fired_room = Vec::new();
+        fired_room.try_reserve(MAX_TIMERS).map_err(|_| Errno::EAGAIN)?;
+        let mut t = TABLE.lock();
+        if find(&t, tgid, ITIMER_REAL_ID).is_none() {
+            let serial = t.next_serial;
+            t.next_serial = t.next_serial.wrapping_add(1).max(1);
+            let signo = cadence_abi::signal::SIGALRM;
+            let notify = Notify::Process { signo };
+            t.timers.insert(
+                serial,
+                PosixTimer {
+                    tgid,
+                    realtime: false,
+                    id: ITIMER_REAL_ID,
+                    notify,
+                    value: 0,
+                    interval_ns: 0,
+                    expires_ns: 0,
+                    overrun: 0,
+                    gen: 0,
+                    armed: None,
+                },
+            );
+            if t.fired.capacity() < t.timers.len() {
+                let mut v = core::mem::replace(&mut t.fired, fired_room);
+                t.fired.append(&mut v);
+            }
+        }
+    }
+    settime(tgid, ITIMER_REAL_ID, value_ns, interval_ns, false)
+}
+
+/// `getitimer(ITIMER_REAL)`: (left, interval).
+pub fn get_real(tgid: Tid) -> (u64, u64) {
+    gettime(tgid, ITIMER_REAL_ID).unwrap_or((0, 0))
+}
+
+/// Process `tgid` ended: its timers go.
+pub fn exit_process(tgid: Tid) {
+    let mut t = TABLE.lock();
+    let gone: Vec<u32> = t.timers.iter().filter(|(_, x)| x.tgid == tgid).map(|(&s, _)| s).collect();
+    for serial in gone {
+        if let Some(mut x) = t.timers.remove(&serial) {
+            arm(&mut x, serial, 0, 0, false);
+        }
+    }
+}
