@@ -27,6 +27,8 @@
 #                                   ops, -smp 4 SMT; FAIL: that share of object allocations fail)
 #   make compare [SITTINGS=n] [TRACED=n] [SMP=spec]  benchmarks on Cadence and the Linux peer: medians, ranges, ratios
 #   make compare-rtapp FILE=x.json [DURATION=s]  rt-app workload on Cadence and on the Linux peer
+#   make compare-pi [ROUNDS=n] [SMP=spec]  priority inversion: a FIFO 90 thread's wait on a PI and a
+#                                   plain mutex held by FIFO 10 under a FIFO 50 hog, Cadence and Linux
 #   make bench-dirty [RUNS=n]  Morton's dirty-throttle test (`bench dirty`) on an 8 MiB/s disk
 #   make bench-alloc [RUNS=n]  the RT page-allocator reserve test (`bench alloc`)
 #   make compare-vm [RUNS=n] [SMP=spec]  the dirty-throttle test on Cadence and the Linux peer
@@ -68,7 +70,7 @@ DISK_OPTS_OPT = $(if $(DISK_OPTS),$(if $(findstring --,$(DISK_OPT)),--disk-opts 
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool initramfs syscall-table run test lint test-stress test-repeat bench bench-user bench-coresched compare compare-rtapp bench-dirty bench-alloc compare-vm compare-group clean
+.PHONY: help setup kernel boot-tool initramfs syscall-table run test lint test-stress test-repeat bench bench-user bench-coresched compare compare-pi compare-rtapp bench-dirty bench-alloc compare-vm compare-group clean
 
 help:
 	@sed -n '4,/^#   make clean/s/^# \{0,1\}//p' '$(ROOT)/Makefile'
@@ -104,12 +106,13 @@ boot-tool: setup
 
 # The user programs of the scenario tests and the initramfs holding them at /bin/<name>
 # (cadence-boot writes the newc archive). hello, crash and pipetest are static glibc binaries
-# (the static start-up path is tested); the others link glibc's shared libraries from the root
-# filesystem's libc6: a static glibc program is ~750 KiB, and the BIOS loads the initramfs at
-# ~0.5 MB/s under TCG, so each static binary cost every boot about 1.5 s.
+# (the static start-up path is tested), and conform-thread (pthread_exit unwinds through
+# libgcc_s, which the root filesystem does not carry); the others link glibc's shared
+# libraries from the root filesystem's libc6: a static glibc program is ~750 KiB, and the BIOS
+# loads the initramfs at ~0.5 MB/s under TCG, so each static binary costs every boot ~1.5 s.
 USER_SRCS := $(wildcard $(ROOT)/tests/user/*.c)
 USER_BINS := $(patsubst $(ROOT)/tests/user/%.c,$(ROOT)/target/user/%,$(USER_SRCS)) $(ROOT)/target/user/pipetest-dyn
-USER_STATIC := hello crash pipetest
+USER_STATIC := hello crash pipetest conform-thread
 INITRAMFS := $(ROOT)/target/user/initramfs.cpio
 $(ROOT)/target/user/%: $(ROOT)/tests/user/%.c $(ROOT)/tests/user/conform.h
 	@mkdir -p '$(ROOT)/target/user'
@@ -143,6 +146,9 @@ bench: run
 ROUNDS ?= 3
 bench-user: kernel boot-tool initramfs
 	'$(ROOT)/tools/bench-user.sh' '$(ROUNDS)' '$(if $(SMP),$(SMP),4,sockets=1,cores=2,threads=2)'
+
+compare-pi: kernel boot-tool initramfs
+	'$(ROOT)/tools/compare-pi.sh' '$(ROUNDS)' '$(if $(SMP),$(SMP),4,sockets=1,cores=2,threads=2)'
 
 SECS ?= 2
 bench-coresched: kernel boot-tool

@@ -10,7 +10,9 @@
 //! create/move/weight/destroy with valid and invalid weights (at most [`GROUPS_PER_CPU`] groups
 //! alive per CPU, as children are bounded); autogroup on/off; tty open/close
 //! (ttys 40..=45); `PR_SCHED_CORE` CREATE/SHARE_TO/SHARE_FROM with every scope and invalid
-//! commands; `prlimit RLIMIT_RTTIME` (soft > hard included); sleeps and yields.
+//! commands; `prlimit RLIMIT_RTTIME` (soft > hard included); chains of kernel PI mutexes
+//! (`sched::pi::RtMutex`) taken in random order at random RT priorities (EDEADLK where the order
+//! closes a cycle); sleeps and yields.
 //!
 //! **Errors**: every operation has the errno set Linux could return for it (e.g. `ESRCH` for a
 //! child that just exited, `EINVAL` exactly for an invalid attribute, mask or weight); any other
@@ -27,7 +29,7 @@
 //! state); every CPU's published `nr_running`
 //! equals its queues' counts and its queued-task map, and every queued task is
 //! on exactly one CPU (`sched::check_accounting`); groups and live cookies are at baseline;
-//! per-CPU timers at most baseline + one per CPU (an armed hrtick); heap use at most
+//! no PI chain or mutex owner is left; per-CPU timers at most baseline + one per CPU (an armed hrtick); heap use at most
 //! baseline plus 64 KiB per CPU (the per-CPU block caches keep freed blocks) + what the
 //! run queues' reserved storage grew by (`sched::reserve::reserved_bytes`: it keeps its peak
 //! capacity, by design), measured after the trace checks, with the tracer's affinity table
@@ -348,7 +350,7 @@ fn random_mask(rng: &mut Rng) -> CpuMask {
 /// One random operation.
 fn one_op(shared: &Arc<Shared>, rng: &mut Rng) {
     let online = sched::online_mask();
-    match rng.below(16) {
+    match rng.below(17) {
         0 | 1 => spawn_child(shared, rng),
         2 => {
             let sig = [signal::SIGTERM, signal::SIGKILL, 19 /* SIGSTOP */, signal::SIGCONT, 0, 200][rng.below(6) as usize];
@@ -472,8 +474,50 @@ fn one_op(shared: &Arc<Shared>, rng: &mut Rng) {
             shared.expect("prlimit RTTIME", r, if soft > hard { &[Errno::EINVAL, Errno::ESRCH] } else { &[Errno::ESRCH] });
         }
         14 => sched::sleep_ns(rng.below(1_000_000)),
+        15 => pi_chain(shared, rng),
         _ => sched::yield_now(),
     }
+}
+
+/// The kernel PI mutexes the workers take in chains.
+static PI_LOCKS: spin::Lazy<[sched::pi::RtMutex; 4]> = spin::Lazy::new(|| core::array::from_fn(|_| sched::pi::RtMutex::new()));
+
+/// A chain of PI mutexes: the worker runs at a random RT priority (or as it is), takes one to
+/// three of [`PI_LOCKS`] in random order (an order that closes a cycle with another worker, or
+/// the same mutex twice, is EDEADLK: it stops there), holds them a moment (spinning or
+/// asleep: boosted owners get preempted and migrate), releases them in reverse order, and
+/// takes back its own attributes.
+fn pi_chain(shared: &Arc<Shared>, rng: &mut Rng) {
+    let me = sched::current();
+    let own = me.attr();
+    if rng.chance(70) {
+        let attr = SchedAttr { policy: 1, rt_priority: 1 + rng.below(30) as u32, ..Default::default() };
+        shared.expect("sched_setattr (pi worker)", api::sched_setattr(0, &attr), &[]);
+    }
+    let mut held: Vec<usize> = Vec::new();
+    for _ in 0..1 + rng.below(3) {
+        let i = rng.below(PI_LOCKS.len() as u64) as usize;
+        match PI_LOCKS[i].lock() {
+            Ok(()) => held.push(i),
+            Err(e) => {
+                shared.expect("rt_mutex lock", Err::<(), _>(e), &[Errno::EDEADLK]);
+                break;
+            }
+        }
+    }
+    if rng.chance(50) {
+        let until = now() + rng.below(200_000);
+        while now() < until {
+            core::hint::spin_loop();
+        }
+    } else {
+        sched::sleep_ns(rng.below(300_000));
+    }
+    for &i in held.iter().rev() {
+        shared.expect("rt_mutex unlock", PI_LOCKS[i].unlock(), &[]);
+    }
+    let back = SchedAttr { policy: own.policy.raw(), nice: own.nice, rt_priority: u32::from(own.rt_priority), ..Default::default() };
+    shared.expect("sched_setattr (pi worker back)", api::sched_setattr(0, &back), &[]);
 }
 
 /// The numbers the stress ends with.
@@ -783,6 +827,12 @@ pub fn run(seed: u64, ops: u64, trace_entries: usize, fail_pct: u32) -> Outcome 
         crate::kprintln!("chaos: heap: live allocations by size, change:{}", grew);
     }
     leak("frames", after.frames + 16 >= base.frames, format!("{} free now, {} before (-16 allowed)", after.frames, base.frames));
+    let pi_owners: Vec<u32> = PI_LOCKS.iter().map(|m| m.owner()).collect();
+    leak(
+        "PI chains",
+        sched::pi::chains_empty() && pi_owners.iter().all(|&o| o == 0),
+        format!("chains empty {}, mutex owners {:?}", sched::pi::chains_empty(), pi_owners),
+    );
     for problem in sched::check_accounting() {
         crate::kprintln!("chaos: accounting: {}", problem);
         leaks += 1;

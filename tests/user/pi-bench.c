@@ -1,4 +1,4 @@
-/* The priority-inversion benchmark (make bench-pi): a SCHED_FIFO 90 thread blocks on a mutex
+/* The priority-inversion benchmark (make compare-pi): a SCHED_FIFO 90 thread blocks on a mutex
  * held by a SCHED_FIFO 10 thread while a SCHED_FIFO 50 hog spins on the only CPU the holder
  * may use (all three pinned to CPU 0). With a PTHREAD_PRIO_INHERIT mutex the holder is
  * boosted to 90 and the wait is the rest of its critical section plus scheduling latency;

@@ -14,17 +14,20 @@
 //!
 //! **Users.** PI futexes (`process::futex`): a waiter calls [`block`] before it sleeps and
 //! [`unblock`] if it stops waiting without the lock; an unlock calls [`release`], which
-//! names the new owner; an exiting task's locks are handed on ([`exit`]).
+//! names the new owner; an exiting task's locks are handed on ([`exit`]). The kernel's own
+//! PI mutex, [`RtMutex`], is built the same way (the chaos stress takes chains of them).
 //!
 //! Lock order: the chains' lock → `params` → run-queue locks. A task's own priority changes
 //! (`sched_setattr`) reach the chains after `params` is let go ([`own_changed`]).
 
 use super::task::{self, Task, Tid};
+use super::wait::WaitQueue;
 use crate::sync::IrqLock;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use cadence_sched::pi::{Change, PiChains, PiError, PiPrio};
 use cadence_sched::{Errno, Policy, ValidAttr};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// A PI lock's identity: two words chosen by its user (a futex: its key).
 pub type PiLockId = (u64, u64);
@@ -154,4 +157,92 @@ pub fn exit(tid: Tid) -> Vec<PiLockId> {
     let (owned, changes) = c.owned_at_exit(tid);
     apply(&c, tasks(changes));
     owned
+}
+
+/// Nobody waits on a PI lock (a quiesced system's state: the chaos stress checks it).
+pub fn chains_empty() -> bool {
+    CHAINS.lock().is_empty()
+}
+
+/// The chains' first word for kernel mutexes (futex keys use an address space's address or 0).
+const KERNEL_LOCKS: u64 = u64::MAX;
+static NEXT_RT_MUTEX: AtomicU64 = AtomicU64::new(1);
+
+/// A kernel mutex with priority inheritance (Linux's `rt_mutex`): a task that waits for it
+/// boosts its owner down the chain; an unlock hands it straight to the top waiter. Taken from
+/// task context only; not reentrant (EDEADLK, as a cycle through other mutexes).
+pub struct RtMutex {
+    id: u64,
+    /// The owner's tid, 0 when free.
+    owner: AtomicU32,
+    /// Serializes the slow paths (a waiter joining the chain against an unlock).
+    slow: IrqLock<()>,
+    waiters: WaitQueue,
+}
+
+impl Default for RtMutex {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RtMutex {
+    /// A free mutex.
+    pub fn new() -> Self {
+        Self {
+            id: NEXT_RT_MUTEX.fetch_add(1, Ordering::Relaxed),
+            owner: AtomicU32::new(0),
+            slow: IrqLock::new(()),
+            waiters: WaitQueue::new(),
+        }
+    }
+
+    /// The owner's tid (0: free).
+    pub fn owner(&self) -> Tid {
+        self.owner.load(Ordering::Acquire)
+    }
+
+    /// Takes the mutex, sleeping (uninterruptibly) until its owner hands it over. EDEADLK if
+    /// the caller owns it, or waiting would close a cycle of owners (or a chain deeper than
+    /// Linux's `max_lock_depth`); the caller holds nothing new then.
+    pub fn lock(&self) -> Result<(), Errno> {
+        let me = super::current();
+        loop {
+            if self.owner.compare_exchange(0, me.tid, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                return Ok(());
+            }
+            let g = self.slow.lock();
+            let o = self.owner.load(Ordering::Acquire);
+            if o == 0 {
+                continue; // released meanwhile
+            }
+            if o == me.tid {
+                return Err(Errno::EDEADLK);
+            }
+            // Kernel code unlocks what it locks before it ends: the owner lives.
+            let Some(owner) = task::find(o) else { continue };
+            block((KERNEL_LOCKS, self.id), &owner)?;
+            drop(g);
+            self.waiters.wait_until_uninterruptible(|| self.owner.load(Ordering::Acquire) == me.tid);
+            return Ok(());
+        }
+    }
+
+    /// Releases the mutex (the caller must own it: EPERM otherwise): to the top waiter, who is
+    /// woken before the caller loses what the waiters lent it.
+    pub fn unlock(&self) -> Result<(), Errno> {
+        let me = super::current_tid();
+        let g = self.slow.lock();
+        if self.owner.load(Ordering::Acquire) != me {
+            return Err(Errno::EPERM);
+        }
+        let (next, deboost) = release((KERNEL_LOCKS, self.id));
+        self.owner.store(next.unwrap_or(0), Ordering::Release);
+        drop(g);
+        if next.is_some() {
+            self.waiters.wake_all();
+        }
+        deboost.apply();
+        Ok(())
+    }
 }

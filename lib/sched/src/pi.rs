@@ -121,6 +121,11 @@ impl<T: Ord + Copy, L: Ord + Copy> PiChains<T, L> {
         self.tasks.entry(t).or_insert(TaskNode { own, eff: own, donor: None, blocked_on: None, owns: BTreeSet::new() })
     }
 
+    /// No task waits and no lock is known.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty() && self.locks.is_empty()
+    }
+
     /// `t`'s effective priority and donor, if the chains hold it.
     pub fn effective(&self, t: T) -> Option<(PiPrio, Option<T>)> {
         self.tasks.get(&t).map(|n| (n.eff, n.donor))
