@@ -143,6 +143,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
 
     let (cpus, packages, cores, threads) = smp::topology_summary();
     kprintln!("cadence: smp: {} cpus online ({} packages, {} cores, {} threads per core)", cpus, packages, cores, threads);
+    fs::init_sys_topology(sched::online_mask());
     for cpu in percpu::online_cpus() {
         let sib = smp::smt_siblings(cpu);
         kprintln!("cadence: cpu {} smt-siblings {:?}", cpu.cpu_id, sib);
