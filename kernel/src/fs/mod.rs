@@ -61,7 +61,11 @@ pub fn init_sys_topology(online: cadence_sched::CpuMask) {
         file(&alloc::format!("sys/devices/system/cpu/{name}"), &list);
     }
     for cpu in (0..64).filter(|&c| online.contains(c)) {
-        let _ = vfs::install(&alloc::format!("sys/devices/system/cpu/cpu{cpu}"), S_IFDIR | 0o755, Content::Dir(alloc::collections::BTreeMap::new()));
+        let _ = vfs::install(
+            &alloc::format!("sys/devices/system/cpu/cpu{cpu}"),
+            S_IFDIR | 0o755,
+            Content::Dir(alloc::collections::BTreeMap::new()),
+        );
     }
     file("sys/devices/system/node/online", "0\n");
     file("sys/devices/system/node/possible", "0\n");
