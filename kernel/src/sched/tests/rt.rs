@@ -191,3 +191,59 @@ fn rt_throttling_leaves_five_percent_to_fair_tasks() {
     rt_limits::set_rt_runtime_us(950_000).expect("throttling back on");
     assert!(share < 0.005, "fair hog got {:.4} of the CPU with throttling off", share);
 }
+
+/// Priority inheritance through the kernel's `RtMutex`: a FIFO 90 waiter lends its priority
+/// to the FIFO 10 owner (which `sched_getattr` still reports as FIFO 10) until the unlock hands
+/// the mutex over; the owner then runs at its own priority again. Relocking one's own mutex
+/// is EDEADLK; unlocking one not held is EPERM.
+#[test_case]
+fn pi_mutex_boosts_its_owner_until_the_hand_over() {
+    use crate::sched::pi::RtMutex;
+    use cadence_sched::Errno;
+    let m = Arc::new(RtMutex::new());
+    let (stop, holding, got) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let prio_after = Arc::new(AtomicU32::new(0));
+    let owner = {
+        let (m, stop, holding, prio_after) = (m.clone(), stop.clone(), holding.clone(), prio_after.clone());
+        spawn(SpawnOptions::new("pi-owner").policy(Policy::Fifo, 10, 0).pin(1), move || {
+            m.lock().expect("free mutex");
+            holding.store(true, Ordering::Release);
+            while !stop.load(Ordering::Acquire) {
+                core::hint::spin_loop();
+            }
+            m.unlock().expect("owner unlocks");
+            prio_after.store(u32::from(crate::sched::current().rt_priority()), Ordering::Release);
+            0
+        })
+        .expect("owner")
+    };
+    while !holding.load(Ordering::Acquire) {
+        crate::sched::sleep_ns(MS);
+    }
+    let waiter = {
+        let (m, got) = (m.clone(), got.clone());
+        spawn(SpawnOptions::new("pi-waiter").policy(Policy::Fifo, 90, 0).pin(2), move || {
+            m.lock().expect("handed over");
+            got.store(true, Ordering::Release);
+            m.unlock().expect("waiter unlocks");
+            0
+        })
+        .expect("waiter")
+    };
+    crate::sched::sleep_ns(30 * MS);
+    let (boosted, eff, own) = (owner.pi_boosted(), owner.rt_priority(), owner.attr().rt_priority);
+    assert!(!got.load(Ordering::Acquire), "the waiter got a held mutex");
+    stop.store(true, Ordering::Release);
+    wait(owner.tid).expect("owner ends");
+    wait(waiter.tid).expect("waiter ends");
+    assert!(boosted && eff == 90, "owner not boosted to its waiter's priority: boosted {boosted}, rt_priority {eff}");
+    assert_eq!(own, 10, "sched_getattr must report the owner's own priority");
+    assert!(got.load(Ordering::Acquire), "the waiter never got the mutex");
+    assert_eq!(prio_after.load(Ordering::Acquire), 10, "the owner kept the boost after the hand-over");
+    assert!(crate::sched::pi::chains_empty(), "a PI chain was left");
+    let mine = RtMutex::new();
+    mine.lock().expect("free");
+    assert_eq!(mine.lock(), Err(Errno::EDEADLK));
+    mine.unlock().expect("owner unlocks");
+    assert_eq!(mine.unlock(), Err(Errno::EPERM));
+}
