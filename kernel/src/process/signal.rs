@@ -551,13 +551,17 @@ pub fn notify_parent_exit(process: &Process, pid: Tid, status: i32) {
     } else {
         p.record.state.lock().exit = Some(status);
     }
-    p.family.changed.wake_all();
+    // The signal before the wake-up, as Linux's `do_notify_parent` (signal, then
+    // `__wake_up_parent`): a parent sleeping in `wait` returns with SIGCHLD already pending, so
+    // its handler runs before `wait`'s return is seen (conform-signal's "SIGCHLD handler ran"
+    // read 0 one run in five with the wake-up first).
     let (c, st) = if status & 0x7f != 0 { (code::CLD_KILLED, status & 0x7f) } else { (code::CLD_EXITED, (status >> 8) & 0xff) };
     signal_parent(
         p.pid,
         p.exit_signal,
         SigInfo { signo: p.exit_signal, code: c, errno: 0, fields: SigFields::Child { pid, uid: 0, status: st, utime: 0, stime: 0 } },
     );
+    p.family.changed.wake_all();
 }
 
 /// Ends every other thread of the calling process before an `execve` replaces its memory
