@@ -387,11 +387,12 @@ impl VmSpace {
         let mut out = None;
         self.each_piece(va, 4, true, |dst, _, _| {
             if let Some(f) = f.take() {
-                // SAFETY: `dst` is 4-byte aligned (`va` is, and frames are page-aligned), inside
-                // a mapped writable user frame kept mapped by the lock `each_piece` holds; an
-                // `AtomicU32` has the layout of a `u32`, and every other access to the word
-                // (user code, other kernel paths) is a plain or atomic aligned access.
-                out = Some(f(unsafe { &*(dst as *const core::sync::atomic::AtomicU32) }));
+                // The word is 4-byte aligned (`va` is, frames are page-aligned); every other
+                // access to it (user code, other kernel paths) is an aligned plain or atomic one.
+                // SAFETY: `dst` lies in a writable user frame that `each_piece`'s lock keeps
+                // mapped, aligned as above; `AtomicU32` has the layout of a `u32`.
+                let word = unsafe { &*(dst as *const core::sync::atomic::AtomicU32) };
+                out = Some(f(word));
             }
         })?;
         Ok(out.expect("a 4-byte aligned word is one piece"))
