@@ -18,9 +18,8 @@ SMP=${SMP:-4,sockets=1,cores=2,threads=2}
 LOOPS=${LOOPS:-100000}
 LINUX_LOOPS=${LINUX_LOOPS:-20000}
 OUT=${OUT:-$root/target/compare-group}
-PEER_RUN=${PEER_RUN:-$root/../shared/peer/run.sh}
-[ -x "$PEER_RUN" ] || PEER_RUN=/work/shared/peer/run.sh
-export PEER=${PEER:-/tmp/peer}
+. "$root/tools/peer-env.sh"
+peer_find || PEER_RUN=$root/../shared/peer/run.sh
 for n in "$LOOPS" "$LINUX_LOOPS"; do
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "compare-group: LOOPS and LINUX_LOOPS must be positive numbers, got '$n'" >&2; exit 2; }
 done

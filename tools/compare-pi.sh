@@ -17,10 +17,8 @@ rounds="${1:-3}"; smp="${2:-4,sockets=1,cores=2,threads=2}"; linux="${3:-6.1}"
 boot="$root/target/release/cadence-boot"
 kernel="${KERNEL:-$root/kernel/target/x86_64-unknown-none/release/cadence-kernel}"
 initrd="$root/target/user/initramfs.cpio"
-PEER_RUN=${PEER_RUN:-$root/../shared/peer/run.sh}
-[ -x "$PEER_RUN" ] || PEER_RUN=/work/shared/peer/run.sh
-export PEER=${PEER:-/tmp/peer}
-[ -x "$PEER_RUN" ] || { echo "compare-pi: no Linux peer (../shared/peer/run.sh)" >&2; exit 1; }
+. "$root/tools/peer-env.sh"
+peer_find || { echo "compare-pi: no Linux peer (../shared/peer/run.sh)" >&2; exit 1; }
 out="$(mktemp -d)"; trap 'rm -rf "$out"' EXIT
 for r in $(seq 1 "$rounds"); do
   "$boot" run --kernel "$kernel" --initrd "$initrd" --smp "$smp" --timeout 600 --args "sh=\"/bin/pi-bench 1\" poweroff" > "$out/c.$r" 2>&1 \

@@ -15,11 +15,8 @@ secs=${2:-2}
 [ -f "$file" ] || { echo "compare-rtapp: no file $file" >&2; exit 2; }
 abs=$(cd "$(dirname "$file")" && pwd)/$(basename "$file")
 name=$(basename "$file")
-peer_dir=${PEER_DIR:-}
-for d in "$root/../shared/peer" /work/shared/peer; do
-  [ -z "$peer_dir" ] && [ -x "$d/run.sh" ] && peer_dir=$d
-done
-[ -n "$peer_dir" ] || { echo "compare-rtapp: no Linux peer (set PEER_DIR)" >&2; exit 2; }
+. "$root/tools/peer-env.sh"
+peer_find || { echo "compare-rtapp: no Linux peer (set PEER_DIR)" >&2; exit 2; }
 smp=${SMP:-4,sockets=1,cores=2,threads=2}
 
 (cd "$root" && cargo build --release -q -p cadence-rtapp --bin rtapp-host)
@@ -37,7 +34,7 @@ grep '^rtapp: thread=' "$out/cadence.out" > "$out/cadence.sum" || true
 echo "compare-rtapp: $name for $secs s on Linux (rt-app 1.0)..." >&2
 "$host" peer-json "$abs" -d "$secs" --logdir / --basename rtapp > "$out/peer.json"
 cp "$out/peer.json" "$out/rtapp-peer.json"
-PEER=${PEER:-/tmp/peer} PEER_TIMEOUT=$((secs * 20 + 300)) "$peer_dir/run.sh" --smp "$smp" \
+PEER_TIMEOUT=$((secs * 20 + 300)) "$PEER_RUN" --smp "$smp" \
   --file "$out/rtapp-peer.json" \
   'rt-app /rtapp-peer.json > /rt-app.out 2>&1; echo "rt-app rc=$?"; grep -E "critical|error" /rt-app.out; for f in /rtapp-*.log; do [ -f "$f" ] && { echo "== $f"; cat "$f"; }; done' \
   > "$out/peer.out" 2>&1 || true

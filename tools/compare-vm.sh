@@ -24,11 +24,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-5}
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "compare-vm: RUNS must be a positive number" >&2; exit 2; }
 smp=${SMP:-4,sockets=1,cores=2,threads=2}
-peer_dir=${PEER_DIR:-}
-for d in "$root/../shared/peer" /work/shared/peer; do
-  [ -z "$peer_dir" ] && [ -x "$d/run.sh" ] && peer_dir=$d
-done
-[ -n "$peer_dir" ] || { echo "compare-vm: no Linux peer (set PEER_DIR)" >&2; exit 2; }
+. "$root/tools/peer-env.sh"
+peer_find || { echo "compare-vm: no Linux peer (set PEER_DIR)" >&2; exit 2; }
 out=$root/target/compare-vm
 mkdir -p "$out"
 throttle=throttling.bps-write=8388608
@@ -60,7 +57,7 @@ for p in other fifo; do
   done
 done
 kill \$bg"
-DISK_OPTS=$throttle PEER=${PEER:-/tmp/peer} PEER_TIMEOUT=$((runs * 300 + 600)) "$peer_dir/run.sh" --smp "$smp" \
+DISK_OPTS=$throttle PEER_TIMEOUT=$((runs * 300 + 600)) "$PEER_RUN" --smp "$smp" \
   --disk "$out/linux.img" "$script" > "$out/linux.out" 2>&1 || true
 # busybox dd prints no time: each write is timed by /proc/uptime before and after (10 ms
 # resolution).

@@ -39,9 +39,8 @@ LOOPS=${LOOPS:-2000}
 SITTINGS=${SITTINGS:-1}
 TRACED=${TRACED:-1}
 OUT=${OUT:-$root/target/compare}
-PEER_RUN=${PEER_RUN:-$root/../shared/peer/run.sh}
-[ -x "$PEER_RUN" ] || PEER_RUN=/work/shared/peer/run.sh
-export PEER=${PEER:-/tmp/peer}
+. "$root/tools/peer-env.sh"
+peer_find || PEER_RUN=$root/../shared/peer/run.sh
 [[ "$SITTINGS" =~ ^[1-9][0-9]*$ ]] || { echo "compare: SITTINGS must be a positive number, got '$SITTINGS'" >&2; exit 2; }
 [[ "$TRACED" =~ ^[0-9]+$ ]] || { echo "compare: TRACED must be a number of sittings, got '$TRACED'" >&2; exit 2; }
 mkdir -p "$OUT"
