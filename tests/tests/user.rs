@@ -15,6 +15,13 @@ fn run_user(smp: &str, commands: &str) -> Run {
     run
 }
 
+/// Boots with `sh="<script>" poweroff` and expects the script to succeed.
+fn run_sh(smp: &str, script: &str) -> Run {
+    let run = boot(qemu().smp(smp).initrd(initramfs()).args(format!("sh=\"{script}\" poweroff")));
+    run.expect_exit(KernelExit::Success);
+    run
+}
+
 fn lines(run: &Run) -> Vec<String> {
     run.outcome.output.lines().map(|l| l.trim_end_matches('\r').to_string()).collect()
 }
@@ -59,28 +66,20 @@ fn conform_basic_matches_linux() {
 
 #[test]
 fn conform_files_matches_linux() {
-    let run = boot(qemu().smp("2").initrd(initramfs()).args("sh=\"cd /tmp && /bin/conform-files\" poweroff"));
-    run.expect_exit(KernelExit::Success);
+    let run = run_sh("2", "cd /tmp && /bin/conform-files");
     check_conformance(&run, include_str!("../fixtures/conform-files.linux-6.1.txt"), "conform-files");
 }
 
 #[test]
 fn conform_sched_matches_linux() {
-    let run = boot(qemu().smp("4,sockets=1,cores=2,threads=2").initrd(initramfs()).args("sh=\"/bin/conform-sched\" poweroff"));
-    run.expect_exit(KernelExit::Success);
+    let run = run_sh("4,sockets=1,cores=2,threads=2", "/bin/conform-sched");
     check_conformance(&run, include_str!("../fixtures/conform-sched.linux-6.1.txt"), "conform-sched");
 }
 
 /// `conform-signal`, then `conform-timer` (alarm, itimers, POSIX timers) in the same boot.
 #[test]
 fn conform_signal_and_timer_match_linux() {
-    let run = boot(
-        qemu()
-            .smp("4,sockets=1,cores=2,threads=2")
-            .initrd(initramfs())
-            .args("sh=\"cd /tmp && /bin/conform-signal && /bin/conform-timer\" poweroff"),
-    );
-    run.expect_exit(KernelExit::Success);
+    let run = run_sh("4,sockets=1,cores=2,threads=2", "cd /tmp && /bin/conform-signal && /bin/conform-timer");
     run.check(run.report.exceptions.is_empty(), "a kernel EXCEPTION line");
     check_two(
         &run,
@@ -100,13 +99,7 @@ fn check_two(run: &Run, first: (&str, &str), second: (&str, &str)) {
 /// `conform-thread`, then `conform-pi` (priority-inheritance futexes) in the same boot.
 #[test]
 fn conform_thread_and_pi_match_linux() {
-    let run = boot(
-        qemu()
-            .smp("4,sockets=1,cores=2,threads=2")
-            .initrd(initramfs())
-            .args("sh=\"cd /tmp && /bin/conform-thread && /bin/conform-pi\" poweroff"),
-    );
-    run.expect_exit(KernelExit::Success);
+    let run = run_sh("4,sockets=1,cores=2,threads=2", "cd /tmp && /bin/conform-thread && /bin/conform-pi");
     run.check(run.report.exceptions.is_empty(), "a kernel EXCEPTION line");
     check_two(
         &run,
@@ -117,15 +110,13 @@ fn conform_thread_and_pi_match_linux() {
 
 #[test]
 fn conform_tty_matches_linux() {
-    let run = boot(qemu().smp("2").initrd(initramfs()).args("sh=\"cd /tmp && /bin/conform-tty\" poweroff"));
-    run.expect_exit(KernelExit::Success);
+    let run = run_sh("2", "cd /tmp && /bin/conform-tty");
     check_conformance(&run, include_str!("../fixtures/conform-tty.linux-6.1.txt"), "conform-tty");
 }
 
 #[test]
 fn conform_proc_matches_linux() {
-    let run = boot(qemu().smp("2").initrd(initramfs()).args("sh=\"cd /tmp && /bin/conform-proc\" poweroff"));
-    run.expect_exit(KernelExit::Success);
+    let run = run_sh("2", "cd /tmp && /bin/conform-proc");
     check_conformance(&run, include_str!("../fixtures/conform-proc.linux-6.1.txt"), "conform-proc");
 }
 
