@@ -238,3 +238,25 @@ pub fn lock_with_room<'a, T, C: Grow>(lock: &'a IrqLock<T>, extra: usize, field:
         drop(bigger); // the old buffer (or the unused new one), freed with the lock released
     }
 }
+
+/// A copy of `len(&guarded)` items that `fill` pushes out of what `lock` guards, made without
+/// allocating under the lock (interrupts are off there): the vector is allocated with the lock
+/// released (`slack` items more than counted) and the copy retried if the count outgrew it.
+pub fn collect_unlocked<T, U>(
+    lock: &IrqLock<T>,
+    slack: usize,
+    len: impl Fn(&T) -> usize,
+    fill: impl Fn(&T, &mut alloc::vec::Vec<U>),
+) -> alloc::vec::Vec<U> {
+    let mut out = alloc::vec::Vec::new();
+    loop {
+        let g = lock.lock();
+        let n = len(&g);
+        if n <= out.capacity() {
+            fill(&g, &mut out);
+            return out;
+        }
+        drop(g);
+        out = alloc::vec::Vec::with_capacity(n + slack);
+    }
+}

@@ -28,32 +28,13 @@ pub fn init_devices() {
     }
 }
 
-/// Linux's list format of a CPU mask (`0-3,6`).
-fn cpu_list(mask: cadence_sched::CpuMask) -> alloc::string::String {
-    use core::fmt::Write;
-    let mut out = alloc::string::String::new();
-    let mut cpu = 0;
-    while cpu < 64 {
-        if mask.contains(cpu) {
-            let start = cpu;
-            while cpu + 1 < 64 && mask.contains(cpu + 1) {
-                cpu += 1;
-            }
-            let sep = if out.is_empty() { "" } else { "," };
-            let _ = if start == cpu { write!(out, "{sep}{start}") } else { write!(out, "{sep}{start}-{cpu}") };
-        }
-        cpu += 1;
-    }
-    out
-}
-
 /// The CPU and NUMA-node files libnuma reads (`numa_node_of_cpu`: cyclictest and oslat
 /// ask it once `get_mempolicy` answers), written once the CPUs are up, as files of the ramfs:
 /// `/sys/devices/system/cpu/{online,possible,present}`, a `cpuN` directory per CPU, and node 0
 /// (`/sys/devices/system/node/{online,possible}`, `node0/{cpumap,cpulist}`). A stopgap: CPUs
 /// do not change after boot; the sysfs generated from the kernel's tables replaces it.
 pub fn init_sys_topology(online: cadence_sched::CpuMask) {
-    let list = alloc::format!("{}\n", cpu_list(online));
+    let list = alloc::format!("{}\n", online.to_list());
     let file = |path: &str, text: &str| {
         let _ = vfs::install(path, vfs::S_IFREG | 0o444, Content::File(vfs::FileData::Owned(text.as_bytes().to_vec())));
     };

@@ -477,31 +477,29 @@ pub fn lock_pi(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool, deadline_ns: Optio
         None => w.queue.wait_until_interruptible(granted).map(|_| true),
         Some(d) => w.queue.wait_until_interruptible_deadline(granted, d),
     };
-    // Granted is final (set under `PI` by the hand-over, which took us off the lists): the
-    // new owner does not wait for `PI`, which its deboosted predecessor may still hold.
-    let granted_now = w.granted.load(Ordering::Acquire);
-    let g = if granted_now { None } else { Some(PI.lock_uninterruptible()) };
-    if w.granted.load(Ordering::Acquire) {
-        drop(g);
-        if w.owner_died.load(Ordering::Acquire) {
-            // Its owner died holding it: the word names us now, marked for the robust
-            // protocol (Linux's `fixup_pi_state_owner`).
-            atomic_word(mm, addr, |x| x.store(tid | FUTEX_WAITERS | FUTEX_OWNER_DIED, Ordering::Release))?;
-        }
-        return Ok(());
-    }
-    let mut g = g.expect("taken when not granted");
-    if let Some(v) = g.get_mut(&key) {
-        v.retain(|x| !Arc::ptr_eq(x, &w));
-        if v.is_empty() {
-            g.remove(&key);
+    // Granted is final (set under `PI` by the hand-over, which took us off the lists): a new
+    // owner does not wait for `PI`, which its deboosted predecessor may still hold. Not
+    // granted yet, the wait ended by time or signal: checked again under `PI`, as a hand-over
+    // may have come meanwhile.
+    if !w.granted.load(Ordering::Acquire) {
+        let mut g = PI.lock_uninterruptible();
+        if !w.granted.load(Ordering::Acquire) {
+            if let Some(v) = g.get_mut(&key) {
+                v.retain(|x| !Arc::ptr_eq(x, &w));
+                if v.is_empty() {
+                    g.remove(&key);
+                }
+            }
+            crate::sched::pi::unblock();
+            return Err(if r.is_ok() { Errno::ETIMEDOUT } else { Errno::ERESTARTNOINTR });
         }
     }
-    crate::sched::pi::unblock();
-    match r {
-        Ok(_) => Err(Errno::ETIMEDOUT),
-        Err(_) => Err(Errno::ERESTARTNOINTR),
+    if w.owner_died.load(Ordering::Acquire) {
+        // Its owner died holding it: the word names us now, marked for the robust protocol
+        // (Linux's `fixup_pi_state_owner`).
+        atomic_word(mm, addr, |x| x.store(tid | FUTEX_WAITERS | FUTEX_OWNER_DIED, Ordering::Release))?;
     }
+    Ok(())
 }
 
 /// Hands `key`'s lock to its top waiter (under [`PI`]): `set_word` gets the new owner's tid

@@ -171,59 +171,61 @@ fn reading(x: &PosixTimer) -> (u64, u64) {
     (left, x.interval_ns)
 }
 
+/// `TABLE` locked with room in `fired` for every timer and one more, so that the timer about
+/// to be made fits and the interrupt path never allocates (the buffer is grown with the lock
+/// released, as `sync::lock_with_room` does).
+fn lock_with_fired_room() -> crate::sync::IrqLockGuard<'static, Table> {
+    loop {
+        let mut t = TABLE.lock();
+        let need = t.timers.len() + 1;
+        if t.fired.capacity() >= need {
+            return t;
+        }
+        drop(t);
+        let mut bigger = Vec::with_capacity(need * 2);
+        t = TABLE.lock();
+        if t.fired.capacity() < need {
+            bigger.append(&mut t.fired);
+            core::mem::swap(&mut t.fired, &mut bigger);
+        }
+        drop(t);
+        drop(bigger); // the old buffer, freed with the lock released
+    }
+}
+
+/// Adds a disarmed timer (under `t`, which has room: [`lock_with_fired_room`]).
+fn insert(t: &mut Table, tgid: Tid, id: i32, realtime: bool, notify: Notify, value: u64) {
+    let serial = t.next_serial;
+    t.next_serial = t.next_serial.wrapping_add(1).max(1);
+    let x = PosixTimer { tgid, realtime, id, notify, value, interval_ns: 0, expires_ns: 0, overrun: 0, gen: 0, armed: None };
+    t.timers.insert(serial, x);
+}
+
 /// `timer_create`: a new disarmed timer of process `tgid`; returns its id. EAGAIN past
 /// [`MAX_TIMERS`] timers.
 pub fn create(tgid: Tid, realtime: bool, notify: Notify, value: Option<u64>) -> Result<i32, Errno> {
     ensure_ktimers()?;
-    let mut fired_room = Vec::new();
-    fired_room.try_reserve(MAX_TIMERS).map_err(|_| Errno::EAGAIN)?;
-    let mut t = TABLE.lock();
+    let mut t = lock_with_fired_room();
     let count = t.timers.values().filter(|x| x.tgid == tgid && x.id >= 0).count();
     if count >= MAX_TIMERS {
         return Err(Errno::EAGAIN);
     }
     let id = (0..).find(|&i| find(&t, tgid, i).is_none()).expect("fewer than MAX_TIMERS ids are taken");
-    let serial = t.next_serial;
-    t.next_serial = t.next_serial.wrapping_add(1).max(1);
-    t.timers.insert(
-        serial,
-        PosixTimer {
-            tgid,
-            realtime,
-            id,
-            notify,
-            value: value.unwrap_or(id as u64),
-            interval_ns: 0,
-            expires_ns: 0,
-            overrun: 0,
-            gen: 0,
-            armed: None,
-        },
-    );
-    // Room for every timer's expiry in `fired`, so the interrupt path never allocates.
-    let need = t.timers.len();
-    if t.fired.capacity() < need {
-        let mut v = core::mem::replace(&mut t.fired, fired_room);
-        t.fired.append(&mut v);
-    }
+    insert(&mut t, tgid, id, realtime, notify, value.unwrap_or(id as u64));
     Ok(id)
 }
 
-/// `timer_settime`: arms timer `id` (`value_ns` 0 disarms); returns the old (left,
+/// `timer_settime`: arms timer `id` (`value_ns` 0 disarms), `absolute`: at that time of the
+/// timer's clock (a CLOCK_REALTIME time converted to monotonic now); returns the old (left,
 /// interval). EINVAL for no such timer.
-pub fn settime(tgid: Tid, id: i32, value_ns: u64, interval_ns: u64, absolute_mono: bool) -> Result<(u64, u64), Errno> {
+pub fn settime(tgid: Tid, id: i32, value_ns: u64, interval_ns: u64, absolute: bool) -> Result<(u64, u64), Errno> {
     let mut t = TABLE.lock();
     let serial = find(&t, tgid, id).ok_or(Errno::EINVAL)?;
     let x = t.timers.get_mut(&serial).expect("just found");
     let old = reading(x);
-    arm(x, serial, value_ns, interval_ns, absolute_mono);
+    let value_ns = if absolute && x.realtime && value_ns != 0 { crate::time::realtime_to_uptime(value_ns).max(1) } else { value_ns };
+    arm(x, serial, value_ns, interval_ns, absolute);
     Ok(old)
-}
-
-/// Is timer `id` on CLOCK_REALTIME?
-pub fn is_realtime(tgid: Tid, id: i32) -> bool {
-    let t = TABLE.lock();
-    find(&t, tgid, id).is_some_and(|s| t.timers[&s].realtime)
 }
 
 /// `timer_gettime`: (left, interval) ns; EINVAL for no such timer.
@@ -252,40 +254,14 @@ pub fn delete(tgid: Tid, id: i32) -> Result<(), Errno> {
 /// `setitimer(ITIMER_REAL)` / `alarm`: SIGALRM to the process after `value_ns`, then every
 /// `interval_ns`; returns the old (left, interval).
 pub fn set_real(tgid: Tid, value_ns: u64, interval_ns: u64) -> Result<(u64, u64), Errno> {
-    let exists = find(&TABLE.lock(), tgid, ITIMER_REAL_ID).is_some();
-    if !exists {
-        if value_ns == 0 {
-            return Ok((0, 0));
-        }
+    if value_ns != 0 {
         ensure_ktimers()?;
-        let mut fired_room = Vec::new();
-        fired_room.try_reserve(MAX_TIMERS).map_err(|_| Errno::EAGAIN)?;
-        let mut t = TABLE.lock();
+        let mut t = lock_with_fired_room();
         if find(&t, tgid, ITIMER_REAL_ID).is_none() {
-            let serial = t.next_serial;
-            t.next_serial = t.next_serial.wrapping_add(1).max(1);
-            let signo = cadence_abi::signal::SIGALRM;
-            let notify = Notify::Process { signo };
-            t.timers.insert(
-                serial,
-                PosixTimer {
-                    tgid,
-                    realtime: false,
-                    id: ITIMER_REAL_ID,
-                    notify,
-                    value: 0,
-                    interval_ns: 0,
-                    expires_ns: 0,
-                    overrun: 0,
-                    gen: 0,
-                    armed: None,
-                },
-            );
-            if t.fired.capacity() < t.timers.len() {
-                let mut v = core::mem::replace(&mut t.fired, fired_room);
-                t.fired.append(&mut v);
-            }
+            insert(&mut t, tgid, ITIMER_REAL_ID, false, Notify::Process { signo: cadence_abi::signal::SIGALRM }, 0);
         }
+    } else if find(&TABLE.lock(), tgid, ITIMER_REAL_ID).is_none() {
+        return Ok((0, 0));
     }
     settime(tgid, ITIMER_REAL_ID, value_ns, interval_ns, false)
 }
@@ -297,11 +273,10 @@ pub fn get_real(tgid: Tid) -> (u64, u64) {
 
 /// Process `tgid` ended: its timers go.
 pub fn exit_process(tgid: Tid) {
-    let mut t = TABLE.lock();
-    let gone: Vec<u32> = t.timers.iter().filter(|(_, x)| x.tgid == tgid).map(|(&s, _)| s).collect();
-    for serial in gone {
-        if let Some(mut x) = t.timers.remove(&serial) {
-            arm(&mut x, serial, 0, 0, false);
+    TABLE.lock().timers.retain(|&serial, x| {
+        if x.tgid == tgid {
+            arm(x, serial, 0, 0, false); // disarmed: its kernel timer is cancelled
         }
-    }
+        x.tgid != tgid
+    });
 }

@@ -76,7 +76,7 @@ fn apply(c: &PiChains<Tid, PiLockId>, changes: impl IntoIterator<Item = Tid>) {
             None => None,
         };
         let p = t.params.lock();
-        if p.boost == boost || t.left_group.load(core::sync::atomic::Ordering::Acquire) {
+        if p.boost == boost || t.left_group.load(Ordering::Acquire) {
             continue;
         }
         super::api::apply_params(&t, p, |p| p.boost = boost);
@@ -134,11 +134,6 @@ pub fn release(lock: PiLockId) -> (Option<Tid>, Deferred) {
 /// The owner the chains know for `lock` (known while it has waiters).
 pub fn owner(lock: PiLockId) -> Option<Tid> {
     CHAINS.lock().owner(lock)
-}
-
-/// Does the calling task still wait on a PI lock (not yet handed one)?
-pub fn waiting(tid: Tid) -> bool {
-    CHAINS.lock().blocked_on(tid).is_some()
 }
 
 /// `t`'s own attributes changed: its place in its chain follows.

@@ -126,17 +126,7 @@ impl ThreadGroup {
 
     /// The threads, leader first (a snapshot, allocated with the lock released).
     pub fn members(&self) -> Vec<Tid> {
-        let mut out = Vec::new();
-        loop {
-            let m = self.members.lock();
-            if m.len() <= out.capacity() {
-                out.extend(m.iter().copied());
-                return out;
-            }
-            let want = m.len() + 4;
-            drop(m);
-            out = Vec::with_capacity(want);
-        }
+        crate::sync::collect_unlocked(&self.members, 4, |m| m.len(), |m, out| out.extend(m.iter().copied()))
     }
 
     /// How many threads are alive.

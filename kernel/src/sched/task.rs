@@ -396,19 +396,8 @@ pub fn find(tid: Tid) -> Option<Arc<Task>> {
 
 /// Snapshot of every task (for `ps` and group-wide operations).
 pub fn all() -> Vec<Arc<Task>> {
-    // Allocated with the table unlocked (no allocation with interrupts off); retried if the
-    // table grew meanwhile.
-    let mut out = Vec::new();
-    loop {
-        let t = TASKS.lock();
-        if t.len() <= out.capacity() {
-            out.extend(t.values().cloned());
-            return out;
-        }
-        let want = t.len() + 16;
-        drop(t);
-        out = Vec::with_capacity(want);
-    }
+    // Allocated with the table unlocked (no allocation with interrupts off).
+    crate::sync::collect_unlocked(&TASKS, 16, |t| t.len(), |t, out| out.extend(t.values().cloned()))
 }
 
 /// Heap bytes the task table reserves (it keeps its peak capacity).

@@ -507,30 +507,6 @@ pub fn parse_list(s: &str) -> Option<CpuMask> {
     Some(CpuMask(m))
 }
 
-/// Formats a mask as a CPU list (`0-3,6`).
-pub fn format_list(m: CpuMask) -> String {
-    let mut out = String::new();
-    let mut c = 0usize;
-    while c < 64 {
-        if m.contains(c) {
-            let start = c;
-            while c + 1 < 64 && m.contains(c + 1) {
-                c += 1;
-            }
-            if !out.is_empty() {
-                out.push(',');
-            }
-            if start == c {
-                out.push_str(&alloc::format!("{}", c));
-            } else {
-                out.push_str(&alloc::format!("{}-{}", start, c));
-            }
-        }
-        c += 1;
-    }
-    out
-}
-
 pub fn taskset(args: &[&str]) -> CmdResult {
     let o = getopt("taskset", args, "pcah", "", &[("pid", 'p'), ("cpu-list", 'c'), ("all-tasks", 'a'), ("help", 'h')])?;
     if o.has('h') {
@@ -546,7 +522,7 @@ pub fn taskset(args: &[&str]) -> CmdResult {
     };
     let show = |pid: Tid, m: CpuMask, what: &str| {
         if list {
-            shout!("pid {}'s {} affinity list: {}", pid, what, format_list(m));
+            shout!("pid {}'s {} affinity list: {}", pid, what, m.to_list());
         } else {
             shout!("pid {}'s {} affinity mask: {:x}", pid, what, m.0);
         }

@@ -3,7 +3,7 @@
 //! (init, pid 1) are only pointed at a sleeper task these tests start, or at pids that do not
 //! exist (>= 10^9).
 
-use super::cmds::{format_list, getopt, parse_list, parse_mask};
+use super::cmds::{getopt, parse_list, parse_mask};
 use super::console::{Event, LineEditor};
 use super::{capture, execute, split_line};
 use crate::sched::task::SpawnOptions;
@@ -109,8 +109,8 @@ fn parses_masks_and_lists() {
     assert_eq!(parse_list("64"), None);
     assert_eq!(parse_list("0-3:0"), None);
     assert_eq!(parse_list(""), None);
-    assert_eq!(format_list(CpuMask(0b1011_0111)), "0-2,4-5,7");
-    assert_eq!(format_list(CpuMask(0)), "");
+    assert_eq!(CpuMask(0b1011_0111).to_list(), "0-2,4-5,7");
+    assert_eq!(CpuMask(0).to_list(), "");
 }
 
 #[test_case]

@@ -751,24 +751,29 @@ pub fn pipe2(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
     copy_out(proc, a[0], &[0u8; 8])?;
     let (r, w) = crate::fs::pipe::new()?;
     let (rf, wf) = (OpenFile::new(Kind::Pipe(r), flags & O_NONBLOCK), OpenFile::new(Kind::Pipe(w), 1 | (flags & O_NONBLOCK)));
-    let cloexec = flags & O_CLOEXEC != 0;
-    let (rfd, wfd) = {
+    install_pair(proc, a[0], rf, wf, flags & O_CLOEXEC != 0)
+}
+
+/// Installs two new open files as two fds, both or neither (EMFILE past RLIMIT_NOFILE), and
+/// writes them as two `int`s at `addr` (`pipe2`, `socketpair`).
+fn install_pair(proc: &Thread, addr: u64, first: Arc<OpenFile>, second: Arc<OpenFile>, cloexec: bool) -> Result<Outcome, Errno> {
+    let (fd1, fd2) = {
         let table = files(proc);
         let mut t = table.lock_uninterruptible();
         let limit = proc.nofile();
-        let rfd = t.install(rf, cloexec, limit)?;
-        match t.install(wf, cloexec, limit) {
-            Ok(wfd) => (rfd, wfd),
+        let fd1 = t.install(first, cloexec, limit)?;
+        match t.install(second, cloexec, limit) {
+            Ok(fd2) => (fd1, fd2),
             Err(e) => {
-                let _ = t.remove(rfd);
+                let _ = t.remove(fd1);
                 return Err(e);
             }
         }
     };
     let mut out = [0u8; 8];
-    out[..4].copy_from_slice(&(rfd as u32).to_le_bytes());
-    out[4..].copy_from_slice(&(wfd as u32).to_le_bytes());
-    copy_out(proc, a[0], &out)?;
+    out[..4].copy_from_slice(&(fd1 as u32).to_le_bytes());
+    out[4..].copy_from_slice(&(fd2 as u32).to_le_bytes());
+    copy_out(proc, addr, &out)?;
     ok(0)
 }
 
@@ -804,25 +809,7 @@ pub fn socketpair(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Out
     let nonblock = if ty & SOCK_NONBLOCK != 0 { O_NONBLOCK } else { 0 };
     let (x, y) = crate::fs::socket::pair()?;
     let (xf, yf) = (OpenFile::new(Kind::Socket(x), 2 | nonblock), OpenFile::new(Kind::Socket(y), 2 | nonblock));
-    let cloexec = ty & SOCK_CLOEXEC != 0;
-    let (xfd, yfd) = {
-        let table = files(proc);
-        let mut t = table.lock_uninterruptible();
-        let limit = proc.nofile();
-        let xfd = t.install(xf, cloexec, limit)?;
-        match t.install(yf, cloexec, limit) {
-            Ok(yfd) => (xfd, yfd),
-            Err(e) => {
-                let _ = t.remove(xfd);
-                return Err(e);
-            }
-        }
-    };
-    let mut out = [0u8; 8];
-    out[..4].copy_from_slice(&(xfd as u32).to_le_bytes());
-    out[4..].copy_from_slice(&(yfd as u32).to_le_bytes());
-    copy_out(proc, a[3], &out)?;
-    ok(0)
+    install_pair(proc, a[3], xf, yf, ty & SOCK_CLOEXEC != 0)
 }
 
 /// `pipe(fds)`.
@@ -928,16 +915,8 @@ fn timespec_deadline(proc: &Thread, addr: u64) -> Result<Option<u64>, Errno> {
     if addr == 0 {
         return Ok(None);
     }
-    let b = copy_in(proc, addr, 16)?;
-    let sec = i64::from_le_bytes(b[..8].try_into().expect("8"));
-    let nsec = i64::from_le_bytes(b[8..].try_into().expect("8"));
-    if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
-        return Err(Errno::EINVAL);
-    }
-    if sec == 0 && nsec == 0 {
-        return Ok(Some(0));
-    }
-    Ok(Some(crate::time::uptime_ns().saturating_add((sec as u64).saturating_mul(1_000_000_000)).saturating_add(nsec as u64)))
+    let ns = super::time::parse_timespec(&copy_in(proc, addr, 16)?)?;
+    Ok(Some(if ns == 0 { 0 } else { crate::time::uptime_ns().saturating_add(ns) }))
 }
 
 /// `ppoll(fds, nfds, tmo_p, sigmask, sigsetsize)`.

@@ -31,7 +31,7 @@ fn deadline(proc: &Thread, addr: u64, absolute: bool, realtime: bool) -> Result<
     if addr == 0 {
         return Ok(None);
     }
-    let t = super::signal::read_rel_timespec(proc, addr)?;
+    let t = super::time::read_timespec(proc, addr)?;
     Ok(Some(if !absolute {
         crate::time::uptime_ns().saturating_add(t)
     } else if realtime {

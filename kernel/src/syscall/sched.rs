@@ -108,10 +108,7 @@ pub fn sched_rr_get_interval(proc: &Thread, _: &mut UserContext, a: [u64; 6]) ->
         cadence_sched::Policy::Fifo | cadence_sched::Policy::Deadline => 0,
         _ => attr.custom_slice_ns.unwrap_or_else(|| crate::sched::fair_tunables().base_slice_ns),
     };
-    let mut b = [0u8; 16];
-    b[..8].copy_from_slice(&(ns / 1_000_000_000).to_le_bytes());
-    b[8..].copy_from_slice(&(ns % 1_000_000_000).to_le_bytes());
-    proc.mm().lock_uninterruptible().write(a[1], &b)?;
+    proc.mm().lock_uninterruptible().write(a[1], &super::time::timespec(ns))?;
     ok(0)
 }
 

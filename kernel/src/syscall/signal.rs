@@ -147,18 +147,6 @@ pub fn rt_sigsuspend(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<
     Err(Errno::ERESTARTNOHAND)
 }
 
-/// A relative `timespec` in ns (EINVAL if negative or with nanoseconds out of range).
-pub fn read_rel_timespec(proc: &Thread, addr: u64) -> Result<u64, Errno> {
-    let mut b = [0u8; 16];
-    proc.mm().lock_uninterruptible().read(addr, &mut b)?;
-    let sec = i64::from_le_bytes(b[..8].try_into().expect("8"));
-    let nsec = i64::from_le_bytes(b[8..].try_into().expect("8"));
-    if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
-        return Err(Errno::EINVAL);
-    }
-    Ok((sec as u64).saturating_mul(1_000_000_000).saturating_add(nsec as u64))
-}
-
 /// `rt_sigtimedwait(set, info, timeout, sigsetsize)`: takes a pending signal of `set`
 /// (SIGKILL and SIGSTOP excepted), waiting for one up to `timeout` (NULL: forever) with
 /// `set` unblocked meanwhile. Returns the signal and writes its info; EAGAIN at the timeout,
@@ -168,7 +156,7 @@ pub fn rt_sigtimedwait(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Resul
         return Err(Errno::EINVAL);
     }
     let set = read_sigset(proc, a[0])? & !UNBLOCKABLE;
-    let deadline = if a[2] != 0 { Some(crate::time::uptime_ns().saturating_add(read_rel_timespec(proc, a[2])?)) } else { None };
+    let deadline = if a[2] != 0 { Some(crate::time::uptime_ns().saturating_add(super::time::read_timespec(proc, a[2])?)) } else { None };
     let me = crate::sched::current();
     let take = |proc: &Thread| -> Result<Option<u64>, Errno> {
         match psig::dequeue_from(proc, set) {

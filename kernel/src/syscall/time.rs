@@ -45,22 +45,31 @@ fn now(clock: u64) -> Result<u64, Errno> {
     }
 }
 
-fn timespec(ns: u64) -> [u8; 16] {
+/// A `struct timespec` of `ns` nanoseconds.
+pub fn timespec(ns: u64) -> [u8; 16] {
     let mut b = [0u8; 16];
     b[..8].copy_from_slice(&(ns / NS).to_le_bytes());
     b[8..].copy_from_slice(&(ns % NS).to_le_bytes());
     b
 }
 
-fn read_timespec(proc: &Thread, addr: u64) -> Result<u64, Errno> {
-    let mut b = [0u8; 16];
-    proc.mm().lock_uninterruptible().read(addr, &mut b)?;
+/// A `struct timespec` from its 16 bytes, in ns (EINVAL if negative or with nanoseconds out of
+/// range, as Linux's `timespec64_valid`).
+pub fn parse_timespec(b: &[u8]) -> Result<u64, Errno> {
     let sec = i64::from_le_bytes(b[..8].try_into().expect("8"));
-    let nsec = i64::from_le_bytes(b[8..].try_into().expect("8"));
+    let nsec = i64::from_le_bytes(b[8..16].try_into().expect("8"));
     if sec < 0 || !(0..NS as i64).contains(&nsec) {
         return Err(Errno::EINVAL);
     }
     Ok((sec as u64).saturating_mul(NS).saturating_add(nsec as u64))
+}
+
+/// The `struct timespec` at `addr` of the caller's memory, in ns ([`parse_timespec`]'s
+/// errors, EFAULT).
+pub fn read_timespec(proc: &Thread, addr: u64) -> Result<u64, Errno> {
+    let mut b = [0u8; 16];
+    proc.mm().lock_uninterruptible().read(addr, &mut b)?;
+    parse_timespec(&b)
 }
 
 /// `clock_gettime(clock, tp)`.
@@ -337,31 +346,14 @@ pub fn timer_settime(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<
     let id = timer_id(a[0])?;
     let mut b = [0u8; 32];
     proc.mm().lock_uninterruptible().read(a[2], &mut b)?;
-    let interval = read_timespec_bytes(&b[..16])?;
-    let value = read_timespec_bytes(&b[16..])?;
-    let tgid = tgid_of_caller();
-    // The clock matters only for an absolute time: a realtime one converts to monotonic.
+    let interval = parse_timespec(&b[..16])?;
+    let value = parse_timespec(&b[16..])?;
     let absolute = a[1] & TIMER_ABSTIME != 0;
-    let (value, absolute) = match (absolute, value) {
-        (_, 0) => (0, false),
-        (true, v) if crate::process::timers::is_realtime(tgid, id) => (realtime_to_monotonic(v).max(1), true),
-        (true, v) => (v, true),
-        (false, v) => (v, false),
-    };
-    let (left, old_interval) = crate::process::timers::settime(tgid, id, value, interval, absolute)?;
+    let (left, old_interval) = crate::process::timers::settime(tgid_of_caller(), id, value, interval, absolute)?;
     if a[3] != 0 {
         proc.mm().lock_uninterruptible().write(a[3], &itimerspec(left, old_interval))?;
     }
     ok(0)
-}
-
-fn read_timespec_bytes(b: &[u8]) -> Result<u64, Errno> {
-    let sec = i64::from_le_bytes(b[..8].try_into().expect("8"));
-    let nsec = i64::from_le_bytes(b[8..16].try_into().expect("8"));
-    if sec < 0 || !(0..NS as i64).contains(&nsec) {
-        return Err(Errno::EINVAL);
-    }
-    Ok((sec as u64).saturating_mul(NS).saturating_add(nsec as u64))
 }
 
 /// `timer_gettime(id, cur)`: the time to the next expiry and the interval.

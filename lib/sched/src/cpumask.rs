@@ -106,6 +106,26 @@ impl CpuMask {
         })
     }
 
+    /// Linux's CPU list format (`0-2,4-5,7`, as `/sys/devices/system/cpu/online` and
+    /// `taskset -pc` print it); empty for no CPUs.
+    pub fn to_list(self) -> alloc::string::String {
+        use core::fmt::Write;
+        let mut out = alloc::string::String::new();
+        let mut c = 0usize;
+        while c < MAX_CPUS {
+            if self.contains(c) {
+                let start = c;
+                while c + 1 < MAX_CPUS && self.contains(c + 1) {
+                    c += 1;
+                }
+                let sep = if out.is_empty() { "" } else { "," };
+                let _ = if start == c { write!(out, "{sep}{c}") } else { write!(out, "{sep}{start}-{c}") };
+            }
+            c += 1;
+        }
+        out
+    }
+
     /// Members starting at `start` and wrapping around (Linux `for_each_cpu_wrap`),
     /// so searches spread out instead of always favouring CPU 0.
     pub fn iter_wrap(self, start: usize) -> impl Iterator<Item = usize> {

@@ -141,16 +141,6 @@ impl<T: Ord + Copy, L: Ord + Copy> PiChains<T, L> {
         self.locks.get(&l).and_then(|n| n.owner)
     }
 
-    /// Is `l` known (has waiters)?
-    pub fn has_waiters(&self, l: L) -> bool {
-        self.locks.get(&l).is_some_and(|n| !n.waiters.is_empty())
-    }
-
-    /// `l`'s waiters, best first.
-    pub fn waiters(&self, l: L) -> Vec<T> {
-        self.locks.get(&l).map(|n| n.waiters.iter().map(|&(_, t)| t).collect()).unwrap_or_default()
-    }
-
     /// The locks `t` owns that have waiters.
     pub fn owned(&self, t: T) -> Vec<L> {
         self.tasks.get(&t).map(|n| n.owns.iter().copied().collect()).unwrap_or_default()
