@@ -458,10 +458,13 @@ pub fn lock_pi(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool, deadline_ns: Optio
         Attempt::Acquired => return Ok(()),
         Attempt::Owner(o) => o,
     };
-    // The owner must be a live thread (Linux's `attach_to_pi_owner`), and the one the
-    // chains know if they know the lock.
-    let owner_task =
-        crate::sched::task::find(owner).filter(|t| t.state() != crate::sched::task::TaskState::Dead && !t.kthread).ok_or(Errno::ESRCH)?;
+    // The owner must be a thread that has not handed on its PI futexes at its end (Linux's
+    // `attach_to_pi_owner`: ESRCH once its futex state is dead, which a `pthread_join` of it
+    // already implies), and the one the chains know if they know the lock.
+    let owner_task = crate::sched::task::find(owner)
+        .filter(|t| t.state() != crate::sched::task::TaskState::Dead && !t.kthread)
+        .filter(|t| super::thread_of(t).is_some_and(|th| !th.futex_exited.load(Ordering::Acquire)))
+        .ok_or(Errno::ESRCH)?;
     if crate::sched::pi::owner(id).is_some_and(|o| o != owner) {
         return Err(Errno::EINVAL);
     }
@@ -568,19 +571,21 @@ pub fn unlock_pi(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool) -> Result<(), Er
 /// The ending thread `tid`'s PI futexes that others wait on go to their top waiters, who
 /// find FUTEX_OWNER_DIED in the word (Linux `exit_pi_state_list`). Runs after the robust
 /// list walk, as Linux's `futex_cleanup`.
-pub fn exit_pi(tid: u32) {
-    let owned = crate::sched::pi::exit(tid);
-    if owned.is_empty() {
-        return;
-    }
-    for id in owned {
-        let mut g = PI.lock_uninterruptible();
+pub fn exit_pi(t: &Thread, tid: u32) {
+    let mut g = PI.lock_uninterruptible();
+    // Under `PI`, before the owned locks are listed: no locker can attach to this thread
+    // after it (it answers ESRCH), so no waiter is left on a lock nobody will hand on.
+    t.futex_exited.store(true, Ordering::Release);
+    let mut deboosts = Vec::new();
+    for id in crate::sched::pi::exit(tid) {
         let key = g.keys().copied().find(|k| lock_id(k) == id);
-        let deboost = match key {
+        deboosts.push(match key {
             Some(key) => hand_over(&mut g, key, true, |_| {}).1,
             None => crate::sched::pi::release(id).1,
-        };
-        drop(g);
-        deboost.apply();
+        });
+    }
+    drop(g);
+    for d in deboosts {
+        d.apply();
     }
 }

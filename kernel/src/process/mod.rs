@@ -196,6 +196,9 @@ pub struct Thread {
     pub clear_child_tid: AtomicU64,
     /// `set_robust_list`'s head (0: none).
     pub robust_list: AtomicU64,
+    /// Its PI futexes are handed on at its end (`futex::exit_pi`): set then, under the PI
+    /// futex lock, a locker finds it gone (ESRCH), as Linux's `FUTEX_STATE_DEAD`.
+    pub futex_exited: AtomicBool,
     /// `sigaltstack`.
     pub altstack: IrqLock<AltStack>,
     /// Signals sent to this thread, with their info.
@@ -395,7 +398,7 @@ fn run_thread(t: Arc<Thread>, ctx: UserContext) -> i32 {
         v.complete();
     }
     futex::exit_robust_list(&t);
-    futex::exit_pi(me.tid);
+    futex::exit_pi(&t, me.tid);
     let ctid = t.clear_child_tid.swap(0, Ordering::AcqRel);
     if ctid != 0 && ctid.is_multiple_of(4) {
         let mm = t.mm();
@@ -494,6 +497,7 @@ fn new_process(mm: mm::Mm) -> Result<Arc<Thread>, Errno> {
         sighand: Arc::new(Mutex::new([SigAction::default(); 65])),
         clear_child_tid: AtomicU64::new(0),
         robust_list: AtomicU64::new(0),
+        futex_exited: AtomicBool::new(false),
         altstack: IrqLock::new(AltStack { sp: 0, flags: SS_DISABLE, size: 0 }),
         sigqueue: IrqLock::new(Vec::new()),
         comm: IrqLock::new([0; 16]),
@@ -696,6 +700,7 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
         sighand,
         clear_child_tid: AtomicU64::new(if f & CLONE_CHILD_CLEARTID != 0 { args.child_tid } else { 0 }),
         robust_list: AtomicU64::new(0),
+        futex_exited: AtomicBool::new(false),
         altstack: IrqLock::new(altstack),
         sigqueue: IrqLock::new(Vec::new()),
         comm: IrqLock::new(*parent.comm.lock()),
