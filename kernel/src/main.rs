@@ -143,7 +143,9 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
 
     let (cpus, packages, cores, threads) = smp::topology_summary();
     kprintln!("cadence: smp: {} cpus online ({} packages, {} cores, {} threads per core)", cpus, packages, cores, threads);
-    fs::init_sys_topology(sched::online_mask());
+    // The generated trees, once the CPUs are up (sysfs lists the online CPUs).
+    fs::mount_pseudo("proc", process::procfs::root());
+    fs::mount_pseudo("sys", fs::sysfs::root());
     for cpu in percpu::online_cpus() {
         let sib = smp::smt_siblings(cpu);
         kprintln!("cadence: cpu {} smt-siblings {:?}", cpu.cpu_id, sib);

@@ -70,10 +70,16 @@ fn conform_files_matches_linux() {
     check_conformance(&run, include_str!("../fixtures/conform-files.linux-6.1.txt"), "conform-files");
 }
 
+/// `conform-sched`, then `conform-procfs` (/proc and /sys, which need the SMT topology too)
+/// in the same boot.
 #[test]
-fn conform_sched_matches_linux() {
-    let run = run_sh("4,sockets=1,cores=2,threads=2", "/bin/conform-sched");
-    check_conformance(&run, include_str!("../fixtures/conform-sched.linux-6.1.txt"), "conform-sched");
+fn conform_sched_and_procfs_match_linux() {
+    let run = run_sh("4,sockets=1,cores=2,threads=2", "/bin/conform-sched && cd /tmp && /bin/conform-procfs");
+    check_two(
+        &run,
+        (include_str!("../fixtures/conform-sched.linux-6.1.txt"), "conform-sched"),
+        (include_str!("../fixtures/conform-procfs.linux-6.1.txt"), "conform-procfs"),
+    );
 }
 
 /// `conform-signal`, then `conform-timer` (alarm, itimers, POSIX timers) in the same boot.

@@ -41,6 +41,7 @@ static const char *errno_name(int e) {
     case EMFILE: return "EMFILE";
     case EIO: return "EIO";
     case ENXIO: return "ENXIO";
+    case EXDEV: return "EXDEV";
     default: snprintf(buf, sizeof buf, "errno%d", e); return buf;
     }
 }

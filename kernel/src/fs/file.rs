@@ -3,6 +3,7 @@
 //! close-on-exec flag).
 
 use super::pipe::PipeEnd;
+use super::pseudo::GenFile;
 use super::vfs::{Content, Device, Inode};
 use crate::sched::wait::Mutex;
 use alloc::sync::Arc;
@@ -49,6 +50,9 @@ pub enum Kind {
     Socket(super::socket::UnixStream),
     /// A character device.
     Device(Device, Arc<Inode>),
+    /// A generated file (procfs, sysfs) and the text its last read from offset 0 made
+    /// (`seq_file`'s buffer: later reads continue in that snapshot).
+    Gen(Arc<Inode>, Arc<GenFile>, Mutex<Vec<u8>>),
 }
 
 /// An open file description.
@@ -88,7 +92,7 @@ impl OpenFile {
     /// The inode behind it (pipes have none).
     pub fn inode(&self) -> Option<&Arc<Inode>> {
         match &self.kind {
-            Kind::Inode(i) | Kind::Device(_, i) => Some(i),
+            Kind::Inode(i) | Kind::Device(_, i) | Kind::Gen(i, _, _) => Some(i),
             Kind::Pipe(_) | Kind::Socket(_) => None,
         }
     }
@@ -96,7 +100,7 @@ impl OpenFile {
     /// Can it seek? (ESPIPE for pipes and the console.)
     pub fn seekable(&self) -> bool {
         match &self.kind {
-            Kind::Inode(_) => true,
+            Kind::Inode(_) | Kind::Gen(..) => true,
             Kind::Device(d, _) => *d != Device::Console,
             Kind::Pipe(_) | Kind::Socket(_) => false,
         }
@@ -188,6 +192,12 @@ impl FdTable {
         self.slots.iter_mut().filter(|s| s.as_ref().is_some_and(|e| e.cloexec)).filter_map(|s| s.take()).collect()
     }
 
+    /// The table's size as Linux's `max_fds` (`FDSize` in `/proc/PID/status`): 64 at least,
+    /// grown by powers of two.
+    pub fn capacity(&self) -> usize {
+        self.slots.len().max(64).next_power_of_two()
+    }
+
     /// Closes everything (exit); returns the entries, to drop outside the lock.
     pub fn take_all(&mut self) -> Vec<FdEntry> {
         self.slots.drain(..).flatten().collect()
@@ -213,6 +223,18 @@ pub fn read(file: &OpenFile, buf: &mut [u8]) -> Result<usize, Errno> {
             *pos += n as u64;
             Ok(n)
         }
+        Kind::Gen(_, g, text) => {
+            let mut pos = file.pos.lock_uninterruptible();
+            let mut text = text.lock_uninterruptible();
+            if *pos == 0 {
+                *text = g.show()?;
+            }
+            let from = usize::try_from(*pos).unwrap_or(usize::MAX).min(text.len());
+            let n = buf.len().min(text.len() - from);
+            buf[..n].copy_from_slice(&text[from..from + n]);
+            *pos += n as u64;
+            Ok(n)
+        }
     }
 }
 
@@ -225,7 +247,7 @@ pub fn pread(file: &OpenFile, buf: &mut [u8], offset: u64) -> Result<usize, Errn
         Kind::Pipe(_) | Kind::Socket(_) => Err(Errno::ESPIPE),
         Kind::Device(Device::Console, _) => Err(Errno::ESPIPE),
         Kind::Device(d, _) => read_device(*d, buf),
-        Kind::Inode(i) => i.read_at(offset, buf),
+        Kind::Inode(i) | Kind::Gen(i, _, _) => i.read_at(offset, buf),
     }
 }
 
@@ -310,6 +332,7 @@ pub fn write(file: &OpenFile, data: &[u8]) -> Result<Written, Errno> {
             *pos += n as u64;
             Ok(Written::Bytes(n))
         }
+        Kind::Gen(_, g, _) => Ok(Written::Bytes(g.store(data)?)),
     }
 }
 
@@ -322,6 +345,7 @@ pub fn pwrite(file: &OpenFile, data: &[u8], offset: u64) -> Result<usize, Errno>
         Kind::Pipe(_) | Kind::Socket(_) | Kind::Device(Device::Console, _) => Err(Errno::ESPIPE),
         Kind::Device(_, _) => Ok(data.len()),
         Kind::Inode(i) => i.write_at(offset, data),
+        Kind::Gen(_, g, _) => g.store(data),
     }
 }
 
@@ -331,7 +355,7 @@ pub fn poll(file: &OpenFile) -> (bool, bool, bool, bool) {
         Kind::Pipe(p) => p.poll(),
         Kind::Socket(s) => s.poll(),
         Kind::Device(Device::Console, _) => (super::console::readable(), true, false, false),
-        Kind::Device(_, _) | Kind::Inode(_) => (true, true, false, false),
+        Kind::Device(_, _) | Kind::Inode(_) | Kind::Gen(..) => (true, true, false, false),
     }
 }
 
@@ -351,6 +375,7 @@ pub fn open_kind(inode: &Arc<Inode>, flags: u32) -> Result<Kind, Errno> {
     }
     let dev = match &*inode.lock() {
         Content::Device(d) => Some(*d),
+        Content::Gen(g) => return Ok(Kind::Gen(inode.clone(), g.clone(), Mutex::new(Vec::new()))),
         _ => None,
     };
     if dev == Some(Device::Tty) {

@@ -1,7 +1,9 @@
 //! The VFS: one tree of [`Inode`]s, a writable ramfs whose root is unpacked from the
 //! initramfs at boot, with Linux's path walk (`.`, `..`, symbolic links, ELOOP at 40) and
-//! errors (ENOENT, ENOTDIR, EISDIR, EEXIST, ENOTEMPTY, ENAMETOOLONG, EXDEV never: one file
-//! system). Devices live in `/dev` as character-device inodes ([`Device`]).
+//! errors (ENOENT, ENOTDIR, EISDIR, EEXIST, ENOTEMPTY, ENAMETOOLONG). Devices live in `/dev`
+//! as character-device inodes ([`Device`]). `/proc` and `/sys` are generated directories
+//! ([`super::pseudo`]) grafted into the tree at boot: their entries are made at each lookup,
+//! and the VFS refuses to create or remove any (ENOENT, EPERM; EXDEV to rename across).
 //!
 //! **Locks.** Each inode's content is behind its own sleeping mutex, taken without letting a
 //! fatal signal end the task inside (`lock_uninterruptible`: a process unwinds instead). A
@@ -9,6 +11,7 @@
 //! order; file data is copied to and from user memory outside the inode's lock (through a
 //! kernel buffer), so the order is inode → nothing, and a page fault never runs under one.
 
+use super::pseudo::{self, GenDir, GenFile, Node};
 use crate::mm::page::PageRef;
 use crate::sched::wait::{Mutex, MutexGuard};
 use alloc::collections::BTreeMap;
@@ -218,6 +221,10 @@ pub enum Content {
     Symlink(String),
     /// A character device.
     Device(Device),
+    /// A generated file (procfs, sysfs: [`super::pseudo`]).
+    Gen(Arc<GenFile>),
+    /// A generated directory.
+    GenDir(Arc<dyn GenDir>),
 }
 
 /// One file of the tree.
@@ -232,6 +239,9 @@ pub struct Inode {
     pub mtime_ns: AtomicU64,
     /// The directory holding it (the root's is itself).
     parent: Mutex<Weak<Inode>>,
+    /// A generated inode's directory, held: nothing else keeps a generated directory's
+    /// inode alive, and `..` from it must still lead up.
+    up: Option<Arc<Inode>>,
     /// Its content.
     content: Mutex<Content>,
 }
@@ -248,8 +258,33 @@ impl Inode {
             nlink: AtomicU32::new(nlink),
             mtime_ns: AtomicU64::new(crate::time::uptime_ns()),
             parent: Mutex::new(parent),
+            up: None,
             content: Mutex::new(content),
         })
+    }
+
+    /// The inode for generated entry `name` of generated directory `dir`, made at each lookup
+    /// (numbered by [`pseudo::ino_of`]: the same path, the same number).
+    fn generated(dir: &Arc<Inode>, name: &str, node: Node) -> Arc<Inode> {
+        let (mode, content) = match node {
+            Node::File(perm, f) => (S_IFREG | perm, Content::Gen(f)),
+            Node::Dir(perm, d) => (S_IFDIR | perm, Content::GenDir(d)),
+            Node::Link(t) => (S_IFLNK | 0o777, Content::Symlink(t)),
+        };
+        Arc::new(Inode {
+            ino: pseudo::ino_of(dir.ino, name),
+            mode: AtomicU32::new(mode),
+            nlink: AtomicU32::new(if mode & S_IFMT == S_IFDIR { 2 } else { 1 }),
+            mtime_ns: AtomicU64::new(crate::time::uptime_ns()),
+            parent: Mutex::new(Arc::downgrade(dir)),
+            up: Some(dir.clone()),
+            content: Mutex::new(content),
+        })
+    }
+
+    /// Is it a generated directory (procfs, sysfs), whose entries the VFS cannot add or remove?
+    pub fn is_generated_dir(&self) -> bool {
+        matches!(&*self.lock(), Content::GenDir(_))
     }
 
     /// The content, locked (module doc).
@@ -269,6 +304,9 @@ impl Inode {
 
     /// The directory holding it.
     pub fn parent(self: &Arc<Self>) -> Arc<Inode> {
+        if let Some(up) = &self.up {
+            return up.clone();
+        }
         self.parent.lock_uninterruptible().upgrade().unwrap_or_else(|| self.clone())
     }
 
@@ -277,7 +315,8 @@ impl Inode {
         match &*self.lock() {
             Content::File(d) => d.len(),
             Content::Symlink(t) => t.len() as u64,
-            Content::Dir(_) | Content::Device(_) => 0,
+            // Generated files have no size until read, as Linux's proc files.
+            Content::Dir(_) | Content::Device(_) | Content::Gen(_) | Content::GenDir(_) => 0,
         }
     }
 
@@ -285,7 +324,14 @@ impl Inode {
     pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
         match &*self.lock() {
             Content::File(d) => Ok(d.read_at(offset, buf)),
-            Content::Dir(_) => Err(Errno::EISDIR),
+            Content::Gen(g) => {
+                let text = g.show()?;
+                let from = usize::try_from(offset).unwrap_or(usize::MAX).min(text.len());
+                let n = buf.len().min(text.len() - from);
+                buf[..n].copy_from_slice(&text[from..from + n]);
+                Ok(n)
+            }
+            Content::Dir(_) | Content::GenDir(_) => Err(Errno::EISDIR),
             _ => Err(Errno::EINVAL),
         }
     }
@@ -299,7 +345,10 @@ impl Inode {
                 self.mtime_ns.store(crate::time::uptime_ns(), Ordering::Relaxed);
                 Ok(data.len())
             }
-            Content::Dir(_) => Err(Errno::EISDIR),
+            // A generated file takes each write whole, wherever it lands (Linux's proc files
+            // ignore the offset of most writes too).
+            Content::Gen(g) => g.store(data),
+            Content::Dir(_) | Content::GenDir(_) => Err(Errno::EISDIR),
             _ => Err(Errno::EINVAL),
         }
     }
@@ -315,7 +364,9 @@ impl Inode {
                 self.mtime_ns.store(crate::time::uptime_ns(), Ordering::Relaxed);
                 Ok(())
             }
-            Content::Dir(_) => Err(Errno::EISDIR),
+            // `echo 1 > /proc/sys/...` opens with O_TRUNC: nothing to cut.
+            Content::Gen(_) => Ok(()),
+            Content::Dir(_) | Content::GenDir(_) => Err(Errno::EISDIR),
             _ => Err(Errno::EINVAL),
         }
     }
@@ -350,10 +401,16 @@ pub fn child(dir: &Arc<Inode>, name: &str) -> Result<Arc<Inode>, Errno> {
     match name {
         "" | "." => Ok(dir.clone()),
         ".." => Ok(dir.parent()),
-        _ => match &*dir.lock() {
-            Content::Dir(m) => m.get(name).cloned().ok_or(Errno::ENOENT),
-            _ => Err(Errno::ENOTDIR),
-        },
+        _ => {
+            let gen = match &*dir.lock() {
+                Content::Dir(m) => return m.get(name).cloned().ok_or(Errno::ENOENT),
+                Content::GenDir(d) => d.clone(),
+                _ => return Err(Errno::ENOTDIR),
+            };
+            // Made with the directory unlocked (the contract in `pseudo`).
+            let node = gen.lookup(name).ok_or(Errno::ENOENT)?;
+            Ok(Inode::generated(dir, name, node))
+        }
     }
 }
 
@@ -371,6 +428,8 @@ fn walk(cwd: &Arc<Inode>, path: &str, follow: bool, links: &mut u32) -> Result<A
     if path.len() >= PATH_MAX {
         return Err(Errno::ENAMETOOLONG);
     }
+    // A trailing slash asks for a directory: a symlink there is followed even by lstat.
+    let follow = follow || path.ends_with('/');
     let mut at = if path.starts_with('/') { root() } else { cwd.clone() };
     let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
     for (i, c) in comps.iter().enumerate() {
@@ -433,6 +492,10 @@ pub fn create(dir: &Arc<Inode>, name: &str, mode: u32, content: Content) -> Resu
         return Err(Errno::EEXIST);
     }
     check_name(name)?;
+    if dir.is_generated_dir() {
+        // procfs and sysfs have no create or mkdir: the lookup before them fails, as on Linux.
+        return Err(Errno::ENOENT);
+    }
     let is_dir = mode & S_IFMT == S_IFDIR;
     let node = Inode::new(mode, content, Arc::downgrade(dir));
     match &mut *dir.lock() {
@@ -458,6 +521,11 @@ pub fn remove(dir: &Arc<Inode>, name: &str, rmdir: bool) -> Result<(), Errno> {
         "." => return Err(if rmdir { Errno::EINVAL } else { Errno::EISDIR }),
         ".." => return Err(if rmdir { Errno::ENOTEMPTY } else { Errno::EISDIR }),
         _ => {}
+    }
+    if dir.is_generated_dir() {
+        // Linux's procfs and sysfs have no unlink or rmdir.
+        child(dir, name)?;
+        return Err(Errno::EPERM);
     }
     let mut guard = dir.lock();
     let Content::Dir(m) = &mut *guard else { return Err(Errno::ENOTDIR) };
@@ -501,6 +569,12 @@ pub fn rename(from_dir: &Arc<Inode>, from: &str, to_dir: &Arc<Inode>, to: &str) 
         return Err(Errno::EBUSY);
     }
     let node = child(from_dir, from)?;
+    match (from_dir.is_generated_dir(), to_dir.is_generated_dir()) {
+        (false, false) => {}
+        // Generated trees are file systems of their own on Linux.
+        (true, true) => return Err(Errno::EPERM),
+        _ => return Err(Errno::EXDEV),
+    }
     if node.is_dir() && is_ancestor(&node, to_dir) {
         return Err(Errno::EINVAL);
     }
@@ -545,9 +619,15 @@ pub fn path_of(dir: &Arc<Inode>) -> String {
         if Arc::ptr_eq(&up, &at) {
             break;
         }
-        let name = match &*up.lock() {
-            Content::Dir(m) => m.iter().find(|(_, v)| Arc::ptr_eq(v, &at)).map(|(k, _)| k.clone()),
-            _ => None,
+        let gen = match &*up.lock() {
+            Content::Dir(m) => Err(m.iter().find(|(_, v)| Arc::ptr_eq(v, &at)).map(|(k, _)| k.clone())),
+            Content::GenDir(d) => Ok(d.clone()),
+            _ => Err(None),
+        };
+        // A generated entry is found by its number, which its name makes.
+        let name = match gen {
+            Err(name) => name,
+            Ok(d) => d.list().into_iter().map(|(n, _)| n).find(|n| pseudo::ino_of(up.ino, n) == at.ino),
         };
         parts.push(name.unwrap_or_else(|| String::from("(unreachable)")));
         at = up;
@@ -560,11 +640,24 @@ pub fn path_of(dir: &Arc<Inode>) -> String {
 /// inode number and type.
 pub fn entries(dir: &Arc<Inode>) -> Result<Vec<(u64, u32, String)>, Errno> {
     let mut out = alloc::vec![(dir.ino, S_IFDIR, String::from(".")), (dir.parent().ino, S_IFDIR, String::from(".."))];
-    match &*dir.lock() {
-        Content::Dir(m) => out.extend(m.iter().map(|(k, v)| (v.ino, v.kind(), k.clone()))),
+    let gen = match &*dir.lock() {
+        Content::Dir(m) => {
+            out.extend(m.iter().map(|(k, v)| (v.ino, v.kind(), k.clone())));
+            return Ok(out);
+        }
+        Content::GenDir(d) => d.clone(),
         _ => return Err(Errno::ENOTDIR),
-    }
+    };
+    out.extend(gen.list().into_iter().map(|(name, kind)| (pseudo::ino_of(dir.ino, &name), kind, name)));
     Ok(out)
+}
+
+/// Puts generated directory `dir` in place of directory `path`'s entries (made if missing):
+/// what was there is hidden, as under a mount (`/proc` and `/sys` at boot).
+pub fn graft(path: &str, perm: u32, dir: Arc<dyn GenDir>) -> Result<Arc<Inode>, Errno> {
+    let at = install(path, S_IFDIR | perm, Content::Dir(BTreeMap::new()))?;
+    *at.lock() = Content::GenDir(dir);
+    Ok(at)
 }
 
 /// Makes `path` (absolute, intermediate directories too) hold `content` (the initramfs and

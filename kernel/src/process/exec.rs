@@ -145,6 +145,8 @@ fn load_depth(cwd: &Arc<Inode>, path: &str, argv: &[&[u8]], envp: &[&[u8]], dept
     let end = map_image(&mut mm, &info, &inode, bias)?;
     mm.brk_start = page_up(end).ok_or(Errno::ENOEXEC)?;
     mm.brk = mm.brk_start;
+    mm.exe = crate::fs::vfs::path_of(&inode);
+    mm.cmdline = argv.iter().flat_map(|a| a.iter().copied().chain(core::iter::once(0))).collect();
     let (entry, base) = match &info.interp {
         Some(interp) => {
             let ipath = core::str::from_utf8(interp).map_err(|_| Errno::ENOEXEC)?;

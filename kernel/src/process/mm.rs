@@ -10,6 +10,7 @@ use crate::fs::vfs::Inode;
 use crate::mm::page::PageRef;
 use crate::mm::vm::{Prot, UserFault, VmSpace, TASK_SIZE};
 use alloc::collections::BTreeMap;
+use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use cadence_abi::errno::Errno;
@@ -81,6 +82,10 @@ pub struct Mm {
     pub brk: u64,
     /// `mlockall(MCL_FUTURE)`: new mappings come in at once.
     pub lock_future: bool,
+    /// The arguments `execve` gave, each NUL-terminated (`/proc/PID/cmdline`).
+    pub cmdline: Vec<u8>,
+    /// The program's absolute path (`/proc/PID/exe`).
+    pub exe: String,
 }
 
 /// Rounds up to a page.
@@ -91,7 +96,25 @@ pub fn page_up(x: u64) -> Option<u64> {
 impl Mm {
     /// An empty address space; ENOMEM if no frame is left for its page table.
     pub fn new() -> Result<Mm, Errno> {
-        Ok(Mm { space: VmSpace::new().ok_or(Errno::ENOMEM)?, vmas: BTreeMap::new(), brk_start: 0, brk: 0, lock_future: false })
+        Ok(Mm {
+            space: VmSpace::new().ok_or(Errno::ENOMEM)?,
+            vmas: BTreeMap::new(),
+            brk_start: 0,
+            brk: 0,
+            lock_future: false,
+            cmdline: Vec::new(),
+            exe: String::new(),
+        })
+    }
+
+    /// The VMAs in address order.
+    pub fn vmas(&self) -> impl Iterator<Item = &Vma> {
+        self.vmas.values()
+    }
+
+    /// Pages mapped now (the resident set).
+    pub fn resident_pages(&self) -> u64 {
+        self.space.resident_pages()
     }
 
     /// The VMA containing `addr`.
@@ -236,6 +259,8 @@ impl Mm {
             brk_start: self.brk_start,
             brk: self.brk,
             lock_future: false,
+            cmdline: self.cmdline.clone(),
+            exe: self.exe.clone(),
         };
         for v in self.vmas.values() {
             for (page, frame, prot) in self.space.mapped(v.start, v.end) {

@@ -21,6 +21,7 @@
 pub mod exec;
 pub mod futex;
 pub mod mm;
+pub mod procfs;
 pub mod signal;
 pub mod timers;
 
@@ -89,6 +90,9 @@ pub struct ChildRecord {
     pub state: IrqLock<ChildState>,
     /// A clone child (exit signal other than SIGCHLD; `__WCLONE`).
     pub clone_child: bool,
+    /// Reaped (by `wait`, or at once by a parent ignoring SIGCHLD): the process is gone for
+    /// `/proc` too, though its tasks may still be finishing their exit.
+    pub reaped: AtomicBool,
 }
 
 impl ChildRecord {
@@ -278,6 +282,40 @@ pub fn thread_of(task: &Task) -> Option<Arc<Thread>> {
 }
 
 /// Every live process's limits, by pid (`prlimit` of another process).
+/// What `/proc` shows of a process that ended and is not reaped yet (its tasks may be gone):
+/// Linux keeps the task until `wait`; Cadence keeps these lines of it.
+#[derive(Clone)]
+pub struct Zombie {
+    /// Its parent's pid.
+    pub ppid: Tid,
+    /// Its process group and session.
+    pub pgid: Tid,
+    pub sid: Tid,
+    /// Its name (`comm`).
+    pub comm: [u8; 16],
+    /// Its wait status.
+    pub status: i32,
+}
+
+/// Zombies by pid (see [`Zombie`]): in at the exit's report to the parent, out at the reap.
+static ZOMBIES: Mutex<alloc::collections::BTreeMap<Tid, Zombie>> = Mutex::new(alloc::collections::BTreeMap::new());
+
+/// The zombie `pid`, if it is one.
+pub fn zombie(pid: Tid) -> Option<Zombie> {
+    ZOMBIES.lock_uninterruptible().get(&pid).cloned()
+}
+
+/// The zombies' pids.
+pub fn zombies() -> Vec<Tid> {
+    ZOMBIES.lock_uninterruptible().keys().copied().collect()
+}
+
+/// `pid` was reaped (or will never be: its parent ended).
+pub fn reaped(record: &ChildRecord) {
+    record.reaped.store(true, Ordering::Release);
+    ZOMBIES.lock_uninterruptible().remove(&record.pid.load(Ordering::Acquire));
+}
+
 static LIMITS: Mutex<alloc::collections::BTreeMap<Tid, Limits>> = Mutex::new(alloc::collections::BTreeMap::new());
 
 /// The limits of live process `pid`.
@@ -431,6 +469,22 @@ fn run_thread(t: Arc<Thread>, ctx: UserContext) -> i32 {
     // Ended by `exit_group` or a signal: that status; else the last thread's `exit` code.
     let wait_status = group.exit_status().unwrap_or((process.exit_code.load(Ordering::Acquire) & 0xff) << 8);
     LIMITS.lock_uninterruptible().remove(&me.tid);
+    // Children that ended and were not waited for never will be: init would reap them.
+    for r in process.family.children.lock_uninterruptible().iter() {
+        if r.state.lock().exit.is_some() {
+            reaped(r);
+        }
+    }
+    if process.parent.is_some() {
+        let zombie = Zombie {
+            ppid: process.parent.as_ref().map_or(0, |p| p.pid),
+            pgid: group.pgid.load(Ordering::Relaxed),
+            sid: group.sid.load(Ordering::Relaxed),
+            comm: *t.comm.lock(),
+            status: wait_status,
+        };
+        ZOMBIES.lock_uninterruptible().insert(me.tid, zombie);
+    }
     group.exited.store(true, Ordering::Release);
     signal::notify_parent_exit(&process, me.tid, wait_status);
     if wait_status & 0x7f != 0 {
@@ -663,6 +717,7 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
             group: spin::Once::new(),
             state: IrqLock::new(ChildState::default()),
             clone_child: (f & CSIGNAL) as u32 != crate::sched::signal::SIGCHLD,
+            reaped: AtomicBool::new(false),
         })
     });
     let process = if thread {

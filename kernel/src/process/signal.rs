@@ -471,6 +471,9 @@ fn start_group_stop(_t: &Thread, me: &Arc<Task>, sig: u32) {
 fn park(t: &Thread, me: &Arc<Task>) {
     let group = &me.process.group;
     let process = &t.process;
+    // Stopped before the parent hears of it (Linux's `do_signal_stop` sets TASK_STOPPED
+    // before `do_notify_parent_cldstop`): a parent that reads /proc after `waitid` sees 'T'.
+    me.set_state(TaskState::Stopped);
     let stopped = process.stopped.fetch_add(1, Ordering::AcqRel) + 1;
     if stopped >= process.live.load(Ordering::Acquire) && !process.stop_reported.swap(true, Ordering::AcqRel) {
         let sig = group.stop_signal.load(Ordering::Acquire);
@@ -545,8 +548,10 @@ fn notify_parent_event(process: &Process, pid: Tid, ev: Event) {
 pub fn notify_parent_exit(process: &Process, pid: Tid, status: i32) {
     let Some(p) = &process.parent else { return };
     let act = p.sighand.upgrade().map(|h| h.lock_uninterruptible()[SIGCHLD as usize]);
-    let autoreap = p.exit_signal == SIGCHLD && act.is_some_and(|a| a.handler == SIG_IGN || a.flags & sa::NOCLDWAIT != 0);
+    // A parent that is gone cannot wait either (init reaps orphans on Linux).
+    let autoreap = act.is_none() || (p.exit_signal == SIGCHLD && act.is_some_and(|a| a.handler == SIG_IGN || a.flags & sa::NOCLDWAIT != 0));
     if autoreap {
+        super::reaped(&p.record);
         p.family.children.lock_uninterruptible().retain(|r| !Arc::ptr_eq(r, &p.record));
     } else {
         p.record.state.lock().exit = Some(status);

@@ -123,3 +123,52 @@ pub(super) fn note_bad_enqueue() {
 pub fn bad_enqueues() -> u64 {
     BAD_ENQUEUES.load(Ordering::Relaxed)
 }
+
+// ----- what /proc reads --------------------------------------------------------------------
+
+/// Time `cpu` spent in its idle task (ns; `/proc/stat`'s idle column, `/proc/uptime`).
+pub fn idle_ns(cpu: u32) -> u64 {
+    rq_of(cpu).idle_ns.load(Ordering::Relaxed)
+}
+
+/// Idle time of all online CPUs (ns).
+pub fn idle_ns_total() -> u64 {
+    percpu::online_cpus().map(|c| idle_ns(c.cpu_id)).sum()
+}
+
+/// The next load sample's time and the averages (see [`sample_load`]).
+static LOADAVG: crate::sync::IrqLock<(u64, cadence_sched::loadavg::LoadAvg)> =
+    crate::sync::IrqLock::new((cadence_sched::loadavg::LOAD_FREQ_NS, cadence_sched::loadavg::LoadAvg { avenrun: [0; 3] }));
+
+/// From CPU 0's tick: every 5 s, folds the runnable tasks of all CPUs into the load averages
+/// (Linux's `calc_global_load`; Cadence has no uninterruptible-sleep count to add).
+pub(super) fn sample_load(now: u64) {
+    let mut l = LOADAVG.lock();
+    if now < l.0 {
+        return;
+    }
+    l.0 = now + cadence_sched::loadavg::LOAD_FREQ_NS;
+    let active: u64 = percpu::online_cpus().map(|c| u64::from(rq_of(c.cpu_id).nr_running.load(Ordering::Relaxed))).sum();
+    l.1.sample(active);
+}
+
+/// The 1-, 5- and 15-minute load averages, fixed point (`cadence_sched::loadavg`).
+pub fn loadavg() -> [u64; 3] {
+    LOADAVG.lock().1.avenrun
+}
+
+/// A task's fair entity now, (vruntime, weight), for `/proc/PID/sched`; `None` if it is not
+/// in the fair class or moved while looked at.
+pub fn fair_snapshot(t: &Task) -> Option<(u64, u64)> {
+    if let Some(e) = t.parked_se.lock().as_ref() {
+        return Some((e.vruntime(), e.weight()));
+    }
+    let cpu = t.cpu();
+    let g = rq_of(cpu).lock.lock();
+    if t.cpu() != cpu {
+        return None;
+    }
+    let gid = t.se_group.load(Ordering::Relaxed);
+    let frq = if gid == 0 { Some(&g.fair) } else { g.group_rqs.get(&gid).map(|q| &q.rq) };
+    frq.and_then(|f| f.entity(super::SeKey::Task(t.tid))).map(|e| (e.vruntime(), e.weight()))
+}

@@ -15,6 +15,7 @@ pub(super) fn update_curr(g: &mut RqInner, now: u64) -> bool {
     g.exec_start = now;
     let Some(curr) = g.curr.clone() else { return false };
     if curr.is_idle {
+        rq_of(g.cpu).idle_ns.fetch_add(delta, Ordering::Relaxed);
         return false;
     }
     curr.stats.sum_exec_runtime.fetch_add(delta, Ordering::Relaxed);

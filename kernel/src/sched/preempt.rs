@@ -26,6 +26,9 @@ pub fn scheduler_tick() {
         rq_of(cpu.cpu_id).need_resched.store(true, Ordering::Release);
     }
     lockup::tick(cpu);
+    if cpu.cpu_id == 0 {
+        super::accounting::sample_load(crate::time::uptime_ns());
+    }
     if ticks % balance::BALANCE_INTERVAL_TICKS == (cpu.cpu_id as u64 % balance::BALANCE_INTERVAL_TICKS) {
         rq_of(cpu.cpu_id).balance_due.store(true, Ordering::Relaxed);
     }

@@ -126,6 +126,8 @@ pub struct Rq {
     pub core_wait: AtomicBool,
     /// Time this CPU was forced idle by core scheduling (ns).
     pub forced_idle_ns: AtomicU64,
+    /// Time this CPU ran its idle task (ns), charged by `update_curr`.
+    pub idle_ns: AtomicU64,
     /// The idle loop's current poll limit (ns), adapted by `cadence_sched::haltpoll`.
     pub idle_poll_limit: AtomicU64,
 }
@@ -179,6 +181,7 @@ impl Rq {
             nr_cookied: AtomicU32::new(0),
             core_wait: AtomicBool::new(false),
             forced_idle_ns: AtomicU64::new(0),
+            idle_ns: AtomicU64::new(0),
             idle_poll_limit: AtomicU64::new(0),
         }
     }

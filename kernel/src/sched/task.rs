@@ -389,6 +389,11 @@ pub fn reserve_tid() -> Tid {
     NEXT_TID.fetch_add(1, Ordering::Relaxed)
 }
 
+/// The last tid given out (`/proc/loadavg`'s last field, `/proc/stat`'s `processes`).
+pub fn last_tid() -> Tid {
+    NEXT_TID.load(Ordering::Relaxed) - 1
+}
+
 /// Finds a live (or zombie) task.
 pub fn find(tid: Tid) -> Option<Arc<Task>> {
     TASKS.lock().get(&tid).cloned()

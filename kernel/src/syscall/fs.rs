@@ -407,7 +407,7 @@ fn file_stat(f: &OpenFile) -> [u8; 144] {
             st[24..28].copy_from_slice(&(0o140000u32 | 0o777).to_le_bytes());
             st
         }
-        Kind::Inode(i) | Kind::Device(_, i) => stat_bytes(Some(i), 0),
+        Kind::Inode(i) | Kind::Device(_, i) | Kind::Gen(i, _, _) => stat_bytes(Some(i), 0),
     }
 }
 
@@ -454,7 +454,7 @@ pub fn getdents64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Out
     let f = fd_file(proc, a[0])?;
     let dir = match &f.kind {
         Kind::Inode(i) if i.is_dir() => i.clone(),
-        Kind::Inode(_) | Kind::Device(_, _) | Kind::Pipe(_) | Kind::Socket(_) => return Err(Errno::ENOTDIR),
+        Kind::Inode(_) | Kind::Device(_, _) | Kind::Pipe(_) | Kind::Socket(_) | Kind::Gen(..) => return Err(Errno::ENOTDIR),
     };
     let entries = vfs::entries(&dir)?;
     let mut pos = f.pos.lock_uninterruptible();

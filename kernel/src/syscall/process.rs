@@ -334,6 +334,7 @@ fn do_wait(proc: &Thread, which: Which, options: u64) -> Result<Option<(u32, Fou
                 let found = if let Some(status) = st.exit.filter(|_| options & WEXITED != 0) {
                     drop(st);
                     if !keep {
+                        crate::process::reaped(&r);
                         kids.remove(i);
                     }
                     Found::Exited(status)
@@ -537,6 +538,10 @@ pub fn sysinfo(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcom
     let mut b = [0u8; 112];
     let put = |b: &mut [u8; 112], at: usize, v: u64, n: usize| b[at..at + n].copy_from_slice(&v.to_le_bytes()[..n]);
     put(&mut b, 0, crate::time::uptime_ns() / 1_000_000_000, 8);
+    // Loads in 1 << SI_LOAD_SHIFT (16) fixed point, from the 11-bit averages.
+    for (i, l) in crate::sched::loadavg().into_iter().enumerate() {
+        put(&mut b, 8 + 8 * i, l << (16 - cadence_sched::loadavg::FSHIFT), 8);
+    }
     put(&mut b, 32, crate::mm::frame::total_frames(), 8);
     put(&mut b, 40, crate::mm::frame::free_frames(), 8);
     put(&mut b, 80, crate::sched::task::count().min(u16::MAX as usize) as u64, 2);

@@ -47,6 +47,7 @@ pub mod eevdf;
 pub mod errno;
 pub mod fair_group;
 pub mod haltpoll;
+pub mod loadavg;
 pub mod lockup;
 pub mod pi;
 pub mod rt;

@@ -152,6 +152,8 @@ pub(crate) fn load_root(root: u64) {
 pub struct VmSpace {
     root: u64,
     lock: IrqLock<()>,
+    /// Pages mapped (the process's resident set: `VmRSS`, `stat`'s rss).
+    resident: core::sync::atomic::AtomicU64,
 }
 
 fn table(phys: u64) -> *mut [u64; 512] {
@@ -175,12 +177,17 @@ impl VmSpace {
                 new[i] = k[i] & !USER;
             }
         }
-        Some(Arc::new(VmSpace { root, lock: IrqLock::new(()) }))
+        Some(Arc::new(VmSpace { root, lock: IrqLock::new(()), resident: core::sync::atomic::AtomicU64::new(0) }))
     }
 
     /// The level-4 table's physical address (what CR3 holds while a task of this space runs).
     pub fn root(&self) -> u64 {
         self.root
+    }
+
+    /// Pages mapped now.
+    pub fn resident_pages(&self) -> u64 {
+        self.resident.load(core::sync::atomic::Ordering::Relaxed)
     }
 
     /// The leaf entry for `va` (lock held), making the tables on the way if `make`.
@@ -226,6 +233,8 @@ impl VmSpace {
         };
         if old.is_some() {
             self.flush(va);
+        } else {
+            self.resident.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
         }
         Ok(old)
     }
@@ -243,6 +252,7 @@ impl VmSpace {
         };
         if old.is_some() {
             self.flush(va);
+            self.resident.fetch_sub(1, core::sync::atomic::Ordering::Relaxed);
         }
         old
     }

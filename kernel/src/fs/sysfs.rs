@@ -1,0 +1,114 @@
+//! sysfs at `/sys`: the CPU and NUMA-node files that glibc (`sysconf(_SC_NPROCESSORS_*)`),
+//! libnuma, util-linux `lscpu` and rt-app read, generated from the framework's CPU table
+//! (`percpu`, `smp` topology) in Linux's formats:
+//!
+//! * `/sys/devices/system/cpu/{online,possible,present,offline,kernel_max}`, `smt/{control,active}`,
+//!   `cpuN/online` and `cpuN/topology/{core_id,physical_package_id,die_id,cluster_id,
+//!   thread_siblings,thread_siblings_list,core_siblings,core_siblings_list,core_cpus,
+//!   core_cpus_list,package_cpus,package_cpus_list}`;
+//! * `/sys/devices/system/node/{online,possible,has_cpu,has_memory}` and
+//!   `node0/{cpumap,cpulist,meminfo}` (one node).
+//!
+//! CPUs do not come and go after boot, so the CPU directories are made once, at the first look.
+
+use super::pseudo::{cpumask_hex, Fixed, Node};
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use cadence_sched::CpuMask;
+
+/// The `/sys` directory.
+pub fn root() -> Node {
+    Node::dir(Fixed(alloc::vec![
+        (String::from("devices"), Node::dir(Fixed(alloc::vec![(String::from("system"), system())]))),
+        (String::from("kernel"), Node::dir(Fixed(Vec::new()))),
+        (String::from("fs"), Node::dir(Fixed(Vec::new()))),
+    ]))
+}
+
+fn online() -> CpuMask {
+    let mut m = CpuMask(0);
+    for c in crate::percpu::online_cpus() {
+        m.0 |= 1 << c.cpu_id;
+    }
+    m
+}
+
+fn list(m: CpuMask) -> String {
+    format!("{}\n", m.to_list())
+}
+
+fn system() -> Node {
+    let on = online();
+    let cpus: Vec<_> = crate::percpu::online_cpus().collect();
+    let mut cpu_dir: Vec<(String, Node)> = alloc::vec![
+        (String::from("kernel_max"), Node::text(String::from("63\n"))),
+        (String::from("offline"), Node::text(String::from("\n"))),
+        (String::from("online"), Node::text(list(on))),
+        (String::from("possible"), Node::text(list(on))),
+        (String::from("present"), Node::text(list(on))),
+    ];
+    let smt = cpus.iter().any(|c| crate::smp::smt_siblings(c).len() > 1);
+    cpu_dir.push((
+        String::from("smt"),
+        Node::dir(Fixed(alloc::vec![
+            (String::from("active"), Node::text(format!("{}\n", u8::from(smt)))),
+            (String::from("control"), Node::text(String::from(if smt { "on\n" } else { "notsupported\n" }))),
+        ])),
+    ));
+    for c in &cpus {
+        let mask = |pred: &dyn Fn(&&&framework::percpu::PerCpu) -> bool| {
+            let mut m = CpuMask(0);
+            for o in cpus.iter().filter(pred) {
+                m.0 |= 1 << o.cpu_id;
+            }
+            m
+        };
+        let siblings = mask(&|o| o.topology.package == c.topology.package && o.topology.core == c.topology.core);
+        let package = mask(&|o| o.topology.package == c.topology.package);
+        let pair = |name: &str, m: CpuMask| {
+            [(String::from(name), Node::text(format!("{}\n", cpumask_hex(m.0)))), (format!("{name}_list"), Node::text(list(m)))]
+        };
+        let mut topo: Vec<(String, Node)> = alloc::vec![
+            (String::from("cluster_id"), Node::text(format!("{}\n", c.topology.core))),
+            (String::from("core_id"), Node::text(format!("{}\n", c.topology.core))),
+            (String::from("die_id"), Node::text(String::from("0\n"))),
+            (String::from("physical_package_id"), Node::text(format!("{}\n", c.topology.package))),
+        ];
+        for (name, m) in [("core_cpus", siblings), ("core_siblings", package), ("package_cpus", package), ("thread_siblings", siblings)] {
+            topo.extend(pair(name, m));
+        }
+        topo.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut entries = alloc::vec![(String::from("topology"), Node::dir(Fixed(topo)))];
+        if c.cpu_id != 0 {
+            // Linux's CPU 0 cannot go offline and has no `online` file.
+            entries.insert(0, (String::from("online"), Node::text(String::from("1\n"))));
+        }
+        cpu_dir.push((format!("cpu{}", c.cpu_id), Node::dir(Fixed(entries))));
+    }
+    let total_kb = crate::mm::frame::total_frames() * 4;
+    let node0 = Node::dir(Fixed(alloc::vec![
+        (String::from("cpulist"), Node::text(list(on))),
+        (String::from("cpumap"), Node::text(format!("{}\n", cpumask_hex(on.0)))),
+        (
+            String::from("meminfo"),
+            Node::ro(move || {
+                let free = crate::mm::frame::free_frames() * 4;
+                Ok(format!(
+                    "Node 0 MemTotal:       {:>8} kB\nNode 0 MemFree:        {:>8} kB\nNode 0 MemUsed:        {:>8} kB\n",
+                    total_kb,
+                    free,
+                    total_kb.saturating_sub(free)
+                ))
+            }),
+        ),
+    ]));
+    let node_dir = alloc::vec![
+        (String::from("has_cpu"), Node::text(String::from("0\n"))),
+        (String::from("has_memory"), Node::text(String::from("0\n"))),
+        (String::from("node0"), node0),
+        (String::from("online"), Node::text(String::from("0\n"))),
+        (String::from("possible"), Node::text(String::from("0\n"))),
+    ];
+    Node::dir(Fixed(alloc::vec![(String::from("cpu"), Node::dir(Fixed(cpu_dir))), (String::from("node"), Node::dir(Fixed(node_dir))),]))
+}

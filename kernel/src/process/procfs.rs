@@ -1,0 +1,695 @@
+//! procfs at `/proc`: every file generated from the kernel's own tables at read time (the task
+//! table, run queues, the sysctl table, the frame allocator), in Linux 6.1's formats, so that
+//! procps, libnuma, rt-tests and shell scripts read here what they read on Linux.
+//!
+//! * `/proc/PID` for each process, `/proc/PID/task/TID` for each of its threads, with `stat`,
+//!   `status`, `sched`, `schedstat`, `comm`, `cmdline`, `autogroup` (read and written),
+//!   `limits`, `cgroup`, `maps`, `oom_score_adj`, `exe`, `cwd`; `self` and `thread-self`.
+//!   Other tids are found too (`/proc/TID` of a thread, unlisted, as on Linux).
+//! * `/proc/{stat,uptime,loadavg,meminfo,cpuinfo,version,cmdline,mounts,filesystems}`.
+//! * `/proc/sys/<dir>/<name>` for each entry of [`crate::sysctl::SYSCTLS`]: a read is the
+//!   entry's `get`, a write its `set` (EINVAL for a bad value, as the `sysctl` command).
+//!
+//! What Cadence does not track reads as Linux's "nothing": `minflt`/`majflt` and `stime` are 0
+//! (all CPU time is `utime`), load averages come from `sched::loadavg`.
+
+use crate::fs::pseudo::{GenDir, Node, DIR, LNK, REG};
+use crate::process::{self, Thread};
+use crate::sched::task::{self, Task, TaskState, Tid};
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use cadence_abi::errno::Errno;
+use cadence_sched::Policy;
+use core::fmt::Write;
+use core::sync::atomic::Ordering;
+
+/// Linux's `USER_HZ`: the clock ticks of `stat`'s times.
+const USER_HZ: u64 = 100;
+
+/// The `/proc` directory.
+pub fn root() -> Node {
+    Node::dir(ProcRoot)
+}
+
+struct ProcRoot;
+
+/// The fixed entries of `/proc`, beside the pid directories.
+const ROOT_NAMES: &[(&str, u32)] = &[
+    ("cmdline", REG),
+    ("cpuinfo", REG),
+    ("filesystems", REG),
+    ("loadavg", REG),
+    ("meminfo", REG),
+    ("mounts", LNK),
+    ("self", LNK),
+    ("stat", REG),
+    ("sys", DIR),
+    ("thread-self", LNK),
+    ("uptime", REG),
+    ("version", REG),
+];
+
+impl GenDir for ProcRoot {
+    fn list(&self) -> Vec<(String, u32)> {
+        let mut out: Vec<(String, u32)> = ROOT_NAMES.iter().map(|&(n, k)| (String::from(n), k)).collect();
+        let mut pids: Vec<Tid> = task::all().iter().filter(|t| t.tid == t.process.tgid && visible(t)).map(|t| t.tid).collect();
+        pids.extend(process::zombies());
+        pids.sort_unstable();
+        pids.dedup();
+        out.extend(pids.into_iter().map(|p| (p.to_string(), DIR)));
+        out
+    }
+
+    fn lookup(&self, name: &str) -> Option<Node> {
+        if let Ok(tid) = name.parse::<Tid>() {
+            // Any live tid, as Linux's proc_pid_lookup (threads are found, not listed).
+            if let Some(t) = task::find(tid).filter(|t| visible(t) && !t.process.group.exited.load(Ordering::Acquire)) {
+                return Some(Node::dir(PidDir { tid: t.tid, thread: false }));
+            }
+            return process::zombie(tid).map(|_| Node::dir(ZombieDir { pid: tid }));
+        }
+        let me = crate::sched::current();
+        Some(match name {
+            "self" => Node::Link(me.process.tgid.to_string()),
+            "thread-self" => Node::Link(format!("{}/task/{}", me.process.tgid, me.tid)),
+            "mounts" => Node::Link(String::from("self/mounts")),
+            "cmdline" => Node::ro(|| Ok(format!("{}\n", crate::cmdline::boot_line()))),
+            "cpuinfo" => Node::ro(|| Ok(cpuinfo())),
+            "filesystems" => Node::ro(|| Ok(String::from("nodev\tsysfs\nnodev\ttmpfs\nnodev\tproc\nnodev\tramfs\nnodev\tdevtmpfs\n"))),
+            "loadavg" => Node::ro(|| Ok(loadavg())),
+            "meminfo" => Node::ro(|| Ok(meminfo())),
+            "stat" => Node::ro(|| Ok(stat())),
+            "sys" => Node::dir(SysDir { prefix: String::new() }),
+            "uptime" => Node::ro(|| Ok(uptime())),
+            "version" => Node::ro(|| Ok(String::from("Linux version 6.1.0-cadence (cadence) (rustc) #1 SMP PREEMPT_DYNAMIC Cadence\n"))),
+            _ => return None,
+        })
+    }
+}
+
+/// Is `t` a task `/proc` shows: alive, or a zombie its parent has not reaped?
+fn visible(t: &Task) -> bool {
+    if t.state() == TaskState::Dead && t.detached.load(Ordering::Relaxed) {
+        return false;
+    }
+    let reaped =
+        process::thread_of(t).and_then(|th| th.process.parent.as_ref().map(|p| p.record.reaped.load(Ordering::Acquire))).unwrap_or(false);
+    !reaped
+}
+
+/// The live task `tid` (ESRCH once it is gone, as Linux's files of a dead task).
+fn task_of(tid: Tid) -> Result<Arc<Task>, Errno> {
+    task::find(tid).filter(|t| visible(t)).ok_or(Errno::ESRCH)
+}
+
+/// `/proc/PID` (`thread: false`, with `task/`) or `/proc/PID/task/TID`.
+struct PidDir {
+    tid: Tid,
+    thread: bool,
+}
+
+const PID_NAMES: &[(&str, u32)] = &[
+    ("autogroup", REG),
+    ("cgroup", REG),
+    ("cmdline", REG),
+    ("comm", REG),
+    ("cwd", LNK),
+    ("exe", LNK),
+    ("limits", REG),
+    ("maps", REG),
+    ("mounts", REG),
+    ("oom_score_adj", REG),
+    ("sched", REG),
+    ("schedstat", REG),
+    ("stat", REG),
+    ("status", REG),
+    ("task", DIR),
+];
+
+impl GenDir for PidDir {
+    fn list(&self) -> Vec<(String, u32)> {
+        PID_NAMES.iter().filter(|&&(n, _)| !(self.thread && n == "task")).map(|&(n, k)| (String::from(n), k)).collect()
+    }
+
+    fn lookup(&self, name: &str) -> Option<Node> {
+        let tid = self.tid;
+        if self.thread && name == "task" {
+            return None;
+        }
+        let t = task_of(tid).ok()?;
+        Some(match name {
+            "autogroup" => Node::rw(
+                move || crate::sched::autogroup::proc_autogroup(tid).map(|s| s + "\n"),
+                move |v| crate::sched::autogroup::set_nice(tid, v.trim().parse::<i64>().map_err(|_| Errno::EINVAL)?),
+            ),
+            "cgroup" => Node::ro(move || Ok(format!("0::{}\n", crate::sched::group::task_group_path(&*task_of(tid)?)))),
+            "cmdline" => Node::ro(move || Ok(cmdline(&*task_of(tid)?))),
+            "comm" => Node::rw(
+                move || Ok(format!("{}\n", comm(&*task_of(tid)?))),
+                move |v| {
+                    let th = process::thread_of(&*task_of(tid)?).ok_or(Errno::EINVAL)?;
+                    let mut c = [0u8; 16];
+                    let v = v.strip_suffix('\n').unwrap_or(v).as_bytes();
+                    let n = v.len().min(15);
+                    c[..n].copy_from_slice(&v[..n]);
+                    *th.comm.lock() = c;
+                    Ok(())
+                },
+            ),
+            "cwd" => Node::Link(
+                process::thread_of(&t).map_or(String::from("/"), |th| crate::fs::vfs::path_of(&th.fs.cwd.lock_uninterruptible())),
+            ),
+            "exe" => Node::Link(user_mm(&t).map(|mm| mm.lock_uninterruptible().exe.clone()).unwrap_or_default()),
+            "limits" => Node::ro(move || limits(tid)),
+            "maps" => Node::ro(move || Ok(maps(&*task_of(tid)?))),
+            "mounts" => Node::ro(|| Ok(mounts())),
+            "oom_score_adj" => Node::rw(
+                || Ok(String::from("0\n")),
+                |v| match v.trim().parse::<i32>() {
+                    Ok(-1000..=1000) => Ok(()),
+                    _ => Err(Errno::EINVAL),
+                },
+            ),
+            "sched" => Node::ro(move || Ok(sched(&*task_of(tid)?))),
+            "schedstat" => Node::ro(move || {
+                let t = task_of(tid)?;
+                let s = &t.stats;
+                Ok(format!(
+                    "{} {} {}\n",
+                    s.sum_exec_runtime.load(Ordering::Relaxed),
+                    s.wait_sum.load(Ordering::Relaxed),
+                    s.wait_count.load(Ordering::Relaxed)
+                ))
+            }),
+            "stat" => Node::ro(move || Ok(stat_of(&*task_of(tid)?))),
+            "status" => Node::ro(move || Ok(status(&*task_of(tid)?))),
+            "task" => Node::dir(TaskDir { tgid: tid }),
+            _ => return None,
+        })
+    }
+}
+
+/// `/proc/PID` of a zombie: what is left of it (Linux shows the same files, mostly empty).
+struct ZombieDir {
+    pid: Tid,
+}
+
+const ZOMBIE_NAMES: &[(&str, u32)] = &[("cmdline", REG), ("comm", REG), ("stat", REG), ("status", REG)];
+
+impl GenDir for ZombieDir {
+    fn list(&self) -> Vec<(String, u32)> {
+        ZOMBIE_NAMES.iter().map(|&(n, k)| (String::from(n), k)).collect()
+    }
+
+    fn lookup(&self, name: &str) -> Option<Node> {
+        let pid = self.pid;
+        let z = move || process::zombie(pid).ok_or(Errno::ESRCH);
+        let name_of = |z: &process::Zombie| {
+            let n = z.comm.iter().position(|&b| b == 0).unwrap_or(z.comm.len());
+            String::from_utf8_lossy(&z.comm[..n]).into_owned()
+        };
+        Some(match name {
+            "cmdline" => Node::ro(move || z().map(|_| String::new())),
+            "comm" => Node::ro(move || z().map(|z| format!("{}\n", name_of(&z)))),
+            "stat" => Node::ro(move || {
+                let z = z()?;
+                let mut s =
+                    format!("{} ({}) Z {} {} {} 0 -1 4194308 0 0 0 0 0 0 0 0 20 0 1 0 0 0 0 0", pid, name_of(&z), z.ppid, z.pgid, z.sid);
+                s.push_str(" 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 ");
+                s.push_str(&format!("{}\n", z.status));
+                Ok(s)
+            }),
+            "status" => Node::ro(move || {
+                let z = z()?;
+                Ok(format!(
+                    "Name:\t{}\nState:\tZ (zombie)\nTgid:\t{pid}\nNgid:\t0\nPid:\t{pid}\nPPid:\t{}\nThreads:\t1\n",
+                    name_of(&z),
+                    z.ppid
+                ))
+            }),
+            _ => return None,
+        })
+    }
+}
+
+/// `/proc/PID/task`: the process's threads.
+struct TaskDir {
+    tgid: Tid,
+}
+
+impl GenDir for TaskDir {
+    fn list(&self) -> Vec<(String, u32)> {
+        task_of(self.tgid).map_or(Vec::new(), |t| t.process.group.members().into_iter().map(|m| (m.to_string(), DIR)).collect())
+    }
+
+    fn lookup(&self, name: &str) -> Option<Node> {
+        let tid = name.parse::<Tid>().ok()?;
+        let t = task_of(tid).ok()?;
+        (t.process.tgid == self.tgid).then(|| Node::dir(PidDir { tid, thread: true }))
+    }
+}
+
+/// The user-space address space of `t`'s process (none for kernel tasks).
+fn user_mm(t: &Task) -> Option<Arc<crate::sched::wait::Mutex<process::mm::Mm>>> {
+    process::thread_of(t).and_then(|th| th.mm_if_live())
+}
+
+/// The name `ps` shows: the thread's comm (set by exec and PR_SET_NAME), or a kernel task's name.
+fn comm(t: &Task) -> String {
+    match process::thread_of(t) {
+        Some(th) => {
+            let c = *th.comm.lock();
+            let n = c.iter().position(|&b| b == 0).unwrap_or(c.len());
+            String::from_utf8_lossy(&c[..n]).into_owned()
+        }
+        None => t.name.chars().take(15).collect(),
+    }
+}
+
+fn cmdline(t: &Task) -> String {
+    // Kernel tasks have none (an empty file, as Linux's kthreads).
+    user_mm(t).map_or(String::new(), |mm| String::from_utf8_lossy(&mm.lock_uninterruptible().cmdline).into_owned())
+}
+
+/// The state letter and word of `status` and `stat`.
+fn state(t: &Task) -> (char, &'static str) {
+    // Ended as far as the parent can tell (its status is recorded): a zombie, though its
+    // tasks may still be finishing their exit.
+    if t.process.group.exited.load(Ordering::Acquire) {
+        return ('Z', "zombie");
+    }
+    match t.state() {
+        TaskState::Running => ('R', "running"),
+        TaskState::Sleeping => ('S', "sleeping"),
+        TaskState::Stopped => ('T', "stopped"),
+        TaskState::Dead => ('Z', "zombie"),
+    }
+}
+
+/// Linux's `task_prio`: `prio - MAX_RT_PRIO` of the priority the task runs at (a PI boost
+/// included): -1 - rt_priority for RT, -101 for deadline, 20 + nice for fair.
+fn task_prio(t: &Task) -> i32 {
+    match t.class() {
+        task::ClassId::Dl => -101,
+        task::ClassId::Rt => -1 - i32::from(t.rt_priority()),
+        _ => 20 + t.nice(),
+    }
+}
+
+/// Linux's `new_encode_dev` of the process's controlling tty (0 = none).
+fn tty_nr(t: &Task) -> u32 {
+    let tty = t.process.group.tty.load(Ordering::Acquire);
+    if tty == 0 {
+        0
+    } else if tty == crate::tty::CONSOLE {
+        (5 << 8) | 1
+    } else {
+        (4 << 8) | tty
+    }
+}
+
+fn vm_size(t: &Task) -> (u64, u64, u64) {
+    // (bytes mapped, bytes locked, pages resident — counted as mapped: no per-page tally yet)
+    let Some(mm) = user_mm(t) else { return (0, 0, 0) };
+    let mm = mm.lock_uninterruptible();
+    let size: u64 = mm.vmas().map(|v| v.end - v.start).sum();
+    let locked = if mm.lock_future { size } else { 0 };
+    (size, locked, mm.resident_pages())
+}
+
+fn stat_of(t: &Task) -> String {
+    let g = &t.process.group;
+    let th = process::thread_of(t);
+    let ppid = th.as_ref().and_then(|th| th.process.parent.as_ref().map(|p| p.pid)).unwrap_or(t.parent);
+    let tpgid = match crate::tty::get(g.tty.load(Ordering::Acquire)) {
+        Some(tty) => tty.fg_pgrp.load(Ordering::Acquire) as i64,
+        None => -1,
+    };
+    let flags: u32 = if t.kthread { 0x0020_0000 } else { 0x0040_0000 };
+    let ticks = |ns: u64| ns / (1_000_000_000 / USER_HZ);
+    let threads = g.len();
+    let (vsize, _, rss) = vm_size(t);
+    let (blocked, pending) = (t.process.signals.blocked.load(Ordering::Relaxed), t.process.signals.pending.load(Ordering::Relaxed));
+    let (ignored, caught) = th.as_ref().map_or((u64::MAX, 0), |th| sig_dispositions(th));
+    let attr = t.attr();
+    let rt_priority = if attr.policy.is_rt() { attr.rt_priority } else { 0 };
+    let nice = if attr.policy.is_rt() || attr.policy == Policy::Deadline { 0 } else { attr.nice };
+    let mut s = format!(
+        "{} ({}) {} {} {} {} {} {} {} 0 0 0 0 {} 0 0 0 {} {} {} 0 {} {} {} {} ",
+        t.tid,
+        comm(t),
+        state(t).0,
+        ppid,
+        g.pgid.load(Ordering::Relaxed),
+        g.sid.load(Ordering::Relaxed),
+        tty_nr(t),
+        tpgid,
+        flags,
+        ticks(t.stats.sum_exec_runtime.load(Ordering::Relaxed)),
+        task_prio(t),
+        nice,
+        threads,
+        ticks(t.created_ns),
+        vsize,
+        rss,
+        u64::MAX,
+    );
+    // startcode endcode startstack kstkesp kstkeip: 0 as Linux shows them to other users.
+    let _ = writeln!(
+        s,
+        "0 0 0 0 0 {} {} {} {} 0 0 0 17 {} {} {} 0 0 0 0 0 0 0 0 0 0 {}",
+        pending & 0xffff_ffff,
+        blocked & 0xffff_ffff,
+        ignored & 0xffff_ffff,
+        caught & 0xffff_ffff,
+        t.cpu(),
+        rt_priority,
+        attr.policy.raw(),
+        if t.state() == TaskState::Dead { t.exit_code() } else { 0 },
+    );
+    s
+}
+
+/// (ignored, caught) signal masks of the process (bit n-1 for signal n).
+fn sig_dispositions(th: &Thread) -> (u64, u64) {
+    let actions = th.sighand.lock_uninterruptible();
+    let (mut ign, mut cgt) = (0u64, 0u64);
+    for (i, a) in actions.iter().enumerate().skip(1) {
+        match a.handler {
+            0 => {}
+            1 => ign |= 1 << (i - 1),
+            _ => cgt |= 1 << (i - 1),
+        }
+    }
+    (ign, cgt)
+}
+
+fn status(t: &Task) -> String {
+    let g = &t.process.group;
+    let th = process::thread_of(t);
+    let (st, word) = state(t);
+    let ppid = th.as_ref().and_then(|th| th.process.parent.as_ref().map(|p| p.pid)).unwrap_or(t.parent);
+    let (uid, gid, groups) = th.as_ref().map_or(([0; 4], [0; 4], Vec::new()), |th| {
+        let c = th.process.creds.lock_uninterruptible();
+        (c.uid, c.gid, c.groups.clone())
+    });
+    let umask = th.as_ref().map_or(0o022, |th| th.fs.umask.load(Ordering::Relaxed));
+    let (ignored, caught) = th.as_ref().map_or((u64::MAX, 0), |th| sig_dispositions(th));
+    let fdsize = th.as_ref().map_or(0, |th| th.files().lock_uninterruptible().capacity());
+    let mut s = String::new();
+    let _ = write!(s, "Name:\t{}\nUmask:\t{:04o}\nState:\t{} ({})\n", comm(t), umask, st, word);
+    let _ = write!(s, "Tgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0\n", t.process.tgid, t.tid, ppid);
+    let _ = write!(s, "Uid:\t{}\t{}\t{}\t{}\nGid:\t{}\t{}\t{}\t{}\n", uid[0], uid[1], uid[2], uid[3], gid[0], gid[1], gid[2], gid[3]);
+    let _ = write!(s, "FDSize:\t{}\nGroups:\t", fdsize);
+    // Space-separated, and a space after the last (Linux's `task_state`).
+    for (i, gr) in groups.iter().enumerate() {
+        let _ = write!(s, "{}{}", if i > 0 { " " } else { "" }, gr);
+    }
+    s.push(' ');
+    let _ = write!(
+        s,
+        "\nNStgid:\t{}\nNSpid:\t{}\nNSpgid:\t{}\nNSsid:\t{}\n",
+        t.process.tgid,
+        t.tid,
+        g.pgid.load(Ordering::Relaxed),
+        g.sid.load(Ordering::Relaxed)
+    );
+    if user_mm(t).is_some() {
+        let (size, locked, rss) = vm_size(t);
+        let kb = |b: u64| b / 1024;
+        for (name, v) in [
+            ("VmPeak", kb(size)),
+            ("VmSize", kb(size)),
+            ("VmLck", kb(locked)),
+            ("VmPin", 0),
+            ("VmHWM", rss * 4),
+            ("VmRSS", rss * 4),
+            ("RssAnon", rss * 4),
+            ("RssFile", 0),
+            ("RssShmem", 0),
+        ] {
+            let _ = writeln!(s, "{}:\t{:>8} kB", name, v);
+        }
+        for name in ["VmData", "VmStk", "VmExe", "VmLib", "VmPTE", "VmSwap", "HugetlbPages"] {
+            let _ = writeln!(s, "{}:\t{:>8} kB", name, 0);
+        }
+    }
+    let _ = write!(s, "CoreDumping:\t0\nTHP_enabled:\t0\nThreads:\t{}\nSigQ:\t0/{}\n", g.len(), 4096);
+    let pending = t.process.signals.pending.load(Ordering::Relaxed);
+    let shared = g.pending.load(Ordering::Relaxed);
+    let blocked = t.process.signals.blocked.load(Ordering::Relaxed);
+    let _ = write!(
+        s,
+        "SigPnd:\t{:016x}\nShdPnd:\t{:016x}\nSigBlk:\t{:016x}\nSigIgn:\t{:016x}\nSigCgt:\t{:016x}\n",
+        pending, shared, blocked, ignored, caught
+    );
+    let _ = write!(
+        s,
+        "CapInh:\t0000000000000000\nCapPrm:\t000001ffffffffff\nCapEff:\t000001ffffffffff\nCapBnd:\t000001ffffffffff\nCapAmb:\t0000000000000000\n"
+    );
+    let _ = write!(s, "NoNewPrivs:\t0\nSeccomp:\t0\nSeccomp_filters:\t0\n");
+    let _ = write!(s, "Speculation_Store_Bypass:\tvulnerable\nSpeculationIndirectBranch:\talways enabled\n");
+    let mask = t.affinity();
+    let _ = write!(s, "Cpus_allowed:\t{}\nCpus_allowed_list:\t{}\n", crate::fs::pseudo::cpumask_hex(mask.0), mask.to_list());
+    // Linux prints the node mask at MAX_NUMNODES (1024 with Debian's NODES_SHIFT 10) bits:
+    // libnuma sizes its node masks from this line's width.
+    let _ = write!(s, "Mems_allowed:\t");
+    for _ in 0..31 {
+        s.push_str("00000000,");
+    }
+    s.push_str("00000001\nMems_allowed_list:\t0\n");
+    let _ = write!(
+        s,
+        "voluntary_ctxt_switches:\t{}\nnonvoluntary_ctxt_switches:\t{}\n",
+        t.stats.nr_voluntary_switches.load(Ordering::Relaxed),
+        t.stats.nr_involuntary_switches.load(Ordering::Relaxed)
+    );
+    s
+}
+
+/// `/proc/PID/sched`: Linux's `proc_sched_show_task` layout (`%-45s:%21Ld`, and
+/// `%-45s:%14Ld.%06ld` for times in ms), the fields Cadence keeps.
+fn sched(t: &Task) -> String {
+    let mut s = format!("{} ({}, #threads: {})\n", comm(t), t.tid, t.process.group.len());
+    s.push_str("-------------------------------------------------------------------\n");
+    let ms = |s: &mut String, name: &str, ns: u64| {
+        let _ = writeln!(s, "{:<45}:{:>14}.{:06}", name, ns / 1_000_000, ns % 1_000_000);
+    };
+    let int = |s: &mut String, name: &str, v: i64| {
+        let _ = writeln!(s, "{:<45}:{:>21}", name, v);
+    };
+    let fair = crate::sched::fair_snapshot(t);
+    let st = &t.stats;
+    ms(&mut s, "se.vruntime", fair.map_or(0, |f| f.0));
+    ms(&mut s, "se.sum_exec_runtime", st.sum_exec_runtime.load(Ordering::Relaxed));
+    int(&mut s, "se.nr_migrations", st.nr_migrations.load(Ordering::Relaxed) as i64);
+    let (vol, invol) = (st.nr_voluntary_switches.load(Ordering::Relaxed), st.nr_involuntary_switches.load(Ordering::Relaxed));
+    int(&mut s, "nr_switches", (vol + invol) as i64);
+    int(&mut s, "nr_voluntary_switches", vol as i64);
+    int(&mut s, "nr_involuntary_switches", invol as i64);
+    int(&mut s, "se.load.weight", fair.map_or(0, |f| f.1 as i64) << 10);
+    let attr = t.attr();
+    int(&mut s, "policy", i64::from(attr.policy.raw()));
+    int(&mut s, "prio", i64::from(task_prio(t) + 100));
+    if let Some(dl) = attr.dl {
+        int(&mut s, "dl.runtime", dl.runtime as i64);
+        int(&mut s, "dl.deadline", dl.deadline as i64);
+    }
+    s
+}
+
+fn limits(tid: Tid) -> Result<String, Errno> {
+    // Linux's `proc_pid_limits` rows, in RLIMIT order.
+    const ROWS: [(&str, &str); 16] = [
+        ("Max cpu time", "seconds"),
+        ("Max file size", "bytes"),
+        ("Max data size", "bytes"),
+        ("Max stack size", "bytes"),
+        ("Max core file size", "bytes"),
+        ("Max resident set", "bytes"),
+        ("Max processes", "processes"),
+        ("Max open files", "files"),
+        ("Max locked memory", "bytes"),
+        ("Max address space", "bytes"),
+        ("Max file locks", "locks"),
+        ("Max pending signals", "signals"),
+        ("Max msgqueue size", "bytes"),
+        ("Max nice priority", ""),
+        ("Max realtime priority", ""),
+        ("Max realtime timeout", "us"),
+    ];
+    let t = task_of(tid)?;
+    let lims = process::limits_of(t.process.tgid).ok_or(Errno::ESRCH)?;
+    let lims = *lims.lock_uninterruptible();
+    let mut s = format!("{:<25} {:<20} {:<20} {:<10}\n", "Limit", "Soft Limit", "Hard Limit", "Units");
+    for (i, (name, unit)) in ROWS.iter().enumerate() {
+        let v = |x: u64| if x == u64::MAX { String::from("unlimited") } else { x.to_string() };
+        let (soft, hard) = lims[i];
+        let _ = writeln!(s, "{:<25} {:<20} {:<20} {:<10}", name, v(soft), v(hard), unit);
+    }
+    Ok(s)
+}
+
+fn maps(t: &Task) -> String {
+    let Some(mm) = user_mm(t) else { return String::new() };
+    let mm = mm.lock_uninterruptible();
+    let mut s = String::new();
+    for v in mm.vmas() {
+        let (offset, ino, path) = match &v.backing {
+            process::mm::Backing::File { inode, offset, .. } => (*offset, inode.ino, crate::fs::vfs::path_of(inode)),
+            process::mm::Backing::Anonymous => (0, 0, String::new()),
+        };
+        let path = if path.is_empty() && v.start == mm.brk_start && v.end <= mm.brk.max(v.end) && mm.brk > mm.brk_start {
+            String::from("[heap]")
+        } else if path.is_empty() && v.end == process::mm::STACK_TOP {
+            String::from("[stack]")
+        } else {
+            path
+        };
+        let line = format!(
+            "{:08x}-{:08x} {}{}{}{} {:08x} {} {}",
+            v.start,
+            v.end,
+            if v.prot.read { 'r' } else { '-' },
+            if v.prot.write { 'w' } else { '-' },
+            if v.prot.exec { 'x' } else { '-' },
+            if v.shared { 's' } else { 'p' },
+            offset,
+            if ino == 0 { "00:00" } else { "00:02" },
+            ino
+        );
+        if path.is_empty() {
+            let _ = writeln!(s, "{} ", line);
+        } else {
+            let _ = writeln!(s, "{:<72} {}", line, path);
+        }
+    }
+    s
+}
+
+/// `/proc/mounts`: the file systems Cadence has, at their places.
+fn mounts() -> String {
+    String::from(
+        "rootfs / rootfs rw 0 0\nproc /proc proc rw,relatime 0 0\nsysfs /sys sysfs rw,relatime 0 0\n\
+         devtmpfs /dev devtmpfs rw,relatime 0 0\ntmpfs /dev/shm tmpfs rw,relatime 0 0\ntmpfs /tmp tmpfs rw,relatime 0 0\n",
+    )
+}
+
+fn uptime() -> String {
+    let up = crate::time::uptime_ns();
+    let idle = crate::sched::idle_ns_total();
+    format!("{}.{:02} {}.{:02}\n", up / 1_000_000_000, (up / 10_000_000) % 100, idle / 1_000_000_000, (idle / 10_000_000) % 100)
+}
+
+fn loadavg() -> String {
+    let all = task::all();
+    let running = all.iter().filter(|t| t.state() == TaskState::Running).count();
+    let [a, b, c] = crate::sched::loadavg();
+    let f = |v: u64| format!("{}.{:02}", v >> 11, ((v & 0x7ff) * 100) >> 11);
+    format!("{} {} {} {}/{} {}\n", f(a), f(b), f(c), running, all.len(), task::last_tid())
+}
+
+fn stat() -> String {
+    let ticks = |ns: u64| ns / (1_000_000_000 / USER_HZ);
+    let up = crate::time::uptime_ns();
+    let mut lines = Vec::new();
+    let (mut busy_all, mut idle_all) = (0, 0);
+    for c in crate::percpu::online_cpus() {
+        let idle = crate::sched::idle_ns(c.cpu_id).min(up);
+        let busy = up - idle;
+        busy_all += ticks(busy);
+        idle_all += ticks(idle);
+        lines.push(format!("cpu{} {} 0 0 {} 0 0 0 0 0 0\n", c.cpu_id, ticks(busy), ticks(idle)));
+    }
+    let switches: u64 = crate::percpu::online_cpus().map(|c| crate::sched::rq_of(c.cpu_id).nr_switches.load(Ordering::Relaxed)).sum();
+    let all = task::all();
+    let running = all.iter().filter(|t| t.state() == TaskState::Running).count();
+    let boot = crate::time::realtime_ns().saturating_sub(up) / 1_000_000_000;
+    let mut s = format!("cpu  {} 0 0 {} 0 0 0 0 0 0\n", busy_all, idle_all);
+    for l in lines {
+        s.push_str(&l);
+    }
+    let _ = write!(
+        s,
+        "intr 0\nctxt {}\nbtime {}\nprocesses {}\nprocs_running {}\nprocs_blocked 0\nsoftirq 0 0 0 0 0 0 0 0 0 0 0\n",
+        switches,
+        boot,
+        task::last_tid(),
+        running
+    );
+    s
+}
+
+fn meminfo() -> String {
+    let total = crate::mm::frame::total_frames() * 4;
+    let free = crate::mm::frame::free_frames() * 4;
+    let mut s = String::new();
+    for (name, v) in [
+        ("MemTotal", total),
+        ("MemFree", free),
+        ("MemAvailable", free),
+        ("Buffers", 0),
+        ("Cached", crate::block::pagecache::counts().pages * 4),
+        ("SwapCached", 0),
+    ] {
+        let _ = writeln!(s, "{:<16}{:>8} kB", format!("{}:", name), v);
+    }
+    let cache = crate::block::pagecache::counts();
+    for (name, v) in [("SwapTotal", 0), ("SwapFree", 0), ("Dirty", cache.dirty * 4), ("Writeback", cache.writeback * 4)] {
+        let _ = writeln!(s, "{:<16}{:>8} kB", format!("{}:", name), v);
+    }
+    s
+}
+
+fn cpuinfo() -> String {
+    let cpus: Vec<_> = crate::percpu::online_cpus().collect();
+    let (_, _, cores, _) = crate::smp::topology_summary();
+    let mut s = String::new();
+    for c in &cpus {
+        let siblings = cpus.iter().filter(|o| o.topology.package == c.topology.package).count();
+        let _ = write!(
+            s,
+            "processor\t: {}\nvendor_id\t: GenuineIntel\nmodel name\t: QEMU TCG CPU\nphysical id\t: {}\nsiblings\t: {}\n\
+             core id\t\t: {}\ncpu cores\t: {}\napicid\t\t: {}\ninitial apicid\t: {}\nfpu\t\t: yes\n\
+             flags\t\t: fpu tsc msr pae apic sep pge cmov fxsr sse sse2 ht syscall nx lm constant_tsc\n\n",
+            c.cpu_id, c.topology.package, siblings, c.topology.core, cores, c.apic_id, c.apic_id
+        );
+    }
+    s
+}
+
+/// `/proc/sys` and its subdirectories, made from the sysctl table's dotted names.
+struct SysDir {
+    /// The directory's dotted prefix (`""`, `"kernel."`, `"debug.fail_alloc."`).
+    prefix: String,
+}
+
+impl GenDir for SysDir {
+    fn list(&self) -> Vec<(String, u32)> {
+        let mut out: Vec<(String, u32)> = Vec::new();
+        for e in crate::sysctl::list() {
+            let Some(rest) = e.name.strip_prefix(self.prefix.as_str()) else { continue };
+            let entry = match rest.split_once('.') {
+                Some((dir, _)) => (String::from(dir), DIR),
+                None => (String::from(rest), REG),
+            };
+            if !out.contains(&entry) {
+                out.push(entry);
+            }
+        }
+        out.sort();
+        out
+    }
+
+    fn lookup(&self, name: &str) -> Option<Node> {
+        let full = format!("{}{}", self.prefix, name);
+        if let Some(e) = crate::sysctl::find(&full).filter(|e| e.name == full) {
+            let (get, set) = (e.get, e.set);
+            return Some(Node::rw(move || Ok(format!("{}\n", get())), move |v| set(v.trim_end_matches('\n'))));
+        }
+        let sub = format!("{}.", full);
+        crate::sysctl::list().any(|e| e.name.starts_with(sub.as_str())).then(|| Node::dir(SysDir { prefix: sub }))
+    }
+}
