@@ -12,7 +12,8 @@
 //! (ttys 40..=45); `PR_SCHED_CORE` CREATE/SHARE_TO/SHARE_FROM with every scope and invalid
 //! commands; `prlimit RLIMIT_RTTIME` (soft > hard included); chains of kernel PI mutexes
 //! (`sched::pi::RtMutex`) taken in random order at random RT priorities (EDEADLK where the order
-//! closes a cycle); sleeps and yields.
+//! closes a cycle); futex waits (timed), wakes and word changes on four words of a user address
+//! space (`process::futex`, as user threads make them); sleeps and yields.
 //!
 //! **Errors**: every operation has the errno set Linux could return for it (e.g. `ESRCH` for a
 //! child that just exited, `EINVAL` exactly for an invalid attribute, mask or weight); any other
@@ -54,7 +55,9 @@
 //! `chaos: seed=<n> ops=<n> smp=<n> violations=<n> leaks=<n> lost_wakeups=<n> errors_unexpected=<n>`.
 
 use crate::percpu;
+use crate::process::mm::{Backing, Mm, Vma};
 use crate::sched::task::{self, SpawnOptions, Task, TaskState, Tid};
+use crate::sched::wait::Mutex;
 use crate::sched::{self, api, autogroup, coresched, group, rt_limits, signal};
 use crate::sync::IrqLock;
 use crate::tty;
@@ -140,6 +143,10 @@ struct Shared {
     /// pinned ~44,000 allocations, and the heap's first-fit search through the holes between
     /// them slowed the run past 30 minutes. A `SpinLock`: it grows and frees with interrupts on.
     created: crate::sync::SpinLock<(Vec<Weak<Task>>, usize)>,
+    /// The address space holding the futex words of [`futex_op`] (a user address space no
+    /// task runs in: the futex code keys and reads words through it as through a process's).
+    /// Made after the baseline and dropped before the final count.
+    futex_mm: IrqLock<Option<Arc<Mutex<Mm>>>>,
 }
 
 impl Shared {
@@ -350,7 +357,7 @@ fn random_mask(rng: &mut Rng) -> CpuMask {
 /// One random operation.
 fn one_op(shared: &Arc<Shared>, rng: &mut Rng) {
     let online = sched::online_mask();
-    match rng.below(17) {
+    match rng.below(18) {
         0 | 1 => spawn_child(shared, rng),
         2 => {
             let sig = [signal::SIGTERM, signal::SIGKILL, 19 /* SIGSTOP */, signal::SIGCONT, 0, 200][rng.below(6) as usize];
@@ -475,6 +482,7 @@ fn one_op(shared: &Arc<Shared>, rng: &mut Rng) {
         }
         14 => sched::sleep_ns(rng.below(1_000_000)),
         15 => pi_chain(shared, rng),
+        16 => futex_op(shared, rng),
         _ => sched::yield_now(),
     }
 }
@@ -518,6 +526,55 @@ fn pi_chain(shared: &Arc<Shared>, rng: &mut Rng) {
     }
     let back = SchedAttr { policy: own.policy.raw(), nice: own.nice, rt_priority: u32::from(own.rt_priority), ..Default::default() };
     shared.expect("sched_setattr (pi worker back)", api::sched_setattr(0, &back), &[]);
+}
+
+/// Where [`Shared::futex_mm`] maps its futex words (one page).
+const FUTEX_PAGE: u64 = 0x10_0000;
+
+/// The address space of the futex words: one anonymous page, faulted in.
+fn futex_space() -> Option<Arc<Mutex<Mm>>> {
+    let mut mm = Mm::new().ok()?;
+    let prot = crate::mm::vm::Prot { read: true, write: true, exec: false };
+    mm.insert(Vma { start: FUTEX_PAGE, end: FUTEX_PAGE + 4096, prot, backing: Backing::Anonymous, shared: false });
+    mm.fault(FUTEX_PAGE, true).ok()?;
+    Some(Arc::new(Mutex::new(mm)))
+}
+
+/// Futex waits and wakes on four words, as user threads make them (the futex table, its
+/// buckets' value check and enqueue under one lock, timed sleeps): a wait for the word's
+/// current value, up to 2 ms (EAGAIN if it changed meanwhile, ETIMEDOUT; a wait that returns
+/// more than [`LOST_NS`] past its deadline is judged as a late sleep), a wake of 1-3 waiters,
+/// or a change of the word that wakes all.
+fn futex_op(shared: &Arc<Shared>, rng: &mut Rng) {
+    use crate::process::futex;
+    let Some(mm) = shared.futex_mm.lock().clone() else { return };
+    let addr = FUTEX_PAGE + 4 * rng.below(4);
+    match rng.below(3) {
+        0 => {
+            let val = futex::atomic_word(&mm, addr, |w| w.load(Ordering::Acquire));
+            let Ok(val) = val else {
+                shared.expect("futex word", val, &[]);
+                return;
+            };
+            let deadline = now() + rng.below(2_000_000);
+            let r = futex::wait(&mm, addr, true, val, futex::BITSET_ANY, Some(deadline));
+            let ran = now();
+            if r == Err(Errno::ETIMEDOUT) && ran > deadline + LOST_NS {
+                shared.judge_late_sleep(sched::current_tid(), deadline, ran);
+            }
+            shared.expect("futex wait", r, &[Errno::EAGAIN, Errno::ETIMEDOUT, Errno::ERESTARTNOHAND]);
+        }
+        1 => {
+            let r = futex::wake(&mm, addr, true, 1 + rng.below(3) as i32, futex::BITSET_ANY);
+            shared.expect("futex wake", r, &[]);
+        }
+        _ => {
+            let r = futex::atomic_word(&mm, addr, |w| w.fetch_add(1, Ordering::AcqRel));
+            shared.expect("futex word", r, &[]);
+            let r = futex::wake(&mm, addr, true, i32::MAX, futex::BITSET_ANY);
+            shared.expect("futex wake all", r, &[]);
+        }
+    }
 }
 
 /// The numbers the stress ends with.
@@ -589,6 +646,7 @@ pub fn run(seed: u64, ops: u64, trace_entries: usize, fail_pct: u32) -> Outcome 
         ending: AtomicBool::new(false),
         injecting: AtomicBool::new(false),
         created: crate::sync::SpinLock::new((Vec::new(), 256)),
+        futex_mm: IrqLock::new(futex_space()),
     });
     *STRESS.lock() = Some(shared.clone());
     // Injection starts before the workers (they are spawned while it is off) and ends when
@@ -768,6 +826,9 @@ pub fn run(seed: u64, ops: u64, trace_entries: usize, fail_pct: u32) -> Outcome 
     let still_referenced: Vec<Arc<Task>> = core::mem::take(&mut shared.created.lock().0).into_iter().filter_map(|w| w.upgrade()).collect();
     // Every child has been reaped: nothing reaches the state through `STRESS` any more.
     *STRESS.lock() = None;
+    // Freed with interrupts on (not under the `IrqLock`'s guard).
+    let futex_mm = shared.futex_mm.lock().take();
+    drop(futex_mm);
     let after = baseline();
     let mut leak = |what: &str, ok: bool, detail: String| {
         if !ok {

@@ -9,7 +9,12 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdint.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -201,6 +206,69 @@ int main(void) {
     CALL("timer_delete it", timer_delete(t4));
     CALL("raw timer_delete -1", syscall(SYS_timer_delete, -1));
     CALL("raw timer_getoverrun 12345", syscall(SYS_timer_getoverrun, 12345));
+
+    /* timerfd */
+    int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    CALL("timerfd_create monotonic", tfd);
+    VALUE("timerfd cloexec", (fcntl(tfd, F_GETFD) & FD_CLOEXEC) != 0);
+    VALUE("timerfd nonblock", (fcntl(tfd, F_GETFL) & O_NONBLOCK) != 0);
+    struct stat tst;
+    CALL("fstat timerfd", fstat(tfd, &tst));
+    VALUE("timerfd st_mode", tst.st_mode);
+    uint64_t ticks = 0;
+    CALL("read unarmed (nonblock)", read(tfd, &ticks, sizeof ticks));
+    CALL("read short buffer", read(tfd, &ticks, 4));
+    CALL("write timerfd", write(tfd, &ticks, sizeof ticks));
+    CALL("lseek timerfd", lseek(tfd, 0, SEEK_SET));
+    struct itimerspec its = {0}, told;
+    its.it_value.tv_nsec = 20000000;
+    its.it_interval.tv_nsec = 10000000;
+    CALL("timerfd_settime 20 ms every 10 ms", timerfd_settime(tfd, 0, &its, NULL));
+    CALL("timerfd_gettime", timerfd_gettime(tfd, &told));
+    VALUE("gettime value in (0, 20 ms]", told.it_value.tv_sec == 0 && told.it_value.tv_nsec > 0 && told.it_value.tv_nsec <= 20000000);
+    VALUE("gettime interval 10 ms", told.it_interval.tv_nsec == 10000000);
+    struct pollfd pfd = {.fd = tfd, .events = POLLIN};
+    VALUE("poll before expiry", poll(&pfd, 1, 0));
+    VALUE("poll until expiry", poll(&pfd, 1, 1000));
+    VALUE("revents POLLIN", pfd.revents == POLLIN);
+    msleep(35);
+    CALL("read after expiries", read(tfd, &ticks, sizeof ticks));
+    VALUE("expirations >= 2", ticks >= 2);
+    CALL("read again (nonblock)", read(tfd, &ticks, sizeof ticks));
+    int tfl = fcntl(tfd, F_GETFL);
+    fcntl(tfd, F_SETFL, tfl & ~O_NONBLOCK);
+    CALL("blocking read", read(tfd, &ticks, sizeof ticks));
+    VALUE("one expiration", ticks);
+    its.it_value.tv_nsec = 0;
+    CALL("timerfd_settime disarm (old)", timerfd_settime(tfd, 0, &its, &told));
+    VALUE("old interval 10 ms", told.it_interval.tv_nsec == 10000000);
+    CALL("timerfd_gettime disarmed", timerfd_gettime(tfd, &told));
+    VALUE("disarmed value 0", told.it_value.tv_sec == 0 && told.it_value.tv_nsec == 0);
+    struct timespec nowts;
+    clock_gettime(CLOCK_REALTIME, &nowts);
+    int rfd = timerfd_create(CLOCK_REALTIME, 0);
+    CALL("timerfd_create realtime", rfd);
+    its.it_interval.tv_nsec = 0;
+    its.it_value = nowts;
+    its.it_value.tv_nsec += 10000000;
+    if (its.it_value.tv_nsec >= 1000000000) { its.it_value.tv_sec++; its.it_value.tv_nsec -= 1000000000; }
+    CALL("timerfd_settime realtime absolute", timerfd_settime(rfd, TFD_TIMER_ABSTIME, &its, NULL));
+    CALL("blocking read realtime", read(rfd, &ticks, sizeof ticks));
+    VALUE("realtime expirations", ticks);
+    its.it_value.tv_sec = 1;
+    its.it_value.tv_nsec = 1000000000;
+    CALL("timerfd_settime bad nsec", timerfd_settime(rfd, 0, &its, NULL));
+    its.it_value.tv_nsec = 0;
+    CALL("timerfd_settime bad flags", timerfd_settime(rfd, 8, &its, NULL));
+    CALL("timerfd_settime bad pointer", timerfd_settime(rfd, 0, (void *)8, NULL));
+    CALL("timerfd_settime on a pipe", ({ int pp[2]; pipe(pp); timerfd_settime(pp[0], 0, &its, NULL); }));
+    CALL("timerfd_settime bad fd", timerfd_settime(999, 0, &its, NULL));
+    CALL("timerfd_gettime on stdin", timerfd_gettime(0, &told));
+    CALL("timerfd_create bad clock", timerfd_create(99, 0));
+    CALL("timerfd_create cputime clock", timerfd_create(CLOCK_PROCESS_CPUTIME_ID, 0));
+    CALL("timerfd_create bad flags", timerfd_create(CLOCK_MONOTONIC, 1));
+    CALL("close timerfd", close(tfd));
+    CALL("close realtime timerfd", close(rfd));
     printf("done\n");
     return 0;
 }

@@ -50,6 +50,8 @@ pub enum Kind {
     Socket(super::socket::UnixStream),
     /// A character device.
     Device(Device, Arc<Inode>),
+    /// A timerfd.
+    TimerFd(Arc<super::timerfd::TimerFd>),
     /// A generated file (procfs, sysfs) and the text its last read from offset 0 made
     /// (`seq_file`'s buffer: later reads continue in that snapshot).
     Gen(Arc<Inode>, Arc<GenFile>, Mutex<Vec<u8>>),
@@ -93,7 +95,7 @@ impl OpenFile {
     pub fn inode(&self) -> Option<&Arc<Inode>> {
         match &self.kind {
             Kind::Inode(i) | Kind::Device(_, i) | Kind::Gen(i, _, _) => Some(i),
-            Kind::Pipe(_) | Kind::Socket(_) => None,
+            Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) => None,
         }
     }
 
@@ -102,15 +104,17 @@ impl OpenFile {
         match &self.kind {
             Kind::Inode(_) | Kind::Gen(..) => true,
             Kind::Device(d, _) => *d != Device::Console,
-            Kind::Pipe(_) | Kind::Socket(_) => false,
+            Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) => false,
         }
     }
 }
 
 impl Drop for OpenFile {
     fn drop(&mut self) {
-        if matches!(self.kind, Kind::Device(Device::Console, _)) {
-            super::console::closed();
+        match &self.kind {
+            Kind::Device(Device::Console, _) => super::console::closed(),
+            Kind::TimerFd(t) => t.close(),
+            _ => {}
         }
     }
 }
@@ -212,6 +216,7 @@ pub fn read(file: &OpenFile, buf: &mut [u8]) -> Result<usize, Errno> {
     match &file.kind {
         Kind::Pipe(p) => p.read(buf, file.nonblock()),
         Kind::Socket(s) => s.read(buf, file.nonblock()),
+        Kind::TimerFd(t) => t.read(buf, file.nonblock()),
         Kind::Device(Device::Console, i) => super::console::read(buf, file.nonblock(), via_tty(i)),
         Kind::Device(d, _) => read_device(*d, buf),
         Kind::Inode(i) => {
@@ -244,7 +249,7 @@ pub fn pread(file: &OpenFile, buf: &mut [u8], offset: u64) -> Result<usize, Errn
         return Err(Errno::EBADF);
     }
     match &file.kind {
-        Kind::Pipe(_) | Kind::Socket(_) => Err(Errno::ESPIPE),
+        Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) => Err(Errno::ESPIPE),
         Kind::Device(Device::Console, _) => Err(Errno::ESPIPE),
         Kind::Device(d, _) => read_device(*d, buf),
         Kind::Inode(i) | Kind::Gen(i, _, _) => i.read_at(offset, buf),
@@ -320,6 +325,7 @@ pub fn write(file: &OpenFile, data: &[u8]) -> Result<Written, Errno> {
             Err(Ok(_)) => Ok(Written::BrokenPipe),
             Err(Err(e)) => Err(e),
         },
+        Kind::TimerFd(_) => Err(Errno::EINVAL),
         Kind::Device(Device::Console, i) => Ok(Written::Bytes(super::console::write(data, via_tty(i))?)),
         Kind::Device(Device::CpuDmaLatency, _) => Ok(Written::Bytes(write_cpu_dma_latency(data)?)),
         Kind::Device(_, _) => Ok(Written::Bytes(data.len())),
@@ -342,7 +348,7 @@ pub fn pwrite(file: &OpenFile, data: &[u8], offset: u64) -> Result<usize, Errno>
         return Err(Errno::EBADF);
     }
     match &file.kind {
-        Kind::Pipe(_) | Kind::Socket(_) | Kind::Device(Device::Console, _) => Err(Errno::ESPIPE),
+        Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) | Kind::Device(Device::Console, _) => Err(Errno::ESPIPE),
         Kind::Device(_, _) => Ok(data.len()),
         Kind::Inode(i) => i.write_at(offset, data),
         Kind::Gen(_, g, _) => g.store(data),
@@ -354,6 +360,7 @@ pub fn poll(file: &OpenFile) -> (bool, bool, bool, bool) {
     match &file.kind {
         Kind::Pipe(p) => p.poll(),
         Kind::Socket(s) => s.poll(),
+        Kind::TimerFd(t) => (t.readable(), false, false, false),
         Kind::Device(Device::Console, _) => (super::console::readable(), true, false, false),
         Kind::Device(_, _) | Kind::Inode(_) | Kind::Gen(..) => (true, true, false, false),
     }

@@ -10,6 +10,7 @@ pub mod pipe;
 pub mod pseudo;
 pub mod socket;
 pub mod sysfs;
+pub mod timerfd;
 pub mod vfs;
 
 use vfs::{Content, Device, S_IFCHR, S_IFDIR};

@@ -29,11 +29,11 @@ const AT_REMOVEDIR: u64 = 0x200;
 const AT_EMPTY_PATH: u64 = 0x1000;
 const AT_EACCESS: u64 = 0x200;
 
-fn files(proc: &Thread) -> Arc<Mutex<FdTable>> {
+pub(super) fn files(proc: &Thread) -> Arc<Mutex<FdTable>> {
     proc.files()
 }
 
-fn fd_file(proc: &Thread, fd: u64) -> Result<Arc<OpenFile>, Errno> {
+pub(super) fn fd_file(proc: &Thread, fd: u64) -> Result<Arc<OpenFile>, Errno> {
     files(proc).lock_uninterruptible().get(fd)
 }
 
@@ -277,6 +277,10 @@ pub fn creat(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcom
 /// `lseek(fd, offset, whence)`.
 pub fn lseek(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let f = fd_file(proc, a[0])?;
+    if matches!(f.kind, Kind::TimerFd(_)) {
+        // Linux's anonymous-inode files seek with `noop_llseek`: nothing moves, 0.
+        return ok(0);
+    }
     if !f.seekable() {
         return Err(Errno::ESPIPE);
     }
@@ -408,6 +412,12 @@ fn file_stat(f: &OpenFile) -> [u8; 144] {
             st
         }
         Kind::Inode(i) | Kind::Device(_, i) | Kind::Gen(i, _, _) => stat_bytes(Some(i), 0),
+        Kind::TimerFd(t) => {
+            // An anonymous inode: mode 0600 and no type bits, as Linux's `anon_inode:[timerfd]`.
+            let mut st = stat_bytes(None, t.id());
+            st[24..28].copy_from_slice(&0o600u32.to_le_bytes());
+            st
+        }
     }
 }
 
@@ -454,7 +464,9 @@ pub fn getdents64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Out
     let f = fd_file(proc, a[0])?;
     let dir = match &f.kind {
         Kind::Inode(i) if i.is_dir() => i.clone(),
-        Kind::Inode(_) | Kind::Device(_, _) | Kind::Pipe(_) | Kind::Socket(_) | Kind::Gen(..) => return Err(Errno::ENOTDIR),
+        Kind::Inode(_) | Kind::Device(_, _) | Kind::Pipe(_) | Kind::Socket(_) | Kind::Gen(..) | Kind::TimerFd(_) => {
+            return Err(Errno::ENOTDIR)
+        }
     };
     let entries = vfs::entries(&dir)?;
     let mut pos = f.pos.lock_uninterruptible();

@@ -373,3 +373,64 @@ pub fn timer_delete(_: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
     crate::process::timers::delete(tgid_of_caller(), timer_id(a[0])?)?;
     ok(0)
 }
+
+// ----- timerfd ------------------------------------------------------------------------------
+
+/// `TFD_TIMER_ABSTIME`.
+const TFD_TIMER_ABSTIME: u64 = 1;
+/// `TFD_TIMER_CANCEL_ON_SET` (accepted; a clock change does not cancel: `fs::timerfd`).
+const TFD_TIMER_CANCEL_ON_SET: u64 = 2;
+
+/// `timerfd_create(clockid, flags)`: CLOCK_REALTIME, CLOCK_MONOTONIC or CLOCK_BOOTTIME (the
+/// `_ALARM` clocks as their base clocks: there is no suspend); TFD_NONBLOCK, TFD_CLOEXEC.
+/// EINVAL for another clock or flag.
+pub fn timerfd_create(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    use crate::fs::file::{Kind, OpenFile, O_CLOEXEC, O_NONBLOCK, O_RDWR};
+    let realtime = match a[0] as u32 as u64 {
+        CLOCK_REALTIME | 8 => true,
+        CLOCK_MONOTONIC | 7 | 9 => false,
+        _ => return Err(Errno::EINVAL),
+    };
+    let flags = a[1] as u32;
+    if flags & !(O_NONBLOCK | O_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    // Read-write, as Linux's anonymous inode: a write is EINVAL (no write operation), not EBADF.
+    let file = OpenFile::new(Kind::TimerFd(crate::fs::timerfd::create(realtime)), O_RDWR | (flags & O_NONBLOCK));
+    let table = super::fs::files(proc);
+    let fd = table.lock_uninterruptible().install(file, flags & O_CLOEXEC != 0, proc.nofile())?;
+    ok(fd)
+}
+
+/// The timerfd behind `fd` (EBADF if none, EINVAL if not a timerfd).
+fn timerfd_of(proc: &Thread, fd: u64) -> Result<alloc::sync::Arc<crate::fs::timerfd::TimerFd>, Errno> {
+    match &super::fs::fd_file(proc, fd)?.kind {
+        crate::fs::file::Kind::TimerFd(t) => Ok(t.clone()),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// `timerfd_settime(fd, flags, new, old)`: arms, re-arms or (an `it_value` of 0) disarms;
+/// the old setting into `old` if given. EINVAL for unknown flags or a bad timespec.
+pub fn timerfd_settime(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    if a[1] & !(TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let tf = timerfd_of(proc, a[0])?;
+    let mut b = [0u8; 32];
+    proc.mm().lock_uninterruptible().read(a[2], &mut b)?;
+    let interval = parse_timespec(&b[..16])?;
+    let value = parse_timespec(&b[16..])?;
+    let (left, old_interval) = tf.settime(value, interval, a[1] & TFD_TIMER_ABSTIME != 0);
+    if a[3] != 0 {
+        proc.mm().lock_uninterruptible().write(a[3], &itimerspec(left, old_interval))?;
+    }
+    ok(0)
+}
+
+/// `timerfd_gettime(fd, cur)`: the time to the next expiry and the interval.
+pub fn timerfd_gettime(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let (left, interval) = timerfd_of(proc, a[0])?.gettime();
+    proc.mm().lock_uninterruptible().write(a[1], &itimerspec(left, interval))?;
+    ok(0)
+}
