@@ -27,6 +27,7 @@
 #                                   ops, -smp 4 SMT; FAIL: that share of object allocations fail)
 #   make compare [SITTINGS=n] [TRACED=n] [SMP=spec]  benchmarks on Cadence and the Linux peer: medians, ranges, ratios
 #   make compare-rtapp FILE=x.json [DURATION=s]  rt-app workload on Cadence and on the Linux peer
+#   make rtapp-all [DURATION=s]  Debian's rt-app on every rt-app 1.0 example JSON (no ftrace), Cadence and the peer
 #   make compare-pi [ROUNDS=n] [SMP=spec]  priority inversion: a FIFO 90 thread's wait on a PI and a
 #                                   plain mutex held by FIFO 10 under a FIFO 50 hog, Cadence and Linux
 #   make bench-dirty [RUNS=n]  Morton's dirty-throttle test (`bench dirty`) on an 8 MiB/s disk
@@ -70,7 +71,7 @@ DISK_OPTS_OPT = $(if $(DISK_OPTS),$(if $(findstring --,$(DISK_OPT)),--disk-opts 
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool initramfs syscall-table run test lint test-stress test-repeat bench bench-user bench-coresched compare compare-pi compare-rtapp bench-dirty bench-alloc compare-vm compare-group clean
+.PHONY: help setup kernel boot-tool initramfs syscall-table run test lint test-stress test-repeat bench bench-user bench-coresched compare compare-pi compare-rtapp rtapp-all bench-dirty bench-alloc compare-vm compare-group clean
 
 help:
 	@sed -n '4,/^#   make clean/s/^# \{0,1\}//p' '$(ROOT)/Makefile'
@@ -106,13 +107,13 @@ boot-tool: setup
 
 # The user programs of the scenario tests and the initramfs holding them at /bin/<name>
 # (cadence-boot writes the newc archive). hello, crash and pipetest are static glibc binaries
-# (the static start-up path is tested), and conform-thread (pthread_exit unwinds through
-# libgcc_s, which the root filesystem does not carry); the others link glibc's shared
-# libraries from the root filesystem's libc6: a static glibc program is ~750 KiB, and the BIOS
+# (the static start-up path is tested); the others link glibc's shared libraries from the
+# root filesystem's libc6 (and libgcc-s1, which pthread_exit unwinds through: rt-app and
+# conform-thread abort without it): a static glibc program is ~750 KiB, and the BIOS
 # loads the initramfs at ~0.5 MB/s under TCG, so each static binary costs every boot ~1.5 s.
 USER_SRCS := $(wildcard $(ROOT)/tests/user/*.c)
 USER_BINS := $(patsubst $(ROOT)/tests/user/%.c,$(ROOT)/target/user/%,$(USER_SRCS)) $(ROOT)/target/user/pipetest-dyn
-USER_STATIC := hello crash pipetest conform-thread
+USER_STATIC := hello crash pipetest
 INITRAMFS := $(ROOT)/target/user/initramfs.cpio
 $(ROOT)/target/user/%: $(ROOT)/tests/user/%.c $(ROOT)/tests/user/conform.h
 	@mkdir -p '$(ROOT)/target/user'
@@ -161,6 +162,10 @@ compare: kernel boot-tool
 
 FILE ?=
 DURATION ?= 2
+# Debian's rt-app on every rt-app 1.0 example JSON without ftrace, on Cadence and on the peer.
+rtapp-all: kernel boot-tool initramfs
+	'$(ROOT)/tools/rtapp-all.sh' $(DURATION)
+
 compare-rtapp: kernel boot-tool
 	@test -n '$(FILE)' || { echo 'usage: make compare-rtapp FILE=x.json [DURATION=s]' >&2; exit 2; }
 	DISK='$(if $(DISK),$(DISK),none)' '$(ROOT)/tools/compare-rtapp.sh' '$(FILE)' '$(DURATION)'

@@ -282,6 +282,19 @@ pub fn thread_of(task: &Task) -> Option<Arc<Thread>> {
 }
 
 /// Every live process's limits, by pid (`prlimit` of another process).
+/// The parent's pid as `getppid` and `/proc` report it: 1 once the parent has ended (init
+/// adopts orphans on Linux), 0 for a process the kernel started.
+pub fn ppid(process: &Process) -> Tid {
+    let Some(p) = process.parent.as_ref() else { return 0 };
+    let alive = crate::sched::task::find(p.pid)
+        .is_some_and(|t| !t.process.group.exited.load(Ordering::Acquire) && t.state() != crate::sched::task::TaskState::Dead);
+    if alive {
+        p.pid
+    } else {
+        1
+    }
+}
+
 /// What `/proc` shows of a process that ended and is not reaped yet (its tasks may be gone):
 /// Linux keeps the task until `wait`; Cadence keeps these lines of it.
 #[derive(Clone)]

@@ -322,7 +322,7 @@ fn vm_size(t: &Task) -> (u64, u64, u64) {
 fn stat_of(t: &Task) -> String {
     let g = &t.process.group;
     let th = process::thread_of(t);
-    let ppid = th.as_ref().and_then(|th| th.process.parent.as_ref().map(|p| p.pid)).unwrap_or(t.parent);
+    let ppid = th.as_ref().map_or(t.parent, |th| process::ppid(&th.process));
     let tpgid = match crate::tty::get(g.tty.load(Ordering::Acquire)) {
         Some(tty) => tty.fg_pgrp.load(Ordering::Acquire) as i64,
         None => -1,
@@ -390,7 +390,7 @@ fn status(t: &Task) -> String {
     let g = &t.process.group;
     let th = process::thread_of(t);
     let (st, word) = state(t);
-    let ppid = th.as_ref().and_then(|th| th.process.parent.as_ref().map(|p| p.pid)).unwrap_or(t.parent);
+    let ppid = th.as_ref().map_or(t.parent, |th| process::ppid(&th.process));
     let (uid, gid, groups) = th.as_ref().map_or(([0; 4], [0; 4], Vec::new()), |th| {
         let c = th.process.creds.lock_uninterruptible();
         (c.uid, c.gid, c.groups.clone())

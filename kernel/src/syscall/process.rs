@@ -37,10 +37,7 @@ pub fn gettid(_: &Thread, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, E
 /// `getppid()`: the parent process's pid; 1 (init) once the parent has ended, as Linux
 /// reparents an orphan; 0 for a process the kernel started.
 pub fn getppid(proc: &Thread, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
-    let Some(p) = proc.process.parent.as_ref() else { return ok(0) };
-    let alive = crate::sched::task::find(p.pid)
-        .is_some_and(|t| !t.process.group.exited.load(Ordering::Acquire) && t.state() != crate::sched::task::TaskState::Dead);
-    ok(u64::from(if alive { p.pid } else { 1 }))
+    ok(u64::from(crate::process::ppid(&proc.process)))
 }
 
 /// `sched_yield()`.
