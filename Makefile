@@ -27,6 +27,8 @@
 #                                   ops, -smp 4 SMT; FAIL: that share of object allocations fail)
 #   make compare [SITTINGS=n] [TRACED=n] [SMP=spec]  benchmarks on Cadence and the Linux peer: medians, ranges, ratios
 #   make compare-rtapp FILE=x.json [DURATION=s]  rt-app workload on Cadence and on the Linux peer
+#   make compare-rttests [ROUNDS=n] [SMP=spec]  deadline_test, cyclicdeadline, oslat, signaltest, ptsematest,
+#                                   sigwaittest on Cadence and the Linux peer, alternating boots
 #   make rtapp-all [DURATION=s]  Debian's rt-app on every rt-app 1.0 example JSON (no ftrace), Cadence and the peer
 #   make compare-pi [ROUNDS=n] [SMP=spec]  priority inversion: a FIFO 90 thread's wait on a PI and a
 #                                   plain mutex held by FIFO 10 under a FIFO 50 hog, Cadence and Linux
@@ -71,7 +73,7 @@ DISK_OPTS_OPT = $(if $(DISK_OPTS),$(if $(findstring --,$(DISK_OPT)),--disk-opts 
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool initramfs syscall-table run test lint test-stress test-repeat bench bench-user bench-coresched compare compare-pi compare-rtapp rtapp-all bench-dirty bench-alloc compare-vm compare-group clean
+.PHONY: help setup kernel boot-tool initramfs syscall-table run test lint test-stress test-repeat bench bench-user bench-coresched compare compare-pi compare-rtapp rtapp-all compare-rttests bench-dirty bench-alloc compare-vm compare-group clean
 
 help:
 	@sed -n '4,/^#   make clean/s/^# \{0,1\}//p' '$(ROOT)/Makefile'
@@ -162,6 +164,10 @@ compare: kernel boot-tool
 
 FILE ?=
 DURATION ?= 2
+# The rt-tests programs of issue 36 on Cadence and on the peer in one sitting.
+compare-rttests: kernel boot-tool initramfs
+	'$(ROOT)/tools/compare-rttests.sh' '$(ROUNDS)' '$(if $(SMP),$(SMP),4,sockets=1,cores=2,threads=2)'
+
 # Debian's rt-app on every rt-app 1.0 example JSON without ftrace, on Cadence and on the peer.
 rtapp-all: kernel boot-tool initramfs
 	'$(ROOT)/tools/rtapp-all.sh' $(DURATION)

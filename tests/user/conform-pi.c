@@ -1,6 +1,7 @@
 /* Differential conformance: priority-inheritance futexes. The raw FUTEX_LOCK_PI /
  * TRYLOCK_PI / UNLOCK_PI / LOCK_PI2 operations with their errors and the words they leave,
- * a hand-over to a waiter, timeouts on both clocks, a deadlock cycle, a dead owner, and glibc's
+ * a hand-over to a waiter, timeouts on both clocks, a deadlock cycle, a dead owner, requeue-PI
+ * (WAIT_REQUEUE_PI / CMP_REQUEUE_PI onto a free and a held PI futex, its timeout and errors), and glibc's
  * PTHREAD_PRIO_INHERIT mutexes (contended, robust, owner dead with a waiter). Prints what each
  * call returned; the output must equal Linux's (tests/fixtures/conform-pi.linux-6.1.txt). No
  * ids, addresses or times are printed. */
@@ -88,6 +89,65 @@ static void *cycle_holder(void *arg) {
 static void *lock_and_exit(void *arg) {
     futex(arg, FUTEX_TRYLOCK_PI_PRIVATE, 0, NULL, NULL, 0);
     return NULL;
+}
+
+/* Requeue-PI: waits on `cond` for a requeue to the PI futex `word`, records what it got and
+ * whether it then owned `word`, and unlocks it if so. */
+static uint32_t cond;
+static volatile int rq_ready;
+static volatile long rq_ret = 99, rq_errno;
+static volatile int rq_owned;
+static void *requeue_waiter(void *arg) {
+    struct timespec t, *tp = NULL;
+    if (arg) {
+        after(&t, CLOCK_MONOTONIC, (long)arg);
+        tp = &t;
+    }
+    rq_ready = 1;
+    errno = 0;
+    rq_ret = futex(&cond, FUTEX_WAIT_REQUEUE_PI_PRIVATE, 0, tp, &word, 0);
+    rq_errno = errno;
+    rq_owned = (word & FUTEX_TID_MASK) == (uint32_t)tid();
+    if (rq_owned) futex(&word, FUTEX_UNLOCK_PI_PRIVATE, 0, NULL, NULL, 0);
+    return NULL;
+}
+
+static void requeue_case(const char *what, long timeout_ms, int hold, int how) {
+    pthread_t t;
+    char label[64];
+    word = 0;
+    cond = 0;
+    rq_ready = 0;
+    rq_ret = 99;
+    rq_owned = 0;
+    if (hold) futex(&word, FUTEX_LOCK_PI_PRIVATE, 0, NULL, NULL, 0);
+    pthread_create(&t, NULL, requeue_waiter, (void *)timeout_ms);
+    while (!rq_ready) msleep(5);
+    msleep(50);
+    if (how == 1) {
+        snprintf(label, sizeof label, "%s: cmp_requeue_pi", what);
+        CALL(label, futex(&cond, FUTEX_CMP_REQUEUE_PI_PRIVATE, 1, (void *)(long)INT32_MAX, &word, 0));
+    } else if (how == 2) {
+        snprintf(label, sizeof label, "%s: plain wake", what);
+        CALL(label, futex(&cond, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0));
+        snprintf(label, sizeof label, "%s: plain cmp_requeue", what);
+        CALL(label, futex(&cond, FUTEX_CMP_REQUEUE_PRIVATE, 0, (void *)1L, &word2, 0));
+        snprintf(label, sizeof label, "%s: cmp_requeue_pi to word2", what);
+        CALL(label, futex(&cond, FUTEX_CMP_REQUEUE_PI_PRIVATE, 1, (void *)1L, &word2, 0));
+        snprintf(label, sizeof label, "%s: cmp_requeue_pi then", what);
+        CALL(label, futex(&cond, FUTEX_CMP_REQUEUE_PI_PRIVATE, 1, (void *)1L, &word, 0));
+    }
+    if (hold) {
+        msleep(50);
+        snprintf(label, sizeof label, "%s: waiter still waiting", what);
+        VALUE(label, rq_ret == 99);
+        futex(&word, FUTEX_UNLOCK_PI_PRIVATE, 0, NULL, NULL, 0);
+    }
+    pthread_join(t, NULL);
+    snprintf(label, sizeof label, "%s: waiter returned", what);
+    printf("%-" CONFORM_WIDTH "s = %ld %s\n", label, rq_ret, rq_ret < 0 ? errno_name(rq_errno) : "0");
+    snprintf(label, sizeof label, "%s: waiter owned the pi futex", what);
+    VALUE(label, rq_owned);
 }
 
 static pthread_mutex_t pim;
@@ -213,6 +273,20 @@ int main(void) {
     pthread_join(t, NULL);
     CALL("consistent again", pthread_mutex_consistent(&robust));
     CALL("unlock robust again", pthread_mutex_unlock(&robust));
+
+    /* Requeue-PI. */
+    word = 0;
+    cond = 1;
+    CALL("wait_requeue_pi wrong value", futex(&cond, FUTEX_WAIT_REQUEUE_PI_PRIVATE, 0, NULL, &word, 0));
+    CALL("wait_requeue_pi same futex", futex(&cond, FUTEX_WAIT_REQUEUE_PI_PRIVATE, 1, NULL, &cond, 0));
+    CALL("cmp_requeue_pi nr_wake 2", futex(&cond, FUTEX_CMP_REQUEUE_PI_PRIVATE, 2, (void *)1L, &word, 1));
+    CALL("cmp_requeue_pi same futex", futex(&cond, FUTEX_CMP_REQUEUE_PI_PRIVATE, 1, (void *)1L, &cond, 1));
+    CALL("cmp_requeue_pi value differs", futex(&cond, FUTEX_CMP_REQUEUE_PI_PRIVATE, 1, (void *)1L, &word, 7));
+    CALL("cmp_requeue_pi no waiter", futex(&cond, FUTEX_CMP_REQUEUE_PI_PRIVATE, 1, (void *)1L, &word, 1));
+    requeue_case("free pi futex", 0, 0, 1);
+    requeue_case("held pi futex", 0, 1, 1);
+    requeue_case("timeout", 100, 0, 0);
+    requeue_case("wrong wakers", 0, 0, 2);
     printf("done\n");
     return 0;
 }

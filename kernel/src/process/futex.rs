@@ -71,8 +71,25 @@ struct Waiter {
     bitset: u32,
     /// Set by the waker that took it off its bucket.
     woken: AtomicBool,
+    /// FUTEX_WAIT_REQUEUE_PI's PI futex: only a CMP_REQUEUE_PI to it may move this waiter.
+    pi_target: Option<Key>,
+    /// Taken off by CMP_REQUEUE_PI (set before `woken`): it goes on to take `pi_target`.
+    requeued: AtomicBool,
     /// Where it sleeps.
     queue: WaitQueue,
+}
+
+impl Waiter {
+    fn new(key: Key, bitset: u32, pi_target: Option<Key>) -> Arc<Waiter> {
+        Arc::new(Waiter {
+            key: IrqLock::new(key),
+            bitset,
+            woken: AtomicBool::new(false),
+            pi_target,
+            requeued: AtomicBool::new(false),
+            queue: WaitQueue::new(),
+        })
+    }
 }
 
 const BUCKETS: usize = 64;
@@ -159,7 +176,7 @@ pub fn wait(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool, val: u32, bitset: u32
         return Err(Errno::EINVAL);
     }
     let key = key_of(mm, addr, private)?;
-    let w = Arc::new(Waiter { key: IrqLock::new(key), bitset, woken: AtomicBool::new(false), queue: WaitQueue::new() });
+    let w = Waiter::new(key, bitset, None);
     {
         let mut b = TABLE[bucket_of(&key)].lock_uninterruptible();
         if read_word(mm, addr)? != val {
@@ -181,8 +198,101 @@ pub fn wait(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool, val: u32, bitset: u32
     }
 }
 
-/// Takes up to `n` waiters of `key` matching `bitset` off `bucket`, marked woken.
-fn take_waiters(bucket: &mut Vec<Arc<Waiter>>, key: Key, bitset: u32, n: usize, out: &mut Vec<Arc<Waiter>>) {
+/// FUTEX_WAIT_REQUEUE_PI: waits on the word at `addr` (EAGAIN unless it holds `val`) for a
+/// FUTEX_CMP_REQUEUE_PI to the PI futex at `addr2`, then takes that futex as LOCK_PI does,
+/// returning with it held. Linux's errors: EINVAL if `addr2` is `addr`, EAGAIN when woken by a
+/// plain wake (or by a signal once requeued: Linux returns EWOULDBLOCK rather than restart a
+/// call whose word has moved on), ETIMEDOUT at `deadline_ns` (monotonic), ERESTARTNOINTR on a
+/// signal before the requeue.
+///
+/// The requeue hands the waiter over by waking it, and the woken waiter takes the PI futex in
+/// its own context (Linux moves it onto the futex's `rt_mutex` instead and may take the lock
+/// for the first one): the outcome a program sees is the same, the waiters run once more.
+pub fn wait_requeue_pi(mm: &Arc<Mutex<Mm>>, addr: u64, addr2: u64, private: bool, val: u32, deadline_ns: Option<u64>) -> Result<(), Errno> {
+    if addr == addr2 {
+        return Err(Errno::EINVAL);
+    }
+    let (key, key2) = (key_of(mm, addr, private)?, key_of(mm, addr2, private)?);
+    let w = Waiter::new(key, BITSET_ANY, Some(key2));
+    {
+        let mut b = TABLE[bucket_of(&key)].lock_uninterruptible();
+        if read_word(mm, addr)? != val {
+            return Err(Errno::EAGAIN);
+        }
+        b.push(w.clone());
+    }
+    let r = match deadline_ns {
+        None => w.queue.wait_until_interruptible(|| w.woken.load(Ordering::Acquire)).map(|_| true),
+        Some(d) => w.queue.wait_until_interruptible_deadline(|| w.woken.load(Ordering::Acquire), d),
+    };
+    if w.woken.load(Ordering::Acquire) || unqueue(&w) {
+        if !w.requeued.load(Ordering::Acquire) {
+            return Err(Errno::EAGAIN);
+        }
+        return match lock_pi(mm, addr2, private, deadline_ns, false) {
+            Err(Errno::ERESTARTNOINTR) => Err(Errno::EAGAIN),
+            r => r,
+        };
+    }
+    match r {
+        Ok(_) => Err(Errno::ETIMEDOUT),
+        Err(_) => Err(Errno::ERESTARTNOINTR),
+    }
+}
+
+/// FUTEX_CMP_REQUEUE_PI: if the word at `addr` holds `cmp` (else EAGAIN), hands the PI futex
+/// at `addr2` to one waiter of `addr` and queues up to `n_requeue` more on it (see
+/// [`wait_requeue_pi`]); returns how many. EINVAL unless `n_wake` is 1, if `addr2` is `addr`,
+/// or if a waiter of `addr` waits for another PI futex or for none (a plain FUTEX_WAIT).
+pub fn cmp_requeue_pi(
+    mm: &Arc<Mutex<Mm>>,
+    addr: u64,
+    addr2: u64,
+    private: bool,
+    n_wake: i32,
+    n_requeue: i32,
+    cmp: u32,
+) -> Result<usize, Errno> {
+    if n_wake != 1 || n_requeue < 0 || addr == addr2 {
+        return Err(Errno::EINVAL);
+    }
+    let (k1, k2) = (key_of(mm, addr, private)?, key_of(mm, addr2, private)?);
+    let mut taken = Vec::new();
+    {
+        let mut b = TABLE[bucket_of(&k1)].lock_uninterruptible();
+        if read_word(mm, addr)? != cmp {
+            return Err(Errno::EAGAIN);
+        }
+        let n = 1 + n_requeue as usize;
+        let mine = |w: &Arc<Waiter>| *w.key.lock() == k1;
+        if b.iter().filter(|w| mine(w)).take(n).any(|w| w.pi_target != Some(k2)) {
+            return Err(Errno::EINVAL);
+        }
+        let mut i = 0;
+        while i < b.len() && taken.len() < n {
+            if mine(&b[i]) {
+                let w = b.remove(i);
+                w.requeued.store(true, Ordering::Release);
+                w.woken.store(true, Ordering::Release);
+                taken.push(w);
+            } else {
+                i += 1;
+            }
+        }
+    }
+    let n = taken.len();
+    wake_all(taken);
+    Ok(n)
+}
+
+/// Takes up to `n` waiters of `key` matching `bitset` off `bucket`, marked woken. EINVAL,
+/// taking none, if one of them waits in FUTEX_WAIT_REQUEUE_PI (only CMP_REQUEUE_PI may wake
+/// those, as Linux's `futex_wake` answers).
+fn take_waiters(bucket: &mut Vec<Arc<Waiter>>, key: Key, bitset: u32, n: usize, out: &mut Vec<Arc<Waiter>>) -> Result<(), Errno> {
+    let matching = |w: &&Arc<Waiter>| *w.key.lock() == key && w.bitset & bitset != 0;
+    if bucket.iter().filter(matching).take(n).any(|w| w.pi_target.is_some()) {
+        return Err(Errno::EINVAL);
+    }
     let mut i = 0;
     while i < bucket.len() && out.len() < n {
         let w = &bucket[i];
@@ -194,6 +304,7 @@ fn take_waiters(bucket: &mut Vec<Arc<Waiter>>, key: Key, bitset: u32, n: usize, 
             i += 1;
         }
     }
+    Ok(())
 }
 
 fn wake_all(ws: Vec<Arc<Waiter>>) {
@@ -217,7 +328,7 @@ pub fn wake(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool, n: i32, bitset: u32) 
     let mut out = Vec::new();
     {
         let mut b = TABLE[bucket_of(&key)].lock_uninterruptible();
-        take_waiters(&mut b, key, bitset, count(n), &mut out);
+        take_waiters(&mut b, key, bitset, count(n), &mut out)?;
     }
     let woken = out.len();
     wake_all(out);
@@ -250,11 +361,11 @@ pub fn requeue(
                 return Err(Errno::EAGAIN);
             }
         }
-        take_waiters(&mut g1, k1, BITSET_ANY, count(n_wake), &mut woken);
+        take_waiters(&mut g1, k1, BITSET_ANY, count(n_wake), &mut woken)?;
         let mut to_move = Vec::new();
         let mut i = 0;
         while i < g1.len() && to_move.len() < n_requeue as usize {
-            if *g1[i].key.lock() == k1 {
+            if *g1[i].key.lock() == k1 && g1[i].pi_target.is_none() {
                 let w = g1.remove(i);
                 *w.key.lock() = k2;
                 to_move.push(w);
@@ -320,7 +431,7 @@ pub fn wake_op(mm: &Arc<Mutex<Mm>>, addr: u64, addr2: u64, private: bool, n1: i3
             })
             .expect("the update always succeeds")
         })? as i32;
-        take_waiters(&mut g1, k1, BITSET_ANY, count(n1), &mut woken);
+        take_waiters(&mut g1, k1, BITSET_ANY, count(n1), &mut woken)?;
         let pass = match cmp {
             0 => old == cmparg,
             1 => old != cmparg,
@@ -332,8 +443,8 @@ pub fn wake_op(mm: &Arc<Mutex<Mm>>, addr: u64, addr2: u64, private: bool, n1: i3
         if pass {
             let mut more = Vec::new();
             match g2.as_mut() {
-                Some(g2) => take_waiters(g2, k2, BITSET_ANY, count(n2), &mut more),
-                None => take_waiters(&mut g1, k2, BITSET_ANY, count(n2), &mut more),
+                Some(g2) => take_waiters(g2, k2, BITSET_ANY, count(n2), &mut more)?,
+                None => take_waiters(&mut g1, k2, BITSET_ANY, count(n2), &mut more)?,
             }
             woken.extend(more);
         }

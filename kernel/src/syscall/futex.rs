@@ -19,6 +19,7 @@ const FUTEX_TRYLOCK_PI: u64 = 8;
 const FUTEX_WAIT_BITSET: u64 = 9;
 const FUTEX_WAKE_BITSET: u64 = 10;
 const FUTEX_WAIT_REQUEUE_PI: u64 = 11;
+const FUTEX_CMP_REQUEUE_PI: u64 = 12;
 const FUTEX_LOCK_PI2: u64 = 13;
 const FUTEX_PRIVATE_FLAG: u64 = 128;
 const FUTEX_CLOCK_REALTIME: u64 = 256;
@@ -46,8 +47,7 @@ fn deadline(proc: &Thread, addr: u64, absolute: bool, realtime: bool) -> Result<
 /// (absolute CLOCK_REALTIME timeout), LOCK_PI2 (absolute, CLOCK_MONOTONIC unless
 /// FUTEX_CLOCK_REALTIME), TRYLOCK_PI and UNLOCK_PI. FUTEX_CLOCK_REALTIME only with
 /// WAIT_BITSET, WAIT_REQUEUE_PI and LOCK_PI2 (else ENOSYS, as Linux). The requeue-PI pair
-/// (WAIT_REQUEUE_PI / CMP_REQUEUE_PI, which glibc's condition variables no longer use) is
-/// ENOSYS.
+/// WAIT_REQUEUE_PI (absolute timeout, as WAIT_BITSET) / CMP_REQUEUE_PI.
 pub fn futex(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let (uaddr, op, val, arg4, uaddr2, val3) = (a[0], a[1], a[2] as u32, a[3], a[4], a[5] as u32);
     let private = op & FUTEX_PRIVATE_FLAG != 0;
@@ -91,6 +91,12 @@ pub fn futex(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
             futex::unlock_pi(&mm, uaddr, private)?;
             ok(0)
         }
+        FUTEX_WAIT_REQUEUE_PI => {
+            let d = deadline(proc, arg4, true, realtime)?;
+            futex::wait_requeue_pi(&mm, uaddr, uaddr2, private, val, d)?;
+            ok(0)
+        }
+        FUTEX_CMP_REQUEUE_PI => ok(futex::cmp_requeue_pi(&mm, uaddr, uaddr2, private, val as i32, arg4 as u32 as i32, val3)? as u64),
         _ => Err(Errno::ENOSYS),
     }
 }

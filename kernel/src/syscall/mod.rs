@@ -203,7 +203,7 @@ entries! {
     186 gettid process::gettid, Implemented;
     200 tkill signal::tkill, Implemented;
     201 time time::time, Implemented;
-    202 futex futex::futex, Partial("no requeue-PI (WAIT_REQUEUE_PI / CMP_REQUEUE_PI: ENOSYS)");
+    202 futex futex::futex, Partial("CMP_REQUEUE_PI wakes the requeued waiters, which then take the PI futex themselves (Linux queues them on it)");
     203 sched_setaffinity sched::sched_setaffinity, Partial("CPUs 0-63 (Cadence's masks are 64 bits)");
     204 sched_getaffinity sched::sched_getaffinity, Implemented;
     217 getdents64 fs::getdents64, Implemented;
