@@ -140,6 +140,30 @@ fn busybox_sh_runs_a_script_with_pipes_redirections_and_children() {
     }
 }
 
+/// debugfs's `sched/features` and the `kernel.sched_features` sysctl are one set of flags;
+/// tracefs's `trace_marker` refuses writes while the tracer is off (EBADF, as Linux's disabled
+/// ring buffer); both are listed in `/proc/mounts`, where rt-tests look for them.
+#[test]
+fn debugfs_sched_features_and_tracefs_trace_marker() {
+    let script = "f=/sys/kernel/debug/sched/features; cat $f; echo NO_HRTICK_DL > $f && cat $f; \
+                  cat /proc/sys/kernel/sched_features; echo HRTICK_DL > $f; echo BOGUS > $f || echo bogus refused; \
+                  echo HRTICK TTWU_QUEUE > $f || echo two refused; grep -c -E ' (debugfs|tracefs) ' /proc/mounts; \
+                  echo x > /sys/kernel/debug/tracing/trace_marker || echo marker refused";
+    let run = run_sh("2", script);
+    let out = lines(&run);
+    for want in [
+        "NO_HRTICK HRTICK_DL TTWU_QUEUE NO_RT_PUSH_IPI ",
+        "NO_HRTICK NO_HRTICK_DL TTWU_QUEUE NO_RT_PUSH_IPI ",
+        "NO_HRTICK NO_HRTICK_DL TTWU_QUEUE NO_RT_PUSH_IPI",
+        "bogus refused",
+        "two refused",
+        "2",
+        "marker refused",
+    ] {
+        run.check(out.iter().any(|l| l == want), format!("expected a line `{want}`"));
+    }
+}
+
 #[test]
 fn sh_boot_option_exits_qemu_with_the_scripts_status() {
     let ok = boot(qemu().smp("1").initrd(initramfs()).args("sh=\"true\" poweroff"));

@@ -81,6 +81,11 @@ impl Node {
         Node::File(0o644, Arc::new(GenFile { show: Box::new(show), store: Some(Box::new(store)) }))
     }
 
+    /// A file that takes writes only (mode 0220; a read is EINVAL, as Linux's `trace_marker`).
+    pub fn wo(store: impl Fn(&str) -> Result<(), Errno> + Send + Sync + 'static) -> Node {
+        Node::File(0o220, Arc::new(GenFile { show: Box::new(|| Err(Errno::EINVAL)), store: Some(Box::new(store)) }))
+    }
+
     /// A fixed text (mode 0444).
     pub fn text(text: String) -> Node {
         Node::ro(move || Ok(text.clone()))

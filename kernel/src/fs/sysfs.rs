@@ -9,6 +9,9 @@
 //! * `/sys/devices/system/node/{online,possible,has_cpu,has_memory}` and
 //!   `node0/{cpumap,cpulist,meminfo}` (one node).
 //!
+//! * debugfs at `/sys/kernel/debug`: `sched/features` and `sched/base_slice_ns` (see [`debugfs`]);
+//!   tracefs at `/sys/kernel/tracing`: `trace_marker` (see [`tracefs`]).
+//!
 //! CPUs do not come and go after boot, so the CPU directories are made once, at the first look.
 
 use super::pseudo::{cpumask_hex, Fixed, Node};
@@ -21,9 +24,72 @@ use cadence_sched::CpuMask;
 pub fn root() -> Node {
     Node::dir(Fixed(alloc::vec![
         (String::from("devices"), Node::dir(Fixed(alloc::vec![(String::from("system"), system())]))),
-        (String::from("kernel"), Node::dir(Fixed(Vec::new()))),
+        (String::from("kernel"), Node::dir(Fixed(alloc::vec![(String::from("debug"), debugfs()), (String::from("tracing"), tracefs())])),),
         (String::from("fs"), Node::dir(Fixed(Vec::new()))),
     ]))
+}
+
+/// debugfs at `/sys/kernel/debug` (listed as mounted in `/proc/mounts`): the scheduler's
+/// `sched/features`, as Linux's, over the same flags as `kernel.sched_features`: a read lists
+/// each feature, `NO_` before those off, a space after each; a write names one feature,
+/// `NO_` to turn it off (EINVAL otherwise). `sched/base_slice_ns` is
+/// `kernel.sched_base_slice_ns` (Linux 6.6 moved it here).
+fn debugfs() -> Node {
+    let sysctl_file = |name: &'static str| {
+        Node::rw(
+            move || Ok(format!("{}\n", crate::sysctl::get(name).unwrap_or_default())),
+            move |v| crate::sysctl::set(name, v.trim()).map_err(|e| e.unwrap_or(cadence_abi::errno::Errno::EINVAL)),
+        )
+    };
+    let features = Node::rw(
+        || {
+            let all = crate::sysctl::get("kernel.sched_features").unwrap_or_default();
+            let mut out = String::new();
+            for f in all.split_whitespace() {
+                out.push_str(f);
+                out.push(' ');
+            }
+            out.push('\n');
+            Ok(out)
+        },
+        |v| {
+            let word = v.trim();
+            if word.is_empty() || word.contains(char::is_whitespace) {
+                return Err(cadence_abi::errno::Errno::EINVAL);
+            }
+            crate::sysctl::set("kernel.sched_features", word).map_err(|e| e.unwrap_or(cadence_abi::errno::Errno::EINVAL))
+        },
+    );
+    let sched = Node::Dir(
+        0o755,
+        alloc::sync::Arc::new(Fixed(alloc::vec![
+            (String::from("base_slice_ns"), sysctl_file("kernel.sched_base_slice_ns")),
+            (String::from("features"), features),
+        ])),
+    );
+    Node::Dir(
+        0o700,
+        alloc::sync::Arc::new(Fixed(alloc::vec![
+            (String::from("sched"), sched),
+            // Linux mounts tracefs here too.
+            (String::from("tracing"), Node::Link(String::from("../tracing"))),
+        ])),
+    )
+}
+
+/// tracefs at `/sys/kernel/tracing` (and `debug/tracing`): `trace_marker`, whose writes
+/// become `tracing_mark_write` events in the tracer's rings (cut to
+/// `cadence_trace::event::MARKER_LEN` bytes; EBADF while the tracer is off, as Linux's
+/// disabled ring buffer). The rest of tracefs (`trace`, `tracing_on`, `set_event`) is not
+/// there yet: the shell's `trace` command and the COM2 export read the rings.
+fn tracefs() -> Node {
+    Node::Dir(
+        0o700,
+        alloc::sync::Arc::new(Fixed(alloc::vec![(
+            String::from("trace_marker"),
+            Node::wo(|text| if crate::trace::print(text) { Ok(()) } else { Err(cadence_abi::errno::Errno::EBADF) }),
+        )])),
+    )
 }
 
 fn online() -> CpuMask {

@@ -573,7 +573,8 @@ fn maps(t: &Task) -> String {
 fn mounts() -> String {
     String::from(
         "rootfs / rootfs rw 0 0\nproc /proc proc rw,relatime 0 0\nsysfs /sys sysfs rw,relatime 0 0\n\
-         devtmpfs /dev devtmpfs rw,relatime 0 0\ntmpfs /dev/shm tmpfs rw,relatime 0 0\ntmpfs /tmp tmpfs rw,relatime 0 0\n",
+         devtmpfs /dev devtmpfs rw,relatime 0 0\ntmpfs /dev/shm tmpfs rw,relatime 0 0\ntmpfs /tmp tmpfs rw,relatime 0 0\n\
+         debugfs /sys/kernel/debug debugfs rw,relatime 0 0\ntracefs /sys/kernel/tracing tracefs rw,relatime 0 0\n",
     )
 }
 

@@ -117,6 +117,17 @@ pub fn sched_set_affinity(task: &Task, mask: u64, now_ns: u64) {
     }
 }
 
+/// `tracing_mark_write` (tracefs `trace_marker`): a user program's text, cut to
+/// `cadence_trace::event::MARKER_LEN` bytes. False if the tracer is off or the event
+/// disabled (Linux answers such a write EBADF: its ring buffer is disabled).
+pub fn print(text: &str) -> bool {
+    if !on(EventType::Print) {
+        return false;
+    }
+    record_task(EventType::Print, crate::time::uptime_ns(), EventKind::Print { text: cadence_trace::event::Marker::new(text) });
+    true
+}
+
 /// `sched_process_exit`: `task` exited.
 #[inline]
 pub fn sched_process_exit(task: &Task, now_ns: u64) {

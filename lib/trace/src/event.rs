@@ -133,10 +133,13 @@ pub enum EventType {
     DlThrottle = 13,
     /// Cadence: a throttled SCHED_DEADLINE task's replenishment timer gave it a new runtime.
     DlReplenish = 14,
+    /// A write to tracefs's `trace_marker` (Linux's `print` event, shown as
+    /// `tracing_mark_write: <text>`).
+    Print = 15,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 15] = [
+    pub const ALL: [EventType; 16] = [
         EventType::SchedSwitch,
         EventType::SchedWakeup,
         EventType::SchedWakeupNew,
@@ -152,10 +155,11 @@ impl EventType {
         EventType::SetAffinity,
         EventType::DlThrottle,
         EventType::DlReplenish,
+        EventType::Print,
     ];
 
     /// Mask with every event enabled.
-    pub const ALL_MASK: u32 = (1 << 15) - 1;
+    pub const ALL_MASK: u32 = (1 << 16) - 1;
 
     pub fn bit(self) -> u32 {
         1 << self as u32
@@ -179,6 +183,7 @@ impl EventType {
             EventType::SetAffinity => "sched_set_affinity",
             EventType::DlThrottle => "sched_dl_throttle",
             EventType::DlReplenish => "sched_dl_replenish",
+            EventType::Print => "tracing_mark_write",
         }
     }
 
@@ -255,6 +260,46 @@ pub enum EventKind {
         deadline_ns: u64,
         replenish: bool,
     },
+    /// A user program wrote `text` to `trace_marker`.
+    Print {
+        text: Marker,
+    },
+}
+
+/// Bytes of a `trace_marker` text a record keeps (a record is fixed-size: longer writes are
+/// cut at a character boundary).
+pub const MARKER_LEN: usize = 40;
+
+/// A `trace_marker` text stored inline: at most [`MARKER_LEN`] bytes of UTF-8, NUL-padded.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Marker {
+    bytes: [u8; MARKER_LEN],
+}
+
+impl Marker {
+    /// `s` without a trailing newline, cut to [`MARKER_LEN`] bytes at a character boundary.
+    pub fn new(s: &str) -> Marker {
+        let s = s.strip_suffix('\n').unwrap_or(s);
+        let mut end = s.len().min(MARKER_LEN);
+        while end > 0 && !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        let mut bytes = [0u8; MARKER_LEN];
+        bytes[..end].copy_from_slice(&s.as_bytes()[..end]);
+        Marker { bytes }
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        let n = self.bytes.iter().position(|&b| b == 0).unwrap_or(MARKER_LEN);
+        core::str::from_utf8(&self.bytes[..n]).unwrap_or("")
+    }
+}
+
+impl fmt::Display for Marker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl EventKind {
@@ -275,6 +320,7 @@ impl EventKind {
             EventKind::Affinity { .. } => EventType::SetAffinity,
             EventKind::Dl { replenish: false, .. } => EventType::DlThrottle,
             EventKind::Dl { replenish: true, .. } => EventType::DlReplenish,
+            EventKind::Print { .. } => EventType::Print,
         }
     }
 }

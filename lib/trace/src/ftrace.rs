@@ -157,6 +157,7 @@ pub fn write_event(out: &mut impl Write, e: &Event) -> fmt::Result {
         EventKind::Dl { task, runtime_ns, deadline_ns, .. } => {
             write!(out, "comm={} pid={} runtime={} deadline={}", task.comm, task.pid, runtime_ns, deadline_ns)?
         }
+        EventKind::Print { text } => write!(out, "{}", text)?,
     }
     out.write_char('\n')
 }
@@ -366,6 +367,7 @@ pub fn parse_line(line: &str) -> Result<Option<Event>, ParseError> {
                 replenish: ty == EventType::DlReplenish,
             }
         }
+        EventType::Print => EventKind::Print { text: crate::event::Marker::new(args) },
     };
     Ok(Some(Event { ts_ns, cpu, comm: Comm::new(comm), pid, kind }))
 }
@@ -488,6 +490,7 @@ mod tests {
             EventKind::Affinity { task: t("taskset", 13, 9), mask: 0xf0 },
             EventKind::Dl { task: t("dl", 14, -1), runtime_ns: -1200, deadline_ns: 5_000_000_000, replenish: false },
             EventKind::Dl { task: t("dl", 14, -1), runtime_ns: 1_000_000, deadline_ns: 5_010_000_000, replenish: true },
+            EventKind::Print { text: crate::event::Marker::new("start at 123 off=4 (period=9 next=10)\n") },
         ];
         for (i, k) in kinds.into_iter().enumerate() {
             let e = ev(987_654_321_000 + i as u64 * 1000, i as u32, "task-with-dash", 1234567, k);
