@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -390,6 +391,41 @@ int main(void) {
     CALL("stat /proc/self/", stat("/proc/self/", &st));
     VALUE("is a directory", S_ISDIR(st.st_mode));
     VALUE("its mode", st.st_mode);
+
+    /* /proc/self/fd: what each fd is open on. */
+    int ffd = open("/tmp/procfs-fd", O_CREAT | O_RDWR, 0644);
+    snprintf(path, sizeof path, "/proc/self/fd/%d", ffd);
+    n = readlink(path, link, sizeof link - 1);
+    link[n > 0 ? n : 0] = 0;
+    printf("%-" CONFORM_WIDTH "s = %s\n", "fd link of a file", link);
+    int pp[2];
+    pipe(pp);
+    snprintf(path, sizeof path, "/proc/self/fd/%d", pp[0]);
+    n = readlink(path, link, sizeof link - 1);
+    link[n > 0 ? n : 0] = 0;
+    VALUE("fd link of a pipe is pipe:[...]", strncmp(link, "pipe:[", 6) == 0 && link[n - 1] == ']');
+    int tfd = timerfd_create(CLOCK_MONOTONIC, 0);
+    snprintf(path, sizeof path, "/proc/self/fd/%d", tfd);
+    n = readlink(path, link, sizeof link - 1);
+    link[n > 0 ? n : 0] = 0;
+    printf("%-" CONFORM_WIDTH "s = %s\n", "fd link of a timerfd", link);
+    n = readlink("/proc/self/fd/1", link, sizeof link - 1);
+    VALUE("fd 1 has a link", n > 0);
+    snprintf(want, sizeof want, "%d", ffd);
+    VALUE("fd dir lists the file's fd", listed("/proc/self/fd", want));
+    VALUE("fd dir lists fd 0", listed("/proc/self/fd", "0"));
+    CALL("stat /proc/self/fd", stat("/proc/self/fd", &st));
+    VALUE("its mode", st.st_mode);
+    close(ffd);
+    snprintf(path, sizeof path, "/proc/self/fd/%d", ffd);
+    CALL("readlink a closed fd", readlink(path, link, sizeof link));
+    VALUE("fd dir no longer lists it", listed("/proc/self/fd", want));
+    snprintf(path, sizeof path, "/proc/%d/fd/1", c);
+    CALL("readlink a reaped child's fd", readlink(path, link, sizeof link));
+    close(pp[0]);
+    close(pp[1]);
+    close(tfd);
+    unlink("/tmp/procfs-fd");
 
     /* sysfs's CPU files and what glibc makes of them. */
     VALUE("_SC_NPROCESSORS_CONF", sysconf(_SC_NPROCESSORS_CONF));

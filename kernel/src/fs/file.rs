@@ -99,6 +99,17 @@ impl OpenFile {
         }
     }
 
+    /// What `/proc/PID/fd/N` links to: the path of a file of the tree, `pipe:[ino]`,
+    /// `socket:[ino]`, `anon_inode:[timerfd]`, as Linux's `d_path` names them.
+    pub fn proc_link(&self) -> alloc::string::String {
+        match &self.kind {
+            Kind::Inode(i) | Kind::Device(_, i) | Kind::Gen(i, _, _) => super::vfs::path_of(i),
+            Kind::Pipe(p) => alloc::format!("pipe:[{}]", p.id()),
+            Kind::Socket(sk) => alloc::format!("socket:[{}]", sk.id()),
+            Kind::TimerFd(_) => alloc::string::String::from("anon_inode:[timerfd]"),
+        }
+    }
+
     /// Can it seek? (ESPIPE for pipes and the console.)
     pub fn seekable(&self) -> bool {
         match &self.kind {
@@ -194,6 +205,11 @@ impl FdTable {
     /// Closes every close-on-exec fd (`execve`); returns them, to drop outside the lock.
     pub fn take_cloexec(&mut self) -> Vec<FdEntry> {
         self.slots.iter_mut().filter(|s| s.as_ref().is_some_and(|e| e.cloexec)).filter_map(|s| s.take()).collect()
+    }
+
+    /// The open fds, in order (`/proc/PID/fd`).
+    pub fn open_fds(&self) -> Vec<u64> {
+        self.slots.iter().enumerate().filter(|(_, e)| e.is_some()).map(|(i, _)| i as u64).collect()
     }
 
     /// The table's size as Linux's `max_fds` (`FDSize` in `/proc/PID/status`): 64 at least,

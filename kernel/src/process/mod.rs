@@ -270,6 +270,11 @@ impl Thread {
         self.files.lock().clone().expect("a running thread has its files")
     }
 
+    /// The fd table, unless the thread has ended (for other tasks' views: `/proc`).
+    pub fn files_if_live(&self) -> Option<Arc<Mutex<FdTable>>> {
+        self.files.lock().clone()
+    }
+
     /// The fds the process may use: its RLIMIT_NOFILE soft limit.
     pub fn nofile(&self) -> usize {
         (self.process.rlimits.lock_uninterruptible()[7].0 as usize).min(crate::fs::file::NR_OPEN)

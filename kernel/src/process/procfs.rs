@@ -4,7 +4,7 @@
 //!
 //! * `/proc/PID` for each process, `/proc/PID/task/TID` for each of its threads, with `stat`,
 //!   `status`, `sched`, `schedstat`, `comm`, `cmdline`, `autogroup` (read and written),
-//!   `limits`, `cgroup`, `maps`, `oom_score_adj`, `exe`, `cwd`; `self` and `thread-self`.
+//!   `limits`, `cgroup`, `maps`, `oom_score_adj`, `exe`, `cwd`, `fd/`; `self` and `thread-self`.
 //!   Other tids are found too (`/proc/TID` of a thread, unlisted, as on Linux).
 //! * `/proc/{stat,uptime,loadavg,meminfo,cpuinfo,version,cmdline,mounts,filesystems}`.
 //! * `/proc/sys/<dir>/<name>` for each entry of [`crate::sysctl::SYSCTLS`]: a read is the
@@ -117,6 +117,7 @@ const PID_NAMES: &[(&str, u32)] = &[
     ("comm", REG),
     ("cwd", LNK),
     ("exe", LNK),
+    ("fd", DIR),
     ("limits", REG),
     ("maps", REG),
     ("mounts", REG),
@@ -162,6 +163,7 @@ impl GenDir for PidDir {
                 process::thread_of(&t).map_or(String::from("/"), |th| crate::fs::vfs::path_of(&th.fs.cwd.lock_uninterruptible())),
             ),
             "exe" => Node::Link(user_mm(&t).map(|mm| mm.lock_uninterruptible().exe.clone()).unwrap_or_default()),
+            "fd" => Node::Dir(0o500, alloc::sync::Arc::new(FdDir { tid })),
             "limits" => Node::ro(move || limits(tid)),
             "maps" => Node::ro(move || Ok(maps(&*task_of(tid)?))),
             "mounts" => Node::ro(|| Ok(mounts())),
@@ -231,6 +233,31 @@ impl GenDir for ZombieDir {
             }),
             _ => return None,
         })
+    }
+}
+
+/// `/proc/PID/fd`: a link per open fd to what it is open on ([`crate::fs::file::OpenFile::proc_link`]).
+/// Following a link opens that path again (Linux's links reach the open file itself: a pipe
+/// or socket reopens only there).
+struct FdDir {
+    tid: Tid,
+}
+
+impl FdDir {
+    fn table(&self) -> Option<alloc::sync::Arc<crate::sched::wait::Mutex<crate::fs::file::FdTable>>> {
+        task_of(self.tid).ok().and_then(|t| process::thread_of(&t)).and_then(|th| th.files_if_live())
+    }
+}
+
+impl GenDir for FdDir {
+    fn list(&self) -> Vec<(String, u32)> {
+        self.table().map_or(Vec::new(), |f| f.lock_uninterruptible().open_fds().into_iter().map(|fd| (fd.to_string(), LNK)).collect())
+    }
+
+    fn lookup(&self, name: &str) -> Option<Node> {
+        let fd = name.parse::<u64>().ok()?;
+        let file = self.table()?.lock_uninterruptible().get(fd).ok()?;
+        Some(Node::Link(file.proc_link()))
     }
 }
 
@@ -397,7 +424,7 @@ fn status(t: &Task) -> String {
     });
     let umask = th.as_ref().map_or(0o022, |th| th.fs.umask.load(Ordering::Relaxed));
     let (ignored, caught) = th.as_ref().map_or((u64::MAX, 0), |th| sig_dispositions(th));
-    let fdsize = th.as_ref().map_or(0, |th| th.files().lock_uninterruptible().capacity());
+    let fdsize = th.as_ref().and_then(|th| th.files_if_live()).map_or(0, |f| f.lock_uninterruptible().capacity());
     let mut s = String::new();
     let _ = write!(s, "Name:\t{}\nUmask:\t{:04o}\nState:\t{} ({})\n", comm(t), umask, st, word);
     let _ = write!(s, "Tgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0\n", t.process.tgid, t.tid, ppid);
