@@ -175,9 +175,32 @@ pub fn wait(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool, val: u32, bitset: u32
     if bitset == 0 {
         return Err(Errno::EINVAL);
     }
-    let key = key_of(mm, addr, private)?;
-    let w = Waiter::new(key, bitset, None);
+    let w = Waiter::new(key_of(mm, addr, private)?, bitset, None);
+    match queue_and_sleep(mm, addr, val, &w, deadline_ns)? {
+        Slept::Woken => Ok(()),
+        Slept::TimedOut => Err(Errno::ETIMEDOUT),
+        Slept::Interrupted if deadline_ns.is_some() => Err(Errno::ERESTARTNOHAND),
+        Slept::Interrupted => Err(Errno::ERESTARTSYS),
+    }
+}
+
+/// How a queued waiter's sleep ended.
+enum Slept {
+    /// A waker took it off its bucket.
+    Woken,
+    /// Its deadline passed first.
+    TimedOut,
+    /// A signal came first.
+    Interrupted,
+}
+
+/// Queues `w` if the word at `addr` still holds `val` (else EAGAIN: the check and the enqueue
+/// under the bucket's lock, so no wakeup is lost) and sleeps until a waker takes it,
+/// `deadline_ns` (monotonic) or a signal. A wake that races with the timeout or the signal
+/// wins: the waiter is off its bucket either way.
+fn queue_and_sleep(mm: &Arc<Mutex<Mm>>, addr: u64, val: u32, w: &Arc<Waiter>, deadline_ns: Option<u64>) -> Result<Slept, Errno> {
     {
+        let key = *w.key.lock();
         let mut b = TABLE[bucket_of(&key)].lock_uninterruptible();
         if read_word(mm, addr)? != val {
             return Err(Errno::EAGAIN);
@@ -188,14 +211,13 @@ pub fn wait(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool, val: u32, bitset: u32
         None => w.queue.wait_until_interruptible(|| w.woken.load(Ordering::Acquire)).map(|_| true),
         Some(d) => w.queue.wait_until_interruptible_deadline(|| w.woken.load(Ordering::Acquire), d),
     };
-    if w.woken.load(Ordering::Acquire) || unqueue(&w) {
-        return Ok(());
-    }
-    match r {
-        Ok(_) => Err(Errno::ETIMEDOUT),
-        Err(_) if deadline_ns.is_some() => Err(Errno::ERESTARTNOHAND),
-        Err(_) => Err(Errno::ERESTARTSYS),
-    }
+    Ok(if w.woken.load(Ordering::Acquire) || unqueue(w) {
+        Slept::Woken
+    } else if r.is_ok() {
+        Slept::TimedOut
+    } else {
+        Slept::Interrupted
+    })
 }
 
 /// FUTEX_WAIT_REQUEUE_PI: waits on the word at `addr` (EAGAIN unless it holds `val`) for a
@@ -214,29 +236,14 @@ pub fn wait_requeue_pi(mm: &Arc<Mutex<Mm>>, addr: u64, addr2: u64, private: bool
     }
     let (key, key2) = (key_of(mm, addr, private)?, key_of(mm, addr2, private)?);
     let w = Waiter::new(key, BITSET_ANY, Some(key2));
-    {
-        let mut b = TABLE[bucket_of(&key)].lock_uninterruptible();
-        if read_word(mm, addr)? != val {
-            return Err(Errno::EAGAIN);
-        }
-        b.push(w.clone());
-    }
-    let r = match deadline_ns {
-        None => w.queue.wait_until_interruptible(|| w.woken.load(Ordering::Acquire)).map(|_| true),
-        Some(d) => w.queue.wait_until_interruptible_deadline(|| w.woken.load(Ordering::Acquire), d),
-    };
-    if w.woken.load(Ordering::Acquire) || unqueue(&w) {
-        if !w.requeued.load(Ordering::Acquire) {
-            return Err(Errno::EAGAIN);
-        }
-        return match lock_pi(mm, addr2, private, deadline_ns, false) {
+    match queue_and_sleep(mm, addr, val, &w, deadline_ns)? {
+        Slept::Woken if !w.requeued.load(Ordering::Acquire) => Err(Errno::EAGAIN),
+        Slept::Woken => match lock_pi(mm, addr2, private, deadline_ns, false) {
             Err(Errno::ERESTARTNOINTR) => Err(Errno::EAGAIN),
             r => r,
-        };
-    }
-    match r {
-        Ok(_) => Err(Errno::ETIMEDOUT),
-        Err(_) => Err(Errno::ERESTARTNOINTR),
+        },
+        Slept::TimedOut => Err(Errno::ETIMEDOUT),
+        Slept::Interrupted => Err(Errno::ERESTARTNOINTR),
     }
 }
 
