@@ -92,20 +92,12 @@ fn tracefs() -> Node {
     )
 }
 
-fn online() -> CpuMask {
-    let mut m = CpuMask(0);
-    for c in crate::percpu::online_cpus() {
-        m.0 |= 1 << c.cpu_id;
-    }
-    m
-}
-
 fn list(m: CpuMask) -> String {
     format!("{}\n", m.to_list())
 }
 
 fn system() -> Node {
-    let on = online();
+    let on = crate::sched::online_mask();
     let cpus: Vec<_> = crate::percpu::online_cpus().collect();
     let mut cpu_dir: Vec<(String, Node)> = alloc::vec![
         (String::from("kernel_max"), Node::text(String::from("63\n"))),

@@ -28,6 +28,11 @@ use core::sync::atomic::Ordering;
 /// Linux's `USER_HZ`: the clock ticks of `stat`'s times.
 const USER_HZ: u64 = 100;
 
+/// Nanoseconds as `USER_HZ` clock ticks.
+fn ticks(ns: u64) -> u64 {
+    ns / (1_000_000_000 / USER_HZ)
+}
+
 /// The `/proc` directory.
 pub fn root() -> Node {
     Node::dir(ProcRoot)
@@ -355,7 +360,6 @@ fn stat_of(t: &Task) -> String {
         None => -1,
     };
     let flags: u32 = if t.kthread { 0x0020_0000 } else { 0x0040_0000 };
-    let ticks = |ns: u64| ns / (1_000_000_000 / USER_HZ);
     let threads = g.len();
     let (vsize, _, rss) = vm_size(t);
     let (blocked, pending) = (t.process.signals.blocked.load(Ordering::Relaxed), t.process.signals.pending.load(Ordering::Relaxed));
@@ -615,12 +619,14 @@ fn loadavg() -> String {
     let all = task::all();
     let running = all.iter().filter(|t| t.state() == TaskState::Running).count();
     let [a, b, c] = crate::sched::loadavg();
-    let f = |v: u64| format!("{}.{:02}", v >> 11, ((v & 0x7ff) * 100) >> 11);
+    let f = |v: u64| {
+        let (int, frac) = cadence_sched::loadavg::LoadAvg::format(v);
+        format!("{}.{:02}", int, frac)
+    };
     format!("{} {} {} {}/{} {}\n", f(a), f(b), f(c), running, all.len(), task::last_tid())
 }
 
 fn stat() -> String {
-    let ticks = |ns: u64| ns / (1_000_000_000 / USER_HZ);
     let up = crate::time::uptime_ns();
     let mut lines = Vec::new();
     let (mut busy_all, mut idle_all) = (0, 0);
