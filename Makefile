@@ -30,6 +30,10 @@
 #   make compare-rttests [ROUNDS=n] [SMP=spec]  deadline_test, cyclicdeadline, oslat, signaltest, ptsematest,
 #                                   sigwaittest on Cadence and the Linux peer, alternating boots
 #   make rtapp-all [DURATION=s]  Debian's rt-app on every rt-app 1.0 example JSON (no ftrace), Cadence and the peer
+#   make compare-bandwidth [ROUNDS=n] [SMP=spec]  cgroup v2 cpu.max "50000 100000" on 4 spinners: the
+#                              group's share (cpu.stat, CPU times, loop counts) on Cadence and Linux
+#   make compare-autogroup [ROUNDS=n] [SMP=spec]  seed 001 verbatim, and a hog beside a parallel load
+#                              with autogroup on, off and Lennart's way, on Cadence and Linux
 #   make compare-pi [ROUNDS=n] [SMP=spec]  priority inversion: a FIFO 90 thread's wait on a PI and a
 #                                   plain mutex held by FIFO 10 under a FIFO 50 hog, Cadence and Linux
 #   make bench-dirty [RUNS=n]  Morton's dirty-throttle test (`bench dirty`) on an 8 MiB/s disk
@@ -73,7 +77,7 @@ DISK_OPTS_OPT = $(if $(DISK_OPTS),$(if $(findstring --,$(DISK_OPT)),--disk-opts 
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool initramfs syscall-table run test lint test-stress test-repeat bench bench-user bench-coresched compare compare-pi compare-rtapp rtapp-all compare-rttests bench-dirty bench-alloc compare-vm compare-group clean
+.PHONY: help setup kernel boot-tool initramfs syscall-table run test lint test-stress test-repeat bench bench-user bench-coresched compare compare-pi compare-rtapp rtapp-all compare-rttests compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
 
 help:
 	@sed -n '4,/^#   make clean/s/^# \{0,1\}//p' '$(ROOT)/Makefile'
@@ -115,6 +119,8 @@ boot-tool: setup
 # loads the initramfs at ~0.5 MB/s under TCG, so each static binary costs every boot ~1.5 s.
 USER_SRCS := $(wildcard $(ROOT)/tests/user/*.c)
 USER_BINS := $(patsubst $(ROOT)/tests/user/%.c,$(ROOT)/target/user/%,$(USER_SRCS)) $(ROOT)/target/user/pipetest-dyn
+# Shell scripts of the experiments (seed 001, autogroup), installed in /bin beside them.
+USER_SCRIPTS := $(wildcard $(ROOT)/tests/scripts/*.sh)
 USER_STATIC := hello crash pipetest
 INITRAMFS := $(ROOT)/target/user/initramfs.cpio
 $(ROOT)/target/user/%: $(ROOT)/tests/user/%.c $(ROOT)/tests/user/conform.h
@@ -124,8 +130,8 @@ $(ROOT)/target/user/%: $(ROOT)/tests/user/%.c $(ROOT)/tests/user/conform.h
 $(ROOT)/target/user/pipetest-dyn: $(ROOT)/tests/user/pipetest.c
 	@mkdir -p '$(ROOT)/target/user'
 	gcc -O2 -Wall -o '$@' '$<'
-$(INITRAMFS): $(USER_BINS) $(ROOT)/tools/rootfs/packages.txt $(ROOT)/tools/build-rootfs.sh | boot-tool
-	'$(ROOT)/tools/build-rootfs.sh' '$(CADENCE_BOOT)' '$@' $(foreach b,$(USER_BINS),'$(b)')
+$(INITRAMFS): $(USER_BINS) $(USER_SCRIPTS) $(ROOT)/tools/rootfs/packages.txt $(ROOT)/tools/build-rootfs.sh | boot-tool
+	'$(ROOT)/tools/build-rootfs.sh' '$(CADENCE_BOOT)' '$@' $(foreach b,$(USER_BINS) $(USER_SCRIPTS),'$(b)')
 initramfs: boot-tool $(INITRAMFS)
 
 syscall-table: kernel boot-tool
@@ -167,6 +173,10 @@ DURATION ?= 2
 # The rt-tests programs of issue 36 on Cadence and on the peer in one sitting.
 compare-rttests: kernel boot-tool initramfs
 	'$(ROOT)/tools/compare-rttests.sh' '$(ROUNDS)' '$(if $(SMP),$(SMP),4,sockets=1,cores=2,threads=2)'
+compare-bandwidth: kernel boot-tool initramfs
+	'$(ROOT)/tools/compare-bandwidth.sh' '$(ROUNDS)' '$(if $(SMP),$(SMP),4,sockets=1,cores=2,threads=2)'
+compare-autogroup: kernel boot-tool initramfs
+	'$(ROOT)/tools/compare-autogroup.sh' '$(ROUNDS)' '$(if $(SMP),$(SMP),4,sockets=1,cores=2,threads=2)'
 
 # Debian's rt-app on every rt-app 1.0 example JSON without ftrace, on Cadence and on the peer.
 rtapp-all: kernel boot-tool initramfs

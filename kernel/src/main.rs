@@ -144,8 +144,8 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     let (cpus, packages, cores, threads) = smp::topology_summary();
     kprintln!("cadence: smp: {} cpus online ({} packages, {} cores, {} threads per core)", cpus, packages, cores, threads);
     // The generated trees, once the CPUs are up (sysfs lists the online CPUs).
-    fs::mount_pseudo("proc", process::procfs::root());
-    fs::mount_pseudo("sys", fs::sysfs::root());
+    fs::mount_pseudo("proc", "/proc", "proc", "rw,nosuid,nodev,noexec,relatime", process::procfs::root());
+    fs::sysfs::mount_all();
     for cpu in percpu::online_cpus() {
         let sib = smp::smt_siblings(cpu);
         kprintln!("cadence: cpu {} smt-siblings {:?}", cpu.cpu_id, sib);

@@ -221,3 +221,48 @@ fn debian_chrt_taskset_hackbench_and_pipetest_run_unmodified() {
     run.check(out.iter().any(|l| l.ends_with("current affinity mask: f")), "taskset -p");
     run.check(has("pipetest: 500 round trips in "), "the dynamically linked pipetest");
 }
+
+/// Seed 001's four lines, verbatim (`tests/scripts/seed-001.sh`), make the shell's own cgroup
+/// in a v1 cpu hierarchy; cgroup v2 on the same tree takes `+cpu`, `cpu.max`, `cpu.weight`
+/// with Linux's errors; `mount(2)` and `umount2(2)` keep `/proc/mounts`.
+#[test]
+fn cgroupfs_seed_001_and_cgroup2_files() {
+    let script = "sh /bin/seed-001.sh; c=/sys/fs/cgroup/v2; mkdir $c && mount -t cgroup2 none $c && echo +cpu > $c/cgroup.subtree_control; \
+                  cat $c/cgroup.controllers; mkdir $c/g; cat $c/g/cpu.max $c/g/cpu.weight $c/g/cgroup.type; \
+                  echo 50000 100000 > $c/g/cpu.max && cat $c/g/cpu.max; echo 500 > $c/g/cpu.max || echo small quota refused; \
+                  echo 0 > $c/g/cpu.weight || echo weight 0 refused; echo -5 > $c/g/cpu.weight.nice && cat $c/g/cpu.weight.nice $c/g/cpu.weight; \
+                  echo +memory > $c/cgroup.subtree_control || echo memory refused; mkdir $c/g || echo exists; \
+                  echo 999999 > $c/g/cgroup.procs || echo no such pid; ls $c/user; rmdir $c/user || echo user busy; \
+                  echo 1 > $c/g/cpu.idle && cat $c/g/cpu.idle; rmdir $c/g && echo g removed; \
+                  mount -t nosuchfs none /tmp || echo nosuchfs refused; umount /tmp || echo tmp not a mount; \
+                  umount $c && grep -c cgroup2 /proc/mounts; true";
+    let run = run_sh("2", script);
+    let out = lines(&run);
+    let has = |want: &str| out.iter().any(|l| l == want);
+    run.check(out.iter().any(|l| l.starts_with("seed-001: shell ") && l.contains(" in 0::/user/")), "the shell in its own cgroup");
+    run.check(out.iter().any(|l| l.starts_with("seed-001: tasks of user/")), "its tasks file");
+    for want in [
+        "seed-001: drwxrwxrwx /sys/fs/cgroup/cpu/user",
+        "seed-001: mount: cgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0",
+        "cpu",
+        "max 100000",
+        "100",
+        "domain",
+        "50000 100000",
+        "small quota refused",
+        "weight 0 refused",
+        "-5",
+        "305",
+        "memory refused",
+        "exists",
+        "no such pid",
+        "user busy",
+        "1",
+        "g removed",
+        "nosuchfs refused",
+        "tmp not a mount",
+        "0",
+    ] {
+        run.check(has(want), format!("expected a line `{want}`"));
+    }
+}

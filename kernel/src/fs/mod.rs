@@ -6,6 +6,7 @@
 pub mod console;
 pub mod file;
 pub mod initramfs;
+pub mod mount;
 pub mod pipe;
 pub mod pseudo;
 pub mod socket;
@@ -33,9 +34,10 @@ pub fn init_devices() {
     }
 }
 
-/// Grafts a generated tree at directory `path` (`/proc` from the process layer, `/sys` below).
-pub fn mount_pseudo(path: &str, node: pseudo::Node) {
-    if let pseudo::Node::Dir(perm, d) = node {
-        let _ = vfs::graft(path, perm, d);
+/// Mounts a generated tree at boot: `/proc` from the process layer, `/sys` and, on its
+/// directories, debugfs and tracefs (see [`mount`]).
+pub fn mount_pseudo(source: &str, path: &str, fstype: &'static str, options: &str, node: pseudo::Node) {
+    if let Err(e) = mount::mount_generated(source, path, fstype, options, node) {
+        framework::kprintln!("fs: mounting {} on {}: {}", fstype, path, e.strerror());
     }
 }

@@ -54,6 +54,24 @@ pub trait GenDir: Send + Sync {
     fn list(&self) -> Vec<(String, u32)>;
     /// The entry `name`, made now; `None` is ENOENT.
     fn lookup(&self, name: &str) -> Option<Node>;
+    /// `mkdir(name)` (`name` is not an entry): the new directory, or why not. Linux's procfs
+    /// and sysfs have no mkdir: the lookup before it fails (ENOENT).
+    fn mkdir(&self, _name: &str, _perm: u32) -> Result<Node, Errno> {
+        Err(Errno::ENOENT)
+    }
+    /// `rmdir(name)` of an entry that is a directory. Linux's procfs and sysfs: EPERM.
+    fn rmdir(&self, _name: &str) -> Result<(), Errno> {
+        Err(Errno::EPERM)
+    }
+    /// What creating a file here answers (`open(O_CREAT)`, `mknod`, `symlink`).
+    fn create_error(&self) -> Errno {
+        Errno::ENOENT
+    }
+    /// `chmod` of this directory: a tree that remembers modes keeps it (cgroupfs); others
+    /// accept it for the inode at hand only, as before.
+    fn set_mode(&self, _perm: u32) -> Result<(), Errno> {
+        Ok(())
+    }
 }
 
 /// One entry of a generated directory.

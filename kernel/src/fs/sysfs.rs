@@ -24,9 +24,23 @@ use cadence_sched::CpuMask;
 pub fn root() -> Node {
     Node::dir(Fixed(alloc::vec![
         (String::from("devices"), Node::dir(Fixed(alloc::vec![(String::from("system"), system())]))),
-        (String::from("kernel"), Node::dir(Fixed(alloc::vec![(String::from("debug"), debugfs()), (String::from("tracing"), tracefs())])),),
-        (String::from("fs"), Node::dir(Fixed(Vec::new()))),
+        // Mountpoints, as Linux's sysfs has them: debugfs and tracefs are mounted on the first
+        // two at boot, cgroupfs where the user mounts it.
+        (String::from("kernel"), Node::dir(Fixed(alloc::vec![(String::from("debug"), empty()), (String::from("tracing"), empty())])),),
+        (String::from("fs"), Node::dir(Fixed(alloc::vec![(String::from("cgroup"), empty())]))),
     ]))
+}
+
+fn empty() -> Node {
+    Node::Dir(0o755, alloc::sync::Arc::new(Fixed(Vec::new())))
+}
+
+/// Mounts `/sys`, then debugfs and tracefs on their directories in it (Linux's boot mounts
+/// them too, as systemd does).
+pub fn mount_all() {
+    super::mount_pseudo("sysfs", "/sys", "sysfs", "rw,nosuid,nodev,noexec,relatime", root());
+    super::mount_pseudo("debugfs", "/sys/kernel/debug", "debugfs", "rw,nosuid,nodev,noexec,relatime", debugfs());
+    super::mount_pseudo("tracefs", "/sys/kernel/tracing", "tracefs", "rw,nosuid,nodev,noexec,relatime", tracefs());
 }
 
 /// debugfs at `/sys/kernel/debug` (listed as mounted in `/proc/mounts`): the scheduler's
@@ -34,7 +48,7 @@ pub fn root() -> Node {
 /// each feature, `NO_` before those off, a space after each; a write names one feature,
 /// `NO_` to turn it off (EINVAL otherwise). `sched/base_slice_ns` is
 /// `kernel.sched_base_slice_ns` (Linux 6.6 moved it here).
-fn debugfs() -> Node {
+pub fn debugfs() -> Node {
     let sysctl_file = |name: &'static str| {
         Node::rw(
             move || Ok(format!("{}\n", crate::sysctl::get(name).unwrap_or_default())),
@@ -82,7 +96,7 @@ fn debugfs() -> Node {
 /// `cadence_trace::event::MARKER_LEN` bytes; EBADF while the tracer is off, as Linux's
 /// disabled ring buffer). The rest of tracefs (`trace`, `tracing_on`, `set_event`) is not
 /// there yet: the shell's `trace` command and the COM2 export read the rings.
-fn tracefs() -> Node {
+pub fn tracefs() -> Node {
     Node::Dir(
         0o700,
         alloc::sync::Arc::new(Fixed(alloc::vec![(

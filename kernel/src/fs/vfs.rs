@@ -282,6 +282,21 @@ impl Inode {
         })
     }
 
+    /// A mounted tree's root over directory `at`: a number of its own, `..` leading to `at`'s
+    /// parent (held, as a generated inode's).
+    fn root_on(at: &Arc<Inode>, mode: u32, content: Content) -> Arc<Inode> {
+        let up = at.parent();
+        Arc::new(Inode {
+            ino: NEXT_INO.fetch_add(1, Ordering::Relaxed),
+            mode: AtomicU32::new(mode),
+            nlink: AtomicU32::new(2),
+            mtime_ns: AtomicU64::new(crate::time::uptime_ns()),
+            parent: Mutex::new(Arc::downgrade(&up)),
+            up: Some(up),
+            content: Mutex::new(content),
+        })
+    }
+
     /// Is it a generated directory (procfs, sysfs), whose entries the VFS cannot add or remove?
     pub fn is_generated_dir(&self) -> bool {
         matches!(&*self.lock(), Content::GenDir(_))
@@ -403,15 +418,44 @@ pub fn child(dir: &Arc<Inode>, name: &str) -> Result<Arc<Inode>, Errno> {
         ".." => Ok(dir.parent()),
         _ => {
             let gen = match &*dir.lock() {
-                Content::Dir(m) => return m.get(name).cloned().ok_or(Errno::ENOENT),
-                Content::GenDir(d) => d.clone(),
+                Content::Dir(m) => Err(m.get(name).cloned().ok_or(Errno::ENOENT)?),
+                Content::GenDir(d) => Ok(d.clone()),
                 _ => return Err(Errno::ENOTDIR),
             };
-            // Made with the directory unlocked (the contract in `pseudo`).
-            let node = gen.lookup(name).ok_or(Errno::ENOENT)?;
-            Ok(Inode::generated(dir, name, node))
+            let found = match gen {
+                Err(inode) => inode,
+                // Made with the directory unlocked (the contract in `pseudo`).
+                Ok(gen) => Inode::generated(dir, name, gen.lookup(name).ok_or(Errno::ENOENT)?),
+            };
+            Ok(covered(found))
         }
     }
+}
+
+/// What the walk sees at `inode`: the root of the last tree mounted on it, through stacked
+/// mounts, or `inode` itself.
+fn covered(mut inode: Arc<Inode>) -> Arc<Inode> {
+    // Bounded: each step moves to a root mounted later than the last.
+    for _ in 0..64 {
+        match super::mount::covering(inode.ino) {
+            Some(root) if !Arc::ptr_eq(&root, &inode) => inode = root,
+            _ => break,
+        }
+    }
+    inode
+}
+
+/// A new tree's root, to be mounted on directory `at` (`mount(2)`): a generated directory
+/// (procfs, cgroupfs, ...) or, for [`Node::Link`]-free empty trees, see [`empty_root`]. Its
+/// `..` is `at`'s parent, as a mount root's is on Linux.
+pub fn mount_root(at: &Arc<Inode>, node: Node) -> Result<Arc<Inode>, Errno> {
+    let Node::Dir(perm, d) = node else { return Err(Errno::ENOTDIR) };
+    Ok(Inode::root_on(at, S_IFDIR | perm, Content::GenDir(d)))
+}
+
+/// An empty ramfs tree's root (`mount -t tmpfs`), to be mounted on directory `at`.
+pub fn empty_root(at: &Arc<Inode>, perm: u32) -> Arc<Inode> {
+    Inode::root_on(at, S_IFDIR | perm, Content::Dir(BTreeMap::new()))
 }
 
 /// Walks `path` from `cwd` (absolute paths from the root). `follow`: follow a symbolic link
@@ -492,9 +536,21 @@ pub fn create(dir: &Arc<Inode>, name: &str, mode: u32, content: Content) -> Resu
         return Err(Errno::EEXIST);
     }
     check_name(name)?;
-    if dir.is_generated_dir() {
-        // procfs and sysfs have no create or mkdir: the lookup before them fails, as on Linux.
-        return Err(Errno::ENOENT);
+    let gen = match &*dir.lock() {
+        Content::GenDir(d) => Some(d.clone()),
+        _ => None,
+    };
+    if let Some(gen) = gen {
+        // procfs and sysfs have no create or mkdir (the lookup before them fails, as on
+        // Linux); cgroupfs makes a group for a mkdir.
+        if gen.lookup(name).is_some() {
+            return Err(Errno::EEXIST);
+        }
+        if mode & S_IFMT != S_IFDIR {
+            return Err(gen.create_error());
+        }
+        let node = gen.mkdir(name, mode & 0o7777)?;
+        return Ok(Inode::generated(dir, name, node));
     }
     let is_dir = mode & S_IFMT == S_IFDIR;
     let node = Inode::new(mode, content, Arc::downgrade(dir));
@@ -522,14 +578,28 @@ pub fn remove(dir: &Arc<Inode>, name: &str, rmdir: bool) -> Result<(), Errno> {
         ".." => return Err(if rmdir { Errno::ENOTEMPTY } else { Errno::EISDIR }),
         _ => {}
     }
-    if dir.is_generated_dir() {
-        // Linux's procfs and sysfs have no unlink or rmdir.
-        child(dir, name)?;
-        return Err(Errno::EPERM);
+    let gen = match &*dir.lock() {
+        Content::GenDir(d) => Some(d.clone()),
+        _ => None,
+    };
+    if let Some(gen) = gen {
+        let node = child(dir, name)?;
+        if super::mount::mountpoint_of(&node).is_some() {
+            return Err(Errno::EBUSY);
+        }
+        return match (node.is_dir(), rmdir) {
+            (true, true) => gen.rmdir(name),
+            (false, true) => Err(Errno::ENOTDIR),
+            // Linux's procfs, sysfs and cgroupfs have no unlink.
+            _ => Err(Errno::EPERM),
+        };
     }
     let mut guard = dir.lock();
     let Content::Dir(m) = &mut *guard else { return Err(Errno::ENOTDIR) };
     let node = m.get(name).cloned().ok_or(Errno::ENOENT)?;
+    if super::mount::is_mountpoint(node.ino) {
+        return Err(Errno::EBUSY);
+    }
     match (node.is_dir(), rmdir) {
         (true, false) => return Err(Errno::EISDIR),
         (false, true) => return Err(Errno::ENOTDIR),
@@ -569,6 +639,9 @@ pub fn rename(from_dir: &Arc<Inode>, from: &str, to_dir: &Arc<Inode>, to: &str) 
         return Err(Errno::EBUSY);
     }
     let node = child(from_dir, from)?;
+    if super::mount::mountpoint_of(&node).is_some() {
+        return Err(Errno::EBUSY);
+    }
     match (from_dir.is_generated_dir(), to_dir.is_generated_dir()) {
         (false, false) => {}
         // Generated trees are file systems of their own on Linux.
@@ -619,15 +692,17 @@ pub fn path_of(dir: &Arc<Inode>) -> String {
         if Arc::ptr_eq(&up, &at) {
             break;
         }
+        // A mounted tree's root goes by its mountpoint's entry.
+        let ino = super::mount::mountpoint_of(&at).unwrap_or(at.ino);
         let gen = match &*up.lock() {
-            Content::Dir(m) => Err(m.iter().find(|(_, v)| Arc::ptr_eq(v, &at)).map(|(k, _)| k.clone())),
+            Content::Dir(m) => Err(m.iter().find(|(_, v)| Arc::ptr_eq(v, &at) || v.ino == ino).map(|(k, _)| k.clone())),
             Content::GenDir(d) => Ok(d.clone()),
             _ => Err(None),
         };
         // A generated entry is found by its number, which its name makes.
         let name = match gen {
             Err(name) => name,
-            Ok(d) => d.list().into_iter().map(|(n, _)| n).find(|n| pseudo::ino_of(up.ino, n) == at.ino),
+            Ok(d) => d.list().into_iter().map(|(n, _)| n).find(|n| pseudo::ino_of(up.ino, n) == ino),
         };
         parts.push(name.unwrap_or_else(|| String::from("(unreachable)")));
         at = up;
@@ -650,14 +725,6 @@ pub fn entries(dir: &Arc<Inode>) -> Result<Vec<(u64, u32, String)>, Errno> {
     };
     out.extend(gen.list().into_iter().map(|(name, kind)| (pseudo::ino_of(dir.ino, &name), kind, name)));
     Ok(out)
-}
-
-/// Puts generated directory `dir` in place of directory `path`'s entries (made if missing):
-/// what was there is hidden, as under a mount (`/proc` and `/sys` at boot).
-pub fn graft(path: &str, perm: u32, dir: Arc<dyn GenDir>) -> Result<Arc<Inode>, Errno> {
-    let at = install(path, S_IFDIR | perm, Content::Dir(BTreeMap::new()))?;
-    *at.lock() = Content::GenDir(dir);
-    Ok(at)
 }
 
 /// Makes `path` (absolute, intermediate directories too) hold `content` (the initramfs and

@@ -18,6 +18,7 @@
 //! the wait status in its parent's [`Family`] and sends the parent SIGCHLD
 //! ([`signal::notify_parent`]).
 
+pub mod cgroupfs;
 pub mod exec;
 pub mod futex;
 pub mod mm;

@@ -82,7 +82,9 @@ impl GenDir for ProcRoot {
             "mounts" => Node::Link(String::from("self/mounts")),
             "cmdline" => Node::ro(|| Ok(format!("{}\n", crate::cmdline::boot_line()))),
             "cpuinfo" => Node::ro(|| Ok(cpuinfo())),
-            "filesystems" => Node::ro(|| Ok(String::from("nodev\tsysfs\nnodev\ttmpfs\nnodev\tproc\nnodev\tramfs\nnodev\tdevtmpfs\n"))),
+            "filesystems" => Node::ro(|| {
+                Ok(String::from("nodev\tsysfs\nnodev\ttmpfs\nnodev\tproc\nnodev\tcgroup\nnodev\tcgroup2\nnodev\tramfs\nnodev\tdebugfs\nnodev\ttracefs\n"))
+            }),
             "loadavg" => Node::ro(|| Ok(loadavg())),
             "meminfo" => Node::ro(|| Ok(meminfo())),
             "stat" => Node::ro(|| Ok(stat())),
@@ -150,7 +152,7 @@ impl GenDir for PidDir {
                 move || crate::sched::autogroup::proc_autogroup(tid).map(|s| s + "\n"),
                 move |v| crate::sched::autogroup::set_nice(tid, v.trim().parse::<i64>().map_err(|_| Errno::EINVAL)?),
             ),
-            "cgroup" => Node::ro(move || Ok(format!("0::{}\n", crate::sched::group::task_group_path(&*task_of(tid)?)))),
+            "cgroup" => Node::ro(move || Ok(format!("0::{}\n", crate::sched::group::cgroup_path(&*task_of(tid)?)))),
             "cmdline" => Node::ro(move || Ok(cmdline(&*task_of(tid)?))),
             "comm" => Node::rw(
                 move || Ok(format!("{}\n", comm(&*task_of(tid)?))),
@@ -171,7 +173,7 @@ impl GenDir for PidDir {
             "fd" => Node::Dir(0o500, alloc::sync::Arc::new(FdDir { tid })),
             "limits" => Node::ro(move || limits(tid)),
             "maps" => Node::ro(move || Ok(maps(&*task_of(tid)?))),
-            "mounts" => Node::ro(|| Ok(mounts())),
+            "mounts" => Node::ro(|| Ok(crate::fs::mount::format())),
             "oom_score_adj" => Node::rw(
                 || Ok(String::from("0\n")),
                 |v| match v.trim().parse::<i32>() {
@@ -601,14 +603,6 @@ fn maps(t: &Task) -> String {
 }
 
 /// `/proc/mounts`: the file systems Cadence has, at their places.
-fn mounts() -> String {
-    String::from(
-        "rootfs / rootfs rw 0 0\nproc /proc proc rw,relatime 0 0\nsysfs /sys sysfs rw,relatime 0 0\n\
-         devtmpfs /dev devtmpfs rw,relatime 0 0\ntmpfs /dev/shm tmpfs rw,relatime 0 0\ntmpfs /tmp tmpfs rw,relatime 0 0\n\
-         debugfs /sys/kernel/debug debugfs rw,relatime 0 0\ntracefs /sys/kernel/tracing tracefs rw,relatime 0 0\n",
-    )
-}
-
 fn uptime() -> String {
     let up = crate::time::uptime_ns();
     let idle = crate::sched::idle_ns_total();

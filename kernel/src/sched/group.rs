@@ -46,7 +46,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use cadence_sched::arena::{grow_target, ArenaMap};
 use cadence_sched::{Errno, FairRq};
-use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 pub type GroupId = u32;
 pub const ROOT_GROUP: GroupId = 0;
@@ -82,6 +82,14 @@ pub struct TaskGroup {
     nr_children: AtomicU32,
     /// Autogroup nice (what `/proc/<pid>/autogroup` shows).
     pub nice: AtomicI32,
+    /// `cpu.idle`: the group's entities weigh as a SCHED_IDLE task's (its shares kept for
+    /// when it is cleared, as Linux's `tg->idle`).
+    pub idle: AtomicBool,
+    /// Bandwidth control (`cpu.max`): the group's runtime pool and statistics. A leaf lock,
+    /// taken under run-queue locks (`sched::bandwidth`).
+    pub bandwidth: IrqLock<cadence_sched::cfs_bandwidth::Pool>,
+    /// The pool has a quota (read without its lock by the charging path).
+    pub limited: AtomicBool,
 }
 
 impl TaskGroup {
@@ -94,17 +102,35 @@ impl TaskGroup {
         self.shares.load(Ordering::Relaxed).max(1)
     }
 
+    /// What its entities weigh by: its shares, or SCHED_IDLE's weight while `cpu.idle` is set.
+    pub fn effective_shares(&self) -> u64 {
+        if self.idle.load(Ordering::Relaxed) {
+            cadence_sched::weight::WEIGHT_IDLEPRIO
+        } else {
+            self.shares()
+        }
+    }
+
     pub fn load_total(&self) -> u64 {
         self.load_total.load(Ordering::Relaxed)
     }
 
-    /// Path-like name: `/` for the root, `/<name>` otherwise.
+    /// Its path from the root group: `/` for the root, `/<name>` for a child of the root,
+    /// `/<parent's names>/<name>` below (the cgroup path `/proc/PID/cgroup` shows).
     pub fn path(&self) -> String {
         if self.id == ROOT_GROUP {
-            "/".into()
-        } else {
-            alloc::format!("/{}", self.name)
+            return "/".into();
         }
+        let mut parts = alloc::vec![self.name.clone()];
+        let mut up = self.parent;
+        // Bounded by the depth limit; a destroyed ancestor cannot be (it has a child).
+        while up != ROOT_GROUP && parts.len() <= cadence_sched::fair_group::MAX_GROUP_DEPTH {
+            let Some(p) = lookup(up) else { break };
+            parts.push(p.name.clone());
+            up = p.parent;
+        }
+        parts.reverse();
+        alloc::format!("/{}", parts.join("/"))
     }
 }
 
@@ -129,12 +155,28 @@ pub struct GroupRq {
     contrib: u64,
     /// When `contrib` was last published.
     synced_at: u64,
+    /// This CPU's part of the group's bandwidth (`sched::bandwidth`); throttled queues leave
+    /// their parent queue (`GroupState::empty`).
+    pub bw: cadence_sched::cfs_bandwidth::Local,
+    /// CPU time run here by the group's own tasks (`cpu.stat` usage sums it over CPUs and
+    /// descendants).
+    pub usage_ns: u64,
 }
 
 impl GroupRq {
     pub fn new(tg: Arc<TaskGroup>, tunables: cadence_sched::FairTunables) -> Self {
         let (parent, depth) = (tg.parent, tg.depth);
-        GroupRq { tg, rq: FairRq::new(tunables), parent, depth, entity: None, contrib: 0, synced_at: 0 }
+        GroupRq {
+            tg,
+            rq: FairRq::new(tunables),
+            parent,
+            depth,
+            entity: None,
+            contrib: 0,
+            synced_at: 0,
+            bw: Default::default(),
+            usage_ns: 0,
+        }
     }
 
     /// Publishes this CPU's queued weight to the group's total (`tg.load_total`, an atomic
@@ -165,7 +207,7 @@ impl GroupRq {
     pub fn entity_weight(&self) -> u64 {
         let load = self.rq.load();
         let total = self.tg.load_total().saturating_sub(self.contrib).saturating_add(load);
-        cadence_sched::weight::calc_group_shares(self.tg.shares(), total, load).max(2)
+        cadence_sched::weight::calc_group_shares(self.tg.effective_shares(), total, load).max(2)
     }
 }
 
@@ -268,9 +310,10 @@ impl GroupRqs {
 
 /// Groups by id (see the module doc: capacity reserved outside the lock, by [`reserve_ids`]).
 static GROUPS: IrqLock<ArenaMap<GroupId, Arc<TaskGroup>>> = IrqLock::new(ArenaMap::new());
-/// Group names, and the lock that serializes creating and destroying groups (see the module
-/// doc for when it is taken with interrupts off).
-static NAMES: SpinLock<BTreeMap<GroupName, GroupId>> = SpinLock::new(BTreeMap::new());
+/// Group names by parent (a name is unique among its siblings, as a directory's entries), and
+/// the lock that serializes creating and destroying groups (see the module doc for when it is
+/// taken with interrupts off). Ordered: a group's children are one range.
+static NAMES: SpinLock<BTreeMap<(GroupId, GroupName), GroupId>> = SpinLock::new(BTreeMap::new());
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 
 /// A group's name: at most 32 bytes (`valid_name`), so it needs no allocation as a key.
@@ -281,11 +324,29 @@ pub fn lookup(id: GroupId) -> Option<Arc<TaskGroup>> {
     GROUPS.lock().get(&id).cloned()
 }
 
-/// Finds a group by name (`name` or `/name`).
-pub fn by_name(name: &str) -> Option<Arc<TaskGroup>> {
-    let name = name.strip_prefix('/').unwrap_or(name);
-    let id = *NAMES.lock().get(name)?;
+/// Finds a group by path from the root group (`name`, `/name`, `/outer/inner`).
+pub fn by_name(path: &str) -> Option<Arc<TaskGroup>> {
+    let mut id = ROOT_GROUP;
+    for name in path.split('/').filter(|c| !c.is_empty()) {
+        id = child_named(id, name)?;
+    }
+    if id == ROOT_GROUP {
+        return None;
+    }
     lookup(id)
+}
+
+/// The child of `parent` named `name`.
+pub fn child_named(parent: GroupId, name: &str) -> Option<GroupId> {
+    let key = GroupName::from(name).ok()?;
+    NAMES.lock().get(&(parent, key)).copied()
+}
+
+/// The child groups of `parent`, by name.
+pub fn children(parent: GroupId) -> Vec<(String, GroupId)> {
+    let names = NAMES.lock();
+    let from = (parent, GroupName::new());
+    names.range(from..).take_while(|((p, _), _)| *p == parent).map(|((_, n), id)| (String::from(n.as_str()), *id)).collect()
 }
 
 /// All groups except the root.
@@ -327,7 +388,7 @@ pub fn create(name: &str, parent: GroupId, weight: u64, kind: GroupKind) -> Resu
     let key = GroupName::from(name).map_err(|_| Errno::EINVAL)?;
     let mut names = NAMES.lock();
     let parent_tg = if parent == ROOT_GROUP { None } else { Some(lookup(parent).ok_or(Errno::ESRCH)?) };
-    if names.contains_key(&key) {
+    if names.contains_key(&(parent, key)) {
         return Err(Errno::EBUSY);
     }
     let depth = parent_tg.as_ref().map_or(1, |p| p.depth + 1);
@@ -349,8 +410,11 @@ pub fn create(name: &str, parent: GroupId, weight: u64, kind: GroupKind) -> Resu
         nr_tasks: AtomicU32::new(0),
         nr_children: AtomicU32::new(0),
         nice: AtomicI32::new(0),
+        idle: AtomicBool::new(false),
+        bandwidth: IrqLock::new(cadence_sched::cfs_bandwidth::Pool::new(Default::default())),
+        limited: AtomicBool::new(false),
     });
-    names.insert(key, id);
+    names.insert((parent, key), id);
     reserve_ids();
     GROUPS.lock().insert(id, tg.clone());
     if let Some(p) = parent_tg {
@@ -373,7 +437,9 @@ pub fn destroy(id: GroupId) -> Result<(), Errno> {
             groups.remove(&id)
         };
         if let Some(tg) = &removed {
-            names.remove(tg.name.as_str());
+            if let Ok(key) = GroupName::from(tg.name.as_str()) {
+                names.remove(&(tg.parent, key));
+            }
             if let Some(parent) = lookup(tg.parent) {
                 parent.nr_children.fetch_sub(1, Ordering::AcqRel);
             }
@@ -409,6 +475,22 @@ pub fn set_shares(id: GroupId, shares: u64) -> Result<(), Errno> {
         super::class::refresh_group_weights(&mut g, id);
     }
     Ok(())
+}
+
+/// Sets a group's `cpu.idle` (its entities weigh as a SCHED_IDLE task's while set) and
+/// re-weights its entities.
+pub fn set_idle(id: GroupId, idle: bool) -> Result<(), Errno> {
+    let _defer = super::signal::DeferFatal::new();
+    let tg = lookup(id).ok_or(Errno::ESRCH)?;
+    tg.idle.store(idle, Ordering::Relaxed);
+    let shares = tg.shares();
+    set_shares(id, shares)
+}
+
+/// The cgroup path of a task (`/proc/PID/cgroup`): its manual group's, `/` for the root
+/// (an autogroup is not a cgroup).
+pub fn cgroup_path(t: &super::task::Task) -> String {
+    lookup(t.group.load(Ordering::Acquire)).map(|g| g.path()).unwrap_or_else(|| "/".into())
 }
 
 /// Joins/leaves membership counts.

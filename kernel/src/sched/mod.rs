@@ -51,6 +51,7 @@
 pub mod api;
 pub mod autogroup;
 pub mod balance;
+pub mod bandwidth;
 pub mod class;
 pub mod coresched;
 pub mod group;

@@ -17,6 +17,7 @@ pub fn scheduler_tick() {
         let now = crate::time::uptime_ns();
         let mut resched = update_curr(&mut g, now);
         resched |= rt_limits::check_throttle(&mut g, now);
+        resched |= super::bandwidth::tick(&mut g, now);
         if let Some(curr) = g.curr.clone() {
             resched |= class::of(&curr).task_tick(&mut g, &curr);
         }

@@ -53,6 +53,11 @@ pub struct RqInner {
     pub rt_bw: cadence_sched::rt_bandwidth::RtBandwidth,
     /// Forced idle by core scheduling since (0 = not forced idle).
     pub forced_since: u64,
+    /// A group queue on the running task's path ran out of bandwidth: the switch throttles it
+    /// (`bandwidth::throttle_due`).
+    pub bw_check: bool,
+    /// Group queues throttled here (`bandwidth`); the tick unthrottles them.
+    pub bw_nr_throttled: u32,
     /// A runnable task switched out because it may no longer run here (affinity change):
     /// moved to an allowed CPU after the switch.
     pub(super) migrate_out: Option<Arc<Task>>,
@@ -147,6 +152,8 @@ impl Rq {
                 spare_groups: arrayvec::ArrayVec::new_const(),
                 core_lists: coresched::new_core_lists(),
                 nr_fair_tasks: 0,
+                bw_check: false,
+                bw_nr_throttled: 0,
                 fair_pending_ns: 0,
                 exec_start: 0,
                 balance_cursor: 0,

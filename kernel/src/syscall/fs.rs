@@ -23,7 +23,7 @@ const CHUNK: usize = 65536;
 const MAX_RW: u64 = 0x7fff_f000;
 /// `IOV_MAX`.
 const IOV_MAX: u64 = 1024;
-const AT_FDCWD: i64 = -100;
+pub(super) const AT_FDCWD: i64 = -100;
 const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
 const AT_REMOVEDIR: u64 = 0x200;
 const AT_EMPTY_PATH: u64 = 0x1000;
@@ -39,7 +39,7 @@ pub(super) fn fd_file(proc: &Thread, fd: u64) -> Result<Arc<OpenFile>, Errno> {
 
 /// A path argument: EFAULT if unreadable, ENAMETOOLONG past `PATH_MAX`, not UTF-8 is EINVAL
 /// (Cadence's names are strings), empty is ENOENT unless `empty_ok`.
-fn user_path(proc: &Thread, addr: u64, empty_ok: bool) -> Result<String, Errno> {
+pub(super) fn user_path(proc: &Thread, addr: u64, empty_ok: bool) -> Result<String, Errno> {
     let bytes = proc.mm().lock_uninterruptible().read_cstr(addr, PATH_MAX - 1)?;
     if bytes.is_empty() && !empty_ok {
         return Err(Errno::ENOENT);
@@ -48,7 +48,7 @@ fn user_path(proc: &Thread, addr: u64, empty_ok: bool) -> Result<String, Errno> 
 }
 
 /// Where a relative `path` starts: the directory `dirfd` names, or the working directory.
-fn base(proc: &Thread, dirfd: u64, path: &str) -> Result<Arc<Inode>, Errno> {
+pub(super) fn base(proc: &Thread, dirfd: u64, path: &str) -> Result<Arc<Inode>, Errno> {
     // Linux takes `int dirfd`: only the low 32 bits count (glibc leaves the rest undefined).
     if path.starts_with('/') || dirfd as i32 == AT_FDCWD as i32 {
         return Ok(proc.fs.cwd.lock_uninterruptible().clone());
@@ -707,8 +707,20 @@ pub fn fchmodat(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outco
     let path = user_path(proc, a[1], false)?;
     let dir = base(proc, a[0], &path)?;
     let inode = vfs::lookup(&dir, &path, true)?;
+    set_mode(&inode, a[2] as u32)
+}
+
+/// The permission bits of `inode` become `mode`'s (a generated directory is told too).
+fn set_mode(inode: &Arc<Inode>, mode: u32) -> Result<Outcome, Errno> {
+    let gen = match &*inode.lock() {
+        Content::GenDir(d) => Some(d.clone()),
+        _ => None,
+    };
+    if let Some(d) = gen {
+        d.set_mode(mode & 0o7777)?;
+    }
     let old = inode.mode.load(Ordering::Relaxed);
-    inode.mode.store((old & S_IFMT) | (a[2] as u32 & 0o7777), Ordering::Relaxed);
+    inode.mode.store((old & S_IFMT) | (mode & 0o7777), Ordering::Relaxed);
     ok(0)
 }
 
@@ -721,9 +733,7 @@ pub fn chmod(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcom
 pub fn fchmod(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let f = fd_file(proc, a[0])?;
     let inode = f.inode().ok_or(Errno::EINVAL)?;
-    let old = inode.mode.load(Ordering::Relaxed);
-    inode.mode.store((old & S_IFMT) | (a[1] as u32 & 0o7777), Ordering::Relaxed);
-    ok(0)
+    set_mode(inode, a[1] as u32)
 }
 
 /// `fchownat`, `chown`, `lchown`, `fchown`: everything is root's; the path must exist.

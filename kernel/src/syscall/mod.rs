@@ -1,5 +1,5 @@
 //! System calls: one dispatch table ([`TABLE`], by Linux x86_64 number) over one file per
-//! family ([`cred`], [`fs`], [`futex`], [`mm`], [`process`], [`sched`], [`signal`], [`time`]). A handler gets the calling thread and the six
+//! family ([`cred`], [`fs`], [`futex`], [`mm`], [`mount`], [`process`], [`sched`], [`signal`], [`time`]). A handler gets the calling thread and the six
 //! arguments and returns a value or an [`Errno`]; the dispatcher writes `-errno` into RAX as
 //! Linux does. A number nobody handles is ENOSYS, counted ([`unknown_counts`]), never a panic.
 //!
@@ -10,6 +10,7 @@ pub mod cred;
 pub mod fs;
 pub mod futex;
 pub mod mm;
+pub mod mount;
 pub mod process;
 pub mod sched;
 pub mod signal;
@@ -200,6 +201,8 @@ entries! {
     158 arch_prctl process::arch_prctl, Partial("ARCH_SET_FS and ARCH_GET_FS only");
     160 setrlimit process::setrlimit, Partial("as prlimit64");
     164 settimeofday time::settimeofday, Implemented;
+    165 mount mount::mount, Partial("proc, sysfs, cgroup (cpu), cgroup2, debugfs, tracefs, tmpfs/ramfs; no bind or move mounts (EINVAL); propagation flags accepted, one namespace");
+    166 umount2 mount::umount2, Implemented;
     186 gettid process::gettid, Implemented;
     200 tkill signal::tkill, Implemented;
     201 time time::time, Implemented;

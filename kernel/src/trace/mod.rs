@@ -154,6 +154,16 @@ pub fn dl_replenish(task: &Task, runtime_ns: i64, deadline_ns: u64) {
     }
 }
 
+/// `sched_cfs_throttle` / `sched_cfs_unthrottle`: task group `group`'s queue on this CPU ran
+/// out of its `cpu.max` quota (`throttled`) or got runtime again (recorded on the CPU whose
+/// queue it is, except when a new limit lets every CPU's queue go at once).
+pub fn cfs_throttle(group: u32, throttled: bool) {
+    let ty = if throttled { EventType::CfsThrottle } else { EventType::CfsUnthrottle };
+    if on(ty) {
+        record_task(ty, crate::time::uptime_ns(), EventKind::CfsBandwidth { group, throttled });
+    }
+}
+
 // ----- affinity side table ------------------------------------------------------------------
 
 /// Most tasks the affinity table holds (about 40 bytes each with the tree's overhead).

@@ -37,6 +37,7 @@ extern crate alloc;
 pub mod arena;
 pub mod attr;
 pub mod balance;
+pub mod cfs_bandwidth;
 pub mod consts;
 pub mod core_sched;
 pub mod cpumask;

@@ -136,10 +136,15 @@ pub enum EventType {
     /// A write to tracefs's `trace_marker` (Linux's `print` event, shown as
     /// `tracing_mark_write: <text>`).
     Print = 15,
+    /// Cadence: a task group's queue on a CPU ran out of its `cpu.max` quota and left its
+    /// parent queue (Linux has no tracepoint here; `throttle_cfs_rq`).
+    CfsThrottle = 16,
+    /// Cadence: a throttled group queue got runtime again (`unthrottle_cfs_rq`).
+    CfsUnthrottle = 17,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 16] = [
+    pub const ALL: [EventType; 18] = [
         EventType::SchedSwitch,
         EventType::SchedWakeup,
         EventType::SchedWakeupNew,
@@ -156,10 +161,12 @@ impl EventType {
         EventType::DlThrottle,
         EventType::DlReplenish,
         EventType::Print,
+        EventType::CfsThrottle,
+        EventType::CfsUnthrottle,
     ];
 
     /// Mask with every event enabled.
-    pub const ALL_MASK: u32 = (1 << 16) - 1;
+    pub const ALL_MASK: u32 = (1 << 18) - 1;
 
     pub fn bit(self) -> u32 {
         1 << self as u32
@@ -184,6 +191,8 @@ impl EventType {
             EventType::DlThrottle => "sched_dl_throttle",
             EventType::DlReplenish => "sched_dl_replenish",
             EventType::Print => "tracing_mark_write",
+            EventType::CfsThrottle => "sched_cfs_throttle",
+            EventType::CfsUnthrottle => "sched_cfs_unthrottle",
         }
     }
 
@@ -264,6 +273,11 @@ pub enum EventKind {
     Print {
         text: Marker,
     },
+    /// Task group `group`'s queue on this CPU was throttled (`throttled`) or unthrottled.
+    CfsBandwidth {
+        group: u32,
+        throttled: bool,
+    },
 }
 
 /// Bytes of a `trace_marker` text a record keeps (a record is fixed-size: longer writes are
@@ -321,6 +335,8 @@ impl EventKind {
             EventKind::Dl { replenish: false, .. } => EventType::DlThrottle,
             EventKind::Dl { replenish: true, .. } => EventType::DlReplenish,
             EventKind::Print { .. } => EventType::Print,
+            EventKind::CfsBandwidth { throttled: true, .. } => EventType::CfsThrottle,
+            EventKind::CfsBandwidth { throttled: false, .. } => EventType::CfsUnthrottle,
         }
     }
 }

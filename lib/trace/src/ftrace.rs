@@ -27,6 +27,7 @@
 //! | `sched_pi_setprio` | `comm=%s pid=%d oldprio=%d newprio=%d` (Linux's format; Cadence emits it for every priority change) |
 //! | `sched_set_affinity` (Cadence) | `comm=%s pid=%d prio=%d mask=%#llx` |
 //! | `sched_dl_throttle`, `sched_dl_replenish` (Cadence) | `comm=%s pid=%d runtime=%lld deadline=%llu` (ns left; absolute deadline, ns since boot) |
+//! | `sched_cfs_throttle`, `sched_cfs_unthrottle` (Cadence) | `group=%u cpu=%u` (task group id; the CPU whose queue of it) |
 //!
 //! Cadence adds, after the header and before the events, one comment line per task it knows the
 //! CPU affinity of ([`write_affinity`]): `# cadence-affinity: pid=<n> mask=0x<hex>` (the union
@@ -158,6 +159,7 @@ pub fn write_event(out: &mut impl Write, e: &Event) -> fmt::Result {
             write!(out, "comm={} pid={} runtime={} deadline={}", task.comm, task.pid, runtime_ns, deadline_ns)?
         }
         EventKind::Print { text } => write!(out, "{}", text)?,
+        EventKind::CfsBandwidth { group, .. } => write!(out, "group={} cpu={}", group, e.cpu)?,
     }
     out.write_char('\n')
 }
@@ -368,6 +370,10 @@ pub fn parse_line(line: &str) -> Result<Option<Event>, ParseError> {
             }
         }
         EventType::Print => EventKind::Print { text: crate::event::Marker::new(args) },
+        EventType::CfsThrottle | EventType::CfsUnthrottle => {
+            let f = split_fields(args, ["group=", " cpu="])?;
+            EventKind::CfsBandwidth { group: num(f[0], "group")?, throttled: ty == EventType::CfsThrottle }
+        }
     };
     Ok(Some(Event { ts_ns, cpu, comm: Comm::new(comm), pid, kind }))
 }

@@ -203,7 +203,9 @@ impl GroupQueues for RqInner {
         let now = self.exec_start;
         let grq = self.group_rqs.get_mut(&gid)?;
         grq.sync_load(now);
-        Some(GroupState { weight: grq.entity_weight(), empty: grq.rq.nr_queued() == 0, parent: grq.parent, entity: grq.entity })
+        // A throttled queue (bandwidth) is out of the parent queue as an empty one is.
+        let empty = grq.rq.nr_queued() == 0 || grq.bw.throttled_since.is_some();
+        Some(GroupState { weight: grq.entity_weight(), empty, parent: grq.parent, entity: grq.entity })
     }
 
     fn record_entity(&mut self, gid: GroupId, state: EntityState) {
@@ -242,8 +244,13 @@ pub fn update_curr_fair(rq: &mut RqInner, task: &Task, delta: u64) -> bool {
             crate::sched::hrtick::record_overshoot(crate::sched::hrtick::virtual_to_real(over.max(0) as u64, se.weight()));
         }
     }
+    let mut resched = resched;
     if gid != ROOT_GROUP {
         rq.fair_pending_ns = rq.fair_pending_ns.saturating_add(delta);
+        if let Some(grq) = rq.group_rqs.get_mut(&gid) {
+            grq.usage_ns += delta;
+        }
+        resched |= crate::sched::bandwidth::account(rq, gid, delta, rq.exec_start);
     }
     resched
 }
@@ -284,6 +291,7 @@ pub fn forget_group(rq: &mut RqInner, gid: GroupId) {
         return; // cannot happen for a group without members; keep it rather than corrupt
     }
     let parent = grq.parent;
+    crate::sched::bandwidth::forget(rq, gid, rq.exec_start);
     if let Some(prq) = fair_rq_mut(rq, parent) {
         // ESRCH: the group's entity was never attached here (its queue never had a task).
         let _ = prq.detach(SeKey::Group(gid));
@@ -372,7 +380,9 @@ impl SchedClass for FairClass {
     /// it is picked again, keep their slice protection as it was (Linux's; the full path
     /// renewed it at every switch).
     fn pick_next_task(&self, rq: &mut RqInner, prev: &Arc<Task>) -> Option<Arc<Task>> {
-        if rq.nr_fair_tasks == 0 || rq.nr_queued() != rq.nr_fair_tasks {
+        // A throttle due or in force here: the full path (put_prev throttles; the pick starts
+        // at the root, above any throttled queue).
+        if rq.nr_fair_tasks == 0 || rq.nr_queued() != rq.nr_fair_tasks || rq.bw_check || rq.bw_nr_throttled > 0 {
             return None;
         }
         let own = task_level(prev).group;
@@ -400,6 +410,8 @@ impl SchedClass for FairClass {
 
     fn put_prev(&self, rq: &mut RqInner, task: &Arc<Task>) {
         flush_group_charge(rq);
+        let now = rq.exec_start;
+        crate::sched::bandwidth::throttle_due(rq, task_level(task).group, now);
         fair_group::for_each_level(rq, task_level(task), |frq, key, _| fair_group::put_entity(frq, key));
         park_if_dequeued(rq, task);
     }
