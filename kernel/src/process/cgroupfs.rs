@@ -280,14 +280,7 @@ fn children(gid: GroupId) -> Vec<(String, GroupId)> {
 
 /// `gid` and every cgroup below it.
 fn descendants(gid: GroupId) -> Vec<GroupId> {
-    let mut all = alloc::vec![gid];
-    let mut i = 0;
-    while i < all.len() {
-        let below = children(all[i]);
-        all.extend(below.into_iter().map(|(_, id)| id));
-        i += 1;
-    }
-    all
+    group::subtree(gid, is_cgroup)
 }
 
 fn alive(t: &Task) -> bool {

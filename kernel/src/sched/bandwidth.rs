@@ -233,13 +233,7 @@ pub fn stat(gid: GroupId) -> Stat {
     }
     // The subtree's usage: its queues' on every CPU, plus the running task's time not yet
     // charged (update_curr first).
-    let mut subtree = alloc::vec![gid];
-    let mut i = 0;
-    while i < subtree.len() {
-        let children = group::children(subtree[i]);
-        subtree.extend(children.into_iter().map(|(_, id)| id));
-        i += 1;
-    }
+    let subtree = group::subtree(gid, |_| true);
     for cpu in crate::percpu::online_cpus() {
         let mut g = super::rq_of(cpu.cpu_id).lock.lock();
         super::update_curr(&mut g, crate::time::uptime_ns());

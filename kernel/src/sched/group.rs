@@ -342,6 +342,19 @@ pub fn child_named(parent: GroupId, name: &str) -> Option<GroupId> {
     NAMES.lock().get(&(parent, key)).copied()
 }
 
+/// `gid` and every group below it that `keep` accepts (with what is below those), parents
+/// before children.
+pub fn subtree(gid: GroupId, keep: impl Fn(GroupId) -> bool) -> Vec<GroupId> {
+    let mut all = alloc::vec![gid];
+    let mut i = 0;
+    while i < all.len() {
+        let below = children(all[i]);
+        all.extend(below.into_iter().map(|(_, id)| id).filter(|&id| keep(id)));
+        i += 1;
+    }
+    all
+}
+
 /// The child groups of `parent`, by name.
 pub fn children(parent: GroupId) -> Vec<(String, GroupId)> {
     let names = NAMES.lock();
