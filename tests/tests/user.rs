@@ -222,6 +222,71 @@ fn debian_chrt_taskset_hackbench_and_pipetest_run_unmodified() {
     run.check(has("pipetest: 500 round trips in "), "the dynamically linked pipetest");
 }
 
+/// tracefs as Linux's: `set_event` and `events/*/enable` choose events (`O_TRUNC` clears,
+/// `!` disables, EINVAL for unknown names), `tracing_on` records, `trace` shows the export's
+/// text and `echo > trace` empties it, `per_cpu/cpuN/trace` add up to it, `trace_pipe` takes
+/// what it shows, `trace_marker` is EBADF while off.
+#[test]
+fn tracefs_files() {
+    let script = "cd /sys/kernel/tracing; echo on=$(cat tracing_on); \
+                  echo sched_switch > set_event; echo sched:sched_wakeup >> set_event; echo '!sched_wakeup' >> set_event; cat set_event; \
+                  echo 1 > events/sched/sched_wakeup/enable; echo sched=$(cat events/sched/enable) timer=$(cat events/timer/enable); \
+                  echo bogus >> set_event || echo bogus refused; echo 2 > events/enable || echo 2 refused; \
+                  echo m0 > trace_marker || echo marker refused while off; \
+                  echo 1 > tracing_on; echo m1 > trace_marker; sleep 0.05; echo 0 > tracing_on; \
+                  echo markers=$(grep -c 'tracing_mark_write: m1$' trace); \
+                  grep -q 'sched_switch: prev_comm=.* ==> next_comm=' trace && echo has switches; \
+                  grep -q 'sched_wakeup: comm=.* target_cpu=' trace && echo has wakeups; \
+                  grep -q hrtimer_expire_entry trace || echo no timers; \
+                  n=$(grep -vc '^#' trace); s=0; for d in per_cpu/cpu*; do s=$((s + $(grep -vc '^#' $d/trace))); done; \
+                  [ $n -gt 2 ] && [ $n = $s ] && echo per-cpu adds up; \
+                  timeout 1 cat trace_pipe > /tmp/tp; [ $(wc -l < /tmp/tp) = $n ] && echo pipe took all; \
+                  echo left=$(grep -vc '^#' trace); \
+                  echo 1 > tracing_on; echo m2 > trace_marker; echo 0 > tracing_on; echo > trace; echo cleared=$(grep -vc '^#' trace); \
+                  echo 64 > buffer_size_kb; echo kb=$(cat buffer_size_kb); echo 0 > buffer_size_kb || echo size 0 refused; \
+                  echo tracer=$(cat /sys/kernel/debug/tracing/current_tracer); true";
+    let run = run_sh("2", script);
+    let out = lines(&run);
+    let has = |want: &str| out.iter().any(|l| l == want);
+    for want in [
+        "on=0", "sched:sched_switch", "sched=X timer=0", "bogus refused", "2 refused", "marker refused while off", "markers=1",
+        "has switches", "has wakeups", "no timers", "per-cpu adds up", "pipe took all", "left=0", "cleared=0", "kb=64", "size 0 refused",
+        "tracer=nop",
+    ] {
+        run.check(has(want), format!("expected a line `{want}`"));
+    }
+}
+
+/// debugfs `sched/debug`, `/proc/schedstat` (version 15), `/proc/interrupts` and
+/// `/proc/vmstat` in Linux's layouts, with the kernel's numbers: an exec'd FIFO 50 `sleep`
+/// is listed by its comm with prio 49 (Linux's `p->prio`), as `/proc/PID/comm` names it.
+#[test]
+fn sched_debug_schedstat_interrupts_vmstat() {
+    let script = "chrt -f 50 sleep 1 & sleep 0.3; echo comm=$(cat /proc/$!/comm); d=/sys/kernel/debug/sched/debug; head -1 $d; \
+                  echo cpus=$(grep -c '^cpu#' $d) cfs=$(grep -c '^cfs_rq.[0-9].:/$' $d) rt=$(grep -c '^rt_rq' $d) dl=$(grep -c '^dl_rq' $d); \
+                  grep -q '^  .sysctl_sched_base_slice  *: [0-9]*[.][0-9]*$' $d && echo has base slice; \
+                  echo sleep prio=$(grep ' sleep ' $d | awk '{print $6}'); \
+                  s=/proc/schedstat; head -1 $s; echo cpulines=$(grep -c '^cpu[0-9]' $s) fields=$(awk '/^cpu/ {print NF; exit}' $s) domains=$(grep -c '^domain0 3 ' $s); \
+                  echo loc ticking=$(awk '/LOC:/ {print ($2 > 0 && $3 > 0)}' /proc/interrupts); \
+                  grep -q '^nr_free_pages [1-9]' /proc/vmstat && echo vmstat ok; true";
+    let run = run_sh("2", script);
+    let out = lines(&run);
+    let has = |want: &str| out.iter().any(|l| l == want);
+    for want in [
+        "comm=sleep",
+        "Sched Debug Version: v0.11, 6.1.0-cadence #1",
+        "cpus=2 cfs=2 rt=2 dl=2",
+        "has base slice",
+        "sleep prio=49",
+        "version 15",
+        "cpulines=2 fields=10 domains=2",
+        "loc ticking=1",
+        "vmstat ok",
+    ] {
+        run.check(has(want), format!("expected a line `{want}`"));
+    }
+}
+
 /// Seed 001's four lines, verbatim (`tests/scripts/seed-001.sh`), make the shell's own cgroup
 /// in a v1 cpu hierarchy; cgroup v2 on the same tree takes `+cpu`, `cpu.max`, `cpu.weight`
 /// with Linux's errors; `mount(2)` and `umount2(2)` keep `/proc/mounts`.

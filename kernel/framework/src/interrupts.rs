@@ -7,9 +7,43 @@
 use core::sync::atomic::{AtomicU64, Ordering};
 use spin::Once;
 
-static UNEXPECTED: AtomicU64 = AtomicU64::new(0);
-static CALL_FUNCTION_IPIS: AtomicU64 = AtomicU64::new(0);
-static RESCHEDULE_IPIS: AtomicU64 = AtomicU64::new(0);
+/// What an interrupt was, for the per-CPU counts `/proc/interrupts` shows.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum IrqKind {
+    /// The LAPIC timer (Linux's `LOC`).
+    Timer = 0,
+    /// The reschedule IPI (`RES`).
+    Reschedule = 1,
+    /// The call-function IPI (`CAL`).
+    CallFunction = 2,
+    /// COM1's receive interrupt (ISA IRQ 4).
+    Com1 = 3,
+    /// The virtio-blk disk's line.
+    VirtioBlk = 4,
+    /// A vector nobody asked for (`SPU`).
+    Unexpected = 5,
+}
+
+const IRQ_KINDS: usize = 6;
+
+/// Per CPU, per [`IrqKind`]: interrupts taken (each counter written by its CPU only).
+static COUNTS: [[AtomicU64; IRQ_KINDS]; crate::percpu::MAX_CPUS] =
+    [const { [const { AtomicU64::new(0) }; IRQ_KINDS] }; crate::percpu::MAX_CPUS];
+
+fn count(kind: IrqKind) {
+    if let Some(c) = COUNTS.get(crate::percpu::cpu_id() as usize) {
+        c[kind as usize].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Interrupts of `kind` CPU `cpu` has taken since boot.
+pub fn count_of(cpu: u32, kind: IrqKind) -> u64 {
+    COUNTS.get(cpu as usize).map_or(0, |c| c[kind as usize].load(Ordering::Relaxed))
+}
+
+fn total(kind: IrqKind) -> u64 {
+    COUNTS.iter().map(|c| c[kind as usize].load(Ordering::Relaxed)).sum()
+}
 
 /// Vector of the COM1 receive interrupt (ISA IRQ 4, routed through the I/O APIC to CPU 0).
 pub const COM1_VECTOR: u8 = 0x30;
@@ -17,6 +51,7 @@ pub const COM1_VECTOR: u8 = 0x30;
 /// COM1 has received bytes: move them to the console's input buffer and wake its reader.
 /// (The IDT stub acknowledges the LAPIC and runs the interrupt exit afterwards.)
 pub(crate) fn com1() {
+    count(IrqKind::Com1);
     crate::console::rx_interrupt();
 }
 
@@ -43,6 +78,9 @@ pub fn register(vector: u8, handler: fn()) -> bool {
 
 /// A device interrupt on `vector`: its registered handler, or counted as unexpected.
 pub(crate) fn device(vector: u8) {
+    if vector == VIRTIO_BLK_VECTOR {
+        count(IrqKind::VirtioBlk);
+    }
     match DEVICE_VECTORS.iter().position(|&v| v == vector).and_then(|i| DEVICE_HANDLERS[i].get()) {
         Some(handler) => handler(),
         None => count_unexpected(vector, 0),
@@ -57,20 +95,21 @@ pub(crate) fn irq_exit() {
 
 /// The LAPIC timer interrupt: expire this CPU's timers (the tick is one of them).
 pub(crate) fn lapic_timer() {
+    count(IrqKind::Timer);
     crate::timer::interrupt();
     irq_exit();
 }
 
 /// A reschedule IPI arrived.
 pub(crate) fn reschedule_ipi() {
-    RESCHEDULE_IPIS.fetch_add(1, Ordering::Relaxed);
+    count(IrqKind::Reschedule);
     crate::upcalls::reschedule_ipi();
     irq_exit();
 }
 
 /// A call-function IPI arrived.
 pub(crate) fn call_function_ipi() {
-    CALL_FUNCTION_IPIS.fetch_add(1, Ordering::Relaxed);
+    count(IrqKind::CallFunction);
     let cpu = crate::percpu::current();
     let req = cpu.ipi_requests.swap(0, Ordering::AcqRel);
     if req & crate::percpu::IPI_REQ_TIMER != 0 {
@@ -100,10 +139,10 @@ pub fn request_rt_push(cpu: &crate::percpu::PerCpu) {
 
 /// An interrupt nobody asked for (counted; `info` is vector-specific, e.g. the APIC ESR).
 pub fn count_unexpected(_vector: u8, _info: u32) {
-    UNEXPECTED.fetch_add(1, Ordering::Relaxed);
+    count(IrqKind::Unexpected);
 }
 
 /// Counters for tests and diagnostics: (unexpected, reschedule IPIs, call-function IPIs).
 pub fn counters() -> (u64, u64, u64) {
-    (UNEXPECTED.load(Ordering::Relaxed), RESCHEDULE_IPIS.load(Ordering::Relaxed), CALL_FUNCTION_IPIS.load(Ordering::Relaxed))
+    (total(IrqKind::Unexpected), total(IrqKind::Reschedule), total(IrqKind::CallFunction))
 }

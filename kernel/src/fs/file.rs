@@ -113,7 +113,8 @@ impl OpenFile {
     /// Can it seek? (ESPIPE for pipes and the console.)
     pub fn seekable(&self) -> bool {
         match &self.kind {
-            Kind::Inode(_) | Kind::Gen(..) => true,
+            Kind::Inode(_) => true,
+            Kind::Gen(_, g, _) => !g.is_pipe(),
             Kind::Device(d, _) => *d != Device::Console,
             Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) => false,
         }
@@ -244,6 +245,12 @@ pub fn read(file: &OpenFile, buf: &mut [u8]) -> Result<usize, Errno> {
             *pos += n as u64;
             Ok(n)
         }
+        Kind::Gen(_, g, _) if g.is_pipe() => {
+            let bytes = g.read_pipe(buf.len(), file.nonblock())?;
+            let n = bytes.len().min(buf.len());
+            buf[..n].copy_from_slice(&bytes[..n]);
+            Ok(n)
+        }
         Kind::Gen(_, g, text) => {
             let mut pos = file.pos.lock_uninterruptible();
             let mut text = text.lock_uninterruptible();
@@ -268,6 +275,7 @@ pub fn pread(file: &OpenFile, buf: &mut [u8], offset: u64) -> Result<usize, Errn
         Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) => Err(Errno::ESPIPE),
         Kind::Device(Device::Console, _) => Err(Errno::ESPIPE),
         Kind::Device(d, _) => read_device(*d, buf),
+        Kind::Gen(_, g, _) if g.is_pipe() => Err(Errno::ESPIPE),
         Kind::Inode(i) | Kind::Gen(i, _, _) => i.read_at(offset, buf),
     }
 }

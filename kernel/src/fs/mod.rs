@@ -12,6 +12,7 @@ pub mod pseudo;
 pub mod socket;
 pub mod sysfs;
 pub mod timerfd;
+pub mod tracefs;
 pub mod vfs;
 
 use vfs::{Content, Device, S_IFCHR, S_IFDIR};

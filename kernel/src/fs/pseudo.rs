@@ -26,13 +26,56 @@ pub type Show = Box<dyn Fn() -> Result<String, Errno> + Send + Sync>;
 /// Takes a write to a generated file (the written text, whole).
 pub type Store = Box<dyn Fn(&str) -> Result<(), Errno> + Send + Sync>;
 
+/// Reads a stream file: at most this many bytes, whether the reader is non-blocking.
+pub type PipeRead = Box<dyn Fn(usize, bool) -> Result<Vec<u8>, Errno> + Send + Sync>;
+
 /// A file whose text is made when read.
 pub struct GenFile {
     show: Show,
     store: Option<Store>,
+    /// Opening with `O_TRUNC` (tracefs's `trace` and `set_event` empty there).
+    truncate: Option<Box<dyn Fn() + Send + Sync>>,
+    /// A stream rather than a text: every read takes what is new (tracefs `trace_pipe`).
+    pipe: Option<PipeRead>,
 }
 
 impl GenFile {
+    /// A file made by `show`, taking writes through `store` if any.
+    pub fn new(show: impl Fn() -> Result<String, Errno> + Send + Sync + 'static, store: Option<Store>) -> GenFile {
+        GenFile { show: Box::new(show), store, truncate: None, pipe: None }
+    }
+
+    /// The same file, doing `f` when opened with `O_TRUNC`.
+    pub fn on_truncate(mut self, f: impl Fn() + Send + Sync + 'static) -> GenFile {
+        self.truncate = Some(Box::new(f));
+        self
+    }
+
+    /// A read-only stream: each read gets `read(max bytes, nonblocking)` (which may sleep).
+    pub fn pipe(read: impl Fn(usize, bool) -> Result<Vec<u8>, Errno> + Send + Sync + 'static) -> GenFile {
+        GenFile { show: Box::new(|| Err(Errno::EINVAL)), store: None, truncate: None, pipe: Some(Box::new(read)) }
+    }
+
+    /// Is it a stream ([`GenFile::pipe`])? Streams do not seek (ESPIPE).
+    pub fn is_pipe(&self) -> bool {
+        self.pipe.is_some()
+    }
+
+    /// A read of a stream: what is new, at most `max` bytes.
+    pub fn read_pipe(&self, max: usize, nonblock: bool) -> Result<Vec<u8>, Errno> {
+        match &self.pipe {
+            Some(read) => read(max, nonblock),
+            None => Err(Errno::EINVAL),
+        }
+    }
+
+    /// Opened with `O_TRUNC` (or truncated to 0).
+    pub fn truncate(&self) {
+        if let Some(f) = &self.truncate {
+            f();
+        }
+    }
+
     /// Its text now.
     pub fn show(&self) -> Result<Vec<u8>, Errno> {
         (self.show)().map(String::into_bytes)
@@ -88,7 +131,7 @@ pub enum Node {
 impl Node {
     /// A read-only file (mode 0444).
     pub fn ro(show: impl Fn() -> Result<String, Errno> + Send + Sync + 'static) -> Node {
-        Node::File(0o444, Arc::new(GenFile { show: Box::new(show), store: None }))
+        Node::File(0o444, Arc::new(GenFile::new(show, None)))
     }
 
     /// A file that takes writes (mode 0644).
@@ -96,12 +139,12 @@ impl Node {
         show: impl Fn() -> Result<String, Errno> + Send + Sync + 'static,
         store: impl Fn(&str) -> Result<(), Errno> + Send + Sync + 'static,
     ) -> Node {
-        Node::File(0o644, Arc::new(GenFile { show: Box::new(show), store: Some(Box::new(store)) }))
+        Node::File(0o644, Arc::new(GenFile::new(show, Some(Box::new(store)))))
     }
 
     /// A file that takes writes only (mode 0220; a read is EINVAL, as Linux's `trace_marker`).
     pub fn wo(store: impl Fn(&str) -> Result<(), Errno> + Send + Sync + 'static) -> Node {
-        Node::File(0o220, Arc::new(GenFile { show: Box::new(|| Err(Errno::EINVAL)), store: Some(Box::new(store)) }))
+        Node::File(0o220, Arc::new(GenFile::new(|| Err(Errno::EINVAL), Some(Box::new(store)))))
     }
 
     /// A fixed text (mode 0444).

@@ -9,8 +9,8 @@
 //! * `/sys/devices/system/node/{online,possible,has_cpu,has_memory}` and
 //!   `node0/{cpumap,cpulist,meminfo}` (one node).
 //!
-//! * debugfs at `/sys/kernel/debug`: `sched/features` and `sched/base_slice_ns` (see [`debugfs`]);
-//!   tracefs at `/sys/kernel/tracing`: `trace_marker` (see [`tracefs`]).
+//! * debugfs at `/sys/kernel/debug`: `sched/features`, `sched/debug` and `sched/base_slice_ns` (see [`debugfs`]);
+//!   tracefs at `/sys/kernel/tracing` (see [`super::tracefs`]).
 //!
 //! CPUs do not come and go after boot, so the CPU directories are made once, at the first look.
 
@@ -40,14 +40,15 @@ fn empty() -> Node {
 pub fn mount_all() {
     super::mount_pseudo("sysfs", "/sys", "sysfs", "rw,nosuid,nodev,noexec,relatime", root());
     super::mount_pseudo("debugfs", "/sys/kernel/debug", "debugfs", "rw,nosuid,nodev,noexec,relatime", debugfs());
-    super::mount_pseudo("tracefs", "/sys/kernel/tracing", "tracefs", "rw,nosuid,nodev,noexec,relatime", tracefs());
+    super::mount_pseudo("tracefs", "/sys/kernel/tracing", "tracefs", "rw,nosuid,nodev,noexec,relatime", super::tracefs::root());
 }
 
 /// debugfs at `/sys/kernel/debug` (listed as mounted in `/proc/mounts`): the scheduler's
 /// `sched/features`, as Linux's, over the same flags as `kernel.sched_features`: a read lists
 /// each feature, `NO_` before those off, a space after each; a write names one feature,
 /// `NO_` to turn it off (EINVAL otherwise). `sched/base_slice_ns` is
-/// `kernel.sched_base_slice_ns` (Linux 6.6 moved it here).
+/// `kernel.sched_base_slice_ns` (Linux 6.6 moved it here). `sched/debug` is
+/// [`crate::sched::debug`]'s run-queue dump.
 pub fn debugfs() -> Node {
     let sysctl_file = |name: &'static str| {
         Node::rw(
@@ -78,6 +79,7 @@ pub fn debugfs() -> Node {
         0o755,
         alloc::sync::Arc::new(Fixed(alloc::vec![
             (String::from("base_slice_ns"), sysctl_file("kernel.sched_base_slice_ns")),
+            (String::from("debug"), Node::ro(|| Ok(crate::sched::debug::text()))),
             (String::from("features"), features),
         ])),
     );
@@ -88,21 +90,6 @@ pub fn debugfs() -> Node {
             // Linux mounts tracefs here too.
             (String::from("tracing"), Node::Link(String::from("../tracing"))),
         ])),
-    )
-}
-
-/// tracefs at `/sys/kernel/tracing` (and `debug/tracing`): `trace_marker`, whose writes
-/// become `tracing_mark_write` events in the tracer's rings (cut to
-/// `cadence_trace::event::MARKER_LEN` bytes; EBADF while the tracer is off, as Linux's
-/// disabled ring buffer). The rest of tracefs (`trace`, `tracing_on`, `set_event`) is not
-/// there yet: the shell's `trace` command and the COM2 export read the rings.
-pub fn tracefs() -> Node {
-    Node::Dir(
-        0o700,
-        alloc::sync::Arc::new(Fixed(alloc::vec![(
-            String::from("trace_marker"),
-            Node::wo(|text| if crate::trace::print(text) { Ok(()) } else { Err(cadence_abi::errno::Errno::EBADF) }),
-        )])),
     )
 }
 

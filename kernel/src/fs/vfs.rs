@@ -379,8 +379,14 @@ impl Inode {
                 self.mtime_ns.store(crate::time::uptime_ns(), Ordering::Relaxed);
                 Ok(())
             }
-            // `echo 1 > /proc/sys/...` opens with O_TRUNC: nothing to cut.
-            Content::Gen(_) => Ok(()),
+            // `echo 1 > /proc/sys/...` opens with O_TRUNC: nothing to cut; tracefs's `trace`
+            // empties the rings.
+            Content::Gen(g) => {
+                if len == 0 {
+                    g.truncate();
+                }
+                Ok(())
+            }
             Content::Dir(_) | Content::GenDir(_) => Err(Errno::EISDIR),
             _ => Err(Errno::EINVAL),
         }

@@ -208,8 +208,6 @@ pub struct Thread {
     pub altstack: IrqLock<AltStack>,
     /// Signals sent to this thread, with their info.
     pub sigqueue: IrqLock<Vec<SigInfo>>,
-    /// `prctl(PR_SET_NAME)`'s name (NUL-padded).
-    pub comm: IrqLock<[u8; 16]>,
     /// The mask to restore once a signal is handled (`rt_sigsuspend`, `ppoll`, `pselect6`:
     /// Linux's `saved_sigmask`).
     pub saved_mask: IrqLock<Option<u64>>,
@@ -499,7 +497,7 @@ fn run_thread(t: Arc<Thread>, ctx: UserContext) -> i32 {
             ppid: process.parent.as_ref().map_or(0, |p| p.pid),
             pgid: group.pgid.load(Ordering::Relaxed),
             sid: group.sid.load(Ordering::Relaxed),
-            comm: *t.comm.lock(),
+            comm: me.comm(),
             status: wait_status,
         };
         ZOMBIES.lock_uninterruptible().insert(me.tid, zombie);
@@ -573,7 +571,6 @@ fn new_process(mm: mm::Mm) -> Result<Arc<Thread>, Errno> {
         futex_exited: AtomicBool::new(false),
         altstack: IrqLock::new(AltStack { sp: 0, flags: SS_DISABLE, size: 0 }),
         sigqueue: IrqLock::new(Vec::new()),
-        comm: IrqLock::new([0; 16]),
         saved_mask: IrqLock::new(None),
         restart: IrqLock::new(None),
         vfork_done: None,
@@ -777,7 +774,6 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
         futex_exited: AtomicBool::new(false),
         altstack: IrqLock::new(altstack),
         sigqueue: IrqLock::new(Vec::new()),
-        comm: IrqLock::new(*parent.comm.lock()),
         saved_mask: IrqLock::new(None),
         restart: IrqLock::new(None),
         vfork_done: vfork_done.clone(),
@@ -804,7 +800,8 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
         // Listed before the child can end, so an end never misses its record.
         parent.process.family.children.lock_uninterruptible().push(r.clone());
     }
-    let name: String = me.name.clone();
+    // The child starts with the parent's comm (Linux copies `task->comm` at fork).
+    let name: String = me.comm_string();
     let mut opts = SpawnOptions::new(&name).detached().user(child.clone()).with_tid(tid);
     if thread {
         opts = opts.thread();

@@ -45,15 +45,18 @@ const ROOT_NAMES: &[(&str, u32)] = &[
     ("cmdline", REG),
     ("cpuinfo", REG),
     ("filesystems", REG),
+    ("interrupts", REG),
     ("loadavg", REG),
     ("meminfo", REG),
     ("mounts", LNK),
+    ("schedstat", REG),
     ("self", LNK),
     ("stat", REG),
     ("sys", DIR),
     ("thread-self", LNK),
     ("uptime", REG),
     ("version", REG),
+    ("vmstat", REG),
 ];
 
 impl GenDir for ProcRoot {
@@ -85,9 +88,12 @@ impl GenDir for ProcRoot {
             "filesystems" => Node::ro(|| {
                 Ok(String::from("nodev\tsysfs\nnodev\ttmpfs\nnodev\tproc\nnodev\tcgroup\nnodev\tcgroup2\nnodev\tramfs\nnodev\tdebugfs\nnodev\ttracefs\n"))
             }),
+            "interrupts" => Node::ro(|| Ok(interrupts())),
             "loadavg" => Node::ro(|| Ok(loadavg())),
             "meminfo" => Node::ro(|| Ok(meminfo())),
+            "schedstat" => Node::ro(|| Ok(crate::sched::debug::schedstat(crate::fs::pseudo::cpumask_hex))),
             "stat" => Node::ro(|| Ok(stat())),
+            "vmstat" => Node::ro(|| Ok(vmstat())),
             "sys" => Node::dir(SysDir { prefix: String::new() }),
             "uptime" => Node::ro(|| Ok(uptime())),
             "version" => Node::ro(|| Ok(String::from("Linux version 6.1.0-cadence (cadence) (rustc) #1 SMP PREEMPT_DYNAMIC Cadence\n"))),
@@ -157,12 +163,9 @@ impl GenDir for PidDir {
             "comm" => Node::rw(
                 move || Ok(format!("{}\n", comm(&*task_of(tid)?))),
                 move |v| {
-                    let th = process::thread_of(&*task_of(tid)?).ok_or(Errno::EINVAL)?;
-                    let mut c = [0u8; 16];
-                    let v = v.strip_suffix('\n').unwrap_or(v).as_bytes();
-                    let n = v.len().min(15);
-                    c[..n].copy_from_slice(&v[..n]);
-                    *th.comm.lock() = c;
+                    let t = task_of(tid)?;
+                    process::thread_of(&t).ok_or(Errno::EINVAL)?;
+                    t.set_comm(v.strip_suffix('\n').unwrap_or(v).as_bytes());
                     Ok(())
                 },
             ),
@@ -290,16 +293,9 @@ fn user_mm(t: &Task) -> Option<Arc<crate::sched::wait::Mutex<process::mm::Mm>>> 
     process::thread_of(t).and_then(|th| th.mm_if_live())
 }
 
-/// The name `ps` shows: the thread's comm (set by exec and PR_SET_NAME), or a kernel task's name.
+/// The name `ps` shows: the task's comm (its creation name, then what exec and PR_SET_NAME set).
 fn comm(t: &Task) -> String {
-    match process::thread_of(t) {
-        Some(th) => {
-            let c = *th.comm.lock();
-            let n = c.iter().position(|&b| b == 0).unwrap_or(c.len());
-            String::from_utf8_lossy(&c[..n]).into_owned()
-        }
-        None => t.name.chars().take(15).collect(),
-    }
+    t.comm_string()
 }
 
 fn cmdline(t: &Task) -> String {
@@ -720,4 +716,63 @@ impl GenDir for SysDir {
         let sub = format!("{}.", full);
         crate::sysctl::list().any(|e| e.name.starts_with(sub.as_str())).then(|| Node::dir(SysDir { prefix: sub }))
     }
+}
+
+/// `/proc/interrupts`: Linux's layout (a `CPUn` header, one row per source, counts per CPU at
+/// `%10u`) with the interrupts Cadence takes: COM1 (IRQ 4) and the virtio disk's line as
+/// device rows, then the LAPIC timer (`LOC`), spurious vectors (`SPU`), reschedule (`RES`) and
+/// call-function (`CAL`) IPIs.
+fn interrupts() -> String {
+    use crate::interrupts::IrqKind;
+    let cpus: Vec<u32> = crate::percpu::online_cpus().map(|c| c.cpu_id).collect();
+    let mut s = String::from("    ");
+    for c in &cpus {
+        let _ = write!(s, "       CPU{:<4}", c);
+    }
+    // Linux pads the header with the last column's spaces.
+    s.truncate(s.trim_end().len());
+    s.push_str("       \n");
+    let row = |s: &mut String, label: &str, kind: IrqKind, what: &str| {
+        let _ = write!(s, "{:>4}:", label);
+        for &c in &cpus {
+            let _ = write!(s, " {:>10}", crate::interrupts::count_of(c, kind));
+        }
+        let _ = writeln!(s, "   {}", what);
+    };
+    row(&mut s, "4", IrqKind::Com1, "IO-APIC   4-edge      ttyS0");
+    if let Some(disk) = crate::drivers::virtio_blk::info() {
+        let label = format!("{}", disk.gsi);
+        row(&mut s, &label, IrqKind::VirtioBlk, &format!("IO-APIC {:>3}-fasteoi   virtio0", disk.gsi));
+    }
+    row(&mut s, "LOC", IrqKind::Timer, "Local timer interrupts");
+    row(&mut s, "SPU", IrqKind::Unexpected, "Spurious interrupts");
+    row(&mut s, "RES", IrqKind::Reschedule, "Rescheduling interrupts");
+    row(&mut s, "CAL", IrqKind::CallFunction, "Function call interrupts");
+    s
+}
+
+/// `/proc/vmstat`: Linux's `name value` lines for what Cadence's memory keeps (free frames,
+/// the page cache's file, dirty and writeback pages); swap and fault counters are 0.
+fn vmstat() -> String {
+    let cache = crate::block::pagecache::counts();
+    let mut s = String::new();
+    for (name, v) in [
+        ("nr_free_pages", crate::mm::frame::free_frames()),
+        ("nr_inactive_anon", 0),
+        ("nr_active_anon", 0),
+        ("nr_inactive_file", cache.pages),
+        ("nr_active_file", 0),
+        ("nr_unevictable", 0),
+        ("nr_dirty", cache.dirty),
+        ("nr_writeback", cache.writeback),
+        ("pgpgin", 0),
+        ("pgpgout", 0),
+        ("pswpin", 0),
+        ("pswpout", 0),
+        ("pgfault", 0),
+        ("pgmajfault", 0),
+    ] {
+        let _ = writeln!(s, "{} {}", name, v);
+    }
+    s
 }

@@ -95,11 +95,17 @@ pub(super) fn start_wait(task: &Task, now: u64) {
     let _ = task.stats.wait_start.compare_exchange(0, now.max(1), Ordering::Relaxed, Ordering::Relaxed);
 }
 
-pub(super) fn end_wait(task: &Task, now: u64) {
+/// `task` begins running on `cpu`: its wait ends, charged to it (`wait_sum`, `wait_max`) and
+/// to `cpu`'s `run_delay_ns`; `cpu`'s `pcount` counts the start.
+pub(super) fn end_wait(task: &Task, now: u64, cpu: u32) {
     let start = task.stats.wait_start.swap(0, Ordering::Relaxed);
     task.stats.last_queued_at.store(start, Ordering::Relaxed);
+    if !task.is_idle {
+        rq_of(cpu).pcount.fetch_add(1, Ordering::Relaxed);
+    }
     if start != 0 {
         let w = now.saturating_sub(start);
+        rq_of(cpu).run_delay_ns.fetch_add(w, Ordering::Relaxed);
         task.stats.wait_sum.fetch_add(w, Ordering::Relaxed);
         task.stats.wait_max.fetch_max(w, Ordering::Relaxed);
         task.stats.wait_count.fetch_add(1, Ordering::Relaxed);

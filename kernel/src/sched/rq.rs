@@ -133,6 +133,11 @@ pub struct Rq {
     pub forced_idle_ns: AtomicU64,
     /// Time this CPU ran its idle task (ns), charged by `update_curr`.
     pub idle_ns: AtomicU64,
+    /// Time tasks waited on this queue before running here (ns; `/proc/schedstat`'s
+    /// `run_delay`, Linux's `rq->rq_sched_info.run_delay`), and how many times a task began
+    /// running here (`pcount`).
+    pub run_delay_ns: AtomicU64,
+    pub pcount: AtomicU64,
     /// The idle loop's current poll limit (ns), adapted by `cadence_sched::haltpoll`.
     pub idle_poll_limit: AtomicU64,
 }
@@ -189,6 +194,8 @@ impl Rq {
             core_wait: AtomicBool::new(false),
             forced_idle_ns: AtomicU64::new(0),
             idle_ns: AtomicU64::new(0),
+            run_delay_ns: AtomicU64::new(0),
+            pcount: AtomicU64::new(0),
             idle_poll_limit: AtomicU64::new(0),
         }
     }

@@ -206,7 +206,7 @@ fn __schedule_irqs_off(preempted: bool) {
         class::of(&next).set_next(&mut g, &next);
     }
     hrtick::update(&mut g, &next, now);
-    end_wait(&next, now);
+    end_wait(&next, now, cpu.cpu_id);
     let woken = next.stats.woken_at.swap(0, Ordering::Relaxed);
     if woken != 0 {
         let lat = now.saturating_sub(woken);

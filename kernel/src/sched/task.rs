@@ -129,7 +129,13 @@ impl SchedParams {
 pub struct Task {
     pub tid: Tid,
     pub parent: Tid,
+    /// The name it was created with (kernel tasks keep it; see [`Task::comm`]).
     pub name: String,
+    /// Its `comm` (Linux's `task->comm`): the name the tracer, `/proc` and `sched/debug` show,
+    /// set by `execve` and `prctl(PR_SET_NAME)`. 15 bytes and a NUL in two words, so the
+    /// tracer's hooks read it without a lock (a read racing a rename may mix the two names,
+    /// as Linux's lockless `comm` reads may).
+    comm: [AtomicU64; 2],
     state: AtomicU8,
     /// Scheduling attributes. Lock order: before any run-queue lock.
     pub params: IrqLock<SchedParams>,
@@ -221,6 +227,39 @@ impl framework::task::timer::TimerTarget for Task {
 }
 
 impl Task {
+    /// Its `comm`: at most 15 bytes, NUL-padded.
+    pub fn comm(&self) -> [u8; 16] {
+        let mut out = [0u8; 16];
+        out[..8].copy_from_slice(&self.comm[0].load(Ordering::Relaxed).to_le_bytes());
+        out[8..].copy_from_slice(&self.comm[1].load(Ordering::Relaxed).to_le_bytes());
+        out
+    }
+
+    /// Calls `f` with its `comm` as text (no allocation: the tracer's hooks use it). Bytes
+    /// that are not UTF-8 are cut at the first bad one.
+    pub fn with_comm<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+        let c = self.comm();
+        let n = c.iter().position(|&b| b == 0).unwrap_or(c.len());
+        let text = match core::str::from_utf8(&c[..n]) {
+            Ok(t) => t,
+            Err(e) => core::str::from_utf8(&c[..e.valid_up_to()]).unwrap_or(""),
+        };
+        f(text)
+    }
+
+    /// Its `comm` as a string.
+    pub fn comm_string(&self) -> String {
+        self.with_comm(|s| String::from(s))
+    }
+
+    /// Renames it (`execve`, `prctl(PR_SET_NAME)`, `/proc/PID/comm`): the first 15 bytes of
+    /// `name`.
+    pub fn set_comm(&self, name: &[u8]) {
+        let w = comm_words(name);
+        self.comm[0].store(w[0].load(Ordering::Relaxed), Ordering::Relaxed);
+        self.comm[1].store(w[1].load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+
     pub fn state(&self) -> TaskState {
         TaskState::from_u8(self.state.load(Ordering::SeqCst))
     }
@@ -512,6 +551,19 @@ impl SpawnOptions {
     }
 }
 
+/// `name`'s first 15 bytes, NUL-padded, as two little-endian words.
+fn comm_words(name: &[u8]) -> [AtomicU64; 2] {
+    let mut b = [0u8; 16];
+    let n = name.iter().position(|&c| c == 0).unwrap_or(name.len()).min(15);
+    b[..n].copy_from_slice(&name[..n]);
+    let word = |i: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[i * 8..i * 8 + 8]);
+        AtomicU64::new(u64::from_le_bytes(w))
+    };
+    [word(0), word(1)]
+}
+
 pub(super) fn new_task(
     opts: &SpawnOptions,
     parent: Option<&Task>,
@@ -538,6 +590,7 @@ pub(super) fn new_task(
         tid,
         parent: ptid,
         name: opts.name.clone(),
+        comm: comm_words(opts.name.as_bytes()),
         state: AtomicU8::new(TaskState::Running as u8),
         params: IrqLock::new(params),
         class: AtomicU8::new(0),

@@ -102,7 +102,7 @@ pub fn mount(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
         "proc" => ("proc", vfs::mount_root(&at, crate::process::procfs::root())?),
         "sysfs" => ("sysfs", vfs::mount_root(&at, crate::fs::sysfs::root())?),
         "debugfs" => ("debugfs", vfs::mount_root(&at, crate::fs::sysfs::debugfs())?),
-        "tracefs" => ("tracefs", vfs::mount_root(&at, crate::fs::sysfs::tracefs())?),
+        "tracefs" => ("tracefs", vfs::mount_root(&at, crate::fs::tracefs::root())?),
         "cgroup2" => ("cgroup2", vfs::mount_root(&at, crate::process::cgroupfs::root(true))?),
         "cgroup" => {
             options.push(',');

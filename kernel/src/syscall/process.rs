@@ -259,11 +259,7 @@ pub fn execve(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outco
     *proc.saved_mask.lock() = None;
     *proc.altstack.lock() = cadence_abi::signal::AltStack { sp: 0, flags: cadence_abi::signal::SS_DISABLE, size: 0 };
     {
-        let name = path.rsplit('/').next().unwrap_or("").as_bytes();
-        let mut comm = [0u8; 16];
-        let n = name.len().min(15);
-        comm[..n].copy_from_slice(&name[..n]);
-        *proc.comm.lock() = comm;
+        crate::sched::current().set_comm(path.rsplit('/').next().unwrap_or("").as_bytes());
     }
     *ctx = UserContext::new(loaded.entry, loaded.sp);
     Ok(Outcome::Restored)
@@ -487,15 +483,12 @@ pub fn prctl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
     const PR_SCHED_CORE_GET: u64 = 0;
     match a[0] {
         PR_SET_NAME => {
-            let mut name = [0u8; 16];
             let bytes = proc.mm().lock_uninterruptible().read_cstr(a[1], 4096)?;
-            let n = bytes.len().min(15);
-            name[..n].copy_from_slice(&bytes[..n]);
-            *proc.comm.lock() = name;
+            crate::sched::current().set_comm(&bytes);
             ok(0)
         }
         PR_GET_NAME => {
-            let name = *proc.comm.lock();
+            let name = crate::sched::current().comm();
             proc.mm().lock_uninterruptible().write(a[1], &name)?;
             ok(0)
         }

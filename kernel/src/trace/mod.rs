@@ -235,7 +235,7 @@ fn info(t: &Task) -> TaskInfo {
         return TaskInfo { comm: Comm::with_number("swapper/", t.cpu()), pid: 0, prio: 120 };
     }
     let prio = crate::sched::class::of(t).prio(t);
-    TaskInfo { comm: Comm::new(&t.name), pid: t.tid, prio }
+    TaskInfo { comm: t.with_comm(Comm::new), pid: t.tid, prio }
 }
 
 fn state_letter(s: TaskState) -> u8 {
@@ -249,7 +249,7 @@ fn state_letter(s: TaskState) -> u8 {
 
 /// The task column: the task running on this CPU (`<idle>`/0 for idle). Interrupts are off.
 pub fn current_ctx() -> (Comm, u32) {
-    crate::sched::signal::with_current(|t| if t.is_idle { (Comm::new(ftrace::IDLE_COMM), 0) } else { (Comm::new(&t.name), t.tid) })
+    crate::sched::signal::with_current(|t| if t.is_idle { (Comm::new(ftrace::IDLE_COMM), 0) } else { (t.with_comm(Comm::new), t.tid) })
         .unwrap_or((Comm::new(ftrace::IDLE_COMM), 0))
 }
 
@@ -271,6 +271,72 @@ fn record_task(ty: EventType, now_ns: u64, kind: EventKind) {
 /// Starts a fresh trace with `entries` records per CPU (and a fresh affinity table).
 pub fn start(entries: usize) -> Result<(), String> {
     framework::trace::start(entries, affinity_start)
+}
+
+/// Records again without emptying the rings (tracefs `tracing_on`; rings of
+/// [`DEFAULT_ENTRIES`] are made if there are none). The affinity table keeps what it holds and
+/// gains the tasks it lacks.
+pub fn resume() -> Result<(), String> {
+    framework::trace::resume(DEFAULT_ENTRIES, || {
+        AFFINITY_ON.store(true, Ordering::Relaxed);
+        core::sync::atomic::fence(Ordering::SeqCst);
+        for t in crate::sched::task::all() {
+            if !t.is_idle {
+                task_affinity(t.tid, t.affinity().0);
+            }
+        }
+    })
+}
+
+/// Is the tracer recording?
+pub fn running() -> bool {
+    framework::trace::running()
+}
+
+/// Bytes one record takes in a ring (tracefs `buffer_size_kb` counts records in these).
+pub const RECORD_BYTES: usize = core::mem::size_of::<Event>();
+
+/// Records per CPU of the rings (0 before the first start).
+pub fn entries() -> usize {
+    framework::trace::entries()
+}
+
+/// New empty rings of `entries` records per CPU, recording on if it was.
+pub fn resize(entries: usize) -> Result<(), String> {
+    framework::trace::resize(entries)
+}
+
+/// Takes (consumes) the oldest events not yet taken, as ftrace text lines, whole lines of at
+/// most `max` bytes in all (at least one line if any event is waiting and `max` allows it):
+/// tracefs `trace_pipe`. Empty if nothing waits.
+pub fn take_text(max: usize) -> Result<String, String> {
+    let peeked = framework::trace::peek(256)?;
+    let mut out = String::new();
+    let mut next: Vec<(u32, u64)> = Vec::new();
+    let mut line = String::new();
+    for (n, e) in &peeked.events {
+        line.clear();
+        let _ = ftrace::write_event(&mut line, e);
+        if out.len() + line.len() > max {
+            if !out.is_empty() {
+                break;
+            }
+            // A reader with room for less than one line gets its head (as a short read of
+            // Linux's trace_pipe): never nothing while events wait.
+            let mut cut = max.min(line.len());
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            line.truncate(cut);
+        }
+        out.push_str(&line);
+        match next.iter_mut().find(|(c, _)| *c == e.cpu) {
+            Some(slot) => slot.1 = n + 1,
+            None => next.push((e.cpu, n + 1)),
+        }
+    }
+    framework::trace::advance(peeked.generation, &next);
+    Ok(out)
 }
 
 /// Stops recording (keeps the rings and the affinity table). Returns false if it was not
@@ -368,15 +434,68 @@ pub fn report_text() -> Result<String, String> {
 
 // ----- export (COM2) ------------------------------------------------------------------------
 
-/// Streams `s` to COM2 in ftrace text: the header, one affinity line per task of the side
-/// table, then the events. Returns false if there is no COM2.
-fn stream(s: &Snapshot) -> bool {
+/// The head of an export of `s`: the `nop`-tracer header, then one affinity line per task of
+/// the side table.
+fn header_text(s: &Snapshot) -> String {
     let mut header = String::new();
     let _ = ftrace::write_header(&mut header, s.events.len() as u64, s.written, crate::percpu::nr_cpus());
     for &(tid, mask) in &s.affinity {
         let _ = ftrace::write_affinity(&mut header, tid, cadence_sched::CpuMask(mask));
     }
-    framework::trace::stream_com2(&header, &s.events)
+    header
+}
+
+/// Streams `s` to COM2 in ftrace text: [`header_text`], then the events. Returns false if
+/// there is no COM2.
+fn stream(s: &Snapshot) -> bool {
+    framework::trace::stream_com2(&header_text(s), &s.events)
+}
+
+/// Longest event line (`sched_switch` with two 15-byte comms and large numbers is about 190
+/// bytes): what a text export reserves per event.
+const LINE_BYTES: usize = 256;
+
+/// The trace as tracefs's `trace` shows it (the export's text: [`header_text`], then the
+/// events), or only CPU `cpu`'s events (`per_cpu/cpuN/trace`, whose header counts that CPU's).
+/// Errors if the text does not fit in memory.
+pub fn text(cpu: Option<u32>) -> Result<String, String> {
+    let mut s = snapshot()?;
+    if let Some(c) = cpu {
+        s.events.retain(|e| e.cpu == c);
+        let (written, _, dropped) = s.per_cpu.get(c as usize).copied().unwrap_or_default();
+        s.written = written + dropped;
+        s.affinity.clear();
+    }
+    let header = header_text(&s);
+    let mut out = String::new();
+    out.try_reserve_exact(header.len() + s.events.len().saturating_mul(LINE_BYTES))
+        .map_err(|_| alloc::format!("cannot allocate the text of {} events", s.events.len()))?;
+    out.push_str(&header);
+    for e in &s.events {
+        let _ = ftrace::write_event(&mut out, e);
+    }
+    Ok(out)
+}
+
+/// Per-CPU ring statistics of CPU `cpu`, as tracefs `per_cpu/cpuN/stats` (Linux's fields:
+/// entries held, overrun (overwritten), dropped (here: while a reader had the rings paused),
+/// read (consumed by `trace_pipe`)).
+pub fn cpu_stats(cpu: u32) -> Result<String, String> {
+    let s = snapshot()?;
+    let (written, held, dropped) = s.per_cpu.get(cpu as usize).copied().unwrap_or_default();
+    let oldest = s.events.iter().find(|e| e.cpu == cpu).map(|e| e.ts_ns).unwrap_or(0);
+    let now = crate::time::uptime_ns();
+    let secs = |ns: u64| alloc::format!("{:>5}.{:06}", ns / 1_000_000_000, ns / 1000 % 1_000_000);
+    Ok(alloc::format!(
+        "entries: {}\noverrun: {}\ncommit overrun: 0\nbytes: {}\noldest event ts: {}\nnow ts: {}\ndropped events: {}\nread events: {}\n",
+        held,
+        written.saturating_sub(held),
+        held as usize * RECORD_BYTES,
+        secs(oldest),
+        secs(now),
+        dropped,
+        0
+    ))
 }
 
 fn dump(s: &Snapshot) {

@@ -264,3 +264,51 @@ fn hook_cost() {
     crate::kprint!("(per hook: stopped {} ns, recording {} ns, event off {} ns) ", off, on, other);
     assert!(off <= on);
 }
+
+/// tracefs's consuming reader: `take_text` takes the oldest events first and copies no longer
+/// hold them (the header does not count them as lost); `resume` records again without emptying
+/// the rings; a clear forgets what was taken.
+#[test_case]
+fn pipe_takes_events_and_resume_keeps_them() {
+    set_event_mask(EventType::CoreForceIdle.bit());
+    start(64).expect("start");
+    let fire = |from: u64, n: u64| {
+        let t = spawn(SpawnOptions::new("trace-p").pin(1), move || {
+            for i in from..from + n {
+                sched_core_force_idle(MAGIC, i);
+            }
+            0
+        })
+        .expect("spawn");
+        assert_eq!(wait(t.tid), Ok(0));
+    };
+    fire(0, 10);
+    assert!(stop());
+    // A reader with room for about three lines takes exactly the three oldest.
+    let mut line = String::new();
+    let s = snapshot().expect("snapshot");
+    let first = s.events.iter().find(|e| e.cpu == 1).expect("an event");
+    let _ = ftrace::write_event(&mut line, first);
+    let text = take_text(line.len() * 3 + 5).expect("take");
+    assert_eq!(text.lines().count(), 3, "{}", text);
+    assert!(text.starts_with(line.as_str()));
+    let s = snapshot().expect("snapshot");
+    assert_eq!(tagged(&s, 1).iter().map(|&(seq, _)| seq).collect::<Vec<_>>(), (3..10).collect::<Vec<u64>>());
+    assert_eq!(s.lost(), 0, "taken events are not lost");
+    // Resume keeps the rest and adds to it.
+    resume().expect("resume");
+    fire(10, 2);
+    assert!(stop());
+    assert_eq!(tagged(&snapshot().expect("snapshot"), 1).len(), 9);
+    // Take everything; then nothing is left, and a clear starts afresh.
+    let rest = take_text(1 << 20).expect("take");
+    assert_eq!(rest.lines().filter(|l| l.contains("sched_core_force_idle")).count(), 9);
+    assert_eq!(take_text(1 << 20).expect("take"), "");
+    assert!(tagged(&snapshot().expect("snapshot"), 1).is_empty());
+    clear();
+    resume().expect("resume");
+    fire(20, 1);
+    assert!(stop());
+    assert_eq!(tagged(&snapshot().expect("snapshot"), 1).len(), 1);
+    restore();
+}

@@ -196,6 +196,18 @@ impl EventType {
         }
     }
 
+    /// The event's system (its directory under tracefs `events/`, and the `system:` of
+    /// `set_event`): Linux's for its events (`sched`, `timer`, `ipi`, `ftrace` for the
+    /// marker's `print`); `sched` for Cadence's own scheduler events.
+    pub fn system(self) -> &'static str {
+        match self {
+            EventType::TimerExpire => "timer",
+            EventType::Ipi => "ipi",
+            EventType::Print => "ftrace",
+            _ => "sched",
+        }
+    }
+
     pub fn from_name(name: &str) -> Option<EventType> {
         EventType::ALL.iter().copied().find(|e| e.name() == name)
     }

@@ -95,9 +95,11 @@ pub fn parse_affinity_line(line: &str) -> Option<Result<(u32, CpuMask), ParseErr
 }
 
 /// The latency-format flags column of an event (irqs are always off at Cadence's hooks; timer
-/// expiry and hrtick firing run in hard-irq context).
+/// expiry and hrtick firing run in hard-irq context; a `trace_marker` write comes from a task
+/// with interrupts on and nothing held, as Linux shows it).
 fn flags(kind: &EventKind) -> &'static str {
     match kind {
+        EventKind::Print { .. } => ".....",
         EventKind::TimerExpire { .. } | EventKind::HrtickFire => "d.h1.",
         EventKind::Ipi { .. } => "d..1.",
         _ => "d..2.",

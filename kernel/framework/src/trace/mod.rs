@@ -83,9 +83,15 @@ static SLOTS: [CpuSlot; MAX_CPUS] = [EMPTY_SLOT; MAX_CPUS];
 struct Control {
     running: bool,
     entries: usize,
+    /// Per CPU: the sequence number (count of events written before it) of the first event a
+    /// consuming reader (tracefs `trace_pipe`) has not taken; copies start there too.
+    consumed: [u64; MAX_CPUS],
+    /// Bumped by every clear and resize: a consuming reader's [`advance`] for rings it peeked
+    /// before then is ignored.
+    generation: u64,
 }
 
-static CONTROL: spin::Mutex<Control> = spin::Mutex::new(Control { running: false, entries: 0 });
+static CONTROL: spin::Mutex<Control> = spin::Mutex::new(Control { running: false, entries: 0, consumed: [0; MAX_CPUS], generation: 0 });
 
 // ----- hooks ---------------------------------------------------------------------------------
 
@@ -269,12 +275,14 @@ fn install_buffers(ctl: &mut Control, entries: usize) -> Result<(), String> {
         }
     }
     ctl.entries = entries;
-    reset_counts();
+    reset_counts(ctl);
     Ok(())
 }
 
 /// Empties every ring and zeroes the loss counters. Writers held off.
-fn reset_counts() {
+fn reset_counts(ctl: &mut Control) {
+    ctl.consumed = [0; MAX_CPUS];
+    ctl.generation += 1;
     for (cpu, slot) in SLOTS.iter().enumerate() {
         if let Some(b) = cpu_buffer(cpu) {
             b.written.store(0, Ordering::Release);
@@ -287,12 +295,20 @@ fn reset_counts() {
 /// Starts a fresh trace with `entries` records per CPU. `seed` runs once the rings are
 /// installed and before any event is recorded (the kernel seeds its affinity table there).
 pub fn start(entries: usize, seed: impl FnOnce()) -> Result<(), String> {
-    let mut ctl = CONTROL.lock();
+    let ctl = CONTROL.lock();
     if ctl.running {
         return Err(String::from("already running (trace stop first)"));
     }
-    halt();
-    install_buffers(&mut ctl, entries)?;
+    begin(ctl, Some(entries), seed)
+}
+
+/// Installs empty rings of `entries` records per CPU if asked, then records: `seed` runs
+/// before the first event. Caller holds CONTROL (given up on return), not running.
+fn begin(mut ctl: spin::MutexGuard<'_, Control>, entries: Option<usize>, seed: impl FnOnce()) -> Result<(), String> {
+    if let Some(n) = entries {
+        halt();
+        install_buffers(&mut ctl, n)?;
+    }
     ctl.running = true;
     seed();
     ACTIVE.store(EVENT_MASK.load(Ordering::SeqCst), Ordering::SeqCst);
@@ -310,10 +326,99 @@ pub fn stop(then: impl FnOnce()) -> bool {
 
 /// Empties the rings.
 pub fn clear() {
-    let _ctl = CONTROL.lock();
+    let mut ctl = CONTROL.lock();
     pause();
-    reset_counts();
+    reset_counts(&mut ctl);
     unpause();
+}
+
+/// Records again without emptying the rings (tracefs `tracing_on`): rings of `entries` records
+/// are installed first if there are none. `seed` runs as in [`start`]. Ok if already running.
+pub fn resume(entries: usize, seed: impl FnOnce()) -> Result<(), String> {
+    let ctl = CONTROL.lock();
+    if ctl.running {
+        return Ok(());
+    }
+    let fresh = (ctl.entries == 0).then_some(entries);
+    begin(ctl, fresh, seed)
+}
+
+/// Is the tracer recording?
+pub fn running() -> bool {
+    CONTROL.lock().running
+}
+
+/// Records per CPU of the installed rings (0 before the first start).
+pub fn entries() -> usize {
+    CONTROL.lock().entries
+}
+
+/// Installs empty rings of `entries` records per CPU (tracefs `buffer_size_kb`), keeping the
+/// tracer running if it was. A resize to the current size changes nothing.
+pub fn resize(entries: usize) -> Result<(), String> {
+    let mut ctl = CONTROL.lock();
+    if ctl.entries == entries {
+        return Ok(());
+    }
+    halt();
+    let result = install_buffers(&mut ctl, entries);
+    if ctl.running {
+        ACTIVE.store(EVENT_MASK.load(Ordering::SeqCst), Ordering::SeqCst);
+    }
+    result
+}
+
+/// What [`peek`] saw: events not yet consumed, each with its CPU's sequence number, merged in
+/// timestamp order (ties: CPU, then sequence).
+pub struct Peeked {
+    /// The rings' generation when peeked (for [`advance`]).
+    pub generation: u64,
+    /// (sequence number on its CPU, event), oldest first.
+    pub events: Vec<(u64, Event)>,
+}
+
+/// Copies up to `max_per_cpu` of each CPU's oldest events not yet consumed (a consuming
+/// reader's look: [`advance`] then marks what it took).
+pub fn peek(max_per_cpu: usize) -> Result<Peeked, String> {
+    let ctl = CONTROL.lock();
+    let mut events = Vec::new();
+    events
+        .try_reserve(max_per_cpu.saturating_mul(crate::percpu::nr_cpus() as usize).min(1 << 16))
+        .map_err(|_| String::from("out of memory"))?;
+    pause();
+    for cpu in 0..crate::percpu::nr_cpus() as usize {
+        let Some(b) = cpu_buffer(cpu) else { continue };
+        let r = ring::live(b.written.load(Ordering::Acquire), b.slots.len());
+        let from = r.start.max(ctl.consumed[cpu]);
+        for n in (from..r.end).take(max_per_cpu) {
+            if let Some(cell) = b.slots.get(ring::slot(n, b.slots.len())) {
+                if events.len() == events.capacity() {
+                    break; // never allocate with writers paused
+                }
+                // SAFETY: writers are paused (module invariants), so nobody writes the slot.
+                events.push((n, unsafe { *cell.get() }));
+            }
+        }
+    }
+    unpause();
+    let generation = ctl.generation;
+    drop(ctl);
+    events.sort_unstable_by_key(|(n, e)| (e.ts_ns, e.cpu, *n));
+    Ok(Peeked { generation, events })
+}
+
+/// Marks, per CPU, every event before sequence number `next` consumed (of a [`peek`] of
+/// generation `generation`; ignored if the rings were cleared or resized since).
+pub fn advance(generation: u64, next: &[(u32, u64)]) {
+    let mut ctl = CONTROL.lock();
+    if ctl.generation != generation {
+        return;
+    }
+    for &(cpu, n) in next {
+        if let Some(c) = ctl.consumed.get_mut(cpu as usize) {
+            *c = (*c).max(n);
+        }
+    }
 }
 
 /// Sets the enabled-event mask (takes effect at once if tracing).
@@ -343,9 +448,9 @@ pub struct Rings {
 /// Copies the rings (pausing writers meanwhile) and merges them by timestamp (ties: CPU order,
 /// then ring order).
 pub fn copy() -> Result<Rings, String> {
-    let _ctl = CONTROL.lock();
+    let ctl = CONTROL.lock();
     pause();
-    let result = copy_rings();
+    let result = copy_rings(&ctl.consumed);
     unpause();
     let mut s = result?;
     // In place (a stable sort would allocate half the trace again): CPU breaks ties, and each
@@ -354,12 +459,18 @@ pub fn copy() -> Result<Rings, String> {
     Ok(s)
 }
 
-fn copy_rings() -> Result<Rings, String> {
+/// The events of ring `b` (of `cpu`) a copy holds: the live ones not yet consumed.
+fn unconsumed(b: &CpuBuffer, consumed: &[u64; MAX_CPUS], cpu: usize) -> core::ops::Range<u64> {
+    let r = ring::live(b.written.load(Ordering::Acquire), b.slots.len());
+    r.start.max(consumed[cpu]).min(r.end)..r.end
+}
+
+fn copy_rings(consumed: &[u64; MAX_CPUS]) -> Result<Rings, String> {
     let ncpus = crate::percpu::nr_cpus() as usize;
     let mut total = 0usize;
     for cpu in 0..ncpus {
         if let Some(b) = cpu_buffer(cpu) {
-            let r = ring::live(b.written.load(Ordering::Acquire), b.slots.len());
+            let r = unconsumed(b, consumed, cpu);
             total += (r.end - r.start) as usize;
         }
     }
@@ -375,9 +486,12 @@ fn copy_rings() -> Result<Rings, String> {
             continue;
         };
         let w = b.written.load(Ordering::Acquire);
-        let r = ring::live(w, b.slots.len());
-        per_cpu.push((w, r.end - r.start, dropped));
-        written += w;
+        let r = unconsumed(b, consumed, cpu);
+        // Events a consuming reader took are neither held nor lost (Linux's header counts
+        // them in neither column).
+        let taken = r.start - ring::live(w, b.slots.len()).start;
+        per_cpu.push((w - taken, r.end - r.start, dropped));
+        written += w - taken;
         for n in r {
             if let Some(cell) = b.slots.get(ring::slot(n, b.slots.len())) {
                 // SAFETY: writers are paused (module invariants), so nobody writes the slot.

@@ -129,6 +129,14 @@ impl DlState {
 /// The admitted bandwidth (`total_bw`) and task count.
 static DL_BW: IrqLock<(u64, usize)> = IrqLock::new((0, 0));
 
+/// The root domain's per-CPU deadline bandwidth limit (`None`: no limit) and the bandwidth
+/// admitted tasks use, in Linux's `BW_SHIFT` fixed point (`sched/debug`'s `dl_bw->bw` and
+/// `dl_bw->total_bw`).
+pub fn bandwidth() -> (Option<u64>, u64) {
+    let adm = DlAdmission::new(crate::sched::rt_limits::rt_runtime_us(), crate::sched::rt_limits::rt_period_us(), 1);
+    (adm.bw, DL_BW.lock().0)
+}
+
 /// Admits a task's change from `old` to `new` deadline parameters (`None`: not in the class)
 /// in the one root domain, every online CPU (Linux `sched_dl_overflow`): `EBUSY` past the
 /// limit `sched_rt_runtime_us / sched_rt_period_us` per CPU or past [`DL_MAX_TASKS`]. Leaving
