@@ -561,7 +561,14 @@ fn new_process(mm: mm::Mm) -> Result<Arc<Thread>, Errno> {
         stopped: AtomicU32::new(0),
         stop_reported: AtomicBool::new(false),
     });
-    crate::sched::current().process.group.ignored.store(default_ignored(), Ordering::Relaxed);
+    let me = crate::sched::current();
+    me.process.group.ignored.store(default_ignored(), Ordering::Relaxed);
+    // The name exec gives (the program file's base name, which the spawner named the task
+    // after), as Linux's `__set_task_comm` at the first exec: `ps` and `top` show it.
+    let mut comm = [0u8; 16];
+    for (d, s) in comm.iter_mut().zip(me.name.bytes().take(15)) {
+        *d = s;
+    }
     Ok(Arc::new(Thread {
         process,
         mm: IrqLock::new(Some(Arc::new(Mutex::new(mm)))),
@@ -573,7 +580,7 @@ fn new_process(mm: mm::Mm) -> Result<Arc<Thread>, Errno> {
         futex_exited: AtomicBool::new(false),
         altstack: IrqLock::new(AltStack { sp: 0, flags: SS_DISABLE, size: 0 }),
         sigqueue: IrqLock::new(Vec::new()),
-        comm: IrqLock::new([0; 16]),
+        comm: IrqLock::new(comm),
         saved_mask: IrqLock::new(None),
         restart: IrqLock::new(None),
         vfork_done: None,
