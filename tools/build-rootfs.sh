@@ -15,7 +15,9 @@ command -v dpkg-deb >/dev/null || { echo "build-rootfs: dpkg-deb missing (Debian
 while read -r spec; do
   case "$spec" in ''|'#'*) continue;; esac
   name="${spec%%=*}"; version="${spec#*=}"
+  # amd64, or all for architecture-independent packages (ncurses-base's terminfo).
   file="${name}_${version//:/%3a}_amd64.deb"
+  [ -s "$debs/$file" ] || [ ! -s "$debs/${file%_amd64.deb}_all.deb" ] || file="${file%_amd64.deb}_all.deb"
   if [ ! -s "$debs/$file" ]; then
     if [ -s "$peer/$file" ]; then cp "$peer/$file" "$debs/"
     else (cd "$debs" && apt-get download -q "$name=$version" >/dev/null) \

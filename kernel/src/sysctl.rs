@@ -35,6 +35,19 @@ fn parse_bool(v: &str) -> Result<bool, Errno> {
     }
 }
 
+/// The system's names as `uname(2)` reports them (`utsname`'s fields): Linux's name and a 6.1
+/// release, because programs choose features by them (procps reads `kernel.osrelease`).
+pub const OSTYPE: &str = "Linux";
+pub const HOSTNAME: &str = "cadence";
+pub const OSRELEASE: &str = "6.1.0-cadence";
+pub const VERSION: &str = "#1 SMP PREEMPT_DYNAMIC Cadence";
+pub const DOMAINNAME: &str = "(none)";
+
+/// A write to a read-only entry: EACCES, as Linux's 0444 sysctl files answer even root.
+fn read_only(_: &str) -> Result<(), Errno> {
+    Err(Errno::EACCES)
+}
+
 pub static SYSCTLS: &[Sysctl] = &[
     Sysctl {
         name: "debug.fail_alloc.probability",
@@ -81,6 +94,14 @@ pub static SYSCTLS: &[Sysctl] = &[
         get: || format!("{}", crate::mm::fail_alloc::injected()),
         set: |_| Err(Errno::EACCES),
     },
+    Sysctl { name: "kernel.ostype", help: "the system's name, as uname -s (read-only)", get: || String::from(OSTYPE), set: read_only },
+    Sysctl {
+        name: "kernel.osrelease",
+        help: "the release, as uname -r (read-only; procps picks its formats by it)",
+        get: || String::from(OSRELEASE),
+        set: read_only,
+    },
+    Sysctl { name: "kernel.version", help: "the build, as uname -v (read-only)", get: || String::from(VERSION), set: read_only },
     Sysctl {
         name: "kernel.watchdog_thresh",
         help: "soft/hard lockup reported after twice this many seconds (0..=60; 0 = off)",

@@ -287,6 +287,60 @@ fn sched_debug_schedstat_interrupts_vmstat() {
     }
 }
 
+/// Issue 37: procps's `ps` and `top` (Debian 12's, dynamic: libproc2 and libsystemd from the
+/// root filesystem) read `/proc` as on Linux: a SCHED_FIFO 50 task shows `FF 50 - 90` (cls,
+/// rtprio, ni, pri = 39 - `stat`'s priority), the shell `TS - 0 19`; top's summary has Linux
+/// 2.6.11+'s CPU line (with `st`, chosen by `kernel.osrelease`) and its tasks' sizes come from
+/// `statm`. The expected lines are Linux 6.1's at the same topology.
+#[test]
+fn procps_ps_and_top_read_proc_as_on_linux() {
+    let script = "chrt -f 50 sleep 30 & sleep 1; /bin/ps -eLo pid,tid,cls,rtprio,ni,pri,psr,stat,comm; \
+                  /bin/ps -ef | head -1; /usr/bin/top -b -n 1; kill $!";
+    let run = run_sh("4,sockets=1,cores=2,threads=2", script);
+    let out = lines(&run);
+    let has = |want: &str| out.iter().any(|l| l == want);
+    let fields = |l: &String| l.split_whitespace().map(String::from).collect::<Vec<String>>();
+    run.check(has("  PID   TID CLS RTPRIO  NI PRI PSR STAT COMMAND"), "ps -eLo's header");
+    let row = |comm: &str| out.iter().map(fields).find(|f| f.len() == 9 && f[8] == comm && f[0].parse::<u32>().is_ok());
+    match row("sleep") {
+        Some(f) => {
+            run.check(f[0] == f[1], format!("sleep's pid and tid: {f:?}"));
+            run.check(f[2..6] == ["FF", "50", "-", "90"], format!("sleep under chrt -f 50 is FF 50 - 90: {f:?}"));
+            run.check(f[6].parse::<u32>().is_ok_and(|c| c < 4), format!("sleep's psr: {f:?}"));
+            run.check(f[7] == "S", format!("sleep is sleeping: {f:?}"));
+        }
+        None => run.check(false, "a ps row for sleep"),
+    }
+    match row("sh") {
+        Some(f) => run.check(f[2..6] == ["TS", "-", "0", "19"], format!("the shell is TS - 0 19: {f:?}")),
+        None => run.check(false, "a ps row for sh"),
+    }
+    match row("ps") {
+        Some(f) => run.check(f[7].starts_with('R'), format!("ps sees itself running: {f:?}")),
+        None => run.check(false, "a ps row for ps"),
+    }
+    run.check(has("UID        PID  PPID  C STIME TTY          TIME CMD"), "ps -ef's header");
+    let line = |prefix: &str, tail: &str| out.iter().any(|l| l.starts_with(prefix) && l.trim_end().ends_with(tail));
+    run.check(line("top - ", ""), "top's first line");
+    run.check(line("Tasks: ", " zombie"), "top's tasks line");
+    run.check(line("%Cpu(s): ", " st"), "top's CPU line with st, as Linux 2.6.11+'s");
+    run.check(line("MiB Mem :", " buff/cache"), "top's memory line");
+    run.check(line("MiB Swap:", " avail Mem"), "top's swap line");
+    run.check(has("  PID USER      PR  NI    VIRT    RES    SHR S  %CPU  %MEM     TIME+ COMMAND"), "top's task header");
+    let top_row = |comm: &str| out.iter().map(fields).find(|f| f.len() == 12 && f[11] == comm && f[0].parse::<u32>().is_ok());
+    match top_row("sleep") {
+        Some(f) => run.check(f[2] == "-51" && f[3] == "0", format!("top's PR and NI of the FIFO 50 sleep: {f:?}")),
+        None => run.check(false, "a top row for sleep"),
+    }
+    match top_row("top") {
+        Some(f) => run.check(
+            f[4].parse::<u64>().is_ok_and(|v| v > 0) && f[5].parse::<u64>().is_ok_and(|v| v > 0) && f[7] == "R",
+            format!("top's own VIRT and RES (statm) and state: {f:?}"),
+        ),
+        None => run.check(false, "a top row for top"),
+    }
+}
+
 /// Seed 001's four lines, verbatim (`tests/scripts/seed-001.sh`), make the shell's own cgroup
 /// in a v1 cpu hierarchy; cgroup v2 on the same tree takes `+cpu`, `cpu.max`, `cpu.weight`
 /// with Linux's errors; `mount(2)` and `umount2(2)` keep `/proc/mounts`.

@@ -3,7 +3,7 @@
 //! procps, libnuma, rt-tests and shell scripts read here what they read on Linux.
 //!
 //! * `/proc/PID` for each process, `/proc/PID/task/TID` for each of its threads, with `stat`,
-//!   `status`, `sched`, `schedstat`, `comm`, `cmdline`, `autogroup` (read and written),
+//!   `status`, `statm`, `sched`, `schedstat`, `comm`, `cmdline`, `autogroup` (read and written),
 //!   `limits`, `cgroup`, `maps`, `oom_score_adj`, `exe`, `cwd`, `fd/`; `self` and `thread-self`.
 //!   Other tids are found too (`/proc/TID` of a thread, unlisted, as on Linux).
 //! * `/proc/{stat,uptime,loadavg,meminfo,cpuinfo,version,cmdline,mounts,filesystems}`.
@@ -96,7 +96,9 @@ impl GenDir for ProcRoot {
             "vmstat" => Node::ro(|| Ok(vmstat())),
             "sys" => Node::dir(SysDir { prefix: String::new() }),
             "uptime" => Node::ro(|| Ok(uptime())),
-            "version" => Node::ro(|| Ok(String::from("Linux version 6.1.0-cadence (cadence) (rustc) #1 SMP PREEMPT_DYNAMIC Cadence\n"))),
+            "version" => {
+                Node::ro(|| Ok(format!("Linux version {} (cadence) (rustc) {}\n", crate::sysctl::OSRELEASE, crate::sysctl::VERSION)))
+            }
             _ => return None,
         })
     }
@@ -138,6 +140,7 @@ const PID_NAMES: &[(&str, u32)] = &[
     ("sched", REG),
     ("schedstat", REG),
     ("stat", REG),
+    ("statm", REG),
     ("status", REG),
     ("task", DIR),
 ];
@@ -149,6 +152,8 @@ impl GenDir for PidDir {
 
     fn lookup(&self, name: &str) -> Option<Node> {
         let tid = self.tid;
+        // `/proc/PID/stat` counts the whole process, `task/TID/stat` one thread (Linux's `whole`).
+        let whole = !self.thread;
         if self.thread && name == "task" {
             return None;
         }
@@ -195,7 +200,8 @@ impl GenDir for PidDir {
                     s.wait_count.load(Ordering::Relaxed)
                 ))
             }),
-            "stat" => Node::ro(move || Ok(stat_of(&*task_of(tid)?))),
+            "stat" => Node::ro(move || Ok(stat_of(&*task_of(tid)?, whole))),
+            "statm" => Node::ro(move || Ok(statm(&*task_of(tid)?))),
             "status" => Node::ro(move || Ok(status(&*task_of(tid)?))),
             "task" => Node::dir(TaskDir { tgid: tid }),
             _ => return None,
@@ -340,16 +346,61 @@ fn tty_nr(t: &Task) -> u32 {
     }
 }
 
-fn vm_size(t: &Task) -> (u64, u64, u64) {
-    // (bytes mapped, bytes locked, pages resident — counted as mapped: no per-page tally yet)
-    let Some(mm) = user_mm(t) else { return (0, 0, 0) };
-    let mm = mm.lock_uninterruptible();
-    let size: u64 = mm.vmas().map(|v| v.end - v.start).sum();
-    let locked = if mm.lock_future { size } else { 0 };
-    (size, locked, mm.resident_pages())
+/// An address space's sizes in bytes, from its VMAs as Linux's `mm` counters sort them
+/// (`is_data_mapping`, `is_exec_mapping`, `VM_STACK`), and its resident pages.
+#[derive(Default)]
+struct VmCounts {
+    total: u64,
+    locked: u64,
+    /// Private writable mappings other than the stack (`data_vm`).
+    data: u64,
+    /// The initial stack (`stack_vm`).
+    stack: u64,
+    /// Executable mappings of the program itself (`VmExe`, `statm`'s text).
+    text: u64,
+    /// Other executable, non-writable mappings: shared libraries (`VmLib`).
+    lib: u64,
+    /// Pages resident (Cadence keeps no file/anonymous split: all count as anonymous).
+    rss_pages: u64,
 }
 
-fn stat_of(t: &Task) -> String {
+fn vm_counts(t: &Task) -> VmCounts {
+    let Some(mm) = user_mm(t) else { return VmCounts::default() };
+    let mm = mm.lock_uninterruptible();
+    let mut c = VmCounts { rss_pages: mm.resident_pages(), ..VmCounts::default() };
+    for v in mm.vmas() {
+        let len = v.end - v.start;
+        c.total += len;
+        let stack = v.end == process::mm::STACK_TOP;
+        if stack {
+            c.stack += len;
+        } else if v.prot.write && !v.shared {
+            c.data += len;
+        } else if v.prot.exec && !v.prot.write {
+            let own = matches!(&v.backing, process::mm::Backing::File { inode, .. } if crate::fs::vfs::path_of(inode) == mm.exe);
+            if own {
+                c.text += len;
+            } else {
+                c.lib += len;
+            }
+        }
+    }
+    c.locked = if mm.lock_future { c.total } else { 0 };
+    c
+}
+
+/// `/proc/PID/statm`: Linux's `proc_pid_statm`, in pages: size resident shared text lib data dt
+/// (`lib` and `dt` are 0 since Linux 2.6).
+fn statm(t: &Task) -> String {
+    let c = vm_counts(t);
+    let p = process::mm::PAGE;
+    format!("{} {} 0 {} 0 {} 0\n", c.total / p, c.rss_pages, c.text / p, (c.data + c.stack) / p)
+}
+
+/// `/proc/PID/stat` (`whole`: CPU time summed over the process's threads, as Linux's
+/// `do_task_stat`; the threads that ended are not counted, Cadence keeps no sum of them) or
+/// `task/TID/stat`.
+fn stat_of(t: &Task, whole: bool) -> String {
     let g = &t.process.group;
     let th = process::thread_of(t);
     let ppid = th.as_ref().map_or(t.parent, |th| process::ppid(&th.process));
@@ -359,7 +410,13 @@ fn stat_of(t: &Task) -> String {
     };
     let flags: u32 = if t.kthread { 0x0020_0000 } else { 0x0040_0000 };
     let threads = g.len();
-    let (vsize, _, rss) = vm_size(t);
+    let vm = vm_counts(t);
+    let (vsize, rss) = (vm.total, vm.rss_pages);
+    let runtime: u64 = if whole {
+        g.members().into_iter().filter_map(task::find).map(|m| m.stats.sum_exec_runtime.load(Ordering::Relaxed)).sum()
+    } else {
+        t.stats.sum_exec_runtime.load(Ordering::Relaxed)
+    };
     let (blocked, pending) = (t.process.signals.blocked.load(Ordering::Relaxed), t.process.signals.pending.load(Ordering::Relaxed));
     let (ignored, caught) = th.as_ref().map_or((u64::MAX, 0), |th| sig_dispositions(th));
     let attr = t.attr();
@@ -376,7 +433,7 @@ fn stat_of(t: &Task) -> String {
         tty_nr(t),
         tpgid,
         flags,
-        ticks(t.stats.sum_exec_runtime.load(Ordering::Relaxed)),
+        ticks(runtime),
         task_prio(t),
         nice,
         threads,
@@ -446,23 +503,28 @@ fn status(t: &Task) -> String {
         g.sid.load(Ordering::Relaxed)
     );
     if user_mm(t).is_some() {
-        let (size, locked, rss) = vm_size(t);
+        let c = vm_counts(t);
         let kb = |b: u64| b / 1024;
+        let rss = c.rss_pages * 4;
         for (name, v) in [
-            ("VmPeak", kb(size)),
-            ("VmSize", kb(size)),
-            ("VmLck", kb(locked)),
+            ("VmPeak", kb(c.total)),
+            ("VmSize", kb(c.total)),
+            ("VmLck", kb(c.locked)),
             ("VmPin", 0),
-            ("VmHWM", rss * 4),
-            ("VmRSS", rss * 4),
-            ("RssAnon", rss * 4),
+            ("VmHWM", rss),
+            ("VmRSS", rss),
+            ("RssAnon", rss),
             ("RssFile", 0),
             ("RssShmem", 0),
+            ("VmData", kb(c.data)),
+            ("VmStk", kb(c.stack)),
+            ("VmExe", kb(c.text)),
+            ("VmLib", kb(c.lib)),
+            ("VmPTE", 0),
+            ("VmSwap", 0),
+            ("HugetlbPages", 0),
         ] {
             let _ = writeln!(s, "{}:\t{:>8} kB", name, v);
-        }
-        for name in ["VmData", "VmStk", "VmExe", "VmLib", "VmPTE", "VmSwap", "HugetlbPages"] {
-            let _ = writeln!(s, "{}:\t{:>8} kB", name, 0);
         }
     }
     let _ = write!(s, "CoreDumping:\t0\nTHP_enabled:\t0\nThreads:\t{}\nSigQ:\t0/{}\n", g.len(), 4096);

@@ -49,7 +49,8 @@ pub fn sched_yield(_: &Thread, _: &mut UserContext, _: [u64; 6]) -> Result<Outco
 /// `uname(buf)`: Linux's name and a 6.1 release (programs choose features by it), Cadence in
 /// `version` (as gVisor does).
 pub fn uname(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let fields: [&str; 6] = ["Linux", "cadence", "6.1.0-cadence", "#1 SMP PREEMPT_DYNAMIC Cadence", "x86_64", "(none)"];
+    use crate::sysctl::{DOMAINNAME, HOSTNAME, OSRELEASE, OSTYPE, VERSION};
+    let fields: [&str; 6] = [OSTYPE, HOSTNAME, OSRELEASE, VERSION, "x86_64", DOMAINNAME];
     let mut buf = [0u8; 65 * 6];
     for (i, f) in fields.iter().enumerate() {
         buf[i * 65..i * 65 + f.len()].copy_from_slice(f.as_bytes());
