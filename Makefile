@@ -7,7 +7,7 @@
 #   make initramfs             target/user/initramfs.cpio, the root filesystem: the Debian packages
 #                              of tools/rootfs/packages.txt (busybox) and the C programs of tests/user
 #                              (static, gcc) at /bin/NAME; `make run` boots with it
-#   make run [SMP=8] [UEFI=1] [ARGS='poweroff ...'] [TRACE=file] [WORKLOAD='a b'] [TIMEOUT=s]
+#   make run [SMP=8] [UEFI=1|0] [ARGS='poweroff ...'] [TRACE=file] [WORKLOAD='a b'] [TIMEOUT=s]
 #            [FILES='a b']     host files copied into the root filesystem's / (as the peer's --file)
 #            [VERBOSE=1]       also the bootloader's `INFO :` log (hidden by default)
 #            [DISK=img|none]   virtio disk /dev/vda: DISK=img read-write (created as a 256 MiB
@@ -115,8 +115,9 @@ boot-tool: setup
 # (cadence-boot writes the newc archive). hello, crash and pipetest are static glibc binaries
 # (the static start-up path is tested); the others link glibc's shared libraries from the
 # root filesystem's libc6 (and libgcc-s1, which pthread_exit unwinds through: rt-app and
-# conform-thread abort without it): a static glibc program is ~750 KiB, and the BIOS
-# loads the initramfs at ~0.5 MB/s under TCG, so each static binary costs every boot ~1.5 s.
+# conform-thread abort without it): a static glibc program is ~750 KiB, and a BIOS boot
+# loads the initramfs at ~0.7 MB/s under TCG (each static binary ~1 s; UEFI boots, the
+# default with an initramfs when OVMF is installed, load it in about a second).
 USER_SRCS := $(wildcard $(ROOT)/tests/user/*.c)
 USER_BINS := $(patsubst $(ROOT)/tests/user/%.c,$(ROOT)/target/user/%,$(USER_SRCS)) $(ROOT)/target/user/pipetest-dyn
 # Shell scripts of the experiments (seed 001, autogroup), installed in /bin beside them.
@@ -144,7 +145,7 @@ RUN_INITRD := $(if $(FILES),$(ROOT)/target/user/run-initramfs.cpio,$(INITRAMFS))
 run: kernel boot-tool initramfs
 	$(if $(FILES),'$(CADENCE_BOOT)' initramfs -o '$(ROOT)/target/user/files.cpio' $(foreach f,$(FILES),'$(abspath $(f))=$(notdir $(f))') && cat '$(INITRAMFS)' '$(ROOT)/target/user/files.cpio' > '$(RUN_INITRD)',true)
 	'$(CADENCE_BOOT)' run --kernel '$(KERNEL)' --args "$$CADENCE_RUN_ARGS" --initrd '$(RUN_INITRD)' \
-	  $(if $(filter 1 yes true,$(UEFI)),--uefi) $(if $(SMP),--smp '$(SMP)') \
+	  $(if $(filter 1 yes true,$(UEFI)),--uefi,$(if $(filter 0 no false,$(UEFI)),--bios)) $(if $(SMP),--smp '$(SMP)') \
 	  $(if $(TRACE),--trace '$(TRACE)') $(foreach w,$(WORKLOAD),--workload '$(w)') \
 	  $(if $(TIMEOUT),--timeout '$(TIMEOUT)') $(DISK_OPT) $(DISK_OPTS_OPT) $(if $(filter 1 yes true,$(VERBOSE)),--verbose)
 

@@ -1,7 +1,7 @@
 //! `cadence-boot`: build disk images for the Cadence kernel and boot them in QEMU.
 //!
 //! ```text
-//! cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--args STR]
+//! cadence-boot run --kernel ELF [--uefi|--bios] [--smp SPEC] [--memory SIZE] [--args STR]
 //!                  [--timeout SECS] [--trace FILE] [--workload FILE]... [--initrd CPIO] [--disk IMG]
 //!                  [--scratch-disk IMG] [--disk-opts OPTS] [--qemu-arg ARG]... [--verbose]
 //! cadence-boot runner ELF [IGNORED...]      # cargo runner for the kernel's tests
@@ -52,7 +52,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 const USAGE: &str = "\
-usage: cadence-boot run --kernel ELF [--uefi] [--smp SPEC] [--memory SIZE] [--args STR]
+usage: cadence-boot run --kernel ELF [--uefi|--bios] [--smp SPEC] [--memory SIZE] [--args STR]
                         [--timeout SECS] [--trace FILE] [--workload FILE]... [--initrd CPIO] [--disk IMG]
                         [--scratch-disk IMG] [--disk-opts OPTS] [--qemu-arg ARG]... [--verbose]
        cadence-boot runner ELF [IGNORED...]
@@ -107,7 +107,8 @@ fn finish(Exit(code, msg): Exit) -> ExitCode {
 #[derive(Default)]
 struct Opts {
     kernel: Option<PathBuf>,
-    uefi: bool,
+    /// `--uefi` (true) or `--bios` (false); `None`: `Qemu::firmware`'s choice.
+    uefi: Option<bool>,
     smp: Option<String>,
     memory: Option<String>,
     args: Option<String>,
@@ -134,14 +135,14 @@ fn parse_opts(argv: &[String], allowed: &[&str]) -> Result<Opts, Exit> {
         if !allowed.contains(&flag) {
             return Err(usage(format!("unexpected argument '{arg}'")));
         }
-        if flag == "--uefi" || flag == "--verbose" {
+        if flag == "--uefi" || flag == "--bios" || flag == "--verbose" {
             if inline.is_some() {
                 return Err(usage(format!("{flag} takes no value")));
             }
-            if flag == "--uefi" {
-                o.uefi = true;
-            } else {
-                o.verbose = true;
+            match flag {
+                "--uefi" => o.uefi = Some(true),
+                "--bios" => o.uefi = Some(false),
+                _ => o.verbose = true,
             }
             continue;
         }
@@ -193,7 +194,7 @@ fn parse_timeout(v: &str) -> Result<Option<Duration>, Exit> {
 
 fn cmd_run(argv: &[String]) -> Exit {
     let flags = [
-        "--kernel", "--uefi", "--smp", "--memory", "--args", "--timeout", "--trace", "--workload", "--initrd", "--disk", "--scratch-disk",
+        "--kernel", "--uefi", "--bios", "--smp", "--memory", "--args", "--timeout", "--trace", "--workload", "--initrd", "--disk", "--scratch-disk",
         "--disk-opts", "--qemu-arg", "--verbose",
     ];
     let o = match parse_opts(argv, &flags) {
@@ -212,7 +213,10 @@ fn cmd_run(argv: &[String]) -> Exit {
     let default = (!interactive || powers_off).then(|| Duration::from_secs(600));
     let timeout = o.timeout.unwrap_or(default);
     // The bootloader's ~30 `INFO :` lines only with --verbose (`make run VERBOSE=1`).
-    let mut q = Qemu::new(kernel).uefi(o.uefi).args(args).timeout(timeout).interactive(interactive).quiet_bootloader(!o.verbose);
+    let mut q = Qemu::new(kernel).args(args).timeout(timeout).interactive(interactive).quiet_bootloader(!o.verbose);
+    if let Some(uefi) = o.uefi {
+        q = q.uefi(uefi);
+    }
     if let Some(smp) = o.smp {
         q = q.smp(smp);
     }
@@ -283,6 +287,9 @@ fn cmd_fuzz_console(argv: &[String]) -> Exit {
     println!("console-fuzz: seed={seed} (replay with --seed {seed})");
     let timeout = o.timeout.unwrap_or(Some(Duration::from_secs(seconds + 600)));
     let mut q = Qemu::new(kernel).timeout(timeout);
+    if let Some(uefi) = o.uefi {
+        q = q.uefi(uefi);
+    }
     if let Some(smp) = o.smp {
         q = q.smp(smp);
     }
@@ -360,7 +367,7 @@ fn cmd_image(argv: &[String]) -> Exit {
     let (Some(kernel), Some(out)) = (o.kernel, o.out) else {
         return usage("image needs --kernel ELF and -o OUT");
     };
-    let fw = if o.uefi { Firmware::Uefi } else { Firmware::Bios };
+    let fw = if o.uefi == Some(true) { Firmware::Uefi } else { Firmware::Bios };
     match build_image(&kernel, fw, &out) {
         Ok(()) => Exit(0, Some(format!("{}", out.display()))),
         Err(e) => Exit(3, Some(e.to_string())),

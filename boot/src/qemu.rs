@@ -184,7 +184,8 @@ pub fn find_ovmf() -> Result<Ovmf> {
 #[derive(Debug, Clone)]
 pub struct Qemu {
     kernel: PathBuf,
-    firmware: Firmware,
+    /// `None`: chosen at boot ([`Qemu::firmware`]).
+    firmware: Option<Firmware>,
     smp: String,
     memory: String,
     args: String,
@@ -203,12 +204,12 @@ pub struct Qemu {
 }
 
 impl Qemu {
-    /// A BIOS run of `kernel` with the default flags, no command line and
-    /// no timeout.
+    /// A run of `kernel` with the default flags and firmware ([`Qemu::firmware`]), no command
+    /// line and no timeout.
     pub fn new(kernel: impl Into<PathBuf>) -> Self {
         Qemu {
             kernel: kernel.into(),
-            firmware: Firmware::Bios,
+            firmware: None,
             smp: DEFAULT_SMP.into(),
             memory: DEFAULT_MEMORY.into(),
             args: String::new(),
@@ -226,10 +227,19 @@ impl Qemu {
         }
     }
 
-    /// Boots through UEFI (OVMF) instead of BIOS when `yes`.
+    /// Boots through UEFI (OVMF) when `yes`, through BIOS when not (instead of the default,
+    /// [`Qemu::firmware`]).
     pub fn uefi(mut self, yes: bool) -> Self {
-        self.firmware = if yes { Firmware::Uefi } else { Firmware::Bios };
+        self.firmware = Some(if yes { Firmware::Uefi } else { Firmware::Bios });
         self
+    }
+
+    /// The firmware this run boots through: the one asked for, else UEFI when there is an
+    /// initramfs and OVMF is installed, else BIOS. Why: the BIOS stage of the `bootloader`
+    /// crate reads the ramdisk through int 13h, about 0.7 MB/s under TCG (the 19 MB root
+    /// filesystem took 28 s of a 36 s boot), where OVMF loads it in about a second.
+    pub fn firmware(&self) -> Firmware {
+        self.firmware.unwrap_or_else(|| if self.initrd.is_some() && find_ovmf().is_ok() { Firmware::Uefi } else { Firmware::Bios })
     }
 
     /// Replaces the `-smp` value (any QEMU spec, e.g. `8` or `4,cores=2,threads=2`).
@@ -336,8 +346,9 @@ impl Qemu {
     /// Builds (or reuses) the disk image and assembles the QEMU command.
     /// The returned [`Prepared`] owns the temp files the command refers to.
     fn prepare(&self) -> Result<Prepared> {
-        let image = crate::image::disk_image_with(&self.kernel, self.firmware, self.initrd.as_deref())?;
-        let ovmf = match self.firmware {
+        let firmware = self.firmware();
+        let image = crate::image::disk_image_with(&self.kernel, firmware, self.initrd.as_deref())?;
+        let ovmf = match firmware {
             Firmware::Uefi => Some(find_ovmf()?),
             Firmware::Bios => None,
         };
