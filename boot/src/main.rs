@@ -194,8 +194,8 @@ fn parse_timeout(v: &str) -> Result<Option<Duration>, Exit> {
 
 fn cmd_run(argv: &[String]) -> Exit {
     let flags = [
-        "--kernel", "--uefi", "--bios", "--smp", "--memory", "--args", "--timeout", "--trace", "--workload", "--initrd", "--disk", "--scratch-disk",
-        "--disk-opts", "--qemu-arg", "--verbose",
+        "--kernel", "--uefi", "--bios", "--smp", "--memory", "--args", "--timeout", "--trace", "--workload", "--initrd", "--disk",
+        "--scratch-disk", "--disk-opts", "--qemu-arg", "--verbose",
     ];
     let o = match parse_opts(argv, &flags) {
         Ok(o) => o,

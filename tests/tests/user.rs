@@ -341,6 +341,19 @@ fn procps_ps_and_top_read_proc_as_on_linux() {
     }
 }
 
+/// cgroup v1's hierarchical quota check (`tests/scripts/cgroup-v1-quota.sh`): the lines are
+/// Linux 6.1's, from the same script on the peer at the same topology.
+#[test]
+fn cgroup_v1_quota_hierarchy_matches_linux() {
+    let run = run_sh("2", "sh /bin/cgroup-v1-quota.sh");
+    let out: Vec<String> = lines(&run).into_iter().filter(|l| l.contains(" rc=") || l.starts_with("quotas ")).collect();
+    let linux = [
+        "parent-50ms rc=0", "child-60ms rc=1", "child-40ms rc=0", "parent-30ms rc=1", "child-period-200ms rc=0", "child-period-50ms rc=1",
+        "child-unlimited rc=0", "parent-30ms-again rc=0", "quotas 30000 -1 200000",
+    ];
+    run.check(out == linux, format!("Linux 6.1 printed {linux:?}, Cadence {out:?}"));
+}
+
 /// Seed 001's four lines, verbatim (`tests/scripts/seed-001.sh`), make the shell's own cgroup
 /// in a v1 cpu hierarchy; cgroup v2 on the same tree takes `+cpu`, `cpu.max`, `cpu.weight`
 /// with Linux's errors; `mount(2)` and `umount2(2)` keep `/proc/mounts`.
@@ -358,7 +371,7 @@ fn cgroupfs_seed_001_and_cgroup2_files() {
     let run = run_sh("2", script);
     let out = lines(&run);
     let has = |want: &str| out.iter().any(|l| l == want);
-    run.check(out.iter().any(|l| l.starts_with("seed-001: shell ") && l.contains(" in 0::/user/")), "the shell in its own cgroup");
+    run.check(out.iter().any(|l| l.starts_with("seed-001: shell ") && l.contains(" in 1:cpu:/user/")), "the shell in its own cgroup");
     run.check(out.iter().any(|l| l.starts_with("seed-001: tasks of user/")), "its tasks file");
     for want in [
         "seed-001: drwxrwxrwx /sys/fs/cgroup/cpu/user",

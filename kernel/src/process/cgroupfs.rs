@@ -34,15 +34,54 @@ use alloc::vec::Vec;
 use cadence_abi::errno::Errno;
 use cadence_sched::cfs_bandwidth::{Limit, MAX_RUNTIME_NS};
 use cadence_sched::weight::{MAX_SHARES, MIN_SHARES, NICE_0_LOAD, SCHED_PRIO_TO_WEIGHT};
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 /// Groups whose `cgroup.subtree_control` has `cpu` (v2).
 static SUBTREE_CPU: SpinLock<BTreeSet<GroupId>> = SpinLock::new(BTreeSet::new());
 /// Directory modes set by `mkdir` and `chmod` (default 0755).
 static MODES: SpinLock<BTreeMap<GroupId, u32>> = SpinLock::new(BTreeMap::new());
 
+/// The controllers of the v1 hierarchy (`cpu` or `cpu,cpuacct`) once one was mounted: Linux's
+/// hierarchy 1 in `/proc/PID/cgroup`. Kept after an unmount, as Linux keeps a hierarchy that
+/// still has child cgroups (one tree here, so always).
+static V1_CONTROLLERS: SpinLock<Option<&'static str>> = SpinLock::new(None);
+/// cgroup2 was mounted once (Linux's sticky `cgrp_dfl_visible`): `/proc/PID/cgroup` lists `0::`.
+static V2_VISIBLE: AtomicBool = AtomicBool::new(false);
+
+/// A new mount of the v1 hierarchy with `controllers`: its root, or EBUSY if the hierarchy
+/// exists with other controllers (Linux's answer to options that do not match it).
+pub fn mount_v1(controllers: &'static str) -> Result<Node, Errno> {
+    let mut c = V1_CONTROLLERS.lock();
+    match *c {
+        Some(existing) if existing != controllers => return Err(Errno::EBUSY),
+        _ => *c = Some(controllers),
+    }
+    Ok(root(false))
+}
+
+/// A new mount of cgroup2: its root.
+pub fn mount_v2() -> Node {
+    V2_VISIBLE.store(true, Ordering::Relaxed);
+    root(true)
+}
+
+/// `/proc/PID/cgroup` of `t` (Linux's `proc_cgroup_show`): `1:<controllers>:<path>` once a v1
+/// hierarchy exists, then `0::<path>` once cgroup2 was mounted; empty before either. Linux's
+/// v1 and v2 hierarchies place a task apart; Cadence's one tree gives both lines one path.
+pub fn proc_cgroup(t: &Task) -> String {
+    let path = group::cgroup_path(t);
+    let mut s = String::new();
+    if let Some(c) = *V1_CONTROLLERS.lock() {
+        s.push_str(&format!("1:{c}:{path}\n"));
+    }
+    if V2_VISIBLE.load(Ordering::Relaxed) {
+        s.push_str(&format!("0::{path}\n"));
+    }
+    s
+}
+
 /// The root of a cgroup file system: v2 (`cgroup2`) or v1 with the `cpu` controller.
-pub fn root(v2: bool) -> Node {
+fn root(v2: bool) -> Node {
     Node::Dir(0o755, Arc::new(CgDir { gid: ROOT_GROUP, v2 }))
 }
 
@@ -196,14 +235,14 @@ impl CgDir {
                     let l = crate::sched::bandwidth::limit(gid);
                     let q: i64 = v.trim().parse().map_err(|_| Errno::EINVAL)?;
                     let quota = if q < 0 { None } else { Some(us_to_ns(q as u64)?) };
-                    set_limit(gid, quota, l.period_ns, l.burst_ns)
+                    set_limit_v1(gid, quota, l.period_ns, l.burst_ns)
                 },
             ),
             "cpu.cfs_period_us" => Node::rw(
                 move || Ok(format!("{}\n", crate::sched::bandwidth::limit(gid).period_ns / 1000)),
                 move |v| {
                     let l = crate::sched::bandwidth::limit(gid);
-                    set_limit(gid, l.quota_ns, us_to_ns(v.trim().parse().map_err(|_| Errno::EINVAL)?)?, l.burst_ns)
+                    set_limit_v1(gid, l.quota_ns, us_to_ns(v.trim().parse().map_err(|_| Errno::EINVAL)?)?, l.burst_ns)
                 },
             ),
             "cgroup.clone_children" | "notify_on_release" => Node::rw(
@@ -399,6 +438,33 @@ fn set_limit(gid: GroupId, quota_ns: Option<u64>, period_ns: u64, burst_ns: u64)
         return Err(Errno::EINVAL);
     }
     crate::sched::bandwidth::set_limit(gid, Limit::new(quota_ns, period_ns, burst_ns)?)
+}
+
+/// [`set_limit`] through the v1 files (`cpu.cfs_quota_us`, `cpu.cfs_period_us`), which first
+/// check the hierarchy as Linux's v1 does (`cfs_bandwidth::v1_ratio_below`): the group's new
+/// ratio against the ratio in force above it, then every descendant's against the new ratios
+/// in force above them. EINVAL, and nothing changed, if one exceeds.
+fn set_limit_v1(gid: GroupId, quota_ns: Option<u64>, period_ns: u64, burst_ns: u64) -> Result<(), Errno> {
+    use cadence_sched::cfs_bandwidth::v1_ratio_below;
+    let new = Limit::new(quota_ns, period_ns, burst_ns)?;
+    let mut ancestors = Vec::new();
+    let mut up = group::lookup(gid).map_or(ROOT_GROUP, |g| g.parent);
+    // Bounded by the depth limit.
+    while up != ROOT_GROUP && ancestors.len() <= cadence_sched::fair_group::MAX_GROUP_DEPTH {
+        ancestors.push(up);
+        up = group::lookup(up).map_or(ROOT_GROUP, |g| g.parent);
+    }
+    let mut above = None;
+    for &a in ancestors.iter().rev() {
+        above = v1_ratio_below(above, crate::sched::bandwidth::limit(a).ratio())?;
+    }
+    let mine = v1_ratio_below(above, new.ratio())?;
+    let mut stack: Vec<(GroupId, Option<u64>)> = group::children(gid).into_iter().map(|(_, c)| (c, mine)).collect();
+    while let Some((g, above)) = stack.pop() {
+        let r = v1_ratio_below(above, crate::sched::bandwidth::limit(g).ratio())?;
+        stack.extend(group::children(g).into_iter().map(|(_, c)| (c, r)));
+    }
+    set_limit(gid, quota_ns, period_ns, burst_ns)
 }
 
 /// `cpu.weight.nice`: the nice whose weight is nearest the group's shares (Linux's

@@ -163,7 +163,7 @@ impl GenDir for PidDir {
                 move || crate::sched::autogroup::proc_autogroup(tid).map(|s| s + "\n"),
                 move |v| crate::sched::autogroup::set_nice(tid, v.trim().parse::<i64>().map_err(|_| Errno::EINVAL)?),
             ),
-            "cgroup" => Node::ro(move || Ok(format!("0::{}\n", crate::sched::group::cgroup_path(&*task_of(tid)?)))),
+            "cgroup" => Node::ro(move || Ok(crate::process::cgroupfs::proc_cgroup(&*task_of(tid)?))),
             "cmdline" => Node::ro(move || Ok(cmdline(&*task_of(tid)?))),
             "comm" => Node::rw(
                 move || Ok(format!("{}\n", comm(&*task_of(tid)?))),

@@ -14,6 +14,10 @@
 //! * **Unthrottling** (the tick, every CPU, idle or not: [`tick`]): a throttled queue asks its
 //!   pool, which refills at each period boundary (the period starting at the group's first
 //!   grant, as Linux's period timer); given runtime, it is put back in its parent queue.
+//! * **Load balancing** leaves a task below a throttled queue where it is
+//!   ([`throttled_hierarchy`], Linux's `throttled_lb_pair` for the source side): moved, it would
+//!   spend another CPU's part of the group's runtime. (Linux also refuses a throttled
+//!   destination; here the task would wait in the destination's throttled queue.)
 //!
 //! Lock order: run-queue lock, then the group's `bandwidth` pool lock (a leaf).
 
@@ -105,6 +109,25 @@ pub fn throttle_due(rq: &mut RqInner, gid: GroupId, now: u64) {
         }
         id = parent;
     }
+}
+
+/// Is `task`'s fair entity below a throttled group queue of `rq` (Linux's
+/// `throttled_hierarchy`)? Load balancing leaves such a task where it is: moved, it would run on
+/// another CPU's share of its group's runtime while its own queue waits for the next period.
+pub fn throttled_hierarchy(rq: &RqInner, task: &super::task::Task) -> bool {
+    if rq.bw_nr_throttled == 0 {
+        return false;
+    }
+    let mut id = task.se_group.load(Ordering::Relaxed);
+    // Bounded by the group depth limit.
+    for _ in 0..=cadence_sched::fair_group::MAX_GROUP_DEPTH {
+        let Some(grq) = rq.group_rqs.get(&id) else { return false };
+        if grq.bw.throttled_since.is_some() {
+            return true;
+        }
+        id = grq.parent;
+    }
+    false
 }
 
 /// At every tick: throttled queues here that their pools can serve again go back into their

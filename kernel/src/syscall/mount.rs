@@ -103,11 +103,12 @@ pub fn mount(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
         "sysfs" => ("sysfs", vfs::mount_root(&at, crate::fs::sysfs::root())?),
         "debugfs" => ("debugfs", vfs::mount_root(&at, crate::fs::sysfs::debugfs())?),
         "tracefs" => ("tracefs", vfs::mount_root(&at, crate::fs::tracefs::root())?),
-        "cgroup2" => ("cgroup2", vfs::mount_root(&at, crate::process::cgroupfs::root(true))?),
+        "cgroup2" => ("cgroup2", vfs::mount_root(&at, crate::process::cgroupfs::mount_v2())?),
         "cgroup" => {
+            let controllers = cgroup1_options(&data)?;
             options.push(',');
-            options.push_str(cgroup1_options(&data)?);
-            ("cgroup", vfs::mount_root(&at, crate::process::cgroupfs::root(false))?)
+            options.push_str(controllers);
+            ("cgroup", vfs::mount_root(&at, crate::process::cgroupfs::mount_v1(controllers)?)?)
         }
         "tmpfs" | "ramfs" => {
             let fstype = if fstype == "tmpfs" { "tmpfs" } else { "ramfs" };

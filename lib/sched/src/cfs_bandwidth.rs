@@ -71,6 +71,25 @@ impl Limit {
         }
         Ok(Limit { quota_ns, period_ns, burst_ns })
     }
+
+    /// The quota as a fraction of the period, 20-bit fixed point (Linux's `to_ratio`);
+    /// `None` without a quota.
+    pub fn ratio(&self) -> Option<u64> {
+        self.quota_ns.map(|q| ((u128::from(q) << 20) / u128::from(self.period_ns.max(1))) as u64)
+    }
+}
+
+/// cgroup v1's hierarchical check (Linux's `tg_cfs_schedulable_down`): a group's quota ratio
+/// (`own`, [`Limit::ratio`]) may not exceed the ratio in force above it (`above`: its nearest
+/// limited ancestor's, `None` if none), EINVAL otherwise. Returns the ratio in force for its
+/// children: its own, or, unlimited, the one above. (cgroup v2 has no such check: a child's
+/// `cpu.max` over its parent's is allowed, and the parent's throttling bounds it.)
+pub fn v1_ratio_below(above: Option<u64>, own: Option<u64>) -> Result<Option<u64>, Errno> {
+    match (above, own) {
+        (Some(a), Some(o)) if o > a => Err(Errno::EINVAL),
+        (a, None) => Ok(a),
+        (_, o) => Ok(o),
+    }
 }
 
 /// A group's runtime for the current period and its statistics (`cpu.stat`).
@@ -250,6 +269,20 @@ mod tests {
     use proptest::prelude::*;
 
     const MS: u64 = 1_000_000;
+
+    #[test]
+    fn v1_children_may_not_exceed_the_ratio_above() {
+        let half = Limit::new(Some(50 * MS), 100 * MS, 0).unwrap().ratio();
+        let quarter = Limit::new(Some(25 * MS), 100 * MS, 0).unwrap().ratio();
+        assert_eq!(half, Some(1 << 19));
+        // The same ratio at another period is equal, not more.
+        assert_eq!(Limit::new(Some(100 * MS), 200 * MS, 0).unwrap().ratio(), half);
+        assert_eq!(v1_ratio_below(half, quarter), Ok(quarter));
+        assert_eq!(v1_ratio_below(quarter, half), Err(Errno::EINVAL));
+        assert_eq!(v1_ratio_below(half, None), Ok(half), "unlimited inherits the ratio above");
+        assert_eq!(v1_ratio_below(None, half), Ok(half));
+        assert_eq!(v1_ratio_below(half, half), Ok(half));
+    }
 
     #[test]
     fn limits_are_checked_as_linux() {
