@@ -268,7 +268,8 @@ fn sched_debug_schedstat_interrupts_vmstat() {
                   echo sleep prio=$(grep ' sleep ' $d | awk '{print $6}'); \
                   s=/proc/schedstat; head -1 $s; echo cpulines=$(grep -c '^cpu[0-9]' $s) fields=$(awk '/^cpu/ {print NF; exit}' $s) domains=$(grep -c '^domain0 3 ' $s); \
                   echo loc ticking=$(awk '/LOC:/ {print ($2 > 0 && $3 > 0)}' /proc/interrupts); \
-                  grep -q '^nr_free_pages [1-9]' /proc/vmstat && echo vmstat ok; true";
+                  grep -q '^nr_free_pages [1-9]' /proc/vmstat && echo vmstat ok; \
+                  [ $(cat /sys/kernel/debug/sched/wakeup_granularity_ns) = $(cat /proc/sys/kernel/sched_wakeup_granularity_ns) ] && echo wakeup granularity ok; true";
     let run = run_sh("2", script);
     let out = lines(&run);
     let has = |want: &str| out.iter().any(|l| l == want);
@@ -282,6 +283,7 @@ fn sched_debug_schedstat_interrupts_vmstat() {
         "cpulines=2 fields=10 domains=2",
         "loc ticking=1",
         "vmstat ok",
+        "wakeup granularity ok",
     ] {
         run.check(has(want), format!("expected a line `{want}`"));
     }
@@ -352,6 +354,34 @@ fn cgroup_v1_quota_hierarchy_matches_linux() {
         "child-unlimited rc=0", "parent-30ms-again rc=0", "quotas 30000 -1 200000",
     ];
     run.check(out == linux, format!("Linux 6.1 printed {linux:?}, Cadence {out:?}"));
+}
+
+/// util-linux `lscpu` and `lscpu -e` read `/proc/cpuinfo` (CPUID's family, model, stepping,
+/// flags, address sizes) and `cpuN/cache/indexM` (leaf 4) and print the fields Linux 6.1 prints
+/// on the same QEMU CPU and topology, with the boot report's topology; `lscpu -e`'s rows are
+/// Linux's, caches column included.
+#[test]
+fn lscpu_reads_cpuinfo_and_caches_as_on_linux() {
+    let run = run_sh("4,sockets=1,cores=2,threads=2", "lscpu; lscpu -e");
+    let out = lines(&run);
+    let field = |name: &str| out.iter().find_map(|l| l.trim_start().strip_prefix(name).map(|v| v.trim().to_string())).unwrap_or_default();
+    run.check(out.iter().any(|l| l.contains("smp: 4 cpus online (1 packages, 2 cores, 2 threads per core)")), "the boot report");
+    for (name, want) in [("Thread(s) per core:", "2"), ("Core(s) per socket:", "2"), ("Socket(s):", "1"), ("CPU(s):", "4")] {
+        run.check(field(name) == want, format!("lscpu {name} {want} as the boot report, got {:?}", field(name)));
+    }
+    for name in ["Address sizes:", "CPU family:", "Model:", "Stepping:", "BogoMIPS:", "Flags:", "L1d:", "L1i:", "L2:", "L3:"] {
+        run.check(!field(name).is_empty(), format!("lscpu prints {name}"));
+    }
+    run.check(field("Flags:").starts_with("fpu ") && field("Flags:").contains(" tsc "), "CPUID flags with Linux's names");
+    for want in [
+        "CPU NODE SOCKET CORE L1d:L1i:L2:L3 ONLINE",
+        "  0    0      0    0 0:0:0:0          yes",
+        "  1    0      0    0 1:1:0:0          yes",
+        "  2    0      0    1 2:2:1:0          yes",
+        "  3    0      0    1 3:3:1:0          yes",
+    ] {
+        run.check(out.iter().any(|l| l == want), format!("lscpu -e row `{want}` (Linux 6.1's)"));
+    }
 }
 
 /// Seed 001's four lines, verbatim (`tests/scripts/seed-001.sh`), make the shell's own cgroup

@@ -3,7 +3,7 @@
 //! (`percpu`, `smp` topology) in Linux's formats:
 //!
 //! * `/sys/devices/system/cpu/{online,possible,present,offline,kernel_max}`, `smt/{control,active}`,
-//!   `cpuN/online` and `cpuN/topology/{core_id,physical_package_id,die_id,cluster_id,
+//!   `cpuN/online`, `cpuN/cache/indexM/*` (CPUID leaf 4) and `cpuN/topology/{core_id,physical_package_id,die_id,cluster_id,
 //!   thread_siblings,thread_siblings_list,core_siblings,core_siblings_list,core_cpus,
 //!   core_cpus_list,package_cpus,package_cpus_list}`;
 //! * `/sys/devices/system/node/{online,possible,has_cpu,has_memory}` and
@@ -47,7 +47,8 @@ pub fn mount_all() {
 /// `sched/features`, as Linux's, over the same flags as `kernel.sched_features`: a read lists
 /// each feature, `NO_` before those off, a space after each; a write names one feature,
 /// `NO_` to turn it off (EINVAL otherwise). `sched/base_slice_ns` is
-/// `kernel.sched_base_slice_ns` (Linux 6.6 moved it here). `sched/debug` is
+/// `kernel.sched_base_slice_ns` (Linux 6.6 moved it here), `sched/wakeup_granularity_ns`
+/// `kernel.sched_wakeup_granularity_ns` (Linux 6.1's place for it). `sched/debug` is
 /// [`crate::sched::debug`]'s run-queue dump.
 pub fn debugfs() -> Node {
     let sysctl_file = |name: &'static str| {
@@ -81,6 +82,7 @@ pub fn debugfs() -> Node {
             (String::from("base_slice_ns"), sysctl_file("kernel.sched_base_slice_ns")),
             (String::from("debug"), Node::ro(|| Ok(crate::sched::debug::text()))),
             (String::from("features"), features),
+            (String::from("wakeup_granularity_ns"), sysctl_file("kernel.sched_wakeup_granularity_ns")),
         ])),
     );
     Node::Dir(
@@ -91,6 +93,36 @@ pub fn debugfs() -> Node {
             (String::from("tracing"), Node::Link(String::from("../tracing"))),
         ])),
     )
+}
+
+/// `cpuN/cache/indexM` (Linux's `cacheinfo`): one directory per cache of CPUID leaf 4, with
+/// the CPUs sharing it: those whose APIC ids agree above the bits that number its sharers.
+fn cache_dir(c: &framework::percpu::PerCpu, cpus: &[&framework::percpu::PerCpu]) -> Node {
+    let caches = crate::arch::cpuid::identity().caches;
+    let dirs = caches
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let shift = k.sharing.next_power_of_two().trailing_zeros();
+            let id = c.apic_id >> shift;
+            let shared = cpus.iter().filter(|o| o.apic_id >> shift == id).fold(CpuMask(0), |m, o| CpuMask(m.0 | 1 << o.cpu_id));
+            let text = |v: String| Node::text(format!("{v}\n"));
+            let files = alloc::vec![
+                (String::from("coherency_line_size"), text(format!("{}", k.line))),
+                (String::from("id"), text(format!("{id}"))),
+                (String::from("level"), text(format!("{}", k.level))),
+                (String::from("number_of_sets"), text(format!("{}", k.sets))),
+                (String::from("physical_line_partition"), text(format!("{}", k.partitions))),
+                (String::from("shared_cpu_list"), Node::text(list(shared))),
+                (String::from("shared_cpu_map"), text(cpumask_hex(shared.0))),
+                (String::from("size"), text(format!("{}K", k.size() / 1024))),
+                (String::from("type"), text(String::from(k.kind))),
+                (String::from("ways_of_associativity"), text(format!("{}", k.ways))),
+            ];
+            (format!("index{i}"), Node::dir(Fixed(files)))
+        })
+        .collect();
+    Node::dir(Fixed(dirs))
 }
 
 fn list(m: CpuMask) -> String {
@@ -138,7 +170,7 @@ fn system() -> Node {
             topo.extend(pair(name, m));
         }
         topo.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut entries = alloc::vec![(String::from("topology"), Node::dir(Fixed(topo)))];
+        let mut entries = alloc::vec![(String::from("cache"), cache_dir(c, &cpus)), (String::from("topology"), Node::dir(Fixed(topo)))];
         if c.cpu_id != 0 {
             // Linux's CPU 0 cannot go offline and has no `online` file.
             entries.insert(0, (String::from("online"), Node::text(String::from("1\n"))));

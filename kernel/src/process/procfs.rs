@@ -729,18 +729,50 @@ fn meminfo() -> String {
     s
 }
 
+/// `/proc/cpuinfo`: Linux's `show_cpuinfo` fields, from CPUID (`arch::cpuid::identity`), the
+/// topology and the TSC (`cpu MHz`; `bogomips` is Linux's `lpj`-based figure, twice the TSC MHz
+/// with a TSC-calibrated delay loop). Flags are the CPUID bits with Linux's names, without the
+/// synthetic ones Linux adds (`constant_tsc`, `nopl`, ...).
 fn cpuinfo() -> String {
+    let id = crate::arch::cpuid::identity();
     let cpus: Vec<_> = crate::percpu::online_cpus().collect();
     let (_, _, cores, _) = crate::smp::topology_summary();
+    let khz = crate::arch::tsc::hz() / 1000;
+    let cache_kb = id.caches.iter().max_by_key(|c| c.level).map_or(0, |c| c.size() / 1024);
+    let flags = id.flags.join(" ");
     let mut s = String::new();
     for c in &cpus {
         let siblings = cpus.iter().filter(|o| o.topology.package == c.topology.package).count();
         let _ = write!(
             s,
-            "processor\t: {}\nvendor_id\t: GenuineIntel\nmodel name\t: QEMU TCG CPU\nphysical id\t: {}\nsiblings\t: {}\n\
-             core id\t\t: {}\ncpu cores\t: {}\napicid\t\t: {}\ninitial apicid\t: {}\nfpu\t\t: yes\n\
-             flags\t\t: fpu tsc msr pae apic sep pge cmov fxsr sse sse2 ht syscall nx lm constant_tsc\n\n",
-            c.cpu_id, c.topology.package, siblings, c.topology.core, cores, c.apic_id, c.apic_id
+            "processor\t: {}\nvendor_id\t: {}\ncpu family\t: {}\nmodel\t\t: {}\nmodel name\t: {}\nstepping\t: {}\n\
+             microcode\t: 0x1\ncpu MHz\t\t: {}.{:03}\ncache size\t: {} KB\nphysical id\t: {}\nsiblings\t: {}\n\
+             core id\t\t: {}\ncpu cores\t: {}\napicid\t\t: {}\ninitial apicid\t: {}\nfpu\t\t: yes\nfpu_exception\t: yes\n\
+             cpuid level\t: {}\nwp\t\t: yes\nflags\t\t: {}\nbugs\t\t:\nbogomips\t: {}.{:02}\nclflush size\t: {}\n\
+             cache_alignment\t: {}\naddress sizes\t: {} bits physical, {} bits virtual\npower management:\n\n",
+            c.cpu_id,
+            id.vendor,
+            id.family,
+            id.model,
+            id.brand,
+            id.stepping,
+            khz / 1000,
+            khz % 1000,
+            cache_kb,
+            c.topology.package,
+            siblings,
+            c.topology.core,
+            cores,
+            c.apic_id,
+            c.apic_id,
+            id.max_leaf,
+            flags,
+            khz * 2 / 1000,
+            khz * 2 / 10 % 100,
+            id.clflush,
+            id.clflush,
+            id.phys_bits,
+            id.virt_bits
         );
     }
     s
