@@ -384,6 +384,37 @@ fn lscpu_reads_cpuinfo_and_caches_as_on_linux() {
     }
 }
 
+/// `bench cyclic` gives its threads the intervals Debian's cyclictest gives for the same
+/// options: `-d` apart without a histogram, all at `-i` with `-h` (cyclictest: "distance is
+/// ignored and set to 0, if histogram enabled").
+#[test]
+fn bench_cyclic_intervals_follow_cyclictest() {
+    let run = run_user(
+        "2",
+        "bench cyclic -t2 -p80 -i1000 -d500 -l50; exec /usr/bin/cyclictest -t2 -p80 -i1000 -d500 -l50 -q; \
+         bench cyclic -t2 -p80 -i1000 -l50 -h 100; exec /usr/bin/cyclictest -t2 -p80 -i1000 -l50 -h 100",
+    );
+    // Per command (the shell's prompt starts each), the interval of each thread's last `T:`
+    // line (cyclictest without -q repeats its status lines).
+    let mut runs: Vec<Vec<(String, u64)>> = Vec::new();
+    for l in lines(&run) {
+        if l.starts_with("cadence> ") {
+            runs.push(Vec::new());
+        } else if let (Some(cur), Some(rest)) = (runs.last_mut(), l.trim_start().strip_prefix("T:")) {
+            let thread = rest.split_whitespace().next().unwrap_or("").to_string();
+            let Some(interval) = rest.split_whitespace().find_map(|w| w.strip_prefix("I:")).and_then(|v| v.parse().ok()) else { continue };
+            cur.retain(|(t, _)| *t != thread);
+            cur.push((thread, interval));
+        }
+    }
+    let intervals: Vec<Vec<u64>> = runs.iter().filter(|r| !r.is_empty()).map(|r| r.iter().map(|&(_, i)| i).collect()).collect();
+    // bench cyclic, cyclictest, then the same two with -h.
+    run.check(
+        intervals == [vec![1000, 1500], vec![1000, 1500], vec![1000, 1000], vec![1000, 1000]],
+        format!("the threads' intervals: {intervals:?}"),
+    );
+}
+
 /// Seed 001's four lines, verbatim (`tests/scripts/seed-001.sh`), make the shell's own cgroup
 /// in a v1 cpu hierarchy; cgroup v2 on the same tree takes `+cpu`, `cpu.max`, `cpu.weight`
 /// with Linux's errors; `mount(2)` and `umount2(2)` keep `/proc/mounts`.

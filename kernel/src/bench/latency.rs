@@ -338,7 +338,7 @@ const CYCLIC_OPTS: [Opt; 11] = [
     opt_maybe("-t", "N", "threads (default 1; -t alone: one per CPU)"),
     opt("-p", "PRIO", "SCHED_FIFO priority (0: SCHED_OTHER, the default)"),
     opt("-i", "US", "interval of thread 0 in us (default 1000)"),
-    opt("-d", "US", "interval distance between threads in us (default 500)"),
+    opt("-d", "US", "interval distance between threads in us (default 500; 0 with -h, as cyclictest)"),
     opt("-l", "LOOPS", "cycles (default 1000, or none with -D)"),
     opt("-D", "S", "duration in seconds"),
     flag("-a", "pin thread i to CPU i"),
@@ -356,15 +356,26 @@ pub fn cmd_cyclic(args: &[&str]) -> Result<(), String> {
         _ if a.has("-t") => ncpus,
         _ => 1,
     };
+    let histogram_us = a.num("-h", 0, 1, 100_000)?;
+    // cyclictest's rule: with a histogram every thread runs at the first interval (its
+    // `process_options` warns when -d was given too).
+    let distance_us = if histogram_us > 0 {
+        if a.value("-d").is_some() {
+            crate::kprintln!("WARN: distance is ignored and set to 0, if histogram enabled");
+        }
+        0
+    } else {
+        a.num("-d", 500, 0, 10_000_000)?
+    };
     let cfg = CyclicConfig {
         threads: threads as usize,
         prio: a.num("-p", 0, 0, 99)? as u8,
         interval_us: a.num("-i", 1000, 10, 10_000_000)?,
-        distance_us: a.num("-d", 500, 0, 10_000_000)?,
+        distance_us,
         loops: a.num("-l", if a.value("-D").is_some() { 0 } else { 1000 }, 0, 100_000_000)?,
         duration_s: a.num("-D", 0, 0, 86_400)?,
         affine: a.has("-a"),
-        histogram_us: a.num("-h", 0, 1, 100_000)?,
+        histogram_us,
     };
     if a.has("--split") && !cfg.affine {
         // The split reads the timer interrupt of the CPU the thread runs on: a thread that may
