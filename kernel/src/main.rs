@@ -175,6 +175,7 @@ fn init_main(opts: cmdline::BootOptions) -> i32 {
     drivers::virtio_blk::probe();
     block::reclaim::start();
     block::writeback::start();
+    fs::blockdev::install();
     #[cfg(test)]
     {
         testing::configure(&opts);

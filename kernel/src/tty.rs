@@ -39,6 +39,7 @@ pub struct Tty {
     /// Its autogroup in tty mode (0 = none).
     pub autogroup: AtomicU32,
     edit: IrqLock<String>,
+    /// Completed lines, each with its newline (a user read may take part of one).
     lines: IrqLock<VecDeque<String>>,
     readable: WaitQueue,
     closed: AtomicBool,
@@ -130,7 +131,8 @@ pub fn input(id: TtyId, bytes: &[u8]) -> Result<(), Errno> {
         for &b in bytes {
             match b {
                 b'\r' | b'\n' => {
-                    let line = core::mem::take(&mut *edit);
+                    let mut line = core::mem::take(&mut *edit);
+                    line.push('\n');
                     tty.lines.lock().push_back(line);
                     completed = true;
                 }
@@ -144,11 +146,13 @@ pub fn input(id: TtyId, bytes: &[u8]) -> Result<(), Errno> {
     }
     if completed {
         tty.readable.wake_all();
+        // `poll` on a `/dev/ttyN` file waits there.
+        crate::sched::wait::POLL.wake_all();
     }
     Ok(())
 }
 
-/// Reads one line (blocking); `None` at end of file (tty closed).
+/// Reads one line without its newline (blocking); `None` at end of file (tty closed).
 pub fn read_line(id: TtyId) -> Option<String> {
     let tty = get(id)?;
     let mut line = None;
@@ -156,7 +160,48 @@ pub fn read_line(id: TtyId) -> Option<String> {
         line = tty.lines.lock().pop_front();
         line.is_some() || tty.closed.load(Ordering::Acquire)
     });
-    line
+    line.map(|mut l| {
+        if l.ends_with('\n') {
+            l.pop();
+        }
+        l
+    })
+}
+
+/// Is a completed line waiting on tty `id` (or is it closed: a read returns at once)?
+pub fn line_ready(id: TtyId) -> bool {
+    get(id).is_none_or(|t| !t.lines.lock().is_empty() || t.closed.load(Ordering::Acquire))
+}
+
+/// A user `read` of a virtual tty (canonical, as Linux's `n_tty`): up to `buf.len()` bytes of
+/// the first completed line, newline included; the rest of a line stays for the next read.
+/// 0 at end of file (the tty was closed); EAGAIN if `nonblock` and no line is complete;
+/// ERESTARTSYS if a signal ends the wait.
+pub fn read_bytes(id: TtyId, buf: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
+    let Some(tty) = get(id) else { return Ok(0) };
+    loop {
+        {
+            let mut lines = tty.lines.lock();
+            if let Some(line) = lines.pop_front() {
+                let n = line.len().min(buf.len());
+                buf[..n].copy_from_slice(&line.as_bytes()[..n]);
+                if n < line.len() {
+                    // Lines hold ASCII only (`input`), so any byte offset is a boundary.
+                    lines.push_front(String::from(&line[n..]));
+                }
+                return Ok(n);
+            }
+        }
+        if tty.closed.load(Ordering::Acquire) {
+            return Ok(0);
+        }
+        if nonblock {
+            return Err(Errno::EAGAIN);
+        }
+        tty.readable
+            .wait_until_interruptible(|| !tty.lines.lock().is_empty() || tty.closed.load(Ordering::Acquire))
+            .map_err(|_| Errno::ERESTARTSYS)?;
+    }
 }
 
 /// Writes text to a tty (virtual ttys show on the console with a `[ttyN] ` prefix).
@@ -248,6 +293,38 @@ pub fn acquire(id: TtyId) -> Result<(), Errno> {
     Ok(())
 }
 
+/// In tty autogroup mode, the caller joins virtual terminal `tty`'s autogroup, as a task
+/// whose controlling tty it became (the console's sessions keep the group they have: the
+/// kernel shell and the boot's first process run there).
+fn join_autogroup(me: &Arc<Task>, tty: &Tty) {
+    if !autogroup::session_mode() && tty.id != CONSOLE {
+        autogroup::assign(me, tty.autogroup.load(Ordering::Acquire));
+    }
+}
+
+/// The calling process opened virtual terminal `id`'s device file (`/dev/ttyN`): the tty is
+/// opened (created on first use), and, as Linux's `tty_open_proc_set_tty`, a session leader
+/// without a controlling terminal that opened it for reading and without O_NOCTTY
+/// (`noctty`) makes it its controlling terminal if no session has it, with its process group
+/// in the foreground, joining its autogroup in tty mode.
+pub fn open_file(id: TtyId, noctty: bool, readable: bool) -> Result<(), Errno> {
+    let _defer = crate::sched::signal::DeferFatal::new();
+    let tty = open(id)?;
+    let me = current();
+    let g = &me.process.group;
+    let sid = g.sid.load(Ordering::Acquire);
+    if noctty || !readable || sid != me.process.tgid || g.tty.load(Ordering::Acquire) != 0 {
+        return Ok(());
+    }
+    if tty.session.compare_exchange(0, sid, Ordering::AcqRel, Ordering::Acquire).is_err() {
+        return Ok(());
+    }
+    g.tty.store(id, Ordering::Release);
+    tty.fg_pgrp.store(g.pgid.load(Ordering::Acquire), Ordering::Release);
+    join_autogroup(&me, &tty);
+    Ok(())
+}
+
 /// A task exited: a session leader's tty becomes free for another session, and its
 /// foreground process group gets SIGHUP and SIGCONT (Linux's `disassociate_ctty`).
 pub fn task_exit(t: &Task) {
@@ -296,6 +373,7 @@ pub fn set_controlling(id: TtyId, steal: bool) -> Result<(), Errno> {
     }
     g.tty.store(id, Ordering::Release);
     tty.fg_pgrp.store(g.pgid.load(Ordering::Acquire), Ordering::Release);
+    join_autogroup(&me, &tty);
     Ok(())
 }
 

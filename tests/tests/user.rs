@@ -7,6 +7,7 @@
 
 use cadence_boot::KernelExit;
 use cadence_tests::{boot, initramfs, qemu, Run};
+use std::path::PathBuf;
 
 fn run_user(smp: &str, commands: &str) -> Run {
     let run = boot(qemu().smp(smp).initrd(initramfs()).args(format!("run=\"{commands}\" poweroff")));
@@ -458,4 +459,84 @@ fn cgroupfs_seed_001_and_cgroup2_files() {
     ] {
         run.check(has(want), format!("expected a line `{want}`"));
     }
+}
+
+/// `/dev/ttyN` (4:N): a session leader that opens a virtual terminal for reading (here a
+/// `setsid`'d shell's `exec </dev/tty2`) makes it its controlling terminal and, in tty
+/// autogroup mode (the default), joins that vt's autogroup, the one the kernel shell's `ttys`
+/// lists for it: the next session on tty2 gets the same group, one on tty3 another. Reads take
+/// the lines typed into the vt (`type tty2 ...`), writes show as `[tty2] ...`. `tty_nr` in
+/// `/proc/PID/stat` is Linux's `new_encode_dev(4, 2)`, 1026, as Linux 6.1 prints it on the
+/// peer (`conform-tty`'s `tty_nr, /dev/tty2 the ctty`); a process that is not a session
+/// leader gets no controlling terminal from its open (tty_nr 0).
+#[test]
+fn dev_ttyn_gives_a_setsid_process_its_vt_and_the_vts_autogroup() {
+    let stat = "read -r a b c d e f nr rest </proc/$$/stat";
+    let run = run_user(
+        "2",
+        &format!(
+            "exec /bin/sh -c ': </dev/tty2'; type tty2 hello vt; \
+             exec /usr/bin/setsid -w /bin/sh -c 'exec </dev/tty2 >/dev/tty2 2>&1; read line; echo got $line; {stat}; echo vt2 nr=$nr $(cat /proc/$$/autogroup); tty'; \
+             exec /usr/bin/setsid -w /bin/sh -c 'exec </dev/tty2 >/dev/tty2; echo again $(cat /proc/$$/autogroup)'; \
+             exec /usr/bin/setsid -w /bin/sh -c 'exec </dev/tty3 >/dev/tty3; {stat}; echo vt3 nr=$nr $(cat /proc/$$/autogroup)'; \
+             exec /bin/sh -c 'exec </dev/tty4 >/dev/tty4; {stat}; echo not a leader nr=$nr'; \
+             ttys; exec /bin/ls -l /dev/tty1 /dev/tty2 /dev/tty63"
+        ),
+    );
+    let out = lines(&run);
+    let find = |prefix: &str| out.iter().find_map(|l| l.strip_prefix(prefix).map(str::to_string));
+    run.check(find("[tty2] got ").as_deref() == Some("hello vt"), "the typed line read from /dev/tty2");
+    let vt2 = find("[tty2] vt2 nr=1026 /autogroup-").unwrap_or_else(|| run.fail("tty_nr 1026 and an autogroup on tty2"));
+    let group = vt2.strip_suffix(" nice 0").unwrap_or_else(|| run.fail("autogroup nice 0")).to_string();
+    run.check(out.iter().any(|l| l == "[tty2] /dev/tty2"), "tty(1) names /dev/tty2");
+    run.check(find("[tty2] again /autogroup-").as_deref() == Some(vt2.as_str()), "the next session on tty2 is in the same autogroup");
+    let vt3 = find("[tty3] vt3 nr=1027 /autogroup-").unwrap_or_else(|| run.fail("tty_nr 1027 and an autogroup on tty3"));
+    run.check(vt3 != vt2, "tty3 has an autogroup of its own");
+    run.check(out.iter().any(|l| l == "[tty4] not a leader nr=0"), "no controlling tty for a process that is not a session leader");
+    let listed = out.iter().find(|l| l.starts_with("tty2 ")).unwrap_or_else(|| run.fail("ttys lists tty2"));
+    run.check(
+        listed.split_whitespace().last() == Some(format!("/autogroup-{group}").as_str()),
+        format!("ttys shows tty2's group: {listed}"),
+    );
+    for (name, minor) in [("tty1", 1), ("tty2", 2), ("tty63", 63)] {
+        // devtmpfs's mode and Linux's numbers, as `ls -l /dev` shows on the peer.
+        let want = format!("crw-------    1 root     root        4, {minor:>3} ");
+        run.check(out.iter().any(|l| l.starts_with(&want) && l.ends_with(&format!("/dev/{name}"))), format!("ls -l /dev/{name}"));
+    }
+}
+
+/// `/dev/vda` with a disk attached: `tests/scripts/dev-vda.sh` prints what Linux 6.1 printed
+/// for the same script on the peer with a blank 64 MiB disk (the lines below): a block device
+/// 254:0, BLKGETSIZE64, `dd` through the page cache (whole 1 MiB records, reads shortened at
+/// the end, ENOSPC at and across it), sync, O_DIRECT, conv=fsync; and after the poweroff the
+/// image holds what was written.
+#[test]
+fn dev_vda_reads_and_writes_the_disk_as_on_linux() {
+    let disk = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../target/dev-vda-{}.img", std::process::id()));
+    let _ = std::fs::remove_file(&disk);
+    std::fs::File::create(&disk).and_then(|f| f.set_len(64 << 20)).expect("a 64 MiB image");
+    let run = boot(qemu().smp("2").initrd(initramfs()).disk(&disk).args("sh=\"sh /bin/dev-vda.sh\" poweroff"));
+    run.expect_exit(KernelExit::Success);
+    let out: Vec<String> = lines(&run).into_iter().filter(|l| l.starts_with("vda: ")).collect();
+    let linux = [
+        "vda: block special file brw------- fe:0 size=0 io=4096",
+        "vda: size 67108864",
+        "vda: zeros 8+0 records out",
+        r"vda: 0000000  \0  \0  \0  \0  \0  \0  \0  \0  \0  \0  \0  \0  \0  \0  \0  \0",
+        "vda: *",
+        r"vda: 0001000   h   e   l   l   o       v   d   a  \0  \0  \0  \0  \0  \0  \0",
+        r"vda: 0001020  \0  \0  \0  \0  \0  \0  \0  \0  \0  \0  \0  \0  \0  \0  \0  \0",
+        "vda: *",
+        "vda: 0020000",
+        "vda: read across the end 1048576",
+        "vda: write at the end dd: error writing '/dev/vda': No space left on device",
+        "vda: write across the end dd: error writing '/dev/vda': No space left on device",
+        "vda: sync 0",
+        "vda: O_DIRECT 1+0 records out",
+        "vda: conv=fsync 0+1 records out",
+    ];
+    run.check(out == linux, format!("Linux 6.1 printed {linux:#?}, Cadence {out:#?}"));
+    let image = std::fs::read(&disk).expect("the image");
+    run.check(&image[512..521] == b"hello vda" && &image[1024..1030] == b"synced", "the writes reached the image");
+    let _ = std::fs::remove_file(&disk);
 }

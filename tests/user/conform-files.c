@@ -16,6 +16,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -210,5 +211,86 @@ int main(void) {
     CALL("socketpair bad type", socketpair(AF_UNIX, 99, 0, sv));
     CALL("socketpair bad protocol", socketpair(AF_UNIX, SOCK_STREAM, 7, sv));
     CALL("socketpair bad pointer", socketpair(AF_UNIX, SOCK_STREAM, 0, (int *)8));
+
+    /* statx (through syscall(2): glibc's wrapper may emulate it with fstatat): the same
+     * attributes as fstatat, Linux's argument checks in Linux's order. */
+    struct statx sx;
+    struct stat fst;
+    int xf = open("cf-x", O_CREAT | O_RDWR | O_TRUNC, 0640);
+    VALUE("write 6 to cf-x", write(xf, "statx!", 6));
+#define STATX(dfd, path, flags, mask, buf) syscall(SYS_statx, (dfd), (path), (flags), (mask), (buf))
+    CALL("statx file", STATX(AT_FDCWD, "cf-x", 0, STATX_BASIC_STATS, &sx));
+    CALL("fstatat file", fstatat(AT_FDCWD, "cf-x", &fst, 0));
+    VALUE("stx_mask has STATX_BASIC_STATS", (sx.stx_mask & STATX_BASIC_STATS) == STATX_BASIC_STATS);
+    VALUE("stx_size", sx.stx_size);
+    VALUE("stx_mode", sx.stx_mode);
+    VALUE("stx_nlink", sx.stx_nlink);
+    VALUE("stx_uid, stx_gid", sx.stx_uid * 1000 + sx.stx_gid);
+    VALUE("stx_blksize", sx.stx_blksize);
+    VALUE("statx agrees with fstatat",
+          sx.stx_ino == fst.st_ino && sx.stx_size == (unsigned long long)fst.st_size && sx.stx_mode == fst.st_mode &&
+              sx.stx_nlink == fst.st_nlink && sx.stx_blocks == (unsigned long long)fst.st_blocks &&
+              sx.stx_blksize == fst.st_blksize && makedev(sx.stx_dev_major, sx.stx_dev_minor) == fst.st_dev &&
+              sx.stx_mtime.tv_sec == fst.st_mtim.tv_sec && sx.stx_mtime.tv_nsec == fst.st_mtim.tv_nsec &&
+              sx.stx_ctime.tv_sec == fst.st_ctim.tv_sec && sx.stx_atime.tv_sec == fst.st_atim.tv_sec);
+    VALUE("STATX_ATTR_MOUNT_ROOT known", (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0);
+    VALUE("a file is no mount root", (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0);
+    CALL("statx mask 0", STATX(AT_FDCWD, "cf-x", 0, 0, &sx));
+    VALUE("mask 0: basic stats filled anyway", (sx.stx_mask & STATX_BASIC_STATS) == STATX_BASIC_STATS);
+    CALL("statx STATX__RESERVED", STATX(AT_FDCWD, "cf-x", 0, 0x80000000U, &sx));
+    CALL("statx bad flags", STATX(AT_FDCWD, "cf-x", 0x8000, STATX_BASIC_STATS, &sx));
+    CALL("statx both sync types", STATX(AT_FDCWD, "cf-x", AT_STATX_FORCE_SYNC | AT_STATX_DONT_SYNC, STATX_BASIC_STATS, &sx));
+    CALL("statx AT_STATX_DONT_SYNC", STATX(AT_FDCWD, "cf-x", AT_STATX_DONT_SYNC, STATX_BASIC_STATS, &sx));
+    CALL("statx AT_STATX_FORCE_SYNC", STATX(AT_FDCWD, "cf-x", AT_STATX_FORCE_SYNC, STATX_BASIC_STATS, &sx));
+    CALL("statx AT_NO_AUTOMOUNT", STATX(AT_FDCWD, "cf-x", AT_NO_AUTOMOUNT, STATX_BASIC_STATS, &sx));
+    CALL("statx reserved mask, NULL path", STATX(AT_FDCWD, NULL, 0, 0x80000000U, &sx));
+    CALL("statx bad flags, NULL path", STATX(AT_FDCWD, NULL, 0x8000, STATX_BASIC_STATS, &sx));
+    CALL("statx NULL path", STATX(AT_FDCWD, NULL, 0, STATX_BASIC_STATS, &sx));
+    CALL("statx NULL path, AT_EMPTY_PATH", STATX(xf, NULL, AT_EMPTY_PATH, STATX_BASIC_STATS, &sx));
+    CALL("statx bad path pointer", STATX(AT_FDCWD, (char *)8, 0, STATX_BASIC_STATS, &sx));
+    CALL("statx empty path", STATX(AT_FDCWD, "", 0, STATX_BASIC_STATS, &sx));
+    sx.stx_size = 0;
+    CALL("statx fd, AT_EMPTY_PATH", STATX(xf, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &sx));
+    VALUE("its stx_size", sx.stx_size);
+    CALL("statx cwd, AT_EMPTY_PATH", STATX(AT_FDCWD, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &sx));
+    VALUE("cwd is a directory", S_ISDIR(sx.stx_mode));
+    CALL("statx bad fd, AT_EMPTY_PATH", STATX(999, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &sx));
+    CALL("statx relative, bad dirfd", STATX(999, "cf-x", 0, STATX_BASIC_STATS, &sx));
+    CALL("statx relative, dirfd a file", STATX(xf, "cf-x", 0, STATX_BASIC_STATS, &sx));
+    CALL("statx absolute, bad dirfd", STATX(999, "/dev/null", 0, STATX_BASIC_STATS, &sx));
+    CALL("statx missing", STATX(AT_FDCWD, "cf-none", 0, STATX_BASIC_STATS, &sx));
+    CALL("statx file/x (ENOTDIR)", STATX(AT_FDCWD, "cf-x/x", 0, STATX_BASIC_STATS, &sx));
+    CALL("statx NULL buffer", STATX(AT_FDCWD, "cf-x", 0, STATX_BASIC_STATS, NULL));
+    CALL("statx bad buffer", STATX(AT_FDCWD, "cf-x", 0, STATX_BASIC_STATS, (void *)8));
+    CALL("statx NULL buffer, missing path", STATX(AT_FDCWD, "cf-none", 0, STATX_BASIC_STATS, NULL));
+    CALL("symlink cf-xl -> cf-x", symlink("cf-x", "cf-xl"));
+    STATX(AT_FDCWD, "cf-xl", AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &sx);
+    VALUE("AT_SYMLINK_NOFOLLOW: a link", S_ISLNK(sx.stx_mode));
+    VALUE("its size is the target's length", sx.stx_size);
+    STATX(AT_FDCWD, "cf-xl", 0, STATX_BASIC_STATS, &sx);
+    VALUE("followed: a file", S_ISREG(sx.stx_mode));
+    CALL("statx /dev/null", STATX(AT_FDCWD, "/dev/null", 0, STATX_BASIC_STATS, &sx));
+    VALUE("/dev/null: S_ISCHR", S_ISCHR(sx.stx_mode));
+    VALUE("/dev/null: rdev major, minor", sx.stx_rdev_major * 1000 + sx.stx_rdev_minor);
+    STATX(AT_FDCWD, "/", 0, STATX_BASIC_STATS, &sx);
+    VALUE("/ is a mount root", (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0);
+    STATX(AT_FDCWD, "/proc", 0, STATX_BASIC_STATS, &sx);
+    VALUE("/proc is a mount root", (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0);
+    CALL("newfstatat AT_STATX_DONT_SYNC", fstatat(AT_FDCWD, "cf-x", &fst, AT_STATX_DONT_SYNC));
+    CALL("newfstatat both sync types", fstatat(AT_FDCWD, "cf-x", &fst, AT_STATX_FORCE_SYNC | AT_STATX_DONT_SYNC));
+    CALL("newfstatat bad flags", fstatat(AT_FDCWD, "cf-x", &fst, 0x8000));
+
+    /* fsync, fdatasync and sync. */
+    CALL("fsync file", fsync(xf));
+    CALL("fdatasync file", fdatasync(xf));
+    CALL("fsync directory", ({ int dd = open(".", O_RDONLY); int r = fsync(dd); close(dd); r; }));
+    CALL("fsync pipe", ({ int pp[2]; pipe(pp); fsync(pp[0]); }));
+    CALL("fsync /dev/null", ({ int dn = open("/dev/null", O_RDWR); fsync(dn); }));
+    CALL("fsync bad fd", fsync(999));
+    CALL("fdatasync bad fd", fdatasync(-1));
+    sync();
+    CALL("sync", 0);
+    close(xf);
+    CALL("unlink cf-x cf-xl", unlink("cf-x") | unlink("cf-xl"));
     return 0;
 }

@@ -110,12 +110,12 @@ impl OpenFile {
         }
     }
 
-    /// Can it seek? (ESPIPE for pipes and the console.)
+    /// Can it seek? (ESPIPE for pipes and terminals.)
     pub fn seekable(&self) -> bool {
         match &self.kind {
             Kind::Inode(_) => true,
             Kind::Gen(_, g, _) => !g.is_pipe(),
-            Kind::Device(d, _) => *d != Device::Console,
+            Kind::Device(d, _) => !matches!(d, Device::Console | Device::Vt(_)),
             Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) => false,
         }
     }
@@ -235,6 +235,13 @@ pub fn read(file: &OpenFile, buf: &mut [u8]) -> Result<usize, Errno> {
         Kind::Socket(s) => s.read(buf, file.nonblock()),
         Kind::TimerFd(t) => t.read(buf, file.nonblock()),
         Kind::Device(Device::Console, i) => super::console::read(buf, file.nonblock(), via_tty(i)),
+        Kind::Device(Device::Vt(n), _) => super::vt::read(*n, buf, file.nonblock()),
+        Kind::Device(Device::Vda, _) => {
+            let mut pos = file.pos.lock_uninterruptible();
+            let n = super::blockdev::read_at(*pos, buf)?;
+            *pos += n as u64;
+            Ok(n)
+        }
         Kind::Device(d, _) => read_device(*d, buf),
         Kind::Inode(i) => {
             if i.is_dir() {
@@ -273,7 +280,8 @@ pub fn pread(file: &OpenFile, buf: &mut [u8], offset: u64) -> Result<usize, Errn
     }
     match &file.kind {
         Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) => Err(Errno::ESPIPE),
-        Kind::Device(Device::Console, _) => Err(Errno::ESPIPE),
+        Kind::Device(Device::Console | Device::Vt(_), _) => Err(Errno::ESPIPE),
+        Kind::Device(Device::Vda, _) => super::blockdev::read_at(offset, buf),
         Kind::Device(d, _) => read_device(*d, buf),
         Kind::Gen(_, g, _) if g.is_pipe() => Err(Errno::ESPIPE),
         Kind::Inode(i) | Kind::Gen(i, _, _) => i.read_at(offset, buf),
@@ -294,8 +302,8 @@ fn read_device(d: Device, buf: &mut [u8]) -> Result<usize, Errno> {
             buf[..4].copy_from_slice(&CPU_DMA_LATENCY.load(Ordering::Relaxed).to_le_bytes());
             Ok(4)
         }
-        // The console is read above; `/dev/tty` is resolved at open.
-        Device::Console | Device::Tty => Err(Errno::ENXIO),
+        // The terminals and the disk are read above; `/dev/tty` is resolved at open.
+        Device::Console | Device::Tty | Device::Vt(_) | Device::Vda => Err(Errno::ENXIO),
     }
 }
 
@@ -352,6 +360,13 @@ pub fn write(file: &OpenFile, data: &[u8]) -> Result<Written, Errno> {
         Kind::TimerFd(_) => Err(Errno::EINVAL),
         Kind::Device(Device::Console, i) => Ok(Written::Bytes(super::console::write(data, via_tty(i))?)),
         Kind::Device(Device::CpuDmaLatency, _) => Ok(Written::Bytes(write_cpu_dma_latency(data)?)),
+        Kind::Device(Device::Vt(n), _) => Ok(Written::Bytes(super::vt::write(*n, data))),
+        Kind::Device(Device::Vda, _) => {
+            let mut pos = file.pos.lock_uninterruptible();
+            let n = super::blockdev::write_at(*pos, data)?;
+            *pos += n as u64;
+            Ok(Written::Bytes(n))
+        }
         Kind::Device(_, _) => Ok(Written::Bytes(data.len())),
         Kind::Inode(i) => {
             let mut pos = file.pos.lock_uninterruptible();
@@ -372,7 +387,8 @@ pub fn pwrite(file: &OpenFile, data: &[u8], offset: u64) -> Result<usize, Errno>
         return Err(Errno::EBADF);
     }
     match &file.kind {
-        Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) | Kind::Device(Device::Console, _) => Err(Errno::ESPIPE),
+        Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) | Kind::Device(Device::Console | Device::Vt(_), _) => Err(Errno::ESPIPE),
+        Kind::Device(Device::Vda, _) => super::blockdev::write_at(offset, data),
         Kind::Device(_, _) => Ok(data.len()),
         Kind::Inode(i) => i.write_at(offset, data),
         Kind::Gen(_, g, _) => g.store(data),
@@ -386,6 +402,7 @@ pub fn poll(file: &OpenFile) -> (bool, bool, bool, bool) {
         Kind::Socket(s) => s.poll(),
         Kind::TimerFd(t) => (t.readable(), false, false, false),
         Kind::Device(Device::Console, _) => (super::console::readable(), true, false, false),
+        Kind::Device(Device::Vt(n), _) => (super::vt::readable(*n), true, false, false),
         Kind::Device(_, _) | Kind::Inode(_) | Kind::Gen(..) => (true, true, false, false),
     }
 }
@@ -410,15 +427,20 @@ pub fn open_kind(inode: &Arc<Inode>, flags: u32) -> Result<Kind, Errno> {
         _ => None,
     };
     if dev == Some(Device::Tty) {
-        // The controlling terminal, if the caller has one (the console is the only terminal
-        // a process can have so far).
-        let ctty = crate::sched::current().process.group.tty.load(Ordering::Acquire);
-        if ctty != crate::tty::CONSOLE {
-            return Err(Errno::ENXIO);
-        }
-        // The terminal, with `/dev/tty`'s inode (fstat shows 5:0, as Linux's): through it, reads
-        // and writes are subject to job control, which Linux skips for `/dev/console`.
-        return Ok(Kind::Device(Device::Console, inode.clone()));
+        // The controlling terminal, if the caller has one: the console or a virtual terminal,
+        // with `/dev/tty`'s inode (fstat shows 5:0, as Linux's). Through it, reads and writes
+        // of the console are subject to job control, which Linux skips for `/dev/console`.
+        return match crate::sched::current().process.group.tty.load(Ordering::Acquire) {
+            crate::tty::CONSOLE => Ok(Kind::Device(Device::Console, inode.clone())),
+            n if (1..=crate::tty::MAX_VT).contains(&n) => Ok(Kind::Device(Device::Vt(n), inode.clone())),
+            _ => Err(Errno::ENXIO),
+        };
+    }
+    if let Some(Device::Vt(n)) = dev {
+        // Opening a vt may make it the caller's controlling terminal (Linux's rule, in
+        // `tty::open_file`); `/dev/console` never does (Linux's `noctty` for 5:1).
+        let readable = matches!(flags & O_ACCMODE, O_RDONLY | O_RDWR);
+        crate::tty::open_file(n, flags & O_NOCTTY != 0, readable)?;
     }
     Ok(match dev {
         Some(d) => Kind::Device(d, inode.clone()),

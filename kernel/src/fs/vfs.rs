@@ -23,6 +23,8 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use spin::Once;
 
 pub use cadence_abi::cpio::{S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG};
+/// A block device's type bits (`S_IFBLK`).
+pub const S_IFBLK: u32 = 0o060000;
 /// Most symbolic links one walk follows (Linux's `MAXSYMLINKS`).
 pub const MAX_SYMLINKS: u32 = 40;
 /// Longest path (`PATH_MAX`, with its NUL).
@@ -30,7 +32,7 @@ pub const PATH_MAX: usize = 4096;
 /// Longest name (`NAME_MAX`).
 pub const NAME_MAX: usize = 255;
 
-/// A character device's behaviour.
+/// A device's behaviour (character devices, and the disk as a block device).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Device {
     /// `/dev/null` (1:3): reads end at once, writes vanish.
@@ -41,23 +43,43 @@ pub enum Device {
     Console,
     /// `/dev/tty` (5:0): the opener's controlling terminal (ENXIO without one).
     Tty,
+    /// `/dev/ttyN` (4:N, N = 1..63): the kernel's virtual terminal N (`crate::tty`), through
+    /// `fs::vt`.
+    Vt(u32),
     /// `/dev/cpu_dma_latency` (10:62): a PM QoS request (a 4-byte latency in µs, or its
     /// text) held while open. Cadence has no CPU idle states deeper than `hlt`, so the
     /// request is recorded, and read back, only.
     CpuDmaLatency,
+    /// `/dev/vda` (block 254:0, virtio-blk's dynamic major on Linux 6.1 too): the disk through
+    /// the page cache (`fs::blockdev`).
+    Vda,
 }
 
 impl Device {
-    /// Its device number (`st_rdev`, `major << 8 | minor` for the small numbers used here).
-    pub fn rdev(self) -> u64 {
+    /// Its major and minor numbers.
+    pub fn major_minor(self) -> (u32, u32) {
         match self {
-            Device::Null => (1 << 8) | 3,
-            Device::Zero => (1 << 8) | 5,
-            Device::Console => (5 << 8) | 1,
-            Device::Tty => 5 << 8,
-            Device::CpuDmaLatency => (10 << 8) | 62,
+            Device::Null => (1, 3),
+            Device::Zero => (1, 5),
+            Device::Console => (5, 1),
+            Device::Tty => (5, 0),
+            Device::Vt(n) => (4, n),
+            Device::CpuDmaLatency => (10, 62),
+            Device::Vda => (254, 0),
         }
     }
+
+    /// Its device number as `st_rdev` holds it (Linux's `new_encode_dev`).
+    pub fn rdev(self) -> u64 {
+        let (major, minor) = self.major_minor();
+        encode_dev(major, minor)
+    }
+}
+
+/// Linux's `new_encode_dev`: the user-visible `dev_t` (`st_dev`, `st_rdev`, `tty_nr`) of a
+/// major and minor number.
+pub fn encode_dev(major: u32, minor: u32) -> u64 {
+    u64::from(minor & 0xff) | (u64::from(major) << 8) | (u64::from(minor & !0xff) << 12)
 }
 
 /// A regular file's bytes: the initramfs's in place until first written, then owned; in
@@ -219,7 +241,7 @@ pub enum Content {
     File(FileData),
     /// A symbolic link's target.
     Symlink(String),
-    /// A character device.
+    /// A character or block device.
     Device(Device),
     /// A generated file (procfs, sysfs: [`super::pseudo`]).
     Gen(Arc<GenFile>),

@@ -107,7 +107,7 @@ entries! {
     13 rt_sigaction signal::rt_sigaction, Implemented;
     14 rt_sigprocmask signal::rt_sigprocmask, Implemented;
     15 rt_sigreturn signal::rt_sigreturn, Implemented;
-    16 ioctl fs::ioctl, Partial("console: TCGETS/TCSETS* (fixed termios), TIOCGWINSZ, TIOCGPGRP/TIOCSPGRP; pipes: FIONREAD; else ENOTTY");
+    16 ioctl fs::ioctl, Partial("terminals (console, /dev/ttyN): TCGETS/TCSETS*, TIOCGWINSZ/TIOCSWINSZ, TIOCSCTTY/TIOCNOTTY, TIOCGPGRP/TIOCSPGRP, TIOCGSID, FIONREAD; pipes, sockets: FIONREAD; /dev/vda: BLKGETSIZE64, BLKGETSIZE, BLKSSZGET; else ENOTTY");
     17 pread64 fs::pread64, Implemented;
     18 pwrite64 fs::pwrite64, Implemented;
     19 readv fs::readv, Implemented;
@@ -136,6 +136,8 @@ entries! {
     62 kill signal::kill, Implemented;
     63 uname process::uname, Implemented;
     72 fcntl fs::fcntl, Partial("F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD, F_GETFL, F_SETFL; no locks");
+    74 fsync fs::fsync, Implemented;
+    75 fdatasync fs::fsync, Implemented;
     76 truncate fs::truncate, Implemented;
     77 ftruncate fs::ftruncate, Implemented;
     79 getcwd fs::getcwd, Implemented;
@@ -200,6 +202,7 @@ entries! {
     157 prctl process::prctl, Partial("PR_SET_NAME / PR_GET_NAME (not yet the name `ps` shows), PR_SCHED_CORE, PR_GET/SET_DUMPABLE; other options EINVAL");
     158 arch_prctl process::arch_prctl, Partial("ARCH_SET_FS and ARCH_GET_FS only");
     160 setrlimit process::setrlimit, Partial("as prlimit64");
+    162 sync fs::sync, Implemented;
     164 settimeofday time::settimeofday, Implemented;
     165 mount mount::mount, Partial("proc, sysfs, cgroup (cpu), cgroup2, debugfs, tracefs, tmpfs/ramfs; no bind or move mounts (EINVAL); propagation flags accepted, one namespace");
     166 umount2 mount::umount2, Implemented;
@@ -253,6 +256,7 @@ entries! {
     315 sched_getattr sched::sched_getattr, Implemented;
     316 renameat2 fs::renameat2, Partial("no RENAME_NOREPLACE / RENAME_EXCHANGE");
     318 getrandom process::getrandom, Partial("not cryptographic (TSC-seeded)");
+    332 statx fs::statx, Partial("stx_mask is STATX_BASIC_STATS: no birth time, mount id or direct-I/O alignment");
     334 rseq process::rseq, Implemented;
     439 faccessat2 fs::faccessat2, Implemented;
 }
