@@ -25,7 +25,9 @@
 #   make bench-coresched [SMP=spec] [SECS=n]  core scheduling's cost: an SMT boot and a nosmt boot
 #   make test-chaos [SEED=n] [OPS=n] [SMP=spec] [FAIL=percent] [FUZZ_SECS=n]  chaos stress (100000
 #                                   ops, -smp 4 SMT; FAIL: that share of object allocations fail)
-#   make compare [SITTINGS=n] [TRACED=n] [SMP=spec]  benchmarks on Cadence and the Linux peer: medians, ranges, ratios
+#   make compare [SITTINGS=n] [TRACED=n] [SMP=spec] [LINUX=6.1]  the same binaries on Cadence, Linux generic and
+#                      PREEMPT_RT (6.12 by default): medians of 3 sittings, p50/p99/max, ratios, targets
+#   make compare-inkernel [SITTINGS=n] [SMP=spec]  Cadence's in-kernel benchmark tasks beside Linux 6.1's programs
 #   make compare-rtapp FILE=x.json [DURATION=s]  rt-app workload on Cadence and on the Linux peer
 #   make compare-rttests [ROUNDS=n] [SMP=spec]  deadline_test, cyclicdeadline, oslat, signaltest, ptsematest,
 #                                   sigwaittest on Cadence and the Linux peer, alternating boots
@@ -77,7 +79,7 @@ DISK_OPTS_OPT = $(if $(DISK_OPTS),$(if $(findstring --,$(DISK_OPT)),--disk-opts 
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool initramfs syscall-table run test lint test-stress test-repeat bench bench-user bench-coresched compare compare-pi compare-rtapp rtapp-all compare-rttests compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
+.PHONY: help setup kernel boot-tool initramfs syscall-table run test lint test-stress test-repeat bench bench-user bench-coresched compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
 
 help:
 	@sed -n '4,/^#   make clean/s/^# \{0,1\}//p' '$(ROOT)/Makefile'
@@ -164,10 +166,15 @@ SECS ?= 2
 bench-coresched: kernel boot-tool
 	'$(ROOT)/tools/bench-coresched.sh' '$(SMP)' '$(SECS)'
 
-SITTINGS ?= 1
+SITTINGS ?= 3
 TRACED ?= 1
-compare: kernel boot-tool
-	DISK='$(if $(DISK),$(DISK),none)' SMP='$(SMP)' SITTINGS='$(SITTINGS)' TRACED='$(TRACED)' '$(ROOT)/tools/compare.sh'
+LINUX ?= 6.12
+# The same binaries and command lines on Cadence, Linux generic and PREEMPT_RT (tools/compare.sh).
+compare: kernel boot-tool initramfs
+	SMP='$(SMP)' SITTINGS='$(SITTINGS)' TRACED='$(TRACED)' LINUX='$(LINUX)' '$(ROOT)/tools/compare.sh'
+# Cadence's in-kernel benchmark tasks beside Linux 6.1's programs (tools/compare-inkernel.sh).
+compare-inkernel: kernel boot-tool
+	DISK='$(if $(DISK),$(DISK),none)' SMP='$(SMP)' SITTINGS='$(SITTINGS)' TRACED='$(TRACED)' '$(ROOT)/tools/compare-inkernel.sh'
 
 FILE ?=
 DURATION ?= 2

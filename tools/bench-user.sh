@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make bench-user`: the same user programs, same command lines, on Cadence and on the Linux
 # peer in one sitting, alternating boots: a system-call round trip (getppid), fork+exit+wait,
-# and pipetest on one CPU (N 0 0) and across cores (N 0 2). Prints each round's figures, the
+# clock_gettime(CLOCK_MONOTONIC) (a system call on Cadence, the vDSO on Linux), and pipetest on one
+# CPU (N 0 0) and across cores (N 0 2). Prints each round's figures, the
 # medians and the ratios Cadence / Linux (lower is faster for Cadence).
 #
 #   tools/bench-user.sh [ROUNDS] [SMP] [LINUX]     (defaults: 3, 4,sockets=1,cores=2,threads=2, 6.12)
@@ -20,13 +21,14 @@ peer_find || { echo "bench-user: no Linux peer (../shared/peer/run.sh)" >&2; exi
 loops=20000
 cmd="syscall-bench 100000; pipetest $loops 0 0; pipetest $loops 0 2"
 out="$(mktemp -d)"; trap 'rm -rf "$out"' EXIT
-figures() { # log -> "syscall_ns fork_us same_us cross_us"
-  local sys fork same cross
+figures() { # log -> "syscall_ns clock_ns fork_us same_us cross_us"
+  local sys clock fork same cross
   sys=$(grep -m1 'getppid' "$1" | sed 's/.*getppid \([0-9.]*\) ns.*/\1/')
+  clock=$(grep -m1 'clock_gettime' "$1" | sed 's/.*clock_gettime \([0-9.]*\) ns.*/\1/')
   fork=$(grep -m1 'fork+exit+wait' "$1" | sed 's/.*wait \([0-9.]*\) us.*/\1/')
   same=$(grep 'us per switch' "$1" | sed -n 1p | sed 's/.*, \([0-9.]*\) us per switch.*/\1/')
   cross=$(grep 'us per switch' "$1" | sed -n 2p | sed 's/.*, \([0-9.]*\) us per switch.*/\1/')
-  echo "$sys $fork $same $cross"
+  echo "$sys $clock $fork $same $cross"
 }
 for r in $(seq 1 "$rounds"); do
   "$boot" run --kernel "$kernel" --initrd "$initrd" --smp "$smp" --timeout 600 --args "sh=\"$cmd\" poweroff" > "$out/c.$r" 2>&1 \
@@ -42,12 +44,13 @@ d, rounds, series = sys.argv[1], int(sys.argv[2]), sys.argv[3] or "linux"
 def figs(path):
     t = open(path, errors="replace").read()
     sys_ = float(re.search(r"getppid ([0-9.]+) ns", t).group(1))
+    clock = float(re.search(r"clock_gettime ([0-9.]+) ns", t).group(1))
     fork = float(re.search(r"fork\+exit\+wait ([0-9.]+) us", t).group(1))
     sw = [float(x) for x in re.findall(r", ([0-9.]+) us per switch", t)]
-    return [sys_, fork, sw[0], sw[1]]
+    return [sys_, clock, fork, sw[0], sw[1]]
 c = [figs(f"{d}/c.{r}") for r in range(1, rounds + 1)]
 l = [figs(f"{d}/l.{r}") for r in range(1, rounds + 1)]
-names = ["getppid round trip (ns)", "fork+exit+wait (us)", "pipetest N 0 0 (us/switch)", "pipetest N 0 2 (us/switch)"]
+names = ["getppid round trip (ns)", "clock_gettime MONOTONIC (ns; Linux: vDSO)", "fork+exit+wait (us)", "pipetest N 0 0 (us/switch)", "pipetest N 0 2 (us/switch)"]
 print(f"\n| benchmark | Cadence | Linux {series} | Cadence / Linux |")
 print("|---|---|---|---|")
 for i, n in enumerate(names):

@@ -1,5 +1,8 @@
 /* User-space micro-benchmarks for `make bench-user`, the same binary on Cadence and Linux:
- *   syscall-bench [N]   getppid round trip (ns per call) and fork+exit+wait (us per child).
+ *   syscall-bench [N]   getppid round trip (ns per call), clock_gettime(CLOCK_MONOTONIC) through
+ *                       glibc (ns per call: Linux answers it in its vDSO without entering the
+ *                       kernel, Cadence has no vDSO and takes a system call) and fork+exit+wait
+ *                       (us per child).
  * Prints one `name: value unit` line per figure. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +24,12 @@ int main(int argc, char **argv) {
         syscall(SYS_getppid);
     double t1 = now();
     printf("syscall-bench: getppid %.1f ns per call (%ld calls)\n", (t1 - t0) * 1e9 / n, n);
+    struct timespec ts;
+    t0 = now();
+    for (long i = 0; i < n; i++)
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+    t1 = now();
+    printf("syscall-bench: clock_gettime %.1f ns per call (%ld calls)\n", (t1 - t0) * 1e9 / n, n);
     long forks = n / 100 > 0 ? n / 100 : 1;
     t0 = now();
     for (long i = 0; i < forks; i++) {
