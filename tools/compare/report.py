@@ -77,20 +77,13 @@ def cyclic(lines):
 
 
 def rtapp(lines):
-    """p50, p99, max of the wu_lat column (µs) of rt-app's log."""
-    col, vals = None, []
+    """p50, p99, max of the wu_lat column (µs) of rt-app's log, as the guest script's awk took
+    them (the smallest sample at or above the quantile's rank)."""
     for l in lines:
-        if l.startswith("#idx"):
-            col = l[1:].split().index("wu_lat") if "wu_lat" in l else None
-            continue
-        f = l.split()
-        if col is not None and len(f) > col and f[0].isdigit():
-            vals.append(float(f[col]))
-    if not vals:
-        return {}
-    vals.sort()
-    pick = lambda q: vals[min(len(vals) - 1, int(q * len(vals)))]
-    return {"p50": pick(0.5), "p99": pick(0.99), "max": vals[-1]}
+        m = re.match(r"rt-app: wu_lat n=(\d+) p50=(\d+) p99=(\d+) max=(\d+)$", l.strip())
+        if m and int(m.group(1)) > 0:
+            return {"p50": float(m.group(2)), "p99": float(m.group(3)), "max": float(m.group(4))}
+    return {}
 
 
 def parse(stem):
