@@ -54,10 +54,11 @@ echo 1 > $T/tracing_on
 # rt-app's ticker beside the traced run, writing its markers (ftrace: true). It starts before
 # the load, at FIFO 80 (its ticker thread sets FIFO 90 itself): a SCHED_OTHER rt-app among 160
 # hackbench tasks could take longer to set up than cyclictest takes to run, and its first
-# marker would meet a stopped trace (EBADF, and rt-app exits). It outlasts cyclictest, so its
-# markers are among the newest events when the rings wrap; it ends at its first marker after
-# cyclictest's break stopped the trace (rt-app rc=1 then, on every kernel).
-sed 's/"ftrace" : false/"ftrace" : true/; s/"duration" : 3/"duration" : 4/' /ticker.json > /tmp/ticker-traced.json
+# marker would meet a stopped trace (EBADF, and rt-app exits). It must outlast cyclictest (a
+# 4 s ticker ended before PREEMPT_RT's traced cyclictest did, and the wrapped rings had lost its
+# markers), so it runs until it writes its first marker after cyclictest's break stopped the
+# trace (rt-app rc=1 then, on every kernel), or until killall below.
+sed 's/"ftrace" : false/"ftrace" : true/; s/"duration" : 3/"duration" : 60/' /ticker.json > /tmp/ticker-traced.json
 (chrt -f 80 rt-app /tmp/ticker-traced.json; echo "rt-app rc=$?") > /tmp/rt-app-traced.out 2>&1 &
 load
 # Affinities read while cyclictest runs: the analysis needs them to tell a CPU a task could
@@ -70,7 +71,7 @@ echo "compare: traced run begins" > $T/trace_marker
 # breaks at once (-b 1: a latency above 1 µs), so its --tracemark marker ends the trace
 # (cyclictest stops tracing itself at a break).
 chrt -f 95 sh -c "cyclictest -m -q -t$ncpus -p90 -i1000 -l1000 -a; echo 'compare: traced run ends' > $T/trace_marker; cyclictest -q -t1 -p90 -i1000 -l100 -b 1 --tracemark > /dev/null; echo 0 > $T/tracing_on"
-killall hackbench 2> /dev/null
+killall hackbench rt-app 2> /dev/null
 wait
 grep -v "^$" /tmp/rt-app-traced.out
 if [ -b /dev/vda ]; then
