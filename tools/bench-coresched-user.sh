@@ -12,7 +12,8 @@
 #     `echo off > /sys/devices/system/cpu/smt/control` (Linux's run-time `nosmt`: the siblings
 #     go offline; run.sh passes no kernel arguments) and mode nosmt. Debian's kernels have no
 #     CONFIG_SCHED_CORE: prctl answers EINVAL and the program reports mode on as error=EINVAL.
-# Prints each round's lines, then one table per kernel normalized by its own SMT `off` run
+# Every boot runs each workload's modes REPS (default 2) times in turn (coresched-bench -r),
+# so the host's drifting load weighs on every mode alike. Prints each round's lines, then one table per kernel normalized by its own SMT `off` run
 # (medians over the rounds), and the issue's two ratios: cookies on / off for `cpu` (target
 # >= 0.9), cookies on / one task per core for `pipe+cpu` (target >= 0.5; against the nosmt
 # boot and against pinned). Under TCG the SMT threads share no execution units and every vCPU
@@ -32,14 +33,15 @@ initrd="$root/target/user/initramfs.cpio"
 peer=1
 peer_find || { echo "bench-coresched-user: no Linux peer (../shared/peer/run.sh): Cadence only" >&2; peer=0; }
 out="$root/target/bench-coresched-user"; rm -rf "$out"; mkdir -p "$out"
-cmd="coresched-bench -d $secs -n $n"
+reps="${REPS:-2}"
+cmd="coresched-bench -d $secs -n $n -r $reps"
 lines() { grep -a -E '^coresched(-bench)?: ' "$1" || true; }
 cadence() { # $1 = extra kernel options, $2 = output file
   "$boot" run --kernel "$kernel" --initrd "$initrd" --smp "$smp" --timeout "${TIMEOUT:-900}" \
     --args "$1 sh=\"$cmd\" poweroff" 2>&1 | tr -d '\r' > "$2" || true
   grep -aq '^coresched: mode=' "$2" || { echo "bench-coresched-user: no coresched lines from Cadence with '$1' (log: $2)" >&2; exit 1; }
 }
-echo "bench-coresched-user: -smp $smp, $n tasks per group, ${secs} s per run, $rounds round(s), Linux $linux" >&2
+echo "bench-coresched-user: -smp $smp, $n tasks per group, ${secs} s per run, $reps runs per mode and boot, $rounds round(s), Linux $linux" >&2
 for r in $(seq 1 "$rounds"); do
   cadence "" "$out/cadence-smt.$r"
   cadence "nosmt" "$out/cadence-nosmt.$r"
@@ -102,5 +104,5 @@ def ratio(v, w, a, b, target=None):
     return f"{r:.2f}" + ("" if target is None else (" ok" if r >= target else " **below**"))
 for side, v in sides:
     print(f"| {side} | {ratio(v, 'cpu', 'on', 'off', 0.9)} | {ratio(v, 'pipe+cpu', 'on', 'nosmt', 0.5)} | {ratio(v, 'pipe+cpu', 'on', 'pinned', 0.5)} | {ratio(v, 'pipe+cpu', 'pinned', 'nosmt')} |")
-print(f"\nmedians of {rounds} round(s); each kernel's columns divided by its own SMT boot's off run")
+print(f"\nmedians of every run ({rounds} round(s) of alternating boots, each mode several times per boot); each kernel's columns divided by its own SMT boot's off run")
 PY

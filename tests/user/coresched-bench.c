@@ -30,7 +30,10 @@
  *   coresched: mode=on workload=<w> ops_per_s=n/a normalized=n/a forced_idle_pct=n/a error=<ERRNO>
  * and the other modes still run.
  *
- * Usage: coresched-bench [-d S] [-n N] [-m MODE,...] [-w WORKLOAD,...]   (S default 2) */
+ * Usage: coresched-bench [-d S] [-n N] [-r R] [-m MODE,...] [-w WORKLOAD,...]   (S default 2)
+ * -r R runs the modes of each workload R times in turn (off, on, pinned, off, on, ...; default
+ * 1), so a host whose load drifts (under TCG every vCPU is a host thread) weighs on every mode
+ * alike; `normalized` divides by the latest `off` run. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -297,17 +300,18 @@ static int listed(const char *list, const char *word) {
 }
 
 int main(int argc, char **argv) {
-    int secs = 2, per_group = 0;
+    int secs = 2, per_group = 0, reps = 1;
     const char *modes = NULL, *workloads = "cpu,pipe+cpu";
     int opt;
-    while ((opt = getopt(argc, argv, "d:n:m:w:")) != -1) {
+    while ((opt = getopt(argc, argv, "d:n:r:m:w:")) != -1) {
         switch (opt) {
         case 'd': secs = atoi(optarg); break;
+        case 'r': reps = atoi(optarg); break;
         case 'n': per_group = atoi(optarg); break;
         case 'm': modes = optarg; break;
         case 'w': workloads = optarg; break;
         default:
-            fprintf(stderr, "usage: coresched-bench [-d S] [-n N] [-m off,on,pinned|nosmt] [-w cpu,pipe+cpu]\n");
+            fprintf(stderr, "usage: coresched-bench [-d S] [-n N] [-r R] [-m off,on,pinned|nosmt] [-w cpu,pipe+cpu]\n");
             return 2;
         }
     }
@@ -319,8 +323,8 @@ int main(int argc, char **argv) {
     online = CPU_COUNT(&all_cpus);
     if (per_group <= 0)
         per_group = online;
-    if (secs < 1 || per_group > (MAX_THREADS - 2) / 2) {
-        fprintf(stderr, "coresched-bench: -d must be >= 1 and -n at most %d\n", (MAX_THREADS - 2) / 2);
+    if (secs < 1 || reps < 1 || per_group > (MAX_THREADS - 2) / 2) {
+        fprintf(stderr, "coresched-bench: -d and -r must be >= 1 and -n at most %d\n", (MAX_THREADS - 2) / 2);
         return 2;
     }
     find_first_threads();
@@ -340,8 +344,8 @@ int main(int argc, char **argv) {
     }
     while (!atomic_load(&plain_tid))
         sleep_ns(1000000);
-    printf("coresched-bench: online_cpus=%d cores=%d smt_control=%s tasks_per_group=%d secs=%d modes=%s prctl=%s\n", online,
-           CPU_COUNT(&first_threads), control, per_group, secs, modes, prctl_err ? errname(prctl_err) : "ok");
+    printf("coresched-bench: online_cpus=%d cores=%d smt_control=%s tasks_per_group=%d secs=%d modes=%s prctl=%s reps=%d\n", online,
+           CPU_COUNT(&first_threads), control, per_group, secs, modes, prctl_err ? errname(prctl_err) : "ok", reps);
     if (prctl_err && listed(modes, "on"))
         printf("coresched-bench: prctl(PR_SCHED_CORE, PR_SCHED_CORE_GET) failed: %s (%s): mode on cannot run here\n", strerror(prctl_err),
                prctl_err == EINVAL ? "a kernel without core scheduling, CONFIG_SCHED_CORE" : prctl_err == ENODEV ? "no SMT siblings" : "?");
@@ -352,7 +356,8 @@ int main(int argc, char **argv) {
         if (!listed(workloads, all_workloads[wi]))
             continue;
         double base = 0;
-        for (int mi = 0; mi < 4; mi++) {
+        for (int k = 0; k < 4 * reps; k++) {
+            int mi = k % 4;
             const char *m = all_modes[mi], *w = all_workloads[wi];
             if (!listed(modes, m))
                 continue;
