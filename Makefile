@@ -23,6 +23,8 @@
 #   make test-repeat TEST=name N=n [SMP=spec] [DISK=img]  boots the matching in-kernel tests n
 #                                   times (DISK: attach a virtio disk, for the blk tests)
 #   make bench-coresched [SMP=spec] [SECS=n]  core scheduling's cost: an SMT boot and a nosmt boot
+#   make bench-coresched-user [SMP=spec] [SECS=n] [ROUNDS=n] [LINUX=6.12]  the same from user space
+#                                   (prctl cookies, tests/user/coresched-bench.c), Cadence and Linux
 #   make test-chaos [SEED=n] [OPS=n] [SMP=spec] [FAIL=percent] [FUZZ_SECS=n]  chaos stress (100000
 #                                   ops, -smp 4 SMT; FAIL: that share of object allocations fail)
 #   make compare [SITTINGS=n] [TRACED=n] [SMP=spec] [LINUX=6.1]  the same binaries on Cadence, Linux generic and
@@ -79,7 +81,7 @@ DISK_OPTS_OPT = $(if $(DISK_OPTS),$(if $(findstring --,$(DISK_OPT)),--disk-opts 
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool initramfs syscall-table run test lint test-stress test-repeat bench bench-user bench-coresched compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
+.PHONY: help setup kernel boot-tool initramfs syscall-table run test lint test-stress test-repeat bench bench-user bench-coresched bench-coresched-user compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
 
 help:
 	@sed -n '4,/^#   make clean/s/^# \{0,1\}//p' '$(ROOT)/Makefile'
@@ -165,6 +167,9 @@ compare-pi: kernel boot-tool initramfs
 SECS ?= 2
 bench-coresched: kernel boot-tool
 	'$(ROOT)/tools/bench-coresched.sh' '$(SMP)' '$(SECS)'
+# The same workloads from user space (tests/user/coresched-bench.c), Cadence and the Linux peer.
+bench-coresched-user: kernel boot-tool initramfs
+	'$(ROOT)/tools/bench-coresched-user.sh' '$(SMP)' '$(SECS)' '$(ROUNDS)' '$(if $(LINUX),$(LINUX),6.12)'
 
 SITTINGS ?= 3
 TRACED ?= 1

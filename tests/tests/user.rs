@@ -540,3 +540,55 @@ fn dev_vda_reads_and_writes_the_disk_as_on_linux() {
     run.check(&image[512..521] == b"hello vda" && &image[1024..1030] == b"synced", "the writes reached the image");
     let _ = std::fs::remove_file(&disk);
 }
+
+/// `coresched-bench` (issue 38 item 5, `make bench-coresched-user`) gives its threads cookies
+/// through `prctl(PR_SCHED_CORE)` and runs `bench coresched`'s workloads in every mode: with
+/// the siblings online, modes off, on and pinned, each line with a throughput, forced idle
+/// (`core_forceidle_sum` in `/proc/PID/task/TID/sched`) only with cookies; in a `nosmt` boot
+/// `smt/control` says `off` (as Linux's) and the program runs mode nosmt, prctl answering ENODEV.
+#[test]
+fn coresched_bench_gives_cookies_through_prctl_and_runs_every_mode() {
+    let field = |l: &str, k: &str| l.split_whitespace().find_map(|w| w.strip_prefix(k).map(str::to_string)).unwrap_or_default();
+    let run = run_sh("4,sockets=1,cores=2,threads=2", "coresched-bench -d 1 && grep -c core_forceidle_sum /proc/self/sched");
+    let out = lines(&run);
+    run.check(
+        out.iter().any(|l| {
+            l.starts_with("coresched-bench: online_cpus=4 cores=2 smt_control=on tasks_per_group=4 secs=1 modes=off,on,pinned prctl=ok")
+        }),
+        "the header: 4 CPUs, 2 cores, prctl works",
+    );
+    let runs: Vec<&String> = out.iter().filter(|l| l.starts_with("coresched: ")).collect();
+    let mut want = Vec::new();
+    for w in ["cpu", "pipe+cpu"] {
+        for m in ["off", "on", "pinned"] {
+            want.push(format!("mode={m} workload={w}"));
+        }
+    }
+    run.check(runs.len() == 6, format!("six runs, got {runs:#?}"));
+    for (l, w) in runs.iter().zip(&want) {
+        run.check(l.starts_with(&format!("coresched: {w} ")), format!("`{w}` in order, got `{l}`"));
+        run.check(field(l, "ops_per_s=").parse::<f64>().is_ok_and(|x| x > 0.0), format!("a throughput: `{l}`"));
+        let fi: f64 = field(l, "forced_idle_pct=").parse().unwrap_or(-1.0);
+        if w.starts_with("mode=on workload=pipe") {
+            run.check(fi > 0.0, format!("forced idle with cookies (the pair's sibling): `{l}`"));
+        } else if !w.starts_with("mode=on") {
+            run.check(fi == 0.0, format!("no forced idle without cookies: `{l}`"));
+        }
+    }
+    run.check(out.iter().any(|l| l == "1"), "/proc/self/sched has core_forceidle_sum");
+    let run =
+        boot(qemu().smp("4,sockets=1,cores=2,threads=2").initrd(initramfs()).args("nosmt sh=\"coresched-bench -d 1 -w cpu\" poweroff"));
+    run.expect_exit(KernelExit::Success);
+    let out = lines(&run);
+    run.check(
+        out.iter().any(|l| {
+            l.starts_with("coresched-bench: online_cpus=2 cores=2 smt_control=off tasks_per_group=2 secs=1 modes=nosmt prctl=ENODEV")
+        }),
+        "nosmt: 2 CPUs, smt/control off, prctl ENODEV",
+    );
+    let runs: Vec<&String> = out.iter().filter(|l| l.starts_with("coresched: ")).collect();
+    run.check(
+        runs.len() == 1 && runs[0].starts_with("coresched: mode=nosmt workload=cpu ops_per_s=") && runs[0].ends_with("forced_idle_pct=0.0"),
+        format!("one nosmt run: {runs:#?}"),
+    );
+}

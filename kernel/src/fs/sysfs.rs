@@ -144,7 +144,17 @@ fn system() -> Node {
         String::from("smt"),
         Node::dir(Fixed(alloc::vec![
             (String::from("active"), Node::text(format!("{}\n", u8::from(smt)))),
-            (String::from("control"), Node::text(String::from(if smt { "on\n" } else { "notsupported\n" }))),
+            // Linux's `nosmt` boot says `off`: the siblings exist but stay offline.
+            (
+                String::from("control"),
+                Node::text(String::from(if smt {
+                    "on\n"
+                } else if crate::smp::siblings_left_offline() {
+                    "off\n"
+                } else {
+                    "notsupported\n"
+                })),
+            ),
         ])),
     ));
     for c in &cpus {

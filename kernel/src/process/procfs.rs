@@ -576,6 +576,9 @@ fn sched(t: &Task) -> String {
     ms(&mut s, "se.vruntime", fair.map_or(0, |f| f.0));
     ms(&mut s, "se.sum_exec_runtime", st.sum_exec_runtime.load(Ordering::Relaxed));
     int(&mut s, "se.nr_migrations", st.nr_migrations.load(Ordering::Relaxed) as i64);
+    // Linux prints it with CONFIG_SCHED_CORE (and schedstats), last of the schedstat block:
+    // the time this task ran while an SMT sibling was forced idle beside it.
+    ms(&mut s, "core_forceidle_sum", t.core_forceidle_ns.load(Ordering::Relaxed));
     let (vol, invol) = (st.nr_voluntary_switches.load(Ordering::Relaxed), st.nr_involuntary_switches.load(Ordering::Relaxed));
     int(&mut s, "nr_switches", (vol + invol) as i64);
     int(&mut s, "nr_voluntary_switches", vol as i64);

@@ -223,16 +223,35 @@ pub fn dropped_candidates() -> u64 {
 
 /// Runnable tasks of one run queue into `out`, best first (`CandidateList::offer`'s
 /// contract): deadline tasks by absolute deadline, RT by priority then FIFO, fair tasks in
-/// the order this CPU's fair class would run them (`fair_group::for_each_candidate`, keys
+/// the order this CPU's fair class would run them (`fair_group::for_each_candidate_at`, keys
 /// comparable across siblings).
-fn candidates(g: &RqInner, out: &mut CandList) {
+///
+/// `forced`: a sibling of the core is forced idle now. The fair keys are then relative to
+/// the root queue's `V` as it was at the first pick of the forced-idle stretch
+/// (`RqInner::core_fi_v`, Linux's `min_vruntime_fi` in `cfs_prio_less`), otherwise to `V`
+/// now. A fixed base lets the waiting cookie catch up: what runs on the busy sibling pushes
+/// its keys up. With `V` now the running task's key stays under a slice while a lone task
+/// waiting on the forced-idle sibling keeps its whole slice and lost every pick: a pipe task
+/// woken on the sibling of a CPU running a CPU hog of another cookie waited 70 to 190 ms
+/// (`coresched-bench`'s pipe+cpu, traced; docs/results/2026-12-05-coresched-user.md).
+fn candidates(g: &mut RqInner, out: &mut CandList, forced: bool) {
     out.clear();
+    let base = if forced {
+        if g.core_fi_v.is_none() {
+            g.core_fi_v = cadence_sched::fair_group::root_avg_vruntime(&*g);
+        }
+        g.core_fi_v
+    } else {
+        g.core_fi_v = None;
+        None
+    };
+    let g = &*g;
     // Offers a task (gone from the table: skipped); false once the list is full.
     let mut offer = |tid: Tid, rank: Rank| g.tasks.get(&tid).is_none_or(|t| out.offer(Candidate { task: tid, rank, cookie: cookie_of(t) }));
     let dl = g.dl.iter().map(|(deadline, tid)| (tid, Rank::Dl { deadline }));
     let rt = g.rt.iter().filter(|_| !g.rt_bw.throttled).map(|(tid, prio)| (tid, Rank::Rt { rt_priority: prio }));
     if dl.chain(rt).all(|(tid, rank)| offer(tid, rank)) {
-        cadence_sched::fair_group::for_each_candidate(g, |key, rank| match key {
+        cadence_sched::fair_group::for_each_candidate_at(g, base, |key, rank| match key {
             super::SeKey::Task(tid) => offer(tid, Rank::Fair { key: rank }),
             super::SeKey::Group(_) => true,
         });
@@ -261,11 +280,14 @@ pub(super) fn pick(cpu: u32, g: &mut RqInner, others: &mut [(u32, RqGuard<'stati
     if lists.len() < MAX_SMT {
         lists = new_core_lists(); // lost to a panic in an earlier pick: cannot happen
     }
+    // Is the core forced idle now (from an earlier pick)? Then the fair keys count from
+    // the stretch's snapshot (see `candidates`).
+    let forced = g.forced_since != 0 || others.iter().any(|(_, og)| og.forced_since != 0);
     for (list, &c) in lists.iter_mut().zip(order.iter()) {
         if c == cpu {
-            candidates(g, list);
-        } else if let Some((_, og)) = others.iter().find(|(o, _)| *o == c) {
-            candidates(og, list);
+            candidates(g, list, forced);
+        } else if let Some((_, og)) = others.iter_mut().find(|(o, _)| *o == c) {
+            candidates(og, list, forced);
         } else {
             list.clear();
         }

@@ -53,6 +53,10 @@ pub struct RqInner {
     pub rt_bw: cadence_sched::rt_bandwidth::RtBandwidth,
     /// Forced idle by core scheduling since (0 = not forced idle).
     pub forced_since: u64,
+    /// The root fair queue's `V` when its core went forced idle (Linux's `min_vruntime_fi`):
+    /// the base of this queue's keys in core-wide picks while a sibling is forced idle
+    /// (`coresched::pick`); `None` otherwise.
+    pub core_fi_v: Option<u64>,
     /// A group queue on the running task's path ran out of bandwidth: the switch throttles it
     /// (`bandwidth::throttle_due`).
     pub bw_check: bool,
@@ -166,6 +170,7 @@ impl Rq {
                 hrtick_seq: 0,
                 rt_bw: cadence_sched::rt_bandwidth::RtBandwidth::new(),
                 forced_since: 0,
+                core_fi_v: None,
                 migrate_out: None,
             }),
             nr_running: AtomicU32::new(0),

@@ -261,9 +261,26 @@ fn pick_task_from<Q: GroupQueues>(q: &Q, mut gid: Q::Gid) -> Option<Q::Key> {
 /// that keys never decrease along the order: a CPU's own order is its rank order, and across
 /// siblings only each one's first key counts (the core-wide `max`). Calls `f(task, key)`
 /// until it returns false. Levels past [`MAX_DEPTH`] are not descended.
-pub fn for_each_candidate<Q: GroupQueues>(q: &Q, mut f: impl FnMut(Q::Key, i64) -> bool) {
+pub fn for_each_candidate<Q: GroupQueues>(q: &Q, f: impl FnMut(Q::Key, i64) -> bool) {
+    for_each_candidate_at(q, None, f)
+}
+
+/// The root queue's `V` ([`FairRq::avg_vruntime`]), the base of [`for_each_candidate`]'s keys;
+/// `None` without a root queue.
+pub fn root_avg_vruntime<Q: GroupQueues>(q: &Q) -> Option<u64> {
+    q.queue(q.root()).map(|(root, _)| root.avg_vruntime())
+}
+
+/// [`for_each_candidate`] with keys relative to `base` instead of the root queue's `V` now
+/// (`None`: `V` now). Core scheduling passes `V` as it was when the core went forced idle
+/// (Linux's `min_vruntime_fi` snapshot, `se_fi_update`): relative to a fixed base, the keys of
+/// the sibling that keeps running grow as it runs, so a task waiting on the forced-idle
+/// sibling (whose `V` does not move) wins the core within about a slice. Relative to each
+/// queue's moving `V`, a running task's key stays below one slice while a lone waiter's stays
+/// at its whole slice: the waiter lost every core-wide pick (190 ms in one traced run).
+pub fn for_each_candidate_at<Q: GroupQueues>(q: &Q, base: Option<u64>, mut f: impl FnMut(Q::Key, i64) -> bool) {
     let Some((root, _)) = q.queue(q.root()) else { return };
-    let v = root.avg_vruntime();
+    let v = base.unwrap_or_else(|| root.avg_vruntime());
     let mut last = i64::MIN;
     root.for_each_in_pick_order(|k| {
         let raw = root.entity(k).map_or(0, |se| se.deadline().wrapping_sub(v) as i64);
@@ -684,6 +701,35 @@ mod tests {
                 prop_assert_eq!(pick_task_uncontended(&t, own), pick_task(&t));
             }
         }
+    }
+
+    #[test]
+    fn candidate_keys_from_a_fixed_base_grow_as_the_queue_runs() {
+        let mut t = Tree::new(&[]);
+        t.enqueue_task(0, 0);
+        t.enqueue_task(1, 0);
+        let keys = |t: &Tree, base: Option<u64>| {
+            let mut k = Vec::new();
+            for_each_candidate_at(t, base, |_, key| {
+                k.push(key);
+                true
+            });
+            k
+        };
+        let base = root_avg_vruntime(&t);
+        assert_eq!(keys(&t, base), keys(&t, None), "the base is V now");
+        let first = keys(&t, None)[0];
+        // Both tasks run 10 ms each: V moves, the keys relative to it stay, from the base grow.
+        for _ in 0..2 {
+            let Some(K::Task(tid)) = pick_task(&t) else { panic!("a task") };
+            t.set_path(0, tid);
+            for_each_level(&mut t, Level { group: 0, key: K::Task(tid) }, |frq, _, _| {
+                frq.update_curr(10_000_000);
+            });
+            t.put_path(0, tid);
+        }
+        assert!(keys(&t, None)[0] < first + 10_000_000, "relative to V now the key stays near a slice");
+        assert!(keys(&t, base)[0] >= first + 10_000_000, "from the snapshot it grows by what ran");
     }
 
     #[test]
