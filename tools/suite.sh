@@ -98,9 +98,11 @@ for side in cadence linux linux-rt; do
   echo "suite: $side (smp $SMP) ... ($((SECONDS - start)) s)" >&2
   case $side in
     cadence)
+      # Straight to a file (no pipe buffering it): $OUT/cadence.txt can be followed while it runs.
       "$boot" run --kernel "$kernel" --initrd "$OUT/initrd.cpio" --smp "$SMP" --timeout "$limit" \
-        --args "sh=\"$cmd\" poweroff" 2>&1 | tr -d '\r' > "$OUT/$side.txt" \
-        || echo "suite: the $side boot failed or timed out (see $OUT/$side.txt)" >&2;;
+        --args "sh=\"$cmd\" poweroff" > "$OUT/$side.txt" 2>&1 \
+        || echo "suite: the $side boot failed or timed out (see $OUT/$side.txt)" >&2
+      sed -i 's/\r$//' "$OUT/$side.txt";;
     linux|linux-rt)
       rt=(); [ $side = linux-rt ] && rt=(--rt)
       PEER_TIMEOUT=$limit "$PEER_RUN" --linux "$LINUX" "${rt[@]}" --smp "$SMP" "${peer_files[@]}" "$cmd" \

@@ -15,7 +15,8 @@
 # stays 0), and a read-only fd turns those writes into EBADF on every kernel.
 set -u
 n=$1 secs=$2
-# A hung program ends after this many seconds (SIGTERM: the rt-tests print their summary).
+# A hung program ends after this many seconds (SIGTERM: the rt-tests print their summary;
+# SIGKILL 10 s later if it is still there).
 limit=$((secs * 10 + 60))
 mkdir -p /tmp && cd /tmp
 # deadline_test and cyclicdeadline look for debugfs in /proc/mounts; mounted, their per-period
@@ -30,7 +31,7 @@ start() {
   name=$1; shift
   echo "@@run $name $*"
   t0=$(date +%s)
-  timeout "$limit" "$@" < /dev/null > /tmp/suite.out 2>&1
+  timeout -k 10 "$limit" "$@" < /dev/null > /tmp/suite.out 2>&1
   rc=$?
   took=$(($(date +%s) - t0))
   cat /tmp/suite.out
