@@ -34,6 +34,9 @@
 #   make compare-rttests [ROUNDS=n] [SMP=spec]  deadline_test, cyclicdeadline, oslat, signaltest, ptsematest,
 #                                   sigwaittest on Cadence and the Linux peer, alternating boots
 #   make rtapp-all [DURATION=s]  Debian's rt-app on every rt-app 1.0 example JSON (no ftrace), Cadence and the peer
+#   make suite [SMP=spec] [LINUX=6.1] [SECS=n] [RTAPP_SECS=n] [OUT=dir]  the rt-tests programs and rt-app
+#                   examples that give a verdict or a miss count on Cadence, Linux generic and PREEMPT_RT
+#                   (6.12 by default) in one sitting: a table of pass / fail and their figures
 #   make compare-bandwidth [ROUNDS=n] [SMP=spec]  cgroup v2 cpu.max "50000 100000" on 4 spinners: the
 #                              group's share (cpu.stat, CPU times, loop counts) on Cadence and Linux
 #   make compare-autogroup [ROUNDS=n] [SMP=spec]  seed 001 verbatim, and a hog beside a parallel load
@@ -81,7 +84,7 @@ DISK_OPTS_OPT = $(if $(DISK_OPTS),$(if $(findstring --,$(DISK_OPT)),--disk-opts 
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool initramfs syscall-table run test lint test-stress test-repeat bench bench-user bench-coresched bench-coresched-user compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
+.PHONY: help setup kernel boot-tool initramfs syscall-table run test lint test-stress test-repeat bench bench-user bench-coresched bench-coresched-user compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests suite compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
 
 help:
 	@sed -n '4,/^#   make clean/s/^# \{0,1\}//p' '$(ROOT)/Makefile'
@@ -190,6 +193,14 @@ compare-bandwidth: kernel boot-tool initramfs
 	'$(ROOT)/tools/compare-bandwidth.sh' '$(ROUNDS)' '$(if $(SMP),$(SMP),4,sockets=1,cores=2,threads=2)'
 compare-autogroup: kernel boot-tool initramfs
 	'$(ROOT)/tools/compare-autogroup.sh' '$(ROUNDS)' '$(if $(SMP),$(SMP),4,sockets=1,cores=2,threads=2)'
+
+# The rt-tests programs and rt-app examples with a verdict or a miss count, on Cadence, Linux
+# generic and PREEMPT_RT in one sitting (tools/suite.sh; the rules for pass are in its header).
+# SECS: the suite's own default (3) unless given (the 2 above is bench-coresched's).
+SECS_SUITE = $(if $(filter command line environment,$(origin SECS)),$(SECS))
+OUT ?=
+suite: kernel boot-tool initramfs
+	SMP='$(SMP)' LINUX='$(LINUX)' SECS='$(SECS_SUITE)' RTAPP_SECS='$(RTAPP_SECS)' OUT='$(OUT)' '$(ROOT)/tools/suite.sh'
 
 # Debian's rt-app on every rt-app 1.0 example JSON without ftrace, on Cadence and on the peer.
 rtapp-all: kernel boot-tool initramfs
