@@ -113,10 +113,14 @@ pub fn start_aps(ap_apic_ids: &[u32], max_cpus: u32, nosmt: bool) -> u32 {
         init_cpu_data(next_id);
         let area = percpu::new_area(next_id, apic_id);
         tramp.prepare(stack.top(), ap_entry, area as u64);
-        if arch_smp::start_ap(&tramp, apic_id, 200) {
+        // Up to 10 s for the AP to call in, as Linux's do_boot_cpu waits: under TCG on a
+        // loaded host a vCPU thread can sit unscheduled for hundreds of ms, and a 200 ms limit
+        // gave up on an AP that then came up late on the next AP's start-up data (a boot
+        // panic, "switch to a context that is not ready", seen by `make suite`).
+        if arch_smp::start_ap(&tramp, apic_id, 10_000) {
             core::mem::forget(stack); // the AP's idle stack lives forever
                                       // Wait for it to finish bring-up (prints its online line) before reusing the trampoline.
-            let deadline = crate::time::uptime_ns() + 2_000_000_000;
+            let deadline = crate::time::uptime_ns() + 10_000_000_000;
             let cpu_id = next_id;
             while !percpu::get(cpu_id).is_some_and(|c| c.online.load(Ordering::Acquire)) {
                 if crate::time::uptime_ns() > deadline {
