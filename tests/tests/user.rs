@@ -1,7 +1,7 @@
 //! User-space scenarios: Debian's busybox and the C programs of `tests/user` (static glibc),
 //! from the root filesystem `make initramfs` builds, run as processes, through the kernel
 //! shell's `exec` or the `sh=` boot option. `conform-basic`, `conform-files`, `conform-sched`,
-//! `conform-signal`, `conform-timer`, `conform-thread`, `conform-pi`, `conform-tty` and `conform-proc` are the differential tests of the system-call families:
+//! `conform-signal`, `conform-timer`, `conform-thread`, `conform-pi`, `conform-tty`, `conform-proc` and `conform-ipc` are the differential tests of the system-call families:
 //! their output on Cadence must equal Linux 6.1's (`tests/fixtures/conform-*.linux-6.1.txt`, recorded on the peer with
 //! `../shared/peer/run.sh --file target/user/conform-files 'cd /tmp && /conform-files'`).
 
@@ -125,6 +125,68 @@ fn conform_tty_matches_linux() {
 fn conform_proc_matches_linux() {
     let run = run_sh("2", "cd /tmp && /bin/conform-proc");
     check_conformance(&run, include_str!("../fixtures/conform-proc.linux-6.1.txt"), "conform-proc");
+}
+
+#[test]
+fn conform_ipc_matches_linux() {
+    let run = run_sh("4,sockets=1,cores=2,threads=2", "cd /tmp && /bin/conform-ipc");
+    check_conformance(&run, include_str!("../fixtures/conform-ipc.linux-6.1.txt"), "conform-ipc");
+}
+
+/// Does `line` match `pattern`, where `%` stands for a run of digits (the ID / CPU / latency
+/// fields of rt-tests' lines)?
+fn matches_with_numbers(line: &str, pattern: &str) -> bool {
+    let (mut l, mut p) = (line.as_bytes(), pattern.as_bytes());
+    while let Some((&c, rest)) = p.split_first() {
+        if c == b'%' {
+            let n = l.iter().take_while(|b| b.is_ascii_digit()).count();
+            if n == 0 {
+                return false;
+            }
+            l = &l[n..];
+        } else if l.first() == Some(&c) {
+            l = &l[1..];
+        } else {
+            return false;
+        }
+        p = rest;
+    }
+    l.is_empty()
+}
+
+/// rt-tests' `pmqtest` (POSIX message queues; not its `-T`, whose sender waits for the sync
+/// message twice and so hangs on Linux too) and `svsematest` (System V semaphores, threads and `-f` forked processes) run unmodified
+/// and print the summary Linux's print: per pair the thread line (`#0: ID<tid>, P<prio>,
+/// CPU<n>, I<interval>; #1: ID<tid>, P<prio>, CPU<n>, [TO 0, ]Cycles <loops>`) and the latency
+/// line (`#1 -> #0, Min .., Cur .., Avg .., Max ..`). svsematest's `ftok` needs its own path
+/// (`/usr/bin/svsematest`), as on Linux. Afterwards no semaphore set is left (util-linux `ipcs -s`: SEM_INFO, then SEM_STAT of each index, without /proc/sysvipc).
+#[test]
+fn debian_pmqtest_and_svsematest_run_unmodified() {
+    let script = "pmqtest -l 100 -q; pmqtest -t 2 -p 80 -l 100 -q; \
+                  /usr/bin/svsematest -l 100 -q; /usr/bin/svsematest -t 2 -p 80 -l 100 -q; /usr/bin/svsematest -f -l 50 -q; \
+                  ipcs -s; echo sets=$(ipcs -s | grep -c 0x)";
+    let run = boot(qemu().smp("4,sockets=1,cores=2,threads=2").initrd(initramfs()).args(format!("sh=\"{script}\" poweroff")));
+    run.expect_exit(KernelExit::Success);
+    let out = lines(&run);
+    let count = |pattern: &str| out.iter().filter(|l| matches_with_numbers(l, pattern)).count();
+    let pmq = "#0: ID%, P0, CPU%, I1000; #1: ID%, P0, CPU%, TO 0, Cycles ";
+    run.check(count(&format!("{pmq}100")) == 1, "pmqtest -l 100: the pair's line with 100 cycles");
+    run.check(count("#0: ID%, P80, CPU%, I1000; #1: ID%, P80, CPU%, TO 0, Cycles 100") == 1, "pmqtest -t 2 -p 80: the first pair");
+    run.check(
+        out.iter().any(|l| l.starts_with("#2: ") && l.contains(", P79, ") && l.contains(", TO 0, Cycles ")),
+        "pmqtest's second pair at 79",
+    );
+    let sv = "#0: ID%, P0, CPU%, I1000; #1: ID%, P0, CPU%, Cycles ";
+    run.check(count(&format!("{sv}100")) == 1, "svsematest -l 100: the pair's line");
+    run.check(count(&format!("{sv}50")) == 1, "svsematest -f: the forked pair's line");
+    run.check(count("#0: ID%, P80, CPU%, I1000; #1: ID%, P80, CPU%, Cycles 100") == 1, "svsematest -t 2 -p 80: the first pair");
+    let latency = |l: &String| {
+        let l = l.split_whitespace().collect::<Vec<_>>().join(" ");
+        matches_with_numbers(&l, "#1 -> #0, Min %, Cur %, Avg %, Max %") || matches_with_numbers(&l, "#3 -> #2, Min %, Cur %, Avg %, Max %")
+    };
+    run.check(out.iter().filter(|l| latency(l)).count() == 7, "a latency line per pair: 1 + 2 + 1 + 2 + 1");
+    run.check(!out.iter().any(|l| l.contains("could not") || l.contains("Could not") || l.contains("ERROR")), "no error from either");
+    run.check(out.iter().any(|l| l == "sets=0"), "no semaphore set left");
 }
 
 #[test]

@@ -42,6 +42,12 @@ static const char *errno_name(int e) {
     case EIO: return "EIO";
     case ENXIO: return "ENXIO";
     case EXDEV: return "EXDEV";
+    case EIDRM: return "EIDRM";
+    case EMSGSIZE: return "EMSGSIZE";
+    case ENOTSOCK: return "ENOTSOCK";
+    case EFBIG: return "EFBIG";
+    case ENOSPC: return "ENOSPC";
+    case EOVERFLOW: return "EOVERFLOW";
     default: snprintf(buf, sizeof buf, "errno%d", e); return buf;
     }
 }

@@ -52,6 +52,8 @@ pub enum Kind {
     Device(Device, Arc<Inode>),
     /// A timerfd.
     TimerFd(Arc<super::timerfd::TimerFd>),
+    /// A POSIX message queue (`mq_open`).
+    Mqueue(Arc<super::mqueue::MessageQueue>),
     /// A generated file (procfs, sysfs) and the text its last read from offset 0 made
     /// (`seq_file`'s buffer: later reads continue in that snapshot).
     Gen(Arc<Inode>, Arc<GenFile>, Mutex<Vec<u8>>),
@@ -86,6 +88,12 @@ impl OpenFile {
         matches!(self.flags.load(Ordering::Relaxed) & O_ACCMODE, O_WRONLY | O_RDWR)
     }
 
+    /// Opened for reading, as Linux's FMODE_READ: O_ACCMODE 3 (which only a message queue
+    /// keeps, made by `mq_open`) reads nothing.
+    pub fn may_read(&self) -> bool {
+        matches!(self.flags.load(Ordering::Relaxed) & O_ACCMODE, O_RDONLY | O_RDWR)
+    }
+
     /// Non-blocking?
     pub fn nonblock(&self) -> bool {
         self.flags.load(Ordering::Relaxed) & O_NONBLOCK != 0
@@ -95,7 +103,7 @@ impl OpenFile {
     pub fn inode(&self) -> Option<&Arc<Inode>> {
         match &self.kind {
             Kind::Inode(i) | Kind::Device(_, i) | Kind::Gen(i, _, _) => Some(i),
-            Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) => None,
+            Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) | Kind::Mqueue(_) => None,
         }
     }
 
@@ -107,13 +115,14 @@ impl OpenFile {
             Kind::Pipe(p) => alloc::format!("pipe:[{}]", p.id()),
             Kind::Socket(sk) => alloc::format!("socket:[{}]", sk.id()),
             Kind::TimerFd(_) => alloc::string::String::from("anon_inode:[timerfd]"),
+            Kind::Mqueue(q) => q.path(),
         }
     }
 
     /// Can it seek? (ESPIPE for pipes and terminals.)
     pub fn seekable(&self) -> bool {
         match &self.kind {
-            Kind::Inode(_) => true,
+            Kind::Inode(_) | Kind::Mqueue(_) => true,
             Kind::Gen(_, g, _) => !g.is_pipe(),
             Kind::Device(d, _) => !matches!(d, Device::Console | Device::Vt(_)),
             Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) => false,
@@ -182,6 +191,11 @@ impl FdTable {
         Ok(free as u64)
     }
 
+    /// Is an fd below `limit` free?
+    pub fn has_free(&self, limit: usize) -> bool {
+        (0..limit).any(|i| self.slots.get(i).is_none_or(|s| s.is_none()))
+    }
+
     /// Puts `file` in the lowest free fd below `limit` (EMFILE if none).
     pub fn install(&mut self, file: Arc<OpenFile>, cloexec: bool, limit: usize) -> Result<u64, Errno> {
         self.install_from(0, file, cloexec, limit).map_err(|e| if e == Errno::EINVAL { Errno::EMFILE } else { e })
@@ -234,6 +248,18 @@ pub fn read(file: &OpenFile, buf: &mut [u8]) -> Result<usize, Errno> {
         Kind::Pipe(p) => p.read(buf, file.nonblock()),
         Kind::Socket(s) => s.read(buf, file.nonblock()),
         Kind::TimerFd(t) => t.read(buf, file.nonblock()),
+        Kind::Mqueue(q) => {
+            if !file.may_read() {
+                return Err(Errno::EBADF);
+            }
+            let mut pos = file.pos.lock_uninterruptible();
+            let text = q.text();
+            let from = usize::try_from(*pos).unwrap_or(usize::MAX).min(text.len());
+            let n = buf.len().min(text.len() - from);
+            buf[..n].copy_from_slice(&text.as_bytes()[from..from + n]);
+            *pos += n as u64;
+            Ok(n)
+        }
         Kind::Device(Device::Console, i) => super::console::read(buf, file.nonblock(), via_tty(i)),
         Kind::Device(Device::Vt(n), _) => super::vt::read(*n, buf, file.nonblock()),
         Kind::Device(Device::Vda, _) => {
@@ -280,6 +306,13 @@ pub fn pread(file: &OpenFile, buf: &mut [u8], offset: u64) -> Result<usize, Errn
     }
     match &file.kind {
         Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) => Err(Errno::ESPIPE),
+        Kind::Mqueue(q) => {
+            let text = q.text();
+            let from = usize::try_from(offset).unwrap_or(usize::MAX).min(text.len());
+            let n = buf.len().min(text.len() - from);
+            buf[..n].copy_from_slice(&text.as_bytes()[from..from + n]);
+            Ok(n)
+        }
         Kind::Device(Device::Console | Device::Vt(_), _) => Err(Errno::ESPIPE),
         Kind::Device(Device::Vda, _) => super::blockdev::read_at(offset, buf),
         Kind::Device(d, _) => read_device(*d, buf),
@@ -357,7 +390,8 @@ pub fn write(file: &OpenFile, data: &[u8]) -> Result<Written, Errno> {
             Err(Ok(_)) => Ok(Written::BrokenPipe),
             Err(Err(e)) => Err(e),
         },
-        Kind::TimerFd(_) => Err(Errno::EINVAL),
+        // Neither has a write method: Linux's `vfs_write` answers EINVAL.
+        Kind::TimerFd(_) | Kind::Mqueue(_) => Err(Errno::EINVAL),
         Kind::Device(Device::Console, i) => Ok(Written::Bytes(super::console::write(data, via_tty(i))?)),
         Kind::Device(Device::CpuDmaLatency, _) => Ok(Written::Bytes(write_cpu_dma_latency(data)?)),
         Kind::Device(Device::Vt(n), _) => Ok(Written::Bytes(super::vt::write(*n, data))),
@@ -388,6 +422,7 @@ pub fn pwrite(file: &OpenFile, data: &[u8], offset: u64) -> Result<usize, Errno>
     }
     match &file.kind {
         Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) | Kind::Device(Device::Console | Device::Vt(_), _) => Err(Errno::ESPIPE),
+        Kind::Mqueue(_) => Err(Errno::EINVAL),
         Kind::Device(Device::Vda, _) => super::blockdev::write_at(offset, data),
         Kind::Device(_, _) => Ok(data.len()),
         Kind::Inode(i) => i.write_at(offset, data),
@@ -401,6 +436,10 @@ pub fn poll(file: &OpenFile) -> (bool, bool, bool, bool) {
         Kind::Pipe(p) => p.poll(),
         Kind::Socket(s) => s.poll(),
         Kind::TimerFd(t) => (t.readable(), false, false, false),
+        Kind::Mqueue(q) => {
+            let (r, w) = q.poll();
+            (r, w, false, false)
+        }
         Kind::Device(Device::Console, _) => (super::console::readable(), true, false, false),
         Kind::Device(Device::Vt(n), _) => (super::vt::readable(*n), true, false, false),
         Kind::Device(_, _) | Kind::Inode(_) | Kind::Gen(..) => (true, true, false, false),

@@ -9,6 +9,7 @@ pub mod console;
 pub mod file;
 pub mod initramfs;
 pub mod mount;
+pub mod mqueue;
 pub mod pipe;
 pub mod pseudo;
 pub mod socket;

@@ -23,6 +23,7 @@ pub mod exec;
 pub mod futex;
 pub mod mm;
 pub mod procfs;
+pub mod sem;
 pub mod signal;
 pub mod timers;
 
@@ -482,6 +483,8 @@ fn run_thread(t: Arc<Thread>, ctx: UserContext) -> i32 {
     // The first thread ends last (its tid is the pid the parent waits for).
     process.all_gone.wait_until_uninterruptible(|| process.live.load(Ordering::Acquire) == 0);
     timers::exit_process(me.tid);
+    // SEM_UNDO adjustments are the process's: applied once its last thread is gone.
+    sem::exit_process(me.process.tgid);
     let group = &me.process.group;
     // Ended by `exit_group` or a signal: that status; else the last thread's `exit` code.
     let wait_status = group.exit_status().unwrap_or((process.exit_code.load(Ordering::Acquire) & 0xff) << 8);

@@ -265,6 +265,10 @@ pub fn readv(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
 /// `close(fd)`.
 pub fn close(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let entry = files(proc).lock_uninterruptible().remove(a[0])?;
+    if let Kind::Mqueue(q) = &entry.file.kind {
+        // Linux's `mqueue_flush_file`: the closing process's notification goes.
+        q.flush(crate::sched::current().process.tgid);
+    }
     drop(entry);
     ok(0)
 }
@@ -473,6 +477,8 @@ fn file_kstat(f: &OpenFile) -> Kstat {
         Kind::Socket(sk) => anon_kstat(8, sk.id(), 0o140000 | 0o777),
         // An anonymous inode: mode 0600 and no type bits, as Linux's `anon_inode:[timerfd]`.
         Kind::TimerFd(t) => anon_kstat(12, t.id(), 0o600),
+        // A file of the mqueue filesystem (its own device; the size is Linux's FILENT_SIZE).
+        Kind::Mqueue(q) => Kstat { size: 80, ..anon_kstat(18, q.id(), S_IFREG | 0o600) },
         Kind::Inode(i) | Kind::Device(_, i) | Kind::Gen(i, _, _) => inode_kstat(i),
     }
 }
@@ -603,7 +609,7 @@ pub fn getdents64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Out
     let f = fd_file(proc, a[0])?;
     let dir = match &f.kind {
         Kind::Inode(i) if i.is_dir() => i.clone(),
-        Kind::Inode(_) | Kind::Device(_, _) | Kind::Pipe(_) | Kind::Socket(_) | Kind::Gen(..) | Kind::TimerFd(_) => {
+        Kind::Inode(_) | Kind::Device(_, _) | Kind::Pipe(_) | Kind::Socket(_) | Kind::Gen(..) | Kind::TimerFd(_) | Kind::Mqueue(_) => {
             return Err(Errno::ENOTDIR)
         }
     };

@@ -1,5 +1,5 @@
 //! System calls: one dispatch table ([`TABLE`], by Linux x86_64 number) over one file per
-//! family ([`cred`], [`fs`], [`futex`], [`mm`], [`mount`], [`process`], [`sched`], [`signal`], [`time`]). A handler gets the calling thread and the six
+//! family ([`cred`], [`fs`], [`futex`], [`ipc`], [`mm`], [`mount`], [`process`], [`sched`], [`signal`], [`time`]). A handler gets the calling thread and the six
 //! arguments and returns a value or an [`Errno`]; the dispatcher writes `-errno` into RAX as
 //! Linux does. A number nobody handles is ENOSYS, counted ([`unknown_counts`]), never a panic.
 //!
@@ -9,6 +9,7 @@
 pub mod cred;
 pub mod fs;
 pub mod futex;
+pub mod ipc;
 pub mod mm;
 pub mod mount;
 pub mod process;
@@ -135,6 +136,9 @@ entries! {
     61 wait4 process::wait4, Partial("rusage is zero");
     62 kill signal::kill, Implemented;
     63 uname process::uname, Implemented;
+    64 semget ipc::semget, Partial("the limits are Linux's defaults, fixed (no kernel.sem sysctl, no /proc/sysvipc)");
+    65 semop ipc::semop, Implemented;
+    66 semctl ipc::semctl, Implemented;
     72 fcntl fs::fcntl, Partial("F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD, F_GETFL, F_SETFL; no locks");
     74 fsync fs::fsync, Implemented;
     75 fdatasync fs::fsync, Implemented;
@@ -215,6 +219,7 @@ entries! {
     217 getdents64 fs::getdents64, Implemented;
     218 set_tid_address futex::set_tid_address, Implemented;
     219 restart_syscall time::restart_syscall, Implemented;
+    220 semtimedop ipc::semtimedop, Implemented;
     222 timer_create time::timer_create, Partial("no CPU-time clocks (EOPNOTSUPP); timers are not deleted at execve");
     223 timer_settime time::timer_settime, Implemented;
     224 timer_gettime time::timer_gettime, Implemented;
@@ -229,6 +234,12 @@ entries! {
     237 mbind mm::mbind, Partial("one NUMA node: every policy is node 0's");
     238 set_mempolicy mm::set_mempolicy, Partial("one NUMA node: every policy is node 0's");
     239 get_mempolicy mm::get_mempolicy, Partial("one NUMA node: MPOL_DEFAULT, node 0");
+    240 mq_open ipc::mq_open, Partial("no /dev/mqueue filesystem (queues are reached by their mq_open names); the fs.mqueue limits are the defaults, fixed");
+    241 mq_unlink ipc::mq_unlink, Implemented;
+    242 mq_timedsend ipc::mq_timedsend, Implemented;
+    243 mq_timedreceive ipc::mq_timedreceive, Implemented;
+    244 mq_notify ipc::mq_notify, Partial("SIGEV_NONE, SIGEV_SIGNAL; SIGEV_THREAD needs a netlink socket, which Cadence lacks (its fd is EBADF / ENOTSOCK / EINVAL, as Linux for a non-netlink fd)");
+    245 mq_getsetattr ipc::mq_getsetattr, Implemented;
     247 waitid process::waitid, Partial("rusage is zero");
     257 openat fs::openat, Partial("no O_TMPFILE, O_PATH");
     258 mkdirat fs::mkdirat, Implemented;

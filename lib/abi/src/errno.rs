@@ -86,12 +86,18 @@ pub enum Errno {
     ENOTEMPTY = 39,
     /// Too many symbolic links encountered.
     ELOOP = 40,
+    /// Identifier removed.
+    EIDRM = 43,
     /// No data available.
     ENODATA = 61,
     /// Timer expired.
     ETIME = 62,
     /// Value too large for defined data type.
     EOVERFLOW = 75,
+    /// Socket operation on non-socket.
+    ENOTSOCK = 88,
+    /// Message too long.
+    EMSGSIZE = 90,
     /// Protocol not supported.
     EPROTONOSUPPORT = 93,
     /// Operation not supported on transport endpoint.
@@ -159,9 +165,12 @@ impl Errno {
         Errno::ENOSYS,
         Errno::ENOTEMPTY,
         Errno::ELOOP,
+        Errno::EIDRM,
         Errno::ENODATA,
         Errno::ETIME,
         Errno::EOVERFLOW,
+        Errno::ENOTSOCK,
+        Errno::EMSGSIZE,
         Errno::EPROTONOSUPPORT,
         Errno::EOPNOTSUPP,
         Errno::EAFNOSUPPORT,
@@ -222,9 +231,12 @@ impl Errno {
             Errno::ENOSYS => "ENOSYS",
             Errno::ENOTEMPTY => "ENOTEMPTY",
             Errno::ELOOP => "ELOOP",
+            Errno::EIDRM => "EIDRM",
             Errno::ENODATA => "ENODATA",
             Errno::ETIME => "ETIME",
             Errno::EOVERFLOW => "EOVERFLOW",
+            Errno::ENOTSOCK => "ENOTSOCK",
+            Errno::EMSGSIZE => "EMSGSIZE",
             Errno::EPROTONOSUPPORT => "EPROTONOSUPPORT",
             Errno::EOPNOTSUPP => "EOPNOTSUPP",
             Errno::EAFNOSUPPORT => "EAFNOSUPPORT",
@@ -281,9 +293,12 @@ impl Errno {
             Errno::ENOSYS => "Function not implemented",
             Errno::ENOTEMPTY => "Directory not empty",
             Errno::ELOOP => "Too many levels of symbolic links",
+            Errno::EIDRM => "Identifier removed",
             Errno::ENODATA => "No data available",
             Errno::ETIME => "Timer expired",
             Errno::EOVERFLOW => "Value too large for defined data type",
+            Errno::ENOTSOCK => "Socket operation on non-socket",
+            Errno::EMSGSIZE => "Message too long",
             Errno::EPROTONOSUPPORT => "Protocol not supported",
             Errno::EOPNOTSUPP => "Operation not supported",
             Errno::EAFNOSUPPORT => "Address family not supported by protocol",
