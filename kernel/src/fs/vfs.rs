@@ -558,12 +558,21 @@ pub fn parent_of<'a>(cwd: &Arc<Inode>, path: &'a str) -> Result<(Arc<Inode>, &'a
     Ok((d, name))
 }
 
-/// Creates `name` in `dir` holding `content` with `mode`; EEXIST if the name is taken.
+/// What stands for each byte of a user's path that is not UTF-8 (`syscall::fs::user_path`):
+/// NUL, which no name holds, so such a name is never found and never made.
+pub const UNREPRESENTABLE: char = '\0';
+
+/// Creates `name` in `dir` holding `content` with `mode`; EEXIST if the name is taken, EINVAL
+/// for a name (or a symlink's target) with bytes Cadence's string names cannot hold
+/// ([`UNREPRESENTABLE`]: open(2)'s "invalid for the underlying filesystem").
 pub fn create(dir: &Arc<Inode>, name: &str, mode: u32, content: Content) -> Result<Arc<Inode>, Errno> {
     if name == "." || name == ".." {
         return Err(Errno::EEXIST);
     }
     check_name(name)?;
+    if name.contains(UNREPRESENTABLE) || matches!(&content, Content::Symlink(t) if t.contains(UNREPRESENTABLE)) {
+        return Err(Errno::EINVAL);
+    }
     let gen = match &*dir.lock() {
         Content::GenDir(d) => Some(d.clone()),
         _ => None,
@@ -667,6 +676,9 @@ pub fn rename(from_dir: &Arc<Inode>, from: &str, to_dir: &Arc<Inode>, to: &str) 
         return Err(Errno::EBUSY);
     }
     let node = child(from_dir, from)?;
+    if to.contains(UNREPRESENTABLE) {
+        return Err(Errno::EINVAL);
+    }
     if super::mount::mountpoint_of(&node).is_some() {
         return Err(Errno::EBUSY);
     }

@@ -726,7 +726,10 @@ fn meminfo() -> String {
         let _ = writeln!(s, "{:<16}{:>8} kB", format!("{}:", name), v);
     }
     let cache = crate::block::pagecache::counts();
-    for (name, v) in [("SwapTotal", 0), ("SwapFree", 0), ("Dirty", cache.dirty * 4), ("Writeback", cache.writeback * 4)] {
+    // Slab: the kernel heap in use (Cadence's one allocator for kernel objects, where Linux has
+    // its slab caches); `make test-fuzz` compares it before and after a run.
+    let slab = crate::mm::heap::used() as u64 / 1024;
+    for (name, v) in [("SwapTotal", 0), ("SwapFree", 0), ("Dirty", cache.dirty * 4), ("Writeback", cache.writeback * 4), ("Slab", slab)] {
         let _ = writeln!(s, "{:<16}{:>8} kB", format!("{}:", name), v);
     }
     s

@@ -370,6 +370,9 @@ fn setup_frame(t: &Thread, ctx: &mut UserContext, sig: u32, info: SigInfo, act: 
 /// `rt_sigreturn()`: restores what the handler's frame saved (registers, mask, alternate
 /// stack, FPU state). A frame that cannot be read is Linux's `badframe`: SIGSEGV.
 pub fn sigreturn(t: &Thread, ctx: &mut UserContext) -> Result<(), Errno> {
+    // A sleep a handler interrupted is not continued by a later `restart_syscall` (Linux's
+    // restore_sigcontext: "Always make any pending restarted system calls return -EINTR").
+    t.restart.lock().take();
     let frame_at = ctx.regs.rsp.wrapping_sub(8);
     let mut bytes = [0u8; frame::SIZE];
     let mut fx = [0u8; 512];

@@ -37,14 +37,31 @@ pub(super) fn fd_file(proc: &Thread, fd: u64) -> Result<Arc<OpenFile>, Errno> {
     files(proc).lock_uninterruptible().get(fd)
 }
 
-/// A path argument: EFAULT if unreadable, ENAMETOOLONG past `PATH_MAX`, not UTF-8 is EINVAL
-/// (Cadence's names are strings), empty is ENOENT unless `empty_ok`.
+/// A path argument: EFAULT if unreadable, ENAMETOOLONG past `PATH_MAX`, empty is ENOENT
+/// unless `empty_ok`.
+///
+/// Cadence's names are strings: each byte of a sequence that is not UTF-8 becomes
+/// [`vfs::UNREPRESENTABLE`] (NUL, which no name can hold), so the path keeps its length in
+/// bytes (PATH_MAX, NAME_MAX), a lookup through such a name finds nothing (ENOENT, as Linux
+/// for a name that does not exist, and none can), and creating one is EINVAL (`vfs::create`:
+/// "the final component is invalid for the underlying filesystem", open(2)), never a file
+/// under another name.
 pub(super) fn user_path(proc: &Thread, addr: u64, empty_ok: bool) -> Result<String, Errno> {
     let bytes = proc.mm().lock_uninterruptible().read_cstr(addr, PATH_MAX - 1)?;
     if bytes.is_empty() && !empty_ok {
         return Err(Errno::ENOENT);
     }
-    String::from_utf8(bytes).map_err(|_| Errno::EINVAL)
+    match String::from_utf8(bytes) {
+        Ok(s) => Ok(s),
+        Err(e) => {
+            let mut s = String::with_capacity(e.as_bytes().len());
+            for chunk in e.as_bytes().utf8_chunks() {
+                s.push_str(chunk.valid());
+                s.extend(core::iter::repeat_n(vfs::UNREPRESENTABLE, chunk.invalid().len()));
+            }
+            Ok(s)
+        }
+    }
 }
 
 /// Where a relative `path` starts: the directory `dirfd` names, or the working directory.
@@ -1367,16 +1384,45 @@ pub fn sync(_: &Thread, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Err
     ok(0)
 }
 
-/// `sendfile(out_fd, in_fd, offset, count)`: through a kernel buffer.
+/// `sendfile(out_fd, in_fd, offset, count)`: through a kernel buffer, with Linux 6.1's checks
+/// in its order (`fs/read_write.c` `do_sendfile`, `fs/splice.c`): the offset is read first
+/// (EFAULT), then in_fd (EBADF, ESPIPE with an offset on a stream, EINVAL for a negative
+/// offset), out_fd (EBADF), a count of 0 (0 bytes), then what splice accepts: a directory, pipe, timerfd or message
+/// queue has no `splice_read` (EINVAL), and a file that is not a pipe is written only from a
+/// regular file or a block device (`splice_direct_to_actor`) and never with O_APPEND (EINVAL).
 pub fn sendfile(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let (out, inp) = (fd_file(proc, a[0])?, fd_file(proc, a[1])?);
-    if !inp.readable() || !out.writable() {
+    let offset = if a[2] != 0 { Some(u64::from_le_bytes(copy_in(proc, a[2], 8)?.try_into().expect("8"))) } else { None };
+    let inp = fd_file(proc, a[1])?;
+    if !inp.may_read() {
         return Err(Errno::EBADF);
+    }
+    if offset.is_some() && !inp.seekable() {
+        return Err(Errno::ESPIPE);
+    }
+    if offset.is_some_and(|o| (o as i64) < 0) || (a[3] as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let out = fd_file(proc, a[0])?;
+    if !out.writable() {
+        return Err(Errno::EBADF);
+    }
+    if a[3] == 0 {
+        return ok(0);
+    }
+    let (in_dir, in_regular) = match &inp.kind {
+        Kind::Inode(i) => (i.is_dir(), !i.is_dir()),
+        Kind::Device(vfs::Device::Vda, _) | Kind::Gen(..) => (false, true),
+        _ => (false, false),
+    };
+    if in_dir || matches!(inp.kind, Kind::Pipe(_) | Kind::TimerFd(_) | Kind::Mqueue(_)) {
+        return Err(Errno::EINVAL);
+    }
+    if !matches!(out.kind, Kind::Pipe(_)) && (!in_regular || out.flags.load(Ordering::Relaxed) & file::O_APPEND != 0) {
+        return Err(Errno::EINVAL);
     }
     let n = a[3].min(CHUNK as u64) as usize;
     let mut buf = alloc::vec![0u8; n];
-    let got = if a[2] != 0 {
-        let off = u64::from_le_bytes(copy_in(proc, a[2], 8)?.try_into().expect("8"));
+    let got = if let Some(off) = offset {
         let got = file::pread(&inp, &mut buf, off)?;
         copy_out(proc, a[2], &(off + got as u64).to_le_bytes())?;
         got
