@@ -49,8 +49,9 @@ ncpus="${smp%%,*}"; [[ "$ncpus" =~ ^[0-9]+$ ]] && (( ncpus > 0 )) || ncpus=4
 log="${LOG:-$root/target/test-fuzz.log}"
 mkdir -p "$(dirname "$log")"
 timeout="${TIMEOUT:-$(( 300 + calls / 40 ))}"
-"$root/target/release/cadence-boot" run --kernel "$root/kernel/target/x86_64-unknown-none/release/cadence-kernel" \
-  --initrd "$root/target/user/initramfs.cpio" --smp "$smp" ${MEMORY:+--memory "$MEMORY"} --timeout "$timeout" \
+# CADENCE_KERNEL and CADENCE_INITRAMFS as the scenario tests take them (tests/src/lib.rs).
+"$root/target/release/cadence-boot" run --kernel "${CADENCE_KERNEL:-$root/kernel/target/x86_64-unknown-none/release/cadence-kernel}" \
+  --initrd "${CADENCE_INITRAMFS:-$root/target/user/initramfs.cpio}" --smp "$smp" ${MEMORY:+--memory "$MEMORY"} --timeout "$timeout" \
   --args "sysctl.kernel.hung_task_timeout_secs=30 sh=\"sh /bin/fuzz-run.sh $seed $calls $procs $fail ${SUBSET:-}\" poweroff" 2>&1 | tr -d '\r' > "$log"
 grep -a -E '^fuzz|^cadence: (PANIC|EXCEPTION)|INFO: task|watchdog: ' "$log" | grep -a -v -E '^fuzz-(proc|mount):' 
 

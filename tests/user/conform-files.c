@@ -300,6 +300,29 @@ int main(void) {
     CALL("chdir a\\xe2\\x82/b", chdir("a\xe2\x82/b"));
     CALL("access \\xff/x", access("\xff/x", F_OK));
 
+    /* A sparse file: sizes far past memory cost only the pages written (tmpfs). */
+    {
+        int sf = open("cf-sparse", O_RDWR | O_CREAT | O_TRUNC, 0644);
+        struct stat sst;
+        char c = 7;
+        CALL("ftruncate 1 TiB", ftruncate(sf, 1LL << 40));
+        fstat(sf, &sst);
+        VALUE("its size", sst.st_size);
+        CALL("pwrite a byte at 32 GiB", pwrite(sf, "x", 1, 1LL << 35));
+        CALL("pread a hole", pread(sf, &c, 1, 4096));
+        VALUE("the hole reads 0", c);
+        CALL("pread the byte", pread(sf, &c, 1, 1LL << 35));
+        VALUE("the byte", c);
+        CALL("ftruncate LLONG_MAX", ftruncate(sf, 0x7fffffffffffffffLL));
+        CALL("ftruncate -1", ftruncate(sf, -1));
+        CALL("pwrite at LLONG_MAX", pwrite(sf, "x", 1, 0x7fffffffffffffffLL));
+        CALL("ftruncate 0", ftruncate(sf, 0));
+        fstat(sf, &sst);
+        VALUE("its size after", sst.st_size);
+        close(sf);
+        CALL("unlink cf-sparse", unlink("cf-sparse"));
+    }
+
     /* sendfile: Linux 6.1's checks in do_sendfile's order and what splice takes. */
     {
         int in = open("cf-sf", O_RDWR | O_CREAT | O_TRUNC, 0644);

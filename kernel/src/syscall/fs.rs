@@ -87,6 +87,38 @@ fn copy_in(proc: &Thread, addr: u64, len: usize) -> Result<Vec<u8>, Errno> {
     Ok(buf)
 }
 
+/// Linux's `access_ok(buf, len)` (6.1, x86-64): the whole range below `TASK_SIZE_MAX`, or
+/// EFAULT before anything moves, whatever is mapped.
+fn access_ok(buf: u64, len: u64) -> Result<(), Errno> {
+    use crate::mm::vm::TASK_SIZE;
+    if len <= TASK_SIZE && buf <= TASK_SIZE - len {
+        Ok(())
+    } else {
+        Err(Errno::EFAULT)
+    }
+}
+
+/// `pread64` / `pwrite64`'s checks in `ksys_pread64` / `vfs_read`'s order: a negative offset
+/// (EINVAL, before the fd), the fd (EBADF), a stream (ESPIPE), the access mode (EBADF), the
+/// buffer (EFAULT), an offset plus count past `loff_t` (EINVAL, `rw_verify_area`).
+fn positioned(proc: &Thread, a: [u64; 6], write: bool) -> Result<Arc<OpenFile>, Errno> {
+    if (a[3] as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let f = fd_file(proc, a[0])?;
+    if !f.seekable() {
+        return Err(Errno::ESPIPE);
+    }
+    if !(if write { f.writable() } else { f.readable() }) {
+        return Err(Errno::EBADF);
+    }
+    access_ok(a[1], a[2])?;
+    if a[3].checked_add(a[2]).is_none_or(|end| end > i64::MAX as u64) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(f)
+}
+
 /// Reads into user memory at `buf`, at most `len` bytes, with `op` filling a kernel buffer
 /// (given the bytes already read, for an offset). A file whose reads never wait (`whole`: a
 /// regular file, `/dev/zero`, the disk) is read in chunks of [`CHUNK`] until `len` or a short
@@ -99,6 +131,7 @@ fn read_into(
     whole: bool,
     mut op: impl FnMut(&mut [u8], u64) -> Result<usize, Errno>,
 ) -> Result<u64, Errno> {
+    access_ok(buf, len)?;
     let len = len.min(MAX_RW);
     // A bad buffer is EFAULT before anything is consumed (Linux checks `access_ok` first).
     if len > 0 {
@@ -142,10 +175,7 @@ pub fn read(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
 
 /// `pread64(fd, buf, count, offset)`.
 pub fn pread64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let f = fd_file(proc, a[0])?;
-    if (a[3] as i64) < 0 {
-        return Err(Errno::EINVAL);
-    }
+    let f = positioned(proc, a, false)?;
     ok(read_into(proc, a[1], a[2], reads_whole(&f), |b, done| file::pread(&f, b, a[3] + done))?)
 }
 
@@ -154,6 +184,7 @@ fn write_from(proc: &Thread, f: &OpenFile, buf: u64, len: u64) -> Result<u64, Er
     if !f.writable() {
         return Err(Errno::EBADF);
     }
+    access_ok(buf, len)?;
     let len = len.min(MAX_RW);
     let mut done = 0u64;
     while done < len || len == 0 {
@@ -191,10 +222,7 @@ pub fn write(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
 /// `pwrite64(fd, buf, count, offset)`: in chunks of [`CHUNK`] at the offset plus what was
 /// written, until a short write; an error after some bytes returns their count.
 pub fn pwrite64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let f = fd_file(proc, a[0])?;
-    if (a[3] as i64) < 0 {
-        return Err(Errno::EINVAL);
-    }
+    let f = positioned(proc, a, true)?;
     let len = a[2].min(MAX_RW);
     let mut done = 0u64;
     loop {
