@@ -14,6 +14,7 @@
 use super::pseudo::{self, GenDir, GenFile, Node};
 use crate::mm::page::PageRef;
 use crate::sched::wait::{Mutex, MutexGuard};
+use alloc::collections::btree_map::Entry;
 use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::sync::{Arc, Weak};
@@ -198,8 +199,8 @@ impl FileData {
             let at = offset + done as u64;
             let (idx, off) = (at / PAGE, (at % PAGE) as usize);
             let k = (PAGE as usize - off).min(data.len() - done);
-            if !pages.contains_key(&idx) {
-                pages.insert(idx, PageRef::alloc().ok_or(Errno::ENOSPC)?);
+            if let Entry::Vacant(e) = pages.entry(idx) {
+                e.insert(PageRef::alloc().ok_or(Errno::ENOSPC)?);
             }
             pages[&idx].write_at(off, &data[done..done + k]);
             done += k;
@@ -243,8 +244,8 @@ impl FileData {
             return Ok(None);
         }
         let pages = self.paged().map_err(|_| Errno::ENOMEM)?;
-        if !pages.contains_key(&index) {
-            pages.insert(index, PageRef::alloc().ok_or(Errno::ENOMEM)?);
+        if let Entry::Vacant(e) = pages.entry(index) {
+            e.insert(PageRef::alloc().ok_or(Errno::ENOMEM)?);
         }
         Ok(pages.get(&index).cloned())
     }
@@ -439,9 +440,6 @@ impl Inode {
         }
     }
 }
-
-/// The largest file the ramfs holds (the heap is its only limit otherwise).
-
 
 /// The root directory.
 pub fn root() -> Arc<Inode> {
