@@ -2,7 +2,8 @@
 # fuzz-run.sh SEED CALLS PROCS FAIL [SUBSET]: the guest half of `make test-fuzz`
 # (tools/test-fuzz.sh reads what it prints). A warm-up run of the fuzzer (what the first run
 # of a program makes stays for the boot: /tmp's entries, file pages), the baseline, the run
-# (with FAIL percent of the kernel's failure-injection sites failing, debug.fail_alloc), a
+# (with FAIL percent of the kernel's failure-injection sites failing, debug.fail_alloc, which
+# the fuzzer sets), a
 # wait until no user process but this shell is left, the second measurement, and a census of
 # what is left (processes, mounts, /tmp) to name a leak's holder.
 #
@@ -56,17 +57,9 @@ wait_reaped >/dev/null
 settle
 echo "fuzz-mem: before"
 mem
-if [ "$fail" != 0 ]; then
-    echo -1 >/proc/sys/debug/fail_alloc/times
-    echo 0 >/proc/sys/debug/fail_alloc/verbose
-    echo "$fail" >/proc/sys/debug/fail_alloc/probability
-fi
-/bin/fuzz "$seed" "$calls" "$procs" $subset
-if [ "$fail" != 0 ]; then
-    echo 0 >/proc/sys/debug/fail_alloc/probability
-    read -r injected </proc/sys/debug/fail_alloc/injected
-    echo "fuzz-injected: $injected"
-fi
+# FUZZ_FAIL: the fuzzer turns failure injection on once it runs, and off before it ends (a
+# shell that cannot fork would end this script).
+FUZZ_FAIL=$fail /bin/fuzz "$seed" "$calls" "$procs" $subset
 wait_reaped
 settle
 echo "fuzz-mem: after"

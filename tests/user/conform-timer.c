@@ -269,6 +269,57 @@ int main(void) {
     CALL("timerfd_create bad flags", timerfd_create(CLOCK_MONOTONIC, 1));
     CALL("close timerfd", close(tfd));
     CALL("close realtime timerfd", close(rfd));
+
+    /* 1 ns periods: a periodic timer fires again only once its signal is taken (Linux's
+     * posixtimer_rearm), so it cannot storm; the periods between are its overrun. */
+    {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_rt;
+        sa.sa_flags = SA_SIGINFO;
+        sigaction(SIGRTMIN + 1, &sa, NULL);
+        sigset_t m;
+        sigemptyset(&m);
+        sigaddset(&m, SIGRTMIN + 1);
+        sigaddset(&m, SIGALRM);
+        sigprocmask(SIG_BLOCK, &m, NULL);
+        struct sigevent ev;
+        memset(&ev, 0, sizeof ev);
+        ev.sigev_notify = SIGEV_SIGNAL;
+        ev.sigev_signo = SIGRTMIN + 1;
+        timer_t fast;
+        CALL("timer_create for a 1 ns period", timer_create(CLOCK_MONOTONIC, &ev, &fast));
+        struct itimerspec one = {{0, 1}, {0, 1}}, zero = {{0, 0}, {0, 0}}, cur;
+        CALL("timer_settime 1 ns period", timer_settime(fast, 0, &one, NULL));
+        msleep(30);
+        timer_gettime(fast, &cur);
+        VALUE("fired, blocked: its interval reads 1 ns", cur.it_interval.tv_nsec);
+        VALUE("and its next expiry within 1 ns", cur.it_value.tv_sec == 0 && cur.it_value.tv_nsec <= 1);
+        rt_count = 0;
+        sigprocmask(SIG_UNBLOCK, &m, NULL);
+        sigprocmask(SIG_BLOCK, &m, NULL);
+        VALUE("one signal taken for 30 ms of 1 ns periods", rt_count);
+        VALUE("overrun after it over 1000", timer_getoverrun(fast) > 1000);
+        msleep(5);
+        rt_count = 0;
+        sigprocmask(SIG_UNBLOCK, &m, NULL);
+        sigprocmask(SIG_BLOCK, &m, NULL);
+        VALUE("re-armed when taken: one more", rt_count);
+        CALL("timer_delete the fast timer", timer_delete(fast));
+        sa.sa_handler = on_alrm;
+        sa.sa_flags = 0;
+        sigaction(SIGALRM, &sa, NULL);
+        struct itimerval fastit = {{0, 1}, {0, 1}}, offit = {{0, 0}, {0, 0}};
+        CALL("setitimer 1 us period", setitimer(ITIMER_REAL, &fastit, NULL));
+        msleep(30);
+        alrm = 0;
+        sigprocmask(SIG_UNBLOCK, &m, NULL);
+        sigprocmask(SIG_BLOCK, &m, NULL);
+        VALUE("one SIGALRM taken for 30 ms of 1 us periods", alrm);
+        CALL("setitimer off", setitimer(ITIMER_REAL, &offit, NULL));
+        sigprocmask(SIG_UNBLOCK, &m, NULL);
+        (void)zero;
+    }
     printf("done\n");
     return 0;
 }

@@ -998,6 +998,19 @@ static void rm_tree(const char *name, int depth) {
     rmdir(name);
 }
 
+/* Writes a sysctl (retried: under failure injection the open itself may fail). */
+static void set_sysctl(const char *path, const char *value) {
+    for (int tries = 0; tries < 100; tries++) {
+        int fd = open(path, O_WRONLY);
+        if (fd >= 0) {
+            ssize_t n = write(fd, value, strlen(value));
+            close(fd);
+            if (n == (ssize_t)strlen(value)) return;
+        }
+    }
+    fprintf(stderr, "fuzz: could not write %s to %s\n", value, path);
+}
+
 /* Kills every user process started after this one (a pid above this one's; a kernel task's
  * statm is all zeros) until none is left (at most ~10 s): the workers' children that outlived
  * them, whatever their process group, session or name (PR_SET_NAME) became. Nothing else runs
@@ -1126,6 +1139,16 @@ int main(int argc, char **argv) {
     /* The parent ignores what the workers may send to their groups and keeps SIGCHLD. */
     for (int i = 1; i < 65; i++)
         if (i != SIGKILL && i != SIGSTOP && i != SIGCHLD) signal(i, SIG_IGN);
+    /* FUZZ_FAIL=percent: the kernel's failure injection (debug.fail_alloc) on for the run, set
+     * here, after the shell has started this program (its own fork would fail too, and a shell
+     * that cannot fork ends its script), and off again before the results. */
+    const char *fail = getenv("FUZZ_FAIL");
+    int failing = fail && atoi(fail) > 0;
+    if (failing) {
+        set_sysctl("/proc/sys/debug/fail_alloc/times", "-1");
+        set_sysctl("/proc/sys/debug/fail_alloc/verbose", "0");
+        set_sysctl("/proc/sys/debug/fail_alloc/probability", fail);
+    }
     pid_t pid[MAX_PROCS];
     long last[MAX_PROCS];
     struct timespec since[MAX_PROCS];
@@ -1216,6 +1239,17 @@ int main(int argc, char **argv) {
      * have left their worker's process group (setpgid, setsid): SIGKILL for every process of
      * this program but this one, until none is left (init reaps them). */
     int left = sweep();
+    if (failing) {
+        set_sysctl("/proc/sys/debug/fail_alloc/probability", "0");
+        char injected[32] = "?";
+        FILE *f = fopen("/proc/sys/debug/fail_alloc/injected", "r");
+        if (f) {
+            if (!fgets(injected, sizeof injected, f)) injected[0] = 0;
+            fclose(f);
+        }
+        injected[strcspn(injected, "\n")] = 0;
+        printf("fuzz: failure injection %s%%: %s allocations failed\n", fail, injected);
+    }
     /* Everything reaped; the semaphore sets and queues the workers made go, */
     for (int i = 0; i < sh->nsemids && i < MAX_SEMIDS; i++) semctl(sh->semids[i], 0, IPC_RMID);
     for (int i = 0; i < 4; i++) {
