@@ -335,6 +335,7 @@ static const char *name_of(int nr) {
 /* ---- shared state (MAP_SHARED anonymous, written by the workers) ---- */
 struct slot {
     long budget, done, ok, failed, unexpected, gens, signaled, stalled, execs, exited, forks, threads;
+    long ro_writes; /* calls after which the read-only page had changed */
     long progress;
     int nr; /* the call in flight (-1: churn or housekeeping) */
 };
@@ -356,6 +357,7 @@ static int slot_id, gen_id;
 static long call_no;
 static char scratch[64];
 static char *buf;          /* 2 RW pages, then a PROT_NONE page, then a read-only page */
+static char ro_copy[4096]; /* what the read-only page holds */
 static char *area;         /* scratch region for the memory calls, AREA_PAGES pages */
 #define AREA_PAGES 64
 static pid_t kids[16];
@@ -883,6 +885,13 @@ static void one_call(void) {
         raw(SYS_setitimer, ITIMER_REAL, (long)&it, 0, 0, 0, 0);
     }
     count_result(nr, r);
+    /* No call may write where the caller cannot: the read-only page is as it was made. */
+    if (memcmp(buf + 3 * PG, ro_copy, PG) != 0) {
+        struct slot *sl = &sh->slot[slot_id];
+        if (__atomic_fetch_add(&sl->ro_writes, 1, __ATOMIC_RELAXED) == 0)
+            printf("fuzz: slot %d gen %d call %ld: the read-only page changed after %s\n", slot_id, gen_id, call_no, name_of(nr)), fflush(stdout);
+        memcpy(ro_copy, buf + 3 * PG, PG);
+    }
 }
 
 /* The fds a worker starts with (and gets back every 256 calls): files in the scratch directory,
@@ -922,6 +931,7 @@ static void worker(int slot, int gen, uint64_t seed) {
     char *region = mmap(NULL, (AREA_PAGES + 2) * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (buf == MAP_FAILED || region == MAP_FAILED) raw(SYS_exit_group, 3, 0, 0, 0, 0, 0);
     for (size_t i = 0; i < 2 * PG; i += 8) *(uint64_t *)(buf + i) = r64();
+    for (size_t i = 0; i < PG; i += 8) *(uint64_t *)(ro_copy + i) = *(uint64_t *)(buf + 3 * PG + i) = r64();
     mprotect(buf + 2 * PG, PG, PROT_NONE);
     mprotect(buf + 3 * PG, PG, PROT_READ);
     munmap(region, PG);
@@ -1260,7 +1270,7 @@ int main(int argc, char **argv) {
     /* and the scratch tree (and anything mounted in it). */
     for (int tries = 0; tries < 3; tries++)
         if (chdir("/tmp") == 0) rm_tree("fuzz", 0);
-    long unexpected = 0, total = 0;
+    long unexpected = 0, total = 0, ro_writes = 0;
     for (int i = 0; i < procs; i++) {
         struct slot *s = &sh->slot[i];
         printf("fuzz: worker %d: calls=%ld ok=%ld failed=%ld unexpected=%ld generations=%ld killed_by_signal=%ld stalled=%ld execs=%ld "
@@ -1268,6 +1278,7 @@ int main(int argc, char **argv) {
                i, s->done, s->ok, s->failed, s->unexpected, s->gens, s->signaled, s->stalled, s->execs, s->exited, s->forks, s->threads);
         unexpected += s->unexpected;
         total += s->done;
+        ro_writes += s->ro_writes;
     }
     for (int nr = 0; nr < NR_MAX; nr++)
         for (int e = 0; e < ERR_MAX; e++)
@@ -1275,7 +1286,7 @@ int main(int argc, char **argv) {
                 printf("fuzz: unexpected: %s %s x%d (first: slot %d gen %d call %ld)\n", name_of(nr), ename(e), sh->unexpected[nr][e],
                        sh->first[nr][e].slot, sh->first[nr][e].gen, sh->first[nr][e].call);
     struct stat st;
-    printf("fuzz: done seed=%llu calls=%ld procs=%d errno_unexpected=%ld scratch_left=%d unkillable=%d\n", (unsigned long long)seed, total, procs,
-           unexpected, stat("/tmp/fuzz", &st) == 0, left);
+    printf("fuzz: done seed=%llu calls=%ld procs=%d errno_unexpected=%ld ro_writes=%ld scratch_left=%d unkillable=%d\n", (unsigned long long)seed,
+           total, procs, unexpected, ro_writes, stat("/tmp/fuzz", &st) == 0, left);
     return 0;
 }
