@@ -29,7 +29,8 @@
 #   errno_unexpected: the fuzzer's count of errnos outside the man page's list for the calls
 #           it checks (fuzz.c's table; docs/guide/tests.md).
 # SUBSET=name,name (or -name,name: all but these; `churn`: the deliberate forks and threads)
-# restricts the run to those calls, to narrow a finding down.
+# restricts the run to those calls, to narrow a finding down; TRACE=slot:gen prints that
+# worker's calls and results (`fuzz-trace:` lines) to replay one.
 # A failure replays with its seed: make test-fuzz SEED=<n> CALLS=<n> SMP=<spec> PROCS=<n>
 # FAIL=<n>; the fuzzer's `fuzz: unexpected:` lines name the slot, generation and call number
 # of the first occurrence (one process's sequence repeats for a seed; what the others do
@@ -52,7 +53,7 @@ timeout="${TIMEOUT:-$(( 300 + calls / 40 ))}"
 # CADENCE_KERNEL and CADENCE_INITRAMFS as the scenario tests take them (tests/src/lib.rs).
 "$root/target/release/cadence-boot" run --kernel "${CADENCE_KERNEL:-$root/kernel/target/x86_64-unknown-none/release/cadence-kernel}" \
   --initrd "${CADENCE_INITRAMFS:-$root/target/user/initramfs.cpio}" --smp "$smp" ${MEMORY:+--memory "$MEMORY"} --timeout "$timeout" \
-  --args "sysctl.kernel.hung_task_timeout_secs=30 sh=\"sh /bin/fuzz-run.sh $seed $calls $procs $fail ${SUBSET:-}\" poweroff" 2>&1 | tr -d '\r' > "$log"
+  --args "sysctl.kernel.hung_task_timeout_secs=30 sh=\"sh /bin/fuzz-run.sh $seed $calls $procs $fail ${SUBSET:--} ${TRACE:--}\" poweroff" 2>&1 | tr -d '\r' > "$log"
 grep -a -E '^fuzz|^cadence: (PANIC|EXCEPTION)|INFO: task|watchdog: ' "$log" | grep -a -v -E '^fuzz-(proc|mount):' 
 
 count() { grep -a -c -E "$1" "$log"; }

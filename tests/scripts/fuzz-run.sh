@@ -1,5 +1,5 @@
 #!/bin/sh
-# fuzz-run.sh SEED CALLS PROCS FAIL [SUBSET]: the guest half of `make test-fuzz`
+# fuzz-run.sh SEED CALLS PROCS FAIL [SUBSET [TRACE]]: the guest half of `make test-fuzz`
 # (tools/test-fuzz.sh reads what it prints). A warm-up run of the fuzzer (what the first run
 # of a program makes stays for the boot: /tmp's entries, file pages), the baseline, the run
 # (with FAIL percent of the kernel's failure-injection sites failing, debug.fail_alloc, which
@@ -10,7 +10,10 @@
 # Measurements and counts use the shell's builtins only (read, case, arithmetic): a measuring
 # pipeline (grep | sed) would count its own processes' pages and page tables, which vary by
 # tens of frames with the moment it reads, and a counting subshell would count itself.
-seed=$1 calls=$2 procs=$3 fail=${4:-0} subset=$5
+# SUBSET and TRACE (slot:generation, whose calls the fuzzer prints) are `-` when not given.
+seed=$1 calls=$2 procs=$3 fail=${4:-0} subset=${5:--} trace=${6:--}
+[ "$subset" = - ] && subset=
+[ "$trace" = - ] && trace=
 
 mem() {
     while read -r k v u; do
@@ -59,7 +62,7 @@ echo "fuzz-mem: before"
 mem
 # FUZZ_FAIL: the fuzzer turns failure injection on once it runs, and off before it ends (a
 # shell that cannot fork would end this script).
-FUZZ_FAIL=$fail /bin/fuzz "$seed" "$calls" "$procs" $subset
+FUZZ_FAIL=$fail FUZZ_TRACE=$trace /bin/fuzz "$seed" "$calls" "$procs" $subset
 wait_reaped
 settle
 echo "fuzz-mem: after"

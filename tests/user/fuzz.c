@@ -358,6 +358,7 @@ static long call_no;
 static char scratch[64];
 static char *buf;          /* 2 RW pages, then a PROT_NONE page, then a read-only page */
 static char ro_copy[4096]; /* what the read-only page holds */
+static int trace_me, trace_fd = -1; /* FUZZ_TRACE=slot:gen names this worker: its calls go to trace_fd */
 static char *area;         /* scratch region for the memory calls, AREA_PAGES pages */
 #define AREA_PAGES 64
 static pid_t kids[16];
@@ -385,6 +386,10 @@ static uint64_t r64(void) {
 static unsigned rn(unsigned n) { return (unsigned)(r64() % n); }
 
 static void on_signal(int s) { (void)s; sig_hits++; }
+/* A fault's signal keeps its default action (the worker dies and is replaced): a handler that
+ * returns re-runs the faulting instruction, forever, on Linux as here (a handler at a random
+ * address, a jump to one, rt_sigreturn's restored RIP). */
+static int synchronous(int s) { return s == SIGSEGV || s == SIGBUS || s == SIGILL || s == SIGFPE || s == SIGTRAP; }
 
 static long raw(long nr, long a, long b, long c, long d, long e, long f) {
     long r;
@@ -731,12 +736,20 @@ static void one_call(void) {
     }
     /* The exclusions that keep the fuzzer alive (see the header). */
     switch (nr) {
+    case SYS_rt_sigsuspend: case SYS_ppoll: { /* a mask read from our memory must leave SIGALRM open */
+        int i = nr == SYS_rt_sigsuspend ? 0 : 3;
+        unsigned long p = (unsigned long)a[i];
+        if (p >= (unsigned long)buf && p + 8 <= (unsigned long)buf + 4 * PG && !(p + 8 > (unsigned long)buf + 2 * PG && p < (unsigned long)buf + 3 * PG) &&
+            (*(uint64_t *)p & (1ULL << (SIGALRM - 1))))
+            a[i] = g_sigset();
+        break;
+    }
     case SYS_kill: case SYS_rt_sigqueueinfo:
         if (a[0] == -1) a[1] = 0;
         else if (a[0] <= 0 && (a[1] == SIGKILL || a[1] == SIGSTOP)) a[1] = SIGURG;
         break;
     case SYS_rt_sigaction:
-        if (a[0] == SIGALRM) a[1] = 0;
+        if (a[0] == SIGALRM || synchronous((int)a[0])) a[1] = 0;
         if (rn(2) && a[1] != 0) { /* a well-formed action through glibc (its restorer) */
             struct sigaction sa;
             memset(&sa, 0, sizeof sa);
@@ -862,7 +875,18 @@ static void one_call(void) {
     }
     if (!in_child) sh->slot[slot_id].nr = nr;
     if (blocking) arm();
+    if (trace_me) { /* FUZZ_TRACE=slot:gen: this worker's calls on the console, before each */
+        char line[256];
+        int n = snprintf(line, sizeof line, "fuzz-trace: %d:%d call %ld %s(%#lx, %#lx, %#lx, %#lx, %#lx, %#lx)\n", slot_id, gen_id, call_no, name_of(nr), a[0],
+                         a[1], a[2], a[3], a[4], a[5]);
+        raw(SYS_write, trace_fd, (long)line, n, 0, 0, 0);
+    }
     long r = raw(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+    if (trace_me) {
+        char line[64];
+        int n = snprintf(line, sizeof line, "fuzz-trace: = %ld\n", r);
+        raw(SYS_write, trace_fd, (long)line, n, 0, 0, 0);
+    }
     if ((nr == SYS_fork || nr == SYS_vfork || nr == SYS_clone) && r == 0) raw(SYS_exit_group, 0, 0, 0, 0, 0, 0);
     if ((nr == SYS_fork || nr == SYS_vfork || nr == SYS_clone) && r > 0) add_kid((pid_t)r);
     if (nr == SYS_mmap && r > 0 && !((unsigned long)r >= (unsigned long)area && (unsigned long)r < (unsigned long)area + AREA_PAGES * PG)) {
@@ -918,6 +942,14 @@ static void worker(int slot, int gen, uint64_t seed) {
     rng = splitmix(seed ^ splitmix((uint64_t)slot << 32 | (uint64_t)gen)) | 1;
     self_pid = getpid();
     setpgid(0, 0);
+    const char *tr = getenv("FUZZ_TRACE");
+    if (tr) {
+        int ts = -1, tg = -1;
+        if (sscanf(tr, "%d:%d", &ts, &tg) == 2 && ts == slot && tg == gen) {
+            trace_me = 1;
+            trace_fd = fcntl(1, F_DUPFD, 900); /* kept past the dup2s below, high */
+        }
+    }
     int nul = open("/dev/null", O_RDWR);
     dup2(nul, 0), dup2(nul, 1), dup2(nul, 2);
     if (nul > 2) close(nul);
@@ -942,7 +974,7 @@ static void worker(int slot, int gen, uint64_t seed) {
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     for (int i = 1; i < 65; i++)
-        if (i != SIGKILL && i != SIGSTOP) sigaction(i, &sa, NULL);
+        if (i != SIGKILL && i != SIGSTOP && !synchronous(i)) sigaction(i, &sa, NULL);
     replenish();
     while (__atomic_load_n(&s->done, __ATOMIC_RELAXED) < s->budget) {
         call_no = __atomic_add_fetch(&s->done, 1, __ATOMIC_RELAXED);
@@ -1235,8 +1267,27 @@ int main(int argc, char **argv) {
                     fclose(f);
                 }
                 stat[strcspn(stat, "\n")] = 0;
-                printf("fuzz: slot %d gen %ld stalled at call %ld (%s): SIGKILL; wchan %s; stat %s\n", i, sh->slot[i].gens - 1, sh->slot[i].done,
-                       nr < 0 ? "churn" : name_of(nr), wchan[0] ? wchan : "-", stat);
+                char sigs[256] = "";
+                snprintf(path, sizeof path, "/proc/%d/status", (int)pid[i]);
+                if ((f = fopen(path, "r"))) {
+                    char l[128];
+                    while (fgets(l, sizeof l, f))
+                        if (!strncmp(l, "SigPnd", 6) || !strncmp(l, "ShdPnd", 6) || !strncmp(l, "SigBlk", 6) || !strncmp(l, "SigIgn", 6)) {
+                            l[strcspn(l, "\n")] = ' ';
+                            strncat(sigs, l, sizeof sigs - strlen(sigs) - 1);
+                        }
+                    fclose(f);
+                }
+                printf("fuzz: slot %d gen %ld stalled at call %ld (%s): SIGKILL; wchan %s; %s; stat %s\n", i, sh->slot[i].gens - 1, sh->slot[i].done,
+                       nr < 0 ? "churn" : name_of(nr), wchan[0] ? wchan : "-", sigs, stat);
+                if (getenv("FUZZ_TRACE")) { /* replaying: the stalled worker's mappings too */
+                    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid[i]);
+                    if ((f = fopen(path, "r"))) {
+                        char l[256];
+                        while (fgets(l, sizeof l, f)) printf("fuzz: maps: %s", l);
+                        fclose(f);
+                    }
+                }
                 fflush(stdout);
                 kill(pid[i], SIGKILL);
                 since[i] = now;

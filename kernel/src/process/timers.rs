@@ -65,6 +65,9 @@ struct PosixTimer {
     /// A periodic timer fired and waits for its signal to be taken to be re-armed (Linux's
     /// `it_requeue_pending`); also a fired periodic SIGEV_NONE timer, read by arithmetic.
     requeue_pending: bool,
+    /// Fired, its signal not sent yet by `ktimers` (several expiries before it runs send one
+    /// signal, as Linux's one preallocated sigqueue per timer).
+    to_send: bool,
     armed: Option<(u32, TimerId)>,
 }
 
@@ -72,11 +75,13 @@ struct Table {
     /// By global key (`serial`), which the kernel timer's data carries.
     timers: BTreeMap<u32, PosixTimer>,
     next_serial: u32,
-    /// Expired timers waiting for `ktimers`: (serial, gen).
-    fired: Vec<(u32, u32)>,
 }
 
-static TABLE: IrqLock<Table> = IrqLock::new(Table { timers: BTreeMap::new(), next_serial: 1, fired: Vec::new() });
+static TABLE: IrqLock<Table> = IrqLock::new(Table { timers: BTreeMap::new(), next_serial: 1 });
+/// Some timer has `to_send` set: `ktimers` has work. A flag per timer and this one, never a
+/// queue: an interrupt cannot find it full (a queue sized when timers were made dropped
+/// expiries once timers fired faster than `ktimers` ran).
+static KTIMERS_PENDING: AtomicBool = AtomicBool::new(false);
 static KTIMERS_WORK: WaitQueue = WaitQueue::new();
 static KTIMERS_STARTED: AtomicBool = AtomicBool::new(false);
 
@@ -99,20 +104,24 @@ fn ensure_ktimers() -> Result<(), Errno> {
 }
 
 fn ktimers() -> i32 {
-    // `fired` keeps its capacity (the interrupt path pushes only within it): its entries are
-    // moved into this buffer, grown beforehand outside the lock.
-    let mut batch: Vec<(u32, u32)> = Vec::new();
+    let mut batch: Vec<(u32, u32, Tid, i32, Notify, u64, i32)> = Vec::new();
     loop {
-        KTIMERS_WORK.wait_until_uninterruptible(|| !TABLE.lock().fired.is_empty());
-        let cap = TABLE.lock().fired.capacity();
-        batch.reserve(cap.saturating_sub(batch.len()));
-        batch.append(&mut TABLE.lock().fired);
-        for (serial, gen) in batch.drain(..) {
-            let sent = {
-                let t = TABLE.lock();
-                t.timers.get(&serial).filter(|x| x.gen == gen).map(|x| (x.tgid, x.id, x.notify, x.value, x.overrun))
-            };
-            let Some((tgid, id, notify, value, overrun)) = sent else { continue };
+        KTIMERS_WORK.wait_until_uninterruptible(|| KTIMERS_PENDING.swap(false, Ordering::AcqRel));
+        {
+            // Room first, outside the lock (a few more than there are timers now).
+            let n = TABLE.lock().timers.len() + 8;
+            batch.reserve(n); // `batch` is empty: room for n
+            let mut t = TABLE.lock();
+            for (&serial, x) in t.timers.iter_mut().filter(|(_, x)| x.to_send) {
+                if batch.len() == batch.capacity() {
+                    KTIMERS_PENDING.store(true, Ordering::Release); // the rest next round
+                    break;
+                }
+                x.to_send = false;
+                batch.push((serial, x.gen, x.tgid, x.id, x.notify, x.value, x.overrun));
+            }
+        }
+        for (serial, gen, tgid, id, notify, value, overrun) in batch.drain(..) {
             // ITIMER_REAL's SIGALRM is the kernel's (Linux's SEND_SIG_PRIV: SI_KERNEL).
             let info = |signo| {
                 if id == ITIMER_REAL_ID {
@@ -159,11 +168,12 @@ fn expired(_cpu: u32, data: u64) {
     } else {
         x.expires_ns = 0;
     }
-    if x.notify != Notify::None && t.fired.len() < t.fired.capacity() {
-        t.fired.push((serial, gen));
+    if x.notify != Notify::None {
+        x.to_send = true;
+        drop(t);
+        KTIMERS_PENDING.store(true, Ordering::Release);
+        KTIMERS_WORK.wake_all();
     }
-    drop(t);
-    KTIMERS_WORK.wake_all();
 }
 
 /// Re-arms a fired periodic timer whose signal was ignored, past now plus at least a tick.
@@ -235,6 +245,7 @@ fn arm(x: &mut PosixTimer, serial: u32, value_ns: u64, interval_ns: u64, absolut
     x.interval_ns = interval_ns;
     x.overrun = 0;
     x.requeue_pending = false;
+    x.to_send = false;
     if value_ns == 0 {
         x.expires_ns = 0;
         return;
@@ -258,29 +269,7 @@ fn reading(x: &PosixTimer) -> (u64, u64) {
     (left, x.interval_ns)
 }
 
-/// `TABLE` locked with room in `fired` for every timer and one more, so that the timer about
-/// to be made fits and the interrupt path never allocates (the buffer is grown with the lock
-/// released, as `sync::lock_with_room` does).
-fn lock_with_fired_room() -> crate::sync::IrqLockGuard<'static, Table> {
-    loop {
-        let mut t = TABLE.lock();
-        let need = t.timers.len() + 1;
-        if t.fired.capacity() >= need {
-            return t;
-        }
-        drop(t);
-        let mut bigger = Vec::with_capacity(need * 2);
-        t = TABLE.lock();
-        if t.fired.capacity() < need {
-            bigger.append(&mut t.fired);
-            core::mem::swap(&mut t.fired, &mut bigger);
-        }
-        drop(t);
-        drop(bigger); // the old buffer, freed with the lock released
-    }
-}
-
-/// Adds a disarmed timer (under `t`, which has room: [`lock_with_fired_room`]).
+/// Adds a disarmed timer (under `t`).
 fn insert(t: &mut Table, tgid: Tid, id: i32, realtime: bool, notify: Notify, value: u64) {
     let serial = t.next_serial;
     t.next_serial = t.next_serial.wrapping_add(1).max(1);
@@ -295,6 +284,7 @@ fn insert(t: &mut Table, tgid: Tid, id: i32, realtime: bool, notify: Notify, val
         overrun: 0,
         gen: 0,
         requeue_pending: false,
+        to_send: false,
         armed: None,
     };
     t.timers.insert(serial, x);
@@ -304,7 +294,7 @@ fn insert(t: &mut Table, tgid: Tid, id: i32, realtime: bool, notify: Notify, val
 /// [`MAX_TIMERS`] timers.
 pub fn create(tgid: Tid, realtime: bool, notify: Notify, value: Option<u64>) -> Result<i32, Errno> {
     ensure_ktimers()?;
-    let mut t = lock_with_fired_room();
+    let mut t = TABLE.lock();
     let count = t.timers.values().filter(|x| x.tgid == tgid && x.id >= 0).count();
     if count >= MAX_TIMERS {
         return Err(Errno::EAGAIN);
@@ -355,7 +345,7 @@ pub fn delete(tgid: Tid, id: i32) -> Result<(), Errno> {
 pub fn set_real(tgid: Tid, value_ns: u64, interval_ns: u64) -> Result<(u64, u64), Errno> {
     if value_ns != 0 {
         ensure_ktimers()?;
-        let mut t = lock_with_fired_room();
+        let mut t = TABLE.lock();
         if find(&t, tgid, ITIMER_REAL_ID).is_none() {
             insert(&mut t, tgid, ITIMER_REAL_ID, false, Notify::Process { signo: cadence_abi::signal::SIGALRM }, 0);
         }
