@@ -295,28 +295,31 @@ int main(void) {
         timer_gettime(fast, &cur);
         VALUE("fired, blocked: its interval reads 1 ns", cur.it_interval.tv_nsec);
         VALUE("and its next expiry within 1 ns", cur.it_value.tv_sec == 0 && cur.it_value.tv_nsec <= 1);
-        rt_count = 0;
-        sigprocmask(SIG_UNBLOCK, &m, NULL);
-        sigprocmask(SIG_BLOCK, &m, NULL);
-        VALUE("one signal taken for 30 ms of 1 ns periods", rt_count);
-        VALUE("overrun after it over 1000", timer_getoverrun(fast) > 1000);
+        /* Taken while blocked (sigtimedwait): one signal for the 30 ms, the periods as its
+         * overrun; the timer re-arms as it is taken, and fires again. */
+        siginfo_t si;
+        struct timespec nowait = {0, 0};
+        sigset_t rt1;
+        sigemptyset(&rt1);
+        sigaddset(&rt1, SIGRTMIN + 1);
+        VALUE("sigtimedwait takes it", sigtimedwait(&rt1, &si, &nowait) == SIGRTMIN + 1);
+        VALUE("its si_overrun over 1000", si.si_overrun > 1000);
+        VALUE("timer_getoverrun the same", timer_getoverrun(fast) == si.si_overrun);
         msleep(5);
-        rt_count = 0;
-        sigprocmask(SIG_UNBLOCK, &m, NULL);
-        sigprocmask(SIG_BLOCK, &m, NULL);
-        VALUE("re-armed when taken: one more", rt_count);
+        VALUE("re-armed when taken: pending again", sigtimedwait(&rt1, &si, &nowait) == SIGRTMIN + 1);
         CALL("timer_delete the fast timer", timer_delete(fast));
-        sa.sa_handler = on_alrm;
-        sa.sa_flags = 0;
-        sigaction(SIGALRM, &sa, NULL);
+        sigset_t alrm1;
+        sigemptyset(&alrm1);
+        sigaddset(&alrm1, SIGALRM);
         struct itimerval fastit = {{0, 1}, {0, 1}}, offit = {{0, 0}, {0, 0}};
         CALL("setitimer 1 us period", setitimer(ITIMER_REAL, &fastit, NULL));
         msleep(30);
-        alrm = 0;
-        sigprocmask(SIG_UNBLOCK, &m, NULL);
-        sigprocmask(SIG_BLOCK, &m, NULL);
-        VALUE("one SIGALRM taken for 30 ms of 1 us periods", alrm);
+        VALUE("SIGALRM taken by sigtimedwait", sigtimedwait(&alrm1, &si, &nowait) == SIGALRM);
+        VALUE("its si_code SI_KERNEL", si.si_code == SI_KERNEL);
+        msleep(5);
+        VALUE("ITIMER_REAL re-armed when taken", sigtimedwait(&alrm1, &si, &nowait) == SIGALRM);
         CALL("setitimer off", setitimer(ITIMER_REAL, &offit, NULL));
+        sigtimedwait(&alrm1, &si, &nowait);
         sigprocmask(SIG_UNBLOCK, &m, NULL);
         (void)zero;
     }

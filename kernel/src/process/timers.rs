@@ -162,7 +162,8 @@ fn expired(_cpu: u32, data: u64) {
     let mut t = TABLE.lock();
     let Some(x) = t.timers.get_mut(&serial).filter(|x| x.gen == gen) else { return };
     x.armed = None;
-    x.overrun = 0;
+    // `overrun` stays what the last taken signal reported (Linux's it_overrun_last) until the
+    // next is taken.
     if x.interval_ns > 0 {
         x.requeue_pending = true;
     } else {
