@@ -63,6 +63,15 @@ mem
 # FUZZ_FAIL: the fuzzer turns failure injection on once it runs, and off before it ends (a
 # shell that cannot fork would end this script).
 FUZZ_FAIL=$fail FUZZ_TRACE=$trace /bin/fuzz "$seed" "$calls" "$procs" $subset
+wait_reaped >/dev/null
+# What the fuzzer could not remove of its scratch tree (or made outside it) is named, then
+# removed, so that files a program made are not counted as the kernel's leak.
+for f in /tmp/* /tmp/.[!.]*; do
+    [ -e "$f" ] || [ -L "$f" ] || continue
+    echo "fuzz-tmp-left: $f"
+    ls -laR "$f" 2>&1 | head -n 20 | sed 's/^/fuzz-tmp-left: /'
+    rm -rf "$f" 2>&1 | head -n 5 | sed 's/^/fuzz-tmp-left: rm: /'
+done
 wait_reaped
 settle
 echo "fuzz-mem: after"

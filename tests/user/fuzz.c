@@ -493,6 +493,19 @@ static long g_signal(void) {
     default: return 1 + rn(64);
     }
 }
+/* A pointer of g_ptr's as a path for a call that changes the file system: random bytes may
+ * spell an absolute path or `..` (a file made in / or /tmp, outside the scratch tree that is
+ * removed at the end), so such a string becomes a scratch name; an unreadable pointer stays. */
+static long confine(long p) {
+    unsigned long a = (unsigned long)p, lo = (unsigned long)buf, hi = lo + 4 * PG;
+    if (a < lo || a >= hi || (a + 1 > lo + 2 * PG && a < lo + 3 * PG)) return p;
+    const char *c = (const char *)a;
+    size_t room = (a < lo + 2 * PG ? lo + 2 * PG : hi) - a; /* never read into PROT_NONE */
+    size_t n = strnlen(c, room);
+    if (n == room) return p; /* runs into the guard: EFAULT, as it is */
+    if (c[0] == '/' || memmem(c, n, "..", 2)) return (long)"f2";
+    return p;
+}
 /* Paths: the worker's scratch names (NAMES below), relative or absolute. */
 static const char *names[] = {"f0", "f1", "f2", "d0", "d1", "l0", "d0/f0", "d0/d2", "d0/l1", "d1/f3"};
 static char pathbuf[8][300];
@@ -502,7 +515,7 @@ static long g_path(int readable) {
     char *p = pathbuf[npath++ & 7];
     unsigned k = rn(readable ? 18 : 14);
     switch (k) {
-    case 0: return g_ptr();
+    case 0: return readable ? g_ptr() : confine(g_ptr());
     case 1: return (long)"";
     case 2: return (long)longpath;
     case 3: snprintf(p, 300, "%s/nonexistent/x", scratch); return (long)p;
@@ -909,6 +922,12 @@ static void one_call(void) {
         raw(SYS_setitimer, ITIMER_REAL, (long)&it, 0, 0, 0, 0);
     }
     count_result(nr, r);
+    if ((nr == SYS_chdir || nr == SYS_fchdir) && r == 0) { /* the working directory stays in the scratch tree */
+        char cwd[512];
+        if (!getcwd(cwd, sizeof cwd) || strncmp(cwd, scratch, strlen(scratch)) != 0) {
+            if (chdir(scratch) != 0) raw(SYS_exit_group, 3, 0, 0, 0, 0, 0);
+        }
+    }
     /* No call may write where the caller cannot: the read-only page is as it was made. */
     if (memcmp(buf + 3 * PG, ro_copy, PG) != 0) {
         struct slot *sl = &sh->slot[slot_id];
