@@ -84,7 +84,7 @@ DISK_OPTS_OPT = $(if $(DISK_OPTS),$(if $(findstring --,$(DISK_OPT)),--disk-opts 
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool initramfs syscall-table run test lint test-stress test-repeat bench bench-user bench-coresched bench-coresched-user compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests suite compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
+.PHONY: help setup kernel boot-tool initramfs syscall-table run test lint test-stress test-repeat test-fuzz bench bench-user bench-coresched bench-coresched-user compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests suite compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
 
 help:
 	@sed -n '4,/^#   make clean/s/^# \{0,1\}//p' '$(ROOT)/Makefile'
@@ -134,6 +134,13 @@ INITRAMFS := $(ROOT)/target/user/initramfs.cpio
 $(ROOT)/target/user/%: $(ROOT)/tests/user/%.c $(ROOT)/tests/user/conform.h
 	@mkdir -p '$(ROOT)/target/user'
 	gcc -O2 $(if $(filter $*,$(USER_STATIC)),-static) -Wall -o '$@' '$<' $(if $(filter $*,$(USER_STATIC)),,-pthread)
+# The fuzzer (static): its system-call list is generated from docs/design/syscalls.md's table
+# (which a scenario test keeps equal to the kernel's dispatch table), never kept by hand.
+$(ROOT)/target/user/fuzz-syscalls.h: $(ROOT)/docs/design/syscalls.md
+	@mkdir -p '$(ROOT)/target/user'
+	sed -n 's/^| \([0-9][0-9]*\) | `\([a-z0-9_]*\)` |.*/FUZZ_SYSCALL(\1, \2)/p' '$<' > '$@'
+$(ROOT)/target/user/fuzz: $(ROOT)/tests/user/fuzz.c $(ROOT)/target/user/fuzz-syscalls.h
+	gcc -O2 -static -Wall -I '$(ROOT)/target/user' -o '$@' '$<'
 # pipetest also dynamic (glibc's ld.so from the root filesystem's libc6).
 $(ROOT)/target/user/pipetest-dyn: $(ROOT)/tests/user/pipetest.c
 	@mkdir -p '$(ROOT)/target/user'
@@ -272,6 +279,14 @@ FAIL ?= 0
 FUZZ_SECS ?= 600
 test-chaos: kernel boot-tool
 	FUZZ_SECS='$(FUZZ_SECS)' '$(ROOT)/tools/test-chaos.sh' '$(SEED)' '$(OPS)' '$(SMP)' '$(TRACE_ENTRIES)' '$(FAIL)'
+
+# The system-call fuzzer (tools/test-fuzz.sh, tests/user/fuzz.c): SEED (random if empty),
+# CALLS (100,000), SMP (4 SMT), PROCS (4), FAIL (failure injection percent, 0); its last line
+# is `fuzz: seed= calls= procs= panics= leaks= hung= errno_unexpected=`.
+CALLS ?=
+PROCS ?=
+test-fuzz: kernel boot-tool initramfs
+	'$(ROOT)/tools/test-fuzz.sh' '$(SEED)' '$(CALLS)' '$(SMP)' '$(PROCS)' '$(FAIL)'
 
 # A test that passed once is not a passing test: repeat the ones you touched.
 TEST ?=

@@ -318,14 +318,20 @@ pub static SYSCTLS: &[Sysctl] = &[
     },
     Sysctl {
         name: "vm.drop_caches",
-        help: "write 1 or 3: free every clean page-cache page (dirty pages stay; run sync first)",
+        help: "write 1: free every clean page-cache page (dirty pages stay; run sync first); 2: free the kernel's \
+               reclaimable object caches (the cache of dead tasks' kernel stacks, Linux's slab objects); 3: both; 4: \
+               nothing (Linux's bit that silences its log line)",
         get: || String::from("0"),
-        set: |v| match parse_u64_range(v, 1, 3)? {
-            1 | 3 => {
+        set: |v| {
+            // Linux: 1..=4 (proc_dointvec_minmax), bit 0 the page cache, bit 1 slab objects.
+            let bits = parse_u64_range(v, 1, 4)?;
+            if bits & 1 != 0 {
                 crate::block::pagecache::drop_clean();
-                Ok(())
             }
-            _ => Err(Errno::EINVAL),
+            if bits & 2 != 0 {
+                crate::mm::stack::reclaim();
+            }
+            Ok(())
         },
     },
 ];

@@ -16,6 +16,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sendfile.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -290,6 +291,70 @@ int main(void) {
     CALL("fdatasync bad fd", fdatasync(-1));
     sync();
     CALL("sync", 0);
+    /* Names that are not UTF-8: looked up, they are names that do not exist (Cadence cannot
+     * make them: its names are strings; docs/design/user.md). */
+    CALL("stat \\xff", stat("\xff", &fst));
+    CALL("open /tmp/\\xc3(", open("/tmp/\xc3(", O_RDONLY));
+    CALL("unlink cf-\\xfe\\xff", unlink("cf-\xfe\xff"));
+    CALL("rmdir \\x80", rmdir("\x80"));
+    CALL("chdir a\\xe2\\x82/b", chdir("a\xe2\x82/b"));
+    CALL("access \\xff/x", access("\xff/x", F_OK));
+
+    /* A sparse file: sizes far past memory cost only the pages written (tmpfs). */
+    {
+        int sf = open("cf-sparse", O_RDWR | O_CREAT | O_TRUNC, 0644);
+        struct stat sst;
+        char c = 7;
+        CALL("ftruncate 1 TiB", ftruncate(sf, 1LL << 40));
+        fstat(sf, &sst);
+        VALUE("its size", sst.st_size);
+        CALL("pwrite a byte at 32 GiB", pwrite(sf, "x", 1, 1LL << 35));
+        CALL("pread a hole", pread(sf, &c, 1, 4096));
+        VALUE("the hole reads 0", c);
+        CALL("pread the byte", pread(sf, &c, 1, 1LL << 35));
+        VALUE("the byte", c);
+        CALL("ftruncate LLONG_MAX", ftruncate(sf, 0x7fffffffffffffffLL));
+        CALL("ftruncate -1", ftruncate(sf, -1));
+        CALL("pwrite at LLONG_MAX", pwrite(sf, "x", 1, 0x7fffffffffffffffLL));
+        CALL("ftruncate 0", ftruncate(sf, 0));
+        fstat(sf, &sst);
+        VALUE("its size after", sst.st_size);
+        close(sf);
+        CALL("unlink cf-sparse", unlink("cf-sparse"));
+    }
+
+    /* sendfile: Linux 6.1's checks in do_sendfile's order and what splice takes. */
+    {
+        int in = open("cf-sf", O_RDWR | O_CREAT | O_TRUNC, 0644);
+        write(in, "sendfile", 8);
+        int out = open("cf-sf2", O_RDWR | O_CREAT | O_TRUNC, 0644);
+        int app = open("cf-sf2", O_WRONLY | O_APPEND);
+        int dir = open(".", O_RDONLY);
+        int sp[2], pp[2];
+        socketpair(AF_UNIX, SOCK_STREAM, 0, sp);
+        pipe(pp);
+        off_t off = 0;
+        CALL("sendfile file to file", sendfile(out, in, &off, 100));
+        VALUE("the offset moved", off);
+        CALL("sendfile file to pipe", sendfile(pp[1], in, &off, 100));
+        off = 2;
+        CALL("sendfile file to pipe from offset 2", sendfile(pp[1], in, &off, 100));
+        CALL("sendfile bad offset pointer", sendfile(out, in, (off_t *)1, 10));
+        CALL("sendfile bad in fd", sendfile(out, 999, NULL, 10));
+        CALL("sendfile bad out fd", sendfile(999, in, NULL, 10));
+        CALL("sendfile from a directory", sendfile(out, dir, NULL, 10));
+        CALL("sendfile from a pipe", sendfile(out, pp[0], NULL, 10));
+        CALL("sendfile from a pipe with an offset", sendfile(out, pp[0], &off, 10));
+        CALL("sendfile from a socket to a file", sendfile(out, sp[0], NULL, 10));
+        off = -1;
+        CALL("sendfile negative offset", sendfile(out, in, &off, 10));
+        CALL("sendfile to O_APPEND", sendfile(app, in, NULL, 10));
+        CALL("sendfile from write-only", sendfile(out, app, NULL, 10));
+        CALL("sendfile to read-only", sendfile(dir, in, NULL, 10));
+        CALL("sendfile count 0 from a directory", sendfile(out, dir, NULL, 0));
+        close(in), close(out), close(app), close(dir), close(sp[0]), close(sp[1]), close(pp[0]), close(pp[1]);
+        CALL("unlink cf-sf cf-sf2", unlink("cf-sf") | unlink("cf-sf2"));
+    }
     close(xf);
     CALL("unlink cf-x cf-xl", unlink("cf-x") | unlink("cf-xl"));
     return 0;

@@ -269,6 +269,60 @@ int main(void) {
     CALL("timerfd_create bad flags", timerfd_create(CLOCK_MONOTONIC, 1));
     CALL("close timerfd", close(tfd));
     CALL("close realtime timerfd", close(rfd));
+
+    /* 1 ns periods: a periodic timer fires again only once its signal is taken (Linux's
+     * posixtimer_rearm), so it cannot storm; the periods between are its overrun. */
+    {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_rt;
+        sa.sa_flags = SA_SIGINFO;
+        sigaction(SIGRTMIN + 1, &sa, NULL);
+        sigset_t m;
+        sigemptyset(&m);
+        sigaddset(&m, SIGRTMIN + 1);
+        sigaddset(&m, SIGALRM);
+        sigprocmask(SIG_BLOCK, &m, NULL);
+        struct sigevent ev;
+        memset(&ev, 0, sizeof ev);
+        ev.sigev_notify = SIGEV_SIGNAL;
+        ev.sigev_signo = SIGRTMIN + 1;
+        timer_t fast;
+        CALL("timer_create for a 1 ns period", timer_create(CLOCK_MONOTONIC, &ev, &fast));
+        struct itimerspec one = {{0, 1}, {0, 1}}, zero = {{0, 0}, {0, 0}}, cur;
+        CALL("timer_settime 1 ns period", timer_settime(fast, 0, &one, NULL));
+        msleep(30);
+        timer_gettime(fast, &cur);
+        VALUE("fired, blocked: its interval reads 1 ns", cur.it_interval.tv_nsec);
+        VALUE("and its next expiry within 1 ns", cur.it_value.tv_sec == 0 && cur.it_value.tv_nsec <= 1);
+        /* Taken while blocked (sigtimedwait): one signal for the 30 ms, the periods as its
+         * overrun; the timer re-arms as it is taken, and fires again. */
+        siginfo_t si;
+        struct timespec nowait = {0, 0};
+        sigset_t rt1;
+        sigemptyset(&rt1);
+        sigaddset(&rt1, SIGRTMIN + 1);
+        VALUE("sigtimedwait takes it", sigtimedwait(&rt1, &si, &nowait) == SIGRTMIN + 1);
+        VALUE("its si_overrun over 1000", si.si_overrun > 1000);
+        VALUE("timer_getoverrun the same", timer_getoverrun(fast) == si.si_overrun);
+        msleep(5);
+        VALUE("re-armed when taken: pending again", sigtimedwait(&rt1, &si, &nowait) == SIGRTMIN + 1);
+        CALL("timer_delete the fast timer", timer_delete(fast));
+        sigset_t alrm1;
+        sigemptyset(&alrm1);
+        sigaddset(&alrm1, SIGALRM);
+        struct itimerval fastit = {{0, 1}, {0, 1}}, offit = {{0, 0}, {0, 0}};
+        CALL("setitimer 1 us period", setitimer(ITIMER_REAL, &fastit, NULL));
+        msleep(30);
+        VALUE("SIGALRM taken by sigtimedwait", sigtimedwait(&alrm1, &si, &nowait) == SIGALRM);
+        VALUE("its si_code SI_KERNEL", si.si_code == SI_KERNEL);
+        msleep(5);
+        VALUE("ITIMER_REAL re-armed when taken", sigtimedwait(&alrm1, &si, &nowait) == SIGALRM);
+        CALL("setitimer off", setitimer(ITIMER_REAL, &offit, NULL));
+        sigtimedwait(&alrm1, &si, &nowait);
+        sigprocmask(SIG_UNBLOCK, &m, NULL);
+        (void)zero;
+    }
     printf("done\n");
     return 0;
 }

@@ -167,6 +167,9 @@ pub fn open(name: &str, oflag: u32, attr: Option<Attr>, who: Opener) -> Result<A
     if oflag & O_CREAT == 0 {
         return Err(Errno::ENOENT);
     }
+    if name.contains(super::vfs::UNREPRESENTABLE) {
+        return Err(Errno::EINVAL);
+    }
     if !who.privileged && QUEUES.load(Ordering::Relaxed) >= mq::DFLT_QUEUESMAX {
         return Err(Errno::ENOSPC);
     }

@@ -14,6 +14,7 @@
 use super::pseudo::{self, GenDir, GenFile, Node};
 use crate::mm::page::PageRef;
 use crate::sched::wait::{Mutex, MutexGuard};
+use alloc::collections::btree_map::Entry;
 use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::sync::{Arc, Weak};
@@ -82,22 +83,31 @@ pub fn encode_dev(major: u32, minor: u32) -> u64 {
     u64::from(minor & 0xff) | (u64::from(major) << 8) | (u64::from(minor & !0xff) << 12)
 }
 
-/// A regular file's bytes: the initramfs's in place until first written, then owned; in
-/// frames once a shared mapping maps it (so the mapping and `read`/`write` see the same
-/// memory: a ramfs file's page cache is the file).
+/// A regular file's bytes: the initramfs's in place until first written, then owned while
+/// written inside its size; in frames once it grows or a shared mapping maps it (so the
+/// mapping and `read`/`write` see the same memory: a ramfs file's page cache is the file).
+///
+/// A file grows only in frames, page by page, sparse (a page never written takes no memory),
+/// as tmpfs: a write or truncate far past the end costs what it writes, and growth never
+/// takes the kernel heap (whose exhaustion the kernel cannot survive), only frames, whose
+/// shortage is the writer's ENOSPC.
 pub enum FileData {
     /// Still the archive's bytes.
     Static(&'static [u8]),
-    /// Written since boot.
+    /// Written since boot, never past its size.
     Owned(Vec<u8>),
     /// In page frames (a page never written is absent and reads as zeros).
     Paged {
         /// The frames by page index.
-        pages: Vec<Option<PageRef>>,
+        pages: BTreeMap<u64, PageRef>,
         /// The size in bytes.
         len: u64,
     },
 }
+
+/// The largest file size (Linux's `MAX_LFS_FILESIZE` on 64-bit, tmpfs's `s_maxbytes`): a
+/// write or truncate past it is EFBIG.
+pub const MAX_FILE_SIZE: u64 = i64::MAX as u64;
 
 const PAGE: u64 = 4096;
 
@@ -128,9 +138,9 @@ impl FileData {
                 let mut done = 0;
                 while done < n {
                     let at = start + done as u64;
-                    let (idx, off) = ((at / PAGE) as usize, (at % PAGE) as usize);
+                    let (idx, off) = (at / PAGE, (at % PAGE) as usize);
                     let k = (PAGE as usize - off).min(n - done);
-                    match pages.get(idx).and_then(|p| p.as_ref()) {
+                    match pages.get(&idx) {
                         Some(p) => p.read_at(off, &mut buf[done..done + k]),
                         None => buf[done..done + k].fill(0),
                     }
@@ -141,7 +151,8 @@ impl FileData {
         n
     }
 
-    /// The bytes, to change (copied out of the archive the first time); `None` once paged.
+    /// The bytes, to change inside the size (copied out of the archive the first time);
+    /// `None` once paged.
     fn owned(&mut self) -> Option<&mut Vec<u8>> {
         if let FileData::Static(b) = self {
             *self = FileData::Owned(b.to_vec());
@@ -152,53 +163,75 @@ impl FileData {
         }
     }
 
-    /// Writes `data` at `offset`, growing the file (ENOSPC without memory).
-    pub fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), Errno> {
-        let end = offset + data.len() as u64;
-        if let Some(v) = self.owned() {
-            if (v.len() as u64) < end {
-                v.try_reserve((end as usize).saturating_sub(v.len())).map_err(|_| Errno::ENOSPC)?;
-                v.resize(end as usize, 0);
+    /// Moves the bytes to frames (ENOSPC if there are not enough); the page map.
+    fn paged(&mut self) -> Result<&mut BTreeMap<u64, PageRef>, Errno> {
+        if !matches!(self, FileData::Paged { .. }) {
+            let len = self.len();
+            let mut pages = BTreeMap::new();
+            for i in 0..len.div_ceil(PAGE) {
+                let mut buf = [0u8; PAGE as usize];
+                let got = self.read_at(i * PAGE, &mut buf);
+                if buf[..got].iter().any(|&b| b != 0) {
+                    let frame = PageRef::alloc().ok_or(Errno::ENOSPC)?;
+                    frame.write_at(0, &buf[..got]);
+                    pages.insert(i, frame);
+                }
             }
-            v[offset as usize..end as usize].copy_from_slice(data);
-            return Ok(());
+            *self = FileData::Paged { pages, len };
         }
-        let FileData::Paged { pages, len } = self else { unreachable!("owned() is None only when paged") };
+        let FileData::Paged { pages, .. } = self else { unreachable!("made paged above") };
+        Ok(pages)
+    }
+
+    /// Writes `data` at `offset`, growing the file (EFBIG past [`MAX_FILE_SIZE`], ENOSPC
+    /// without frames).
+    pub fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), Errno> {
+        let end = offset.checked_add(data.len() as u64).filter(|&e| e <= MAX_FILE_SIZE).ok_or(Errno::EFBIG)?;
+        if end <= self.len() {
+            if let Some(v) = self.owned() {
+                v[offset as usize..end as usize].copy_from_slice(data);
+                return Ok(());
+            }
+        }
+        let pages = self.paged()?;
         let mut done = 0;
         while done < data.len() {
             let at = offset + done as u64;
-            let (idx, off) = ((at / PAGE) as usize, (at % PAGE) as usize);
+            let (idx, off) = (at / PAGE, (at % PAGE) as usize);
             let k = (PAGE as usize - off).min(data.len() - done);
-            if pages.len() <= idx {
-                pages.try_reserve(idx + 1 - pages.len()).map_err(|_| Errno::ENOSPC)?;
-                pages.resize_with(idx + 1, || None);
+            if let Entry::Vacant(e) = pages.entry(idx) {
+                e.insert(PageRef::alloc().ok_or(Errno::ENOSPC)?);
             }
-            if pages[idx].is_none() {
-                pages[idx] = Some(PageRef::alloc().ok_or(Errno::ENOSPC)?);
-            }
-            pages[idx].as_ref().expect("just made").write_at(off, &data[done..done + k]);
+            pages[&idx].write_at(off, &data[done..done + k]);
             done += k;
         }
+        let FileData::Paged { len, .. } = self else { unreachable!("paged above") };
         *len = (*len).max(end);
         Ok(())
     }
 
-    /// Sets the size; bytes past a shrink read as zero if the file grows again.
+    /// Sets the size (EFBIG past [`MAX_FILE_SIZE`]); bytes past a shrink read as zero if the
+    /// file grows again.
     pub fn truncate(&mut self, new_len: u64) -> Result<(), Errno> {
-        if let Some(v) = self.owned() {
-            v.try_reserve((new_len as usize).saturating_sub(v.len())).map_err(|_| Errno::ENOSPC)?;
-            v.resize(new_len as usize, 0);
-            return Ok(());
+        if new_len > MAX_FILE_SIZE {
+            return Err(Errno::EFBIG);
         }
-        let FileData::Paged { pages, len } = self else { unreachable!("owned() is None only when paged") };
-        let keep = new_len.div_ceil(PAGE) as usize;
-        pages.truncate(keep);
+        if new_len <= self.len() {
+            if let Some(v) = self.owned() {
+                v.truncate(new_len as usize);
+                return Ok(());
+            }
+        }
+        let pages = self.paged()?;
+        let keep = new_len.div_ceil(PAGE);
+        drop(pages.split_off(&keep));
         if !new_len.is_multiple_of(PAGE) {
-            if let Some(Some(p)) = pages.get(keep - 1) {
+            if let Some(p) = pages.get(&(keep - 1)) {
                 let off = (new_len % PAGE) as usize;
                 p.write_at(off, &[0u8; PAGE as usize][..PAGE as usize - off]);
             }
         }
+        let FileData::Paged { len, .. } = self else { unreachable!("paged above") };
         *len = new_len;
         Ok(())
     }
@@ -210,26 +243,11 @@ impl FileData {
         if index >= self.len().div_ceil(PAGE) {
             return Ok(None);
         }
-        if !matches!(self, FileData::Paged { .. }) {
-            let len = self.len();
-            let n = len.div_ceil(PAGE) as usize;
-            let mut pages = Vec::new();
-            pages.try_reserve(n).map_err(|_| Errno::ENOMEM)?;
-            for i in 0..n as u64 {
-                let frame = PageRef::alloc().ok_or(Errno::ENOMEM)?;
-                let mut buf = [0u8; PAGE as usize];
-                let got = self.read_at(i * PAGE, &mut buf);
-                frame.write_at(0, &buf[..got]);
-                pages.push(Some(frame));
-            }
-            *self = FileData::Paged { pages, len };
+        let pages = self.paged().map_err(|_| Errno::ENOMEM)?;
+        if let Entry::Vacant(e) = pages.entry(index) {
+            e.insert(PageRef::alloc().ok_or(Errno::ENOMEM)?);
         }
-        let FileData::Paged { pages, .. } = self else { unreachable!("made paged above") };
-        let slot = &mut pages[index as usize];
-        if slot.is_none() {
-            *slot = Some(PageRef::alloc().ok_or(Errno::ENOMEM)?);
-        }
-        Ok(slot.clone())
+        Ok(pages.get(&index).cloned())
     }
 }
 
@@ -375,7 +393,7 @@ impl Inode {
 
     /// Writes `data` at `offset` (zero-filling a gap); the count written.
     pub fn write_at(&self, offset: u64, data: &[u8]) -> Result<usize, Errno> {
-        offset.checked_add(data.len() as u64).filter(|&e| e <= MAX_FILE).ok_or(Errno::EFBIG)?;
+        offset.checked_add(data.len() as u64).filter(|&e| e <= MAX_FILE_SIZE).ok_or(Errno::EFBIG)?;
         match &mut *self.lock() {
             Content::File(d) => {
                 d.write_at(offset, data)?;
@@ -392,7 +410,7 @@ impl Inode {
 
     /// Sets a regular file's size (`truncate`).
     pub fn truncate(&self, len: u64) -> Result<(), Errno> {
-        if len > MAX_FILE {
+        if len > MAX_FILE_SIZE {
             return Err(Errno::EFBIG);
         }
         match &mut *self.lock() {
@@ -422,9 +440,6 @@ impl Inode {
         }
     }
 }
-
-/// The largest file the ramfs holds (the heap is its only limit otherwise).
-const MAX_FILE: u64 = 1 << 31;
 
 /// The root directory.
 pub fn root() -> Arc<Inode> {
@@ -558,12 +573,21 @@ pub fn parent_of<'a>(cwd: &Arc<Inode>, path: &'a str) -> Result<(Arc<Inode>, &'a
     Ok((d, name))
 }
 
-/// Creates `name` in `dir` holding `content` with `mode`; EEXIST if the name is taken.
+/// What stands for each byte of a user's path that is not UTF-8 (`syscall::fs::user_path`):
+/// NUL, which no name holds, so such a name is never found and never made.
+pub const UNREPRESENTABLE: char = '\0';
+
+/// Creates `name` in `dir` holding `content` with `mode`; EEXIST if the name is taken, EINVAL
+/// for a name (or a symlink's target) with bytes Cadence's string names cannot hold
+/// ([`UNREPRESENTABLE`]: open(2)'s "invalid for the underlying filesystem").
 pub fn create(dir: &Arc<Inode>, name: &str, mode: u32, content: Content) -> Result<Arc<Inode>, Errno> {
     if name == "." || name == ".." {
         return Err(Errno::EEXIST);
     }
     check_name(name)?;
+    if name.contains(UNREPRESENTABLE) || matches!(&content, Content::Symlink(t) if t.contains(UNREPRESENTABLE)) {
+        return Err(Errno::EINVAL);
+    }
     let gen = match &*dir.lock() {
         Content::GenDir(d) => Some(d.clone()),
         _ => None,
@@ -667,6 +691,9 @@ pub fn rename(from_dir: &Arc<Inode>, from: &str, to_dir: &Arc<Inode>, to: &str) 
         return Err(Errno::EBUSY);
     }
     let node = child(from_dir, from)?;
+    if to.contains(UNREPRESENTABLE) {
+        return Err(Errno::EINVAL);
+    }
     if super::mount::mountpoint_of(&node).is_some() {
         return Err(Errno::EBUSY);
     }

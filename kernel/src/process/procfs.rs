@@ -443,13 +443,15 @@ fn stat_of(t: &Task, whole: bool) -> String {
         u64::MAX,
     );
     // startcode endcode startstack kstkesp kstkeip: 0 as Linux shows them to other users.
+    // The signal fields: the first 31 signals only, as Linux's do_task_stat ("obsolete ...
+    // must be decimal for Linux 2.0 compatibility": `sig[0] & 0x7fffffff`).
     let _ = writeln!(
         s,
         "0 0 0 0 0 {} {} {} {} 0 0 0 17 {} {} {} 0 0 0 0 0 0 0 0 0 0 {}",
-        pending & 0xffff_ffff,
-        blocked & 0xffff_ffff,
-        ignored & 0xffff_ffff,
-        caught & 0xffff_ffff,
+        pending & 0x7fff_ffff,
+        blocked & 0x7fff_ffff,
+        ignored & 0x7fff_ffff,
+        caught & 0x7fff_ffff,
         t.cpu(),
         rt_priority,
         attr.policy.raw(),
@@ -726,7 +728,10 @@ fn meminfo() -> String {
         let _ = writeln!(s, "{:<16}{:>8} kB", format!("{}:", name), v);
     }
     let cache = crate::block::pagecache::counts();
-    for (name, v) in [("SwapTotal", 0), ("SwapFree", 0), ("Dirty", cache.dirty * 4), ("Writeback", cache.writeback * 4)] {
+    // Slab: the kernel heap in use (Cadence's one allocator for kernel objects, where Linux has
+    // its slab caches); `make test-fuzz` compares it before and after a run.
+    let slab = crate::mm::heap::used() as u64 / 1024;
+    for (name, v) in [("SwapTotal", 0), ("SwapFree", 0), ("Dirty", cache.dirty * 4), ("Writeback", cache.writeback * 4), ("Slab", slab)] {
         let _ = writeln!(s, "{:<16}{:>8} kB", format!("{}:", name), v);
     }
     s

@@ -119,26 +119,30 @@ fn take(queue: &crate::sync::IrqLock<Vec<SigInfo>>, bits: &AtomicU64, sig: u32) 
 /// then its process's), with its info.
 fn dequeue(t: &Thread, me: &Task, blocked: u64) -> Option<(u32, SigInfo)> {
     let blocked = blocked & !UNBLOCKABLE;
-    let own = &me.process.signals.pending;
-    if let Some(sig) = next_signal(own.load(Ordering::Acquire) & !blocked) {
-        return Some((sig, take(&t.sigqueue, own, sig)));
-    }
-    let shared = &me.process.group.pending;
-    let sig = next_signal(shared.load(Ordering::Acquire) & !blocked)?;
-    Some((sig, take(&t.process.sigqueue, shared, sig)))
+    take_first(t, me, !blocked)
 }
 
 /// Takes the first pending signal of `set` (not blocked or blocked alike: `rt_sigtimedwait`),
 /// with its info.
 pub fn dequeue_from(t: &Thread, set: u64) -> Option<(u32, SigInfo)> {
-    let me = crate::sched::current();
+    take_first(t, &crate::sched::current(), set)
+}
+
+/// The first pending signal of `set`, the thread's own before its process's, with its info; a
+/// periodic timer behind it is re-armed now (`timers::on_dequeue`).
+fn take_first(t: &Thread, me: &Task, set: u64) -> Option<(u32, SigInfo)> {
     let own = &me.process.signals.pending;
-    if let Some(sig) = next_signal(own.load(Ordering::Acquire) & set) {
-        return Some((sig, take(&t.sigqueue, own, sig)));
+    let (sig, mut info) = if let Some(sig) = next_signal(own.load(Ordering::Acquire) & set) {
+        (sig, take(&t.sigqueue, own, sig))
+    } else {
+        let shared = &me.process.group.pending;
+        let sig = next_signal(shared.load(Ordering::Acquire) & set)?;
+        (sig, take(&t.process.sigqueue, shared, sig))
+    };
+    if sig == abi::SIGALRM || info.code == code::SI_TIMER {
+        super::timers::on_dequeue(me.process.tgid, sig, &mut info);
     }
-    let shared = &me.process.group.pending;
-    let sig = next_signal(shared.load(Ordering::Acquire) & set)?;
-    Some((sig, take(&t.process.sigqueue, shared, sig)))
+    Some((sig, info))
 }
 
 /// The calling process ends with wait status `status` (`exit_group`, a fatal signal): the
@@ -370,6 +374,9 @@ fn setup_frame(t: &Thread, ctx: &mut UserContext, sig: u32, info: SigInfo, act: 
 /// `rt_sigreturn()`: restores what the handler's frame saved (registers, mask, alternate
 /// stack, FPU state). A frame that cannot be read is Linux's `badframe`: SIGSEGV.
 pub fn sigreturn(t: &Thread, ctx: &mut UserContext) -> Result<(), Errno> {
+    // A sleep a handler interrupted is not continued by a later `restart_syscall` (Linux's
+    // restore_sigcontext: "Always make any pending restarted system calls return -EINTR").
+    t.restart.lock().take();
     let frame_at = ctx.regs.rsp.wrapping_sub(8);
     let mut bytes = [0u8; frame::SIZE];
     let mut fx = [0u8; 512];

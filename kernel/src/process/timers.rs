@@ -3,10 +3,18 @@
 //! timer of the same kind (Linux `kernel/time/itimer.c`).
 //!
 //! Each armed timer is one kernel timer (`crate::timer`) on the CPU that armed it. Expiry runs
-//! in interrupt context: it only re-arms a periodic timer (counting the periods it missed as
-//! overruns) and hands the timer to `ktimers`, a kernel thread that sends the signal with its
-//! `siginfo` (SI_TIMER, the timer id, the overrun count, the sigevent's value): queueing the
-//! info may allocate, which the interrupt path must not.
+//! in interrupt context: it only hands the timer to `ktimers`, a kernel thread that sends the
+//! signal with its `siginfo` (SI_TIMER, the timer id, the overrun count, the sigevent's value;
+//! ITIMER_REAL's SIGALRM is SI_KERNEL): queueing the info may allocate, which the interrupt
+//! path must not.
+//!
+//! A periodic timer is re-armed when its signal is *taken* ([`on_dequeue`], from the signal
+//! code's dequeue), not when it fires, as Linux's `posixtimer_rearm` and `dequeue_signal`'s
+//! SIGALRM rule: the periods that passed meanwhile are its overrun, and a timer fires at most
+//! as often as its process takes the signal. Re-armed at expiry, a 1 ns period re-fired at
+//! once, forever: a storm of timer interrupts that took its CPU from everything else (found by
+//! `make test-fuzz`). A SIGEV_NONE timer has no signal: its periodic expiry is computed when
+//! read, and nothing is armed after the first.
 //!
 //! Times are kept on the monotonic clock; a CLOCK_REALTIME timer's absolute expiry is
 //! converted when it is armed (a later `clock_settime` does not move it, unlike Linux).
@@ -54,6 +62,12 @@ struct PosixTimer {
     overrun: i32,
     /// Bumped at every (re)arm or delete: an older kernel timer's expiry is stale.
     gen: u32,
+    /// A periodic timer fired and waits for its signal to be taken to be re-armed (Linux's
+    /// `it_requeue_pending`); also a fired periodic SIGEV_NONE timer, read by arithmetic.
+    requeue_pending: bool,
+    /// Fired, its signal not sent yet by `ktimers` (several expiries before it runs send one
+    /// signal, as Linux's one preallocated sigqueue per timer).
+    to_send: bool,
     armed: Option<(u32, TimerId)>,
 }
 
@@ -61,11 +75,13 @@ struct Table {
     /// By global key (`serial`), which the kernel timer's data carries.
     timers: BTreeMap<u32, PosixTimer>,
     next_serial: u32,
-    /// Expired timers waiting for `ktimers`: (serial, gen).
-    fired: Vec<(u32, u32)>,
 }
 
-static TABLE: IrqLock<Table> = IrqLock::new(Table { timers: BTreeMap::new(), next_serial: 1, fired: Vec::new() });
+static TABLE: IrqLock<Table> = IrqLock::new(Table { timers: BTreeMap::new(), next_serial: 1 });
+/// Some timer has `to_send` set: `ktimers` has work. A flag per timer and this one, never a
+/// queue: an interrupt cannot find it full (a queue sized when timers were made dropped
+/// expiries once timers fired faster than `ktimers` ran).
+static KTIMERS_PENDING: AtomicBool = AtomicBool::new(false);
 static KTIMERS_WORK: WaitQueue = WaitQueue::new();
 static KTIMERS_STARTED: AtomicBool = AtomicBool::new(false);
 
@@ -88,61 +104,136 @@ fn ensure_ktimers() -> Result<(), Errno> {
 }
 
 fn ktimers() -> i32 {
-    // `fired` keeps its capacity (the interrupt path pushes only within it): its entries are
-    // moved into this buffer, grown beforehand outside the lock.
-    let mut batch: Vec<(u32, u32)> = Vec::new();
+    let mut batch: Vec<(u32, u32, Tid, i32, Notify, u64, i32)> = Vec::new();
     loop {
-        KTIMERS_WORK.wait_until_uninterruptible(|| !TABLE.lock().fired.is_empty());
-        let cap = TABLE.lock().fired.capacity();
-        batch.reserve(cap.saturating_sub(batch.len()));
-        batch.append(&mut TABLE.lock().fired);
-        for (serial, gen) in batch.drain(..) {
-            let sent = {
-                let t = TABLE.lock();
-                t.timers.get(&serial).filter(|x| x.gen == gen).map(|x| (x.tgid, x.id, x.notify, x.value, x.overrun))
+        KTIMERS_WORK.wait_until_uninterruptible(|| KTIMERS_PENDING.swap(false, Ordering::AcqRel));
+        {
+            // Room first, outside the lock (a few more than there are timers now).
+            let n = TABLE.lock().timers.len() + 8;
+            batch.reserve(n); // `batch` is empty: room for n
+            let mut t = TABLE.lock();
+            for (&serial, x) in t.timers.iter_mut().filter(|(_, x)| x.to_send) {
+                if batch.len() == batch.capacity() {
+                    KTIMERS_PENDING.store(true, Ordering::Release); // the rest next round
+                    break;
+                }
+                x.to_send = false;
+                batch.push((serial, x.gen, x.tgid, x.id, x.notify, x.value, x.overrun));
+            }
+        }
+        for (serial, gen, tgid, id, notify, value, overrun) in batch.drain(..) {
+            // ITIMER_REAL's SIGALRM is the kernel's (Linux's SEND_SIG_PRIV: SI_KERNEL).
+            let info = |signo| {
+                if id == ITIMER_REAL_ID {
+                    SigInfo::kill(signo, code::SI_KERNEL, 0)
+                } else {
+                    SigInfo { signo, code: code::SI_TIMER, errno: 0, fields: SigFields::Timer { tid: id, overrun, value } }
+                }
             };
-            let Some((tgid, id, notify, value, overrun)) = sent else { continue };
-            let info =
-                |signo| SigInfo { signo, code: code::SI_TIMER, errno: 0, fields: SigFields::Timer { tid: id.max(0), overrun, value } };
-            match notify {
-                Notify::None => {}
+            let target = match notify {
+                Notify::None => None,
                 Notify::Process { signo } => {
-                    if let Some(leader) = task::find(tgid).filter(|l| !l.process.group.exited.load(Ordering::Acquire)) {
-                        let _ = super::signal::send(&leader, signo, info(signo), true, false);
-                    }
+                    task::find(tgid).filter(|l| !l.process.group.exited.load(Ordering::Acquire)).map(|l| (l, signo, true))
                 }
                 Notify::Thread { signo, tid } => {
-                    if let Some(t) = task::find(tid).filter(|t| t.process.tgid == tgid && t.state() != task::TaskState::Dead) {
-                        let _ = super::signal::send(&t, signo, info(signo), false, false);
-                    }
+                    task::find(tid).filter(|t| t.process.tgid == tgid && t.state() != task::TaskState::Dead).map(|t| (t, signo, false))
+                }
+            };
+            if let Some((target, signo, whole_process)) = target {
+                // An ignored signal is never taken, so it would never re-arm the timer: it is
+                // re-armed here, at least a tick on (Linux's posix_timer_fn, "protection
+                // against a storm of ignored signals").
+                let b = 1u64 << (signo - 1);
+                let ignored = target.process.group.ignored.load(Ordering::Relaxed) & b != 0
+                    && target.process.signals.blocked.load(Ordering::Relaxed) & b == 0;
+                let _ = super::signal::send(&target, signo, info(signo), whole_process, false);
+                if ignored {
+                    rearm_ignored(serial, gen);
                 }
             }
         }
     }
 }
 
-/// A timer's kernel timer fired (interrupt context): re-arm a periodic one past now,
-/// counting the periods missed; hand it to `ktimers`.
-fn expired(cpu: u32, data: u64) {
+/// A timer's kernel timer fired (interrupt context): hand it to `ktimers`; a periodic one
+/// waits for its signal to be taken ([`on_dequeue`]) to be re-armed.
+fn expired(_cpu: u32, data: u64) {
     let (serial, gen) = ((data >> 32) as u32, data as u32);
-    let now = crate::time::uptime_ns();
     let mut t = TABLE.lock();
     let Some(x) = t.timers.get_mut(&serial).filter(|x| x.gen == gen) else { return };
     x.armed = None;
-    if let Some(missed) = now.saturating_sub(x.expires_ns).checked_div(x.interval_ns) {
-        x.overrun = missed.min(i32::MAX as u64) as i32;
-        x.expires_ns = x.expires_ns.saturating_add((missed + 1) * x.interval_ns);
-        let data = u64::from(serial) << 32 | u64::from(x.gen);
-        x.armed = crate::timer::arm(cpu, x.expires_ns, expired, data).map(|id| (cpu, id));
+    // `overrun` stays what the last taken signal reported (Linux's it_overrun_last) until the
+    // next is taken.
+    if x.interval_ns > 0 {
+        x.requeue_pending = true;
     } else {
-        x.overrun = 0;
         x.expires_ns = 0;
     }
-    if x.notify != Notify::None && t.fired.len() < t.fired.capacity() {
-        t.fired.push((serial, gen));
+    if x.notify != Notify::None {
+        x.to_send = true;
+        drop(t);
+        KTIMERS_PENDING.store(true, Ordering::Release);
+        KTIMERS_WORK.wake_all();
     }
-    drop(t);
-    KTIMERS_WORK.wake_all();
+}
+
+/// Re-arms a fired periodic timer whose signal was ignored, past now plus at least a tick.
+fn rearm_ignored(serial: u32, gen: u32) {
+    let mut t = TABLE.lock();
+    let Some(x) = t.timers.get_mut(&serial).filter(|x| x.gen == gen && x.requeue_pending) else { return };
+    x.requeue_pending = false;
+    let tick = crate::timer::tick_period_ns();
+    let now = crate::time::uptime_ns();
+    let missed = forward(x, if x.interval_ns < tick { now + tick } else { now });
+    x.overrun = missed.min(i32::MAX as u64) as i32;
+    let cpu = crate::percpu::cpu_id();
+    let data = u64::from(serial) << 32 | u64::from(x.gen);
+    x.armed = crate::timer::arm(cpu, x.expires_ns, expired, data).map(|id| (cpu, id));
+}
+
+/// Moves a fired periodic timer's expiry past `now`; the periods that passed (its overrun).
+fn forward(x: &mut PosixTimer, now: u64) -> u64 {
+    if x.interval_ns == 0 || x.expires_ns > now {
+        return 0;
+    }
+    let missed = (now - x.expires_ns) / x.interval_ns;
+    x.expires_ns = x.expires_ns.saturating_add((missed + 1).saturating_mul(x.interval_ns));
+    missed
+}
+
+/// The calling thread takes signal `sig` with `info` (the signal code's dequeue, process
+/// `tgid`): a periodic timer behind it is re-armed past now, its overrun (the periods that
+/// passed since it fired) in `info` and in `timer_getoverrun` (Linux's `posixtimer_rearm`;
+/// SIGALRM re-arms ITIMER_REAL, whoever sent it, as Linux's `dequeue_signal`).
+pub fn on_dequeue(tgid: Tid, sig: u32, info: &mut SigInfo) {
+    let mut ids = [None, None];
+    if sig == cadence_abi::signal::SIGALRM {
+        ids[0] = Some(ITIMER_REAL_ID);
+    }
+    if info.code == code::SI_TIMER {
+        if let SigFields::Timer { tid, .. } = info.fields {
+            ids[1] = Some(tid);
+        }
+    }
+    let mut t = TABLE.lock();
+    for id in ids.into_iter().flatten() {
+        let Some(serial) = find(&t, tgid, id) else { continue };
+        let x = t.timers.get_mut(&serial).expect("just found");
+        if !x.requeue_pending {
+            continue;
+        }
+        x.requeue_pending = false;
+        let missed = forward(x, crate::time::uptime_ns());
+        x.overrun = missed.min(i32::MAX as u64) as i32;
+        if id >= 0 {
+            if let SigFields::Timer { overrun, .. } = &mut info.fields {
+                *overrun = x.overrun;
+            }
+        }
+        let cpu = crate::percpu::cpu_id();
+        let data = u64::from(serial) << 32 | u64::from(x.gen);
+        x.armed = crate::timer::arm(cpu, x.expires_ns, expired, data).map(|id| (cpu, id));
+    }
 }
 
 /// (Re)arms or disarms (`value_ns` 0) `x`; `value_ns` is relative to now or, with
@@ -154,6 +245,8 @@ fn arm(x: &mut PosixTimer, serial: u32, value_ns: u64, interval_ns: u64, absolut
     x.gen = x.gen.wrapping_add(1);
     x.interval_ns = interval_ns;
     x.overrun = 0;
+    x.requeue_pending = false;
+    x.to_send = false;
     if value_ns == 0 {
         x.expires_ns = 0;
         return;
@@ -165,39 +258,36 @@ fn arm(x: &mut PosixTimer, serial: u32, value_ns: u64, interval_ns: u64, absolut
     x.armed = crate::timer::arm(cpu, x.expires_ns, expired, data).map(|id| (cpu, id));
 }
 
-/// What a timer reads as: (time to the next expiry, interval), ns.
+/// What a timer reads as: (time to the next expiry, interval), ns. A fired periodic timer
+/// waiting to be re-armed reads as if it had been (Linux's `common_timer_get` forwards it).
 fn reading(x: &PosixTimer) -> (u64, u64) {
-    let left = if x.expires_ns == 0 { 0 } else { x.expires_ns.saturating_sub(crate::time::uptime_ns()).max(1) };
+    let now = crate::time::uptime_ns();
+    let mut expires = x.expires_ns;
+    if x.requeue_pending && x.interval_ns > 0 && expires <= now {
+        expires = expires.saturating_add(((now - expires) / x.interval_ns + 1).saturating_mul(x.interval_ns));
+    }
+    let left = if expires == 0 { 0 } else { expires.saturating_sub(now).max(1) };
     (left, x.interval_ns)
 }
 
-/// `TABLE` locked with room in `fired` for every timer and one more, so that the timer about
-/// to be made fits and the interrupt path never allocates (the buffer is grown with the lock
-/// released, as `sync::lock_with_room` does).
-fn lock_with_fired_room() -> crate::sync::IrqLockGuard<'static, Table> {
-    loop {
-        let mut t = TABLE.lock();
-        let need = t.timers.len() + 1;
-        if t.fired.capacity() >= need {
-            return t;
-        }
-        drop(t);
-        let mut bigger = Vec::with_capacity(need * 2);
-        t = TABLE.lock();
-        if t.fired.capacity() < need {
-            bigger.append(&mut t.fired);
-            core::mem::swap(&mut t.fired, &mut bigger);
-        }
-        drop(t);
-        drop(bigger); // the old buffer, freed with the lock released
-    }
-}
-
-/// Adds a disarmed timer (under `t`, which has room: [`lock_with_fired_room`]).
+/// Adds a disarmed timer (under `t`).
 fn insert(t: &mut Table, tgid: Tid, id: i32, realtime: bool, notify: Notify, value: u64) {
     let serial = t.next_serial;
     t.next_serial = t.next_serial.wrapping_add(1).max(1);
-    let x = PosixTimer { tgid, realtime, id, notify, value, interval_ns: 0, expires_ns: 0, overrun: 0, gen: 0, armed: None };
+    let x = PosixTimer {
+        tgid,
+        realtime,
+        id,
+        notify,
+        value,
+        interval_ns: 0,
+        expires_ns: 0,
+        overrun: 0,
+        gen: 0,
+        requeue_pending: false,
+        to_send: false,
+        armed: None,
+    };
     t.timers.insert(serial, x);
 }
 
@@ -205,7 +295,7 @@ fn insert(t: &mut Table, tgid: Tid, id: i32, realtime: bool, notify: Notify, val
 /// [`MAX_TIMERS`] timers.
 pub fn create(tgid: Tid, realtime: bool, notify: Notify, value: Option<u64>) -> Result<i32, Errno> {
     ensure_ktimers()?;
-    let mut t = lock_with_fired_room();
+    let mut t = TABLE.lock();
     let count = t.timers.values().filter(|x| x.tgid == tgid && x.id >= 0).count();
     if count >= MAX_TIMERS {
         return Err(Errno::EAGAIN);
@@ -256,7 +346,7 @@ pub fn delete(tgid: Tid, id: i32) -> Result<(), Errno> {
 pub fn set_real(tgid: Tid, value_ns: u64, interval_ns: u64) -> Result<(u64, u64), Errno> {
     if value_ns != 0 {
         ensure_ktimers()?;
-        let mut t = lock_with_fired_room();
+        let mut t = TABLE.lock();
         if find(&t, tgid, ITIMER_REAL_ID).is_none() {
             insert(&mut t, tgid, ITIMER_REAL_ID, false, Notify::Process { signo: cadence_abi::signal::SIGALRM }, 0);
         }

@@ -12,7 +12,9 @@
 //!   preempted and not run since, or asleep although its sleep timer expired, for
 //!   `kernel.hung_task_timeout_secs` s. Report: `INFO: task <comm>:<pid> blocked for more than
 //!   <s> seconds (<reason>)`. SCHED_IDLE tasks are not reported as starved (their weight
-//!   makes long waits normal); an RT task starving lower tasks with RT throttling off is
+//!   makes long waits normal), nor a fair task whose share of its CPU's runnable weight
+//!   explains the wait (`cadence_sched::lockup::fair_share_wait_ns`: a nice 19 task beside
+//!   nice -20 ones waits tens of seconds under EEVDF, on Linux too); an RT task starving lower tasks with RT throttling off is
 //!   reported, unlike Linux (which checks only uninterruptible sleepers).
 //!
 //! Host descheduling of vCPUs: see `cadence_sched::lockup` (a stuck CPU must have executed
@@ -192,15 +194,30 @@ fn khungtaskd() -> i32 {
 pub fn scan(timeout_s: u64) -> usize {
     let now = crate::time::uptime_ns();
     let mut found = 0;
-    for t in super::task::all() {
+    let tasks = super::task::all();
+    // The weight of the runnable fair tasks on each CPU (task weights, groups flattened: an
+    // estimate, for the fair-share exemption below).
+    let mut cpu_weight = [0u64; MAX_CPUS];
+    for t in tasks.iter().filter(|t| !t.is_idle && t.state() == TaskState::Running && t.class() == ClassId::Fair) {
+        if let Some(w) = cpu_weight.get_mut(t.cpu() as usize) {
+            *w = w.saturating_add(t.attr_weight_cached());
+        }
+    }
+    let base_slice = super::tunables::fair_tunables().base_slice_ns;
+    for t in tasks {
         if t.is_idle || t.state() == TaskState::Dead {
             continue;
         }
-        // SCHED_IDLE tasks may legitimately wait long beside busier ones.
-        let sched_idle = t.class() == ClassId::Fair && t.policy() == Policy::Idle;
+        // SCHED_IDLE tasks may legitimately wait long beside busier ones, and so may a fair
+        // task whose weight's share explains the wait (`verdict::fair_share_wait_ns`).
+        let fair = t.class() == ClassId::Fair;
+        let starved_by_weight = fair
+            && verdict::fair_share_wait_ns(cpu_weight.get(t.cpu() as usize).copied().unwrap_or(0), t.attr_weight_cached(), base_slice)
+                > timeout_s.saturating_mul(1_000_000_000);
+        let exempt = (fair && t.policy() == Policy::Idle) || starved_by_weight;
         let times = TaskTimes {
-            woken_at: if sched_idle { 0 } else { t.stats.woken_at.load(Ordering::Relaxed) },
-            waiting_since: if sched_idle { 0 } else { t.stats.wait_start.load(Ordering::Relaxed) },
+            woken_at: if exempt { 0 } else { t.stats.woken_at.load(Ordering::Relaxed) },
+            waiting_since: if exempt { 0 } else { t.stats.wait_start.load(Ordering::Relaxed) },
             sleep_deadline: t.stats.sleep_deadline.load(Ordering::Relaxed),
             sleeping: t.state() == TaskState::Sleeping,
         };

@@ -37,14 +37,31 @@ pub(super) fn fd_file(proc: &Thread, fd: u64) -> Result<Arc<OpenFile>, Errno> {
     files(proc).lock_uninterruptible().get(fd)
 }
 
-/// A path argument: EFAULT if unreadable, ENAMETOOLONG past `PATH_MAX`, not UTF-8 is EINVAL
-/// (Cadence's names are strings), empty is ENOENT unless `empty_ok`.
+/// A path argument: EFAULT if unreadable, ENAMETOOLONG past `PATH_MAX`, empty is ENOENT
+/// unless `empty_ok`.
+///
+/// Cadence's names are strings: each byte of a sequence that is not UTF-8 becomes
+/// [`vfs::UNREPRESENTABLE`] (NUL, which no name can hold), so the path keeps its length in
+/// bytes (PATH_MAX, NAME_MAX), a lookup through such a name finds nothing (ENOENT, as Linux
+/// for a name that does not exist, and none can), and creating one is EINVAL (`vfs::create`:
+/// "the final component is invalid for the underlying filesystem", open(2)), never a file
+/// under another name.
 pub(super) fn user_path(proc: &Thread, addr: u64, empty_ok: bool) -> Result<String, Errno> {
     let bytes = proc.mm().lock_uninterruptible().read_cstr(addr, PATH_MAX - 1)?;
     if bytes.is_empty() && !empty_ok {
         return Err(Errno::ENOENT);
     }
-    String::from_utf8(bytes).map_err(|_| Errno::EINVAL)
+    match String::from_utf8(bytes) {
+        Ok(s) => Ok(s),
+        Err(e) => {
+            let mut s = String::with_capacity(e.as_bytes().len());
+            for chunk in e.as_bytes().utf8_chunks() {
+                s.push_str(chunk.valid());
+                s.extend(core::iter::repeat_n(vfs::UNREPRESENTABLE, chunk.invalid().len()));
+            }
+            Ok(s)
+        }
+    }
 }
 
 /// Where a relative `path` starts: the directory `dirfd` names, or the working directory.
@@ -70,6 +87,38 @@ fn copy_in(proc: &Thread, addr: u64, len: usize) -> Result<Vec<u8>, Errno> {
     Ok(buf)
 }
 
+/// Linux's `access_ok(buf, len)` (6.1, x86-64): the whole range below `TASK_SIZE_MAX`, or
+/// EFAULT before anything moves, whatever is mapped.
+fn access_ok(buf: u64, len: u64) -> Result<(), Errno> {
+    use crate::mm::vm::TASK_SIZE;
+    if len <= TASK_SIZE && buf <= TASK_SIZE - len {
+        Ok(())
+    } else {
+        Err(Errno::EFAULT)
+    }
+}
+
+/// `pread64` / `pwrite64`'s checks in `ksys_pread64` / `vfs_read`'s order: a negative offset
+/// (EINVAL, before the fd), the fd (EBADF), a stream (ESPIPE), the access mode (EBADF), the
+/// buffer (EFAULT), an offset plus count past `loff_t` (EINVAL, `rw_verify_area`).
+fn positioned(proc: &Thread, a: [u64; 6], write: bool) -> Result<Arc<OpenFile>, Errno> {
+    if (a[3] as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let f = fd_file(proc, a[0])?;
+    if !f.seekable() {
+        return Err(Errno::ESPIPE);
+    }
+    if !(if write { f.writable() } else { f.readable() }) {
+        return Err(Errno::EBADF);
+    }
+    access_ok(a[1], a[2])?;
+    if a[3].checked_add(a[2]).is_none_or(|end| end > i64::MAX as u64) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(f)
+}
+
 /// Reads into user memory at `buf`, at most `len` bytes, with `op` filling a kernel buffer
 /// (given the bytes already read, for an offset). A file whose reads never wait (`whole`: a
 /// regular file, `/dev/zero`, the disk) is read in chunks of [`CHUNK`] until `len` or a short
@@ -82,6 +131,7 @@ fn read_into(
     whole: bool,
     mut op: impl FnMut(&mut [u8], u64) -> Result<usize, Errno>,
 ) -> Result<u64, Errno> {
+    access_ok(buf, len)?;
     let len = len.min(MAX_RW);
     // A bad buffer is EFAULT before anything is consumed (Linux checks `access_ok` first).
     if len > 0 {
@@ -125,10 +175,7 @@ pub fn read(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
 
 /// `pread64(fd, buf, count, offset)`.
 pub fn pread64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let f = fd_file(proc, a[0])?;
-    if (a[3] as i64) < 0 {
-        return Err(Errno::EINVAL);
-    }
+    let f = positioned(proc, a, false)?;
     ok(read_into(proc, a[1], a[2], reads_whole(&f), |b, done| file::pread(&f, b, a[3] + done))?)
 }
 
@@ -137,6 +184,7 @@ fn write_from(proc: &Thread, f: &OpenFile, buf: u64, len: u64) -> Result<u64, Er
     if !f.writable() {
         return Err(Errno::EBADF);
     }
+    access_ok(buf, len)?;
     let len = len.min(MAX_RW);
     let mut done = 0u64;
     while done < len || len == 0 {
@@ -174,10 +222,7 @@ pub fn write(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
 /// `pwrite64(fd, buf, count, offset)`: in chunks of [`CHUNK`] at the offset plus what was
 /// written, until a short write; an error after some bytes returns their count.
 pub fn pwrite64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let f = fd_file(proc, a[0])?;
-    if (a[3] as i64) < 0 {
-        return Err(Errno::EINVAL);
-    }
+    let f = positioned(proc, a, true)?;
     let len = a[2].min(MAX_RW);
     let mut done = 0u64;
     loop {
@@ -1367,16 +1412,45 @@ pub fn sync(_: &Thread, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Err
     ok(0)
 }
 
-/// `sendfile(out_fd, in_fd, offset, count)`: through a kernel buffer.
+/// `sendfile(out_fd, in_fd, offset, count)`: through a kernel buffer, with Linux 6.1's checks
+/// in its order (`fs/read_write.c` `do_sendfile`, `fs/splice.c`): the offset is read first
+/// (EFAULT), then in_fd (EBADF, ESPIPE with an offset on a stream, EINVAL for a negative
+/// offset), out_fd (EBADF), a count of 0 (0 bytes), then what splice accepts: a directory, pipe, timerfd or message
+/// queue has no `splice_read` (EINVAL), and a file that is not a pipe is written only from a
+/// regular file or a block device (`splice_direct_to_actor`) and never with O_APPEND (EINVAL).
 pub fn sendfile(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let (out, inp) = (fd_file(proc, a[0])?, fd_file(proc, a[1])?);
-    if !inp.readable() || !out.writable() {
+    let offset = if a[2] != 0 { Some(u64::from_le_bytes(copy_in(proc, a[2], 8)?.try_into().expect("8"))) } else { None };
+    let inp = fd_file(proc, a[1])?;
+    if !inp.may_read() {
         return Err(Errno::EBADF);
+    }
+    if offset.is_some() && !inp.seekable() {
+        return Err(Errno::ESPIPE);
+    }
+    if offset.is_some_and(|o| (o as i64) < 0) || (a[3] as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let out = fd_file(proc, a[0])?;
+    if !out.writable() {
+        return Err(Errno::EBADF);
+    }
+    if a[3] == 0 {
+        return ok(0);
+    }
+    let (in_dir, in_regular) = match &inp.kind {
+        Kind::Inode(i) => (i.is_dir(), !i.is_dir()),
+        Kind::Device(vfs::Device::Vda, _) | Kind::Gen(..) => (false, true),
+        _ => (false, false),
+    };
+    if in_dir || matches!(inp.kind, Kind::Pipe(_) | Kind::TimerFd(_) | Kind::Mqueue(_)) {
+        return Err(Errno::EINVAL);
+    }
+    if !matches!(out.kind, Kind::Pipe(_)) && (!in_regular || out.flags.load(Ordering::Relaxed) & file::O_APPEND != 0) {
+        return Err(Errno::EINVAL);
     }
     let n = a[3].min(CHUNK as u64) as usize;
     let mut buf = alloc::vec![0u8; n];
-    let got = if a[2] != 0 {
-        let off = u64::from_le_bytes(copy_in(proc, a[2], 8)?.try_into().expect("8"));
+    let got = if let Some(off) = offset {
         let got = file::pread(&inp, &mut buf, off)?;
         copy_out(proc, a[2], &(off + got as u64).to_le_bytes())?;
         got

@@ -67,6 +67,17 @@ pub enum Hung {
     TimerExpiredStillAsleep(u64),
 }
 
+/// How long a runnable fair task of `weight` may wait for its next slice when the fair tasks
+/// runnable on its CPU weigh `cpu_weight` in all (itself included): its share of the CPU is
+/// `weight / cpu_weight`, so a slice of `base_slice_ns` comes about every
+/// `cpu_weight / weight` slices. A wait within this is what the weights give (a nice 19 task,
+/// weight 15, beside two nice -20 ones, 88761 each, waits ~11,800 slices: 35 s at 3 ms), not
+/// a lost wakeup; the hung-task scan does not report it, as it does not report SCHED_IDLE
+/// tasks.
+pub fn fair_share_wait_ns(cpu_weight: u64, weight: u64, base_slice_ns: u64) -> u64 {
+    (cpu_weight / weight.max(1)).saturating_mul(base_slice_ns)
+}
+
 /// Hung-task verdict at `now_ns` with `timeout_s` (0 = detector off).
 pub fn hung(t: TaskTimes, now_ns: u64, timeout_s: u64) -> Option<Hung> {
     if timeout_s == 0 {
@@ -93,6 +104,17 @@ mod tests {
     use super::*;
     const S: u64 = NSEC_PER_SEC;
     const TICK: u64 = 4_000_000; // hz 250
+
+    #[test]
+    fn fair_share_waits_follow_the_weights() {
+        let slice = 3_000_000;
+        // nice 19 beside two nice -20 tasks: about 35 s between its slices.
+        let w = fair_share_wait_ns(15 + 2 * 88761, 15, slice);
+        assert!(w > 30 * S && w < 40 * S, "{w}");
+        // nice 0 among 100 nice 0 tasks: a third of a second, far below any timeout.
+        assert_eq!(fair_share_wait_ns(100 * 1024, 1024, slice), 100 * slice);
+        assert_eq!(fair_share_wait_ns(1024, 0, slice), 1024 * slice, "a zero weight counts as 1");
+    }
 
     #[test]
     fn soft_lockup_after_twice_the_threshold_when_the_cpu_ran() {
