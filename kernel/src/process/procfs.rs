@@ -726,7 +726,14 @@ fn meminfo() -> String {
         let _ = writeln!(s, "{:<16}{:>8} kB", format!("{}:", name), v);
     }
     let cache = crate::block::pagecache::counts();
-    for (name, v) in [("SwapTotal", 0), ("SwapFree", 0), ("Dirty", cache.dirty * 4), ("Writeback", cache.writeback * 4)] {
+    // Slab: the kernel heap in use (Linux's slab caches hold what Cadence's heap does).
+    for (name, v) in [
+        ("SwapTotal", 0),
+        ("SwapFree", 0),
+        ("Dirty", cache.dirty * 4),
+        ("Writeback", cache.writeback * 4),
+        ("Slab", crate::mm::heap::used() as u64 / 1024),
+    ] {
         let _ = writeln!(s, "{:<16}{:>8} kB", format!("{}:", name), v);
     }
     s
