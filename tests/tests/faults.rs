@@ -30,7 +30,8 @@ fn lines(run: &Run) -> Vec<String> {
 #[test]
 fn kernel_addresses_are_efault_as_on_linux() {
     let run = run_sh(SMP, "cd /tmp && /bin/kaddr");
-    let got: Vec<String> = lines(&run).into_iter().filter(|l| l.contains(" = ") && !l.starts_with('[') && !l.starts_with("cadence")).collect();
+    let got: Vec<String> =
+        lines(&run).into_iter().filter(|l| l.contains(" = ") && !l.starts_with('[') && !l.starts_with("cadence")).collect();
     let want: Vec<&str> = include_str!("../fixtures/kaddr.linux-6.1.txt").lines().collect();
     let diffs: Vec<String> = want
         .iter()
@@ -92,20 +93,60 @@ fn user_memory_failures_are_linux_errors_and_leak_nothing() {
         run.check(get(&t, "unexpected") == 0, format!("memload #{n}: a failure Linux would not give: {t:?}"));
         run.check((get(&t, "injected") > 0) == injecting, format!("memload #{n}: injected {}: {t:?}", get(&t, "injected")));
         run.check(get(&t, "spawned") + get(&t, "spawn_enomem") == children, format!("memload #{n}: every child accounted for: {t:?}"));
-        run.check(get(&t, "spawned") == get(&t, "exit0") + get(&t, "sigbus") + get(&t, "sigkill"), format!("memload #{n}: every child reaped: {t:?}"));
+        run.check(
+            get(&t, "spawned") == get(&t, "exit0") + get(&t, "sigbus") + get(&t, "sigkill"),
+            format!("memload #{n}: every child reaped: {t:?}"),
+        );
         if !injecting {
             run.check(get(&t, "exit0") == children, format!("memload #{n}: without injection every child succeeds: {t:?}"));
         }
     }
+    // Both kinds of failure happened: a call's ENOMEM (execve) and a fault's SIGBUS.
+    let sum = |k: &str| get(&memload_line(&run, 1), k) + get(&memload_line(&run, 2), k);
+    run.check(sum("spawn_enomem") > 0 && sum("sigbus") > 0, "injected runs saw both ENOMEM and SIGBUS");
     let (free0, heap0) = sample(&run, "base");
     let (free1, heap1) = sample(&run, "after");
     eprintln!("MemFree {free0} -> {free1} kB, Slab {heap0} -> {heap1} kB");
-    run.check((free0 - free1).abs() <= FRAME_SLACK_KB, format!("MemFree {free0} kB before, {free1} kB after (more than {FRAME_SLACK_KB} kB apart)"));
-    run.check((heap1 - heap0).abs() <= HEAP_SLACK_KB, format!("Slab {heap0} kB before, {heap1} kB after (more than {HEAP_SLACK_KB} kB apart)"));
+    run.check(
+        (free0 - free1).abs() <= FRAME_SLACK_KB,
+        format!("MemFree {free0} kB before, {free1} kB after (more than {FRAME_SLACK_KB} kB apart)"),
+    );
+    run.check(
+        (heap1 - heap0).abs() <= HEAP_SLACK_KB,
+        format!("Slab {heap0} kB before, {heap1} kB after (more than {HEAP_SLACK_KB} kB apart)"),
+    );
     // Every process reaped: ps lists no memload and no zombie.
     let all = lines(&run);
     let ps: Vec<&String> = all.iter().skip_while(|l| *l != "ps:").take_while(|l| *l != "end ps").collect();
     run.check(ps.len() > 2, "ps ran");
     run.check(!ps.iter().any(|l| l.contains(" Z ") || l.contains("memload")), "a memload process or a zombie left");
     run.check(lines(&run).iter().any(|l| l == "still running"), "a program runs after the injected runs");
+}
+
+/// One failure at a time (`times=1`, probability 100, one site): execve's new image is ENOMEM
+/// and the old image runs on (the shell's child reports it, status 126); fork's address-space
+/// copy is ENOMEM (busybox sh: `can't fork`, the shell ends with 2); afterwards programs run.
+/// (A page fault's failure is SIGBUS from user mode, EFAULT from a system call's copy: which
+/// one a shell meets first varies, so `memload` counts those.)
+#[test]
+fn single_failures_give_linux_errors() {
+    let set = |site: &str| {
+        let d = "/proc/sys/debug/fail_alloc";
+        format!("echo {site} > {d}/sites; echo 1 > {d}/times; echo 100 > {d}/probability")
+    };
+    let script = format!(
+        "d=/proc/sys/debug/fail_alloc; echo 0 > $d/verbose; \
+         {}; /bin/hello x; echo exec status $?; \
+         sh -c '{}; /bin/hello x; echo not reached'; echo fork status $?; \
+         echo 0 > $d/probability; echo > $d/sites; echo injected $(cat $d/injected); /bin/hello after",
+        set("exec_mm"),
+        set("fork_mm"),
+    );
+    let run = run_sh(SMP, &script);
+    let out = lines(&run);
+    let has = |l: &str| out.iter().any(|o| o == l);
+    run.check(has("sh: /bin/hello: Cannot allocate memory") && has("exec status 126"), "execve: ENOMEM, the old image reports it");
+    run.check(has("sh: can't fork: Cannot allocate memory") && has("fork status 2") && !has("not reached"), "fork: ENOMEM");
+    run.check(has("injected 2"), "two failures injected");
+    run.check(out.iter().any(|l| l.starts_with("hello from user space") && l.ends_with("[after]")), "a program runs afterwards");
 }
