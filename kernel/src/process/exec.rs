@@ -49,7 +49,8 @@ fn map_image(mm: &mut Mm, info: &ElfInfo, inode: &Arc<Inode>, bias: u64) -> Resu
         // Bytes past p_filesz read as zero (.bss's start on the last file page: Linux's
         // `padzero`), so the backing ends at the segment's last file byte.
         if file_end > start {
-            let backing = Backing::File { inode: inode.clone(), offset: s.offset & !(PAGE - 1), limit: s.offset + s.filesz, may_write: false };
+            let backing =
+                Backing::File { inode: inode.clone(), offset: s.offset & !(PAGE - 1), limit: s.offset + s.filesz, may_write: false };
             mm.insert(Vma { start, end: file_end, prot, backing, shared: false });
         }
         if mem_end > file_end {

@@ -131,7 +131,8 @@ pub fn mmap(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
         // A shared anonymous mapping is backed at once, so a fork shares its pages: without
         // them there is no mapping (ENOMEM, nothing left mapped; a MAP_FIXED mapping's old
         // pages are gone, as after Linux's failed MAP_FIXED mmap).
-        let populated = if crate::mm::fail_alloc::should_fail("mmap_populate") { Err(Errno::ENOMEM) } else { mm.populate(start, start + len) };
+        let populated =
+            if crate::mm::fail_alloc::should_fail("mmap_populate") { Err(Errno::ENOMEM) } else { mm.populate(start, start + len) };
         if let Err(e) = populated {
             mm.unmap_range(start, start + len);
             return Err(e);
