@@ -51,7 +51,7 @@ fn read_only(_: &str) -> Result<(), Errno> {
 pub static SYSCTLS: &[Sysctl] = &[
     Sysctl {
         name: "debug.fail_alloc.probability",
-        help: "percent of object allocations (tasks, stacks, groups, ttys, cookies, trace rings) made to fail with ENOMEM (0..=100)",
+        help: "percent of object allocations (tasks, stacks, groups, ttys, cookies, trace rings, user pages, fork/exec address spaces, mmap populate) made to fail with ENOMEM (0..=100)",
         get: || format!("{}", crate::mm::fail_alloc::probability()),
         set: |v| {
             crate::mm::fail_alloc::set_probability(parse_u64_range(v, 0, 100)? as u32);
@@ -87,6 +87,12 @@ pub static SYSCTLS: &[Sysctl] = &[
             crate::mm::fail_alloc::set_verbose(parse_u64_range(v, 0, 2)? as u32);
             Ok(())
         },
+    },
+    Sysctl {
+        name: "debug.fail_alloc.sites",
+        help: "the sites that may fail, comma-separated, `*` ending a prefix (e.g. fault_*,fork_mm); empty = every site",
+        get: crate::mm::fail_alloc::sites,
+        set: |v| crate::mm::fail_alloc::set_sites(v).ok_or(Errno::EINVAL),
     },
     Sysctl {
         name: "debug.fail_alloc.injected",

@@ -49,7 +49,8 @@ fn map_image(mm: &mut Mm, info: &ElfInfo, inode: &Arc<Inode>, bias: u64) -> Resu
         // Bytes past p_filesz read as zero (.bss's start on the last file page: Linux's
         // `padzero`), so the backing ends at the segment's last file byte.
         if file_end > start {
-            let backing = Backing::File { inode: inode.clone(), offset: s.offset & !(PAGE - 1), limit: s.offset + s.filesz };
+            let backing =
+                Backing::File { inode: inode.clone(), offset: s.offset & !(PAGE - 1), limit: s.offset + s.filesz, may_write: false };
             mm.insert(Vma { start, end: file_end, prot, backing, shared: false });
         }
         if mem_end > file_end {
@@ -140,6 +141,13 @@ fn load_depth(cwd: &Arc<Inode>, path: &str, argv: &[&[u8]], envp: &[&[u8]], dept
         return load_depth(cwd, interp_path, &args, envp, depth + 1);
     }
     let info = parse(&inode, &bytes)?;
+    // Everything here builds the new image beside the old one: a failure (no memory for the
+    // address space, its page tables or the stack's page) is the caller's ENOMEM and the old
+    // image runs on. The point of no return is the caller's switch to the loaded image, which
+    // allocates nothing.
+    if crate::mm::fail_alloc::should_fail("exec_mm") {
+        return Err(Errno::ENOMEM);
+    }
     let mut mm = Mm::new()?;
     let bias = if info.kind == ET_DYN { PIE_BASE } else { 0 };
     let end = map_image(&mut mm, &info, &inode, bias)?;
@@ -180,6 +188,7 @@ fn load_depth(cwd: &Arc<Inode>, path: &str, argv: &[&[u8]], envp: &[&[u8]], dept
         (AT_HWCAP2, 0),
     ];
     let st = stack::build(STACK_TOP, argv, envp, path.as_bytes(), &auxv, random16()).map_err(|_| Errno::E2BIG)?;
-    mm.write(st.sp, &st.bytes)?;
+    // The stack VMA is fresh and writable: only a page that cannot be had fails the copy.
+    mm.write(st.sp, &st.bytes).map_err(|_| Errno::ENOMEM)?;
     Ok(Loaded { mm, entry, sp: st.sp })
 }

@@ -122,11 +122,16 @@ fn lock_two(a: usize, b: usize) -> (Locked, Option<Locked>) {
     }
 }
 
-/// The key of the word at `addr` of `mm` (EINVAL if misaligned; EFAULT if a shared key is
-/// asked for an address with no mapping).
+/// The key of the word at `addr` of `mm` (EINVAL if misaligned; EFAULT if not a user address,
+/// or if a shared key is asked for an address with no mapping).
 pub fn key_of(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool) -> Result<Key, Errno> {
     if !addr.is_multiple_of(4) {
         return Err(Errno::EINVAL);
+    }
+    // Linux's access_ok: a word that is not below TASK_SIZE is EFAULT, even for a private
+    // key that never touches it (FUTEX_WAKE).
+    if addr.checked_add(4).is_none_or(|end| end > crate::mm::vm::TASK_SIZE) {
+        return Err(Errno::EFAULT);
     }
     let private_key = Key::Private { mm: Arc::as_ptr(mm) as usize, addr };
     if private {

@@ -39,6 +39,10 @@ pub enum Backing {
         offset: u64,
         /// The file offset where the mapped bytes end.
         limit: u64,
+        /// Was the file open for writing when it was mapped? (Linux's `VM_MAYWRITE` for a
+        /// shared mapping: without it `mprotect` may not make the mapping writable, so a
+        /// program cannot write a file it could only read.)
+        may_write: bool,
     },
 }
 
@@ -62,8 +66,8 @@ impl Vma {
     fn tail_from(&self, addr: u64) -> Vma {
         let backing = match &self.backing {
             Backing::Anonymous => Backing::Anonymous,
-            Backing::File { inode, offset, limit } => {
-                Backing::File { inode: inode.clone(), offset: offset + (addr - self.start), limit: *limit }
+            Backing::File { inode, offset, limit, may_write } => {
+                Backing::File { inode: inode.clone(), offset: offset + (addr - self.start), limit: *limit, may_write: *may_write }
             }
         };
         Vma { start: addr, end: self.end, prot: self.prot, backing, shared: self.shared }
@@ -158,11 +162,15 @@ impl Mm {
     }
 
     /// Changes the permissions of `[start, end)` (page-aligned; every page must be mapped,
-    /// else ENOMEM as Linux's mprotect).
+    /// else ENOMEM as Linux's mprotect; a shared mapping of a file that was not open for
+    /// writing cannot become writable: EACCES, nothing changed).
     pub fn protect(&mut self, start: u64, end: u64, prot: Prot) -> Result<(), Errno> {
         let mut at = start;
         while at < end {
             let v = self.find(at).ok_or(Errno::ENOMEM)?;
+            if prot.write && v.shared && matches!(v.backing, Backing::File { may_write: false, .. }) {
+                return Err(Errno::EACCES);
+            }
             at = v.end;
         }
         // Split at both ends, then change the middle.
@@ -217,6 +225,9 @@ impl Mm {
                 if frame.count() <= 2 || v.shared {
                     self.space.protect(page, v.prot);
                 } else {
+                    if crate::mm::fail_alloc::should_fail("fault_cow") {
+                        return Err(Errno::ENOMEM);
+                    }
                     let copy = frame.duplicate().ok_or(Errno::ENOMEM)?;
                     self.space.map(page, copy, v.prot).map_err(|_| Errno::ENOMEM)?;
                 }
@@ -231,12 +242,19 @@ impl Mm {
             // A shared file mapping maps the file's own frame: writes are the file's. Past the
             // file's end there is none: EIO, the thread's SIGBUS.
             let index = (offset + (page - v.start)) / PAGE;
+            if crate::mm::fail_alloc::should_fail("fault_file") {
+                return Err(Errno::ENOMEM);
+            }
             let frame = inode.shared_page(index)?.ok_or(Errno::EIO)?;
             self.space.map(page, frame, v.prot).map_err(|_| Errno::ENOMEM)?;
             return Ok(());
         }
+        let site = if matches!(v.backing, Backing::File { .. }) { "fault_file" } else { "fault_anon" };
+        if crate::mm::fail_alloc::should_fail(site) {
+            return Err(Errno::ENOMEM);
+        }
         let frame = PageRef::alloc().ok_or(Errno::ENOMEM)?;
-        if let Backing::File { inode, offset, limit } = &v.backing {
+        if let Backing::File { inode, offset, limit, .. } = &v.backing {
             let at = offset + (page - v.start);
             if at < *limit {
                 let n = (limit - at).min(PAGE) as usize;
@@ -252,6 +270,9 @@ impl Mm {
     /// A copy for a child (`fork`): the same VMAs; every mapped page shared, and a writable one
     /// made read-only in both, so the first write to it copies it (copy-on-write).
     pub fn fork(&self) -> Result<Mm, Errno> {
+        if crate::mm::fail_alloc::should_fail("fork_mm") {
+            return Err(Errno::ENOMEM);
+        }
         // mlockall's MCL_FUTURE is not inherited (Linux clears it in the child).
         let child = Mm {
             space: VmSpace::new().ok_or(Errno::ENOMEM)?,
@@ -278,12 +299,15 @@ impl Mm {
         Ok(child)
     }
 
-    /// Resolves faults until `op` succeeds or a fault cannot be resolved (EFAULT / ENOMEM).
+    /// Resolves faults until `op` succeeds or a fault cannot be resolved: EFAULT, whatever
+    /// the fault's reason (no VMA, its permissions, no memory, a shared file page past the
+    /// file's end), as Linux's `copy_to_user` / `copy_from_user` (a kernel-mode fault the page
+    /// fault handler cannot resolve takes the exception fixup, never the OOM kill or SIGBUS).
     fn with_faults(&self, mut op: impl FnMut(&VmSpace) -> Result<(), UserFault>) -> Result<(), Errno> {
         loop {
             match op(&self.space) {
                 Ok(()) => return Ok(()),
-                Err(f) => self.fault(f.addr, f.write)?,
+                Err(f) => self.fault(f.addr, f.write).map_err(|_| Errno::EFAULT)?,
             }
         }
     }

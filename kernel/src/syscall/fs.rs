@@ -943,6 +943,10 @@ pub fn fchown(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
 
 /// `utimensat(dirfd, path, times, flags)`: the file must exist; times set to now.
 pub fn utimensat(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    // The two timespecs are read first, as Linux's: a bad pointer is EFAULT before the path.
+    if a[2] != 0 {
+        copy_in(proc, a[2], 32)?;
+    }
     let inode = if a[1] == 0 {
         fd_file(proc, a[0])?.inode().cloned().ok_or(Errno::EINVAL)?
     } else {

@@ -92,7 +92,7 @@ pub fn mmap(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
             return Err(Errno::EACCES);
         }
         match &f.kind {
-            Kind::Inode(i) if i.kind() == S_IFREG => Backing::File { inode: i.clone(), offset, limit: u64::MAX },
+            Kind::Inode(i) if i.kind() == S_IFREG => Backing::File { inode: i.clone(), offset, limit: u64::MAX, may_write: f.writable() },
             Kind::Device(Device::Zero, _) => Backing::Anonymous,
             _ => return Err(Errno::ENODEV),
         }
@@ -121,10 +121,26 @@ pub fn mmap(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
             mm.free_range(len)?
         }
     };
+    let shared_anon = shared && flags & MAP_ANONYMOUS != 0;
+    // Linux's vm_area_alloc failing: ENOMEM, nothing changed.
+    if crate::mm::fail_alloc::should_fail("mmap_vma") {
+        return Err(Errno::ENOMEM);
+    }
     mm.insert(Vma { start, end: start + len, prot, backing, shared });
-    if flags & MAP_POPULATE != 0 || mm.lock_future || (shared && flags & MAP_ANONYMOUS != 0) {
-        // A shared anonymous mapping is backed at once, so a fork shares its pages.
-        mm.populate(start, start + len)?;
+    if shared_anon {
+        // A shared anonymous mapping is backed at once, so a fork shares its pages: without
+        // them there is no mapping (ENOMEM, nothing left mapped; a MAP_FIXED mapping's old
+        // pages are gone, as after Linux's failed MAP_FIXED mmap).
+        let populated =
+            if crate::mm::fail_alloc::should_fail("mmap_populate") { Err(Errno::ENOMEM) } else { mm.populate(start, start + len) };
+        if let Err(e) = populated {
+            mm.unmap_range(start, start + len);
+            return Err(e);
+        }
+    } else if flags & MAP_POPULATE != 0 || mm.lock_future {
+        // Linux's mm_populate: a page that cannot be had now is faulted in at first touch
+        // (the error is not the call's).
+        let _ = mm.populate(start, start + len);
     }
     ok(start)
 }
@@ -153,9 +169,18 @@ pub fn munmap(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
 /// `mprotect(addr, len, prot)`.
 pub fn mprotect(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let prot = checked_prot(a[2])?;
-    let (start, end) = range(a[0], a[1])?;
-    if start == end {
+    // Linux's do_mprotect_pkey: an unaligned start is EINVAL; a range that wraps, or reaches
+    // past user space (where nothing is mapped), ENOMEM.
+    let (start, len) = (a[0], a[1]);
+    if !start.is_multiple_of(PAGE) {
+        return Err(Errno::EINVAL);
+    }
+    if len == 0 {
         return ok(0);
+    }
+    let end = page_up(len).and_then(|l| start.checked_add(l)).ok_or(Errno::ENOMEM)?;
+    if end > TASK_SIZE {
+        return Err(Errno::ENOMEM);
     }
     proc.mm().lock_uninterruptible().protect(start, end, prot)?;
     ok(0)
@@ -164,17 +189,31 @@ pub fn mprotect(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outco
 /// `madvise(addr, length, advice)`: MADV_DONTNEED drops the pages (anonymous memory reads
 /// back as zero, as glibc's `free` expects); other advice changes nothing.
 pub fn madvise(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let (start, end) = range(a[0], a[1])?;
+    // Linux's do_madvise: an unaligned start, or a range that wraps, is EINVAL; an empty one
+    // succeeds; a hole in the range (and so anything past user space) is ENOMEM, after the
+    // advice is applied to the mapped part.
+    let (start, len) = (a[0], a[1]);
+    if !start.is_multiple_of(PAGE) {
+        return Err(Errno::EINVAL);
+    }
+    let end = page_up(len).and_then(|l| start.checked_add(l)).ok_or(Errno::EINVAL)?;
+    if end == start {
+        return ok(0);
+    }
+    let mm_arc = proc.mm();
+    let mm = mm_arc.lock_uninterruptible();
+    let mapped_end = end.min(TASK_SIZE);
     if a[2] == MADV_DONTNEED {
-        let mm_arc = proc.mm();
-        let mm = mm_arc.lock_uninterruptible();
         let mut page = start;
-        while page < end {
+        while page < mapped_end {
             if mm.find(page).is_some() {
                 drop(mm.space.unmap(page));
             }
             page += PAGE;
         }
+    }
+    if !covered(&mm, start, end) {
+        return Err(Errno::ENOMEM);
     }
     ok(0)
 }
@@ -213,17 +252,33 @@ pub fn mlock(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
     let end = page_up(a[0].checked_add(a[1]).ok_or(Errno::EINVAL)?).ok_or(Errno::EINVAL)?;
     let mm_arc = proc.mm();
     let mm = mm_arc.lock_uninterruptible();
-    let mut at = start;
-    while at < end {
-        at = mm.find(at).ok_or(Errno::ENOMEM)?.end;
+    if !covered(&mm, start, end) {
+        return Err(Errno::ENOMEM);
     }
     mm.populate(start, end)?;
     ok(0)
 }
 
-/// `munlock(addr, len)`: nothing is ever swapped; the range is checked as Linux does.
-pub fn munlock(_: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    a[0].checked_add(a[1]).ok_or(Errno::EINVAL)?;
+/// Is every page of `[start, end)` in a VMA? (Nothing from `TASK_SIZE` up ever is.)
+fn covered(mm: &crate::process::mm::Mm, start: u64, end: u64) -> bool {
+    let mut at = start;
+    while at < end {
+        match mm.find(at) {
+            Some(v) => at = v.end,
+            None => return false,
+        }
+    }
+    true
+}
+
+/// `munlock(addr, len)`: nothing is ever swapped; the range is checked as Linux does (a wrap
+/// EINVAL, a hole ENOMEM).
+pub fn munlock(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let start = a[0] & !(PAGE - 1);
+    let end = page_up(a[0].checked_add(a[1]).ok_or(Errno::EINVAL)?).ok_or(Errno::EINVAL)?;
+    if !covered(&proc.mm().lock_uninterruptible(), start, end) {
+        return Err(Errno::ENOMEM);
+    }
     ok(0)
 }
 

@@ -5,7 +5,11 @@
 //! * `debug.fail_alloc.interval`: only every Nth call may fail (≥ 1);
 //! * `debug.fail_alloc.times`: how many failures are left (-1 = no limit; Linux's default 1);
 //! * `debug.fail_alloc.verbose`: 0 silent, 1 (or Linux's 2) one line per failure;
-//! * `debug.fail_alloc.injected` (read-only): failures forced so far.
+//! * `debug.fail_alloc.injected` (read-only): failures forced so far;
+//! * `debug.fail_alloc.sites`: the sites that may fail, comma-separated (a trailing `*` matches
+//!   a prefix: `fault_*`); empty (the default) = every site. Like Linux's per-cache
+//!   `failslab` attribute and `ignore-gfp-*`, it confines injection to the paths under test
+//!   (a fuzzer or a test failing only user-memory paths).
 //!
 //! The decision is Linux's `should_fail_ex`: nothing when the probability is 0 or `times` is
 //! 0; with an interval > 1 only every `interval`-th call is a candidate; a candidate fails with
@@ -15,7 +19,12 @@
 //! command or an API call, each of which already returns `ENOMEM` (or the command's message)
 //! when the memory really is not there: a task (`task`) and its kernel stack (`kernel_stack`)
 //! in `spawn`; a task group (`task_group`, also behind autogroups and ttys); a core-scheduling
-//! cookie (`sched_core_cookie`, `PR_SCHED_CORE_CREATE`); the tracer's rings (`trace_buffer`).
+//! cookie (`sched_core_cookie`, `PR_SCHED_CORE_CREATE`); the tracer's rings (`trace_buffer`);
+//! a user process's memory: a page brought in by a page fault or a kernel copy (`fault_anon`,
+//! `fault_file`, `fault_cow`: the faulting thread's SIGBUS, a system call's EFAULT; see
+//! `docs/design/user.md`), the address-space copy of a fork (`fork_mm`: ENOMEM), the new image
+//! of an execve (`exec_mm`: ENOMEM before the point of no return, the old image runs on) and a
+//! mapping's pages that mmap backs at once (`mmap_populate`: ENOMEM, nothing mapped).
 //! Short-lived allocations inside a command (strings, argument vectors) are not sites: the
 //! global allocator cannot return an error to them, so failing them could only panic.
 //! Every site fails *before* it changes any state, so a failure leaks nothing; the chaos stress
@@ -84,11 +93,46 @@ pub fn active() -> bool {
     probability() > 0 && times() != 0
 }
 
+/// Bytes of `debug.fail_alloc.sites` kept.
+pub const SITES_MAX: usize = 128;
+/// `debug.fail_alloc.sites` (the bytes and their length).
+static SITES: crate::sync::IrqLock<([u8; SITES_MAX], usize)> = crate::sync::IrqLock::new(([0; SITES_MAX], 0));
+
+/// `debug.fail_alloc.sites`: the sites that may fail (comma-separated; empty = every site).
+pub fn sites() -> alloc::string::String {
+    let g = SITES.lock();
+    alloc::string::String::from_utf8_lossy(&g.0[..g.1]).into_owned()
+}
+
+/// Sets the sites that may fail (see [`sites`]); `None` (and nothing set) if longer than
+/// [`SITES_MAX`]. Spaces and a trailing newline are dropped.
+pub fn set_sites(list: &str) -> Option<()> {
+    let list = list.trim();
+    if list.len() > SITES_MAX {
+        return None;
+    }
+    let mut g = SITES.lock();
+    g.0[..list.len()].copy_from_slice(list.as_bytes());
+    g.1 = list.len();
+    Some(())
+}
+
+/// Is `site` one of the sites that may fail?
+fn site_selected(site: &str) -> bool {
+    let g = SITES.lock();
+    let list = &g.0[..g.1];
+    list.is_empty()
+        || list.split(|&b| b == b',').map(|s| s.trim_ascii()).any(|s| match s.strip_suffix(b"*") {
+            Some(prefix) => site.as_bytes().starts_with(prefix),
+            None => s == site.as_bytes(),
+        })
+}
+
 /// Should the allocation at `site` fail? (Linux `should_fail`; see the module doc.)
 #[track_caller]
 pub fn should_fail(site: &'static str) -> bool {
     let p = probability();
-    if p == 0 || times() == 0 {
+    if p == 0 || times() == 0 || !site_selected(site) {
         return false;
     }
     let interval = interval();
