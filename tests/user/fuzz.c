@@ -1206,6 +1206,10 @@ int main(int argc, char **argv) {
     const char *fail = getenv("FUZZ_FAIL");
     int failing = fail && atoi(fail) > 0;
     if (failing) {
+        /* Every site but the page faults': a fault that fails is SIGBUS to whoever touched the
+         * page, this program's parent or the shell included, which would end the run
+         * (tests/tests/faults.rs covers the fault sites with children of its own). */
+        set_sysctl("/proc/sys/debug/fail_alloc/sites", "task,kernel_stack,task_group,sched_core_cookie,tty,trace_buffer,fork_mm,exec_mm,mmap_vma,mmap_populate");
         set_sysctl("/proc/sys/debug/fail_alloc/times", "-1");
         set_sysctl("/proc/sys/debug/fail_alloc/verbose", "0");
         set_sysctl("/proc/sys/debug/fail_alloc/probability", fail);
@@ -1321,6 +1325,7 @@ int main(int argc, char **argv) {
     int left = sweep();
     if (failing) {
         set_sysctl("/proc/sys/debug/fail_alloc/probability", "0");
+        set_sysctl("/proc/sys/debug/fail_alloc/sites", "");
         char injected[32] = "?";
         FILE *f = fopen("/proc/sys/debug/fail_alloc/injected", "r");
         if (f) {
