@@ -318,14 +318,17 @@ pub static SYSCTLS: &[Sysctl] = &[
     },
     Sysctl {
         name: "vm.drop_caches",
-        help: "write 1 or 3: free every clean page-cache page (dirty pages stay; run sync first)",
+        help: "write 1: free every clean page-cache page (dirty pages stay; run sync first); 2: the cached kernel stacks of ended tasks (Linux: reclaimable slab); 3: both",
         get: || String::from("0"),
-        set: |v| match parse_u64_range(v, 1, 3)? {
-            1 | 3 => {
+        set: |v| {
+            let v = parse_u64_range(v, 1, 3)?;
+            if v & 1 != 0 {
                 crate::block::pagecache::drop_clean();
-                Ok(())
             }
-            _ => Err(Errno::EINVAL),
+            if v & 2 != 0 {
+                crate::mm::stack::reclaim();
+            }
+            Ok(())
         },
     },
 ];

@@ -334,11 +334,54 @@ pub fn reaped(record: &ChildRecord) {
     ZOMBIES.lock_uninterruptible().remove(&record.pid.load(Ordering::Acquire));
 }
 
-static LIMITS: Mutex<alloc::collections::BTreeMap<Tid, Limits>> = Mutex::new(alloc::collections::BTreeMap::new());
+/// The live processes by pid: `prlimit(pid)`'s registry and RLIMIT_NPROC's count. A child is
+/// listed by `clone` before it is spawned (so that a parent forking faster than its children
+/// start cannot overshoot the limit) and leaves when its last thread has ended.
+/// Lock order: `LIMITS`, then a process's `creds`.
+static LIMITS: Mutex<alloc::collections::BTreeMap<Tid, Arc<Process>>> = Mutex::new(alloc::collections::BTreeMap::new());
 
 /// The limits of live process `pid`.
 pub fn limits_of(pid: Tid) -> Option<Limits> {
-    LIMITS.lock_uninterruptible().get(&pid).cloned()
+    LIMITS.lock_uninterruptible().get(&pid).map(|p| p.rlimits.clone())
+}
+
+/// RLIMIT_NPROC's resource number.
+pub const RLIMIT_NPROC: usize = 6;
+
+/// Linux's `max_threads` (`kernel.threads-max`, `set_max_threads`): what the tasks' kernel
+/// stacks may take, an eighth of memory at Linux's THREAD_SIZE of 16 KiB (frames / 32),
+/// at least 20. `fork` is EAGAIN when there are that many tasks (zombies included).
+pub fn max_threads() -> usize {
+    ((framework::mm::frame::total_frames() / 32) as usize).max(20)
+}
+
+/// Linux's `copy_process` checks, made atomic with listing the new task: EAGAIN when the
+/// tasks reach `max_threads`, or when the caller's real user has RLIMIT_NPROC's soft limit
+/// of threads and is not root (Linux: `INIT_USER`, CAP_SYS_RESOURCE, CAP_SYS_ADMIN; here
+/// effective uid 0 has them). A new process `child` is listed as `tid` when allowed; a new
+/// thread is already counted in its process's `live`.
+fn charge(parent: &Thread, tid: Tid, child: Option<&Arc<Process>>) -> Result<(), Errno> {
+    let (ruid, euid) = {
+        let c = parent.process.creds.lock_uninterruptible();
+        (c.uid[0], c.uid[1])
+    };
+    let limit = parent.process.rlimits.lock_uninterruptible()[RLIMIT_NPROC].0;
+    let mut procs = LIMITS.lock_uninterruptible();
+    if crate::sched::task::count() >= max_threads() {
+        return Err(Errno::EAGAIN);
+    }
+    if ruid != 0 && euid != 0 {
+        let threads: u64 =
+            procs.values().filter(|p| p.creds.lock_uninterruptible().uid[0] == ruid).map(|p| u64::from(p.live.load(Ordering::Acquire))).sum();
+        // A new thread is in `threads` already.
+        if threads - u64::from(child.is_none()) >= limit {
+            return Err(Errno::EAGAIN);
+        }
+    }
+    if let Some(p) = child {
+        procs.insert(tid, p.clone());
+    }
+    Ok(())
 }
 
 /// Illegal instruction.
@@ -519,7 +562,7 @@ fn run_thread(t: Arc<Thread>, ctx: UserContext) -> i32 {
 pub fn run_loaded(mm: mm::Mm, ctx: UserContext) -> i32 {
     match new_process(mm) {
         Ok(t) => {
-            LIMITS.lock_uninterruptible().insert(crate::sched::current().tid, t.process.rlimits.clone());
+            LIMITS.lock_uninterruptible().insert(crate::sched::current().tid, t.process.clone());
             run_thread(t, ctx)
         }
         Err(e) => 128 + e.code(),
@@ -810,7 +853,8 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
         opts = opts.thread();
     }
     let body_thread = child.clone();
-    let task = crate::sched::spawn(opts, move || {
+    let charged = charge(parent, tid, (!thread).then_some(&process));
+    let task = charged.map_err(|_| ()).and_then(|()| crate::sched::spawn(opts, move || {
         let _defer = crate::sched::signal::DeferFatal::new();
         let me = crate::sched::current();
         me.process.signals.blocked.store(blocked, Ordering::Relaxed);
@@ -820,7 +864,6 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
                 r.record.group.call_once(|| me.process.group.clone());
             }
             me.process.group.ignored.store(ignored, Ordering::Relaxed);
-            LIMITS.lock_uninterruptible().insert(me.tid, body_thread.process.rlimits.clone());
         }
         me.task_context().enable_user();
         user::set_fpu(&fx);
@@ -829,15 +872,16 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
             let _ = body_thread.mm().lock_uninterruptible().write(at, &me.tid.to_le_bytes());
         }
         run_thread(body_thread, regs)
-    });
+    }).map_err(|_| ()));
     let task = match task {
         Ok(t) => t,
-        Err(_) => {
+        Err(()) => {
             if thread {
                 parent.process.live.fetch_sub(1, Ordering::AcqRel);
             }
             if let Some(r) = &record {
                 parent.process.family.children.lock_uninterruptible().retain(|c| !Arc::ptr_eq(c, r));
+                LIMITS.lock_uninterruptible().remove(&tid);
             }
             return Err(Errno::EAGAIN);
         }

@@ -1,0 +1,117 @@
+/* Limits and exhaustion scenarios (tests/tests/limits.rs).
+ *
+ *   limits forkbomb UID NPROC  a fork bomb (every process forks until fork fails) as real
+ *                              user UID (0 = stay root) with RLIMIT_NPROC = NPROC
+ *                              (0 = leave it); prints how many processes it reached and
+ *                              fork's error, then releases and reaps them all
+ *   limits spin SOFT_US HARD_US  SCHED_FIFO 99 `while (1);` with RLIMIT_RTTIME (SOFT, HARD);
+ *                              SIGXCPU is reported; the hard limit's SIGKILL ends it
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int report[2], release[2];
+
+/* One process of the bomb: forks until fork fails, reports the errno once, waits for the
+ * release, then reaps its children. */
+static void bomb(void) {
+    for (;;) {
+        pid_t p = fork();
+        if (p == 0)
+            continue;
+        if (p < 0) {
+            unsigned char e = (unsigned char)errno;
+            if (write(report[1], &e, 1) != 1)
+                _exit(2);
+            break;
+        }
+    }
+    char c;
+    while (read(release[0], &c, 1) < 0 && errno == EINTR)
+        ;
+    while (wait(NULL) > 0 || errno == EINTR)
+        ;
+    _exit(0);
+}
+
+static int forkbomb(unsigned uid, unsigned long nproc) {
+    if (pipe(report) || pipe(release))
+        return perror("pipe"), 1;
+    pid_t leader = fork();
+    if (leader == 0) {
+        close(report[0]);
+        close(release[1]);
+        if (nproc) {
+            struct rlimit r = {nproc, nproc};
+            if (setrlimit(RLIMIT_NPROC, &r))
+                perror("setrlimit"), _exit(1);
+        }
+        if (uid && setresuid(uid, uid, uid))
+            perror("setresuid"), _exit(1);
+        bomb();
+    }
+    close(report[1]);
+    close(release[0]);
+    unsigned char e;
+    if (read(report[0], &e, 1) != 1)
+        return fprintf(stderr, "forkbomb: no report\n"), 1;
+    /* Every process of the bomb reports once, when its fork fails. */
+    sleep(2);
+    int n = 1, eagain = e == EAGAIN, other = e != EAGAIN;
+    fcntl(report[0], F_SETFL, O_NONBLOCK);
+    while (read(report[0], &e, 1) == 1) {
+        n++;
+        if (e == EAGAIN)
+            eagain++;
+        else
+            other++;
+    }
+    printf("forkbomb: %d processes, fork failed with EAGAIN %d times, otherwise %d times\n", n, eagain, other);
+    fflush(stdout);
+    close(release[1]);
+    int st;
+    if (waitpid(leader, &st, 0) != leader)
+        return perror("waitpid"), 1;
+    /* Orphans of the bomb (none: every process reaps its children before it ends). */
+    printf("forkbomb: released, leader status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    return 0;
+}
+
+static void xcpu(int sig) {
+    (void)sig;
+    static const char m[] = "spin: SIGXCPU\n";
+    if (write(1, m, sizeof m - 1) < 0)
+        _exit(3);
+}
+
+static int spin(unsigned long soft, unsigned long hard) {
+    struct rlimit r = {soft, hard};
+    if (setrlimit(RLIMIT_RTTIME, &r))
+        return perror("setrlimit"), 1;
+    signal(SIGXCPU, xcpu);
+    struct sched_param sp = {.sched_priority = 99};
+    if (sched_setscheduler(0, SCHED_FIFO, &sp))
+        return perror("sched_setscheduler"), 1;
+    printf("spin: SCHED_FIFO 99, RLIMIT_RTTIME %lu:%lu us\n", soft, hard);
+    fflush(stdout);
+    for (;;)
+        __asm__ volatile("" ::: "memory");
+}
+
+int main(int argc, char **argv) {
+    if (argc == 4 && !strcmp(argv[1], "forkbomb"))
+        return forkbomb(strtoul(argv[2], 0, 0), strtoul(argv[3], 0, 0));
+    if (argc == 4 && !strcmp(argv[1], "spin"))
+        return spin(strtoul(argv[2], 0, 0), strtoul(argv[3], 0, 0));
+    fprintf(stderr, "usage: limits forkbomb UID NPROC | limits spin SOFT_US HARD_US\n");
+    return 2;
+}
