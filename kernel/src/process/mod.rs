@@ -371,8 +371,11 @@ fn charge(parent: &Thread, tid: Tid, child: Option<&Arc<Process>>) -> Result<(),
         return Err(Errno::EAGAIN);
     }
     if ruid != 0 && euid != 0 {
-        let threads: u64 =
-            procs.values().filter(|p| p.creds.lock_uninterruptible().uid[0] == ruid).map(|p| u64::from(p.live.load(Ordering::Acquire))).sum();
+        let threads: u64 = procs
+            .values()
+            .filter(|p| p.creds.lock_uninterruptible().uid[0] == ruid)
+            .map(|p| u64::from(p.live.load(Ordering::Acquire)))
+            .sum();
         // A new thread is in `threads` already.
         if threads - u64::from(child.is_none()) >= limit {
             return Err(Errno::EAGAIN);
@@ -854,25 +857,28 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
     }
     let body_thread = child.clone();
     let charged = charge(parent, tid, (!thread).then_some(&process));
-    let task = charged.map_err(|_| ()).and_then(|()| crate::sched::spawn(opts, move || {
-        let _defer = crate::sched::signal::DeferFatal::new();
-        let me = crate::sched::current();
-        me.process.signals.blocked.store(blocked, Ordering::Relaxed);
-        if !thread {
-            if let Some(r) = &body_thread.process.parent {
-                r.record.pid.store(me.tid, Ordering::Release);
-                r.record.group.call_once(|| me.process.group.clone());
+    let task = charged.map_err(|_| ()).and_then(|()| {
+        crate::sched::spawn(opts, move || {
+            let _defer = crate::sched::signal::DeferFatal::new();
+            let me = crate::sched::current();
+            me.process.signals.blocked.store(blocked, Ordering::Relaxed);
+            if !thread {
+                if let Some(r) = &body_thread.process.parent {
+                    r.record.pid.store(me.tid, Ordering::Release);
+                    r.record.group.call_once(|| me.process.group.clone());
+                }
+                me.process.group.ignored.store(ignored, Ordering::Relaxed);
             }
-            me.process.group.ignored.store(ignored, Ordering::Relaxed);
-        }
-        me.task_context().enable_user();
-        user::set_fpu(&fx);
-        let _ = user::set_fs_base(fs_base);
-        if let Some(at) = child_settid {
-            let _ = body_thread.mm().lock_uninterruptible().write(at, &me.tid.to_le_bytes());
-        }
-        run_thread(body_thread, regs)
-    }).map_err(|_| ()));
+            me.task_context().enable_user();
+            user::set_fpu(&fx);
+            let _ = user::set_fs_base(fs_base);
+            if let Some(at) = child_settid {
+                let _ = body_thread.mm().lock_uninterruptible().write(at, &me.tid.to_le_bytes());
+            }
+            run_thread(body_thread, regs)
+        })
+        .map_err(|_| ())
+    });
     let task = match task {
         Ok(t) => t,
         Err(()) => {
