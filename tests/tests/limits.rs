@@ -1,7 +1,8 @@
 //! Limits and exhaustion (issue 39 item 3): a fork bomb of a non-root user ends with fork's
 //! EAGAIN at RLIMIT_NPROC and is reaped (a root fork bomb needs the OOM killer, not yet built:
 //! memory runs out before `kernel.threads-max`); a SCHED_FIFO 99 spinner
-//! is held by RT throttling and killed at RLIMIT_RTTIME's hard limit. After each, the user
+//! is held by RT throttling and killed at RLIMIT_RTTIME's hard limit; a memory hog is killed by
+//! the OOM killer with Linux's report. After each, the user
 //! shell (busybox sh) and the kernel's shell answer and free memory (the kernel's `free`) is
 //! back to its baseline within [`TOLERANCE_KIB`]. The program is `tests/user/limits.c`.
 
@@ -54,6 +55,37 @@ fn fork_bomb_as_a_user_stops_at_rlimit_nproc_with_eagain_and_is_reaped() {
     run.check(other == 0 && eagain == procs, format!("every fork failed with EAGAIN ({eagain} of {procs}, {other} other)"));
     run.check((30..=40).contains(&procs), format!("RLIMIT_NPROC 40 held the bomb: {procs} processes"));
     run.check(lines(&run).iter().any(|l| l == "forkbomb: released, leader status 0"), "the bomb released and reaped");
+}
+
+#[test]
+fn memory_hog_is_chosen_and_killed_by_the_oom_killer_with_linuxs_report() {
+    let run = scenario("2", "exec /bin/limits hog");
+    let out = lines(&run);
+    run.check(out.iter().any(|l| l == "hog: oom_score_adj 1001 = EINVAL"), "oom_score_adj outside -1000..=1000 is EINVAL");
+    run.check(out.iter().any(|l| l == "hog: killed by signal 9"), "the hog was killed by SIGKILL");
+    run.check(
+        out.iter().any(|l| l.contains(" invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, oom_score_adj=0")),
+        "the invoking task line",
+    );
+    run.check(
+        out.iter().any(|l| {
+            l.starts_with(
+                "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task_memcg=/,task=limits,pid=",
+            )
+        }),
+        "the oom-kill summary line",
+    );
+    for l in out.iter().filter(|l| l.contains("oom-kill") || l.contains("Out of memory")) {
+        eprintln!("{l}");
+    }
+    let kill: Vec<&String> = out.iter().filter(|l| l.starts_with("Out of memory: Killed process ")).collect();
+    run.check(kill.len() == 1, format!("one kill, got {}", kill.len()));
+    run.check(
+        kill[0].contains(" (limits) total-vm:")
+            && kill[0].contains("kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:")
+            && kill[0].ends_with(" oom_score_adj:0"),
+        "Linux's kill line",
+    );
 }
 
 #[test]

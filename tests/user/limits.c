@@ -4,6 +4,8 @@
  *                              user UID (0 = stay root) with RLIMIT_NPROC = NPROC
  *                              (0 = leave it); prints how many processes it reached and
  *                              fork's error, then releases and reaps them all
+ *   limits hog                 a child touches memory 1 MiB at a time until the OOM killer
+ *                              kills it; the parent (oom_score_adj -1000) reports how it ended
  *   limits spin SOFT_US HARD_US  SCHED_FIFO 99 `while (1);` with RLIMIT_RTTIME (SOFT, HARD);
  *                              SIGXCPU is reported; the hard limit's SIGKILL ends it
  */
@@ -86,6 +88,42 @@ static int forkbomb(unsigned uid, unsigned long nproc) {
     return 0;
 }
 
+static int write_file(const char *path, const char *v) {
+    int fd = open(path, O_WRONLY);
+    if (fd < 0)
+        return -errno;
+    int r = write(fd, v, strlen(v)) < 0 ? -errno : 0;
+    close(fd);
+    return r;
+}
+
+static int hog(void) {
+    printf("hog: oom_score_adj 1001 = %s\n", write_file("/proc/self/oom_score_adj", "1001") == -EINVAL ? "EINVAL" : "accepted");
+    if (write_file("/proc/self/oom_score_adj", "-1000"))
+        return perror("oom_score_adj"), 1;
+    fflush(stdout);
+    pid_t p = fork();
+    if (p == 0) {
+        if (write_file("/proc/self/oom_score_adj", "0"))
+            _exit(1);
+        for (unsigned long mb = 0;; mb++) {
+            char *m = malloc(1 << 20);
+            if (!m)
+                _exit(4);
+            for (int i = 0; i < (1 << 20); i += 4096)
+                m[i] = 1;
+        }
+    }
+    int st;
+    if (waitpid(p, &st, 0) != p)
+        return perror("waitpid"), 1;
+    if (WIFSIGNALED(st))
+        printf("hog: killed by signal %d\n", WTERMSIG(st));
+    else
+        printf("hog: exit status %d\n", WEXITSTATUS(st));
+    return 0;
+}
+
 static void xcpu(int sig) {
     (void)sig;
     static const char m[] = "spin: SIGXCPU\n";
@@ -110,8 +148,10 @@ static int spin(unsigned long soft, unsigned long hard) {
 int main(int argc, char **argv) {
     if (argc == 4 && !strcmp(argv[1], "forkbomb"))
         return forkbomb(strtoul(argv[2], 0, 0), strtoul(argv[3], 0, 0));
+    if (argc == 2 && !strcmp(argv[1], "hog"))
+        return hog();
     if (argc == 4 && !strcmp(argv[1], "spin"))
         return spin(strtoul(argv[2], 0, 0), strtoul(argv[3], 0, 0));
-    fprintf(stderr, "usage: limits forkbomb UID NPROC | limits spin SOFT_US HARD_US\n");
+    fprintf(stderr, "usage: limits forkbomb UID NPROC | limits hog | limits spin SOFT_US HARD_US\n");
     return 2;
 }

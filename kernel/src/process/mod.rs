@@ -22,6 +22,7 @@ pub mod cgroupfs;
 pub mod exec;
 pub mod futex;
 pub mod mm;
+pub mod oom;
 pub mod procfs;
 pub mod sem;
 pub mod signal;
@@ -134,6 +135,9 @@ pub struct ParentLink {
 
 /// What the threads of one process share (module doc).
 pub struct Process {
+    /// `/proc/PID/oom_score_adj` (-1000..=1000; inherited across fork, as Linux's
+    /// `signal->oom_score_adj`).
+    pub oom_score_adj: AtomicI32,
     /// Resource limits (soft, hard) by resource (RLIMIT_RTTIME lives in the task's watchdog);
     /// shared with [`limits_of`]'s registry, so `prlimit(pid)` reaches another process's.
     pub rlimits: Limits,
@@ -471,6 +475,9 @@ fn thread_loop(t: &Thread, mut ctx: UserContext) -> ThreadEnd {
                 let write = e.error & 2 != 0;
                 let fixed = t.mm().lock_uninterruptible().fault(e.addr, write);
                 if let Err(err) = fixed {
+                    if err == Errno::ENOMEM && oom::out_of_memory(t) == oom::Oom::Retry {
+                        continue;
+                    }
                     let sig = if matches!(err, Errno::ENOMEM | Errno::EIO) { SIGBUS } else { SIGSEGV };
                     signal::force_fault(t, &ctx, sig as u32, e.addr, e.vector, e.error);
                 }
@@ -598,6 +605,7 @@ fn new_process(mm: mm::Mm) -> Result<Arc<Thread>, Errno> {
     }
     let process = Arc::new(Process {
         rlimits: Arc::new(Mutex::new(crate::syscall::process::default_limits())),
+        oom_score_adj: AtomicI32::new(0),
         family: Arc::new(Family::default()),
         parent: None,
         sigqueue: IrqLock::new(Vec::new()),
@@ -791,6 +799,7 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
     } else {
         Arc::new(Process {
             rlimits: Arc::new(Mutex::new(*parent.process.rlimits.lock_uninterruptible())),
+            oom_score_adj: AtomicI32::new(parent.process.oom_score_adj.load(Ordering::Relaxed)),
             family: Arc::new(Family::default()),
             parent: Some(ParentLink {
                 pid: me.process.tgid,
