@@ -58,6 +58,16 @@ fn fork_bomb_as_a_user_stops_at_rlimit_nproc_with_eagain_and_is_reaped() {
 }
 
 #[test]
+fn rlimit_as_refuses_mmap_and_brk_past_it() {
+    // Linux 6.1 (and the host's Linux) print the same three lines.
+    let run = scenario("2", "exec /bin/limits as");
+    let out = lines(&run);
+    for want in ["as: mmap 128 MiB = ENOMEM", "as: mmap 8 MiB = ok", "as: brk +128 MiB = old break"] {
+        run.check(out.iter().any(|l| l == want), want);
+    }
+}
+
+#[test]
 fn memory_hog_is_chosen_and_killed_by_the_oom_killer_with_linuxs_report() {
     let run = scenario("2", "exec /bin/limits hog");
     let out = lines(&run);

@@ -6,6 +6,8 @@
  *                              fork's error, then releases and reaps them all
  *   limits hog                 a child touches memory 1 MiB at a time until the OOM killer
  *                              kills it; the parent (oom_score_adj -1000) reports how it ended
+ *   limits as                  RLIMIT_AS 64 MiB: mmap and brk past it fail (ENOMEM, the old
+ *                              break), within it succeed
  *   limits spin SOFT_US HARD_US  SCHED_FIFO 99 `while (1);` with RLIMIT_RTTIME (SOFT, HARD);
  *                              SIGXCPU is reported; the hard limit's SIGKILL ends it
  */
@@ -17,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -124,6 +128,20 @@ static int hog(void) {
     return 0;
 }
 
+static int as_limit(void) {
+    struct rlimit r = {64 << 20, 64 << 20};
+    if (setrlimit(RLIMIT_AS, &r))
+        return perror("setrlimit"), 1;
+    void *big = mmap(0, 128 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    printf("as: mmap 128 MiB = %s\n", big == MAP_FAILED ? (errno == ENOMEM ? "ENOMEM" : strerror(errno)) : "ok");
+    void *small = mmap(0, 8 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    printf("as: mmap 8 MiB = %s\n", small == MAP_FAILED ? strerror(errno) : "ok");
+    void *b = sbrk(0);
+    void *b2 = (void *)syscall(SYS_brk, (char *)b + (128 << 20));
+    printf("as: brk +128 MiB = %s\n", b2 == b ? "old break" : "moved");
+    return 0;
+}
+
 static void xcpu(int sig) {
     (void)sig;
     static const char m[] = "spin: SIGXCPU\n";
@@ -148,10 +166,12 @@ static int spin(unsigned long soft, unsigned long hard) {
 int main(int argc, char **argv) {
     if (argc == 4 && !strcmp(argv[1], "forkbomb"))
         return forkbomb(strtoul(argv[2], 0, 0), strtoul(argv[3], 0, 0));
+    if (argc == 2 && !strcmp(argv[1], "as"))
+        return as_limit();
     if (argc == 2 && !strcmp(argv[1], "hog"))
         return hog();
     if (argc == 4 && !strcmp(argv[1], "spin"))
         return spin(strtoul(argv[2], 0, 0), strtoul(argv[3], 0, 0));
-    fprintf(stderr, "usage: limits forkbomb UID NPROC | limits hog | limits spin SOFT_US HARD_US\n");
+    fprintf(stderr, "usage: limits forkbomb UID NPROC | limits as | limits hog | limits spin SOFT_US HARD_US\n");
     return 2;
 }
