@@ -22,6 +22,7 @@ pub mod cgroupfs;
 pub mod exec;
 pub mod futex;
 pub mod mm;
+pub mod oom;
 pub mod procfs;
 pub mod sem;
 pub mod signal;
@@ -134,6 +135,9 @@ pub struct ParentLink {
 
 /// What the threads of one process share (module doc).
 pub struct Process {
+    /// `/proc/PID/oom_score_adj` (-1000..=1000; inherited across fork, as Linux's
+    /// `signal->oom_score_adj`).
+    pub oom_score_adj: AtomicI32,
     /// Resource limits (soft, hard) by resource (RLIMIT_RTTIME lives in the task's watchdog);
     /// shared with [`limits_of`]'s registry, so `prlimit(pid)` reaches another process's.
     pub rlimits: Limits,
@@ -334,11 +338,57 @@ pub fn reaped(record: &ChildRecord) {
     ZOMBIES.lock_uninterruptible().remove(&record.pid.load(Ordering::Acquire));
 }
 
-static LIMITS: Mutex<alloc::collections::BTreeMap<Tid, Limits>> = Mutex::new(alloc::collections::BTreeMap::new());
+/// The live processes by pid: `prlimit(pid)`'s registry and RLIMIT_NPROC's count. A child is
+/// listed by `clone` before it is spawned (so that a parent forking faster than its children
+/// start cannot overshoot the limit) and leaves when its last thread has ended.
+/// Lock order: `LIMITS`, then a process's `creds`.
+static LIMITS: Mutex<alloc::collections::BTreeMap<Tid, Arc<Process>>> = Mutex::new(alloc::collections::BTreeMap::new());
 
 /// The limits of live process `pid`.
 pub fn limits_of(pid: Tid) -> Option<Limits> {
-    LIMITS.lock_uninterruptible().get(&pid).cloned()
+    LIMITS.lock_uninterruptible().get(&pid).map(|p| p.rlimits.clone())
+}
+
+/// RLIMIT_NPROC's resource number.
+pub const RLIMIT_NPROC: usize = 6;
+
+/// Linux's `max_threads` (`kernel.threads-max`, `set_max_threads`): what the tasks' kernel
+/// stacks may take, an eighth of memory at Linux's THREAD_SIZE of 16 KiB (frames / 32),
+/// at least 20. `fork` is EAGAIN when there are that many tasks (zombies included).
+pub fn max_threads() -> usize {
+    ((framework::mm::frame::total_frames() / 32) as usize).max(20)
+}
+
+/// Linux's `copy_process` checks, made atomic with listing the new task: EAGAIN when the
+/// tasks reach `max_threads`, or when the caller's real user has RLIMIT_NPROC's soft limit
+/// of threads and is not root (Linux: `INIT_USER`, CAP_SYS_RESOURCE, CAP_SYS_ADMIN; here
+/// effective uid 0 has them). A new process `child` is listed as `tid` when allowed; a new
+/// thread is already counted in its process's `live`.
+fn charge(parent: &Thread, tid: Tid, child: Option<&Arc<Process>>) -> Result<(), Errno> {
+    let (ruid, euid) = {
+        let c = parent.process.creds.lock_uninterruptible();
+        (c.uid[0], c.uid[1])
+    };
+    let limit = parent.process.rlimits.lock_uninterruptible()[RLIMIT_NPROC].0;
+    let mut procs = LIMITS.lock_uninterruptible();
+    if crate::sched::task::count() >= max_threads() {
+        return Err(Errno::EAGAIN);
+    }
+    if ruid != 0 && euid != 0 {
+        let threads: u64 = procs
+            .values()
+            .filter(|p| p.creds.lock_uninterruptible().uid[0] == ruid)
+            .map(|p| u64::from(p.live.load(Ordering::Acquire)))
+            .sum();
+        // A new thread is in `threads` already.
+        if threads - u64::from(child.is_none()) >= limit {
+            return Err(Errno::EAGAIN);
+        }
+    }
+    if let Some(p) = child {
+        procs.insert(tid, p.clone());
+    }
+    Ok(())
 }
 
 /// Illegal instruction.
@@ -425,6 +475,9 @@ fn thread_loop(t: &Thread, mut ctx: UserContext) -> ThreadEnd {
                 let write = e.error & 2 != 0;
                 let fixed = t.mm().lock_uninterruptible().fault(e.addr, write);
                 if let Err(err) = fixed {
+                    if err == Errno::ENOMEM && oom::out_of_memory(t) == oom::Oom::Retry {
+                        continue;
+                    }
                     let sig = if matches!(err, Errno::ENOMEM | Errno::EIO) { SIGBUS } else { SIGSEGV };
                     signal::force_fault(t, &ctx, sig as u32, e.addr, e.vector, e.error);
                 }
@@ -519,7 +572,7 @@ fn run_thread(t: Arc<Thread>, ctx: UserContext) -> i32 {
 pub fn run_loaded(mm: mm::Mm, ctx: UserContext) -> i32 {
     match new_process(mm) {
         Ok(t) => {
-            LIMITS.lock_uninterruptible().insert(crate::sched::current().tid, t.process.rlimits.clone());
+            LIMITS.lock_uninterruptible().insert(crate::sched::current().tid, t.process.clone());
             run_thread(t, ctx)
         }
         Err(e) => 128 + e.code(),
@@ -552,6 +605,7 @@ fn new_process(mm: mm::Mm) -> Result<Arc<Thread>, Errno> {
     }
     let process = Arc::new(Process {
         rlimits: Arc::new(Mutex::new(crate::syscall::process::default_limits())),
+        oom_score_adj: AtomicI32::new(0),
         family: Arc::new(Family::default()),
         parent: None,
         sigqueue: IrqLock::new(Vec::new()),
@@ -745,6 +799,7 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
     } else {
         Arc::new(Process {
             rlimits: Arc::new(Mutex::new(*parent.process.rlimits.lock_uninterruptible())),
+            oom_score_adj: AtomicI32::new(parent.process.oom_score_adj.load(Ordering::Relaxed)),
             family: Arc::new(Family::default()),
             parent: Some(ParentLink {
                 pid: me.process.tgid,
@@ -810,34 +865,38 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
         opts = opts.thread();
     }
     let body_thread = child.clone();
-    let task = crate::sched::spawn(opts, move || {
-        let _defer = crate::sched::signal::DeferFatal::new();
-        let me = crate::sched::current();
-        me.process.signals.blocked.store(blocked, Ordering::Relaxed);
-        if !thread {
-            if let Some(r) = &body_thread.process.parent {
-                r.record.pid.store(me.tid, Ordering::Release);
-                r.record.group.call_once(|| me.process.group.clone());
+    let charged = charge(parent, tid, (!thread).then_some(&process));
+    let task = charged.map_err(|_| ()).and_then(|()| {
+        crate::sched::spawn(opts, move || {
+            let _defer = crate::sched::signal::DeferFatal::new();
+            let me = crate::sched::current();
+            me.process.signals.blocked.store(blocked, Ordering::Relaxed);
+            if !thread {
+                if let Some(r) = &body_thread.process.parent {
+                    r.record.pid.store(me.tid, Ordering::Release);
+                    r.record.group.call_once(|| me.process.group.clone());
+                }
+                me.process.group.ignored.store(ignored, Ordering::Relaxed);
             }
-            me.process.group.ignored.store(ignored, Ordering::Relaxed);
-            LIMITS.lock_uninterruptible().insert(me.tid, body_thread.process.rlimits.clone());
-        }
-        me.task_context().enable_user();
-        user::set_fpu(&fx);
-        let _ = user::set_fs_base(fs_base);
-        if let Some(at) = child_settid {
-            let _ = body_thread.mm().lock_uninterruptible().write(at, &me.tid.to_le_bytes());
-        }
-        run_thread(body_thread, regs)
+            me.task_context().enable_user();
+            user::set_fpu(&fx);
+            let _ = user::set_fs_base(fs_base);
+            if let Some(at) = child_settid {
+                let _ = body_thread.mm().lock_uninterruptible().write(at, &me.tid.to_le_bytes());
+            }
+            run_thread(body_thread, regs)
+        })
+        .map_err(|_| ())
     });
     let task = match task {
         Ok(t) => t,
-        Err(_) => {
+        Err(()) => {
             if thread {
                 parent.process.live.fetch_sub(1, Ordering::AcqRel);
             }
             if let Some(r) = &record {
                 parent.process.family.children.lock_uninterruptible().retain(|c| !Arc::ptr_eq(c, r));
+                LIMITS.lock_uninterruptible().remove(&tid);
             }
             return Err(Errno::EAGAIN);
         }

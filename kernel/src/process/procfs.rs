@@ -4,7 +4,7 @@
 //!
 //! * `/proc/PID` for each process, `/proc/PID/task/TID` for each of its threads, with `stat`,
 //!   `status`, `statm`, `sched`, `schedstat`, `comm`, `cmdline`, `autogroup` (read and written),
-//!   `limits`, `cgroup`, `maps`, `oom_score_adj`, `exe`, `cwd`, `fd/`; `self` and `thread-self`.
+//!   `limits`, `cgroup`, `maps`, `oom_score`, `oom_score_adj` (rw), `exe`, `cwd`, `fd/`; `self` and `thread-self`.
 //!   Other tids are found too (`/proc/TID` of a thread, unlisted, as on Linux).
 //! * `/proc/{stat,uptime,loadavg,meminfo,cpuinfo,version,cmdline,mounts,filesystems}`.
 //! * `/proc/sys/<dir>/<name>` for each entry of [`crate::sysctl::SYSCTLS`]: a read is the
@@ -136,6 +136,7 @@ const PID_NAMES: &[(&str, u32)] = &[
     ("limits", REG),
     ("maps", REG),
     ("mounts", REG),
+    ("oom_score", REG),
     ("oom_score_adj", REG),
     ("sched", REG),
     ("schedstat", REG),
@@ -182,13 +183,23 @@ impl GenDir for PidDir {
             "limits" => Node::ro(move || limits(tid)),
             "maps" => Node::ro(move || Ok(maps(&*task_of(tid)?))),
             "mounts" => Node::ro(|| Ok(crate::fs::mount::format())),
-            "oom_score_adj" => Node::rw(
-                || Ok(String::from("0\n")),
-                |v| match v.trim().parse::<i32>() {
-                    Ok(-1000..=1000) => Ok(()),
-                    _ => Err(Errno::EINVAL),
-                },
-            ),
+            "oom_score" => Node::ro(move || Ok(format!("{}\n", process::oom::score(tid)))),
+            "oom_score_adj" => {
+                let p = process::thread_of(&t).map(|th| th.process.clone());
+                let q = p.clone();
+                Node::rw(
+                    move || Ok(format!("{}\n", p.as_ref().map_or(0, |p| p.oom_score_adj.load(Ordering::Relaxed)))),
+                    move |v| match v.trim().parse::<i32>() {
+                        Ok(n @ -1000..=1000) => {
+                            if let Some(q) = &q {
+                                q.oom_score_adj.store(n, Ordering::Relaxed);
+                            }
+                            Ok(())
+                        }
+                        _ => Err(Errno::EINVAL),
+                    },
+                )
+            }
             "sched" => Node::ro(move || Ok(sched(&*task_of(tid)?))),
             "schedstat" => Node::ro(move || {
                 let t = task_of(tid)?;

@@ -39,8 +39,24 @@ fn prot(bits: u64) -> Prot {
     Prot { read: bits & PROT_READ != 0 || w || x, write: w, exec: x }
 }
 
-/// `brk(addr)`: moves the break within [its start, the next mapping); returns the break (the
-/// old one if the move is refused, as Linux does).
+/// RLIMIT_AS's resource number.
+const RLIMIT_AS: usize = 9;
+
+/// Linux's `may_expand_vm` for RLIMIT_AS: whether mapping `[start, start + len)` keeps the
+/// address space within the limit (pages already mapped there are replaced, not added).
+fn may_expand_vm(proc: &Thread, mm: &crate::process::mm::Mm, start: u64, len: u64) -> bool {
+    let limit = proc.process.rlimits.lock_uninterruptible()[RLIMIT_AS].0;
+    if limit == u64::MAX {
+        return true;
+    }
+    let end = start.saturating_add(len);
+    let (total, overlap) =
+        mm.vmas().fold((0u64, 0u64), |(t, o), v| (t + (v.end - v.start), o + v.end.min(end).saturating_sub(v.start.max(start))));
+    (total - overlap + len) / PAGE <= limit / PAGE
+}
+
+/// `brk(addr)`: moves the break within [its start, the next mapping) and RLIMIT_AS; returns
+/// the break (the old one if the move is refused, as Linux does).
 pub fn brk(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let mm_arc = proc.mm();
     let mut mm = mm_arc.lock_uninterruptible();
@@ -51,7 +67,7 @@ pub fn brk(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, E
     let (old_end, new_end) = (page_up(mm.brk).unwrap_or(u64::MAX), page_up(want).unwrap_or(u64::MAX));
     if new_end > old_end {
         let clash = new_end > TASK_SIZE || !mm.range_free(old_end, new_end);
-        if clash {
+        if clash || !may_expand_vm(proc, &mm, old_end, new_end - old_end) {
             return ok(mm.brk);
         }
         mm.insert(Vma { start: old_end, end: new_end, prot: Prot::RW, backing: Backing::Anonymous, shared: false });
@@ -65,7 +81,7 @@ pub fn brk(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, E
     ok(want)
 }
 
-/// `mmap(addr, length, prot, flags, fd, offset)`.
+/// `mmap(addr, length, prot, flags, fd, offset)`: ENOMEM past RLIMIT_AS (`may_expand_vm`).
 pub fn mmap(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let (addr, len, prot_bits, flags, fd, offset) = (a[0], a[1], a[2], a[3], a[4], a[5]);
     let kind = flags & MAP_TYPE;
@@ -121,8 +137,12 @@ pub fn mmap(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
             mm.free_range(len)?
         }
     };
+    // RLIMIT_AS (Linux's may_expand_vm), then Linux's vm_area_alloc failing: ENOMEM, nothing
+    // changed, in mmap_region's order.
+    if !may_expand_vm(proc, &mm, start, len) {
+        return Err(Errno::ENOMEM);
+    }
     let shared_anon = shared && flags & MAP_ANONYMOUS != 0;
-    // Linux's vm_area_alloc failing: ENOMEM, nothing changed.
     if crate::mm::fail_alloc::should_fail("mmap_vma") {
         return Err(Errno::ENOMEM);
     }

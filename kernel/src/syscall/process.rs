@@ -99,7 +99,8 @@ fn default_limit(resource: u64) -> Option<(u64, u64)> {
 /// `prlimit64(pid, resource, new, old)`: a process's limits (Linux's defaults at first, as a
 /// root shell sees them; inherited across fork); RLIMIT_RTTIME of any task through the
 /// scheduler's watchdog (`sched::rt_limits`). EINVAL for an unknown resource or soft > hard;
-/// ESRCH for no such process. Limits are recorded; RTTIME is enforced, the others not yet.
+/// ESRCH for no such process. Limits are recorded; RTTIME, NOFILE, NPROC (`process::charge`), AS
+/// and MSGQUEUE are enforced, the others not yet.
 pub fn prlimit64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let me = crate::sched::current();
     let resource = a[1];

@@ -1,0 +1,113 @@
+//! Limits and exhaustion (issue 39 item 3): a fork bomb of a non-root user ends with fork's
+//! EAGAIN at RLIMIT_NPROC and is reaped (a root fork bomb needs the OOM killer, not yet built:
+//! memory runs out before `kernel.threads-max`); a SCHED_FIFO 99 spinner
+//! is held by RT throttling and killed at RLIMIT_RTTIME's hard limit; a memory hog is killed by
+//! the OOM killer with Linux's report. After each, the user
+//! shell (busybox sh) and the kernel's shell answer and free memory (the kernel's `free`) is
+//! back to its baseline within [`TOLERANCE_KIB`]. The program is `tests/user/limits.c`.
+
+use cadence_boot::KernelExit;
+use cadence_tests::{boot, initramfs, qemu, Run};
+
+/// Free memory may differ from the baseline by this much afterwards: 16 frames (the
+/// tolerance of `tools/test-chaos.sh`), for the heap's and the task table's kept capacity.
+const TOLERANCE_KIB: i64 = 16 * 4;
+
+fn lines(run: &Run) -> Vec<String> {
+    run.outcome.output.lines().map(|l| l.trim_end_matches('\r').to_string()).collect()
+}
+
+/// The `free` column of every `Mem:` line of procps's `free` output, KiB.
+fn free_kib(run: &Run) -> Vec<i64> {
+    lines(run).iter().filter(|l| l.starts_with("Mem:")).filter_map(|l| l.split_whitespace().nth(3).and_then(|v| v.parse().ok())).collect()
+}
+
+/// Boots with the kernel shell's `commands`, which must contain the measurement `free` before
+/// and after the scenario; checks that the shells answered and memory is back.
+fn scenario(smp: &str, commands: &str) -> Run {
+    let run = boot(qemu().smp(smp).initrd(initramfs()).args(format!(
+        "run=\"sysctl -q -w vm.drop_caches=3; free; {commands}; sleep 1; exec /bin/sh -c 'echo user shell answers'; echo kernel shell answers; sysctl -q -w vm.drop_caches=3; free\" poweroff"
+    )));
+    run.expect_exit(KernelExit::Success);
+    run.check(run.report.exceptions.is_empty(), "a kernel EXCEPTION line");
+    let out = lines(&run);
+    run.check(out.iter().any(|l| l == "user shell answers"), "the user shell answers afterwards");
+    run.check(out.iter().any(|l| l == "kernel shell answers"), "the kernel shell answers afterwards");
+    let free = free_kib(&run);
+    run.check(free.len() == 2, format!("two free readings, got {free:?}"));
+    let lost = free[0] - free[1];
+    eprintln!("free memory: before {} KiB, after {} KiB, lost {} KiB", free[0], free[1], lost);
+    run.check(lost <= TOLERANCE_KIB, format!("free memory back to baseline: lost {lost} KiB > {TOLERANCE_KIB} KiB"));
+    run
+}
+
+fn forkbomb_line(run: &Run) -> (u32, u32, u32) {
+    let out = lines(run);
+    let l = out.iter().find(|l| l.starts_with("forkbomb: ") && l.contains(" processes")).unwrap_or_else(|| run.fail("no forkbomb report"));
+    let n: Vec<u32> = l.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
+    (n[0], n[1], n[2])
+}
+
+#[test]
+fn fork_bomb_as_a_user_stops_at_rlimit_nproc_with_eagain_and_is_reaped() {
+    let run = scenario("2", "exec /bin/limits forkbomb 1000 40");
+    let (procs, eagain, other) = forkbomb_line(&run);
+    run.check(other == 0 && eagain == procs, format!("every fork failed with EAGAIN ({eagain} of {procs}, {other} other)"));
+    run.check((30..=40).contains(&procs), format!("RLIMIT_NPROC 40 held the bomb: {procs} processes"));
+    run.check(lines(&run).iter().any(|l| l == "forkbomb: released, leader status 0"), "the bomb released and reaped");
+}
+
+#[test]
+fn rlimit_as_refuses_mmap_and_brk_past_it() {
+    // Linux 6.1 (and the host's Linux) print the same three lines.
+    let run = scenario("2", "exec /bin/limits as");
+    let out = lines(&run);
+    for want in ["as: mmap 128 MiB = ENOMEM", "as: mmap 8 MiB = ok", "as: brk +128 MiB = old break"] {
+        run.check(out.iter().any(|l| l == want), want);
+    }
+}
+
+#[test]
+fn memory_hog_is_chosen_and_killed_by_the_oom_killer_with_linuxs_report() {
+    let run = scenario("2", "exec /bin/limits hog");
+    let out = lines(&run);
+    run.check(out.iter().any(|l| l == "hog: oom_score_adj 1001 = EINVAL"), "oom_score_adj outside -1000..=1000 is EINVAL");
+    run.check(out.iter().any(|l| l == "hog: killed by signal 9"), "the hog was killed by SIGKILL");
+    run.check(
+        out.iter().any(|l| l.contains(" invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, oom_score_adj=0")),
+        "the invoking task line",
+    );
+    run.check(
+        out.iter().any(|l| {
+            l.starts_with(
+                "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task_memcg=/,task=limits,pid=",
+            )
+        }),
+        "the oom-kill summary line",
+    );
+    for l in out.iter().filter(|l| l.contains("oom-kill") || l.contains("Out of memory")) {
+        eprintln!("{l}");
+    }
+    let kill: Vec<&String> = out.iter().filter(|l| l.starts_with("Out of memory: Killed process ")).collect();
+    run.check(kill.len() == 1, format!("one kill, got {}", kill.len()));
+    run.check(
+        kill[0].contains(" (limits) total-vm:")
+            && kill[0].contains("kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:")
+            && kill[0].ends_with(" oom_score_adj:0"),
+        "Linux's kill line",
+    );
+}
+
+#[test]
+fn fifo_99_spinner_is_throttled_and_killed_at_rlimit_rttime_hard_limit() {
+    let run = scenario(
+        "1",
+        "sysctl -w kernel.sched_rt_watchdog_action=signal; exec /bin/limits spin 1000000 3000000 &; sleep 1; exec /bin/sh -c 'echo user shell answers while spinning'; echo kernel shell answers while spinning; sleep 4; ps",
+    );
+    let out = lines(&run);
+    run.check(out.iter().any(|l| l == "user shell answers while spinning"), "the user shell answers during the spin");
+    run.check(out.iter().any(|l| l == "kernel shell answers while spinning"), "the kernel shell answers during the spin");
+    run.check(out.iter().any(|l| l == "spin: SIGXCPU"), "SIGXCPU at the soft limit");
+    run.check(out.iter().any(|l| l.contains("hard RLIMIT_RTTIME, killed")), "killed at the hard limit");
+    run.check(!out.iter().any(|l| l.ends_with(" limits") || l.ends_with("/bin/limits")), "no spinner left in ps");
+}
