@@ -111,11 +111,16 @@ pub struct Family {
     pub children: Mutex<Vec<Arc<ChildRecord>>>,
     /// Woken when a child ends, stops or continues.
     pub changed: WaitQueue,
+    /// The process has ended and reaped its ended children: a child ending later is reaped at
+    /// once (init's part). Set and read under `children`'s lock, so a child ending while its
+    /// parent ends is either seen by the parent's sweep or sees this (a zombie was left when
+    /// both looked at once).
+    pub orphaned: AtomicBool,
 }
 
 impl Default for Family {
     fn default() -> Self {
-        Family { children: Mutex::new(Vec::new()), changed: WaitQueue::new() }
+        Family { children: Mutex::new(Vec::new()), changed: WaitQueue::new(), orphaned: AtomicBool::new(false) }
     }
 }
 
@@ -542,10 +547,15 @@ fn run_thread(t: Arc<Thread>, ctx: UserContext) -> i32 {
     // Ended by `exit_group` or a signal: that status; else the last thread's `exit` code.
     let wait_status = group.exit_status().unwrap_or((process.exit_code.load(Ordering::Acquire) & 0xff) << 8);
     LIMITS.lock_uninterruptible().remove(&me.tid);
-    // Children that ended and were not waited for never will be: init would reap them.
-    for r in process.family.children.lock_uninterruptible().iter() {
-        if r.state.lock().exit.is_some() {
-            reaped(r);
+    // Children that ended and were not waited for never will be: init would reap them; one
+    // ending from now on reaps itself (`orphaned`, under the same lock).
+    {
+        let children = process.family.children.lock_uninterruptible();
+        process.family.orphaned.store(true, Ordering::Release);
+        for r in children.iter() {
+            if r.state.lock().exit.is_some() {
+                reaped(r);
+            }
         }
     }
     if process.parent.is_some() {

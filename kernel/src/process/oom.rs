@@ -70,11 +70,20 @@ pub fn score(pid: Tid) -> i64 {
 
 /// A user page fault of `t` got no frame: chooses and kills a victim (module doc).
 pub fn out_of_memory(t: &Thread) -> Oom {
+    // Only a real shortage (free frames at or below the high watermark) kills: a failure that
+    // `debug.fail_alloc` injected with memory to spare is the faulting thread's SIGBUS
+    // (docs/design/user.md), as Linux's OOM killer runs only when the allocator itself fails.
+    let (wm, _, _) = framework::mm::frame::watermarks();
+    if framework::mm::frame::free_frames() > wm.high {
+        return Oom::NoVictim;
+    }
     let victim = VICTIM.load(Ordering::Acquire);
     if victim != 0 {
         let alive = crate::sched::task::find(victim).is_some_and(|v| !v.process.group.exited.load(Ordering::Acquire));
         if alive {
-            crate::sched::sleep_ns(4_000_000);
+            // Interruptible: this thread may be the victim, or be killed meanwhile; the retry
+            // goes back through the signal check on the way to user mode.
+            let _ = crate::sched::sleep_until_interruptible(crate::time::uptime_ns() + 4_000_000);
             return Oom::Retry;
         }
         let _ = VICTIM.compare_exchange(victim, 0, Ordering::AcqRel, Ordering::Relaxed);

@@ -557,11 +557,15 @@ pub fn notify_parent_exit(process: &Process, pid: Tid, status: i32) {
     let act = p.sighand.upgrade().map(|h| h.lock_uninterruptible()[SIGCHLD as usize]);
     // A parent that is gone cannot wait either (init reaps orphans on Linux).
     let autoreap = act.is_none() || (p.exit_signal == SIGCHLD && act.is_some_and(|a| a.handler == SIG_IGN || a.flags & sa::NOCLDWAIT != 0));
-    if autoreap {
-        super::reaped(&p.record);
-        p.family.children.lock_uninterruptible().retain(|r| !Arc::ptr_eq(r, &p.record));
-    } else {
-        p.record.state.lock().exit = Some(status);
+    {
+        // Under the parent's children lock, against the parent ending meanwhile (`orphaned`).
+        let mut children = p.family.children.lock_uninterruptible();
+        if autoreap || p.family.orphaned.load(Ordering::Acquire) {
+            super::reaped(&p.record);
+            children.retain(|r| !Arc::ptr_eq(r, &p.record));
+        } else {
+            p.record.state.lock().exit = Some(status);
+        }
     }
     // The signal before the wake-up, as Linux's `do_notify_parent` (signal, then
     // `__wake_up_parent`): a parent sleeping in `wait` returns with SIGCHLD already pending, so
