@@ -181,11 +181,22 @@ fn expired(_cpu: u32, data: u64) {
 fn rearm_ignored(serial: u32, gen: u32) {
     let mut t = TABLE.lock();
     let Some(x) = t.timers.get_mut(&serial).filter(|x| x.gen == gen && x.requeue_pending) else { return };
-    x.requeue_pending = false;
     let tick = crate::timer::tick_period_ns();
     let now = crate::time::uptime_ns();
-    let missed = forward(x, if x.interval_ns < tick { now + tick } else { now });
+    rearm(x, serial, if x.interval_ns < tick { now + tick } else { now });
+}
+
+/// Re-arms a fired periodic timer past `past`: the periods missed become its overrun (Linux's
+/// it_overrun_last), and its kernel timer is armed on this CPU.
+fn rearm(x: &mut PosixTimer, serial: u32, past: u64) {
+    x.requeue_pending = false;
+    let missed = forward(x, past);
     x.overrun = missed.min(i32::MAX as u64) as i32;
+    arm_kernel_timer(x, serial);
+}
+
+/// Arms `x`'s kernel timer at `x.expires_ns` on this CPU, tagged with its serial and generation.
+fn arm_kernel_timer(x: &mut PosixTimer, serial: u32) {
     let cpu = crate::percpu::cpu_id();
     let data = u64::from(serial) << 32 | u64::from(x.gen);
     x.armed = crate::timer::arm(cpu, x.expires_ns, expired, data).map(|id| (cpu, id));
@@ -193,12 +204,19 @@ fn rearm_ignored(serial: u32, gen: u32) {
 
 /// Moves a fired periodic timer's expiry past `now`; the periods that passed (its overrun).
 fn forward(x: &mut PosixTimer, now: u64) -> u64 {
-    if x.interval_ns == 0 || x.expires_ns > now {
-        return 0;
-    }
-    let missed = (now - x.expires_ns) / x.interval_ns;
-    x.expires_ns = x.expires_ns.saturating_add((missed + 1).saturating_mul(x.interval_ns));
+    let (next, missed) = forwarded(x.expires_ns, x.interval_ns, now);
+    x.expires_ns = next;
     missed
+}
+
+/// A periodic expiry moved past `now` and the periods that passed; as is if not yet due (or
+/// one-shot).
+fn forwarded(expires: u64, interval: u64, now: u64) -> (u64, u64) {
+    if interval == 0 || expires > now {
+        return (expires, 0);
+    }
+    let missed = (now - expires) / interval;
+    (expires.saturating_add((missed + 1).saturating_mul(interval)), missed)
 }
 
 /// The calling thread takes signal `sig` with `info` (the signal code's dequeue, process
@@ -222,17 +240,12 @@ pub fn on_dequeue(tgid: Tid, sig: u32, info: &mut SigInfo) {
         if !x.requeue_pending {
             continue;
         }
-        x.requeue_pending = false;
-        let missed = forward(x, crate::time::uptime_ns());
-        x.overrun = missed.min(i32::MAX as u64) as i32;
+        rearm(x, serial, crate::time::uptime_ns());
         if id >= 0 {
             if let SigFields::Timer { overrun, .. } = &mut info.fields {
                 *overrun = x.overrun;
             }
         }
-        let cpu = crate::percpu::cpu_id();
-        let data = u64::from(serial) << 32 | u64::from(x.gen);
-        x.armed = crate::timer::arm(cpu, x.expires_ns, expired, data).map(|id| (cpu, id));
     }
 }
 
@@ -253,19 +266,14 @@ fn arm(x: &mut PosixTimer, serial: u32, value_ns: u64, interval_ns: u64, absolut
     }
     let now = crate::time::uptime_ns();
     x.expires_ns = if absolute_mono { value_ns.max(1) } else { now.saturating_add(value_ns) };
-    let cpu = crate::percpu::cpu_id();
-    let data = u64::from(serial) << 32 | u64::from(x.gen);
-    x.armed = crate::timer::arm(cpu, x.expires_ns, expired, data).map(|id| (cpu, id));
+    arm_kernel_timer(x, serial);
 }
 
 /// What a timer reads as: (time to the next expiry, interval), ns. A fired periodic timer
 /// waiting to be re-armed reads as if it had been (Linux's `common_timer_get` forwards it).
 fn reading(x: &PosixTimer) -> (u64, u64) {
     let now = crate::time::uptime_ns();
-    let mut expires = x.expires_ns;
-    if x.requeue_pending && x.interval_ns > 0 && expires <= now {
-        expires = expires.saturating_add(((now - expires) / x.interval_ns + 1).saturating_mul(x.interval_ns));
-    }
+    let expires = if x.requeue_pending { forwarded(x.expires_ns, x.interval_ns, now).0 } else { x.expires_ns };
     let left = if expires == 0 { 0 } else { expires.saturating_sub(now).max(1) };
     (left, x.interval_ns)
 }
