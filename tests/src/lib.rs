@@ -156,6 +156,11 @@ impl Run {
         }
     }
 
+    /// The COM1 output's lines, without their carriage returns.
+    pub fn lines(&self) -> Vec<String> {
+        self.outcome.output.lines().map(|l| l.trim_end_matches('\r').to_string()).collect()
+    }
+
     /// Fails unless the kernel exited the given way.
     pub fn expect_exit(&self, want: KernelExit) {
         self.check(self.outcome.exit == want, format!("expected kernel exit {want:?}"));

@@ -23,15 +23,11 @@ fn run_sh(smp: &str, script: &str) -> Run {
     run
 }
 
-fn lines(run: &Run) -> Vec<String> {
-    run.outcome.output.lines().map(|l| l.trim_end_matches('\r').to_string()).collect()
-}
-
 #[test]
 fn kernel_addresses_are_efault_as_on_linux() {
     let run = run_sh(SMP, "cd /tmp && /bin/kaddr");
     let got: Vec<String> =
-        lines(&run).into_iter().filter(|l| l.contains(" = ") && !l.starts_with('[') && !l.starts_with("cadence")).collect();
+        run.lines().into_iter().filter(|l| l.contains(" = ") && !l.starts_with('[') && !l.starts_with("cadence")).collect();
     let want: Vec<&str> = include_str!("../fixtures/kaddr.linux-6.1.txt").lines().collect();
     let diffs: Vec<String> = want
         .iter()
@@ -43,7 +39,7 @@ fn kernel_addresses_are_efault_as_on_linux() {
         .collect();
     run.check(diffs.is_empty(), format!("kaddr differs from Linux:\n{}", diffs.join("\n")));
     run.check(got.len() == want.len(), format!("kaddr: {} lines, Linux printed {}", got.len(), want.len()));
-    run.check(lines(&run).iter().any(|l| l == "kaddr done"), "kaddr ran to its end");
+    run.check(run.lines().iter().any(|l| l == "kaddr done"), "kaddr ran to its end");
 }
 
 /// Frames (MemFree, 4 KiB each) that may differ between the two samples: per-CPU page caches
@@ -54,14 +50,14 @@ const HEAP_SLACK_KB: i64 = 64;
 
 /// `name: <kB>` of a `base` / `after` line (`<tag> MemFree Slab`).
 fn sample(run: &Run, tag: &str) -> (i64, i64) {
-    let l = lines(run).into_iter().find(|l| l.starts_with(&format!("{tag} "))).unwrap_or_else(|| run.fail(format!("no `{tag}` line")));
+    let l = run.lines().into_iter().find(|l| l.starts_with(&format!("{tag} "))).unwrap_or_else(|| run.fail(format!("no `{tag}` line")));
     let v: Vec<i64> = l.split_whitespace().skip(1).map(|x| x.parse().unwrap_or_else(|_| run.fail(format!("bad `{l}`")))).collect();
     run.check(v.len() == 2, format!("`{l}`: MemFree and Slab"));
     (v[0], v[1])
 }
 
 fn memload_line(run: &Run, n: usize) -> Vec<(String, i64)> {
-    let all: Vec<String> = lines(run).into_iter().filter(|l| l.starts_with("memload: spawned=")).collect();
+    let all: Vec<String> = run.lines().into_iter().filter(|l| l.starts_with("memload: spawned=")).collect();
     let l = all.get(n).unwrap_or_else(|| run.fail(format!("no memload tally #{n}")));
     l.trim_start_matches("memload: ")
         .split_whitespace()
@@ -116,11 +112,11 @@ fn user_memory_failures_are_linux_errors_and_leak_nothing() {
         format!("Slab {heap0} kB before, {heap1} kB after (more than {HEAP_SLACK_KB} kB apart)"),
     );
     // Every process reaped: ps lists no memload and no zombie.
-    let all = lines(&run);
+    let all = run.lines();
     let ps: Vec<&String> = all.iter().skip_while(|l| *l != "ps:").take_while(|l| *l != "end ps").collect();
     run.check(ps.len() > 2, "ps ran");
     run.check(!ps.iter().any(|l| l.contains(" Z ") || l.contains("memload")), "a memload process or a zombie left");
-    run.check(lines(&run).iter().any(|l| l == "still running"), "a program runs after the injected runs");
+    run.check(run.lines().iter().any(|l| l == "still running"), "a program runs after the injected runs");
 }
 
 /// One failure at a time (`times=1`, probability 100, one site): execve's new image is ENOMEM
@@ -143,7 +139,7 @@ fn single_failures_give_linux_errors() {
         set("fork_mm"),
     );
     let run = run_sh(SMP, &script);
-    let out = lines(&run);
+    let out = run.lines();
     let has = |l: &str| out.iter().any(|o| o == l);
     run.check(has("sh: /bin/hello: Cannot allocate memory") && has("exec status 126"), "execve: ENOMEM, the old image reports it");
     run.check(has("sh: can't fork: Cannot allocate memory") && has("fork status 2") && !has("not reached"), "fork: ENOMEM");

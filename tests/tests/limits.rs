@@ -13,13 +13,9 @@ use cadence_tests::{boot, initramfs, qemu, Run};
 /// tolerance of `tools/test-chaos.sh`), for the heap's and the task table's kept capacity.
 const TOLERANCE_KIB: i64 = 16 * 4;
 
-fn lines(run: &Run) -> Vec<String> {
-    run.outcome.output.lines().map(|l| l.trim_end_matches('\r').to_string()).collect()
-}
-
 /// The `free` column of every `Mem:` line of procps's `free` output, KiB.
 fn free_kib(run: &Run) -> Vec<i64> {
-    lines(run).iter().filter(|l| l.starts_with("Mem:")).filter_map(|l| l.split_whitespace().nth(3).and_then(|v| v.parse().ok())).collect()
+    run.lines().iter().filter(|l| l.starts_with("Mem:")).filter_map(|l| l.split_whitespace().nth(3).and_then(|v| v.parse().ok())).collect()
 }
 
 /// Boots with the kernel shell's `commands`, which must contain the measurement `free` before
@@ -30,7 +26,7 @@ fn scenario(smp: &str, commands: &str) -> Run {
     )));
     run.expect_exit(KernelExit::Success);
     run.check(run.report.exceptions.is_empty(), "a kernel EXCEPTION line");
-    let out = lines(&run);
+    let out = run.lines();
     run.check(out.iter().any(|l| l == "user shell answers"), "the user shell answers afterwards");
     run.check(out.iter().any(|l| l == "kernel shell answers"), "the kernel shell answers afterwards");
     let free = free_kib(&run);
@@ -42,7 +38,7 @@ fn scenario(smp: &str, commands: &str) -> Run {
 }
 
 fn forkbomb_line(run: &Run) -> (u32, u32, u32) {
-    let out = lines(run);
+    let out = run.lines();
     let l = out.iter().find(|l| l.starts_with("forkbomb: ") && l.contains(" processes")).unwrap_or_else(|| run.fail("no forkbomb report"));
     let n: Vec<u32> = l.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
     (n[0], n[1], n[2])
@@ -54,14 +50,14 @@ fn fork_bomb_as_a_user_stops_at_rlimit_nproc_with_eagain_and_is_reaped() {
     let (procs, eagain, other) = forkbomb_line(&run);
     run.check(other == 0 && eagain == procs, format!("every fork failed with EAGAIN ({eagain} of {procs}, {other} other)"));
     run.check((30..=40).contains(&procs), format!("RLIMIT_NPROC 40 held the bomb: {procs} processes"));
-    run.check(lines(&run).iter().any(|l| l == "forkbomb: released, leader status 0"), "the bomb released and reaped");
+    run.check(run.lines().iter().any(|l| l == "forkbomb: released, leader status 0"), "the bomb released and reaped");
 }
 
 #[test]
 fn rlimit_as_refuses_mmap_and_brk_past_it() {
     // Linux 6.1 (and the host's Linux) print the same three lines.
     let run = scenario("2", "exec /bin/limits as");
-    let out = lines(&run);
+    let out = run.lines();
     for want in ["as: mmap 128 MiB = ENOMEM", "as: mmap 8 MiB = ok", "as: brk +128 MiB = old break"] {
         run.check(out.iter().any(|l| l == want), want);
     }
@@ -70,7 +66,7 @@ fn rlimit_as_refuses_mmap_and_brk_past_it() {
 #[test]
 fn memory_hog_is_chosen_and_killed_by_the_oom_killer_with_linuxs_report() {
     let run = scenario("2", "exec /bin/limits hog");
-    let out = lines(&run);
+    let out = run.lines();
     run.check(out.iter().any(|l| l == "hog: oom_score_adj 1001 = EINVAL"), "oom_score_adj outside -1000..=1000 is EINVAL");
     run.check(out.iter().any(|l| l == "hog: killed by signal 9"), "the hog was killed by SIGKILL");
     run.check(
@@ -104,7 +100,7 @@ fn fifo_99_spinner_is_throttled_and_killed_at_rlimit_rttime_hard_limit() {
         "1",
         "sysctl -w kernel.sched_rt_watchdog_action=signal; exec /bin/limits spin 1000000 3000000 &; sleep 1; exec /bin/sh -c 'echo user shell answers while spinning'; echo kernel shell answers while spinning; sleep 4; ps",
     );
-    let out = lines(&run);
+    let out = run.lines();
     run.check(out.iter().any(|l| l == "user shell answers while spinning"), "the user shell answers during the spin");
     run.check(out.iter().any(|l| l == "kernel shell answers while spinning"), "the kernel shell answers during the spin");
     run.check(out.iter().any(|l| l == "spin: SIGXCPU"), "SIGXCPU at the soft limit");

@@ -23,14 +23,10 @@ fn run_sh(smp: &str, script: &str) -> Run {
     run
 }
 
-fn lines(run: &Run) -> Vec<String> {
-    run.outcome.output.lines().map(|l| l.trim_end_matches('\r').to_string()).collect()
-}
-
 #[test]
 fn static_glibc_programs_run_with_their_arguments_and_exit_status() {
     let run = run_user("4,sockets=1,cores=2,threads=2", "exec /bin/hello a 'b c'; exec /bin/hello fail; exec /bin/nope; exec /bin");
-    let out = lines(&run);
+    let out = run.lines();
     let hello: Vec<&String> = out.iter().filter(|l| l.starts_with("hello from user space")).collect();
     run.check(hello.len() == 2, "two runs of hello");
     run.check(hello[0].ends_with("argc 3 [a] [b c]"), "hello's arguments");
@@ -43,7 +39,7 @@ fn static_glibc_programs_run_with_their_arguments_and_exit_status() {
 
 /// The lines a conformance program prints (` = ` in them; not the kernel's or the boot's).
 fn conform_lines(run: &Run) -> Vec<String> {
-    lines(run).into_iter().filter(|l| l.contains(" = ") && !l.starts_with('[') && !l.starts_with("cadence")).collect()
+    run.lines().into_iter().filter(|l| l.contains(" = ") && !l.starts_with('[') && !l.starts_with("cadence")).collect()
 }
 
 fn check_conformance(run: &Run, want: &str, what: &str) {
@@ -167,7 +163,7 @@ fn debian_pmqtest_and_svsematest_run_unmodified() {
                   ipcs -s; echo sets=$(ipcs -s | grep -c 0x)";
     let run = boot(qemu().smp("4,sockets=1,cores=2,threads=2").initrd(initramfs()).args(format!("sh=\"{script}\" poweroff")));
     run.expect_exit(KernelExit::Success);
-    let out = lines(&run);
+    let out = run.lines();
     let count = |pattern: &str| out.iter().filter(|l| matches_with_numbers(l, pattern)).count();
     let pmq = "#0: ID%, P0, CPU%, I1000; #1: ID%, P0, CPU%, TO 0, Cycles ";
     run.check(count(&format!("{pmq}100")) == 1, "pmqtest -l 100: the pair's line with 100 cycles");
@@ -197,7 +193,7 @@ fn busybox_sh_runs_a_script_with_pipes_redirections_and_children() {
                   sleep 0.05; kill -0 $$ && echo alive; uname -sm";
     let run = boot(qemu().smp("4,sockets=1,cores=2,threads=2").initrd(initramfs()).args(format!("sh=\"{script}\" poweroff")));
     run.expect_exit(KernelExit::Success);
-    let out = lines(&run);
+    let out = run.lines();
     for want in ["hi from sh", "group", "passwd", "2", "/tmp/d", "status 4", "65536", "alive", "Linux x86_64"] {
         run.check(out.iter().any(|l| l == want), format!("expected a line `{want}`"));
     }
@@ -213,7 +209,7 @@ fn debugfs_sched_features_and_tracefs_trace_marker() {
                   echo HRTICK TTWU_QUEUE > $f || echo two refused; grep -c -E ' (debugfs|tracefs) ' /proc/mounts; \
                   echo x > /sys/kernel/debug/tracing/trace_marker || echo marker refused";
     let run = run_sh("2", script);
-    let out = lines(&run);
+    let out = run.lines();
     for want in [
         "NO_HRTICK HRTICK_DL TTWU_QUEUE NO_RT_PUSH_IPI ",
         "NO_HRTICK NO_HRTICK_DL TTWU_QUEUE NO_RT_PUSH_IPI ",
@@ -233,7 +229,7 @@ fn sh_boot_option_exits_qemu_with_the_scripts_status() {
     ok.expect_exit(KernelExit::Success);
     let failed = boot(qemu().smp("1").initrd(initramfs()).args("sh=\"exit 3\" poweroff"));
     failed.expect_exit(KernelExit::Failure);
-    failed.check(lines(&failed).iter().any(|l| l == "cadence: sh= ended with status 3; poweroff"), "the status reported");
+    failed.check(failed.lines().iter().any(|l| l == "cadence: sh= ended with status 3; poweroff"), "the status reported");
 }
 
 #[test]
@@ -242,7 +238,7 @@ fn faults_kill_the_program_with_linux_signals_and_the_kernel_stays_up() {
         "2",
         "exec /bin/crash segv; exec /bin/crash kernel; exec /bin/crash ill; exec /bin/crash fpe; exec /bin/crash stack; exec /bin/hello",
     );
-    let out = lines(&run);
+    let out = run.lines();
     for (what, status) in [("Segmentation fault", 139), ("Illegal instruction", 132), ("Floating point exception", 136)] {
         let line = format!("exec: /bin/crash: {what} (status {status})");
         run.check(out.contains(&line), format!("expected `{line}`"));
@@ -257,7 +253,7 @@ fn faults_kill_the_program_with_linux_signals_and_the_kernel_stays_up() {
 #[test]
 fn syscall_table_doc_matches_the_dispatch_table() {
     let run = run_user("1", "syscalls");
-    let got: Vec<String> = lines(&run).into_iter().filter(|l| l.starts_with('|')).collect();
+    let got: Vec<String> = run.lines().into_iter().filter(|l| l.starts_with('|')).collect();
     let doc = include_str!("../../docs/design/syscalls.md");
     let want: Vec<&str> = doc.lines().filter(|l| l.starts_with('|')).collect();
     run.check(got == want, format!("docs/design/syscalls.md's table differs from the kernel's `syscalls`:\n{}", got.join("\n")));
@@ -271,7 +267,7 @@ fn debian_chrt_taskset_hackbench_and_pipetest_run_unmodified() {
                   chrt -p $$; chrt -f 30 chrt -p 0; taskset -p $$; pipetest-dyn 500 0 0";
     let run = boot(qemu().smp("4,sockets=1,cores=2,threads=2").initrd(initramfs()).args(format!("sh=\"{script}\" poweroff")));
     run.expect_exit(KernelExit::Success);
-    let out = lines(&run);
+    let out = run.lines();
     let has = |prefix: &str| out.iter().any(|l| l.starts_with(prefix));
     run.check(has("Linux cadence 6.1.0-cadence #1 SMP PREEMPT_DYNAMIC Cadence x86_64"), "uname -a");
     run.check(has("pipetest: cpus 0 and 2"), "pipetest pinned itself");
@@ -309,7 +305,7 @@ fn tracefs_files() {
                   echo 64 > buffer_size_kb; echo kb=$(cat buffer_size_kb); echo 0 > buffer_size_kb || echo size 0 refused; \
                   echo tracer=$(cat /sys/kernel/debug/tracing/current_tracer); true";
     let run = run_sh("2", script);
-    let out = lines(&run);
+    let out = run.lines();
     let has = |want: &str| out.iter().any(|l| l == want);
     for want in [
         "on=0", "sched:sched_switch", "sched=X timer=0", "bogus refused", "2 refused", "marker refused while off", "markers=1",
@@ -334,7 +330,7 @@ fn sched_debug_schedstat_interrupts_vmstat() {
                   grep -q '^nr_free_pages [1-9]' /proc/vmstat && echo vmstat ok; \
                   [ $(cat /sys/kernel/debug/sched/wakeup_granularity_ns) = $(cat /proc/sys/kernel/sched_wakeup_granularity_ns) ] && echo wakeup granularity ok; true";
     let run = run_sh("2", script);
-    let out = lines(&run);
+    let out = run.lines();
     let has = |want: &str| out.iter().any(|l| l == want);
     for want in [
         "comm=sleep",
@@ -362,7 +358,7 @@ fn procps_ps_and_top_read_proc_as_on_linux() {
     let script = "chrt -f 50 sleep 30 & sleep 1; /bin/ps -eLo pid,tid,cls,rtprio,ni,pri,psr,stat,comm; \
                   /bin/ps -ef | head -1; /usr/bin/top -b -n 1; kill $!";
     let run = run_sh("4,sockets=1,cores=2,threads=2", script);
-    let out = lines(&run);
+    let out = run.lines();
     let has = |want: &str| out.iter().any(|l| l == want);
     let fields = |l: &String| l.split_whitespace().map(String::from).collect::<Vec<String>>();
     run.check(has("  PID   TID CLS RTPRIO  NI PRI PSR STAT COMMAND"), "ps -eLo's header");
@@ -411,7 +407,7 @@ fn procps_ps_and_top_read_proc_as_on_linux() {
 #[test]
 fn cgroup_v1_quota_hierarchy_matches_linux() {
     let run = run_sh("2", "sh /bin/cgroup-v1-quota.sh");
-    let out: Vec<String> = lines(&run).into_iter().filter(|l| l.contains(" rc=") || l.starts_with("quotas ")).collect();
+    let out: Vec<String> = run.lines().into_iter().filter(|l| l.contains(" rc=") || l.starts_with("quotas ")).collect();
     let linux = [
         "parent-50ms rc=0", "child-60ms rc=1", "child-40ms rc=0", "parent-30ms rc=1", "child-period-200ms rc=0", "child-period-50ms rc=1",
         "child-unlimited rc=0", "parent-30ms-again rc=0", "quotas 30000 -1 200000",
@@ -426,7 +422,7 @@ fn cgroup_v1_quota_hierarchy_matches_linux() {
 #[test]
 fn lscpu_reads_cpuinfo_and_caches_as_on_linux() {
     let run = run_sh("4,sockets=1,cores=2,threads=2", "lscpu; lscpu -e");
-    let out = lines(&run);
+    let out = run.lines();
     let field = |name: &str| out.iter().find_map(|l| l.trim_start().strip_prefix(name).map(|v| v.trim().to_string())).unwrap_or_default();
     run.check(out.iter().any(|l| l.contains("smp: 4 cpus online (1 packages, 2 cores, 2 threads per core)")), "the boot report");
     for (name, want) in [("Thread(s) per core:", "2"), ("Core(s) per socket:", "2"), ("Socket(s):", "1"), ("CPU(s):", "4")] {
@@ -460,7 +456,7 @@ fn bench_cyclic_intervals_follow_cyclictest() {
     // Per command (the shell's prompt starts each), the interval of each thread's last `T:`
     // line (cyclictest without -q repeats its status lines).
     let mut runs: Vec<Vec<(String, u64)>> = Vec::new();
-    for l in lines(&run) {
+    for l in run.lines() {
         if l.starts_with("cadence> ") {
             runs.push(Vec::new());
         } else if let (Some(cur), Some(rest)) = (runs.last_mut(), l.trim_start().strip_prefix("T:")) {
@@ -493,7 +489,7 @@ fn cgroupfs_seed_001_and_cgroup2_files() {
                   mount -t nosuchfs none /tmp || echo nosuchfs refused; umount /tmp || echo tmp not a mount; \
                   umount $c && grep -c cgroup2 /proc/mounts; true";
     let run = run_sh("2", script);
-    let out = lines(&run);
+    let out = run.lines();
     let has = |want: &str| out.iter().any(|l| l == want);
     run.check(out.iter().any(|l| l.starts_with("seed-001: shell ") && l.contains(" in 1:cpu:/user/")), "the shell in its own cgroup");
     run.check(out.iter().any(|l| l.starts_with("seed-001: tasks of user/")), "its tasks file");
@@ -545,7 +541,7 @@ fn dev_ttyn_gives_a_setsid_process_its_vt_and_the_vts_autogroup() {
              ttys; exec /bin/ls -l /dev/tty1 /dev/tty2 /dev/tty63"
         ),
     );
-    let out = lines(&run);
+    let out = run.lines();
     let find = |prefix: &str| out.iter().find_map(|l| l.strip_prefix(prefix).map(str::to_string));
     run.check(find("[tty2] got ").as_deref() == Some("hello vt"), "the typed line read from /dev/tty2");
     let vt2 = find("[tty2] vt2 nr=1026 /autogroup-").unwrap_or_else(|| run.fail("tty_nr 1026 and an autogroup on tty2"));
@@ -579,7 +575,7 @@ fn dev_vda_reads_and_writes_the_disk_as_on_linux() {
     std::fs::File::create(&disk).and_then(|f| f.set_len(64 << 20)).expect("a 64 MiB image");
     let run = boot(qemu().smp("2").initrd(initramfs()).disk(&disk).args("sh=\"sh /bin/dev-vda.sh\" poweroff"));
     run.expect_exit(KernelExit::Success);
-    let out: Vec<String> = lines(&run).into_iter().filter(|l| l.starts_with("vda: ")).collect();
+    let out: Vec<String> = run.lines().into_iter().filter(|l| l.starts_with("vda: ")).collect();
     let linux = [
         "vda: block special file brw------- fe:0 size=0 io=4096",
         "vda: size 67108864",
@@ -612,7 +608,7 @@ fn dev_vda_reads_and_writes_the_disk_as_on_linux() {
 fn coresched_bench_gives_cookies_through_prctl_and_runs_every_mode() {
     let field = |l: &str, k: &str| l.split_whitespace().find_map(|w| w.strip_prefix(k).map(str::to_string)).unwrap_or_default();
     let run = run_sh("4,sockets=1,cores=2,threads=2", "coresched-bench -d 1 && grep -c core_forceidle_sum /proc/self/sched");
-    let out = lines(&run);
+    let out = run.lines();
     run.check(
         out.iter().any(|l| {
             l.starts_with("coresched-bench: online_cpus=4 cores=2 smt_control=on tasks_per_group=4 secs=1 modes=off,on,pinned prctl=ok")
@@ -641,7 +637,7 @@ fn coresched_bench_gives_cookies_through_prctl_and_runs_every_mode() {
     let run =
         boot(qemu().smp("4,sockets=1,cores=2,threads=2").initrd(initramfs()).args("nosmt sh=\"coresched-bench -d 1 -w cpu\" poweroff"));
     run.expect_exit(KernelExit::Success);
-    let out = lines(&run);
+    let out = run.lines();
     run.check(
         out.iter().any(|l| {
             l.starts_with("coresched-bench: online_cpus=2 cores=2 smt_control=off tasks_per_group=2 secs=1 modes=nosmt prctl=ENODEV")
