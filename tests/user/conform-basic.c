@@ -44,6 +44,19 @@ int main(void) {
     CALL("munmap again", munmap(p, 8192));
     CALL("munmap len 0", munmap(p, 0));
     CALL("munmap unaligned", munmap((char *)p + 1, 4096));
+    /* A 32 TiB reservation with one page touched: each call below walks only the pages
+     * held (a per-page loop over its length never ends). */
+    size_t huge = 1UL << 45;
+    char *r = mmap(NULL, huge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    CALL("mmap 32 TiB PROT_NONE", r == MAP_FAILED ? -1 : 1);
+    CALL("mprotect one page rw", mprotect(r + (huge >> 1), 4096, PROT_READ | PROT_WRITE));
+    r[huge >> 1] = 1;
+    CALL("madvise 32 TiB DONTNEED", madvise(r, huge, MADV_DONTNEED));
+    CALL("page reads zero after DONTNEED", r[huge >> 1] == 0 ? 1 : -1);
+    CALL("mprotect 32 TiB PROT_NONE", mprotect(r, huge, PROT_NONE));
+    CALL("munmap 32 TiB", munmap(r, huge));
+    CALL("madvise 64 TiB hole DONTNEED", madvise((void *)0x10000000UL, 1UL << 46, MADV_DONTNEED));
+    CALL("madvise past user space", madvise((void *)(1UL << 47), 4096, MADV_DONTNEED));
     CALL("brk(0) > 0", syscall(SYS_brk, 0) > 0 ? 1 : -1);
     struct timespec ts, ts2;
     CALL("clock_gettime(MONOTONIC)", clock_gettime(CLOCK_MONOTONIC, &ts));

@@ -141,11 +141,18 @@ impl Mm {
                 let tail = v.tail_from(end);
                 self.vmas.insert(tail.start, tail);
             }
-            let mut page = v.start.max(start);
-            while page < v.end.min(end) {
-                drop(self.space.unmap(page));
-                page += PAGE;
-            }
+            self.drop_pages(v.start.max(start), v.end.min(end));
+        }
+    }
+
+    /// Unmaps every page held in `[start, end)`, going from held page to held page
+    /// ([`VmSpace::next_held`]): a VMA may span terabytes of which few pages were touched.
+    /// The VMAs stay (MADV_DONTNEED; munmap's core removes them first).
+    pub fn drop_pages(&self, start: u64, end: u64) {
+        let mut at = start;
+        while let Some(page) = self.space.next_held(at, end) {
+            drop(self.space.unmap(page));
+            at = page + PAGE;
         }
     }
 
@@ -185,10 +192,10 @@ impl Mm {
         }
         for (_, v) in self.vmas.range_mut(start..end) {
             v.prot = prot;
-            let mut page = v.start;
-            while page < v.end {
+            let mut at = v.start;
+            while let Some(page) = self.space.next_held(at, v.end) {
                 self.space.protect(page, prot);
-                page += PAGE;
+                at = page + PAGE;
             }
         }
         Ok(())

@@ -182,3 +182,22 @@ fn a_fatal_signal_ends_a_spinning_or_sleeping_process_and_frees_its_memory() {
         assert!(leaked <= 64, "{} frames not returned after the kill", leaked);
     }
 }
+
+#[test_case]
+fn next_held_skips_absent_tables_and_finds_prot_none_pages() {
+    let vm = VmSpace::new().expect("address space");
+    let (a, b, c) = (0x1000_0000u64, 0x2000_0000_0000u64, 0x7fff_ffff_e000u64);
+    for va in [a, b, c] {
+        assert!(vm.map(va, PageRef::alloc().expect("page"), Prot::RW).expect("map").is_none());
+    }
+    vm.protect(b, Prot::NONE);
+    // The whole of user space, in four steps: absent tables cost nothing.
+    assert_eq!(vm.next_held(0, u64::MAX), Some(a));
+    assert_eq!(vm.next_held(a + 1, u64::MAX), Some(b), "a PROT_NONE page is held");
+    assert_eq!(vm.next_held(b + 4096, u64::MAX), Some(c));
+    assert_eq!(vm.next_held(c + 4096, u64::MAX), None);
+    assert_eq!(vm.next_held(a + 4096, b), None, "the end is exclusive");
+    assert_eq!(vm.next_held(u64::MAX - 10, u64::MAX), None, "no wrap");
+    drop(vm.unmap(b));
+    assert_eq!(vm.next_held(a + 4096, u64::MAX), Some(c));
+}

@@ -222,14 +222,12 @@ pub fn madvise(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcom
     }
     let mm_arc = proc.mm();
     let mm = mm_arc.lock_uninterruptible();
-    let mapped_end = end.min(TASK_SIZE);
     if a[2] == MADV_DONTNEED {
-        let mut page = start;
-        while page < mapped_end {
-            if mm.find(page).is_some() {
-                drop(mm.space.unmap(page));
-            }
-            page += PAGE;
+        // Only the pages held, VMA by VMA (a random length may cover all of user space).
+        let parts: alloc::vec::Vec<(u64, u64)> =
+            mm.vmas().filter(|v| v.end > start && v.start < end).map(|v| (v.start.max(start), v.end.min(end))).collect();
+        for (from, to) in parts {
+            mm.drop_pages(from, to);
         }
     }
     if !covered(&mm, start, end) {

@@ -340,6 +340,41 @@ impl VmSpace {
         out
     }
 
+    /// The first page at or after `from` and below `end` that holds a frame (present or
+    /// `PROT_NONE`), if any. Absent tables are skipped whole, so walking a range costs the
+    /// tables that exist in it, not its length: the kernel's per-page loops over a VMA
+    /// (munmap, mprotect, MADV_DONTNEED) go from held page to held page with it, and a
+    /// 64 TiB `PROT_NONE` reservation is as cheap to unmap as its few pages.
+    pub fn next_held(&self, from: u64, end: u64) -> Option<u64> {
+        let end = end.min(USER_END);
+        let mut va = from.checked_add(PAGE - 1)? & !(PAGE - 1);
+        let _g = self.lock.lock();
+        'walk: while va < end {
+            let mut t = self.root;
+            for level in (2..=4).rev() {
+                // SAFETY: `t` is this space's table (the root or an entry's target), under
+                // the lock.
+                let e = unsafe { (*table(t))[index(va, level)] };
+                if e & PRESENT == 0 {
+                    let span = 1u64 << (12 + 9 * (level - 1));
+                    va = (va & !(span - 1)).checked_add(span)?;
+                    continue 'walk;
+                }
+                t = e & ADDR;
+            }
+            // The level-1 table: scan its entries from `va`'s to the table's (or the range's) end.
+            let table_end = (va & !((PAGE << 9) - 1)) + (PAGE << 9);
+            while va < end && va < table_end {
+                // SAFETY: as above, the level-1 table.
+                if unsafe { (*table(t))[index(va, 1)] } & HELD != 0 {
+                    return Some(va);
+                }
+                va += PAGE;
+            }
+        }
+        None
+    }
+
     /// Runs `f` on each page-sized piece of `[va, va + len)` that the entries allow (`write`:
     /// writable), with the piece's kernel address and its offset into the range.
     fn each_piece(&self, va: u64, len: usize, write: bool, mut f: impl FnMut(*mut u8, usize, usize)) -> Result<(), UserFault> {
