@@ -64,8 +64,23 @@ mem
 # shell that cannot fork would end this script).
 FUZZ_FAIL=$fail FUZZ_TRACE=$trace /bin/fuzz "$seed" "$calls" "$procs" $subset
 wait_reaped >/dev/null
-# What the fuzzer could not remove of its scratch tree (or made outside it) is named, then
-# removed, so that files a program made are not counted as the kernel's leak.
+# What the fuzzer mounted (mount(2) with random arguments does mount, on its scratch
+# directories) is named and unmounted, last mounted first, then what it could not remove of its
+# scratch tree (or made outside it) is named and removed: a program's mounts and files are not
+# the kernel's leak.
+pass=0
+while [ $pass -lt 4 ]; do
+    targets=
+    while read -r src dst rest; do
+        case $dst in /tmp/*) targets="$dst $targets" ;; esac
+    done </proc/mounts
+    [ -z "$targets" ] && break
+    for t in $targets; do
+        echo "fuzz-umount: $t"
+        umount "$t" 2>&1 | head -n 2 | sed 's/^/fuzz-umount: /'
+    done
+    pass=$((pass + 1))
+done
 for f in /tmp/* /tmp/.[!.]*; do
     [ -e "$f" ] || [ -L "$f" ] || continue
     echo "fuzz-tmp-left: $f"

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sendfile.h>
@@ -357,5 +358,23 @@ int main(void) {
     }
     close(xf);
     CALL("unlink cf-x cf-xl", unlink("cf-x") | unlink("cf-xl"));
+    /* A removed directory takes no new entries, and nothing mounts on it (a process whose
+     * cwd was removed cannot make what no path reaches). */
+    {
+        int keep = open(".", O_RDONLY | O_DIRECTORY);
+        close(open("cf-mv", O_CREAT | O_WRONLY, 0644));
+        CALL("mkdir cf-dead", mkdir("cf-dead", 0755));
+        CALL("chdir cf-dead", chdir("cf-dead"));
+        CALL("rmdir ../cf-dead", rmdir("../cf-dead"));
+        CALL("mkdir in a removed cwd", mkdir("x", 0755));
+        CALL("creat in a removed cwd", open("f", O_CREAT | O_WRONLY, 0644));
+        CALL("symlink in a removed cwd", symlink("t", "s"));
+        CALL("rename into a removed cwd", renameat(keep, "cf-mv", AT_FDCWD, "moved"));
+        CALL("mount on a removed cwd", mount("none", ".", "tmpfs", 0, NULL));
+        CALL("stat . in a removed cwd", stat(".", &st));
+        CALL("fchdir back", fchdir(keep));
+        CALL("unlink cf-mv", unlink("cf-mv"));
+        close(keep);
+    }
     return 0;
 }

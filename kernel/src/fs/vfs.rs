@@ -611,6 +611,11 @@ pub fn create(dir: &Arc<Inode>, name: &str, mode: u32, content: Content) -> Resu
             if m.contains_key(name) {
                 return Err(Errno::EEXIST);
             }
+            // A removed directory takes no new entries (Linux's IS_DEADDIR: ENOENT), so
+            // nothing is made where no path reaches (a process's cwd after its rmdir).
+            if is_dead(dir) {
+                return Err(Errno::ENOENT);
+            }
             m.insert(name.to_string(), node.clone());
         }
         _ => return Err(Errno::ENOTDIR),
@@ -656,17 +661,29 @@ pub fn remove(dir: &Arc<Inode>, name: &str, rmdir: bool) -> Result<(), Errno> {
         (true, false) => return Err(Errno::EISDIR),
         (false, true) => return Err(Errno::ENOTDIR),
         (true, true) => {
-            if matches!(&*node.lock(), Content::Dir(c) if !c.is_empty()) {
+            // Empty, and dead from here on: the check and the count change under the
+            // directory's own lock, which `create` and `rename` take to add an entry.
+            let content = node.lock();
+            if matches!(&*content, Content::Dir(c) if !c.is_empty()) {
                 return Err(Errno::ENOTEMPTY);
             }
+            node.nlink.fetch_sub(2, Ordering::Relaxed);
+            drop(content);
             dir.nlink.fetch_sub(1, Ordering::Relaxed);
         }
-        (false, false) => {}
+        (false, false) => {
+            node.nlink.fetch_sub(1, Ordering::Relaxed);
+        }
     }
     m.remove(name);
-    node.nlink.fetch_sub(if node.is_dir() { 2 } else { 1 }, Ordering::Relaxed);
     dir.mtime_ns.store(crate::time::uptime_ns(), Ordering::Relaxed);
     Ok(())
+}
+
+/// Has directory `dir` been removed (rmdir: no name reaches it)? Read under its lock, which
+/// `remove` holds while it empties-checks and unlinks it.
+pub fn is_dead(dir: &Inode) -> bool {
+    dir.is_dir() && dir.nlink.load(Ordering::Relaxed) == 0
 }
 
 /// Is `a` the same as, or an ancestor of, `b`?
@@ -725,8 +742,15 @@ pub fn rename(from_dir: &Arc<Inode>, from: &str, to_dir: &Arc<Inode>, to: &str) 
         _ => return Err(Errno::ENOTDIR),
     }
     match &mut *to_dir.lock() {
-        Content::Dir(m) => {
+        Content::Dir(m) if !is_dead(to_dir) => {
             m.insert(to.to_string(), node.clone());
+        }
+        Content::Dir(_) => {
+            // The target directory was removed meanwhile: put the entry back (ENOENT).
+            if let Content::Dir(m) = &mut *from_dir.lock() {
+                m.insert(from.to_string(), node.clone());
+            }
+            return Err(Errno::ENOENT);
         }
         _ => return Err(Errno::ENOTDIR),
     }

@@ -94,6 +94,10 @@ pub fn mount(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
     if !at.is_dir() {
         return Err(Errno::ENOTDIR);
     }
+    // Linux's lock_mount: nothing mounts on a removed directory (cant_mount: ENOENT).
+    if vfs::is_dead(&at) {
+        return Err(Errno::ENOENT);
+    }
     let fstype = if a[2] == 0 { return Err(Errno::EINVAL) } else { user_string(proc, a[2])? };
     let source = if a[0] == 0 { String::from("none") } else { user_string(proc, a[0])? };
     let data = if a[4] == 0 { String::new() } else { user_string(proc, a[4])? };

@@ -7,6 +7,7 @@
 //! moves past the last slot given, and the sequence number goes up each time a slot at or below
 //! the last one is given (the cursor wrapped), as Linux's.
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 use cadence_abi::errno::Errno;
 
@@ -27,7 +28,7 @@ struct Slot<T> {
 
 /// One kind's table.
 pub struct Ids<T> {
-    slots: Vec<Option<Slot<T>>>,
+    slots: Vec<Option<Box<Slot<T>>>>,
     in_use: usize,
     seq: i32,
     last_idx: i32,
@@ -80,7 +81,7 @@ impl<T> Ids<T> {
         if idx >= self.slots.len() {
             self.slots.resize_with(idx + 1, || None);
         }
-        self.slots[idx] = Some(Slot { seq: self.seq, key, obj });
+        self.slots[idx] = Some(Box::new(Slot { seq: self.seq, key, obj }));
         self.in_use += 1;
         Ok(self.seq * IPCMNI + idx as i32)
     }
@@ -136,6 +137,12 @@ impl<T> Ids<T> {
         while self.slots.last().is_some_and(Option::is_none) {
             self.slots.pop();
         }
+        // The table gives back what a burst of objects grew it to (a program that made
+        // thousands of sets and removed them leaves a pointer's worth per slot at most twice
+        // over, not the burst's table for the rest of the boot).
+        if self.slots.len() < self.slots.capacity() / 4 {
+            self.slots.shrink_to(self.slots.len() * 2);
+        }
         Some(s.obj)
     }
 
@@ -163,6 +170,18 @@ mod tests {
         assert_eq!(ids.find_key(IPC_PRIVATE), None);
         assert_eq!(ids.max_idx(), 2);
         assert_eq!(ids.get(-1), None);
+    }
+
+    #[test]
+    fn the_table_shrinks_after_a_burst() {
+        let mut ids = Ids::new();
+        let made: Vec<i32> = (0..4096).map(|i| ids.add(0, [i as u8; 64], 32000).unwrap()).collect();
+        assert!(ids.slots.capacity() >= 4096);
+        for id in made {
+            ids.remove(id).unwrap();
+        }
+        assert_eq!((ids.in_use(), ids.max_idx()), (0, -1));
+        assert!(ids.slots.capacity() <= 8, "capacity {} left after the burst", ids.slots.capacity());
     }
 
     #[test]
