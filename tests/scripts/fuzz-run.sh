@@ -65,7 +65,8 @@ mem
 FUZZ_FAIL=$fail FUZZ_TRACE=$trace /bin/fuzz "$seed" "$calls" "$procs" $subset
 wait_reaped >/dev/null
 # What the fuzzer mounted (mount(2) with random arguments does mount, on its scratch
-# directories) is named and unmounted, last mounted first, then what it could not remove of its
+# directories) is named and unmounted lazily (with any tree mounted inside it), last mounted
+# first, then what it could not remove of its
 # scratch tree (or made outside it) is named and removed: a program's mounts and files are not
 # the kernel's leak.
 pass=0
@@ -77,7 +78,7 @@ while [ $pass -lt 4 ]; do
     [ -z "$targets" ] && break
     for t in $targets; do
         echo "fuzz-umount: $t"
-        umount "$t" 2>&1 | head -n 2 | sed 's/^/fuzz-umount: /'
+        umount -l "$t" 2>&1 | head -n 2 | sed 's/^/fuzz-umount: /'
     done
     pass=$((pass + 1))
 done

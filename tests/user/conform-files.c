@@ -376,5 +376,33 @@ int main(void) {
         CALL("unlink cf-mv", unlink("cf-mv"));
         close(keep);
     }
+    /* Trees stacked on one mountpoint: the top one is seen and named by the mountpoint's path,
+     * and unmounts first. */
+    {
+        char cwd[512];
+        CALL("mkdir cf-mnt", mkdir("cf-mnt", 0755));
+        CALL("mount tmpfs on cf-mnt", mount("none", "cf-mnt", "tmpfs", 0, NULL));
+        CALL("mkdir cf-mnt/lower", mkdir("cf-mnt/lower", 0755));
+        CALL("mount tmpfs on cf-mnt again", mount("none", "cf-mnt", "tmpfs", 0, NULL));
+        CALL("cf-mnt/lower hidden", access("cf-mnt/lower", F_OK));
+        CALL("chdir cf-mnt", chdir("cf-mnt"));
+        CALL("getcwd names the mountpoint", getcwd(cwd, sizeof cwd) && strlen(cwd) >= 7 && !strcmp(cwd + strlen(cwd) - 7, "/cf-mnt") ? 1 : -1);
+        CALL("chdir ..", chdir(".."));
+        CALL("umount cf-mnt (top)", umount("cf-mnt"));
+        CALL("cf-mnt/lower seen again", access("cf-mnt/lower", F_OK));
+        CALL("umount cf-mnt (bottom)", umount("cf-mnt"));
+        CALL("umount cf-mnt (none left)", umount("cf-mnt"));
+        CALL("rmdir cf-mnt", rmdir("cf-mnt"));
+        /* A tree with another mounted inside: busy, unless detached lazily with it. */
+        CALL("mkdir cf-mnt again", mkdir("cf-mnt", 0755));
+        CALL("mount tmpfs on cf-mnt (outer)", mount("none", "cf-mnt", "tmpfs", 0, NULL));
+        CALL("mkdir cf-mnt/in", mkdir("cf-mnt/in", 0755));
+        CALL("mount tmpfs on cf-mnt/in", mount("none", "cf-mnt/in", "tmpfs", 0, NULL));
+        CALL("umount cf-mnt with a mount inside", umount("cf-mnt"));
+        CALL("umount2 cf-mnt MNT_DETACH", umount2("cf-mnt", MNT_DETACH));
+        CALL("cf-mnt/in gone with it", access("cf-mnt/in", F_OK));
+        CALL("umount cf-mnt (none left) again", umount("cf-mnt"));
+        CALL("rmdir cf-mnt again", rmdir("cf-mnt"));
+    }
     return 0;
 }

@@ -771,8 +771,9 @@ pub fn path_of(dir: &Arc<Inode>) -> String {
         if Arc::ptr_eq(&up, &at) {
             break;
         }
-        // A mounted tree's root goes by its mountpoint's entry.
-        let ino = super::mount::mountpoint_of(&at).unwrap_or(at.ino);
+        // A mounted tree's root goes by its mountpoint's entry (the bottom one's, when trees
+        // are stacked on one mountpoint).
+        let ino = super::mount::entry_of(&at).unwrap_or(at.ino);
         let gen = match &*up.lock() {
             Content::Dir(m) => Err(m.iter().find(|(_, v)| Arc::ptr_eq(v, &at) || v.ino == ino).map(|(k, _)| k.clone())),
             Content::GenDir(d) => Ok(d.clone()),

@@ -120,7 +120,7 @@ pub fn mount(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
         }
         _ => return Err(Errno::ENODEV),
     };
-    mount::attach(&source, &vfs::path_of(&at), fstype, &options, &at, root)?;
+    mount::attach(&source, fstype, &options, &at, root)?;
     ok(0)
 }
 
@@ -134,7 +134,8 @@ fn tmpfs_mode(data: &str) -> Result<u32, Errno> {
 }
 
 /// `umount2(target, flags)`: EINVAL for unknown flags or a target that is no mount's root,
-/// EBUSY while a tree is mounted inside it.
+/// EBUSY while a tree is mounted inside it, unless MNT_DETACH: then the trees inside go too
+/// (nothing here can be in use in a way that would make Linux defer the rest).
 pub fn umount2(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     if a[1] & !(MNT_FORCE | MNT_DETACH | MNT_EXPIRE | UMOUNT_NOFOLLOW) != 0 {
         return Err(Errno::EINVAL);
@@ -144,6 +145,6 @@ pub fn umount2(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcom
     }
     let target = user_path(proc, a[0], false)?;
     let at = vfs::lookup(&base(proc, super::fs::AT_FDCWD as u64, &target)?, &target, a[1] & UMOUNT_NOFOLLOW == 0)?;
-    mount::detach(&at)?;
+    mount::detach(&at, a[1] & MNT_DETACH != 0)?;
     ok(0)
 }
