@@ -63,6 +63,29 @@ fn rlimit_as_refuses_mmap_and_brk_past_it() {
     }
 }
 
+/// The lines a differential program prints (` = ` in them; not the kernel's or the boot's).
+fn conform_lines(run: &Run) -> Vec<String> {
+    run.lines().into_iter().filter(|l| l.contains(" = ") && !l.starts_with('[') && !l.starts_with("cadence")).collect()
+}
+
+#[test]
+fn rlimit_memlock_and_the_stacks_growth_limits_match_linux() {
+    // `limits memlock`: mlock, munlock, mlockall, MCL_FUTURE, MAP_LOCKED and VmLck as root
+    // and as uid 1000 under RLIMIT_MEMLOCK; `limits stack`: the stack's growth against
+    // RLIMIT_STACK, RLIMIT_AS and RLIMIT_MEMLOCK (SIGSEGV past them). Linux 6.1's output:
+    // tests/fixtures/limits-memlock.linux-6.1.txt (how to record it: tests/user/limits.c).
+    let run = scenario("2", "exec /bin/sh -c 'cd /tmp && /bin/limits memlock && /bin/limits stack'");
+    let got = conform_lines(&run);
+    let want: Vec<&str> = include_str!("../fixtures/limits-memlock.linux-6.1.txt").lines().collect();
+    let diffs: Vec<String> = (0..want.len().max(got.len()))
+        .filter_map(|i| {
+            let (g, w) = (got.get(i).map_or("<missing>", String::as_str), want.get(i).copied().unwrap_or("<missing>"));
+            (g != w).then(|| format!("line {}: Cadence `{g}`, Linux `{w}`", i + 1))
+        })
+        .collect();
+    run.check(diffs.is_empty(), diffs.join("\n"));
+}
+
 #[test]
 fn memory_hog_is_chosen_and_killed_by_the_oom_killer_with_linuxs_report() {
     let run = scenario("2", "exec /bin/limits hog");

@@ -295,6 +295,12 @@ pub fn thread_of(task: &Task) -> Option<Arc<Thread>> {
     task.process.user.get().and_then(|u| u.clone().downcast::<Thread>().ok())
 }
 
+/// Has `t` Linux's CAP_IPC_LOCK (RLIMIT_MEMLOCK does not bind it)? Effective uid 0 has every
+/// capability here, as root's on Linux; another uid none.
+pub fn capable_ipc_lock(t: &Thread) -> bool {
+    t.process.creds.lock_uninterruptible().uid[1] == 0
+}
+
 /// Every live process's limits, by pid (`prlimit` of another process).
 /// The parent's pid as `getppid` and `/proc` report it: 1 once the parent has ended (init
 /// adopts orphans on Linux), 0 for a process the kernel started.

@@ -165,8 +165,8 @@ fn a_fatal_signal_ends_a_spinning_or_sleeping_process_and_frees_its_memory() {
         let h = spawn_result(SpawnOptions::new("victim"), move || {
             let _defer = signal::DeferFatal::new();
             let mut mm = Mm::new().expect("mm");
-            mm.insert(Vma { start: CODE, end: CODE + 4096, prot: Prot::RX, backing: Backing::Anonymous, shared: false });
-            mm.insert(Vma { start: STACK_TOP - 4096, end: STACK_TOP, prot: Prot::RW, backing: Backing::Anonymous, shared: false });
+            mm.insert(Vma::new(CODE, CODE + 4096, Prot::RX, Backing::Anonymous, false));
+            mm.insert(Vma::new(STACK_TOP - 4096, STACK_TOP, Prot::RW, Backing::Anonymous, false));
             let page = PageRef::alloc().expect("code page");
             page.write_at(0, &code);
             mm.space.map(CODE, page, Prot::RX).expect("map code");

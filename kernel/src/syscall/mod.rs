@@ -261,7 +261,7 @@ entries! {
     292 dup3 fs::dup3, Implemented;
     293 pipe2 fs::pipe2, Partial("no O_DIRECT (packet mode)");
     297 rt_tgsigqueueinfo signal::rt_tgsigqueueinfo, Implemented;
-    302 prlimit64 process::prlimit64, Partial("enforced: RTTIME (any task), NOFILE, NPROC (non-root real users; EAGAIN), AS (mmap, brk), MSGQUEUE; recorded: MEMLOCK (which root is exempt from on Linux too), STACK");
+    302 prlimit64 process::prlimit64, Partial("enforced: RTTIME (any task), NOFILE, NPROC (non-root real users; EAGAIN), AS (mmap, brk, stack growth), STACK (stack growth), MEMLOCK (mlock, mlockall, locked mappings; not root), MSGQUEUE; recorded: the others");
     309 getcpu sched::getcpu, Implemented;
     314 sched_setattr sched::sched_setattr, Implemented;
     315 sched_getattr sched::sched_getattr, Implemented;
