@@ -3,7 +3,7 @@
  *   limits forkbomb UID NPROC  a fork bomb (every process forks until fork fails) as real
  *                              user UID (0 = stay root) with RLIMIT_NPROC = NPROC
  *                              (0 = leave it); prints how many processes it reached and
- *                              fork's error, then releases and reaps them all
+ *                              fork's errors, then releases and reaps them all
  *   limits hog                 a child touches memory 1 MiB at a time until the OOM killer
  *                              kills it; the parent (oom_score_adj -1000) reports how it ended
  *   limits as                  RLIMIT_AS 64 MiB: mmap and brk past it fail (ENOMEM, the old
@@ -23,6 +23,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -60,11 +61,40 @@ static void bomb(void) {
     _exit(0);
 }
 
+static int write_file(const char *path, const char *v) {
+    int fd = open(path, O_WRONLY);
+    if (fd < 0)
+        return -errno;
+    int r = write(fd, v, strlen(v)) < 0 ? -errno : 0;
+    close(fd);
+    return r;
+}
+
+/* A /proc/meminfo field in kB (-1 if absent). */
+static long meminfo_kb(const char *field) {
+    char buf[4096];
+    int fd = open("/proc/meminfo", O_RDONLY);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    char *l = strstr(buf, field);
+    return l ? strtol(l + strlen(field) + 1, 0, 10) : -1;
+}
+
 static int forkbomb(unsigned uid, unsigned long nproc) {
     if (pipe(report) || pipe(release))
         return perror("pipe"), 1;
+    /* The reporter is not the OOM killer's to take, should memory run out first. */
+    if (write_file("/proc/self/oom_score_adj", "-1000"))
+        return perror("oom_score_adj"), 1;
     pid_t leader = fork();
     if (leader == 0) {
+        if (write_file("/proc/self/oom_score_adj", "0"))
+            _exit(1);
         close(report[0]);
         close(release[1]);
         if (nproc) {
@@ -78,21 +108,28 @@ static int forkbomb(unsigned uid, unsigned long nproc) {
     }
     close(report[1]);
     close(release[0]);
+    long free_before = meminfo_kb("MemFree"), slab_before = meminfo_kb("Slab");
     unsigned char e;
     if (read(report[0], &e, 1) != 1)
         return fprintf(stderr, "forkbomb: no report\n"), 1;
-    /* Every process of the bomb reports once, when its fork fails. */
-    sleep(2);
-    int n = 1, eagain = e == EAGAIN, other = e != EAGAIN;
-    fcntl(report[0], F_SETFL, O_NONBLOCK);
-    while (read(report[0], &e, 1) == 1) {
+    /* Every process of the bomb reports once, when its fork fails: read until 2 s pass
+     * without a report (a root bomb of thousands takes a while to report). */
+    int n = 1, eagain = e == EAGAIN, enomem = e == ENOMEM, other = e != EAGAIN && e != ENOMEM;
+    struct pollfd pfd = {report[0], POLLIN, 0};
+    while (poll(&pfd, 1, 2000) > 0 && read(report[0], &e, 1) == 1) {
         n++;
         if (e == EAGAIN)
             eagain++;
+        else if (e == ENOMEM)
+            enomem++;
         else
             other++;
     }
-    printf("forkbomb: %d processes, fork failed with EAGAIN %d times, otherwise %d times\n", n, eagain, other);
+    printf("forkbomb: %d processes, fork failed with EAGAIN %d times, ENOMEM %d times, otherwise %d times\n", n, eagain, enomem,
+           other);
+    long free_peak = meminfo_kb("MemFree"), slab_peak = meminfo_kb("Slab");
+    printf("forkbomb: a process took %ld kB of MemFree and %ld kB of Slab (the kernel heap)\n", (free_before - free_peak) / n,
+           (slab_peak - slab_before) / n);
     fflush(stdout);
     close(release[1]);
     int st;
@@ -101,15 +138,6 @@ static int forkbomb(unsigned uid, unsigned long nproc) {
     /* Orphans of the bomb (none: every process reaps its children before it ends). */
     printf("forkbomb: released, leader status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
     return 0;
-}
-
-static int write_file(const char *path, const char *v) {
-    int fd = open(path, O_WRONLY);
-    if (fd < 0)
-        return -errno;
-    int r = write(fd, v, strlen(v)) < 0 ? -errno : 0;
-    close(fd);
-    return r;
 }
 
 static int hog(void) {

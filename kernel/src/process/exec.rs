@@ -193,7 +193,7 @@ fn load_depth(cwd: &Arc<Inode>, path: &str, argv: &[&[u8]], envp: &[&[u8]], dept
     let rlim = crate::process::thread_of(&crate::sched::current())
         .map_or(STACK_SIZE, |t| t.process.rlimits.lock_uninterruptible()[super::mm::RLIMIT_STACK].0)
         & !(PAGE - 1);
-    let base = if STACK_TOP - args + STACK_EXPAND > rlim { STACK_TOP.saturating_sub(rlim).max(STACK_TOP - STACK_SIZE) } else { args - STACK_EXPAND };
+    let base = if STACK_TOP - args + STACK_EXPAND > rlim { STACK_TOP.saturating_sub(rlim) } else { args - STACK_EXPAND };
     mm.insert(Vma { grows_down: true, ..Vma::new(base.min(args), STACK_TOP, Prot::RW, Backing::Anonymous, false) });
     // The stack VMA is fresh and writable: only a page that cannot be had fails the copy.
     mm.write(st.sp, &st.bytes).map_err(|_| Errno::ENOMEM)?;

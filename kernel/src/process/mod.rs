@@ -364,10 +364,12 @@ pub fn limits_of(pid: Tid) -> Option<Limits> {
 pub const RLIMIT_NPROC: usize = 6;
 
 /// Linux's `max_threads` (`kernel.threads-max`, `set_max_threads`): what the tasks' kernel
-/// stacks may take, an eighth of memory at Linux's THREAD_SIZE of 16 KiB (frames / 32),
-/// at least 20. `fork` is EAGAIN when there are that many tasks (zombies included).
+/// stacks may take, an eighth of the memory the page allocator manages (Linux's
+/// `totalram_pages`: here the frames left once boot has taken the heap's reservation) at
+/// Linux's THREAD_SIZE of 16 KiB (frames / 32), at least 20. `fork` is EAGAIN when there are
+/// that many tasks (zombies included).
 pub fn max_threads() -> usize {
-    ((framework::mm::frame::total_frames() / 32) as usize).max(20)
+    ((framework::mm::frame::managed_frames() / 32) as usize).max(20)
 }
 
 /// Linux's `copy_process` checks, made atomic with listing the new task: EAGAIN when the
