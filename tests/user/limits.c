@@ -10,7 +10,7 @@
  *                              break), within it succeed
  *   limits spin SOFT_US HARD_US  SCHED_FIFO 99 `while (1);` with RLIMIT_RTTIME (SOFT, HARD);
  *                              SIGXCPU is reported; the hard limit's SIGKILL ends it
- *   limits memlock             RLIMIT_MEMLOCK: mlock, munlock, mlockall, MCL_FUTURE and
+ *   limits memlock             RLIMIT_MEMLOCK: mlock, mlock2, munlock, mlockall, MCL_FUTURE and
  *                              MAP_LOCKED mappings as root and as uid 1000, VmLck after each
  *   limits stack               the stack's growth against RLIMIT_STACK, RLIMIT_AS and (locked
  *                              by mlockall) RLIMIT_MEMLOCK: a child's exit status or signal
@@ -310,16 +310,29 @@ static int memlock(void) {
     CALL("user: mmap MAP_LOCKED 8 pages", MAPPED(anon(8 * P, PROT_READ | PROT_WRITE, MAP_LOCKED)));
     VALUE("user: VmLck (kB)", status_kb("VmLck"));
     CALL("user: munlockall", munlockall());
+    CALL("user: mlock2 4 pages MLOCK_ONFAULT", syscall(SYS_mlock2, a + 20 * P, 4 * P, 1));
+    VALUE("user: VmLck (kB)", status_kb("VmLck"));
+    CALL("user: mlock2 the same 4 pages, locked", syscall(SYS_mlock2, a + 20 * P, 4 * P, 0));
+    VALUE("user: VmLck (kB)", status_kb("VmLck"));
+    CALL("user: mlock2 flags 2", syscall(SYS_mlock2, a + 20 * P, P, 2));
+    CALL("user: mlock2 flags 1<<32 | MLOCK_ONFAULT", syscall(SYS_mlock2, a + 20 * P, P, (1UL << 32) | 1));
+    CALL("user: mlock2 20 pages, over the limit", syscall(SYS_mlock2, a + 20 * P, 20 * P, 1));
+    CALL("user: munlockall", munlockall());
     char *n = anon(4 * P, PROT_NONE, 0);
     CALL("user: mlock PROT_NONE 4 pages", mlock(n, 4 * P));
     VALUE("user: VmLck (kB)", status_kb("VmLck"));
     CALL("user: munlock PROT_NONE 4 pages", munlock(n, 4 * P));
     VALUE("user: VmLck (kB)", status_kb("VmLck"));
+    CALL("user: mlock2 PROT_NONE 4 pages MLOCK_ONFAULT", syscall(SYS_mlock2, n, 4 * P, 1));
+    VALUE("user: VmLck (kB)", status_kb("VmLck"));
+    CALL("user: munlockall", munlockall());
 
     struct rlimit zero = {0, 0};
     CALL("user: setrlimit MEMLOCK 0", setrlimit(RLIMIT_MEMLOCK, &zero));
     CALL("user: RLIMIT_MEMLOCK 0: mlock 1 page", mlock(a, P));
     CALL("user: RLIMIT_MEMLOCK 0: mlock length 0", mlock(a, 0));
+    CALL("user: RLIMIT_MEMLOCK 0: mlock2 MLOCK_ONFAULT", syscall(SYS_mlock2, a, P, 1));
+    CALL("user: RLIMIT_MEMLOCK 0: mlock2 flags 2", syscall(SYS_mlock2, a, P, 2));
     CALL("user: RLIMIT_MEMLOCK 0: mlockall(MCL_CURRENT)", mlockall(MCL_CURRENT));
     CALL("user: RLIMIT_MEMLOCK 0: mlockall(MCL_FUTURE)", mlockall(MCL_FUTURE));
     CALL("user: RLIMIT_MEMLOCK 0: mlockall(0)", mlockall(0));

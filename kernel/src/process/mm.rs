@@ -512,14 +512,14 @@ impl Mm {
     }
 
     /// `mlock`'s populating of `[start, end)` (Linux's `__mm_populate` and
-    /// `__mlock_posix_error_return`): VMA by VMA, an inaccessible one stops it with ENOMEM (its
-    /// EFAULT), no memory is EAGAIN.
+    /// `__mlock_posix_error_return`): VMA by VMA, those locked on fault skipped, an
+    /// inaccessible one stops it with ENOMEM (its EFAULT), no memory is EAGAIN.
     pub fn populate_locked(&mut self, start: u64, end: u64) -> Result<(), Errno> {
         let parts: Vec<(u64, u64, bool)> = self
             .vmas
             .range(..end)
             .map(|(_, v)| v)
-            .filter(|v| v.end > start)
+            .filter(|v| v.end > start && v.lock != Lock::OnFault)
             .map(|v| (v.start.max(start), v.end.min(end), v.accessible()))
             .collect();
         for (from, to, accessible) in parts {

@@ -330,8 +330,23 @@ fn apply_lock(mm: &mut Mm, start: u64, len: u64, lock: Lock) -> Result<(), Errno
 /// then the range's pages are faulted in (a PROT_NONE part: ENOMEM, still locked; no memory:
 /// EAGAIN).
 pub fn mlock(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    do_mlock(proc, a[0], a[1], Lock::Locked)
+}
+
+/// `mlock2(addr, len, flags)`: [`mlock`], or with MLOCK_ONFAULT locked but faulted in at first
+/// touch (VM_LOCKONFAULT); EINVAL for any other flag.
+pub fn mlock2(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    const MLOCK_ONFAULT: u32 = 1;
+    let flags = a[2] as u32; // an int
+    if flags & !MLOCK_ONFAULT != 0 {
+        return Err(Errno::EINVAL);
+    }
+    do_mlock(proc, a[0], a[1], if flags & MLOCK_ONFAULT != 0 { Lock::OnFault } else { Lock::Locked })
+}
+
+fn do_mlock(proc: &Thread, addr: u64, len: u64, lock: Lock) -> Result<Outcome, Errno> {
     can_do_mlock(proc)?;
-    let (start, len) = lock_range(a[0], a[1]);
+    let (start, len) = lock_range(addr, len);
     let limit = memlock_pages(proc);
     let mm_arc = proc.mm();
     let mut mm = mm_arc.lock_uninterruptible();
@@ -342,7 +357,7 @@ pub fn mlock(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
             return Err(Errno::ENOMEM);
         }
     }
-    apply_lock(&mut mm, start, len, Lock::Locked)?;
+    apply_lock(&mut mm, start, len, lock)?;
     mm.populate_locked(start, start + len)?;
     ok(0)
 }

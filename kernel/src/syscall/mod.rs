@@ -267,6 +267,7 @@ entries! {
     315 sched_getattr sched::sched_getattr, Implemented;
     316 renameat2 fs::renameat2, Partial("no RENAME_NOREPLACE / RENAME_EXCHANGE");
     318 getrandom process::getrandom, Partial("not cryptographic (TSC-seeded)");
+    325 mlock2 mm::mlock2, Implemented;
     332 statx fs::statx, Partial("stx_mask is STATX_BASIC_STATS: no birth time, mount id or direct-I/O alignment");
     334 rseq process::rseq, Implemented;
     439 faccessat2 fs::faccessat2, Implemented;
