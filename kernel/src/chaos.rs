@@ -535,7 +535,7 @@ const FUTEX_PAGE: u64 = 0x10_0000;
 fn futex_space() -> Option<Arc<Mutex<Mm>>> {
     let mut mm = Mm::new().ok()?;
     let prot = crate::mm::vm::Prot { read: true, write: true, exec: false };
-    mm.insert(Vma { start: FUTEX_PAGE, end: FUTEX_PAGE + 4096, prot, backing: Backing::Anonymous, shared: false });
+    mm.insert(Vma::new(FUTEX_PAGE, FUTEX_PAGE + 4096, prot, Backing::Anonymous, false));
     mm.fault(FUTEX_PAGE, true).ok()?;
     Some(Arc::new(Mutex::new(mm)))
 }

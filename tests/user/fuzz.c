@@ -236,6 +236,7 @@ static const struct sig sigs[] = {
     {SYS_sched_rr_get_interval, "pB", "EFAULT EINVAL ESRCH"},
     {SYS_mlock, "AM", "EAGAIN EINVAL ENOMEM EPERM"},
     {SYS_munlock, "AM", "EAGAIN EINVAL ENOMEM EPERM"},
+    {SYS_mlock2, "AMX", "EAGAIN EINVAL ENOMEM EPERM"},
     {SYS_mlockall, "X", "EINVAL ENOMEM EPERM"},
     {SYS_munlockall, "", ""},
     {SYS_prctl, "iIIII", "EACCES EBADF EBUSY EFAULT EINVAL ENXIO EOPNOTSUPP EPERM ERANGE ENODEV ESRCH ENOMEM"},

@@ -4,7 +4,7 @@
 //! `0x5555_5555_4000`, the interpreter in the mmap area, the stack just below `TASK_SIZE`);
 //! a `#!` script runs its interpreter with the script's path (`fs/binfmt_script.c`).
 
-use super::mm::{page_up, Backing, Mm, Vma, PAGE, STACK_SIZE, STACK_TOP};
+use super::mm::{page_up, Backing, Mm, Vma, PAGE, STACK_EXPAND, STACK_SIZE, STACK_TOP};
 use crate::fs::vfs::{self, Inode, S_IFREG};
 use crate::mm::vm::Prot;
 use alloc::sync::Arc;
@@ -51,10 +51,10 @@ fn map_image(mm: &mut Mm, info: &ElfInfo, inode: &Arc<Inode>, bias: u64) -> Resu
         if file_end > start {
             let backing =
                 Backing::File { inode: inode.clone(), offset: s.offset & !(PAGE - 1), limit: s.offset + s.filesz, may_write: false };
-            mm.insert(Vma { start, end: file_end, prot, backing, shared: false });
+            mm.insert(Vma::new(start, file_end, prot, backing, false));
         }
         if mem_end > file_end {
-            mm.insert(Vma { start: file_end, end: mem_end, prot, backing: Backing::Anonymous, shared: false });
+            mm.insert(Vma::new(file_end, mem_end, prot, Backing::Anonymous, false));
         }
         end = end.max(s.vaddr + bias + s.memsz);
     }
@@ -168,7 +168,6 @@ fn load_depth(cwd: &Arc<Inode>, path: &str, argv: &[&[u8]], envp: &[&[u8]], dept
         }
         None => (info.entry + bias, 0),
     };
-    mm.insert(Vma { start: STACK_TOP - STACK_SIZE, end: STACK_TOP, prot: Prot::RW, backing: Backing::Anonymous, shared: false });
     let phdr = info.phdr_vaddr().map_or(0, |v| v + bias);
     let auxv: Vec<(u64, u64)> = alloc::vec![
         (AT_HWCAP, u64::from(crate::arch::cpuid::leaf1_edx())),
@@ -188,6 +187,14 @@ fn load_depth(cwd: &Arc<Inode>, path: &str, argv: &[&[u8]], envp: &[&[u8]], dept
         (AT_HWCAP2, 0),
     ];
     let st = stack::build(STACK_TOP, argv, envp, path.as_bytes(), &auxv, random16()).map_err(|_| Errno::E2BIG)?;
+    // The stack VMA (Linux's `setup_arg_pages`): the arguments' pages and STACK_EXPAND below
+    // them, or RLIMIT_STACK's worth if that is less; it grows down on faults below it.
+    let args = st.sp & !(PAGE - 1);
+    let rlim = crate::process::thread_of(&crate::sched::current())
+        .map_or(STACK_SIZE, |t| t.process.rlimits.lock_uninterruptible()[super::mm::RLIMIT_STACK].0)
+        & !(PAGE - 1);
+    let base = if STACK_TOP - args + STACK_EXPAND > rlim { STACK_TOP.saturating_sub(rlim) } else { args - STACK_EXPAND };
+    mm.insert(Vma { grows_down: true, ..Vma::new(base.min(args), STACK_TOP, Prot::RW, Backing::Anonymous, false) });
     // The stack VMA is fresh and writable: only a page that cannot be had fails the copy.
     mm.write(st.sp, &st.bytes).map_err(|_| Errno::ENOMEM)?;
     Ok(Loaded { mm, entry, sp: st.sp })

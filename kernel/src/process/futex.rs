@@ -137,7 +137,7 @@ pub fn key_of(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool) -> Result<Key, Errn
     if private {
         return Ok(private_key);
     }
-    let m = mm.lock_uninterruptible();
+    let mut m = mm.lock_uninterruptible();
     let v = m.find(addr).ok_or(Errno::EFAULT)?;
     if !v.shared {
         return Ok(private_key);
@@ -403,7 +403,7 @@ pub fn atomic_word<R>(mm: &Arc<Mutex<Mm>>, addr: u64, mut f: impl FnMut(&AtomicU
         return Err(Errno::EINVAL);
     }
     loop {
-        let m = mm.lock_uninterruptible();
+        let mut m = mm.lock_uninterruptible();
         match m.space.atomic_u32(addr, &mut f) {
             Ok(r) => return Ok(r),
             Err(fault) => m.fault(fault.addr, true)?,

@@ -15,12 +15,27 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use cadence_abi::errno::Errno;
 
+/// RLIMIT_STACK's resource number.
+pub const RLIMIT_STACK: usize = 3;
+/// RLIMIT_MEMLOCK's resource number.
+pub const RLIMIT_MEMLOCK: usize = 8;
+/// RLIMIT_AS's resource number.
+pub const RLIMIT_AS: usize = 9;
+
 /// Bytes in a page.
 pub const PAGE: u64 = 4096;
 /// The initial stack's top (Linux's non-randomized `STACK_TOP`, just below `TASK_SIZE`).
 pub const STACK_TOP: u64 = TASK_SIZE;
 /// The stack's reservation (RLIMIT_STACK's default, 8 MiB), backed on demand.
 pub const STACK_SIZE: u64 = 8 << 20;
+/// Linux's `stack_expand`: what `execve` maps below the arguments' pages for the stack to use
+/// before it must grow (Linux's `setup_arg_pages`).
+pub const STACK_EXPAND: u64 = 128 << 10;
+/// Linux's `stack_guard_gap` (256 pages): the stack does not grow closer than this to an
+/// accessible mapping below it.
+pub const STACK_GUARD_GAP: u64 = 256 * PAGE;
+/// Linux's `mmap_min_addr` on x86 (`vm.mmap_min_addr`, 64 KiB): nothing is mapped below it.
+pub const MMAP_MIN_ADDR: u64 = 0x10000;
 /// Where `mmap` without a hint starts searching downward (Linux's non-randomized
 /// `mmap_base`: `TASK_SIZE` minus a 128 MiB gap for the stack).
 pub const MMAP_BASE: u64 = TASK_SIZE - (128 << 20);
@@ -46,6 +61,20 @@ pub enum Backing {
     },
 }
 
+/// A VMA's mlock state (Linux's VM_LOCKED and VM_LOCKONFAULT). Pages are never swapped, so
+/// what it changes is the accounting (RLIMIT_MEMLOCK, `VmLck`) and when pages come in: at once
+/// for `Locked`, at first touch for `OnFault`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Lock {
+    /// Not locked.
+    #[default]
+    Unlocked,
+    /// VM_LOCKED: `mlock`, `mlockall(MCL_CURRENT)`, MAP_LOCKED, MCL_FUTURE's later mappings.
+    Locked,
+    /// VM_LOCKED | VM_LOCKONFAULT: locked, but populated by faults (MCL_ONFAULT).
+    OnFault,
+}
+
 /// One mapped range `[start, end)`.
 #[derive(Clone)]
 pub struct Vma {
@@ -59,9 +88,28 @@ pub struct Vma {
     pub backing: Backing,
     /// MAP_SHARED: a fork shares its pages writable (no copy-on-write).
     pub shared: bool,
+    /// mlock state (counted in [`Mm::locked_pages`]).
+    pub lock: Lock,
+    /// VM_GROWSDOWN: the stack, which a fault below it extends ([`Mm::fault`]).
+    pub grows_down: bool,
 }
 
 impl Vma {
+    /// A VMA, unlocked and not growing.
+    pub fn new(start: u64, end: u64, prot: Prot, backing: Backing, shared: bool) -> Vma {
+        Vma { start, end, prot, backing, shared, lock: Lock::Unlocked, grows_down: false }
+    }
+
+    /// Pages in the VMA.
+    pub fn pages(&self) -> u64 {
+        (self.end - self.start) / PAGE
+    }
+
+    /// Can the process access it at all (Linux's `vma_is_accessible`)?
+    pub fn accessible(&self) -> bool {
+        self.prot.read || self.prot.write || self.prot.exec
+    }
+
     /// The VMA's part from `addr` (a split: the file offset follows).
     fn tail_from(&self, addr: u64) -> Vma {
         let backing = match &self.backing {
@@ -70,7 +118,7 @@ impl Vma {
                 Backing::File { inode: inode.clone(), offset: offset + (addr - self.start), limit: *limit, may_write: *may_write }
             }
         };
-        Vma { start: addr, end: self.end, prot: self.prot, backing, shared: self.shared }
+        Vma { start: addr, end: self.end, backing, ..self.clone() }
     }
 }
 
@@ -84,8 +132,9 @@ pub struct Mm {
     pub brk_start: u64,
     /// The current program break.
     pub brk: u64,
-    /// `mlockall(MCL_FUTURE)`: new mappings come in at once.
-    pub lock_future: bool,
+    /// `mlockall(MCL_FUTURE)` (Linux's `def_flags`): what new mappings and the break's growth
+    /// are (`Locked`: they come in at once).
+    pub def_lock: Lock,
     /// The arguments `execve` gave, each NUL-terminated (`/proc/PID/cmdline`).
     pub cmdline: Vec<u8>,
     /// The program's absolute path (`/proc/PID/exe`).
@@ -105,7 +154,7 @@ impl Mm {
             vmas: BTreeMap::new(),
             brk_start: 0,
             brk: 0,
-            lock_future: false,
+            def_lock: Lock::Unlocked,
             cmdline: Vec::new(),
             exe: String::new(),
         })
@@ -114,6 +163,26 @@ impl Mm {
     /// The VMAs in address order.
     pub fn vmas(&self) -> impl Iterator<Item = &Vma> {
         self.vmas.values()
+    }
+
+    /// Pages of all VMAs (Linux's `total_vm`).
+    pub fn total_pages(&self) -> u64 {
+        self.vmas.values().map(Vma::pages).sum()
+    }
+
+    /// Pages of locked VMAs (Linux's `locked_vm`, `VmLck`).
+    pub fn locked_pages(&self) -> u64 {
+        self.vmas.values().filter(|v| v.lock != Lock::Unlocked).map(Vma::pages).sum()
+    }
+
+    /// Pages of `[start, end)` in locked VMAs (Linux's `count_mm_mlocked_page_nr`).
+    pub fn locked_pages_in(&self, start: u64, end: u64) -> u64 {
+        self.vmas
+            .range(..end)
+            .map(|(_, v)| v)
+            .filter(|v| v.end > start && v.lock != Lock::Unlocked)
+            .map(|v| (v.end.min(end) - v.start.max(start)) / PAGE)
+            .sum()
     }
 
     /// Pages mapped now (the resident set).
@@ -181,15 +250,8 @@ impl Mm {
             at = v.end;
         }
         // Split at both ends, then change the middle.
-        for cut in [start, end] {
-            if let Some(v) = self.find(cut).cloned() {
-                if v.start < cut {
-                    let tail = v.tail_from(cut);
-                    self.vmas.get_mut(&v.start).expect("found").end = cut;
-                    self.vmas.insert(cut, tail);
-                }
-            }
-        }
+        self.split_at(start);
+        self.split_at(end);
         for (_, v) in self.vmas.range_mut(start..end) {
             v.prot = prot;
             let mut at = v.start;
@@ -198,6 +260,79 @@ impl Mm {
                 at = page + PAGE;
             }
         }
+        Ok(())
+    }
+
+    /// Splits the VMA containing `cut` (if any, and if `cut` is not its start) in two there.
+    fn split_at(&mut self, cut: u64) {
+        if let Some(v) = self.find(cut).cloned() {
+            if v.start < cut {
+                let tail = v.tail_from(cut);
+                self.vmas.get_mut(&v.start).expect("found").end = cut;
+                self.vmas.insert(cut, tail);
+            }
+        }
+    }
+
+    /// Sets the mlock state of `[start, end)` (page-aligned), VMA by VMA from `start`, splitting
+    /// the VMAs at both ends (Linux's `apply_vma_lock_flags`): ENOMEM at the first page not
+    /// mapped, what came before it changed (as Linux).
+    pub fn set_lock(&mut self, start: u64, end: u64, lock: Lock) -> Result<(), Errno> {
+        if end == start {
+            return Ok(());
+        }
+        let mut at = start;
+        while at < end {
+            let v = self.find(at).ok_or(Errno::ENOMEM)?;
+            let (vstart, vend) = (v.start, v.end);
+            if v.lock != lock {
+                self.split_at(at);
+                self.split_at(vend.min(end));
+                self.vmas.get_mut(&at.max(vstart)).expect("split").lock = lock;
+            }
+            at = vend;
+        }
+        Ok(())
+    }
+
+    /// Sets every VMA's mlock state (`mlockall(MCL_CURRENT)`, `munlockall`).
+    pub fn set_lock_all(&mut self, lock: Lock) {
+        for v in self.vmas.values_mut() {
+            v.lock = lock;
+        }
+    }
+
+    /// Extends the stack VMA above `addr` down to `addr`'s page, with Linux's checks
+    /// (`expand_downwards`, `acct_stack_growth`): the VMA must grow down, stay
+    /// [`STACK_GUARD_GAP`] above an accessible mapping below it and above [`MMAP_MIN_ADDR`],
+    /// and the growth keep the address space within RLIMIT_AS, the stack within RLIMIT_STACK
+    /// and, for a locked stack, the locked pages within RLIMIT_MEMLOCK (unless the caller has
+    /// CAP_IPC_LOCK). The limits are the calling thread's, as Linux's `current`. ENOMEM when
+    /// refused (the fault's SIGSEGV).
+    fn expand_stack(&mut self, addr: u64) -> Result<(), Errno> {
+        let page = addr & !(PAGE - 1);
+        let (&vstart, v) = self.vmas.range(addr..).next().ok_or(Errno::ENOMEM)?;
+        if !v.grows_down || page < MMAP_MIN_ADDR {
+            return Err(Errno::ENOMEM);
+        }
+        if let Some((_, prev)) = self.vmas.range(..vstart).next_back() {
+            if !prev.grows_down && prev.accessible() && page - prev.end < STACK_GUARD_GAP {
+                return Err(Errno::ENOMEM);
+            }
+        }
+        let (size, grow, locked) = (v.end - page, (vstart - page) / PAGE, v.lock != Lock::Unlocked);
+        let t = super::thread_of(&crate::sched::current()).ok_or(Errno::ENOMEM)?;
+        let limits = *t.process.rlimits.lock_uninterruptible();
+        let (as_limit, stack_limit, memlock_limit) = (limits[RLIMIT_AS].0, limits[RLIMIT_STACK].0, limits[RLIMIT_MEMLOCK].0);
+        if self.total_pages() + grow > as_limit / PAGE || size > stack_limit {
+            return Err(Errno::ENOMEM);
+        }
+        if locked && self.locked_pages() + grow > memlock_limit / PAGE && !super::capable_ipc_lock(&t) {
+            return Err(Errno::ENOMEM);
+        }
+        let mut v = self.vmas.remove(&vstart).expect("listed");
+        v.start = page;
+        self.vmas.insert(page, v);
         Ok(())
     }
 
@@ -214,11 +349,15 @@ impl Mm {
         top.checked_sub(len).filter(|&a| a >= 0x10000).ok_or(Errno::ENOMEM)
     }
 
-    /// Resolves a fault at `addr` (`write`: a write access): maps the page its VMA says, or
+    /// Resolves a fault at `addr` (`write`: a write access): below the stack, grows it first
+    /// ([`Mm::expand_stack`]); maps the page its VMA says, or
     /// gives a copy-on-write page its own copy (or takes it over, if no one else maps it).
     /// EFAULT if no VMA covers it or its permissions refuse the access (the process's
     /// SIGSEGV); ENOMEM if no frame is left.
-    pub fn fault(&self, addr: u64, write: bool) -> Result<(), Errno> {
+    pub fn fault(&mut self, addr: u64, write: bool) -> Result<(), Errno> {
+        if self.find(addr).is_none() {
+            self.expand_stack(addr).map_err(|_| Errno::EFAULT)?;
+        }
         let v = self.find(addr).ok_or(Errno::EFAULT)?;
         if (write && !v.prot.write) || !(v.prot.read || v.prot.write || v.prot.exec) {
             return Err(Errno::EFAULT);
@@ -280,13 +419,14 @@ impl Mm {
         if crate::mm::fail_alloc::should_fail("fork_mm") {
             return Err(Errno::ENOMEM);
         }
-        // mlockall's MCL_FUTURE is not inherited (Linux clears it in the child).
+        // mlockall's MCL_FUTURE and the VMAs' locks are not inherited (Linux's `dup_mmap`
+        // clears VM_LOCKED in the child and `mm_init` its `def_flags`).
         let child = Mm {
             space: VmSpace::new().ok_or(Errno::ENOMEM)?,
-            vmas: self.vmas.clone(),
+            vmas: self.vmas.iter().map(|(&s, v)| (s, Vma { lock: Lock::Unlocked, ..v.clone() })).collect(),
             brk_start: self.brk_start,
             brk: self.brk,
-            lock_future: false,
+            def_lock: Lock::Unlocked,
             cmdline: self.cmdline.clone(),
             exe: self.exe.clone(),
         };
@@ -310,7 +450,7 @@ impl Mm {
     /// the fault's reason (no VMA, its permissions, no memory, a shared file page past the
     /// file's end), as Linux's `copy_to_user` / `copy_from_user` (a kernel-mode fault the page
     /// fault handler cannot resolve takes the exception fixup, never the OOM kill or SIGBUS).
-    fn with_faults(&self, mut op: impl FnMut(&VmSpace) -> Result<(), UserFault>) -> Result<(), Errno> {
+    fn with_faults(&mut self, mut op: impl FnMut(&VmSpace) -> Result<(), UserFault>) -> Result<(), Errno> {
         loop {
             match op(&self.space) {
                 Ok(()) => return Ok(()),
@@ -320,17 +460,17 @@ impl Mm {
     }
 
     /// Copies user memory at `addr` into `buf` (EFAULT where the process could not read).
-    pub fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
+    pub fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
         self.with_faults(|s| s.read_bytes(addr, buf))
     }
 
     /// Copies `buf` into user memory at `addr` (EFAULT where the process could not write).
-    pub fn write(&self, addr: u64, buf: &[u8]) -> Result<(), Errno> {
+    pub fn write(&mut self, addr: u64, buf: &[u8]) -> Result<(), Errno> {
         self.with_faults(|s| s.write_bytes(addr, buf))
     }
 
     /// Reads a NUL-terminated string of at most `max` bytes (ENAMETOOLONG past it).
-    pub fn read_cstr(&self, addr: u64, max: usize) -> Result<Vec<u8>, Errno> {
+    pub fn read_cstr(&mut self, addr: u64, max: usize) -> Result<Vec<u8>, Errno> {
         let mut out = Vec::new();
         let mut at = addr;
         loop {
@@ -349,15 +489,16 @@ impl Mm {
         }
     }
 
-    /// Faults every page of `[start, end)` in now (for the ELF image and mlockall).
-    pub fn populate(&self, start: u64, end: u64) -> Result<(), Errno> {
+    /// Faults every page of `[start, end)` in now (for the ELF image and mlockall), but for
+    /// VMAs locked on fault (MCL_ONFAULT) and inaccessible ones.
+    pub fn populate(&mut self, start: u64, end: u64) -> Result<(), Errno> {
         let start = start & !(PAGE - 1);
         // The VMAs in the range (not every page of it: `mlockall` asks for all of user space).
         let ranges: Vec<(u64, u64)> = self
             .vmas
             .range(..end)
             .map(|(_, v)| v)
-            .filter(|v| v.end > start && (v.prot.read || v.prot.write || v.prot.exec))
+            .filter(|v| v.end > start && v.accessible() && v.lock != Lock::OnFault)
             .map(|v| (v.start.max(start), v.end.min(end)))
             .collect();
         for (from, to) in ranges {
@@ -366,6 +507,26 @@ impl Mm {
                 self.fault(page, false)?;
                 page += PAGE;
             }
+        }
+        Ok(())
+    }
+
+    /// `mlock`'s populating of `[start, end)` (Linux's `__mm_populate` and
+    /// `__mlock_posix_error_return`): VMA by VMA, those locked on fault skipped, an
+    /// inaccessible one stops it with ENOMEM (its EFAULT), no memory is EAGAIN.
+    pub fn populate_locked(&mut self, start: u64, end: u64) -> Result<(), Errno> {
+        let parts: Vec<(u64, u64, bool)> = self
+            .vmas
+            .range(..end)
+            .map(|(_, v)| v)
+            .filter(|v| v.end > start && v.lock != Lock::OnFault)
+            .map(|v| (v.start.max(start), v.end.min(end), v.accessible()))
+            .collect();
+        for (from, to, accessible) in parts {
+            if !accessible {
+                return Err(Errno::ENOMEM);
+            }
+            self.populate(from, to).map_err(|e| if e == Errno::ENOMEM { Errno::EAGAIN } else { Errno::ENOMEM })?;
         }
         Ok(())
     }

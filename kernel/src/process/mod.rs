@@ -295,6 +295,12 @@ pub fn thread_of(task: &Task) -> Option<Arc<Thread>> {
     task.process.user.get().and_then(|u| u.clone().downcast::<Thread>().ok())
 }
 
+/// Has `t` Linux's CAP_IPC_LOCK (RLIMIT_MEMLOCK does not bind it)? Effective uid 0 has every
+/// capability here, as root's on Linux; another uid none.
+pub fn capable_ipc_lock(t: &Thread) -> bool {
+    t.process.creds.lock_uninterruptible().uid[1] == 0
+}
+
 /// Every live process's limits, by pid (`prlimit` of another process).
 /// The parent's pid as `getppid` and `/proc` report it: 1 once the parent has ended (init
 /// adopts orphans on Linux), 0 for a process the kernel started.
@@ -358,10 +364,12 @@ pub fn limits_of(pid: Tid) -> Option<Limits> {
 pub const RLIMIT_NPROC: usize = 6;
 
 /// Linux's `max_threads` (`kernel.threads-max`, `set_max_threads`): what the tasks' kernel
-/// stacks may take, an eighth of memory at Linux's THREAD_SIZE of 16 KiB (frames / 32),
-/// at least 20. `fork` is EAGAIN when there are that many tasks (zombies included).
+/// stacks may take, an eighth of the memory the page allocator manages (Linux's
+/// `totalram_pages`: here the frames left once boot has taken the heap's reservation) at
+/// Linux's THREAD_SIZE of 16 KiB (frames / 32), at least 20. `fork` is EAGAIN when there are
+/// that many tasks (zombies included).
 pub fn max_threads() -> usize {
-    ((framework::mm::frame::total_frames() / 32) as usize).max(20)
+    ((framework::mm::frame::managed_frames() / 32) as usize).max(20)
 }
 
 /// Linux's `copy_process` checks, made atomic with listing the new task: EAGAIN when the

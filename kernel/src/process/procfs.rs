@@ -396,7 +396,7 @@ fn vm_counts(t: &Task) -> VmCounts {
             }
         }
     }
-    c.locked = if mm.lock_future { c.total } else { 0 };
+    c.locked = mm.locked_pages() * process::mm::PAGE;
     c
 }
 

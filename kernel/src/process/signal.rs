@@ -352,7 +352,7 @@ fn setup_frame(t: &Thread, ctx: &mut UserContext, sig: u32, info: SigInfo, act: 
     let fx = user::fpu_snapshot();
     {
         let mm = t.mm();
-        let mm = mm.lock_uninterruptible();
+        let mut mm = mm.lock_uninterruptible();
         mm.write(fp_at, fx.bytes())?;
         mm.write(frame_at, &f.encode())?;
     }
@@ -382,7 +382,7 @@ pub fn sigreturn(t: &Thread, ctx: &mut UserContext) -> Result<(), Errno> {
     let mut fx = [0u8; 512];
     let f = {
         let mm = t.mm();
-        let mm = mm.lock_uninterruptible();
+        let mut mm = mm.lock_uninterruptible();
         mm.read(frame_at, &mut bytes)?;
         let f = SigFrame::decode(&bytes);
         if f.fpstate != 0 {

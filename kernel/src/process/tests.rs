@@ -165,8 +165,8 @@ fn a_fatal_signal_ends_a_spinning_or_sleeping_process_and_frees_its_memory() {
         let h = spawn_result(SpawnOptions::new("victim"), move || {
             let _defer = signal::DeferFatal::new();
             let mut mm = Mm::new().expect("mm");
-            mm.insert(Vma { start: CODE, end: CODE + 4096, prot: Prot::RX, backing: Backing::Anonymous, shared: false });
-            mm.insert(Vma { start: STACK_TOP - 4096, end: STACK_TOP, prot: Prot::RW, backing: Backing::Anonymous, shared: false });
+            mm.insert(Vma::new(CODE, CODE + 4096, Prot::RX, Backing::Anonymous, false));
+            mm.insert(Vma::new(STACK_TOP - 4096, STACK_TOP, Prot::RW, Backing::Anonymous, false));
             let page = PageRef::alloc().expect("code page");
             page.write_at(0, &code);
             mm.space.map(CODE, page, Prot::RX).expect("map code");
@@ -200,4 +200,29 @@ fn next_held_skips_absent_tables_and_finds_prot_none_pages() {
     assert_eq!(vm.next_held(u64::MAX - 10, u64::MAX), None, "no wrap");
     drop(vm.unmap(b));
     assert_eq!(vm.next_held(a + 4096, u64::MAX), Some(c));
+}
+
+#[test_case]
+fn mlock_state_splits_vmas_counts_locked_pages_and_stops_at_a_hole() {
+    use crate::process::mm::{Backing, Lock, Mm, Vma, PAGE};
+    use cadence_abi::errno::Errno;
+    let mut mm = Mm::new().expect("address space");
+    let a = 0x1000_0000u64;
+    mm.insert(Vma::new(a, a + 16 * PAGE, Prot::RW, Backing::Anonymous, false));
+    mm.insert(Vma::new(a + 20 * PAGE, a + 24 * PAGE, Prot::RW, Backing::Anonymous, false));
+    mm.set_lock(a + 4 * PAGE, a + 8 * PAGE, Lock::Locked).expect("mapped");
+    assert_eq!(mm.locked_pages(), 4);
+    assert_eq!(mm.vmas().count(), 4, "split at both ends");
+    assert_eq!(mm.total_pages(), 20);
+    assert_eq!(mm.locked_pages_in(a, a + 6 * PAGE), 2);
+    // Across the hole: locked up to it, then ENOMEM (Linux's apply_vma_lock_flags).
+    assert_eq!(mm.set_lock(a + 12 * PAGE, a + 22 * PAGE, Lock::Locked), Err(Errno::ENOMEM));
+    assert_eq!(mm.locked_pages(), 8);
+    assert_eq!(mm.set_lock(a + 16 * PAGE, a + 17 * PAGE, Lock::Locked), Err(Errno::ENOMEM), "nothing mapped at the start");
+    assert_eq!(mm.locked_pages(), 8);
+    assert_eq!(mm.fork().expect("fork").locked_pages(), 0, "a fork's VMAs are not locked");
+    mm.unmap_range(a + 6 * PAGE, a + 14 * PAGE);
+    assert_eq!(mm.locked_pages(), 4, "unmapped locked pages leave the count");
+    mm.set_lock_all(Lock::Unlocked);
+    assert_eq!(mm.locked_pages(), 0);
 }

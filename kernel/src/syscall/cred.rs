@@ -147,7 +147,7 @@ pub fn setresgid(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
 fn get_res(proc: &Thread, which: Ids, a: [u64; 6]) -> Result<Outcome, Errno> {
     let v = *ids(&mut proc.process.creds.lock_uninterruptible(), which);
     let mm = proc.mm();
-    let mm = mm.lock_uninterruptible();
+    let mut mm = mm.lock_uninterruptible();
     for i in 0..3 {
         mm.write(a[i], &v[i].to_le_bytes())?;
     }

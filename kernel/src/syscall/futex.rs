@@ -131,7 +131,7 @@ pub fn get_robust_list(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Resul
         crate::process::thread_of(&t).ok_or(Errno::ESRCH)?.robust_list.load(Ordering::Acquire)
     };
     let mm = proc.mm();
-    let m = mm.lock_uninterruptible();
+    let mut m = mm.lock_uninterruptible();
     m.write(a[2], &ROBUST_HEAD_SIZE.to_le_bytes())?;
     m.write(a[1], &head.to_le_bytes())?;
     ok(0)

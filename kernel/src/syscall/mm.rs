@@ -5,7 +5,7 @@ use super::{ok, Outcome};
 use crate::fs::file::Kind;
 use crate::fs::vfs::{Device, S_IFREG};
 use crate::mm::vm::{Prot, TASK_SIZE};
-use crate::process::mm::{page_up, Backing, Vma, PAGE};
+use crate::process::mm::{page_up, Backing, Lock, Mm, Vma, PAGE, RLIMIT_AS, RLIMIT_MEMLOCK};
 use crate::process::Thread;
 use cadence_abi::errno::Errno;
 use framework::user::UserContext;
@@ -23,6 +23,7 @@ const MAP_FIXED: u64 = 0x10;
 const MAP_ANONYMOUS: u64 = 0x20;
 const MAP_FIXED_NOREPLACE: u64 = 0x10_0000;
 const MAP_POPULATE: u64 = 0x8000;
+const MAP_LOCKED: u64 = 0x2000;
 const MADV_DONTNEED: u64 = 4;
 
 /// `mprotect`'s check: unknown bits are EINVAL (`mmap` ignores them, as Linux's does).
@@ -39,12 +40,9 @@ fn prot(bits: u64) -> Prot {
     Prot { read: bits & PROT_READ != 0 || w || x, write: w, exec: x }
 }
 
-/// RLIMIT_AS's resource number.
-const RLIMIT_AS: usize = 9;
-
 /// Linux's `may_expand_vm` for RLIMIT_AS: whether mapping `[start, start + len)` keeps the
 /// address space within the limit (pages already mapped there are replaced, not added).
-fn may_expand_vm(proc: &Thread, mm: &crate::process::mm::Mm, start: u64, len: u64) -> bool {
+fn may_expand_vm(proc: &Thread, mm: &Mm, start: u64, len: u64) -> bool {
     let limit = proc.process.rlimits.lock_uninterruptible()[RLIMIT_AS].0;
     if limit == u64::MAX {
         return true;
@@ -53,6 +51,25 @@ fn may_expand_vm(proc: &Thread, mm: &crate::process::mm::Mm, start: u64, len: u6
     let (total, overlap) =
         mm.vmas().fold((0u64, 0u64), |(t, o), v| (t + (v.end - v.start), o + v.end.min(end).saturating_sub(v.start.max(start))));
     (total - overlap + len) / PAGE <= limit / PAGE
+}
+
+/// RLIMIT_MEMLOCK's soft limit in pages.
+fn memlock_pages(proc: &Thread) -> u64 {
+    proc.process.rlimits.lock_uninterruptible()[RLIMIT_MEMLOCK].0 / PAGE
+}
+
+/// Linux's `can_do_mlock`: EPERM when RLIMIT_MEMLOCK is 0 and the caller lacks CAP_IPC_LOCK.
+fn can_do_mlock(proc: &Thread) -> Result<(), Errno> {
+    if proc.process.rlimits.lock_uninterruptible()[RLIMIT_MEMLOCK].0 == 0 && !crate::process::capable_ipc_lock(proc) {
+        return Err(Errno::EPERM);
+    }
+    Ok(())
+}
+
+/// Linux's `mlock_future_ok`: may `pages` more locked pages be had (a locked new mapping, the
+/// break's growth under MCL_FUTURE)?
+fn mlock_future_ok(proc: &Thread, mm: &Mm, lock: Lock, pages: u64) -> bool {
+    lock == Lock::Unlocked || mm.locked_pages() + pages <= memlock_pages(proc) || crate::process::capable_ipc_lock(proc)
 }
 
 /// `brk(addr)`: moves the break within [its start, the next mapping) and RLIMIT_AS; returns
@@ -67,12 +84,14 @@ pub fn brk(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, E
     let (old_end, new_end) = (page_up(mm.brk).unwrap_or(u64::MAX), page_up(want).unwrap_or(u64::MAX));
     if new_end > old_end {
         let clash = new_end > TASK_SIZE || !mm.range_free(old_end, new_end);
-        if clash || !may_expand_vm(proc, &mm, old_end, new_end - old_end) {
+        let lock = mm.def_lock;
+        if clash || !mlock_future_ok(proc, &mm, lock, (new_end - old_end) / PAGE) || !may_expand_vm(proc, &mm, old_end, new_end - old_end) {
             return ok(mm.brk);
         }
-        mm.insert(Vma { start: old_end, end: new_end, prot: Prot::RW, backing: Backing::Anonymous, shared: false });
-        if mm.lock_future {
-            mm.populate(old_end, new_end)?;
+        mm.insert(Vma { lock, ..Vma::new(old_end, new_end, Prot::RW, Backing::Anonymous, false) });
+        if lock == Lock::Locked {
+            // Linux's mm_populate: a page that cannot be had now comes at first touch.
+            let _ = mm.populate(old_end, new_end);
         }
     } else if new_end < old_end {
         mm.unmap_range(new_end, old_end);
@@ -137,8 +156,19 @@ pub fn mmap(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
             mm.free_range(len)?
         }
     };
-    // RLIMIT_AS (Linux's may_expand_vm), then Linux's vm_area_alloc failing: ENOMEM, nothing
-    // changed, in mmap_region's order.
+    // MAP_LOCKED needs can_do_mlock (EPERM), a locked mapping RLIMIT_MEMLOCK's room (EAGAIN:
+    // Linux's mlock_future_ok, in do_mmap); then RLIMIT_AS (Linux's may_expand_vm), then
+    // Linux's vm_area_alloc failing: ENOMEM, nothing changed, in mmap_region's order.
+    let lock = match (mm.def_lock, flags & MAP_LOCKED != 0) {
+        (Lock::Unlocked, true) => Lock::Locked,
+        (def, _) => def,
+    };
+    if flags & MAP_LOCKED != 0 {
+        can_do_mlock(proc)?;
+    }
+    if !mlock_future_ok(proc, &mm, lock, len / PAGE) {
+        return Err(Errno::EAGAIN);
+    }
     if !may_expand_vm(proc, &mm, start, len) {
         return Err(Errno::ENOMEM);
     }
@@ -146,7 +176,7 @@ pub fn mmap(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
     if crate::mm::fail_alloc::should_fail("mmap_vma") {
         return Err(Errno::ENOMEM);
     }
-    mm.insert(Vma { start, end: start + len, prot, backing, shared });
+    mm.insert(Vma { lock, ..Vma::new(start, start + len, prot, backing, shared) });
     if shared_anon {
         // A shared anonymous mapping is backed at once, so a fork shares its pages: without
         // them there is no mapping (ENOMEM, nothing left mapped; a MAP_FIXED mapping's old
@@ -157,7 +187,7 @@ pub fn mmap(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
             mm.unmap_range(start, start + len);
             return Err(e);
         }
-    } else if flags & MAP_POPULATE != 0 || mm.lock_future {
+    } else if flags & MAP_POPULATE != 0 || lock == Lock::Locked {
         // Linux's mm_populate: a page that cannot be had now is faulted in at first touch
         // (the error is not the call's).
         let _ = mm.populate(start, start + len);
@@ -240,45 +270,108 @@ const MCL_CURRENT: u64 = 1;
 const MCL_FUTURE: u64 = 2;
 const MCL_ONFAULT: u64 = 4;
 
-/// `mlockall(flags)`: MCL_CURRENT faults every accessible page in now; MCL_FUTURE makes every
-/// later mapping (and the break's growth) come in at once, so measured loops take no page
-/// faults (what cyclictest's `-m` and rt-app's `lock_pages` ask). Pages are never swapped, so
-/// "locked" means "present". Everyone is root: RLIMIT_MEMLOCK does not apply.
+/// `mlockall(flags)` (Linux's, `mm/mlock.c`): EINVAL for no or unknown flags or MCL_ONFAULT
+/// alone; EPERM without `can_do_mlock`; with MCL_CURRENT, ENOMEM when the address space's pages
+/// exceed RLIMIT_MEMLOCK (without CAP_IPC_LOCK). MCL_CURRENT locks every VMA and faults every
+/// accessible page in (but with MCL_ONFAULT; a page that cannot be had is left to its fault);
+/// MCL_FUTURE makes later mappings and the break's growth locked, so they come in at once
+/// (cyclictest's `-m`, rt-app's `lock_pages`); without it, later mappings are not locked.
+/// Pages are never swapped: the lock is accounting (`VmLck`) and presence.
 pub fn mlockall(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let flags = a[0];
     if flags == 0 || flags & !(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) != 0 || flags == MCL_ONFAULT {
         return Err(Errno::EINVAL);
     }
+    can_do_mlock(proc)?;
+    let limit = memlock_pages(proc);
     let mm_arc = proc.mm();
     let mut mm = mm_arc.lock_uninterruptible();
-    mm.lock_future = flags & MCL_FUTURE != 0 && flags & MCL_ONFAULT == 0;
-    if flags & MCL_CURRENT != 0 && flags & MCL_ONFAULT == 0 {
-        mm.populate(0, TASK_SIZE)?;
-    }
-    ok(0)
-}
-
-/// `munlockall()`.
-pub fn munlockall(proc: &Thread, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
-    proc.mm().lock_uninterruptible().lock_future = false;
-    ok(0)
-}
-
-/// `mlock(addr, len)`: faults the range in; ENOMEM if part of it is not mapped.
-pub fn mlock(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let start = a[0] & !(PAGE - 1);
-    let end = page_up(a[0].checked_add(a[1]).ok_or(Errno::EINVAL)?).ok_or(Errno::EINVAL)?;
-    let mm_arc = proc.mm();
-    let mm = mm_arc.lock_uninterruptible();
-    if !covered(&mm, start, end) {
+    if flags & MCL_CURRENT != 0 && mm.total_pages() > limit && !crate::process::capable_ipc_lock(proc) {
         return Err(Errno::ENOMEM);
     }
-    mm.populate(start, end)?;
+    let lock = if flags & MCL_ONFAULT != 0 { Lock::OnFault } else { Lock::Locked };
+    mm.def_lock = if flags & MCL_FUTURE != 0 { lock } else { Lock::Unlocked };
+    if flags & MCL_CURRENT != 0 {
+        mm.set_lock_all(lock);
+        // Linux's mm_populate: errors are ignored (the pages come at first touch).
+        let _ = mm.populate(0, TASK_SIZE);
+    }
+    ok(0)
+}
+
+/// `munlockall()`: every VMA unlocked, MCL_FUTURE off.
+pub fn munlockall(proc: &Thread, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Errno> {
+    let mm_arc = proc.mm();
+    let mut mm = mm_arc.lock_uninterruptible();
+    mm.def_lock = Lock::Unlocked;
+    mm.set_lock_all(Lock::Unlocked);
+    ok(0)
+}
+
+/// `mlock`'s and `munlock`'s range: the start's page and the length rounded up with its
+/// offset, wrapping as Linux's `PAGE_ALIGN` does (a length that wraps to 0 locks nothing).
+fn lock_range(addr: u64, len: u64) -> (u64, u64) {
+    (addr & !(PAGE - 1), len.wrapping_add(addr & (PAGE - 1)).wrapping_add(PAGE - 1) & !(PAGE - 1))
+}
+
+/// Linux's `apply_vma_lock_flags`: EINVAL for a range that wraps, nothing for an empty one,
+/// else [`Mm::set_lock`] (ENOMEM at a hole, the part before it changed).
+fn apply_lock(mm: &mut Mm, start: u64, len: u64, lock: Lock) -> Result<(), Errno> {
+    let end = start.wrapping_add(len);
+    if end < start {
+        return Err(Errno::EINVAL);
+    }
+    mm.set_lock(start, end, lock)
+}
+
+/// `mlock(addr, len)` (Linux's `do_mlock`): EPERM without `can_do_mlock`; ENOMEM when the
+/// locked pages plus the range's pages not locked yet would exceed RLIMIT_MEMLOCK (without
+/// CAP_IPC_LOCK), or at a page of the range not mapped (the VMAs before it locked, as Linux);
+/// then the range's pages are faulted in (a PROT_NONE part: ENOMEM, still locked; no memory:
+/// EAGAIN).
+pub fn mlock(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    do_mlock(proc, a[0], a[1], Lock::Locked)
+}
+
+/// `mlock2(addr, len, flags)`: [`mlock`], or with MLOCK_ONFAULT locked but faulted in at first
+/// touch (VM_LOCKONFAULT); EINVAL for any other flag.
+pub fn mlock2(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    const MLOCK_ONFAULT: u32 = 1;
+    let flags = a[2] as u32; // an int
+    if flags & !MLOCK_ONFAULT != 0 {
+        return Err(Errno::EINVAL);
+    }
+    do_mlock(proc, a[0], a[1], if flags & MLOCK_ONFAULT != 0 { Lock::OnFault } else { Lock::Locked })
+}
+
+fn do_mlock(proc: &Thread, addr: u64, len: u64, lock: Lock) -> Result<Outcome, Errno> {
+    can_do_mlock(proc)?;
+    let (start, len) = lock_range(addr, len);
+    let limit = memlock_pages(proc);
+    let mm_arc = proc.mm();
+    let mut mm = mm_arc.lock_uninterruptible();
+    let mut locked = mm.locked_pages() + len / PAGE;
+    if locked > limit && !crate::process::capable_ipc_lock(proc) {
+        locked -= mm.locked_pages_in(start, start.saturating_add(len));
+        if locked > limit {
+            return Err(Errno::ENOMEM);
+        }
+    }
+    apply_lock(&mut mm, start, len, lock)?;
+    mm.populate_locked(start, start + len)?;
+    ok(0)
+}
+
+/// `munlock(addr, len)`: unlocks the range (a wrap EINVAL, a hole ENOMEM with the part before
+/// it unlocked, as Linux).
+pub fn munlock(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    let (start, len) = lock_range(a[0], a[1]);
+    apply_lock(&mut proc.mm().lock_uninterruptible(), start, len, Lock::Unlocked)?;
     ok(0)
 }
 
 /// Is every page of `[start, end)` in a VMA? (Nothing from `TASK_SIZE` up ever is.)
-fn covered(mm: &crate::process::mm::Mm, start: u64, end: u64) -> bool {
+fn covered(mm: &Mm, start: u64, end: u64) -> bool {
     let mut at = start;
     while at < end {
         match mm.find(at) {
@@ -287,17 +380,6 @@ fn covered(mm: &crate::process::mm::Mm, start: u64, end: u64) -> bool {
         }
     }
     true
-}
-
-/// `munlock(addr, len)`: nothing is ever swapped; the range is checked as Linux does (a wrap
-/// EINVAL, a hole ENOMEM).
-pub fn munlock(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let start = a[0] & !(PAGE - 1);
-    let end = page_up(a[0].checked_add(a[1]).ok_or(Errno::EINVAL)?).ok_or(Errno::EINVAL)?;
-    if !covered(&proc.mm().lock_uninterruptible(), start, end) {
-        return Err(Errno::ENOMEM);
-    }
-    ok(0)
 }
 
 // ----- NUMA memory policy: Cadence's machine is one node (node 0) --------------------------

@@ -261,12 +261,13 @@ entries! {
     292 dup3 fs::dup3, Implemented;
     293 pipe2 fs::pipe2, Partial("no O_DIRECT (packet mode)");
     297 rt_tgsigqueueinfo signal::rt_tgsigqueueinfo, Implemented;
-    302 prlimit64 process::prlimit64, Partial("enforced: RTTIME (any task), NOFILE, NPROC (non-root real users; EAGAIN), AS (mmap, brk), MSGQUEUE; recorded: MEMLOCK (which root is exempt from on Linux too), STACK");
+    302 prlimit64 process::prlimit64, Partial("enforced: RTTIME (any task), NOFILE, NPROC (non-root real users; EAGAIN), AS (mmap, brk, stack growth), STACK (stack growth), MEMLOCK (mlock, mlockall, locked mappings; not root), MSGQUEUE; recorded: the others");
     309 getcpu sched::getcpu, Implemented;
     314 sched_setattr sched::sched_setattr, Implemented;
     315 sched_getattr sched::sched_getattr, Implemented;
     316 renameat2 fs::renameat2, Partial("no RENAME_NOREPLACE / RENAME_EXCHANGE");
     318 getrandom process::getrandom, Partial("not cryptographic (TSC-seeded)");
+    325 mlock2 mm::mlock2, Implemented;
     332 statx fs::statx, Partial("stx_mask is STATX_BASIC_STATS: no birth time, mount id or direct-I/O alignment");
     334 rseq process::rseq, Implemented;
     439 faccessat2 fs::faccessat2, Implemented;

@@ -99,8 +99,10 @@ fn default_limit(resource: u64) -> Option<(u64, u64)> {
 /// `prlimit64(pid, resource, new, old)`: a process's limits (Linux's defaults at first, as a
 /// root shell sees them; inherited across fork); RLIMIT_RTTIME of any task through the
 /// scheduler's watchdog (`sched::rt_limits`). EINVAL for an unknown resource or soft > hard;
-/// ESRCH for no such process. Limits are recorded; RTTIME, NOFILE, NPROC (`process::charge`), AS
-/// and MSGQUEUE are enforced, the others not yet.
+/// ESRCH for no such process; EPERM for a hard limit raised by a non-root caller (but
+/// RLIMIT_RTTIME's) or NOFILE's past `fs.nr_open`. Limits are recorded; RTTIME, NOFILE, NPROC
+/// (`process::charge`), AS (`mmap`, `brk`, the stack's growth), STACK (the stack's growth),
+/// MEMLOCK (`mlock`, `mlockall`, locked mappings) and MSGQUEUE are enforced, the others not yet.
 pub fn prlimit64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let me = crate::sched::current();
     let resource = a[1];
@@ -128,9 +130,15 @@ pub fn prlimit64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
         } else {
             crate::process::limits_of(pid as u32).ok_or(Errno::ESRCH)?
         };
+        // Linux's do_prlimit: a hard limit above fs.nr_open for NOFILE, or raised without
+        // CAP_SYS_RESOURCE (effective uid 0 here), is EPERM.
+        let capable = proc.process.creds.lock_uninterruptible().uid[1] == 0;
         let mut limits = target.lock_uninterruptible();
         let old = limits[resource as usize];
         if let Some(n) = new {
+            if (resource == 7 && n.1 > crate::fs::file::NR_OPEN as u64) || (n.1 > old.1 && !capable) {
+                return Err(Errno::EPERM);
+            }
             limits[resource as usize] = n;
         }
         old
@@ -205,7 +213,7 @@ fn string_array(proc: &Thread, addr: u64) -> Result<Vec<Vec<u8>>, Errno> {
     }
     let mut total = 0;
     let mm_arc = proc.mm();
-    let mm = mm_arc.lock_uninterruptible();
+    let mut mm = mm_arc.lock_uninterruptible();
     for i in 0.. {
         let mut p = [0u8; 8];
         mm.read(addr + 8 * i, &mut p)?;

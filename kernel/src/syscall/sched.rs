@@ -154,7 +154,7 @@ pub fn sched_setattr(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<
     }
     let mut b = [0u8; SCHED_ATTR_SIZE_VER1 as usize];
     let mm_arc = proc.mm();
-    let mm = mm_arc.lock_uninterruptible();
+    let mut mm = mm_arc.lock_uninterruptible();
     mm.read(a[1], &mut b[..4])?;
     let size = u32::from_le_bytes(b[..4].try_into().expect("4"));
     // Linux: size 0 means VER0; smaller than VER0 is E2BIG (with the size written back).
@@ -270,7 +270,7 @@ pub fn getpriority(_: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outco
 pub fn getcpu(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let cpu = crate::percpu::cpu_id();
     let mm_arc = proc.mm();
-    let mm = mm_arc.lock_uninterruptible();
+    let mut mm = mm_arc.lock_uninterruptible();
     if a[0] != 0 {
         mm.write(a[0], &cpu.to_le_bytes())?;
     }

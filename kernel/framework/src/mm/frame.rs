@@ -393,6 +393,12 @@ pub fn total_frames() -> u64 {
     FRAMES.lock().as_ref().map(|m| m.total).unwrap_or(0)
 }
 
+/// Frames the allocator manages once boot is done (set by [`init_watermarks`]; 0 before):
+/// Linux's `totalram_pages`, without what boot took (the heap's reservation).
+pub fn managed_frames() -> u64 {
+    FRAMES.lock().as_ref().map(|m| m.managed).unwrap_or(0)
+}
+
 /// Number of free frames.
 pub fn free_frames() -> u64 {
     FRAMES.lock().as_ref().map(|m| m.free).unwrap_or(0)
