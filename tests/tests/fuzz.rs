@@ -1,5 +1,5 @@
 //! The short fuzz of `make test` (issue 39): `tools/test-fuzz.sh` (what `make test-fuzz` runs)
-//! with two fixed seeds, 12,000 system calls each by 4 processes, one at `-smp 4` SMT and one
+//! with two fixed seeds, 20,000 system calls each by 4 processes, one at `-smp 4` SMT and one
 //! at `-smp 2` with 5% of the kernel's failure-injection sites failing (`debug.fail_alloc`).
 //! Each must end with `panics=0 leaks=0 hung=0 errno_unexpected=0`: the kernel stayed up,
 //! every process was reaped, frames and heap came back to their baselines, no hung task, and
@@ -35,10 +35,10 @@ fn fuzz(seed: u64, calls: u64, smp: &str, fail: u32) {
 
 #[test]
 fn syscall_fuzz_leaves_no_panic_leak_hang_or_unexpected_errno() {
-    fuzz(20261205, 12000, "4,sockets=1,cores=2,threads=2", 0);
+    fuzz(20261205, 20000, "4,sockets=1,cores=2,threads=2", 0);
 }
 
 #[test]
 fn syscall_fuzz_with_failing_allocations_leaves_no_panic_leak_hang_or_unexpected_errno() {
-    fuzz(39, 12000, "2", 5);
+    fuzz(39, 20000, "2", 5);
 }
