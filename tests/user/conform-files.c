@@ -376,6 +376,38 @@ int main(void) {
         CALL("unlink cf-mv", unlink("cf-mv"));
         close(keep);
     }
+    /* A running program's file is not written, and a file open for writing is not run
+     * (ETXTBSY). */
+    {
+        char exe[256];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        exe[n > 0 ? n : 0] = 0;
+        CALL("open own program O_WRONLY", open(exe, O_WRONLY));
+        CALL("open own program O_RDWR|O_TRUNC", open(exe, O_RDWR | O_TRUNC));
+        CALL("truncate own program", truncate(exe, 0));
+        int rfd = open(exe, O_RDONLY);
+        CALL("open own program O_RDONLY", rfd >= 0 ? 0 : -1);
+        close(rfd);
+        int w = open("cf-run", O_WRONLY | O_CREAT | O_TRUNC, 0755);
+        CALL("write a script", write(w, "#!/bin/sh\nexit 3\n", 18) == 18 ? 0 : -1);
+        pid_t c = fork();
+        if (c == 0) {
+            execl("./cf-run", "cf-run", (char *)NULL);
+            _exit(errno == ETXTBSY ? 26 : 1);
+        }
+        int st = 0;
+        waitpid(c, &st, 0);
+        VALUE("execve a script open for writing: exit (26 = ETXTBSY)", WEXITSTATUS(st));
+        close(w);
+        c = fork();
+        if (c == 0) {
+            execl("./cf-run", "cf-run", (char *)NULL);
+            _exit(1);
+        }
+        waitpid(c, &st, 0);
+        VALUE("execve it after close: exit", WEXITSTATUS(st));
+        CALL("unlink cf-run", unlink("cf-run"));
+    }
     /* Trees stacked on one mountpoint: the top one is seen and named by the mountpoint's path,
      * and unmounts first. */
     {

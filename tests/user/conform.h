@@ -28,6 +28,7 @@ static const char *errno_name(int e) {
     case ESPIPE: return "ESPIPE";
     case EPIPE: return "EPIPE";
     case ERANGE: return "ERANGE";
+    case ETXTBSY: return "ETXTBSY";
     case ENAMETOOLONG: return "ENAMETOOLONG";
     case ENOSYS: return "ENOSYS";
     case ENOTEMPTY: return "ENOTEMPTY";

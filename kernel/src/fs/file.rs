@@ -67,6 +67,9 @@ pub struct OpenFile {
     pub flags: AtomicU32,
     /// The file offset (for directories: the next entry's index).
     pub pos: Mutex<u64>,
+    /// It counts as one of its regular file's writers (`Inode::get_write_access`), given
+    /// back when it closes.
+    write_access: bool,
 }
 
 impl OpenFile {
@@ -75,7 +78,23 @@ impl OpenFile {
         if matches!(kind, Kind::Device(Device::Console, _)) {
             super::console::opened();
         }
-        Arc::new(OpenFile { kind, flags: AtomicU32::new(flags & (O_ACCMODE | SETFL_MASK)), pos: Mutex::new(0) })
+        Arc::new(OpenFile { kind, flags: AtomicU32::new(flags & (O_ACCMODE | SETFL_MASK)), pos: Mutex::new(0), write_access: false })
+    }
+
+    /// A file `open` made: opened for writing, a regular file takes write access first
+    /// (Linux's `do_dentry_open`), so a running program's file is ETXTBSY.
+    pub fn opened(kind: Kind, flags: u32) -> Result<Arc<OpenFile>, Errno> {
+        let write_access = match &kind {
+            Kind::Inode(i) if matches!(flags & O_ACCMODE, O_WRONLY | O_RDWR) && i.kind() == super::vfs::S_IFREG => {
+                i.get_write_access()?;
+                true
+            }
+            _ => false,
+        };
+        if matches!(kind, Kind::Device(Device::Console, _)) {
+            super::console::opened();
+        }
+        Ok(Arc::new(OpenFile { kind, flags: AtomicU32::new(flags & (O_ACCMODE | SETFL_MASK)), pos: Mutex::new(0), write_access }))
     }
 
     /// Opened for reading?
@@ -132,6 +151,9 @@ impl OpenFile {
 
 impl Drop for OpenFile {
     fn drop(&mut self) {
+        if let (true, Kind::Inode(i)) = (self.write_access, &self.kind) {
+            i.put_write_access();
+        }
         match &self.kind {
             Kind::Device(Device::Console, _) => super::console::closed(),
             Kind::TimerFd(t) => t.close(),

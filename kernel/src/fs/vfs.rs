@@ -284,6 +284,10 @@ pub struct Inode {
     up: Option<Arc<Inode>>,
     /// Its content.
     content: Mutex<Content>,
+    /// Linux's `i_writecount`: open files that may write it (> 0), or address spaces whose
+    /// program it is (< 0, one each): a running program's file cannot be opened for writing
+    /// or truncated, nor a file open for writing run (ETXTBSY).
+    write_count: core::sync::atomic::AtomicI32,
 }
 
 static NEXT_INO: AtomicU64 = AtomicU64::new(2);
@@ -300,6 +304,7 @@ impl Inode {
             parent: Mutex::new(parent),
             up: None,
             content: Mutex::new(content),
+            write_count: core::sync::atomic::AtomicI32::new(0),
         })
     }
 
@@ -319,6 +324,7 @@ impl Inode {
             parent: Mutex::new(Arc::downgrade(dir)),
             up: Some(dir.clone()),
             content: Mutex::new(content),
+            write_count: core::sync::atomic::AtomicI32::new(0),
         })
     }
 
@@ -334,7 +340,35 @@ impl Inode {
             parent: Mutex::new(Arc::downgrade(&up)),
             up: Some(up),
             content: Mutex::new(content),
+            write_count: core::sync::atomic::AtomicI32::new(0),
         })
+    }
+
+    /// Linux's `get_write_access`: one more writer, unless a running program's file (ETXTBSY).
+    pub fn get_write_access(&self) -> Result<(), Errno> {
+        self.write_count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n >= 0).then_some(n + 1))
+            .map(|_| ())
+            .map_err(|_| Errno::ETXTBSY)
+    }
+
+    /// Linux's `put_write_access`: a writer [`Inode::get_write_access`] let in is gone.
+    pub fn put_write_access(&self) {
+        self.write_count.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Linux's `deny_write_access`: the file becomes a running program's, unless open for
+    /// writing (ETXTBSY).
+    pub fn deny_write_access(&self) -> Result<(), Errno> {
+        self.write_count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n <= 0).then_some(n - 1))
+            .map(|_| ())
+            .map_err(|_| Errno::ETXTBSY)
+    }
+
+    /// Linux's `allow_write_access`: one address space running it is gone.
+    pub fn allow_write_access(&self) {
+        self.write_count.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Is it a generated directory (procfs, sysfs), whose entries the VFS cannot add or remove?

@@ -126,6 +126,10 @@ pub fn load(cwd: &Arc<Inode>, path: &str, argv: &[&[u8]], envp: &[&[u8]]) -> Res
 
 fn load_depth(cwd: &Arc<Inode>, path: &str, argv: &[&[u8]], envp: &[&[u8]], depth: u32) -> Result<Loaded, Errno> {
     let inode = executable(cwd, path)?;
+    // Linux's do_open_execat denies writers every file it opens for an exec, a script too
+    // (ETXTBSY if one is open for writing); the program's file stays denied (`ExeFile`).
+    inode.deny_write_access()?;
+    inode.allow_write_access();
     let bytes = head(&inode)?;
     if let Some((interp, arg)) = shebang(&bytes) {
         if depth >= MAX_SCRIPT_DEPTH {
@@ -154,6 +158,8 @@ fn load_depth(cwd: &Arc<Inode>, path: &str, argv: &[&[u8]], envp: &[&[u8]], dept
     mm.brk_start = page_up(end).ok_or(Errno::ENOEXEC)?;
     mm.brk = mm.brk_start;
     mm.exe = crate::fs::vfs::path_of(&inode);
+    // Linux's do_open_execat (deny_write_access): a file open for writing is not run.
+    mm.exe_file = Some(crate::process::mm::ExeFile::deny(&inode)?);
     mm.cmdline = argv.iter().flat_map(|a| a.iter().copied().chain(core::iter::once(0))).collect();
     let (entry, base) = match &info.interp {
         Some(interp) => {

@@ -139,6 +139,35 @@ pub struct Mm {
     pub cmdline: Vec<u8>,
     /// The program's absolute path (`/proc/PID/exe`).
     pub exe: String,
+    /// The program's file, denied to writers while this space runs it (Linux 6.1 denies
+    /// write access to every mm's `exe_file`).
+    pub exe_file: Option<ExeFile>,
+}
+
+/// A program's file held by an address space: write access denied while held (ETXTBSY for
+/// `open` to write and `truncate`), so the pages a fault reads later are the pages exec saw.
+pub struct ExeFile(Arc<crate::fs::vfs::Inode>);
+
+impl ExeFile {
+    /// Denies writers `inode`; ETXTBSY if it is open for writing.
+    pub fn deny(inode: &Arc<crate::fs::vfs::Inode>) -> Result<ExeFile, Errno> {
+        inode.deny_write_access()?;
+        Ok(ExeFile(inode.clone()))
+    }
+}
+
+impl Clone for ExeFile {
+    fn clone(&self) -> ExeFile {
+        // Already denied: one more denial always succeeds.
+        let _ = self.0.deny_write_access();
+        ExeFile(self.0.clone())
+    }
+}
+
+impl Drop for ExeFile {
+    fn drop(&mut self) {
+        self.0.allow_write_access();
+    }
 }
 
 /// Rounds up to a page.
@@ -157,6 +186,7 @@ impl Mm {
             def_lock: Lock::Unlocked,
             cmdline: Vec::new(),
             exe: String::new(),
+            exe_file: None,
         })
     }
 
@@ -429,6 +459,7 @@ impl Mm {
             def_lock: Lock::Unlocked,
             cmdline: self.cmdline.clone(),
             exe: self.exe.clone(),
+            exe_file: self.exe_file.clone(),
         };
         for v in self.vmas.values() {
             for (page, frame, prot) in self.space.mapped(v.start, v.end) {

@@ -343,10 +343,12 @@ fn open_path(proc: &Thread, dir: &Arc<Inode>, path: &str, flags: u32, mode: u32)
         Err(e) => return Err(e),
     };
     let kind = file::open_kind(&inode, flags)?;
+    // Write access (ETXTBSY for a running program's file) before the truncation, as Linux.
+    let file = OpenFile::opened(kind, flags)?;
     if flags & O_TRUNC != 0 && inode.kind() == S_IFREG && flags & O_ACCMODE != 0 {
         inode.truncate(0)?;
     }
-    Ok(OpenFile::new(kind, flags))
+    Ok(file)
 }
 
 /// `openat(dirfd, path, flags, mode)`.
@@ -889,7 +891,11 @@ pub fn truncate(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outco
     if inode.is_dir() {
         return Err(Errno::EISDIR);
     }
-    inode.truncate(a[1])?;
+    // Linux's do_truncate holds write access: a running program's file is ETXTBSY.
+    inode.get_write_access()?;
+    let r = inode.truncate(a[1]);
+    inode.put_write_access();
+    r?;
     ok(0)
 }
 
