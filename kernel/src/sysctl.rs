@@ -136,6 +136,12 @@ pub static SYSCTLS: &[Sysctl] = &[
         },
     },
     Sysctl {
+        name: "kernel.threads-max",
+        help: "tasks fork may make (1..=0x3fffffff; the default: an eighth of memory in 16 KiB stacks)",
+        get: || format!("{}", crate::sched::task::max_threads()),
+        set: |v| crate::sched::task::set_max_threads(parse_u64_range(v, 0, u64::MAX)?),
+    },
+    Sysctl {
         name: "kernel.hung_task_timeout_secs",
         help: "report tasks woken or runnable but not run, or past their sleep timer, this long (s; 0 = off)",
         get: || format!("{}", crate::sched::lockup::hung_task_timeout_s()),

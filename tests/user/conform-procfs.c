@@ -359,6 +359,28 @@ int main(void) {
     CALL("write sched_rt_runtime_us 950000", write(fd, "950000\n", 7));
     close(fd);
     VALUE("kernel dir lists sched_rt_period_us", listed("/proc/sys/kernel", "sched_rt_period_us"));
+    /* kernel.threads-max: 1 to FUTEX_TID_MASK (Linux 6.1's sysctl_max_threads); the value read
+     * back is the value written. */
+    {
+        char old[64];
+        CALL("read threads-max", slurp("/proc/sys/kernel/threads-max") > 0);
+        snprintf(old, sizeof old, "%s", buf);
+        VALUE("threads-max > 20", strtol(old, NULL, 10) > 20);
+        fd = open("/proc/sys/kernel/threads-max", O_WRONLY | O_TRUNC);
+        CALL("write threads-max 0", write(fd, "0\n", 2));
+        close(fd);
+        fd = open("/proc/sys/kernel/threads-max", O_WRONLY | O_TRUNC);
+        CALL("write threads-max 1073741824", write(fd, "1073741824\n", 11));
+        close(fd);
+        fd = open("/proc/sys/kernel/threads-max", O_WRONLY | O_TRUNC);
+        CALL("write threads-max 19", write(fd, "19\n", 3));
+        close(fd);
+        slurp("/proc/sys/kernel/threads-max");
+        printf("%-" CONFORM_WIDTH "s = %s", "threads-max after write", buf);
+        fd = open("/proc/sys/kernel/threads-max", O_WRONLY | O_TRUNC);
+        CALL("write threads-max back", write(fd, old, strlen(old)) > 0 ? 0 : -1);
+        close(fd);
+    }
 
     /* The generated trees' errors. */
     CALL("open /proc/self/nonexistent", open("/proc/self/nonexistent", O_RDONLY));

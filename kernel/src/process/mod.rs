@@ -363,15 +363,6 @@ pub fn limits_of(pid: Tid) -> Option<Limits> {
 /// RLIMIT_NPROC's resource number.
 pub const RLIMIT_NPROC: usize = 6;
 
-/// Linux's `max_threads` (`kernel.threads-max`, `set_max_threads`): what the tasks' kernel
-/// stacks may take, an eighth of the memory the page allocator manages (Linux's
-/// `totalram_pages`: here the frames left once boot has taken the heap's reservation) at
-/// Linux's THREAD_SIZE of 16 KiB (frames / 32), at least 20. `fork` is EAGAIN when there are
-/// that many tasks (zombies included).
-pub fn max_threads() -> usize {
-    ((framework::mm::frame::managed_frames() / 32) as usize).max(20)
-}
-
 /// Linux's `copy_process` checks, made atomic with listing the new task: EAGAIN when the
 /// tasks reach `max_threads`, or when the caller's real user has RLIMIT_NPROC's soft limit
 /// of threads and is not root (Linux: `INIT_USER`, CAP_SYS_RESOURCE, CAP_SYS_ADMIN; here
@@ -384,7 +375,7 @@ fn charge(parent: &Thread, tid: Tid, child: Option<&Arc<Process>>) -> Result<(),
     };
     let limit = parent.process.rlimits.lock_uninterruptible()[RLIMIT_NPROC].0;
     let mut procs = LIMITS.lock_uninterruptible();
-    if crate::sched::task::count() >= max_threads() {
+    if crate::sched::task::count() >= crate::sched::task::max_threads() {
         return Err(Errno::EAGAIN);
     }
     if ruid != 0 && euid != 0 {

@@ -449,6 +449,31 @@ pub fn table_bytes() -> usize {
     TASKS.lock().storage_bytes()
 }
 
+/// Linux's `max_threads` (`kernel.threads-max`, `set_max_threads`): what the tasks' kernel
+/// stacks may take, an eighth of the memory the page allocator manages (Linux's
+/// `totalram_pages`: here the frames left once boot has taken the heap's reservation) at
+/// Linux's THREAD_SIZE of 16 KiB (frames / 32), at least 20. `fork` is EAGAIN when there are
+/// that many tasks (zombies included).
+pub fn max_threads() -> usize {
+    match MAX_THREADS_SET.load(core::sync::atomic::Ordering::Relaxed) {
+        0 => ((framework::mm::frame::managed_frames() / 32) as usize).max(20),
+        n => n,
+    }
+}
+
+/// `kernel.threads-max` as written (0: never written, [`max_threads`]'s default).
+static MAX_THREADS_SET: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+
+/// Writing `kernel.threads-max` (Linux 6.1's `sysctl_max_threads`: 1 to FUTEX_TID_MASK, else
+/// EINVAL).
+pub fn set_max_threads(n: u64) -> Result<(), Errno> {
+    if !(1..=0x3fff_ffff).contains(&n) {
+        return Err(Errno::EINVAL);
+    }
+    MAX_THREADS_SET.store(n as usize, core::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
+
 /// Number of tasks in the table (zombies included).
 pub fn count() -> usize {
     TASKS.lock().len()
