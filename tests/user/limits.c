@@ -70,10 +70,11 @@ static int write_file(const char *path, const char *v) {
     return r;
 }
 
-/* A /proc/meminfo field in kB (-1 if absent). */
-static long meminfo_kb(const char *field) {
-    char buf[4096];
-    int fd = open("/proc/meminfo", O_RDONLY);
+/* A field of a /proc file of `Name:   value kB` lines, in kB (-1 if absent), read without
+ * malloc: under MCL_FUTURE and a small RLIMIT_MEMLOCK the heap may not grow. */
+static long proc_kb(const char *path, const char *field) {
+    static char buf[4096];
+    int fd = open(path, O_RDONLY);
     if (fd < 0)
         return -1;
     ssize_t n = read(fd, buf, sizeof buf - 1);
@@ -81,8 +82,15 @@ static long meminfo_kb(const char *field) {
     if (n <= 0)
         return -1;
     buf[n] = 0;
-    char *l = strstr(buf, field);
-    return l ? strtol(l + strlen(field) + 1, 0, 10) : -1;
+    size_t len = strlen(field);
+    for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : 0)
+        if (!strncmp(l, field, len) && l[len] == ':')
+            return strtol(l + len + 1, 0, 10);
+    return -1;
+}
+
+static long meminfo_kb(const char *field) {
+    return proc_kb("/proc/meminfo", field);
 }
 
 static int forkbomb(unsigned uid, unsigned long nproc) {
@@ -202,23 +210,8 @@ static int spin(unsigned long soft, unsigned long hard) {
         __asm__ volatile("" ::: "memory");
 }
 
-/* A field of /proc/self/status in kB (-1 if absent), read without malloc: under MCL_FUTURE
- * and a small RLIMIT_MEMLOCK the heap may not grow. */
 static long status_kb(const char *field) {
-    static char buf[4096];
-    int fd = open("/proc/self/status", O_RDONLY);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = 0;
-    size_t len = strlen(field);
-    for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : 0)
-        if (!strncmp(l, field, len) && l[len] == ':')
-            return strtol(l + len + 1, 0, 10);
-    return -1;
+    return proc_kb("/proc/self/status", field);
 }
 
 #define P 4096UL

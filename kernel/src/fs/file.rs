@@ -75,10 +75,14 @@ pub struct OpenFile {
 impl OpenFile {
     /// A new open file.
     pub fn new(kind: Kind, flags: u32) -> Arc<OpenFile> {
+        Self::with_write_access(kind, flags, false)
+    }
+
+    fn with_write_access(kind: Kind, flags: u32, write_access: bool) -> Arc<OpenFile> {
         if matches!(kind, Kind::Device(Device::Console, _)) {
             super::console::opened();
         }
-        Arc::new(OpenFile { kind, flags: AtomicU32::new(flags & (O_ACCMODE | SETFL_MASK)), pos: Mutex::new(0), write_access: false })
+        Arc::new(OpenFile { kind, flags: AtomicU32::new(flags & (O_ACCMODE | SETFL_MASK)), pos: Mutex::new(0), write_access })
     }
 
     /// A file `open` made: opened for writing, a regular file takes write access first
@@ -91,10 +95,7 @@ impl OpenFile {
             }
             _ => false,
         };
-        if matches!(kind, Kind::Device(Device::Console, _)) {
-            super::console::opened();
-        }
-        Ok(Arc::new(OpenFile { kind, flags: AtomicU32::new(flags & (O_ACCMODE | SETFL_MASK)), pos: Mutex::new(0), write_access }))
+        Ok(Self::with_write_access(kind, flags, write_access))
     }
 
     /// Opened for reading?

@@ -87,22 +87,6 @@ pub fn attach(source: &str, fstype: &'static str, options: &str, at: &Arc<Inode>
     Ok(())
 }
 
-/// Is `node` inside the tree whose root is `root` (or `root` itself)? The walk up from a node
-/// inside a mounted tree meets that tree's root before it steps to the mountpoint's parent.
-fn within(node: &Arc<Inode>, root: &Arc<Inode>) -> bool {
-    let mut at = node.clone();
-    loop {
-        if Arc::ptr_eq(&at, root) {
-            return true;
-        }
-        let up = at.parent();
-        if Arc::ptr_eq(&up, &at) {
-            return false;
-        }
-        at = up;
-    }
-}
-
 /// Unmounts the tree whose root is `root` (what the target path resolved to: the top one of
 /// a stack). EINVAL if it is no mount's root; EBUSY while another tree is mounted on it or on
 /// a directory inside it (Linux's `propagate_mount_busy` without propagation) unless `lazy`
@@ -123,7 +107,7 @@ pub fn detach(root: &Arc<Inode>, lazy: bool) -> Result<(), Errno> {
     let mut i = 0;
     while i < going.len() {
         for (mountpoint, r) in &others {
-            if !going.iter().any(|g| Arc::ptr_eq(g, r)) && within(mountpoint, &going[i]) {
+            if !going.iter().any(|g| Arc::ptr_eq(g, r)) && vfs::is_ancestor(&going[i], mountpoint) {
                 if !lazy {
                     return Err(Errno::EBUSY);
                 }

@@ -20,7 +20,7 @@ use alloc::string::{String, ToString};
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use cadence_abi::errno::Errno;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use spin::Once;
 
 pub use cadence_abi::cpio::{S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG};
@@ -287,7 +287,7 @@ pub struct Inode {
     /// Linux's `i_writecount`: open files that may write it (> 0), or address spaces whose
     /// program it is (< 0, one each): a running program's file cannot be opened for writing
     /// or truncated, nor a file open for writing run (ETXTBSY).
-    write_count: core::sync::atomic::AtomicI32,
+    write_count: AtomicI32,
 }
 
 static NEXT_INO: AtomicU64 = AtomicU64::new(2);
@@ -304,7 +304,7 @@ impl Inode {
             parent: Mutex::new(parent),
             up: None,
             content: Mutex::new(content),
-            write_count: core::sync::atomic::AtomicI32::new(0),
+            write_count: AtomicI32::new(0),
         })
     }
 
@@ -324,7 +324,7 @@ impl Inode {
             parent: Mutex::new(Arc::downgrade(dir)),
             up: Some(dir.clone()),
             content: Mutex::new(content),
-            write_count: core::sync::atomic::AtomicI32::new(0),
+            write_count: AtomicI32::new(0),
         })
     }
 
@@ -340,7 +340,7 @@ impl Inode {
             parent: Mutex::new(Arc::downgrade(&up)),
             up: Some(up),
             content: Mutex::new(content),
-            write_count: core::sync::atomic::AtomicI32::new(0),
+            write_count: AtomicI32::new(0),
         })
     }
 
@@ -720,8 +720,10 @@ pub fn is_dead(dir: &Inode) -> bool {
     dir.is_dir() && dir.nlink.load(Ordering::Relaxed) == 0
 }
 
-/// Is `a` the same as, or an ancestor of, `b`?
-fn is_ancestor(a: &Arc<Inode>, b: &Arc<Inode>) -> bool {
+/// Is `a` the same as, or an ancestor of, `b`? (The walk up from inside a mounted tree meets
+/// that tree's root before it steps to the mountpoint's parent: `mount::detach` asks whether a
+/// mountpoint is inside a tree.)
+pub fn is_ancestor(a: &Arc<Inode>, b: &Arc<Inode>) -> bool {
     let mut at = b.clone();
     loop {
         if Arc::ptr_eq(&at, a) {

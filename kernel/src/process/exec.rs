@@ -4,7 +4,7 @@
 //! `0x5555_5555_4000`, the interpreter in the mmap area, the stack just below `TASK_SIZE`);
 //! a `#!` script runs its interpreter with the script's path (`fs/binfmt_script.c`).
 
-use super::mm::{page_up, Backing, Mm, Vma, PAGE, STACK_EXPAND, STACK_SIZE, STACK_TOP};
+use super::mm::{page_up, Backing, ExeFile, Mm, Vma, PAGE, STACK_EXPAND, STACK_SIZE, STACK_TOP};
 use crate::fs::vfs::{self, Inode, S_IFREG};
 use crate::mm::vm::Prot;
 use alloc::sync::Arc;
@@ -126,10 +126,10 @@ pub fn load(cwd: &Arc<Inode>, path: &str, argv: &[&[u8]], envp: &[&[u8]]) -> Res
 
 fn load_depth(cwd: &Arc<Inode>, path: &str, argv: &[&[u8]], envp: &[&[u8]], depth: u32) -> Result<Loaded, Errno> {
     let inode = executable(cwd, path)?;
-    // Linux's do_open_execat denies writers every file it opens for an exec, a script too
-    // (ETXTBSY if one is open for writing); the program's file stays denied (`ExeFile`).
-    inode.deny_write_access()?;
-    inode.allow_write_access();
+    // Linux's do_open_execat denies writers every file it opens for an exec, a script too,
+    // first (ETXTBSY if one is open for writing); the program's file stays denied while its
+    // address space lives (`Mm::exe_file`).
+    let exe_file = ExeFile::deny(&inode)?;
     let bytes = head(&inode)?;
     if let Some((interp, arg)) = shebang(&bytes) {
         if depth >= MAX_SCRIPT_DEPTH {
@@ -158,8 +158,7 @@ fn load_depth(cwd: &Arc<Inode>, path: &str, argv: &[&[u8]], envp: &[&[u8]], dept
     mm.brk_start = page_up(end).ok_or(Errno::ENOEXEC)?;
     mm.brk = mm.brk_start;
     mm.exe = crate::fs::vfs::path_of(&inode);
-    // Linux's do_open_execat (deny_write_access): a file open for writing is not run.
-    mm.exe_file = Some(crate::process::mm::ExeFile::deny(&inode)?);
+    mm.exe_file = Some(exe_file);
     mm.cmdline = argv.iter().flat_map(|a| a.iter().copied().chain(core::iter::once(0))).collect();
     let (entry, base) = match &info.interp {
         Some(interp) => {

@@ -146,11 +146,11 @@ pub struct Mm {
 
 /// A program's file held by an address space: write access denied while held (ETXTBSY for
 /// `open` to write and `truncate`), so the pages a fault reads later are the pages exec saw.
-pub struct ExeFile(Arc<crate::fs::vfs::Inode>);
+pub struct ExeFile(Arc<Inode>);
 
 impl ExeFile {
     /// Denies writers `inode`; ETXTBSY if it is open for writing.
-    pub fn deny(inode: &Arc<crate::fs::vfs::Inode>) -> Result<ExeFile, Errno> {
+    pub fn deny(inode: &Arc<Inode>) -> Result<ExeFile, Errno> {
         inode.deny_write_access()?;
         Ok(ExeFile(inode.clone()))
     }

@@ -455,7 +455,7 @@ pub fn table_bytes() -> usize {
 /// Linux's THREAD_SIZE of 16 KiB (frames / 32), at least 20. `fork` is EAGAIN when there are
 /// that many tasks (zombies included).
 pub fn max_threads() -> usize {
-    match MAX_THREADS_SET.load(core::sync::atomic::Ordering::Relaxed) {
+    match MAX_THREADS_SET.load(Ordering::Relaxed) {
         0 => ((framework::mm::frame::managed_frames() / 32) as usize).max(20),
         n => n,
     }
@@ -470,7 +470,7 @@ pub fn set_max_threads(n: u64) -> Result<(), Errno> {
     if !(1..=0x3fff_ffff).contains(&n) {
         return Err(Errno::EINVAL);
     }
-    MAX_THREADS_SET.store(n as usize, core::sync::atomic::Ordering::Relaxed);
+    MAX_THREADS_SET.store(n as usize, Ordering::Relaxed);
     Ok(())
 }
 

@@ -254,10 +254,8 @@ pub fn madvise(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcom
     let mm = mm_arc.lock_uninterruptible();
     if a[2] == MADV_DONTNEED {
         // Only the pages held, VMA by VMA (a random length may cover all of user space).
-        let parts: alloc::vec::Vec<(u64, u64)> =
-            mm.vmas().filter(|v| v.end > start && v.start < end).map(|v| (v.start.max(start), v.end.min(end))).collect();
-        for (from, to) in parts {
-            mm.drop_pages(from, to);
+        for v in mm.vmas().filter(|v| v.end > start && v.start < end) {
+            mm.drop_pages(v.start.max(start), v.end.min(end));
         }
     }
     if !covered(&mm, start, end) {
