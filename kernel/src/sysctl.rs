@@ -50,6 +50,12 @@ fn read_only(_: &str) -> Result<(), Errno> {
 
 pub static SYSCTLS: &[Sysctl] = &[
     Sysctl {
+        name: "debug.kernel_stack_slots",
+        help: "kernel-stack slots handed out at the peak (read-only): the stack region's page tables, one frame per 8 slots, stay once made",
+        get: || format!("{}", crate::mm::stack::region_slots()),
+        set: read_only,
+    },
+    Sysctl {
         name: "debug.fail_alloc.probability",
         help: "percent of object allocations (tasks, stacks, groups, ttys, cookies, trace rings, user pages, fork/exec address spaces, mmap populate) made to fail with ENOMEM (0..=100)",
         get: || format!("{}", crate::mm::fail_alloc::probability()),

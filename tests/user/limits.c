@@ -39,10 +39,21 @@
 
 static int report[2], release[2];
 
+/* Has the reporter released the bomb (closed the release pipe's write end)? */
+static int released(void) {
+    struct pollfd p = {release[0], POLLIN, 0};
+    return poll(&p, 1, 0) > 0;
+}
+
 /* One process of the bomb: forks until fork fails, reports the errno once, waits for the
- * release, then reaps its children. */
+ * release, then reaps its children. It also stops forking once released: past threads-max,
+ * when memory alone stops the bomb, the OOM killer takes the newest process (equal badness
+ * goes to the later one, as Linux's), which is often the child just forked, so its parent's
+ * next fork succeeds again with the memory the kill gave back, and it might never fail. */
 static void bomb(void) {
     for (;;) {
+        if (released())
+            break;
         pid_t p = fork();
         if (p == 0)
             continue;

@@ -197,11 +197,26 @@ pub struct RestartBlock {
     pub rem: u64,
 }
 
+/// A thread's memory: the `Mm` and, beside it, its page tables, whose resident count is read
+/// without the `mm` lock (the OOM killer's scan of every process, as Linux's atomic
+/// `rss_stat`). The space is the `Mm`'s own, fixed for the `Mm`'s life.
+#[derive(Clone)]
+struct MmRef {
+    mm: Arc<Mutex<mm::Mm>>,
+    space: Arc<framework::mm::vm::VmSpace>,
+}
+
+impl MmRef {
+    fn new(mm: mm::Mm) -> MmRef {
+        MmRef { space: mm.space.clone(), mm: Arc::new(Mutex::new(mm)) }
+    }
+}
+
 /// One thread of a process (module doc).
 pub struct Thread {
     /// Its process.
     pub process: Arc<Process>,
-    mm: IrqLock<Option<Arc<Mutex<mm::Mm>>>>,
+    mm: IrqLock<Option<MmRef>>,
     files: IrqLock<Option<Arc<Mutex<FdTable>>>>,
     /// Directory and umask.
     pub fs: Arc<FsInfo>,
@@ -261,17 +276,22 @@ impl Completion {
 impl Thread {
     /// The thread's memory (present from its start until its end).
     pub fn mm(&self) -> Arc<Mutex<mm::Mm>> {
-        self.mm.lock().clone().expect("a running thread has its memory")
+        self.mm.lock().as_ref().map(|m| m.mm.clone()).expect("a running thread has its memory")
     }
 
     /// The thread's memory, if it has not ended.
     pub fn mm_if_live(&self) -> Option<Arc<Mutex<mm::Mm>>> {
-        self.mm.lock().clone()
+        self.mm.lock().as_ref().map(|m| m.mm.clone())
+    }
+
+    /// The thread's resident pages, if it has not ended, read without its `mm` lock.
+    pub fn resident_pages_if_live(&self) -> Option<u64> {
+        self.mm.lock().as_ref().map(|m| m.space.resident_pages())
     }
 
     /// Replaces the thread's memory (`execve`); returns the old one.
-    pub fn set_mm(&self, mm: Arc<Mutex<mm::Mm>>) -> Option<Arc<Mutex<mm::Mm>>> {
-        self.mm.lock().replace(mm)
+    pub fn set_mm(&self, mm: mm::Mm) -> Option<Arc<Mutex<mm::Mm>>> {
+        self.mm.lock().replace(MmRef::new(mm)).map(|m| m.mm)
     }
 
     /// The thread's fd table.
@@ -568,6 +588,7 @@ fn run_thread(t: Arc<Thread>, ctx: UserContext) -> i32 {
         ZOMBIES.lock_uninterruptible().insert(me.tid, zombie);
     }
     group.exited.store(true, Ordering::Release);
+    oom::process_ended(me.tid);
     signal::notify_parent_exit(&process, me.tid, wait_status);
     if wait_status & 0x7f != 0 {
         128 + (wait_status & 0x7f)
@@ -628,7 +649,7 @@ fn new_process(mm: mm::Mm) -> Result<Arc<Thread>, Errno> {
     crate::sched::current().process.group.ignored.store(default_ignored(), Ordering::Relaxed);
     Ok(Arc::new(Thread {
         process,
-        mm: IrqLock::new(Some(Arc::new(Mutex::new(mm)))),
+        mm: IrqLock::new(Some(MmRef::new(mm))),
         files: IrqLock::new(Some(Arc::new(Mutex::new(files)))),
         fs: Arc::new(FsInfo { cwd: Mutex::new(crate::fs::vfs::root()), umask: AtomicU32::new(0o022) }),
         sighand: Arc::new(Mutex::new([SigAction::default(); 65])),
@@ -760,7 +781,8 @@ pub struct CloneArgs {
 /// new process, sharing what the flags say and copying the rest (memory copy-on-write),
 /// resuming at the caller's registers with RAX = 0 (RSP = `stack` if non-zero), its FPU state
 /// and FS base (or CLONE_SETTLS's). Returns the child's tid. EINVAL for inconsistent or
-/// unsupported flags (namespaces, pidfds), EAGAIN if no task can be made.
+/// unsupported flags (namespaces, pidfds), EAGAIN at `threads-max` or RLIMIT_NPROC, ENOMEM
+/// when the memory for the task (its stack, its page tables) runs out.
 pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid, Errno> {
     use flags::*;
     let f = args.flags;
@@ -781,7 +803,11 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
         return Err(Errno::EPERM);
     }
     let me = crate::sched::current();
-    let mm = if f & CLONE_VM != 0 { parent.mm() } else { Arc::new(Mutex::new(parent.mm().lock_uninterruptible().fork()?)) };
+    let mm = if f & CLONE_VM != 0 {
+        parent.mm.lock().clone().expect("a running thread has its memory")
+    } else {
+        MmRef::new(parent.mm().lock_uninterruptible().fork()?)
+    };
     let files = if f & CLONE_FILES != 0 { parent.files() } else { Arc::new(Mutex::new(parent.files().lock_uninterruptible().clone())) };
     let fs = if f & CLONE_FS != 0 {
         parent.fs.clone()
@@ -875,7 +901,7 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
     }
     let body_thread = child.clone();
     let charged = charge(parent, tid, (!thread).then_some(&process));
-    let task = charged.map_err(|_| ()).and_then(|()| {
+    let task = charged.and_then(|()| {
         crate::sched::spawn(opts, move || {
             let _defer = crate::sched::signal::DeferFatal::new();
             let me = crate::sched::current();
@@ -895,11 +921,13 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
             }
             run_thread(body_thread, regs)
         })
-        .map_err(|_| ())
+        // Linux's copy_process: no memory for the task (its stack) is ENOMEM; a deadline
+        // parent's child (`sched_fork`) and anything else EAGAIN.
+        .map_err(|e| if e == crate::sched::SpawnError::NoMemory { Errno::ENOMEM } else { Errno::EAGAIN })
     });
     let task = match task {
         Ok(t) => t,
-        Err(()) => {
+        Err(e) => {
             if thread {
                 parent.process.live.fetch_sub(1, Ordering::AcqRel);
             }
@@ -907,7 +935,7 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
                 parent.process.family.children.lock_uninterruptible().retain(|c| !Arc::ptr_eq(c, r));
                 LIMITS.lock_uninterruptible().remove(&tid);
             }
-            return Err(Errno::EAGAIN);
+            return Err(e);
         }
     };
     if let Some(r) = record {

@@ -11,7 +11,9 @@
 //! * **Hung task** (`khungtaskd`, a kernel task scanning every few seconds): a task woken or
 //!   preempted and not run since, or asleep although its sleep timer expired, for
 //!   `kernel.hung_task_timeout_secs` s. Report: `INFO: task <comm>:<pid> blocked for more than
-//!   <s> seconds (<reason>)`. SCHED_IDLE tasks are not reported as starved (their weight
+//!   <s> seconds (<reason>, cpu <n>[, asleep at <file>:<line>])`, the place being where the
+//!   task went to sleep (`Task::wait_site`, recorded through the waits' `#[track_caller]`).
+//!   SCHED_IDLE tasks are not reported as starved (their weight
 //!   makes long waits normal), nor a fair task whose share of its CPU's runnable weight
 //!   explains the wait (`cadence_sched::lockup::fair_share_wait_ns`: a nice 19 task beside
 //!   nice -20 ones waits tens of seconds under EEVDF, on Linux too); an RT task starving lower tasks with RT throttling off is
@@ -234,9 +236,14 @@ pub fn scan(timeout_s: u64) -> usize {
             Hung::RunnableNotRun(s) => (s, "runnable, not run"),
             Hung::TimerExpiredStillAsleep(s) => (s, "its sleep timer expired, still asleep"),
         };
+        // Where it sleeps, for a sleeper: what Linux's stack dump under the report shows.
+        let site = match (why, t.wait_site()) {
+            (Hung::TimerExpiredStillAsleep(_), Some(l)) => alloc::format!(", asleep at {}:{}", l.file(), l.line()),
+            _ => alloc::string::String::new(),
+        };
         report(
             hung_panic(),
-            format_args!("INFO: task {}:{} blocked for more than {} seconds ({}, cpu {})", t.name, t.tid, s, reason, t.cpu()),
+            format_args!("INFO: task {}:{} blocked for more than {} seconds ({}, cpu {}{})", t.name, t.tid, s, reason, t.cpu(), site),
         );
     }
     found

@@ -108,6 +108,7 @@ pub fn yield_now() {
 
 /// Sleeps until `uptime_ns() >= deadline_ns`; a fatal signal ends the task (a kernel task's
 /// sleep: see `signal`).
+#[track_caller]
 pub fn sleep_until(deadline_ns: u64) {
     if sleep_until_interruptible(deadline_ns).is_err() {
         signal::handle_pending();
@@ -122,10 +123,12 @@ pub struct Interrupted;
 
 /// [`sleep_until`] for a user process's system call: a fatal signal ends the sleep (returns
 /// [`Interrupted`]) instead of ending the task, so the process unwinds what it holds.
+#[track_caller]
 pub fn sleep_until_interruptible(deadline_ns: u64) -> Result<(), Interrupted> {
     // Holds `me` and a timer's reference: a fatal signal is acted on at the loop's check.
     let _defer = signal::DeferFatal::new();
     let me = current();
+    me.set_wait_site(core::panic::Location::caller());
     while crate::time::uptime_ns() < deadline_ns {
         me.set_state(TaskState::Sleeping);
         if signal::interrupted(&me) {
@@ -150,6 +153,7 @@ pub fn sleep_until_interruptible(deadline_ns: u64) -> Result<(), Interrupted> {
 }
 
 /// Sleeps for `ns` nanoseconds.
+#[track_caller]
 pub fn sleep_ns(ns: u64) {
     sleep_until(crate::time::uptime_ns().saturating_add(ns));
 }

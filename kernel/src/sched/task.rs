@@ -205,6 +205,10 @@ pub struct Task {
     /// kthreads ignore them, since the kernel depends on it running.
     pub kthread: bool,
     pub created_ns: u64,
+    /// Where it last went to sleep on a wait queue or mutex (the caller of the wait, through
+    /// `#[track_caller]`): what the hung-task report and the OOM killer's wait name, as
+    /// Linux's stack dump would.
+    wait_site: IrqLock<Option<&'static core::panic::Location<'static>>>,
 }
 
 impl Switchable for Task {
@@ -227,6 +231,17 @@ impl framework::task::timer::TimerTarget for Task {
 }
 
 impl Task {
+    /// Records where the task goes to sleep (the wait queue's `#[track_caller]` chain).
+    pub fn set_wait_site(&self, site: &'static core::panic::Location<'static>) {
+        *self.wait_site.lock() = Some(site);
+    }
+
+    /// Where the task last went to sleep on a wait queue or mutex (`file:line` of the wait's
+    /// caller); `None` if it never did.
+    pub fn wait_site(&self) -> Option<&'static core::panic::Location<'static>> {
+        *self.wait_site.lock()
+    }
+
     /// Its `comm`: at most 15 bytes, NUL-padded.
     pub fn comm(&self) -> [u8; 16] {
         let mut out = [0u8; 16];
@@ -652,6 +667,7 @@ pub(super) fn new_task(
         is_idle,
         kthread: opts.kthread,
         created_ns: crate::time::uptime_ns(),
+        wait_site: IrqLock::new(None),
     });
     task.cache_params(&params);
     if let Some(p) = parent {

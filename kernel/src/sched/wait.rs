@@ -30,7 +30,9 @@ impl WaitQueue {
 
     /// One step of every wait: `me` is marked sleeping, then queued (once), so that a wakeup
     /// after the caller's next `cond()` check finds it.
+    #[track_caller]
     fn enqueue_sleeping(&self, me: &Arc<Task>) {
+        me.set_wait_site(core::panic::Location::caller());
         me.set_state(TaskState::Sleeping);
         // Room reserved outside the lock: no allocation with interrupts off.
         let mut w = crate::sync::lock_with_room(&self.waiters, 1, |w| w);
@@ -46,6 +48,7 @@ impl WaitQueue {
     }
 
     /// Blocks until `cond()` is true.
+    #[track_caller]
     pub fn wait_until(&self, mut cond: impl FnMut() -> bool) {
         if cond() {
             return;
@@ -72,6 +75,7 @@ impl WaitQueue {
     /// Blocks until `cond()` is true, or a fatal signal comes ([`Interrupted`](super::Interrupted)):
     /// a user process's system call, which then unwinds and lets the process die of the signal
     /// with its memory freed (where [`wait_until`](Self::wait_until) ends the task in place).
+    #[track_caller]
     pub fn wait_until_interruptible(&self, mut cond: impl FnMut() -> bool) -> Result<(), super::Interrupted> {
         if cond() {
             return Ok(());
@@ -94,6 +98,7 @@ impl WaitQueue {
 
     /// [`wait_until_interruptible`](Self::wait_until_interruptible) with a deadline: `Ok(true)`
     /// once `cond()` is true, `Ok(false)` when `uptime_ns()` reaches `deadline_ns` first.
+    #[track_caller]
     pub fn wait_until_interruptible_deadline(&self, mut cond: impl FnMut() -> bool, deadline_ns: u64) -> Result<bool, super::Interrupted> {
         if cond() {
             return Ok(true);
@@ -127,6 +132,7 @@ impl WaitQueue {
     /// that must see their end, such as a device request whose buffers the device still
     /// writes. The signal is acted on after the wait, at the caller's next preemption point
     /// outside its `DeferFatal` sections. `cond` must become true without the caller's help.
+    #[track_caller]
     pub fn wait_until_uninterruptible(&self, mut cond: impl FnMut() -> bool) {
         if cond() {
             return;
@@ -148,6 +154,7 @@ impl WaitQueue {
     /// timer wakes the task; after that wakeup `cond` is not re-checked, so a caller can tell a
     /// condition that came true without a wakeup, e.g. a device completion whose interrupt was
     /// lost, from one that was signalled). Also `false`, at once, if no timer can be armed.
+    #[track_caller]
     pub fn wait_until_uninterruptible_deadline(&self, mut cond: impl FnMut() -> bool, deadline_ns: u64) -> bool {
         if cond() {
             return true;
@@ -238,10 +245,12 @@ pub type MutexGuard<'a, T> = framework::task::SleepMutexGuard<'a, T, WaitQueue>;
 impl framework::task::WaitStrategy for WaitQueue {
     const NEW: Self = WaitQueue::new();
 
+    #[track_caller]
     fn wait_until(&self, cond: impl FnMut() -> bool) {
         WaitQueue::wait_until(self, cond)
     }
 
+    #[track_caller]
     fn wait_until_uninterruptible(&self, cond: impl FnMut() -> bool) {
         WaitQueue::wait_until_uninterruptible(self, cond)
     }

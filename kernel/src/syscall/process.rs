@@ -257,7 +257,7 @@ pub fn execve(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outco
         v.complete();
     }
     me.task_context().set_vm_space(Some(loaded.mm.space.clone()));
-    let old = proc.set_mm(alloc::sync::Arc::new(crate::sched::wait::Mutex::new(loaded.mm)));
+    let old = proc.set_mm(loaded.mm);
     drop(old);
     let closed = proc.files().lock_uninterruptible().take_cloexec();
     drop(closed);

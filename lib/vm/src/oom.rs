@@ -41,15 +41,43 @@ pub fn badness(c: &Candidate, total_pages: u64) -> Option<i64> {
 /// one with equal points replaces an earlier one, as `oom_evaluate_task`'s `<`); `None` when
 /// every candidate is unkillable or at `OOM_SCORE_ADJ_MIN`.
 pub fn select(candidates: &[Candidate], total_pages: u64) -> Option<(usize, i64)> {
-    let mut chosen: Option<(usize, i64)> = None;
+    let mut chooser = Chooser::new(total_pages);
     for (i, c) in candidates.iter().enumerate() {
-        let Some(points) = badness(c, total_pages) else { continue };
-        if chosen.is_some_and(|(_, best)| points < best) {
-            continue;
-        }
-        chosen = Some((i, points));
+        chooser.offer(i, c);
     }
-    chosen
+    chooser.chosen()
+}
+
+/// [`select`] one candidate at a time, for a caller that cannot hold every candidate at
+/// once (the kernel walks its process table in batches, allocating nothing per process).
+/// `K` names a candidate: an index for [`select`], the kernel's own handle for the kernel.
+#[derive(Clone, Debug)]
+pub struct Chooser<K> {
+    total_pages: u64,
+    best: Option<(K, i64)>,
+}
+
+impl<K: Clone> Chooser<K> {
+    /// No candidate seen yet.
+    pub fn new(total_pages: u64) -> Self {
+        Chooser { total_pages, best: None }
+    }
+
+    /// Weighs `c`, named `key`; true when it is now the chosen one (equal points replace,
+    /// as [`select`]).
+    pub fn offer(&mut self, key: K, c: &Candidate) -> bool {
+        let Some(points) = badness(c, self.total_pages) else { return false };
+        if self.best.as_ref().is_some_and(|(_, best)| points < *best) {
+            return false;
+        }
+        self.best = Some((key, points));
+        true
+    }
+
+    /// The chosen candidate's key and points.
+    pub fn chosen(&self) -> Option<(K, i64)> {
+        self.best.clone()
+    }
 }
 
 /// `/proc/PID/oom_score` (`proc_oom_score`): 0 for never, else the badness scaled into

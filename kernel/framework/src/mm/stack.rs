@@ -179,6 +179,14 @@ pub fn list_bytes() -> usize {
     s.free.capacity() * core::mem::size_of::<u64>() + s.cached.capacity() * core::mem::size_of::<(u64, u64)>()
 }
 
+/// Slots the region has handed out at its peak (its extent). The region's page tables stay
+/// once made, as Linux's vmalloc page tables do: one frame per 8 slots (a level-1 table, 2
+/// MiB) and one per 4096 (a level-2 table, 1 GiB). Tests that compare free memory before and
+/// after a burst of tasks discount their growth.
+pub fn region_slots() -> u64 {
+    (SLOTS.lock().next - STACK_REGION) / SLOT_SIZE
+}
+
 /// Stacks currently cached (dropped but still mapped).
 pub fn cached() -> usize {
     SLOTS.lock().cached.len()

@@ -11,8 +11,10 @@ pub trait WaitStrategy: Sized {
     /// An empty queue (for `const` mutexes).
     const NEW: Self;
     /// Sleeps until `cond()` is true; a fatal signal may end the waiting task meanwhile.
+    #[track_caller]
     fn wait_until(&self, cond: impl FnMut() -> bool);
     /// Sleeps until `cond()` is true; a fatal signal does not end the wait.
+    #[track_caller]
     fn wait_until_uninterruptible(&self, cond: impl FnMut() -> bool);
     /// Wakes one waiter; whether there was one.
     fn wake_one(&self) -> bool;
@@ -48,6 +50,7 @@ impl<T, Q: WaitStrategy> SleepMutex<T, Q> {
 
     /// Locks, sleeping while another task holds it (a fatal signal may end the wait: the
     /// caller's task then ends without the lock).
+    #[track_caller]
     pub fn lock(&self) -> SleepMutexGuard<'_, T, Q> {
         if !self.try_acquire() {
             self.wq.wait_until(|| self.try_acquire());
@@ -58,6 +61,7 @@ impl<T, Q: WaitStrategy> SleepMutex<T, Q> {
     /// [`lock`](Self::lock) whose wait a fatal signal does not end (Linux's `mutex_lock`
     /// against `mutex_lock_killable`): for callers that must not die before they undo what
     /// they hold.
+    #[track_caller]
     pub fn lock_uninterruptible(&self) -> SleepMutexGuard<'_, T, Q> {
         if !self.try_acquire() {
             self.wq.wait_until_uninterruptible(|| self.try_acquire());

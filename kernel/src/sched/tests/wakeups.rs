@@ -144,3 +144,41 @@ fn remote_wakeups_beyond_a_full_run_queue_wait_for_the_refill_without_allocating
 fn local_wakeups_beyond_a_full_run_queue_wait_for_the_refill_without_allocating() {
     wake_past_a_full_run_queue(true);
 }
+
+#[test_case]
+fn a_sleeper_records_where_it_sleeps_through_the_waits_track_caller() {
+    // The hung-task report names this place: the wait's caller, not the wait queue's code.
+    let go = Arc::new(AtomicBool::new(false));
+    let wq = Arc::new(crate::sched::wait::WaitQueue::new());
+    let m = Arc::new(crate::sched::wait::Mutex::new(()));
+    let held = m.lock_uninterruptible();
+    let (line_wq, line_m) = (AtomicU64::new(0), AtomicU64::new(0));
+    let lines = Arc::new((line_wq, line_m));
+    let sleeper = {
+        let (go, wq, m, lines) = (go.clone(), wq.clone(), m.clone(), lines.clone());
+        spawn(SpawnOptions::new("wait-site"), move || {
+            lines.0.store(u64::from(line!()) + 1, Ordering::Relaxed);
+            wq.wait_until(|| go.load(Ordering::Acquire));
+            lines.1.store(u64::from(line!()) + 1, Ordering::Relaxed);
+            drop(m.lock_uninterruptible());
+            0
+        })
+        .expect("spawn")
+    };
+    while wq.is_empty() {
+        crate::sched::sleep_ns(MS);
+    }
+    let site = sleeper.wait_site().expect("a wait site");
+    assert_eq!((site.file(), u64::from(site.line())), (file!(), lines.0.load(Ordering::Relaxed)), "asleep on the queue");
+    go.store(true, Ordering::Release);
+    wq.wake_all();
+    let deadline = crate::time::uptime_ns() + 5_000 * MS;
+    while sleeper.wait_site().is_some_and(|s| u64::from(s.line()) != lines.1.load(Ordering::Relaxed)) && crate::time::uptime_ns() < deadline
+    {
+        crate::sched::sleep_ns(MS);
+    }
+    let site = sleeper.wait_site().expect("a wait site");
+    assert_eq!((site.file(), u64::from(site.line())), (file!(), lines.1.load(Ordering::Relaxed)), "asleep on the mutex");
+    drop(held);
+    assert_eq!(wait(sleeper.tid), Ok(0));
+}
