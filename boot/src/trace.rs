@@ -20,7 +20,7 @@ pub struct TraceReport {
 /// analyzes it; lost events come from the `entries-in-buffer/entries-written` header line.
 pub fn analyze_text(text: &str) -> TraceReport {
     let parsed = ftrace::parse_text(text);
-    let report = report::analyze(parsed.events.iter(), parsed.lost());
+    let report = report::analyze(&parsed.events, parsed.lost());
     TraceReport { report, errors: parsed.errors }
 }
 

@@ -426,7 +426,7 @@ pub fn snapshot() -> Result<Snapshot, String> {
 /// The report of the current trace, as text.
 pub fn report_text() -> Result<String, String> {
     let s = snapshot()?;
-    let rep = report::analyze(s.events.iter(), s.lost());
+    let rep = report::analyze(&s.events, s.lost());
     let mut out = String::new();
     let _ = rep.write(&mut out);
     Ok(out)

@@ -126,7 +126,7 @@ fn report_of_pipe_ping_pong() {
     let s = snapshot().expect("snapshot");
     assert_eq!(s.lost(), 0);
     assert!(s.events.windows(2).all(|w| w[0].ts_ns <= w[1].ts_ns), "merged in time order");
-    let rep = cadence_trace::report::analyze(s.events.iter(), s.lost());
+    let rep = cadence_trace::report::analyze(&s.events, s.lost());
     // Each round trip wakes the other side at least once per direction.
     assert!(rep.all.count >= 2 * LOOPS, "{} wakeups", rep.all.count);
     assert_eq!(rep.all.count, rep.rt.count + rep.fair.count);
@@ -145,7 +145,7 @@ fn report_of_pipe_ping_pong() {
     }
     let parsed = ftrace::parse_text(&text);
     assert!(parsed.errors.is_empty());
-    assert_eq!(cadence_trace::report::analyze(parsed.events.iter(), parsed.lost()), rep);
+    assert_eq!(cadence_trace::report::analyze(&parsed.events, parsed.lost()), rep);
     restore();
 }
 

@@ -190,11 +190,18 @@ pub struct Analyzer {
     pending: BTreeMap<u32, Pending>,
     tasks: BTreeMap<u32, TaskLatency>,
     report: Report,
+    /// Delays that began before this time are not counted (see [`window_start`]).
+    window_start_ns: u64,
 }
 
 impl Analyzer {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An analyzer that counts only delays beginning at or after `ns` ([`window_start`]).
+    pub fn from_window_start(ns: u64) -> Self {
+        Analyzer { window_start_ns: quantize(ns), ..Self::default() }
     }
 
     fn task(&mut self, t: &TaskInfo) -> &mut TaskLatency {
@@ -231,7 +238,8 @@ impl Analyzer {
                 self.running_on.insert(e.cpu, (next.pid, ts));
                 if next.pid != 0 {
                     self.running.insert(next.pid, e.cpu);
-                    let p = self.pending.remove(&next.pid);
+                    let start = self.window_start_ns;
+                    let p = self.pending.remove(&next.pid).filter(|p| p.since >= start);
                     let row = self.task(next);
                     row.switches += 1;
                     if let Some(p) = p {
@@ -296,9 +304,28 @@ pub fn percentile(sorted: &[u64], p: u32) -> u64 {
     sorted[(rank - 1) as usize]
 }
 
-/// Analyzes events already in timestamp order.
-pub fn analyze<'a>(events: impl IntoIterator<Item = &'a Event>, lost: u64) -> Report {
-    let mut a = Analyzer::new();
+/// Where a trace whose per-CPU rings overwrote their oldest events (`lost` > 0) becomes
+/// complete: the latest of the CPUs' first events. Before it, one CPU's events are there and
+/// another's are gone, so a wakeup sent from a CPU whose ring reaches further back would pair
+/// with a switch-in far later than the lost one, a delay that never happened (the traced
+/// `make compare` row once reported a 210 ms RT wakeup this way: CPU 0's ring started 0.25 s
+/// before CPU 1's). Linux's trace output marks the same place with `##### CPU N buffer
+/// started ####`. 0 when nothing was lost.
+pub fn window_start(events: &[Event], lost: u64) -> u64 {
+    if lost == 0 {
+        return 0;
+    }
+    let mut first: BTreeMap<u32, u64> = BTreeMap::new();
+    for e in events {
+        first.entry(e.cpu).or_insert(e.ts_ns);
+    }
+    first.values().copied().max().unwrap_or(0)
+}
+
+/// Analyzes events already in timestamp order, counting only delays that begin inside the
+/// complete window ([`window_start`]).
+pub fn analyze(events: &[Event], lost: u64) -> Report {
+    let mut a = Analyzer::from_window_start(window_start(events, lost));
     for e in events {
         a.feed(e);
     }
@@ -441,6 +468,28 @@ mod tests {
     }
 
     #[test]
+    fn delays_begun_before_every_ring_had_started_are_not_counted() {
+        // CPU 0's ring reaches back to 1 ms, CPU 1's only to 100 ms (its older events were
+        // overwritten): the wakeup at 2 ms sent to CPU 1 pairs with a switch-in whose
+        // predecessor events are gone, so the 98 ms are no delay that was seen.
+        let r = t("rt", 5, 9);
+        let evs = [
+            sw(1_000_000, 0, idle(0), b'R', t("x", 6, 120)),
+            wake(2_000_000, 0, r),
+            sw(100_000_000, 1, idle(1), b'R', r),
+            sw(101_000_000, 1, r, b'S', idle(1)),
+            wake(102_000_000, 0, r),
+            sw(102_050_000, 1, idle(1), b'R', r),
+        ];
+        assert_eq!(window_start(&evs, 3), 100_000_000);
+        let rep = analyze(&evs, 3);
+        assert_eq!(rep.rt, LatencyStats { count: 1, sum_ns: 50_000, min_ns: 50_000, max_ns: 50_000 });
+        // Nothing lost: every ring is whole, the first wakeup counts.
+        assert_eq!(window_start(&evs, 0), 0);
+        assert_eq!(analyze(&evs, 0).rt.count, 2);
+    }
+
+    #[test]
     fn wakeup_latency_per_class_and_perf_table() {
         let a = t("fair-a", 10, 120);
         let r = t("rt-b", 11, 9);
@@ -457,7 +506,7 @@ mod tests {
             ev(5_030_000, 0, EventKind::Exit { task: r }),
             sw(5_030_000, 0, r, b'Z', idle(0)),
         ];
-        let rep = analyze(evs.iter(), 7);
+        let rep = analyze(&evs, 7);
         assert_eq!(rep.events, evs.len() as u64);
         assert_eq!(rep.lost, 7);
         assert_eq!(rep.all, LatencyStats { count: 2, sum_ns: 1_030_000, min_ns: 10_000, max_ns: 1_020_000 });
@@ -505,7 +554,7 @@ mod tests {
         }
         let parsed = ftrace::parse_text(&text);
         assert!(parsed.errors.is_empty());
-        assert_eq!(analyze(parsed.events.iter(), parsed.lost()), analyze(evs.iter(), 5));
+        assert_eq!(analyze(&parsed.events, parsed.lost()), analyze(&evs, 5));
     }
 
     #[test]
@@ -517,7 +566,7 @@ mod tests {
             wake(0, 9, x),
             sw(u64::MAX, 63, idle(63), b'?', x),
         ];
-        let rep = analyze(evs.iter(), 0);
+        let rep = analyze(&evs, 0);
         assert_eq!(rep.events, 4);
     }
 
