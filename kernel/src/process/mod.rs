@@ -279,6 +279,11 @@ impl Thread {
         self.mm.lock().as_ref().map(|m| m.mm.clone()).expect("a running thread has its memory")
     }
 
+    /// The thread's memory and its page tables (present from its start until its end).
+    fn mm_ref(&self) -> MmRef {
+        self.mm.lock().clone().expect("a running thread has its memory")
+    }
+
     /// The thread's memory, if it has not ended.
     pub fn mm_if_live(&self) -> Option<Arc<Mutex<mm::Mm>>> {
         self.mm.lock().as_ref().map(|m| m.mm.clone())
@@ -803,11 +808,7 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
         return Err(Errno::EPERM);
     }
     let me = crate::sched::current();
-    let mm = if f & CLONE_VM != 0 {
-        parent.mm.lock().clone().expect("a running thread has its memory")
-    } else {
-        MmRef::new(parent.mm().lock_uninterruptible().fork()?)
-    };
+    let mm = if f & CLONE_VM != 0 { parent.mm_ref() } else { MmRef::new(parent.mm().lock_uninterruptible().fork()?) };
     let files = if f & CLONE_FILES != 0 { parent.files() } else { Arc::new(Mutex::new(parent.files().lock_uninterruptible().clone())) };
     let fs = if f & CLONE_FS != 0 {
         parent.fs.clone()

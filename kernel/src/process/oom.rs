@@ -104,18 +104,21 @@ pub fn process_ended(pid: Tid) {
 /// until it has had [`VICTIM_PATIENCE_NS`], then gives up on it.
 fn wait_for_victim(pid: Tid) {
     let deadline = VICTIM_SINCE.load(Ordering::Acquire).saturating_add(VICTIM_PATIENCE_NS);
-    let ended = || {
-        VICTIM.load(Ordering::Acquire) != pid
-            || crate::sched::task::find(pid).is_none_or(|v| v.process.group.exited.load(Ordering::Acquire))
-    };
+    let ended = || VICTIM.load(Ordering::Acquire) != pid || has_ended(pid);
     if let Ok(false) = OOM_WAIT.wait_until_interruptible_deadline(ended, deadline) {
         if VICTIM.compare_exchange(pid, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
             crate::kprintln!("oom_reaper: victim {} has not ended in {} ms, choosing another", pid, VICTIM_PATIENCE_NS / 1_000_000);
             OOM_WAIT.wake_all();
         }
-    } else if crate::sched::task::find(pid).is_none_or(|v| v.process.group.exited.load(Ordering::Acquire)) {
+    } else if has_ended(pid) {
+        // It ended before it was recorded as the victim (its `process_ended` came too early).
         process_ended(pid);
     }
+}
+
+/// Has process `pid` ended (gone, or its last thread's end done)?
+fn has_ended(pid: Tid) -> bool {
+    crate::sched::task::find(pid).is_none_or(|v| v.process.group.exited.load(Ordering::Acquire))
 }
 
 /// A user page fault of `t` got no frame: chooses and kills a victim (module doc).

@@ -206,8 +206,7 @@ pub struct Task {
     pub kthread: bool,
     pub created_ns: u64,
     /// Where it last went to sleep on a wait queue or mutex (the caller of the wait, through
-    /// `#[track_caller]`): what the hung-task report and the OOM killer's wait name, as
-    /// Linux's stack dump would.
+    /// `#[track_caller]`): what the hung-task report names, as Linux's stack dump would.
     wait_site: IrqLock<Option<&'static core::panic::Location<'static>>>,
 }
 

@@ -152,8 +152,8 @@ fn a_sleeper_records_where_it_sleeps_through_the_waits_track_caller() {
     let wq = Arc::new(crate::sched::wait::WaitQueue::new());
     let m = Arc::new(crate::sched::wait::Mutex::new(()));
     let held = m.lock_uninterruptible();
-    let (line_wq, line_m) = (AtomicU64::new(0), AtomicU64::new(0));
-    let lines = Arc::new((line_wq, line_m));
+    // The lines of the two waits, as the sleeper sees them.
+    let lines = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
     let sleeper = {
         let (go, wq, m, lines) = (go.clone(), wq.clone(), m.clone(), lines.clone());
         spawn(SpawnOptions::new("wait-site"), move || {
