@@ -57,7 +57,6 @@
 use crate::percpu;
 use crate::process::mm::{Backing, Mm, Vma};
 use crate::sched::task::{self, SpawnOptions, Task, TaskState, Tid};
-use crate::sched::wait::Mutex;
 use crate::sched::{self, api, autogroup, coresched, group, rt_limits, signal};
 use crate::sync::IrqLock;
 use crate::tty;
@@ -146,7 +145,7 @@ struct Shared {
     /// The address space holding the futex words of [`futex_op`] (a user address space no
     /// task runs in: the futex code keys and reads words through it as through a process's).
     /// Made after the baseline and dropped before the final count.
-    futex_mm: IrqLock<Option<Arc<Mutex<Mm>>>>,
+    futex_mm: IrqLock<Option<crate::process::MmRef>>,
 }
 
 impl Shared {
@@ -532,12 +531,12 @@ fn pi_chain(shared: &Arc<Shared>, rng: &mut Rng) {
 const FUTEX_PAGE: u64 = 0x10_0000;
 
 /// The address space of the futex words: one anonymous page, faulted in.
-fn futex_space() -> Option<Arc<Mutex<Mm>>> {
+fn futex_space() -> Option<crate::process::MmRef> {
     let mut mm = Mm::new().ok()?;
     let prot = crate::mm::vm::Prot { read: true, write: true, exec: false };
     mm.insert(Vma::new(FUTEX_PAGE, FUTEX_PAGE + 4096, prot, Backing::Anonymous, false));
     mm.fault(FUTEX_PAGE, true).ok()?;
-    Some(Arc::new(Mutex::new(mm)))
+    Some(crate::process::MmRef::new(mm))
 }
 
 /// Futex waits and wakes on four words, as user threads make them (the futex table, its

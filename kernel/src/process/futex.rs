@@ -22,10 +22,11 @@
 //! straight to the top waiter (the word becomes its tid | FUTEX_WAITERS, as Linux), so the
 //! best waiter gets it, not whoever runs first. All of it under one sleeping lock ([`PI`]).
 //!
-//! Lock order: two buckets in index order → the process's `Mm` mutex → the `VmSpace` lock;
+//! Lock order: two buckets in index order → the process's `Mm` mutex (a copy that faults,
+//! [`MmRef`]) → the `VmSpace` lock;
 //! [`PI`] → the `Mm` mutex, and [`PI`] → the PI chains' lock (`sched::pi`).
 
-use super::mm::Mm;
+use super::MmRef;
 use super::Thread;
 use crate::sched::wait::{Mutex, MutexGuard, WaitQueue};
 use crate::sync::IrqLock;
@@ -124,7 +125,7 @@ fn lock_two(a: usize, b: usize) -> (Locked, Option<Locked>) {
 
 /// The key of the word at `addr` of `mm` (EINVAL if misaligned; EFAULT if not a user address,
 /// or if a shared key is asked for an address with no mapping).
-pub fn key_of(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool) -> Result<Key, Errno> {
+pub fn key_of(mm: &MmRef, addr: u64, private: bool) -> Result<Key, Errno> {
     if !addr.is_multiple_of(4) {
         return Err(Errno::EINVAL);
     }
@@ -133,11 +134,11 @@ pub fn key_of(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool) -> Result<Key, Errn
     if addr.checked_add(4).is_none_or(|end| end > crate::mm::vm::TASK_SIZE) {
         return Err(Errno::EFAULT);
     }
-    let private_key = Key::Private { mm: Arc::as_ptr(mm) as usize, addr };
+    let private_key = Key::Private { mm: Arc::as_ptr(mm.mm()) as usize, addr };
     if private {
         return Ok(private_key);
     }
-    let mut m = mm.lock_uninterruptible();
+    let mut m = mm.mm().lock_uninterruptible();
     let v = m.find(addr).ok_or(Errno::EFAULT)?;
     if !v.shared {
         return Ok(private_key);
@@ -150,9 +151,9 @@ pub fn key_of(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool) -> Result<Key, Errn
     Ok(Key::Shared { phys: frame.phys() + (addr - page) })
 }
 
-fn read_word(mm: &Arc<Mutex<Mm>>, addr: u64) -> Result<u32, Errno> {
+fn read_word(mm: &MmRef, addr: u64) -> Result<u32, Errno> {
     let mut b = [0u8; 4];
-    mm.lock_uninterruptible().read(addr, &mut b)?;
+    mm.read(addr, &mut b)?;
     Ok(u32::from_le_bytes(b))
 }
 
@@ -176,7 +177,7 @@ fn unqueue(w: &Arc<Waiter>) -> bool {
 /// matches `bitset`, `deadline_ns` on the monotonic clock (ETIMEDOUT), or a signal
 /// (ERESTARTSYS without a deadline, ERESTARTNOHAND with one: a handler sees EINTR). EAGAIN if
 /// the word differs, EINVAL for a zero bitset.
-pub fn wait(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool, val: u32, bitset: u32, deadline_ns: Option<u64>) -> Result<(), Errno> {
+pub fn wait(mm: &MmRef, addr: u64, private: bool, val: u32, bitset: u32, deadline_ns: Option<u64>) -> Result<(), Errno> {
     if bitset == 0 {
         return Err(Errno::EINVAL);
     }
@@ -203,7 +204,7 @@ enum Slept {
 /// under the bucket's lock, so no wakeup is lost) and sleeps until a waker takes it,
 /// `deadline_ns` (monotonic) or a signal. A wake that races with the timeout or the signal
 /// wins: the waiter is off its bucket either way.
-fn queue_and_sleep(mm: &Arc<Mutex<Mm>>, addr: u64, val: u32, w: &Arc<Waiter>, deadline_ns: Option<u64>) -> Result<Slept, Errno> {
+fn queue_and_sleep(mm: &MmRef, addr: u64, val: u32, w: &Arc<Waiter>, deadline_ns: Option<u64>) -> Result<Slept, Errno> {
     {
         let key = *w.key.lock();
         let mut b = TABLE[bucket_of(&key)].lock_uninterruptible();
@@ -235,7 +236,7 @@ fn queue_and_sleep(mm: &Arc<Mutex<Mm>>, addr: u64, val: u32, w: &Arc<Waiter>, de
 /// The requeue hands the waiter over by waking it, and the woken waiter takes the PI futex in
 /// its own context (Linux moves it onto the futex's `rt_mutex` instead and may take the lock
 /// for the first one): the outcome a program sees is the same, the waiters run once more.
-pub fn wait_requeue_pi(mm: &Arc<Mutex<Mm>>, addr: u64, addr2: u64, private: bool, val: u32, deadline_ns: Option<u64>) -> Result<(), Errno> {
+pub fn wait_requeue_pi(mm: &MmRef, addr: u64, addr2: u64, private: bool, val: u32, deadline_ns: Option<u64>) -> Result<(), Errno> {
     if addr == addr2 {
         return Err(Errno::EINVAL);
     }
@@ -256,15 +257,7 @@ pub fn wait_requeue_pi(mm: &Arc<Mutex<Mm>>, addr: u64, addr2: u64, private: bool
 /// at `addr2` to one waiter of `addr` and queues up to `n_requeue` more on it (see
 /// [`wait_requeue_pi`]); returns how many. EINVAL unless `n_wake` is 1, if `addr2` is `addr`,
 /// or if a waiter of `addr` waits for another PI futex or for none (a plain FUTEX_WAIT).
-pub fn cmp_requeue_pi(
-    mm: &Arc<Mutex<Mm>>,
-    addr: u64,
-    addr2: u64,
-    private: bool,
-    n_wake: i32,
-    n_requeue: i32,
-    cmp: u32,
-) -> Result<usize, Errno> {
+pub fn cmp_requeue_pi(mm: &MmRef, addr: u64, addr2: u64, private: bool, n_wake: i32, n_requeue: i32, cmp: u32) -> Result<usize, Errno> {
     if n_wake != 1 || n_requeue < 0 || addr == addr2 {
         return Err(Errno::EINVAL);
     }
@@ -332,7 +325,7 @@ fn count(n: i32) -> usize {
 
 /// FUTEX_WAKE(_BITSET): wakes up to `n` waiters on `addr` matching `bitset`; returns how
 /// many.
-pub fn wake(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool, n: i32, bitset: u32) -> Result<usize, Errno> {
+pub fn wake(mm: &MmRef, addr: u64, private: bool, n: i32, bitset: u32) -> Result<usize, Errno> {
     if bitset == 0 {
         return Err(Errno::EINVAL);
     }
@@ -350,15 +343,7 @@ pub fn wake(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool, n: i32, bitset: u32) 
 /// FUTEX_REQUEUE / FUTEX_CMP_REQUEUE: wakes up to `n_wake` waiters of `addr` and moves up to
 /// `n_requeue` of the rest to `addr2`; with `cmp`, EAGAIN unless the word at `addr` holds it.
 /// Returns how many were woken or moved.
-pub fn requeue(
-    mm: &Arc<Mutex<Mm>>,
-    addr: u64,
-    addr2: u64,
-    private: bool,
-    n_wake: i32,
-    n_requeue: i32,
-    cmp: Option<u32>,
-) -> Result<usize, Errno> {
+pub fn requeue(mm: &MmRef, addr: u64, addr2: u64, private: bool, n_wake: i32, n_requeue: i32, cmp: Option<u32>) -> Result<usize, Errno> {
     if n_wake < 0 || n_requeue < 0 {
         return Err(Errno::EINVAL);
     }
@@ -398,23 +383,14 @@ pub fn requeue(
 
 /// Runs the atomic `f` on the word at `addr`, resolving a fault (a page not yet there, or
 /// copy-on-write) and retrying; EFAULT where the program could not write.
-pub fn atomic_word<R>(mm: &Arc<Mutex<Mm>>, addr: u64, mut f: impl FnMut(&AtomicU32) -> R) -> Result<R, Errno> {
-    if !addr.is_multiple_of(4) {
-        return Err(Errno::EINVAL);
-    }
-    loop {
-        let mut m = mm.lock_uninterruptible();
-        match m.space.atomic_u32(addr, &mut f) {
-            Ok(r) => return Ok(r),
-            Err(fault) => m.fault(fault.addr, true)?,
-        }
-    }
+pub fn atomic_word<R>(mm: &MmRef, addr: u64, f: impl FnMut(&AtomicU32) -> R) -> Result<R, Errno> {
+    mm.atomic_u32(addr, f)
 }
 
 /// FUTEX_WAKE_OP: atomically applies `op` to the word at `addr2`, wakes up to `n1` waiters of
 /// `addr` and, if the old value of `addr2` passes `op`'s comparison, up to `n2` of `addr2`.
 /// Returns how many it woke. ENOSYS for an unknown operation or comparison (as Linux).
-pub fn wake_op(mm: &Arc<Mutex<Mm>>, addr: u64, addr2: u64, private: bool, n1: i32, n2: i32, op: u32) -> Result<usize, Errno> {
+pub fn wake_op(mm: &MmRef, addr: u64, addr2: u64, private: bool, n1: i32, n2: i32, op: u32) -> Result<usize, Errno> {
     let (k1, k2) = (key_of(mm, addr, private)?, key_of(mm, addr2, private)?);
     let kind = (op >> 28) & 7;
     let shift = op & (8 << 28) != 0;
@@ -468,7 +444,7 @@ pub fn wake_op(mm: &Arc<Mutex<Mm>>, addr: u64, addr2: u64, private: bool, n1: i3
 
 /// A robust futex of the dying thread `tid` at `addr`: if it holds it, the word is marked
 /// FUTEX_OWNER_DIED (keeping FUTEX_WAITERS) and a waiter woken (Linux `handle_futex_death`).
-fn futex_death(mm: &Arc<Mutex<Mm>>, addr: u64, tid: u32) {
+fn futex_death(mm: &MmRef, addr: u64, tid: u32) {
     let mut waiters = false;
     let owned = atomic_word(mm, addr, |w| {
         let v = w.load(Ordering::Acquire);
@@ -492,11 +468,11 @@ pub fn exit_robust_list(t: &Thread) {
     if head == 0 {
         return;
     }
-    let Some(mm) = t.mm_if_live() else { return };
+    let Some(mm) = t.mm_ref_if_live() else { return };
     let tid = crate::sched::current().tid;
     let read64 = |addr: u64| -> Option<u64> {
         let mut b = [0u8; 8];
-        mm.lock_uninterruptible().read(addr, &mut b).ok()?;
+        mm.read(addr, &mut b).ok()?;
         Some(u64::from_le_bytes(b))
     };
     let (Some(first), Some(offset), Some(pending)) = (read64(head), read64(head + 8), read64(head + 16)) else { return };
@@ -549,7 +525,7 @@ enum Attempt {
 /// The locker's atomic step on the word (Linux `futex_lock_pi_atomic`): a word without an
 /// owner becomes ours (keeping FUTEX_OWNER_DIED; FUTEX_WAITERS if others wait); our own tid
 /// is EDEADLK; another owner gets FUTEX_WAITERS set, so its unlock comes to the kernel.
-fn lock_pi_atomic(mm: &Arc<Mutex<Mm>>, addr: u64, tid: u32, others_wait: bool) -> Result<Attempt, Errno> {
+fn lock_pi_atomic(mm: &MmRef, addr: u64, tid: u32, others_wait: bool) -> Result<Attempt, Errno> {
     atomic_word(mm, addr, |w| loop {
         let v = w.load(Ordering::Acquire);
         let owner = v & FUTEX_TID_MASK;
@@ -571,7 +547,7 @@ fn lock_pi_atomic(mm: &Arc<Mutex<Mm>>, addr: u64, tid: u32, others_wait: bool) -
 /// Linux: EDEADLK if the caller owns it or waits in a cycle, ESRCH if the word names no
 /// thread, EAGAIN for a trylock that would block, ETIMEDOUT at `deadline_ns` (monotonic),
 /// ERESTARTNOINTR on a signal (the call is restarted after the handler), EFAULT.
-pub fn lock_pi(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool, deadline_ns: Option<u64>, trylock: bool) -> Result<(), Errno> {
+pub fn lock_pi(mm: &MmRef, addr: u64, private: bool, deadline_ns: Option<u64>, trylock: bool) -> Result<(), Errno> {
     let tid = crate::sched::current_tid();
     let key = key_of(mm, addr, private)?;
     let id = lock_id(&key);
@@ -658,7 +634,7 @@ fn hand_over(
 /// FUTEX_UNLOCK_PI: the caller releases the PI futex at `addr`: to its top waiter if one
 /// waits in the kernel (the word becomes that thread's tid | FUTEX_WAITERS), else the word
 /// becomes 0. EPERM unless the word names the caller.
-pub fn unlock_pi(mm: &Arc<Mutex<Mm>>, addr: u64, private: bool) -> Result<(), Errno> {
+pub fn unlock_pi(mm: &MmRef, addr: u64, private: bool) -> Result<(), Errno> {
     let tid = crate::sched::current_tid();
     let key = key_of(mm, addr, private)?;
     let mut g = PI.lock_uninterruptible();

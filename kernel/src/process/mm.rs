@@ -502,22 +502,7 @@ impl Mm {
 
     /// Reads a NUL-terminated string of at most `max` bytes (ENAMETOOLONG past it).
     pub fn read_cstr(&mut self, addr: u64, max: usize) -> Result<Vec<u8>, Errno> {
-        let mut out = Vec::new();
-        let mut at = addr;
-        loop {
-            let mut chunk = [0u8; 64];
-            let n = (PAGE - at % PAGE).min(64) as usize;
-            self.read(at, &mut chunk[..n])?;
-            if let Some(z) = chunk[..n].iter().position(|&b| b == 0) {
-                out.extend_from_slice(&chunk[..z]);
-                return Ok(out);
-            }
-            out.extend_from_slice(&chunk[..n]);
-            if out.len() > max {
-                return Err(Errno::ENAMETOOLONG);
-            }
-            at += n as u64;
-        }
+        read_cstr(|at, chunk| self.read(at, chunk), addr, max)
     }
 
     /// Faults every page of `[start, end)` in now (for the ELF image and mlockall), but for
@@ -560,5 +545,27 @@ impl Mm {
             self.populate(from, to).map_err(|e| if e == Errno::ENOMEM { Errno::EAGAIN } else { Errno::ENOMEM })?;
         }
         Ok(())
+    }
+}
+
+/// A NUL-terminated string of at most `max` bytes at `addr` (ENAMETOOLONG past it), read
+/// through `read` in pieces that never cross a page (a string that ends before an unmapped
+/// page is read whole).
+pub fn read_cstr(mut read: impl FnMut(u64, &mut [u8]) -> Result<(), Errno>, addr: u64, max: usize) -> Result<Vec<u8>, Errno> {
+    let mut out = Vec::new();
+    let mut at = addr;
+    loop {
+        let mut chunk = [0u8; 64];
+        let n = (PAGE - at % PAGE).min(64) as usize;
+        read(at, &mut chunk[..n])?;
+        if let Some(z) = chunk[..n].iter().position(|&b| b == 0) {
+            out.extend_from_slice(&chunk[..z]);
+            return Ok(out);
+        }
+        out.extend_from_slice(&chunk[..n]);
+        if out.len() > max {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        at += n as u64;
     }
 }

@@ -197,18 +197,79 @@ pub struct RestartBlock {
     pub rem: u64,
 }
 
-/// A thread's memory: the `Mm` and, beside it, its page tables, whose resident count is read
-/// without the `mm` lock (the OOM killer's scan of every process, as Linux's atomic
-/// `rss_stat`). The space is the `Mm`'s own, fixed for the `Mm`'s life.
+/// A thread's memory: the `Mm` and, beside it, its page tables, which are read without the
+/// `mm` lock: the resident count (the OOM killer's scan of every process, as Linux's atomic
+/// `rss_stat`) and the copies to and from user memory. The space is the `Mm`'s own, fixed
+/// for the `Mm`'s life.
+///
+/// **Copies take the `mm` lock only to fault.** A copy ([`MmRef::read`], [`MmRef::write`],
+/// [`MmRef::atomic_u32`]) first goes through the page tables alone, as Linux's
+/// `copy_to_user` takes no `mmap_lock` for a page that is there; only a page that is missing
+/// or lacks the access's permission takes the lock, to resolve it as a page fault would, and
+/// the whole copy is done again under it. The space's own lock keeps each page mapped while
+/// it is copied ([`framework::mm::vm::VmSpace`]); a copy racing an `munmap` or `mprotect` of
+/// another thread sees the page before or after, as on Linux. Why: an RT thread's
+/// `clock_gettime` or `clock_nanosleep` writes or reads its `timespec`, and with the lock it
+/// waited for whatever the process's SCHED_OTHER threads did under it (cyclictest's main
+/// thread populating its next thread's 8 MiB stack under `mlockall(MCL_FUTURE)`: 800 ms
+/// behind 160 hackbench tasks, issue 38's -smp 4 maxima).
 #[derive(Clone)]
-struct MmRef {
+pub struct MmRef {
     mm: Arc<Mutex<mm::Mm>>,
     space: Arc<framework::mm::vm::VmSpace>,
 }
 
 impl MmRef {
-    fn new(mm: mm::Mm) -> MmRef {
+    /// `mm` with its space beside it.
+    pub fn new(mm: mm::Mm) -> MmRef {
         MmRef { space: mm.space.clone(), mm: Arc::new(Mutex::new(mm)) }
+    }
+
+    /// The `Mm` (its lock is for changing the mappings and for faults).
+    pub fn mm(&self) -> &Arc<Mutex<mm::Mm>> {
+        &self.mm
+    }
+
+    /// Copies user memory at `addr` into `buf` (EFAULT where the process could not read).
+    pub fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        if self.space.read_bytes(addr, buf).is_ok() {
+            return Ok(());
+        }
+        self.mm.lock_uninterruptible().read(addr, buf)
+    }
+
+    /// Copies `data` into user memory at `addr` (EFAULT where the process could not write).
+    /// A copy that faults part way is done again whole under the lock: its first pages are
+    /// written twice with the same bytes.
+    pub fn write(&self, addr: u64, data: &[u8]) -> Result<(), Errno> {
+        if self.space.write_bytes(addr, data).is_ok() {
+            return Ok(());
+        }
+        self.mm.lock_uninterruptible().write(addr, data)
+    }
+
+    /// Reads a NUL-terminated string of at most `max` bytes (ENAMETOOLONG past it).
+    pub fn read_cstr(&self, addr: u64, max: usize) -> Result<Vec<u8>, Errno> {
+        mm::read_cstr(|at, chunk| self.read(at, chunk), addr, max)
+    }
+
+    /// Runs the atomic `f` on the 4-byte aligned word at `addr` (EINVAL if misaligned),
+    /// resolving a fault (a page not yet there, or copy-on-write) under the lock and retrying;
+    /// EFAULT where the program could not write.
+    pub fn atomic_u32<R>(&self, addr: u64, mut f: impl FnMut(&AtomicU32) -> R) -> Result<R, Errno> {
+        if !addr.is_multiple_of(4) {
+            return Err(Errno::EINVAL);
+        }
+        if let Ok(r) = self.space.atomic_u32(addr, &mut f) {
+            return Ok(r);
+        }
+        loop {
+            let mut m = self.mm.lock_uninterruptible();
+            match m.space.atomic_u32(addr, &mut f) {
+                Ok(r) => return Ok(r),
+                Err(fault) => m.fault(fault.addr, true)?,
+            }
+        }
     }
 }
 
@@ -280,13 +341,33 @@ impl Thread {
     }
 
     /// The thread's memory and its page tables (present from its start until its end).
-    fn mm_ref(&self) -> MmRef {
+    pub fn mm_ref(&self) -> MmRef {
         self.mm.lock().clone().expect("a running thread has its memory")
+    }
+
+    /// Copies the thread's user memory at `addr` into `buf` ([`MmRef::read`]).
+    pub fn read_user(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        self.mm_ref().read(addr, buf)
+    }
+
+    /// Copies `data` into the thread's user memory at `addr` ([`MmRef::write`]).
+    pub fn write_user(&self, addr: u64, data: &[u8]) -> Result<(), Errno> {
+        self.mm_ref().write(addr, data)
+    }
+
+    /// The NUL-terminated string at `addr` of at most `max` bytes ([`MmRef::read_cstr`]).
+    pub fn read_user_cstr(&self, addr: u64, max: usize) -> Result<Vec<u8>, Errno> {
+        self.mm_ref().read_cstr(addr, max)
     }
 
     /// The thread's memory, if it has not ended.
     pub fn mm_if_live(&self) -> Option<Arc<Mutex<mm::Mm>>> {
         self.mm.lock().as_ref().map(|m| m.mm.clone())
+    }
+
+    /// The thread's memory and its page tables, if it has not ended.
+    pub fn mm_ref_if_live(&self) -> Option<MmRef> {
+        self.mm.lock().clone()
     }
 
     /// The thread's resident pages, if it has not ended, read without its `mm` lock.
@@ -528,7 +609,7 @@ fn run_thread(t: Arc<Thread>, ctx: UserContext) -> i32 {
     let me = crate::sched::current();
     me.process.user.call_once(|| t.clone());
     me.task_context().enable_user();
-    me.task_context().set_vm_space(Some(t.mm().lock_uninterruptible().space.clone()));
+    me.task_context().set_vm_space(Some(t.mm_ref().space.clone()));
     let end = thread_loop(&t, ctx);
     let leader = me.tid == me.process.tgid;
     // This thread's own end: a vfork parent resumes; pthread_join's futex; robust mutexes.
@@ -539,8 +620,8 @@ fn run_thread(t: Arc<Thread>, ctx: UserContext) -> i32 {
     futex::exit_pi(&t, me.tid);
     let ctid = t.clear_child_tid.swap(0, Ordering::AcqRel);
     if ctid != 0 && ctid.is_multiple_of(4) {
-        let mm = t.mm();
-        if mm.lock_uninterruptible().write(ctid, &0u32.to_le_bytes()).is_ok() {
+        let mm = t.mm_ref();
+        if mm.write(ctid, &0u32.to_le_bytes()).is_ok() {
             let _ = futex::wake(&mm, ctid, false, 1, futex::BITSET_ANY);
         }
     }
@@ -887,7 +968,7 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
     // error of clone's.
     let tid = crate::sched::task::reserve_tid();
     if f & CLONE_PARENT_SETTID != 0 {
-        let _ = parent.mm().lock_uninterruptible().write(args.parent_tid, &tid.to_le_bytes());
+        let _ = parent.write_user(args.parent_tid, &tid.to_le_bytes());
     }
     let child_settid = (f & CLONE_CHILD_SETTID != 0).then_some(args.child_tid);
     if let Some(r) = &record {
@@ -918,7 +999,7 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
             user::set_fpu(&fx);
             let _ = user::set_fs_base(fs_base);
             if let Some(at) = child_settid {
-                let _ = body_thread.mm().lock_uninterruptible().write(at, &me.tid.to_le_bytes());
+                let _ = body_thread.write_user(at, &me.tid.to_le_bytes());
             }
             run_thread(body_thread, regs)
         })

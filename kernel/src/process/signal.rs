@@ -351,8 +351,7 @@ fn setup_frame(t: &Thread, ctx: &mut UserContext, sig: u32, info: SigInfo, act: 
     let f = SigFrame { restorer: act.restorer, regs, mask, altstack: saved_alt, fpstate: fp_at, info };
     let fx = user::fpu_snapshot();
     {
-        let mm = t.mm();
-        let mut mm = mm.lock_uninterruptible();
+        let mm = t.mm_ref();
         mm.write(fp_at, fx.bytes())?;
         mm.write(frame_at, &f.encode())?;
     }
@@ -381,8 +380,7 @@ pub fn sigreturn(t: &Thread, ctx: &mut UserContext) -> Result<(), Errno> {
     let mut bytes = [0u8; frame::SIZE];
     let mut fx = [0u8; 512];
     let f = {
-        let mm = t.mm();
-        let mut mm = mm.lock_uninterruptible();
+        let mm = t.mm_ref();
         mm.read(frame_at, &mut bytes)?;
         let f = SigFrame::decode(&bytes);
         if f.fpstate != 0 {

@@ -226,3 +226,45 @@ fn mlock_state_splits_vmas_counts_locked_pages_and_stops_at_a_hole() {
     mm.set_lock_all(Lock::Unlocked);
     assert_eq!(mm.locked_pages(), 0);
 }
+
+#[test_case]
+fn user_copies_to_present_pages_do_not_wait_for_the_mm_lock() {
+    // An RT thread's clock_gettime must not wait behind another thread of its process that
+    // holds the `mm` lock (cyclictest's main thread populating a stack: issue 38's 800 ms).
+    use crate::process::mm::{Backing, Mm, Vma, PAGE};
+    use crate::process::MmRef;
+    use core::sync::atomic::{AtomicBool, AtomicU32};
+    let a = 0x1000_0000u64;
+    let mut mm = Mm::new().expect("address space");
+    mm.insert(Vma::new(a, a + 2 * PAGE, Prot::RW, Backing::Anonymous, false));
+    mm.fault(a, true).expect("first page present");
+    let mm = MmRef::new(mm);
+    let done = Arc::new(AtomicBool::new(false));
+    let held = mm.mm().lock();
+    let (copier_mm, copier_done) = (mm.clone(), done.clone());
+    let copier = spawn_result(SpawnOptions::new("copier"), move || {
+        copier_mm.write(a + 8, b"cadence").expect("write");
+        let mut back = [0u8; 7];
+        copier_mm.read(a + 8, &mut back).expect("read");
+        let old = copier_mm.atomic_u32(a, |w: &AtomicU32| w.swap(7, Ordering::AcqRel)).expect("atomic");
+        copier_done.store(true, Ordering::Release);
+        // The second page is not there: this copy waits for the lock, then faults it in.
+        copier_mm.write(a + PAGE, b"x").expect("write after the fault");
+        (back, old)
+    })
+    .expect("spawn");
+    let deadline = crate::time::uptime_ns() + 2_000_000_000;
+    while !done.load(Ordering::Acquire) && crate::time::uptime_ns() < deadline {
+        sched::sleep_ns(1_000_000);
+    }
+    let finished_under_the_lock = done.load(Ordering::Acquire);
+    drop(held);
+    let (back, old) = copier.join().expect("copier finished");
+    assert!(finished_under_the_lock, "copies to present pages waited for the mm lock");
+    assert_eq!(&back, b"cadence");
+    assert_eq!(old, 0);
+    let mut b = [0u8; 1];
+    mm.read(a + PAGE, &mut b).expect("read the faulted page");
+    assert_eq!(&b, b"x");
+    assert_eq!(mm.atomic_u32(a + 2, |w: &AtomicU32| w.load(Ordering::Relaxed)), Err(cadence_abi::errno::Errno::EINVAL), "misaligned");
+}

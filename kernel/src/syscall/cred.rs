@@ -146,8 +146,7 @@ pub fn setresgid(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
 /// `getresuid` / `getresgid`: the three ids to three pointers (EFAULT for a bad one).
 fn get_res(proc: &Thread, which: Ids, a: [u64; 6]) -> Result<Outcome, Errno> {
     let v = *ids(&mut proc.process.creds.lock_uninterruptible(), which);
-    let mm = proc.mm();
-    let mut mm = mm.lock_uninterruptible();
+    let mm = proc.mm_ref();
     for i in 0..3 {
         mm.write(a[i], &v[i].to_le_bytes())?;
     }
@@ -199,7 +198,7 @@ pub fn getgroups(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
         return Err(Errno::EINVAL);
     }
     let bytes: alloc::vec::Vec<u8> = groups.iter().flat_map(|g| g.to_le_bytes()).collect();
-    proc.mm().lock_uninterruptible().write(a[1], &bytes)?;
+    proc.write_user(a[1], &bytes)?;
     ok(groups.len() as u64)
 }
 
@@ -213,7 +212,7 @@ pub fn setgroups(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
     }
     let n = a[0] as u32 as usize;
     let mut bytes = alloc::vec![0u8; n * 4];
-    proc.mm().lock_uninterruptible().read(a[1], &mut bytes)?;
+    proc.read_user(a[1], &mut bytes)?;
     let mut groups: alloc::vec::Vec<u32> = bytes.chunks(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect();
     groups.sort_unstable();
     proc.process.creds.lock_uninterruptible().groups = groups;

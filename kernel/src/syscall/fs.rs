@@ -47,7 +47,7 @@ pub(super) fn fd_file(proc: &Thread, fd: u64) -> Result<Arc<OpenFile>, Errno> {
 /// "the final component is invalid for the underlying filesystem", open(2)), never a file
 /// under another name.
 pub(super) fn user_path(proc: &Thread, addr: u64, empty_ok: bool) -> Result<String, Errno> {
-    let bytes = proc.mm().lock_uninterruptible().read_cstr(addr, PATH_MAX - 1)?;
+    let bytes = proc.read_user_cstr(addr, PATH_MAX - 1)?;
     if bytes.is_empty() && !empty_ok {
         return Err(Errno::ENOENT);
     }
@@ -78,12 +78,12 @@ pub(super) fn base(proc: &Thread, dirfd: u64, path: &str) -> Result<Arc<Inode>, 
 }
 
 fn copy_out(proc: &Thread, addr: u64, data: &[u8]) -> Result<(), Errno> {
-    proc.mm().lock_uninterruptible().write(addr, data)
+    proc.write_user(addr, data)
 }
 
 fn copy_in(proc: &Thread, addr: u64, len: usize) -> Result<Vec<u8>, Errno> {
     let mut buf = alloc::vec![0u8; len];
-    proc.mm().lock_uninterruptible().read(addr, &mut buf)?;
+    proc.read_user(addr, &mut buf)?;
     Ok(buf)
 }
 
@@ -136,7 +136,7 @@ fn read_into(
     // A bad buffer is EFAULT before anything is consumed (Linux checks `access_ok` first).
     if len > 0 {
         let mut probe = [0u8; 1];
-        proc.mm().lock_uninterruptible().read(buf, &mut probe)?;
+        proc.read_user(buf, &mut probe)?;
     }
     let mut kbuf = alloc::vec![0u8; len.min(CHUNK as u64) as usize];
     let mut done = 0u64;

@@ -56,7 +56,7 @@ pub fn futex(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
     if realtime && !matches!(cmd, FUTEX_WAIT_BITSET | FUTEX_WAIT_REQUEUE_PI | FUTEX_LOCK_PI2) {
         return Err(Errno::ENOSYS);
     }
-    let mm = proc.mm();
+    let mm = proc.mm_ref();
     match cmd {
         FUTEX_WAIT => {
             let d = deadline(proc, arg4, false, false)?;
@@ -130,9 +130,8 @@ pub fn get_robust_list(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Resul
         let t = crate::sched::task::find(pid as u32).ok_or(Errno::ESRCH)?;
         crate::process::thread_of(&t).ok_or(Errno::ESRCH)?.robust_list.load(Ordering::Acquire)
     };
-    let mm = proc.mm();
-    let mut m = mm.lock_uninterruptible();
-    m.write(a[2], &ROBUST_HEAD_SIZE.to_le_bytes())?;
-    m.write(a[1], &head.to_le_bytes())?;
+    let mm = proc.mm_ref();
+    mm.write(a[2], &ROBUST_HEAD_SIZE.to_le_bytes())?;
+    mm.write(a[1], &head.to_le_bytes())?;
     ok(0)
 }

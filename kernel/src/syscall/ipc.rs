@@ -31,12 +31,12 @@ const NOTIFY_COOKIE_LEN: usize = 32;
 
 fn read_user(proc: &Thread, addr: u64, len: usize) -> Result<Vec<u8>, Errno> {
     let mut b = vec![0u8; len];
-    proc.mm().lock_uninterruptible().read(addr, &mut b)?;
+    proc.read_user(addr, &mut b)?;
     Ok(b)
 }
 
 fn write_user(proc: &Thread, addr: u64, data: &[u8]) -> Result<(), Errno> {
-    proc.mm().lock_uninterruptible().write(addr, data)
+    proc.write_user(addr, data)
 }
 
 fn i64_at(b: &[u8], at: usize) -> i64 {

@@ -400,7 +400,7 @@ fn put_nodemask(proc: &Thread, addr: u64, maxnode: u64, node0: bool) -> Result<(
     if node0 && !buf.is_empty() {
         buf[0] = 1;
     }
-    proc.mm().lock_uninterruptible().write(addr, &buf)
+    proc.write_user(addr, &buf)
 }
 
 /// Checks a mode and its node mask as Linux's `set_mempolicy` does: EINVAL for an unknown
@@ -415,7 +415,7 @@ fn check_policy(proc: &Thread, mode: u64, nodemask: u64, maxnode: u64) -> Result
         0
     } else {
         let mut b = [0u8; 8];
-        proc.mm().lock_uninterruptible().read(nodemask, &mut b)?;
+        proc.read_user(nodemask, &mut b)?;
         let bits = (maxnode - 1).min(64);
         u64::from_le_bytes(b) & if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 }
     };
@@ -478,7 +478,7 @@ pub fn get_mempolicy(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<
     }
     if mode != 0 {
         // MPOL_F_NODE: the node (0); else the policy, MPOL_DEFAULT.
-        proc.mm().lock_uninterruptible().write(mode, &0u32.to_le_bytes())?;
+        proc.write_user(mode, &0u32.to_le_bytes())?;
     }
     put_nodemask(proc, nodemask, maxnode, false)?;
     ok(0)

@@ -38,7 +38,7 @@ fn privileged(proc: &Thread) -> bool {
 
 /// A user string of at most a page (`mount`'s source, type and data).
 fn user_string(proc: &Thread, addr: u64) -> Result<String, Errno> {
-    let bytes = proc.mm().lock_uninterruptible().read_cstr(addr, 4095)?;
+    let bytes = proc.read_user_cstr(addr, 4095)?;
     String::from_utf8(bytes).map_err(|_| Errno::EINVAL)
 }
 

@@ -55,7 +55,7 @@ pub fn uname(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
     for (i, f) in fields.iter().enumerate() {
         buf[i * 65..i * 65 + f.len()].copy_from_slice(f.as_bytes());
     }
-    proc.mm().lock_uninterruptible().write(a[0], &buf)?;
+    proc.write_user(a[0], &buf)?;
     ok(0)
 }
 
@@ -67,7 +67,7 @@ pub fn arch_prctl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Out
             ok(0)
         }
         ARCH_GET_FS => {
-            proc.mm().lock_uninterruptible().write(a[1], &user::fs_base().to_le_bytes())?;
+            proc.write_user(a[1], &user::fs_base().to_le_bytes())?;
             ok(0)
         }
         _ => Err(Errno::EINVAL),
@@ -109,7 +109,7 @@ pub fn prlimit64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
     default_limit(resource).ok_or(Errno::EINVAL)?;
     let new = if a[2] != 0 {
         let mut b = [0u8; 16];
-        proc.mm().lock_uninterruptible().read(a[2], &mut b)?;
+        proc.read_user(a[2], &mut b)?;
         let (soft, hard) = (u64::from_le_bytes(b[..8].try_into().expect("8")), u64::from_le_bytes(b[8..].try_into().expect("8")));
         if soft > hard {
             return Err(Errno::EINVAL);
@@ -147,7 +147,7 @@ pub fn prlimit64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
         let mut buf = [0u8; 16];
         buf[..8].copy_from_slice(&old.0.to_le_bytes());
         buf[8..].copy_from_slice(&old.1.to_le_bytes());
-        proc.mm().lock_uninterruptible().write(a[3], &buf)?;
+        proc.write_user(a[3], &buf)?;
     }
     ok(0)
 }
@@ -178,7 +178,7 @@ pub fn getrandom(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
             x as u8
         })
         .collect();
-    proc.mm().lock_uninterruptible().write(a[0], &bytes)?;
+    proc.write_user(a[0], &bytes)?;
     ok(len as u64)
 }
 
@@ -212,8 +212,7 @@ fn string_array(proc: &Thread, addr: u64) -> Result<Vec<Vec<u8>>, Errno> {
         return Ok(out);
     }
     let mut total = 0;
-    let mm_arc = proc.mm();
-    let mut mm = mm_arc.lock_uninterruptible();
+    let mm = proc.mm_ref();
     for i in 0.. {
         let mut p = [0u8; 8];
         mm.read(addr + 8 * i, &mut p)?;
@@ -239,7 +238,7 @@ fn string_array(proc: &Thread, addr: u64) -> Result<Vec<Vec<u8>>, Errno> {
 /// nothing returns: the new program starts.
 pub fn execve(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let path = {
-        let bytes = proc.mm().lock_uninterruptible().read_cstr(a[0], crate::fs::vfs::PATH_MAX - 1)?;
+        let bytes = proc.read_user_cstr(a[0], crate::fs::vfs::PATH_MAX - 1)?;
         if bytes.is_empty() {
             return Err(Errno::ENOENT);
         }
@@ -393,10 +392,10 @@ pub fn wait4(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
         Found::Continued => 0xffff,
     };
     if a[1] != 0 {
-        proc.mm().lock_uninterruptible().write(a[1], &status.to_le_bytes())?;
+        proc.write_user(a[1], &status.to_le_bytes())?;
     }
     if a[3] != 0 {
-        proc.mm().lock_uninterruptible().write(a[3], &[0u8; 144])?;
+        proc.write_user(a[3], &[0u8; 144])?;
     }
     ok(u64::from(pid))
 }
@@ -437,10 +436,10 @@ pub fn waitid(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
                 SigInfo { signo: SIGCHLD, code: c, errno: 0, fields: SigFields::Child { pid, uid: 0, status, utime: 0, stime: 0 } }
             }
         };
-        proc.mm().lock_uninterruptible().write(a[2], &info.encode())?;
+        proc.write_user(a[2], &info.encode())?;
     }
     if a[4] != 0 {
-        proc.mm().lock_uninterruptible().write(a[4], &[0u8; 144])?;
+        proc.write_user(a[4], &[0u8; 144])?;
     }
     ok(0)
 }
@@ -493,13 +492,13 @@ pub fn prctl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
     const PR_SCHED_CORE_GET: u64 = 0;
     match a[0] {
         PR_SET_NAME => {
-            let bytes = proc.mm().lock_uninterruptible().read_cstr(a[1], 4096)?;
+            let bytes = proc.read_user_cstr(a[1], 4096)?;
             crate::sched::current().set_comm(&bytes);
             ok(0)
         }
         PR_GET_NAME => {
             let name = crate::sched::current().comm();
-            proc.mm().lock_uninterruptible().write(a[1], &name)?;
+            proc.write_user(a[1], &name)?;
             ok(0)
         }
         PR_SCHED_CORE => {
@@ -509,7 +508,7 @@ pub fn prctl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
             }
             let v = crate::sched::coresched::prctl(a[1], a[2], a[3], a[4])?;
             if a[1] == PR_SCHED_CORE_GET {
-                proc.mm().lock_uninterruptible().write(a[4], &v.to_le_bytes())?;
+                proc.write_user(a[4], &v.to_le_bytes())?;
             }
             ok(0)
         }
@@ -546,6 +545,6 @@ pub fn sysinfo(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcom
     put(&mut b, 40, crate::mm::frame::free_frames(), 8);
     put(&mut b, 80, crate::sched::task::count().min(u16::MAX as usize) as u64, 2);
     put(&mut b, 104, 4096, 4);
-    proc.mm().lock_uninterruptible().write(a[0], &b)?;
+    proc.write_user(a[0], &b)?;
     ok(0)
 }

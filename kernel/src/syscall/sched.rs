@@ -27,7 +27,7 @@ fn read_param(proc: &Thread, addr: u64) -> Result<i32, Errno> {
         return Err(Errno::EINVAL);
     }
     let mut b = [0u8; 4];
-    proc.mm().lock_uninterruptible().read(addr, &mut b)?;
+    proc.read_user(addr, &mut b)?;
     Ok(i32::from_le_bytes(b))
 }
 
@@ -85,7 +85,7 @@ pub fn sched_getparam(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result
         return Err(Errno::EINVAL);
     }
     let attr = crate::sched::api::sched_getattr(pid)?;
-    proc.mm().lock_uninterruptible().write(a[1], &i32::from(attr.rt_priority).to_le_bytes())?;
+    proc.write_user(a[1], &i32::from(attr.rt_priority).to_le_bytes())?;
     ok(0)
 }
 
@@ -108,7 +108,7 @@ pub fn sched_rr_get_interval(proc: &Thread, _: &mut UserContext, a: [u64; 6]) ->
         cadence_sched::Policy::Fifo | cadence_sched::Policy::Deadline => 0,
         _ => attr.custom_slice_ns.unwrap_or_else(|| crate::sched::fair_tunables().base_slice_ns),
     };
-    proc.mm().lock_uninterruptible().write(a[1], &super::time::timespec(ns))?;
+    proc.write_user(a[1], &super::time::timespec(ns))?;
     ok(0)
 }
 
@@ -120,7 +120,7 @@ fn read_mask(proc: &Thread, len: u64, addr: u64) -> Result<CpuMask, Errno> {
     }
     let n = len.min(8) as usize;
     let mut b = [0u8; 8];
-    proc.mm().lock_uninterruptible().read(addr, &mut b[..n])?;
+    proc.read_user(addr, &mut b[..n])?;
     Ok(CpuMask(u64::from_le_bytes(b)))
 }
 
@@ -142,7 +142,7 @@ pub fn sched_getaffinity(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Res
         return Err(Errno::EINVAL);
     }
     let mask = crate::sched::api::sched_getaffinity(pid)?;
-    proc.mm().lock_uninterruptible().write(a[2], &mask.0.to_le_bytes())?;
+    proc.write_user(a[2], &mask.0.to_le_bytes())?;
     ok(8)
 }
 
@@ -153,8 +153,7 @@ pub fn sched_setattr(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<
         return Err(Errno::EINVAL);
     }
     let mut b = [0u8; SCHED_ATTR_SIZE_VER1 as usize];
-    let mm_arc = proc.mm();
-    let mut mm = mm_arc.lock_uninterruptible();
+    let mm = proc.mm_ref();
     mm.read(a[1], &mut b[..4])?;
     let size = u32::from_le_bytes(b[..4].try_into().expect("4"));
     // Linux: size 0 means VER0; smaller than VER0 is E2BIG (with the size written back).
@@ -174,7 +173,6 @@ pub fn sched_setattr(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<
             return Err(Errno::E2BIG);
         }
     }
-    drop(mm);
     let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4"));
     let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8"));
     let attr = SchedAttr {
@@ -216,7 +214,7 @@ pub fn sched_getattr(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<
     b[40..48].copy_from_slice(&period.to_le_bytes());
     // util_min 0, util_max 1024 (no clamping: Linux reports these too).
     b[52..56].copy_from_slice(&1024u32.to_le_bytes());
-    proc.mm().lock_uninterruptible().write(a[1], &b[..n as usize])?;
+    proc.write_user(a[1], &b[..n as usize])?;
     ok(0)
 }
 
@@ -269,8 +267,7 @@ pub fn getpriority(_: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outco
 /// `getcpu(cpu, node, cache)`.
 pub fn getcpu(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let cpu = crate::percpu::cpu_id();
-    let mm_arc = proc.mm();
-    let mut mm = mm_arc.lock_uninterruptible();
+    let mm = proc.mm_ref();
     if a[0] != 0 {
         mm.write(a[0], &cpu.to_le_bytes())?;
     }

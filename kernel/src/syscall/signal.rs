@@ -18,12 +18,12 @@ const SIGSET_SIZE: u64 = 8;
 
 fn read_sigset(proc: &Thread, addr: u64) -> Result<u64, Errno> {
     let mut b = [0u8; 8];
-    proc.mm().lock_uninterruptible().read(addr, &mut b)?;
+    proc.read_user(addr, &mut b)?;
     Ok(u64::from_le_bytes(b))
 }
 
 fn write_sigset(proc: &Thread, addr: u64, set: u64) -> Result<(), Errno> {
-    proc.mm().lock_uninterruptible().write(addr, &set.to_le_bytes())
+    proc.write_user(addr, &set.to_le_bytes())
 }
 
 /// `rt_sigaction(sig, act, oact, sigsetsize)`. EINVAL for a bad signal or size, or for a new
@@ -40,7 +40,7 @@ pub fn rt_sigaction(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<O
     }
     let new = if a[1] != 0 {
         let mut b = [0u8; 32];
-        proc.mm().lock_uninterruptible().read(a[1], &mut b)?;
+        proc.read_user(a[1], &mut b)?;
         let w = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8"));
         Some(SigAction { handler: w(0), flags: w(1), restorer: w(2), mask: w(3) & !UNBLOCKABLE })
     } else {
@@ -62,7 +62,7 @@ pub fn rt_sigaction(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<O
         for (i, w) in [old.handler, old.flags, old.restorer, old.mask].iter().enumerate() {
             b[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
         }
-        proc.mm().lock_uninterruptible().write(a[2], &b)?;
+        proc.write_user(a[2], &b)?;
     }
     ok(0)
 }
@@ -118,7 +118,7 @@ pub fn rt_sigpending(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<
     let me = crate::sched::current();
     let pending = (me.process.signals.pending.load(Ordering::Acquire) | me.process.group.pending.load(Ordering::Acquire))
         & me.process.signals.blocked.load(Ordering::Relaxed);
-    proc.mm().lock_uninterruptible().write(a[0], &pending.to_le_bytes()[..a[1] as usize])?;
+    proc.write_user(a[0], &pending.to_le_bytes()[..a[1] as usize])?;
     ok(0)
 }
 
@@ -162,7 +162,7 @@ pub fn rt_sigtimedwait(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Resul
         match psig::dequeue_from(proc, set) {
             Some((sig, info)) => {
                 if a[1] != 0 {
-                    proc.mm().lock_uninterruptible().write(a[1], &info.encode())?;
+                    proc.write_user(a[1], &info.encode())?;
                 }
                 Ok(Some(u64::from(sig)))
             }
@@ -276,7 +276,7 @@ pub fn tkill(_: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Er
 /// keeps processes from forging those).
 fn queued_info(proc: &Thread, addr: u64, sig: u32, target_tgid: u32) -> Result<SigInfo, Errno> {
     let mut b = [0u8; SIGINFO_SIZE];
-    proc.mm().lock_uninterruptible().read(addr, &mut b)?;
+    proc.read_user(addr, &mut b)?;
     let mut info = SigInfo::decode_queued(&b);
     let me = crate::sched::current();
     if (info.code >= 0 || info.code == code::SI_TKILL) && target_tgid != me.process.tgid {
@@ -317,11 +317,11 @@ pub fn sigaltstack(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<
     let old = psig::altstack_of(proc, sp);
     if a[0] != 0 {
         let mut b = [0u8; AltStack::SIZE];
-        proc.mm().lock_uninterruptible().read(a[0], &mut b)?;
+        proc.read_user(a[0], &mut b)?;
         psig::set_altstack(proc, sp, AltStack::decode(&b))?;
     }
     if a[1] != 0 {
-        proc.mm().lock_uninterruptible().write(a[1], &old.encode())?;
+        proc.write_user(a[1], &old.encode())?;
     }
     ok(0)
 }

@@ -68,14 +68,14 @@ pub fn parse_timespec(b: &[u8]) -> Result<u64, Errno> {
 /// errors, EFAULT).
 pub fn read_timespec(proc: &Thread, addr: u64) -> Result<u64, Errno> {
     let mut b = [0u8; 16];
-    proc.mm().lock_uninterruptible().read(addr, &mut b)?;
+    proc.read_user(addr, &mut b)?;
     parse_timespec(&b)
 }
 
 /// `clock_gettime(clock, tp)`.
 pub fn clock_gettime(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let t = now(a[0])?;
-    proc.mm().lock_uninterruptible().write(a[1], &timespec(t))?;
+    proc.write_user(a[1], &timespec(t))?;
     ok(0)
 }
 
@@ -84,7 +84,7 @@ pub fn clock_getres(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<O
     now(a[0])?;
     if a[1] != 0 {
         let res = if a[0] == CLOCK_REALTIME_COARSE || a[0] == CLOCK_MONOTONIC_COARSE { NS / 250 } else { 1 };
-        proc.mm().lock_uninterruptible().write(a[1], &timespec(res))?;
+        proc.write_user(a[1], &timespec(res))?;
     }
     ok(0)
 }
@@ -96,10 +96,10 @@ pub fn gettimeofday(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<O
         let mut b = [0u8; 16];
         b[..8].copy_from_slice(&(t / NS).to_le_bytes());
         b[8..].copy_from_slice(&((t % NS) / 1000).to_le_bytes());
-        proc.mm().lock_uninterruptible().write(a[0], &b)?;
+        proc.write_user(a[0], &b)?;
     }
     if a[1] != 0 {
-        proc.mm().lock_uninterruptible().write(a[1], &[0u8; 8])?;
+        proc.write_user(a[1], &[0u8; 8])?;
     }
     ok(0)
 }
@@ -121,7 +121,7 @@ fn sleep_until(proc: &Thread, clock: u64, deadline: u64, rem: u64, absolute: boo
     }
     if rem != 0 {
         let left = deadline.saturating_sub(crate::time::uptime_ns());
-        proc.mm().lock_uninterruptible().write(rem, &timespec(left))?;
+        proc.write_user(rem, &timespec(left))?;
     }
     *proc.restart.lock() = Some(crate::process::RestartBlock { clock: clock as u32, deadline_ns: deadline, rem });
     Err(Errno::ERESTART_RESTARTBLOCK)
@@ -175,7 +175,7 @@ pub fn clock_settime(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<
 pub fn settimeofday(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     if a[0] != 0 {
         let mut b = [0u8; 16];
-        proc.mm().lock_uninterruptible().read(a[0], &mut b)?;
+        proc.read_user(a[0], &mut b)?;
         let sec = i64::from_le_bytes(b[..8].try_into().expect("8"));
         let usec = i64::from_le_bytes(b[8..].try_into().expect("8"));
         if sec < 0 || !(0..1_000_000).contains(&usec) {
@@ -190,7 +190,7 @@ pub fn settimeofday(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<O
 pub fn time(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let t = now(CLOCK_REALTIME)? / NS;
     if a[0] != 0 {
-        proc.mm().lock_uninterruptible().write(a[0], &t.to_le_bytes())?;
+        proc.write_user(a[0], &t.to_le_bytes())?;
     }
     ok(t)
 }
@@ -238,7 +238,7 @@ pub fn getitimer(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
         return Err(Errno::EINVAL);
     }
     let (left, interval) = crate::process::timers::get_real(tgid_of_caller());
-    proc.mm().lock_uninterruptible().write(a[1], &itimerval(left, interval))?;
+    proc.write_user(a[1], &itimerval(left, interval))?;
     ok(0)
 }
 
@@ -252,7 +252,7 @@ pub fn setitimer(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
         (0, 0)
     } else {
         let mut b = [0u8; 32];
-        proc.mm().lock_uninterruptible().read(a[1], &mut b)?;
+        proc.read_user(a[1], &mut b)?;
         (read_timeval(&b[16..])?, read_timeval(&b[..16])?)
     };
     if a[0] != ITIMER_REAL {
@@ -260,7 +260,7 @@ pub fn setitimer(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
     }
     let (left, old_interval) = crate::process::timers::set_real(tgid_of_caller(), value, interval)?;
     if a[2] != 0 {
-        proc.mm().lock_uninterruptible().write(a[2], &itimerval(left, old_interval))?;
+        proc.write_user(a[2], &itimerval(left, old_interval))?;
     }
     ok(0)
 }
@@ -301,7 +301,7 @@ pub fn timer_create(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<O
         (Notify::Process { signo: cadence_abi::signal::SIGALRM }, None)
     } else {
         let mut b = [0u8; 24];
-        proc.mm().lock_uninterruptible().read(a[1], &mut b)?;
+        proc.read_user(a[1], &mut b)?;
         let value = u64::from_le_bytes(b[..8].try_into().expect("8"));
         let signo = u32::from_le_bytes(b[8..12].try_into().expect("4"));
         let how = u32::from_le_bytes(b[12..16].try_into().expect("4"));
@@ -323,9 +323,9 @@ pub fn timer_create(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<O
         (notify, Some(value))
     };
     // The id's slot must be writable before the timer exists.
-    proc.mm().lock_uninterruptible().write(a[2], &0u32.to_le_bytes())?;
+    proc.write_user(a[2], &0u32.to_le_bytes())?;
     let id = crate::process::timers::create(tgid, a[0] == CLOCK_REALTIME, notify, value)?;
-    if let Err(e) = proc.mm().lock_uninterruptible().write(a[2], &(id as u32).to_le_bytes()) {
+    if let Err(e) = proc.write_user(a[2], &(id as u32).to_le_bytes()) {
         let _ = crate::process::timers::delete(tgid, id);
         return Err(e);
     }
@@ -345,13 +345,13 @@ fn timer_id(raw: u64) -> Result<i32, Errno> {
 pub fn timer_settime(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let id = timer_id(a[0])?;
     let mut b = [0u8; 32];
-    proc.mm().lock_uninterruptible().read(a[2], &mut b)?;
+    proc.read_user(a[2], &mut b)?;
     let interval = parse_timespec(&b[..16])?;
     let value = parse_timespec(&b[16..])?;
     let absolute = a[1] & TIMER_ABSTIME != 0;
     let (left, old_interval) = crate::process::timers::settime(tgid_of_caller(), id, value, interval, absolute)?;
     if a[3] != 0 {
-        proc.mm().lock_uninterruptible().write(a[3], &itimerspec(left, old_interval))?;
+        proc.write_user(a[3], &itimerspec(left, old_interval))?;
     }
     ok(0)
 }
@@ -359,7 +359,7 @@ pub fn timer_settime(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<
 /// `timer_gettime(id, cur)`: the time to the next expiry and the interval.
 pub fn timer_gettime(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let (left, interval) = crate::process::timers::gettime(tgid_of_caller(), timer_id(a[0])?)?;
-    proc.mm().lock_uninterruptible().write(a[1], &itimerspec(left, interval))?;
+    proc.write_user(a[1], &itimerspec(left, interval))?;
     ok(0)
 }
 
@@ -418,12 +418,12 @@ pub fn timerfd_settime(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Resul
     }
     let tf = timerfd_of(proc, a[0])?;
     let mut b = [0u8; 32];
-    proc.mm().lock_uninterruptible().read(a[2], &mut b)?;
+    proc.read_user(a[2], &mut b)?;
     let interval = parse_timespec(&b[..16])?;
     let value = parse_timespec(&b[16..])?;
     let (left, old_interval) = tf.settime(value, interval, a[1] & TFD_TIMER_ABSTIME != 0);
     if a[3] != 0 {
-        proc.mm().lock_uninterruptible().write(a[3], &itimerspec(left, old_interval))?;
+        proc.write_user(a[3], &itimerspec(left, old_interval))?;
     }
     ok(0)
 }
@@ -431,6 +431,6 @@ pub fn timerfd_settime(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Resul
 /// `timerfd_gettime(fd, cur)`: the time to the next expiry and the interval.
 pub fn timerfd_gettime(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let (left, interval) = timerfd_of(proc, a[0])?.gettime();
-    proc.mm().lock_uninterruptible().write(a[1], &itimerspec(left, interval))?;
+    proc.write_user(a[1], &itimerspec(left, interval))?;
     ok(0)
 }
