@@ -184,6 +184,29 @@ pub static SYSCTLS: &[Sysctl] = &[
         },
     },
     Sysctl {
+        name: "kernel.timer_advance_ns",
+        help: "each CPU fires its timer up to this early, as early as its timer interrupts have come late (adaptive, as KVM's lapic_timer_advance_ns), and waits for the timer in the interrupt (0..=500000; 0 = off)",
+        get: || format!("{}", crate::timer::advance_limit()),
+        set: |v| {
+            crate::timer::set_advance_limit(parse_u64_range(v, 0, crate::timer::MAX_ADVANCE_NS)?);
+            Ok(())
+        },
+    },
+    Sysctl {
+        name: "debug.timer",
+        help: "per CPU (read-only): the timer advance now (ns), the time early interrupts waited for their timer (µs), the timer interrupts the CPU raised itself (TIMER_KICK)",
+        get: || {
+            let mut out = String::new();
+            for cpu in crate::sched::online_mask().iter() {
+                let cpu = cpu as u32;
+                let q_wait = crate::timer::advance_wait_ns(cpu) / 1000;
+                out += &format!("cpu{cpu} advance_ns={} waited_us={q_wait} kicks={} ", crate::timer::advance(cpu), crate::timer::kicks(cpu));
+            }
+            out.trim_end().into()
+        },
+        set: read_only,
+    },
+    Sysctl {
         name: "kernel.sched_idle_poll_ns",
         help: "idle CPUs poll this long before halting (0..=10000000; 0 = halt at once)",
         get: || format!("{}", crate::sched::idle_poll_ns()),
@@ -212,15 +235,16 @@ pub static SYSCTLS: &[Sysctl] = &[
     },
     Sysctl {
         name: "kernel.sched_features",
-        help: "scheduler features, Linux-style: HRTICK, HRTICK_DL, TTWU_QUEUE, RT_PUSH_IPI; NO_<name> turns one off",
+        help: "scheduler features, Linux-style: HRTICK, HRTICK_DL, TTWU_QUEUE, RT_PUSH_IPI, TIMER_KICK; NO_<name> turns one off",
         get: || {
             let flag = |on: bool, name: &str| if on { String::from(name) } else { format!("NO_{name}") };
             format!(
-                "{} {} {} {}",
+                "{} {} {} {} {}",
                 flag(crate::sched::hrtick::enabled(), "HRTICK"),
                 flag(crate::sched::hrtick::dl_enabled(), "HRTICK_DL"),
                 flag(crate::sched::ttwu_queue_enabled(), "TTWU_QUEUE"),
-                flag(crate::sched::rt_push_ipi_enabled(), "RT_PUSH_IPI")
+                flag(crate::sched::rt_push_ipi_enabled(), "RT_PUSH_IPI"),
+                flag(crate::sched::timer_kick_enabled(), "TIMER_KICK")
             )
         },
         // Like writing `/sys/kernel/debug/sched/features`: one or more names, each applied.
@@ -232,7 +256,7 @@ pub static SYSCTLS: &[Sysctl] = &[
                     None => (word, true),
                 };
                 match name {
-                    "HRTICK" | "HRTICK_DL" | "TTWU_QUEUE" | "RT_PUSH_IPI" => changes.push((name, on)),
+                    "HRTICK" | "HRTICK_DL" | "TTWU_QUEUE" | "RT_PUSH_IPI" | "TIMER_KICK" => changes.push((name, on)),
                     _ => return Err(Errno::EINVAL),
                 }
             }
@@ -244,6 +268,7 @@ pub static SYSCTLS: &[Sysctl] = &[
                     "HRTICK" => crate::sched::hrtick::set_enabled(on),
                     "HRTICK_DL" => crate::sched::hrtick::set_dl_enabled(on),
                     "TTWU_QUEUE" => crate::sched::set_ttwu_queue(on),
+                    "TIMER_KICK" => crate::sched::set_timer_kick(on),
                     _ => crate::sched::set_rt_push_ipi(on),
                 }
             }

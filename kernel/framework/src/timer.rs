@@ -35,7 +35,8 @@ pub struct TimerQueue {
     due: AtomicU64,
     /// Timer functions run on this CPU since boot.
     pub fired: AtomicU64,
-    /// When this CPU's last timer interrupt began (ns since boot; `bench cyclic --split`).
+    /// When this CPU's last timer interrupt began, or ended its wait for the timer it came
+    /// early for (ns since boot; `bench cyclic --split`).
     last_entry_ns: AtomicU64,
     /// Timer interrupts taken since boot.
     pub interrupts: AtomicU64,
@@ -46,6 +47,19 @@ pub struct TimerQueue {
     pub programs: AtomicU64,
     /// Interrupts taken [`LATE_NS`] or more after `due`.
     late: LateLog,
+    /// [`kick_if_overdue`] raised the timer vector for the current programming (cleared by
+    /// each programming and each timer interrupt): one kick per expiry.
+    kicked: core::sync::atomic::AtomicBool,
+    /// Timer interrupts this CPU raised itself ([`kick_if_overdue`]).
+    pub kicks: AtomicU64,
+    /// How much earlier than its earliest timer this CPU programs its LAPIC before it halts
+    /// (ns; see [`halt_prepare`]): the average delivery delay seen by a halted CPU, up to the
+    /// limit.
+    advance: AtomicU64,
+    /// The CPU is halted in its idle loop, between [`halt_prepare`] and [`halt_done`].
+    halted: core::sync::atomic::AtomicBool,
+    /// Time spent waiting in the interrupt for a timer it came early for (ns, since boot).
+    pub advance_wait_ns: AtomicU64,
 }
 
 /// A timer interrupt taken this long after the LAPIC was due to fire is *late* and logged
@@ -102,6 +116,11 @@ impl TimerQueue {
             idle_interrupts: AtomicU64::new(0),
             programs: AtomicU64::new(0),
             late: LateLog::new(),
+            kicked: core::sync::atomic::AtomicBool::new(false),
+            kicks: AtomicU64::new(0),
+            advance: AtomicU64::new(0),
+            halted: core::sync::atomic::AtomicBool::new(false),
+            advance_wait_ns: AtomicU64::new(0),
         }
     }
 
@@ -165,6 +184,7 @@ fn program_locked(q: &TimerQueue, next: Option<u64>) {
     let delay = next.saturating_sub(now).max(MIN_DELAY_NS);
     q.programmed.store(next, Ordering::Relaxed);
     q.due.store(now + delay, Ordering::Relaxed);
+    q.kicked.store(false, Ordering::Relaxed);
     q.programs.fetch_add(1, Ordering::Relaxed);
     crate::arch::apic::arm_ns(delay);
 }
@@ -212,14 +232,34 @@ pub fn interrupt() {
     q.last_entry_ns.store(entry, Ordering::Relaxed);
     q.interrupts.fetch_add(1, Ordering::Relaxed);
     let mut ran = false;
-    let due = {
+    let (due, kicked) = {
         let _t = q.timers.lock();
         crate::trace::irqsoff::timer_entry(q.programmed.load(Ordering::Relaxed));
         q.programmed.store(u64::MAX, Ordering::Relaxed);
-        q.due.swap(u64::MAX, Ordering::Relaxed)
+        (q.due.swap(u64::MAX, Ordering::Relaxed), q.kicked.swap(false, Ordering::Relaxed))
     };
     if due != u64::MAX && entry >= due + LATE_NS {
         q.late.note(entry, entry - due);
+    }
+    let halted = q.halted.load(Ordering::Relaxed);
+    if due != u64::MAX && !kicked && halted {
+        adapt_advance(q, entry.saturating_sub(due));
+    }
+    // A halted CPU woken early (the advance was more than this delivery took) waits for its
+    // earliest timer here, interrupts off, as KVM's advanced LAPIC timer waits before it
+    // injects. A busy CPU never waits: its timer was programmed without the advance. Nor does
+    // one whose earliest timer is further than the advance (the timer it was programmed for
+    // was cancelled): it re-programs.
+    let earliest = q.timers.lock().earliest();
+    let wait_limit = q.advance.load(Ordering::Relaxed) + MIN_DELAY_NS;
+    if let Some(at) = earliest.filter(|&at| halted && at > entry && at - entry <= wait_limit) {
+        while crate::time::uptime_ns() < at {
+            core::hint::spin_loop();
+        }
+        let waited_until = crate::time::uptime_ns();
+        q.advance_wait_ns.fetch_add(waited_until - entry, Ordering::Relaxed);
+        // The interrupt's part of a latency ends here (`bench cyclic --split`).
+        q.last_entry_ns.store(waited_until, Ordering::Relaxed);
     }
     loop {
         let now = crate::time::uptime_ns();
@@ -235,6 +275,122 @@ pub fn interrupt() {
         q.idle_interrupts.fetch_add(1, Ordering::Relaxed);
     }
     reprogram_local(q);
+}
+
+/// Ceiling of every CPU's timer advance (ns; 0 = none): see [`set_advance_limit`].
+static ADVANCE_LIMIT: AtomicU64 = AtomicU64::new(150_000);
+
+/// Sets the ceiling of the timer advance (ns, 0 = off, at most [`MAX_ADVANCE_NS`]). A CPU about
+/// to halt ([`halt_prepare`]) programs its LAPIC that much before its earliest timer: the
+/// average delay with which its timer interrupts have woken it from a halt, up to the
+/// ceiling; an interrupt that comes early waits for the timer, interrupts off. KVM does the
+/// same for its guests (`lapic_timer_advance_ns`, adaptive by default); QEMU's TCG does not,
+/// and there the delay is QEMU's main loop noticing the expiry, then waking the halted vCPU's
+/// thread: 75–83 µs of a 95–106 µs idle cyclictest latency
+/// (docs/results/2026-12-02-compare-smp2.md). A running CPU is left alone (its early
+/// interrupt would spin on host time its busy siblings need); [`kick_if_overdue`] is for it.
+pub fn set_advance_limit(ns: u64) {
+    let ns = ns.min(MAX_ADVANCE_NS);
+    ADVANCE_LIMIT.store(ns, Ordering::Relaxed);
+    for cpu in 0..crate::percpu::MAX_CPUS as u32 {
+        if let Some(q) = queue_of(cpu) {
+            q.advance.fetch_min(ns, Ordering::Relaxed);
+        }
+    }
+}
+
+/// This CPU is about to halt with interrupts off (the idle loop, just before `sti; hlt`):
+/// with a timer advance ([`set_advance_limit`]), its LAPIC is programmed that much before its
+/// earliest timer. [`halt_done`] must follow the halt.
+pub fn halt_prepare() {
+    let _irq = IrqOff::new();
+    let q = QUEUES.this();
+    q.halted.store(true, Ordering::Relaxed);
+    let advance = q.advance.load(Ordering::Relaxed).min(ADVANCE_LIMIT.load(Ordering::Relaxed));
+    if ADVANCE_LIMIT.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let t = q.timers.lock();
+    let Some(next) = t.earliest() else { return };
+    let now = crate::time::uptime_ns();
+    let fire = next.saturating_sub(advance);
+    // Programmed already for this or earlier (a previous halt's advance), or too close to move.
+    if fire >= q.due.load(Ordering::Relaxed) || fire <= now + MIN_DELAY_NS {
+        return;
+    }
+    q.due.store(fire, Ordering::Relaxed);
+    q.programs.fetch_add(1, Ordering::Relaxed);
+    crate::arch::apic::arm_ns(fire - now);
+}
+
+/// The halt that [`halt_prepare`] announced is over. (The LAPIC may stay programmed early: an
+/// early interrupt on a running CPU finds nothing due and re-programs.)
+pub fn halt_done() {
+    QUEUES.this().halted.store(false, Ordering::Relaxed);
+}
+
+/// The ceiling of the timer advance (ns).
+pub fn advance_limit() -> u64 {
+    ADVANCE_LIMIT.load(Ordering::Relaxed)
+}
+
+/// Largest timer advance (ns): an early interrupt waits at most this long with interrupts off.
+pub const MAX_ADVANCE_NS: u64 = 500_000;
+
+/// How long `cpu`'s early timer interrupts waited for their timer since boot (ns).
+pub fn advance_wait_ns(cpu: u32) -> u64 {
+    queue_of(cpu).map_or(0, |q| q.advance_wait_ns.load(Ordering::Relaxed))
+}
+
+/// `cpu`'s timer advance now (ns).
+pub fn advance(cpu: u32) -> u64 {
+    queue_of(cpu).map_or(0, |q| q.advance.load(Ordering::Relaxed))
+}
+
+/// Moves the advance toward this halted CPU's timer interrupt's delivery delay (`delay_ns`,
+/// from when the LAPIC was due to fire), an eighth of the way, within the ceiling. A delay
+/// over the ceiling counts as the ceiling, so that one long stall of the host does not move
+/// it far.
+fn adapt_advance(q: &TimerQueue, delay_ns: u64) {
+    let limit = ADVANCE_LIMIT.load(Ordering::Relaxed);
+    if limit == 0 {
+        q.advance.store(0, Ordering::Relaxed);
+        return;
+    }
+    let old = q.advance.load(Ordering::Relaxed);
+    let delay = delay_ns.min(limit);
+    // An average: aiming higher (a quarter up, a sixteenth down, the 80th percentile) was
+    // worse, idle cyclictest p50 101-135 µs against 69-101: the waits of halted vCPUs took
+    // the host time QEMU's main loop needed to deliver the other vCPUs' timers.
+    let new = (old * 7 + delay) / 8;
+    q.advance.store(new.min(limit), Ordering::Relaxed);
+}
+
+/// Raises this CPU's timer interrupt itself if its earliest timer is `slack_ns` or more past
+/// its expiry and the interrupt has not come; true if it did. For the kernel's frequent paths
+/// (the context switch).
+///
+/// Why: under QEMU's TCG a LAPIC timer's expiry is noticed by QEMU's main-loop thread, which
+/// then interrupts the vCPU. With every host core busy running vCPUs that thread waits its
+/// turn, and the vCPU runs on with its timer overdue: the timer interrupt came 75–83 µs after
+/// its deadline on an idle guest, 140–260 µs under hackbench, and up to tens of milliseconds
+/// (docs/results/2026-12-02-compare-smp2.md). A self-IPI is delivered by the vCPU's own
+/// thread. On hardware the interrupt is never this late and the check costs a clock read.
+pub fn kick_if_overdue(slack_ns: u64) -> bool {
+    let _irq = IrqOff::new();
+    let q = QUEUES.this();
+    let expires = q.programmed.load(Ordering::Relaxed);
+    if expires == u64::MAX || crate::time::uptime_ns() < expires.saturating_add(slack_ns) || q.kicked.swap(true, Ordering::Relaxed) {
+        return false;
+    }
+    q.kicks.fetch_add(1, Ordering::Relaxed);
+    crate::arch::apic::send_self_ipi(crate::arch::apic::TIMER_VECTOR);
+    true
+}
+
+/// Timer interrupts `cpu` raised itself ([`kick_if_overdue`]) since boot.
+pub fn kicks(cpu: u32) -> u64 {
+    queue_of(cpu).map_or(0, |q| q.kicks.load(Ordering::Relaxed))
 }
 
 /// `cpu`'s timer counters: [interrupts, interrupts with nothing due, LAPIC programmings].
@@ -267,7 +423,8 @@ pub fn late_interrupts(cpu: u32) -> alloc::vec::Vec<(u64, u64)> {
     log
 }
 
-/// When `cpu`'s last timer interrupt began (0: none yet, or no such CPU).
+/// When `cpu`'s last timer interrupt began, or ended its wait for an early interrupt's timer
+/// (0: none yet, or no such CPU).
 pub fn last_irq_entry_ns(cpu: u32) -> u64 {
     queue_of(cpu).map_or(0, |q| q.last_entry_ns.load(Ordering::Relaxed))
 }

@@ -101,10 +101,16 @@ fn cpu_row(cpu: u32) -> CpuRow {
 
 /// `.sysctl_sched_features`: the features on, one bit each in `kernel.sched_features`'s order.
 fn feature_bits() -> u32 {
-    [super::hrtick::enabled(), super::hrtick::dl_enabled(), super::ttwu_queue_enabled(), super::rt_push_ipi_enabled()]
-        .iter()
-        .enumerate()
-        .fold(0, |m, (i, &on)| m | (u32::from(on) << i))
+    [
+        super::hrtick::enabled(),
+        super::hrtick::dl_enabled(),
+        super::ttwu_queue_enabled(),
+        super::rt_push_ipi_enabled(),
+        super::timer_kick_enabled(),
+    ]
+    .iter()
+    .enumerate()
+    .fold(0, |m, (i, &on)| m | (u32::from(on) << i))
 }
 
 /// Linux's `task_state_to_char` of what Cadence keeps.

@@ -61,8 +61,11 @@ pub fn idle_loop() -> ! {
         }
         crate::irqflags::disable();
         if !rq_of(cpu.cpu_id).need_resched.load(Ordering::SeqCst) {
-            // `sti; hlt`: a wakeup IPI cannot slip in between the check and the halt.
+            // `sti; hlt`: a wakeup IPI cannot slip in between the check and the halt. The
+            // timer may be moved earlier for the halt (`kernel.timer_advance_ns`).
+            crate::timer::halt_prepare();
             crate::arch::wait_for_interrupt();
+            crate::timer::halt_done();
         }
         if ceiling > 0 {
             let block_ns = crate::time::uptime_ns().saturating_sub(idle_start);

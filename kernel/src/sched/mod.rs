@@ -99,7 +99,7 @@ pub use switch::{rt_passed_over, schedule, RtPassedOver};
 pub use task::{find, wait};
 pub use tunables::{
     fair_tunables, idle_poll_ns, init_tunables, rr_timeslice_ms, rr_timeslice_ns, set_base_slice_ns, set_idle_poll_ns, set_rr_timeslice_ms,
-    set_wakeup_granularity_ns,
+    set_timer_kick, set_wakeup_granularity_ns, timer_kick_enabled,
 };
 pub use wakeup::{
     kick_task, resched_ipis_sent, rt_push_ipi_enabled, set_rt_push_ipi, set_ttwu_queue, try_to_wake_up, ttwu_pending, ttwu_queue_enabled,

@@ -25,6 +25,11 @@ fn pick_next(g: &mut RqInner) -> Arc<Task> {
 /// one that no interrupt will act on soon (a pull or a wakeup in `finish_task_switch`, on the
 /// CPU's own queue, sends no IPI).
 pub fn schedule() {
+    // An overdue timer's wakeup should take part in this pick (`TIMER_KICK`): with interrupts
+    // on, the raised interrupt runs here, before it.
+    if super::timer_kick_enabled() {
+        crate::timer::kick_if_overdue(0);
+    }
     __schedule(false);
     // The CPU is re-read each time: the switch may resume us on another one.
     while this_rq().need_resched.load(Ordering::Acquire) && this_cpu().preempt_count.load(Ordering::Relaxed) == 0 {

@@ -13,6 +13,20 @@ use core::sync::atomic::{AtomicU64, Ordering};
 /// (docs/design/wakeups.md, *Idle polling*).
 static IDLE_POLL_NS: AtomicU64 = AtomicU64::new(0);
 
+/// `TIMER_KICK` in `kernel.sched_features` (Cadence's own feature): at every context switch a
+/// CPU whose timer interrupt is overdue raises it itself (`framework::timer::kick_if_overdue`:
+/// under TCG the interrupt waits for QEMU's main loop while the vCPU runs on). The default
+/// is chosen by measurement (docs/design/wakeups.md, *Timer kicks*).
+static TIMER_KICK: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(true);
+
+pub fn timer_kick_enabled() -> bool {
+    TIMER_KICK.load(Ordering::Relaxed)
+}
+
+pub fn set_timer_kick(on: bool) {
+    TIMER_KICK.store(on, Ordering::Relaxed);
+}
+
 pub fn idle_poll_ns() -> u64 {
     IDLE_POLL_NS.load(Ordering::Relaxed)
 }

@@ -74,6 +74,8 @@ const ICR_LEVEL_ASSERT: u32 = 1 << 14;
 const ICR_INIT: u32 = 0b101 << 8;
 const ICR_STARTUP: u32 = 0b110 << 8;
 const ICR_NMI: u32 = 0b100 << 8;
+/// Destination shorthand "self" (the destination field is ignored).
+const ICR_SELF: u32 = 0b01 << 18;
 const TIMER_DIVIDE_BY_16: u32 = 0b0011;
 const TIMER_DIVIDER: u64 = 16;
 
@@ -230,6 +232,12 @@ fn send_icr(apic_id: u32, low: u32) {
 /// Sends a fixed-delivery IPI with `vector` to the CPU with `apic_id`.
 pub fn send_ipi(apic_id: u32, vector: u8) {
     send_icr(apic_id, vector as u32 | ICR_LEVEL_ASSERT);
+}
+
+/// Raises `vector` on this CPU (a fixed-delivery IPI to itself): under emulation the vCPU's
+/// own thread delivers it, at its next instruction boundary with interrupts on.
+pub fn send_self_ipi(vector: u8) {
+    send_icr(0, vector as u32 | ICR_LEVEL_ASSERT | ICR_SELF);
 }
 
 /// Sends an NMI to the CPU with `apic_id` (used to stop other CPUs on panic).
