@@ -199,8 +199,8 @@ pub static SYSCTLS: &[Sysctl] = &[
             let mut out = String::new();
             for cpu in crate::sched::online_mask().iter() {
                 let cpu = cpu as u32;
-                let q_wait = crate::timer::advance_wait_ns(cpu) / 1000;
-                out += &format!("cpu{cpu} advance_ns={} waited_us={q_wait} kicks={} ", crate::timer::advance(cpu), crate::timer::kicks(cpu));
+                let waited_us = crate::timer::advance_wait_ns(cpu) / 1000;
+                out += &format!("cpu{cpu} advance_ns={} waited_us={waited_us} kicks={} ", crate::timer::advance(cpu), crate::timer::kicks(cpu));
             }
             out.trim_end().into()
         },

@@ -306,10 +306,11 @@ pub fn halt_prepare() {
     let _irq = IrqOff::new();
     let q = QUEUES.this();
     q.halted.store(true, Ordering::Relaxed);
-    let advance = q.advance.load(Ordering::Relaxed).min(ADVANCE_LIMIT.load(Ordering::Relaxed));
-    if ADVANCE_LIMIT.load(Ordering::Relaxed) == 0 {
+    let limit = ADVANCE_LIMIT.load(Ordering::Relaxed);
+    if limit == 0 {
         return;
     }
+    let advance = q.advance.load(Ordering::Relaxed).min(limit);
     let t = q.timers.lock();
     let Some(next) = t.earliest() else { return };
     let now = crate::time::uptime_ns();
@@ -366,9 +367,8 @@ fn adapt_advance(q: &TimerQueue, delay_ns: u64) {
     q.advance.store(new.min(limit), Ordering::Relaxed);
 }
 
-/// Raises this CPU's timer interrupt itself if its earliest timer is `slack_ns` or more past
-/// its expiry and the interrupt has not come; true if it did. For the kernel's frequent paths
-/// (the context switch).
+/// Raises this CPU's timer interrupt itself if its earliest timer has expired and the
+/// interrupt has not come. For the kernel's frequent paths (the context switch).
 ///
 /// Why: under QEMU's TCG a LAPIC timer's expiry is noticed by QEMU's main-loop thread, which
 /// then interrupts the vCPU. With every host core busy running vCPUs that thread waits its
@@ -376,16 +376,15 @@ fn adapt_advance(q: &TimerQueue, delay_ns: u64) {
 /// its deadline on an idle guest, 140–260 µs under hackbench, and up to tens of milliseconds
 /// (docs/results/2026-12-02-compare-smp2.md). A self-IPI is delivered by the vCPU's own
 /// thread. On hardware the interrupt is never this late and the check costs a clock read.
-pub fn kick_if_overdue(slack_ns: u64) -> bool {
+pub fn kick_if_overdue() {
     let _irq = IrqOff::new();
     let q = QUEUES.this();
     let expires = q.programmed.load(Ordering::Relaxed);
-    if expires == u64::MAX || crate::time::uptime_ns() < expires.saturating_add(slack_ns) || q.kicked.swap(true, Ordering::Relaxed) {
-        return false;
+    if expires == u64::MAX || crate::time::uptime_ns() < expires || q.kicked.swap(true, Ordering::Relaxed) {
+        return;
     }
     q.kicks.fetch_add(1, Ordering::Relaxed);
     crate::arch::apic::send_self_ipi(crate::arch::apic::TIMER_VECTOR);
-    true
 }
 
 /// Timer interrupts `cpu` raised itself ([`kick_if_overdue`]) since boot.

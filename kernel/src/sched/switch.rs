@@ -28,7 +28,7 @@ pub fn schedule() {
     // An overdue timer's wakeup should take part in this pick (`TIMER_KICK`): with interrupts
     // on, the raised interrupt runs here, before it.
     if super::timer_kick_enabled() {
-        crate::timer::kick_if_overdue(0);
+        crate::timer::kick_if_overdue();
     }
     __schedule(false);
     // The CPU is re-read each time: the switch may resume us on another one.

@@ -77,10 +77,6 @@ pub(super) fn base(proc: &Thread, dirfd: u64, path: &str) -> Result<Arc<Inode>, 
     }
 }
 
-fn copy_out(proc: &Thread, addr: u64, data: &[u8]) -> Result<(), Errno> {
-    proc.write_user(addr, data)
-}
-
 fn copy_in(proc: &Thread, addr: u64, len: usize) -> Result<Vec<u8>, Errno> {
     let mut buf = alloc::vec![0u8; len];
     proc.read_user(addr, &mut buf)?;
@@ -147,7 +143,7 @@ fn read_into(
             Err(e) if done == 0 => return Err(e),
             Err(_) => break,
         };
-        if let Err(e) = copy_out(proc, buf + done, &kbuf[..n]) {
+        if let Err(e) = proc.write_user(buf + done, &kbuf[..n]) {
             return if done > 0 { Ok(done) } else { Err(e) };
         }
         done += n as u64;
@@ -590,7 +586,7 @@ fn encode_statx(k: &Kstat) -> [u8; 256] {
 /// `fstat(fd, statbuf)`.
 pub fn fstat(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let f = fd_file(proc, a[0])?;
-    copy_out(proc, a[1], &encode_stat(&file_kstat(&f)))?;
+    proc.write_user(a[1], &encode_stat(&file_kstat(&f)))?;
     ok(0)
 }
 
@@ -623,7 +619,7 @@ fn stat_at(proc: &Thread, dirfd: u64, path_addr: u64, flags: u64) -> Result<Ksta
 /// `newfstatat(dirfd, path, statbuf, flags)`.
 pub fn newfstatat(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let k = stat_at(proc, a[0], a[1], a[3])?;
-    copy_out(proc, a[2], &encode_stat(&k))?;
+    proc.write_user(a[2], &encode_stat(&k))?;
     ok(0)
 }
 
@@ -637,7 +633,7 @@ pub fn statx(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
         return Err(Errno::EINVAL);
     }
     let k = stat_at(proc, a[0], a[1], flags)?;
-    copy_out(proc, a[4], &encode_statx(&k))?;
+    proc.write_user(a[4], &encode_statx(&k))?;
     ok(0)
 }
 
@@ -691,7 +687,7 @@ pub fn getdents64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Out
     if out.is_empty() && i < entries.len() {
         return Err(Errno::EINVAL);
     }
-    copy_out(proc, a[1], &out)?;
+    proc.write_user(a[1], &out)?;
     *pos = i as u64;
     ok(out.len() as u64)
 }
@@ -790,7 +786,7 @@ pub fn readlinkat(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Out
         _ => return Err(Errno::EINVAL),
     };
     let n = target.len().min(a[3] as usize);
-    copy_out(proc, a[2], &target.as_bytes()[..n])?;
+    proc.write_user(a[2], &target.as_bytes()[..n])?;
     ok(n as u64)
 }
 
@@ -806,7 +802,7 @@ pub fn getcwd(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
     if (a[1] as usize) < path.len() {
         return Err(Errno::ERANGE);
     }
-    copy_out(proc, a[0], &path)?;
+    proc.write_user(a[0], &path)?;
     ok(path.len() as u64)
 }
 
@@ -971,7 +967,7 @@ pub fn pipe2(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
     }
     let flags = a[1] as u32;
     // A bad pointer is EFAULT before any fd is taken.
-    copy_out(proc, a[0], &[0u8; 8])?;
+    proc.write_user(a[0], &[0u8; 8])?;
     let (r, w) = crate::fs::pipe::new()?;
     let (rf, wf) = (OpenFile::new(Kind::Pipe(r), flags & O_NONBLOCK), OpenFile::new(Kind::Pipe(w), 1 | (flags & O_NONBLOCK)));
     install_pair(proc, a[0], rf, wf, flags & O_CLOEXEC != 0)
@@ -996,7 +992,7 @@ fn install_pair(proc: &Thread, addr: u64, first: Arc<OpenFile>, second: Arc<Open
     let mut out = [0u8; 8];
     out[..4].copy_from_slice(&(fd1 as u32).to_le_bytes());
     out[4..].copy_from_slice(&(fd2 as u32).to_le_bytes());
-    copy_out(proc, addr, &out)?;
+    proc.write_user(addr, &out)?;
     ok(0)
 }
 
@@ -1028,7 +1024,7 @@ pub fn socketpair(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Out
     if kind != SOCK_STREAM {
         return Err(Errno::EOPNOTSUPP);
     }
-    copy_out(proc, a[3], &[0u8; 8])?;
+    proc.write_user(a[3], &[0u8; 8])?;
     let nonblock = if ty & SOCK_NONBLOCK != 0 { O_NONBLOCK } else { 0 };
     let (x, y) = crate::fs::socket::pair()?;
     let (xf, yf) = (OpenFile::new(Kind::Socket(x), 2 | nonblock), OpenFile::new(Kind::Socket(y), 2 | nonblock));
@@ -1123,7 +1119,7 @@ fn do_poll(proc: &Thread, fds_addr: u64, nfds: u64, deadline: Option<u64>) -> Re
         wait_ready(|| scan(&mut probe) > 0, deadline)?;
         count = scan(&mut raw);
     }
-    copy_out(proc, fds_addr, &raw)?;
+    proc.write_user(fds_addr, &raw)?;
     Ok(count)
 }
 
@@ -1194,13 +1190,13 @@ fn do_select(proc: &Thread, a: [u64; 6], deadline: Option<u64>) -> Result<u64, E
     }
     let (n, r, w) = result;
     if a[1] != 0 {
-        copy_out(proc, a[1], &r)?;
+        proc.write_user(a[1], &r)?;
     }
     if a[2] != 0 {
-        copy_out(proc, a[2], &w)?;
+        proc.write_user(a[2], &w)?;
     }
     if a[3] != 0 {
-        copy_out(proc, a[3], &alloc::vec![0u8; bytes])?;
+        proc.write_user(a[3], &alloc::vec![0u8; bytes])?;
     }
     Ok(n)
 }
@@ -1272,7 +1268,7 @@ pub fn ioctl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
         _ => None,
     };
     if let (FIONREAD, Some(n)) = (a[1], waiting) {
-        copy_out(proc, a[2], &(n as u32).to_le_bytes())?;
+        proc.write_user(a[2], &(n as u32).to_le_bytes())?;
         return ok(0);
     }
     // Linux's `ioctl` takes `unsigned int cmd`.
@@ -1283,9 +1279,9 @@ pub fn ioctl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
         Kind::Device(Device::Vda, _) => {
             let size = crate::fs::blockdev::size();
             return match cmd {
-                BLKGETSIZE64 => copy_out(proc, a[2], &size.to_le_bytes()).and(ok(0)),
-                BLKGETSIZE => copy_out(proc, a[2], &(size / 512).to_le_bytes()).and(ok(0)),
-                BLKSSZGET => copy_out(proc, a[2], &512u32.to_le_bytes()).and(ok(0)),
+                BLKGETSIZE64 => proc.write_user(a[2], &size.to_le_bytes()).and(ok(0)),
+                BLKGETSIZE => proc.write_user(a[2], &(size / 512).to_le_bytes()).and(ok(0)),
+                BLKSSZGET => proc.write_user(a[2], &512u32.to_le_bytes()).and(ok(0)),
                 _ => Err(Errno::ENOTTY),
             };
         }
@@ -1304,7 +1300,7 @@ pub fn ioctl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
     match cmd {
         TCGETS => {
             let t = if is_console { console::termios() } else { vt::termios(id) };
-            copy_out(proc, a[2], &t.encode())?;
+            proc.write_user(a[2], &t.encode())?;
             ok(0)
         }
         TCSETS | TCSETSW | TCSETSF => {
@@ -1322,7 +1318,7 @@ pub fn ioctl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
             for (i, v) in w.iter().enumerate() {
                 b[i * 2..i * 2 + 2].copy_from_slice(&v.to_le_bytes());
             }
-            copy_out(proc, a[2], &b)?;
+            proc.write_user(a[2], &b)?;
             ok(0)
         }
         TIOCSWINSZ => {
@@ -1339,11 +1335,11 @@ pub fn ioctl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
             // A vt's waiting input is whole lines; the count is not tracked, so 0 (a reader
             // that polls first still finds them).
             let n = if is_console { console::available() } else { 0 };
-            copy_out(proc, a[2], &(n as u32).to_le_bytes())?;
+            proc.write_user(a[2], &(n as u32).to_le_bytes())?;
             ok(0)
         }
         TIOCOUTQ => {
-            copy_out(proc, a[2], &0u32.to_le_bytes())?;
+            proc.write_user(a[2], &0u32.to_le_bytes())?;
             ok(0)
         }
         TCFLSH => match a[2] {
@@ -1368,12 +1364,12 @@ pub fn ioctl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
         }
         TIOCGPGRP => {
             let t = ctty()?;
-            copy_out(proc, a[2], &t.fg_pgrp.load(Ordering::Acquire).to_le_bytes())?;
+            proc.write_user(a[2], &t.fg_pgrp.load(Ordering::Acquire).to_le_bytes())?;
             ok(0)
         }
         TIOCGSID => {
             let t = ctty()?;
-            copy_out(proc, a[2], &t.session.load(Ordering::Acquire).to_le_bytes())?;
+            proc.write_user(a[2], &t.session.load(Ordering::Acquire).to_le_bytes())?;
             ok(0)
         }
         TIOCSPGRP => {
@@ -1462,7 +1458,7 @@ pub fn sendfile(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outco
     let mut buf = alloc::vec![0u8; n];
     let got = if let Some(off) = offset {
         let got = file::pread(&inp, &mut buf, off)?;
-        copy_out(proc, a[2], &(off + got as u64).to_le_bytes())?;
+        proc.write_user(a[2], &(off + got as u64).to_le_bytes())?;
         got
     } else {
         file::read(&inp, &mut buf)?

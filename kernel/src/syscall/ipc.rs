@@ -35,10 +35,6 @@ fn read_user(proc: &Thread, addr: u64, len: usize) -> Result<Vec<u8>, Errno> {
     Ok(b)
 }
 
-fn write_user(proc: &Thread, addr: u64, data: &[u8]) -> Result<(), Errno> {
-    proc.write_user(addr, data)
-}
-
 fn i64_at(b: &[u8], at: usize) -> i64 {
     i64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
@@ -152,9 +148,9 @@ pub fn mq_timedreceive(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Resul
     }
     let m = q.receive(f.nonblock(), deadline)?;
     if a[3] != 0 {
-        write_user(proc, a[3], &m.prio.to_le_bytes())?;
+        proc.write_user(a[3], &m.prio.to_le_bytes())?;
     }
-    write_user(proc, a[1], &m.data)?;
+    proc.write_user(a[1], &m.data)?;
     ok(m.data.len() as u64)
 }
 
@@ -207,7 +203,7 @@ pub fn mq_getsetattr(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<
         }
     }
     if a[2] != 0 {
-        write_user(proc, a[2], &old)?;
+        proc.write_user(a[2], &old)?;
     }
     ok(0)
 }
@@ -297,18 +293,18 @@ pub fn semctl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
             for (i, v) in fields.into_iter().enumerate() {
                 b[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
             }
-            write_user(proc, arg, &b)?;
+            proc.write_user(arg, &b)?;
             ok(max_idx.max(0) as u64)
         }
         IPC_STAT | SEM_STAT | SEM_STAT_ANY => {
             let s = sem::stat(id, cmd != IPC_STAT, cmd == SEM_STAT_ANY, &who)?;
-            write_user(proc, arg, &encode_semid_ds(&s))?;
+            proc.write_user(arg, &encode_semid_ds(&s))?;
             ok(if cmd == IPC_STAT { 0 } else { s.id as u64 })
         }
         GETALL => {
             let vals = sem::get_all(id, &who)?;
             let b: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
-            write_user(proc, arg, &b)?;
+            proc.write_user(arg, &b)?;
             ok(0)
         }
         SETALL => {
