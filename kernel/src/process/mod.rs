@@ -350,6 +350,14 @@ impl Thread {
         self.mm_ref().read(addr, buf)
     }
 
+    /// `len` bytes of the thread's user memory at `addr`, in a new buffer ([`MmRef::read`]).
+    /// The caller bounds `len` (a system call's own limit: IOV_MAX, the queue's message size).
+    pub fn read_user_vec(&self, addr: u64, len: usize) -> Result<Vec<u8>, Errno> {
+        let mut buf = alloc::vec![0u8; len];
+        self.read_user(addr, &mut buf)?;
+        Ok(buf)
+    }
+
     /// Copies `data` into the thread's user memory at `addr` ([`MmRef::write`]).
     pub fn write_user(&self, addr: u64, data: &[u8]) -> Result<(), Errno> {
         self.mm_ref().write(addr, data)

@@ -267,18 +267,27 @@ fn rt_task_is_not_bounced_between_cpus_its_siblings_keep_busy() {
         return;
     }
     let now = crate::time::uptime_ns;
-    // The hogs spin, not preemptible, from `go` to `hog_end`; the RT task wakes 20 ms after
-    // `go`. Nothing else can run on CPUs 0 and 2 meanwhile except tasks of the hogs' cookie
-    // (this task, cookie 0, may wait too: the hogs end on their own).
+    // The hogs spin, not preemptible, from `go` until 100 ms after the later of them started;
+    // that one wakes the RT task. So it wakes with both its CPUs' siblings busy, however late
+    // the host runs either hog's vCPU (a fixed wake time 20 ms after `go` failed about one run
+    // in ten: the host can leave a vCPU 10-20 ms without running it, and a hog not spinning
+    // yet left its sibling free). Nothing else can run on CPUs 0 and 2 meanwhile except tasks
+    // of the hogs' cookie (this task, cookie 0, may wait too: the hogs end on their own).
     let go = Arc::new(AtomicBool::new(false));
+    let spinning = Arc::new(AtomicU64::new(0));
     let hog_end = Arc::new(AtomicU64::new(u64::MAX));
+    let rt_wq = Arc::new(super::wait::WaitQueue::new());
     let hog = |cpu: u32| {
-        let (go, hog_end) = (go.clone(), hog_end.clone());
+        let (go, spinning, hog_end, rt_wq) = (go.clone(), spinning.clone(), hog_end.clone(), rt_wq.clone());
         spawn(SpawnOptions::new("cs-hog").pin(cpu), move || {
             while !go.load(Ordering::Acquire) {
                 super::sleep_ns(MS);
             }
             let _no_preempt = super::preempt_disable();
+            if spinning.fetch_add(1, Ordering::AcqRel) == 1 {
+                hog_end.store(crate::time::uptime_ns() + 100 * MS, Ordering::Release);
+                rt_wq.wake_all();
+            }
             while crate::time::uptime_ns() < hog_end.load(Ordering::Acquire) {
                 core::hint::spin_loop();
             }
@@ -295,20 +304,18 @@ fn rt_task_is_not_bounced_between_cpus_its_siblings_keep_busy() {
     prctl(PR_SCHED_CORE_SHARE_TO as u64, h3.tid as u64, PIDTYPE_PID as u64, 0).expect("share to");
     prctl(PR_SCHED_CORE_SHARE_FROM as u64, plain.tid as u64, PIDTYPE_PID as u64, 0).expect("reset");
     // No cookie, SCHED_FIFO 50, allowed on CPUs 0 and 2 (the hogs' siblings).
-    let start = now() + 10 * MS;
-    let wake_at = start + 20 * MS;
     let ran_at = Arc::new(AtomicU64::new(0));
-    let ran_at2 = ran_at.clone();
+    let (ran_at2, spinning2, rt_wq2) = (ran_at.clone(), spinning.clone(), rt_wq.clone());
     let opts = SpawnOptions::new("cs-rt").policy(Policy::Fifo, 50, 0).affinity(cadence_sched::CpuMask(0b101));
     let rt = spawn(opts, move || {
-        super::sleep_until(wake_at);
+        rt_wq2.wait_until(|| spinning2.load(Ordering::Acquire) >= 2);
         ran_at2.store(crate::time::uptime_ns(), Ordering::Release);
         0
     })
     .expect("rt task");
     super::sleep_ns(5 * MS);
     let moves_before = rt.stats.nr_migrations.load(Ordering::Relaxed);
-    hog_end.store(start + 120 * MS, Ordering::Release);
+    let start = now() + 5 * MS;
     while now() < start {
         core::hint::spin_loop();
     }
@@ -321,7 +328,11 @@ fn rt_task_is_not_bounced_between_cpus_its_siblings_keep_busy() {
     wait(plain.tid).expect("reap");
     let (ran, end) = (ran_at.load(Ordering::Acquire), hog_end.load(Ordering::Acquire));
     crate::kprint!("(ran {} us after the hogs ended, {} moves) ", ran.saturating_sub(end) / 1000, moves);
-    assert!(ran >= end, "the RT task ran while both its CPUs' siblings ran another cookie");
+    assert!(
+        ran >= end,
+        "the RT task ran while both its CPUs' siblings ran another cookie ({} us before the hogs ended)",
+        end.saturating_sub(ran) / 1000
+    );
     // Its wakeup may place it once; a bounced task moved thousands of times here.
     assert!(moves <= 2, "the RT task moved {} times while it could not run anywhere", moves);
     assert_eq!(coresched::COOKIES.lock().live(), 0);

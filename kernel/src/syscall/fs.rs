@@ -77,12 +77,6 @@ pub(super) fn base(proc: &Thread, dirfd: u64, path: &str) -> Result<Arc<Inode>, 
     }
 }
 
-fn copy_in(proc: &Thread, addr: u64, len: usize) -> Result<Vec<u8>, Errno> {
-    let mut buf = alloc::vec![0u8; len];
-    proc.read_user(addr, &mut buf)?;
-    Ok(buf)
-}
-
 /// Linux's `access_ok(buf, len)` (6.1, x86-64): the whole range below `TASK_SIZE_MAX`, or
 /// EFAULT before anything moves, whatever is mapped.
 fn access_ok(buf: u64, len: u64) -> Result<(), Errno> {
@@ -185,7 +179,7 @@ fn write_from(proc: &Thread, f: &OpenFile, buf: u64, len: u64) -> Result<u64, Er
     let mut done = 0u64;
     while done < len || len == 0 {
         let n = (len - done).min(CHUNK as u64) as usize;
-        let data = match copy_in(proc, buf + done, n) {
+        let data = match proc.read_user_vec(buf + done, n) {
             Ok(d) => d,
             Err(e) => return if done > 0 { Ok(done) } else { Err(e) },
         };
@@ -223,7 +217,7 @@ pub fn pwrite64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outco
     let mut done = 0u64;
     loop {
         let n = (len - done).min(CHUNK as u64) as usize;
-        let r = copy_in(proc, a[1] + done, n).and_then(|data| file::pwrite(&f, &data, a[3] + done));
+        let r = proc.read_user_vec(a[1] + done, n).and_then(|data| file::pwrite(&f, &data, a[3] + done));
         match r {
             Ok(w) => {
                 done += w as u64;
@@ -243,7 +237,7 @@ fn iovecs(proc: &Thread, addr: u64, count: u64) -> Result<Vec<(u64, u64)>, Errno
     if count > IOV_MAX {
         return Err(Errno::EINVAL);
     }
-    let raw = copy_in(proc, addr, count as usize * 16)?;
+    let raw = proc.read_user_vec(addr, count as usize * 16)?;
     let mut total = 0u64;
     let mut out = Vec::with_capacity(count as usize);
     for v in raw.chunks(16) {
@@ -947,7 +941,7 @@ pub fn fchown(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
 pub fn utimensat(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     // The two timespecs are read first, as Linux's: a bad pointer is EFAULT before the path.
     if a[2] != 0 {
-        copy_in(proc, a[2], 32)?;
+        proc.read_user_vec(a[2], 32)?;
     }
     let inode = if a[1] == 0 {
         fd_file(proc, a[0])?.inode().cloned().ok_or(Errno::EINVAL)?
@@ -1081,7 +1075,7 @@ fn with_sigmask(proc: &Thread, mask_addr: u64, size: u64, f: impl FnOnce() -> Re
     if size != 8 {
         return Err(Errno::EINVAL);
     }
-    let b = copy_in(proc, mask_addr, 8)?;
+    let b = proc.read_user_vec(mask_addr, 8)?;
     let mask = u64::from_le_bytes(b[..8].try_into().expect("8")) & !cadence_abi::signal::UNBLOCKABLE;
     let me = crate::sched::current();
     let old = me.process.signals.blocked.swap(mask, Ordering::Relaxed);
@@ -1098,7 +1092,7 @@ fn do_poll(proc: &Thread, fds_addr: u64, nfds: u64, deadline: Option<u64>) -> Re
     if nfds > proc.nofile() as u64 {
         return Err(Errno::EINVAL);
     }
-    let mut raw = copy_in(proc, fds_addr, nfds as usize * 8)?;
+    let mut raw = proc.read_user_vec(fds_addr, nfds as usize * 8)?;
     let mut count = 0;
     let scan = |raw: &mut [u8]| -> u64 {
         let mut n = 0;
@@ -1134,7 +1128,7 @@ fn timespec_deadline(proc: &Thread, addr: u64) -> Result<Option<u64>, Errno> {
     if addr == 0 {
         return Ok(None);
     }
-    let ns = super::time::parse_timespec(&copy_in(proc, addr, 16)?)?;
+    let ns = super::time::parse_timespec(&proc.read_user_vec(addr, 16)?)?;
     Ok(Some(if ns == 0 { 0 } else { crate::time::uptime_ns().saturating_add(ns) }))
 }
 
@@ -1157,7 +1151,7 @@ fn do_select(proc: &Thread, a: [u64; 6], deadline: Option<u64>) -> Result<u64, E
         if addr == 0 {
             Ok(None)
         } else {
-            copy_in(proc, addr, bytes).map(Some)
+            proc.read_user_vec(addr, bytes).map(Some)
         }
     };
     let (r_in, w_in, e_in) = (load(a[1])?, load(a[2])?, load(a[3])?);
@@ -1206,7 +1200,7 @@ pub fn select(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
     let deadline = if a[4] == 0 {
         None
     } else {
-        let b = copy_in(proc, a[4], 16)?;
+        let b = proc.read_user_vec(a[4], 16)?;
         let sec = i64::from_le_bytes(b[..8].try_into().expect("8"));
         let usec = i64::from_le_bytes(b[8..].try_into().expect("8"));
         if sec < 0 || usec < 0 {
@@ -1223,7 +1217,7 @@ pub fn select(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
 pub fn pselect6(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let deadline = timespec_deadline(proc, a[4])?;
     let (mask_addr, size) = if a[5] != 0 {
-        let b = copy_in(proc, a[5], 16)?;
+        let b = proc.read_user_vec(a[5], 16)?;
         (u64::from_le_bytes(b[..8].try_into().expect("8")), u64::from_le_bytes(b[8..].try_into().expect("8")))
     } else {
         (0, 0)
@@ -1304,7 +1298,7 @@ pub fn ioctl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
             ok(0)
         }
         TCSETS | TCSETSW | TCSETSF => {
-            let t = Termios::decode(&copy_in(proc, a[2], Termios::SIZE)?);
+            let t = Termios::decode(&proc.read_user_vec(a[2], Termios::SIZE)?);
             if is_console {
                 console::set_termios(t, cmd == TCSETSF)?;
             } else {
@@ -1322,7 +1316,7 @@ pub fn ioctl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
             ok(0)
         }
         TIOCSWINSZ => {
-            let b = copy_in(proc, a[2], 8)?;
+            let b = proc.read_user_vec(a[2], 8)?;
             let w = core::array::from_fn(|i| u16::from_le_bytes([b[i * 2], b[i * 2 + 1]]));
             if is_console {
                 console::set_winsize(w);
@@ -1374,7 +1368,7 @@ pub fn ioctl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
         }
         TIOCSPGRP => {
             let t = ctty()?;
-            let b = copy_in(proc, a[2], 4)?;
+            let b = proc.read_user_vec(a[2], 4)?;
             let pgrp = i32::from_le_bytes(b[..4].try_into().expect("4"));
             if pgrp < 0 {
                 return Err(Errno::EINVAL);
@@ -1425,7 +1419,7 @@ pub fn sync(_: &Thread, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Err
 /// queue has no `splice_read` (EINVAL), and a file that is not a pipe is written only from a
 /// regular file or a block device (`splice_direct_to_actor`) and never with O_APPEND (EINVAL).
 pub fn sendfile(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let offset = if a[2] != 0 { Some(u64::from_le_bytes(copy_in(proc, a[2], 8)?.try_into().expect("8"))) } else { None };
+    let offset = if a[2] != 0 { Some(u64::from_le_bytes(proc.read_user_vec(a[2], 8)?.try_into().expect("8"))) } else { None };
     let inp = fd_file(proc, a[1])?;
     if !inp.may_read() {
         return Err(Errno::EBADF);

@@ -11,7 +11,6 @@ use crate::fs::mqueue::{self, Fire, MessageQueue, Notify, Opener, MQ_PRIO_MAX};
 use crate::process::sem::{self, Caller, Get};
 use crate::process::Thread;
 use alloc::sync::Arc;
-use alloc::vec;
 use alloc::vec::Vec;
 use cadence_abi::errno::Errno;
 use cadence_abi::signal::{code, SigFields, SigInfo};
@@ -28,12 +27,6 @@ const MQ_ATTR_SIZE: usize = 64;
 const SIGEVENT_SIZE: usize = 64;
 /// `NOTIFY_COOKIE_LEN`: what SIGEV_THREAD's `sival_ptr` points to.
 const NOTIFY_COOKIE_LEN: usize = 32;
-
-fn read_user(proc: &Thread, addr: u64, len: usize) -> Result<Vec<u8>, Errno> {
-    let mut b = vec![0u8; len];
-    proc.read_user(addr, &mut b)?;
-    Ok(b)
-}
 
 fn i64_at(b: &[u8], at: usize) -> i64 {
     i64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
@@ -69,7 +62,7 @@ fn mq_of(proc: &Thread, fd: u64) -> Result<(Arc<OpenFile>, Arc<MessageQueue>), E
 pub fn mq_open(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let oflag = a[1] as u32;
     let attr = if a[3] != 0 {
-        let b = read_user(proc, a[3], MQ_ATTR_SIZE)?;
+        let b = proc.read_user_vec(a[3], MQ_ATTR_SIZE)?;
         Some(Attr { maxmsg: i64_at(&b, 8), msgsize: i64_at(&b, 16) })
     } else {
         None
@@ -127,7 +120,7 @@ pub fn mq_timedsend(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<O
     if a[2] > q.attr().msgsize as u64 {
         return Err(Errno::EMSGSIZE);
     }
-    let data = read_user(proc, a[1], a[2] as usize)?;
+    let data = proc.read_user_vec(a[1], a[2] as usize)?;
     if let Some(fire_it) = q.send(data, prio, f.nonblock(), deadline)? {
         fire(proc, fire_it);
     }
@@ -160,13 +153,13 @@ pub fn mq_timedreceive(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Resul
 /// that is not netlink EINVAL). EINVAL for another `sigev_notify` or a signal above 64.
 pub fn mq_notify(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let req = if a[1] != 0 {
-        let b = read_user(proc, a[1], SIGEVENT_SIZE)?;
+        let b = proc.read_user_vec(a[1], SIGEVENT_SIZE)?;
         let (value, signo, notify) = (i64_at(&b, 0) as u64, u32_at(&b, 8) as i32, u32_at(&b, 12) as i32);
         match notify {
             mqueue::SIGEV_NONE => Some(Notify::None),
             mqueue::SIGEV_SIGNAL if (0..=64).contains(&signo) => Some(Notify::Signal { signo: signo as u32, value }),
             mqueue::SIGEV_THREAD => {
-                read_user(proc, value, NOTIFY_COOKIE_LEN)?;
+                proc.read_user_vec(value, NOTIFY_COOKIE_LEN)?;
                 let sock = fd_file(proc, signo as u32 as u64)?;
                 return Err(if matches!(sock.kind, Kind::Socket(_)) { Errno::EINVAL } else { Errno::ENOTSOCK });
             }
@@ -184,7 +177,7 @@ pub fn mq_notify(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
 /// O_NONBLOCK), the fd (EBADF); the old attributes with the fd's O_NONBLOCK, then the new
 /// O_NONBLOCK set on the open file (the other fields are ignored, as Linux).
 pub fn mq_getsetattr(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let new = if a[1] != 0 { Some(i64_at(&read_user(proc, a[1], MQ_ATTR_SIZE)?, 0)) } else { None };
+    let new = if a[1] != 0 { Some(i64_at(&proc.read_user_vec(a[1], MQ_ATTR_SIZE)?, 0)) } else { None };
     if new.is_some_and(|fl| fl & !i64::from(O_NONBLOCK) != 0) {
         return Err(Errno::EINVAL);
     }
@@ -228,7 +221,7 @@ pub fn semop(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcom
 /// (EFAULT), the count and id (EINVAL, E2BIG past SEMOPM), the operations (EFAULT), the
 /// timeout's value (EINVAL); a relative timeout ends the wait with EAGAIN.
 pub fn semtimedop(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let ts = if a[3] != 0 { Some(read_user(proc, a[3], 16)?) } else { None };
+    let ts = if a[3] != 0 { Some(proc.read_user_vec(a[3], 16)?) } else { None };
     let (id, nsops) = (a[0] as i32, a[2] as u32);
     if nsops < 1 || id < 0 {
         return Err(Errno::EINVAL);
@@ -236,7 +229,7 @@ pub fn semtimedop(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Out
     if nsops > SEMOPM as u32 {
         return Err(Errno::E2BIG);
     }
-    let raw = read_user(proc, a[1], nsops as usize * 6)?;
+    let raw = proc.read_user_vec(a[1], nsops as usize * 6)?;
     let ops: Vec<SemBuf> = raw.chunks_exact(6).map(|c| SemBuf::from_bytes(c.try_into().expect("6 bytes"))).collect();
     let deadline = match ts {
         Some(b) => Some(crate::time::uptime_ns().saturating_add(super::time::parse_timespec(&b)?)),
@@ -309,7 +302,7 @@ pub fn semctl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
         }
         SETALL => {
             let n = sem::nsems(id, &who)?;
-            let b = read_user(proc, arg, n * 2)?;
+            let b = proc.read_user_vec(arg, n * 2)?;
             let vals: Vec<u16> = b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
             sem::set_all(id, &vals, &who)?;
             ok(0)
@@ -328,7 +321,7 @@ pub fn semctl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
             ok(0)
         }
         IPC_SET => {
-            let b = read_user(proc, arg, SEMID_DS_SIZE)?;
+            let b = proc.read_user_vec(arg, SEMID_DS_SIZE)?;
             sem::set_perm(id, u32_at(&b, 4), u32_at(&b, 8), u32_at(&b, 20), &who)?;
             ok(0)
         }
