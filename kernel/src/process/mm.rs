@@ -548,6 +548,60 @@ impl Mm {
     }
 }
 
+/// Pages [`populate_after_map`] faults in under one taking of the lock (256 KiB).
+pub const POPULATE_BATCH_PAGES: u64 = 64;
+
+/// How long [`populate_after_map`] leaves the lock to a task it woke (a woken vCPU under TCG
+/// runs within tens of microseconds unless the host has descheduled it).
+pub const POPULATE_YIELD_NS: u64 = 200_000;
+
+/// Linux's `mm_populate` after `mmap`, `brk` or `mlockall` made locked or MAP_POPULATE
+/// memory: faults `[start, end)` in as [`Mm::populate`] does (inaccessible VMAs and those
+/// locked on fault skipped), taking `mm`'s lock for [`POPULATE_BATCH_PAGES`] pages at a time,
+/// so a fault, `mmap` or `futex` of another thread of the process waits for one batch and not
+/// for the whole range (Linux populates under the read lock). Each batch looks its VMA up
+/// again: what was unmapped meanwhile is skipped, what was mapped there since is populated as
+/// its own. The caller holds no lock of `mm`. A page that cannot be had ends it: it comes at
+/// first touch (the error is not the call's, as in Linux).
+///
+/// The mutex does not hand itself over, so after a batch that woke a waiter this yields, then
+/// waits (up to [`POPULATE_YIELD_NS`], preemptible) for the woken task to take the lock before
+/// taking it again; taken back at once, a waiter on another CPU woke to a held lock every time
+/// and slept until the whole range was in.
+pub fn populate_after_map(mm: &crate::sched::wait::Mutex<Mm>, start: u64, end: u64) {
+    let mut at = start & !(PAGE - 1);
+    while at < end {
+        let mut g = mm.lock_uninterruptible();
+        // The VMA holding `at`, or the first one after it.
+        let first = g.vmas.range(..=at).next_back().map_or(at, |(&s, _)| s);
+        let next = g
+            .vmas
+            .range(first..end)
+            .map(|(_, v)| v)
+            .find(|v| v.end > at && v.accessible() && v.lock != Lock::OnFault)
+            .map(|v| (v.start.max(at), v.end.min(end)));
+        let Some((from, to)) = next else { return };
+        let stop = to.min(from.saturating_add(POPULATE_BATCH_PAGES * PAGE));
+        let mut page = from;
+        while page < stop {
+            if g.fault(page, false).is_err() {
+                return;
+            }
+            page += PAGE;
+        }
+        at = stop;
+        if crate::sched::wait::Mutex::unlock_woke(g) {
+            // A woken task of this CPU that did not preempt us runs now (an RT one already
+            // has); one of another CPU gets the spin.
+            crate::sched::yield_now();
+            let until = crate::time::uptime_ns() + POPULATE_YIELD_NS;
+            while !mm.is_locked() && crate::time::uptime_ns() < until {
+                core::hint::spin_loop();
+            }
+        }
+    }
+}
+
 /// A NUL-terminated string of at most `max` bytes at `addr` (ENAMETOOLONG past it), read
 /// through `read` in pieces that never cross a page (a string that ends before an unmapped
 /// page is read whole).

@@ -268,3 +268,48 @@ fn user_copies_to_present_pages_do_not_wait_for_the_mm_lock() {
     assert_eq!(&b, b"x");
     assert_eq!(mm.atomic_u32(a + 2, |w: &AtomicU32| w.load(Ordering::Relaxed)), Err(cadence_abi::errno::Errno::EINVAL), "misaligned");
 }
+
+#[test_case]
+fn populating_a_mapping_lets_other_threads_take_the_mm_lock_between_batches() {
+    // mmap/brk/mlockall under MCL_FUTURE populate after the call's lock, a batch at a time:
+    // another thread's fault waits for one batch, not for the whole range (cyclictest's main
+    // thread populating an 8 MiB stack beside its RT threads).
+    use crate::process::mm::{populate_after_map, Backing, Lock, Mm, Vma, PAGE, POPULATE_BATCH_PAGES};
+    use core::sync::atomic::AtomicBool;
+    let pages = 16 * POPULATE_BATCH_PAGES;
+    let a = 0x2000_0000u64;
+    let mut mm = Mm::new().expect("address space");
+    mm.insert(Vma { lock: Lock::Locked, ..Vma::new(a, a + pages * PAGE, Prot::RW, Backing::Anonymous, false) });
+    // Locked on fault, and inaccessible: skipped.
+    mm.insert(Vma { lock: Lock::OnFault, ..Vma::new(a + pages * PAGE, a + (pages + 4) * PAGE, Prot::RW, Backing::Anonymous, false) });
+    mm.insert(Vma::new(a + (pages + 4) * PAGE, a + (pages + 8) * PAGE, Prot::NONE, Backing::Anonymous, false));
+    let mm = Arc::new(crate::sched::wait::Mutex::new(mm));
+    let done = Arc::new(AtomicBool::new(false));
+    let me = framework::percpu::cpu_id();
+    let other = (me + 1) % framework::percpu::nr_cpus();
+    let (pop_mm, pop_done) = (mm.clone(), done.clone());
+    let populator = spawn_result(SpawnOptions::new("populate").pin(other), move || {
+        populate_after_map(&pop_mm, a, a + (pages + 8) * PAGE);
+        pop_done.store(true, Ordering::Release);
+    })
+    .expect("spawn");
+    let mut taken_between = None;
+    if other != me {
+        // Wait for a batch under way, then for the lock, as a faulting thread would.
+        while !mm.is_locked() && !done.load(Ordering::Acquire) {
+            core::hint::spin_loop();
+        }
+        let g = mm.lock();
+        let present = (0..pages).filter(|p| g.space.query(a + p * PAGE).is_some()).count() as u64;
+        taken_between = Some((done.load(Ordering::Acquire), present));
+    }
+    populator.join().expect("populator finished");
+    if let Some((finished, present)) = taken_between {
+        assert!(!finished && present < pages, "the lock was had only after the whole range ({present} of {pages} pages in)");
+        assert!(present.is_multiple_of(POPULATE_BATCH_PAGES), "taken in the middle of a batch: {present} pages in");
+    }
+    let g = mm.lock();
+    let present = |from: u64, n: u64| (from..from + n).filter(|p| g.space.query(a + p * PAGE).is_some()).count() as u64;
+    assert_eq!(present(0, pages), pages, "every page of the locked VMA is in");
+    assert_eq!(present(pages, 8), 0, "locked-on-fault and inaccessible VMAs are left alone");
+}

@@ -89,10 +89,13 @@ pub fn brk(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, E
             return ok(mm.brk);
         }
         mm.insert(Vma { lock, ..Vma::new(old_end, new_end, Prot::RW, Backing::Anonymous, false) });
+        mm.brk = want;
+        drop(mm);
         if lock == Lock::Locked {
-            // Linux's mm_populate: a page that cannot be had now comes at first touch.
-            let _ = mm.populate(old_end, new_end);
+            // Linux's mm_populate, after the lock (a page that cannot be had comes at first touch).
+            crate::process::mm::populate_after_map(&mm_arc, old_end, new_end);
         }
+        return ok(want);
     } else if new_end < old_end {
         mm.unmap_range(new_end, old_end);
     }
@@ -188,9 +191,10 @@ pub fn mmap(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, 
             return Err(e);
         }
     } else if flags & MAP_POPULATE != 0 || lock == Lock::Locked {
-        // Linux's mm_populate: a page that cannot be had now is faulted in at first touch
-        // (the error is not the call's).
-        let _ = mm.populate(start, start + len);
+        // Linux's mm_populate, after the lock (a page that cannot be had now is faulted in at
+        // first touch: the error is not the call's).
+        drop(mm);
+        crate::process::mm::populate_after_map(&mm_arc, start, start + len);
     }
     ok(start)
 }
@@ -291,8 +295,10 @@ pub fn mlockall(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outco
     mm.def_lock = if flags & MCL_FUTURE != 0 { lock } else { Lock::Unlocked };
     if flags & MCL_CURRENT != 0 {
         mm.set_lock_all(lock);
-        // Linux's mm_populate: errors are ignored (the pages come at first touch).
-        let _ = mm.populate(0, TASK_SIZE);
+        // Linux's mm_populate, after the lock: errors are ignored (the pages come at first
+        // touch).
+        drop(mm);
+        crate::process::mm::populate_after_map(&mm_arc, 0, TASK_SIZE);
     }
     ok(0)
 }

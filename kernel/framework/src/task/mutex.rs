@@ -73,6 +73,22 @@ impl<T, Q: WaitStrategy> SleepMutex<T, Q> {
     pub fn try_lock(&self) -> Option<SleepMutexGuard<'_, T, Q>> {
         self.try_acquire().then_some(SleepMutexGuard { m: self })
     }
+
+    /// Is the lock held now (by anyone)?
+    pub fn is_locked(&self) -> bool {
+        self.locked.load(Ordering::Acquire)
+    }
+
+    /// Releases `guard`'s lock, as dropping it does; true if a waiter was woken. The lock is
+    /// not handed over: the woken task takes it when it runs, if it is free then. A holder
+    /// that takes the lock again at once (a long job in pieces) can wait for
+    /// [`is_locked`](Self::is_locked) first, to let the woken task have it.
+    pub fn unlock_woke(guard: SleepMutexGuard<'_, T, Q>) -> bool {
+        let m = guard.m;
+        core::mem::forget(guard);
+        m.locked.store(false, Ordering::Release);
+        m.wq.wake_one()
+    }
 }
 
 impl<T, Q: WaitStrategy> Deref for SleepMutexGuard<'_, T, Q> {
