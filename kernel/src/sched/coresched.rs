@@ -296,6 +296,25 @@ pub(super) fn pick(cpu: u32, g: &mut RqInner, others: &mut [(u32, RqGuard<'stati
     let mut picks = [Pick::Idle; MAX_SMT];
     policy::pick_core_into(&lists[..n], this, &mut picks[..n]);
     g.core_lists = lists;
+    // Each CPU's pick learns how full the core is to be (for `steal_cookie_task`).
+    let occupation = picks[..n].iter().filter(|p| matches!(p, Pick::Task(_))).count() as u8;
+    for (i, &c) in order.iter().enumerate() {
+        let q: &mut RqInner = if c == cpu {
+            &mut *g
+        } else if let Some((_, og)) = others.iter_mut().find(|(o, _)| *o == c) {
+            &mut *og
+        } else {
+            continue;
+        };
+        match picks[i] {
+            Pick::Task(tid) => {
+                if let Some(t) = q.tasks.get(&tid) {
+                    t.core_occupation.store(occupation, Ordering::Relaxed);
+                }
+            }
+            _ => q.idle_occupation = occupation,
+        }
+    }
     // Siblings whose current task no longer fits the core's choice must reschedule.
     for (i, &c) in order.iter().enumerate() {
         if c == cpu {
@@ -380,6 +399,105 @@ pub(super) fn account_forced_idle(cpu: u32, g: &mut RqInner, others: Option<&[(u
             t.core_forceidle_ns.fetch_add(policy::forceidle_charge(d, 1, occupation.max(1)), Ordering::Relaxed);
         }
     }
+}
+
+// ----- filling a forced-idle CPU ------------------------------------------------------------------
+
+/// Tasks [`steal_cookie_task`] moved to a forced-idle CPU.
+static STEALS: AtomicU64 = AtomicU64::new(0);
+
+/// How many tasks forced-idle CPUs have taken from other CPUs' queues (`coresched stat`).
+pub fn steals() -> u64 {
+    STEALS.load(Ordering::Relaxed)
+}
+
+/// Linux's `sched_core_balance` (`steal_cookie_task`, `try_steal_cookie`): `this` is forced
+/// idle while a sibling runs a task with cookie C, so it takes a fair task with cookie C that
+/// waits on another CPU's queue (siblings first, then the other CPUs in turn), which then runs
+/// at once beside it. True if one moved (`this` is then asked to reschedule).
+///
+/// Without it a core stayed half idle for as long as its CPUs' queues held different cookies:
+/// the load balancer counts tasks, not cookies, so two CPU-bound groups of 4 threads on
+/// `-smp 4` SMT settled with one cookie per CPU about as often as not (`coresched-bench cpu`:
+/// 21% forced idle; docs/results/2026-12-05-coresched-user.md).
+///
+/// Called from the idle loop with no lock held. The locks are tried, never waited for (a
+/// forced-idle CPU may be woken for an RT task meanwhile), and at most
+/// [`NR_MIGRATE_SCAN`](super::balance::NR_MIGRATE_SCAN) tasks of each CPU are looked at.
+/// Only fair tasks move: RT tasks have their own placement (`balance::rt_placement_mask`),
+/// which already keeps them off CPUs whose sibling runs another cookie.
+pub fn steal_cookie_task(this: u32) -> bool {
+    if !enabled() || !cookies_exist() {
+        return false;
+    }
+    let sibs = siblings(this);
+    if sibs.count() < 2 || !percpu::get(this).is_some_and(active) {
+        return false;
+    }
+    // The core's cookie: what a sibling runs (one cookie at a time on a core).
+    let Some(cookie) =
+        sibs.iter().map(|c| c as u32).filter(|&c| c != this).map(|c| rq_of(c).curr_cookie.load(Ordering::Acquire)).find(|&c| c != 0)
+    else {
+        return false;
+    };
+    let others = super::online_mask() & !CpuMask(1 << this);
+    let n = percpu::nr_cpus();
+    // Siblings first (their waiting tasks of the cookie run beside them here), then the rest
+    // from the next CPU on, as Linux walks its domains outwards.
+    let order = (1..n).map(|i| (this + i) % n);
+    let order = order.clone().filter(|c| sibs.contains(*c as usize)).chain(order.filter(|c| !sibs.contains(*c as usize)));
+    for src_cpu in order.filter(|c| others.contains(*c as usize)) {
+        if rq_of(this).need_resched.load(Ordering::Acquire) {
+            return false;
+        }
+        if try_steal_cookie(this, src_cpu, CookieId(cookie)) {
+            STEALS.fetch_add(1, Ordering::Relaxed);
+            set_need_resched(this);
+            return true;
+        }
+    }
+    false
+}
+
+/// One source CPU for [`steal_cookie_task`]: under both run-queue locks, `this` must still be
+/// forced idle with a sibling running `cookie`, and a fair task of `cookie` waiting on
+/// `src_cpu` and allowed on `this` moves, unless it last ran in a fuller core than `this`'s
+/// (Linux's `core_occupation` rule): a task taken from a core where it ran beside a sibling
+/// of its cookie fills this one but leaves that one half idle, and `coresched-bench
+/// pipe+cpu`, whose pipe task waits on a forced-idle CPU for the core to turn to its cookie,
+/// lost a third of its round trips to CPU hogs taken in front of it that way (on / off 0.27
+/// without the steal, 0.17 with it and without this rule).
+fn try_steal_cookie(this: u32, src_cpu: u32, cookie: CookieId) -> bool {
+    use super::balance::{movable, move_task, NR_MIGRATE_SCAN};
+    use super::task::ClassId;
+    let (dst_rq, src_rq) = (rq_of(this), rq_of(src_cpu));
+    let Some(mut guards) = super::rqlock::try_lock_two(&dst_rq.lock, this, &src_rq.lock, src_cpu) else {
+        return false;
+    };
+    let (dst, src) = guards.pair();
+    let idle_now = dst.curr.as_ref().is_some_and(|c| c.is_idle);
+    if !idle_now || dst.forced_since == 0 || super::reserve::room(dst) == 0 {
+        return false;
+    }
+    let cursor = src.balance_cursor;
+    let found = src
+        .tasks
+        .range_from(&cursor)
+        .chain(src.tasks.range_before(&cursor))
+        .take(NR_MIGRATE_SCAN)
+        .map(|(_, t)| t)
+        .find(|t| {
+            t.class() == ClassId::Fair
+                && cookie_of(t) == cookie
+                && t.core_occupation.load(Ordering::Relaxed) <= dst.idle_occupation
+                && movable(src, t, this)
+        })
+        .cloned();
+    let Some(task) = found else { return false };
+    move_task(src, dst, &task);
+    super::update_counts(src_rq, src);
+    super::update_counts(dst_rq, dst);
+    true
 }
 
 // ----- cookies on tasks -------------------------------------------------------------------------

@@ -337,3 +337,80 @@ fn rt_task_is_not_bounced_between_cpus_its_siblings_keep_busy() {
     assert!(moves <= 2, "the RT task moved {} times while it could not run anywhere", moves);
     assert_eq!(coresched::COOKIES.lock().live(), 0);
 }
+
+/// A forced-idle CPU takes a task of its sibling's cookie that waits on another CPU (Linux's
+/// `sched_core_balance`, [`coresched::steal_cookie_task`]). Cookie A: `a0` pinned to CPU 0,
+/// `a3` on CPU 3 and allowed on CPUs 1 and 3; cookie B: two tasks pinned to CPU 1, one to
+/// CPU 3. Whenever core 0 runs `a0`, CPU 1 (B tasks only) is forced idle, and `a3` waits on
+/// CPU 3 whenever its B task runs. The queues hold 1, 2, 0 and 2 tasks and nothing but `a3`
+/// may move, so the load balancer has no reason to take `a3` to CPU 1 (it counts tasks, not
+/// cookies) and `a3` never sleeps, so no wakeup places it: only the steal gets it there.
+#[test_case]
+fn forced_idle_cpu_takes_a_waiting_task_of_its_siblings_cookie() {
+    use core::sync::atomic::AtomicU64;
+    if crate::percpu::nr_cpus() != 4
+        || coresched::siblings(1) != cadence_sched::CpuMask(0b11)
+        || coresched::siblings(3) != cadence_sched::CpuMask(0b1100)
+    {
+        crate::kprint!("(needs -smp 4,cores=2,threads=2: skipped) ");
+        return;
+    }
+    let now = crate::time::uptime_ns;
+    let go = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    // The CPUs `a3` was seen running on (a bit each).
+    let a3_cpus = Arc::new(AtomicU64::new(0));
+    let hog = |name: &'static str, cpu: u32, seen: Option<Arc<AtomicU64>>| {
+        let (go, stop) = (go.clone(), stop.clone());
+        // Spins from the start (preemptible): a sleeping hog's wakeups would place it anew.
+        spawn(SpawnOptions::new(name).pin(cpu), move || {
+            while !stop.load(Ordering::Acquire) {
+                if let (true, Some(seen)) = (go.load(Ordering::Acquire), seen.as_ref()) {
+                    seen.fetch_or(1 << crate::percpu::cpu_id(), Ordering::Relaxed);
+                }
+                core::hint::spin_loop();
+            }
+            0
+        })
+        .expect("hog")
+    };
+    let a0 = hog("cs-a0", 0, None);
+    let a3 = hog("cs-a3", 3, Some(a3_cpus.clone()));
+    let b1 = hog("cs-b1", 1, None);
+    let b1b = hog("cs-b1b", 1, None);
+    let b3 = hog("cs-b3", 3, None);
+    let plain = sleeper(SpawnOptions::new("cs-plain"), &stop);
+    let share = |from: &Task, to: &[&Arc<Task>]| {
+        prctl(PR_SCHED_CORE_CREATE as u64, from.tid as u64, PIDTYPE_PID as u64, 0).expect("create");
+        prctl(PR_SCHED_CORE_SHARE_FROM as u64, from.tid as u64, PIDTYPE_PID as u64, 0).expect("share from");
+        for t in to {
+            prctl(PR_SCHED_CORE_SHARE_TO as u64, t.tid as u64, PIDTYPE_PID as u64, 0).expect("share to");
+        }
+    };
+    share(&a0, &[&a3]);
+    share(&b1, &[&b1b, &b3]);
+    prctl(PR_SCHED_CORE_SHARE_FROM as u64, plain.tid as u64, PIDTYPE_PID as u64, 0).expect("reset");
+    super::api::sched_setaffinity(a3.tid, cadence_sched::CpuMask(0b1010)).expect("affinity");
+    let steals_before = coresched::steals();
+    go.store(true, Ordering::Release);
+    // Until `a3` has run on CPU 1, at most a second.
+    let deadline = now() + 1000 * MS;
+    while a3_cpus.load(Ordering::Relaxed) & 0b10 == 0 && now() < deadline {
+        super::sleep_ns(MS);
+    }
+    stop.store(true, Ordering::Release);
+    for t in [&a0, &a3, &b1, &b1b, &b3, &plain] {
+        wait(t.tid).expect("reap");
+    }
+    let steals = coresched::steals() - steals_before;
+    crate::kprint!("({} steals) ", steals);
+    assert_ne!(
+        a3_cpus.load(Ordering::Relaxed) & 0b10,
+        0,
+        "a3 never ran beside a0 on CPU 1 (ran on {:#b})",
+        a3_cpus.load(Ordering::Relaxed)
+    );
+    assert!(steals > 0, "a3 reached CPU 1, but no forced-idle CPU took a task of its sibling's cookie");
+    assert_eq!(coresched::unchecked_picks(), 0, "a cookied task was started without the core-wide check");
+    assert_eq!(coresched::COOKIES.lock().live(), 0);
+}

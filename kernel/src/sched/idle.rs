@@ -45,6 +45,11 @@ pub fn idle_loop() -> ! {
             continue;
         }
         crate::irqflags::enable();
+        // Forced idle by core scheduling: a waiting task of the sibling's cookie elsewhere
+        // can run here now.
+        if rq_of(cpu.cpu_id).nr_running.load(Ordering::Acquire) > 0 && super::coresched::steal_cookie_task(cpu.cpu_id) {
+            continue;
+        }
         if balance::idle_balance(cpu.cpu_id) {
             continue;
         }

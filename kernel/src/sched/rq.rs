@@ -53,6 +53,9 @@ pub struct RqInner {
     pub rt_bw: cadence_sched::rt_bandwidth::RtBandwidth,
     /// Forced idle by core scheduling since (0 = not forced idle).
     pub forced_since: u64,
+    /// How many of the core's CPUs were to run a task after the last core-wide pick that
+    /// left this CPU idle (Linux's `rq->idle->core_occupation`).
+    pub idle_occupation: u8,
     /// The root fair queue's `V` when its core went forced idle (Linux's `min_vruntime_fi`):
     /// the base of this queue's keys in core-wide picks while a sibling is forced idle
     /// (`coresched::pick`); `None` otherwise.
@@ -170,6 +173,7 @@ impl Rq {
                 hrtick_seq: 0,
                 rt_bw: cadence_sched::rt_bandwidth::RtBandwidth::new(),
                 forced_since: 0,
+                idle_occupation: 0,
                 core_fi_v: None,
                 migrate_out: None,
             }),

@@ -192,6 +192,9 @@ pub struct Task {
     pub core_cookie_pending: AtomicU64,
     /// Forced idle charged to this task by core scheduling (ns).
     pub core_forceidle_ns: AtomicU64,
+    /// How many of its core's CPUs ran a task after the last core-wide pick that chose this
+    /// one (Linux's `core_occupation`; see `coresched::steal_cookie_task`).
+    pub core_occupation: AtomicU8,
     /// RLIMIT_RTTIME and the watchdog's count (see `rt_limits`).
     pub watchdog: super::rt_limits::RtWatchdog,
     /// Woken when the task exits.
@@ -659,6 +662,7 @@ pub(super) fn new_task(
         core_cookie: AtomicU64::new(0),
         core_cookie_pending: AtomicU64::new(u64::MAX),
         core_forceidle_ns: AtomicU64::new(0),
+        core_occupation: AtomicU8::new(0),
         watchdog: super::rt_limits::RtWatchdog::new(),
         exited: super::wait::WaitQueue::new(),
         detached: AtomicBool::new(opts.detached),

@@ -69,6 +69,7 @@ fn stat() -> CmdResult {
         coresched::MAX_COOKIES_PER_CPU,
         coresched::dropped_candidates()
     );
+    shout!("tasks taken by forced-idle CPUs for their sibling's cookie: {}", coresched::steals());
     let mut seen = 0u64;
     for cpu in crate::percpu::online_cpus() {
         let sib = coresched::siblings(cpu.cpu_id);
