@@ -33,6 +33,7 @@
 //! `--timeout 0` disables it. `runner` defaults to 300 s per boot
 //! (`CADENCE_TEST_TIMEOUT` overrides) and takes the kernel command line from
 //! `CADENCE_TEST_ARGS` (and the `-smp` spec from `CADENCE_TEST_SMP`, if set;
+//! the guest's memory from `CADENCE_TEST_MEMORY`, QEMU's `-m` syntax, if set;
 //! a virtio disk from `CADENCE_TEST_DISK`, created if missing).
 //!
 //! `--disk IMG` attaches a raw image as a virtio-blk disk, `cache=writeback`;
@@ -332,6 +333,12 @@ fn cmd_runner(argv: &[String]) -> Exit {
     match std::env::var("CADENCE_TEST_SMP") {
         Ok(spec) if spec.trim().is_empty() => {}
         Ok(spec) => q = q.smp(spec),
+        Err(_) => {}
+    }
+    // `make test-stress`: the long stress's trace and its checked copy need more than the default.
+    match std::env::var("CADENCE_TEST_MEMORY") {
+        Ok(size) if size.trim().is_empty() => {}
+        Ok(size) => q = q.memory(size),
         Err(_) => {}
     }
     // A virtio disk for the kernel's blk tests (they skip without one).

@@ -28,6 +28,17 @@ fn sleeper(opts: SpawnOptions, stop: &Arc<AtomicBool>) -> Arc<Task> {
     .expect("spawn")
 }
 
+/// Is this `-smp 4,cores=2,threads=2` (CPUs 0-1 and 2-3 siblings)? Prints the skip if not.
+fn two_cores_of_two_threads() -> bool {
+    let fits = crate::percpu::nr_cpus() == 4
+        && coresched::siblings(1) == cadence_sched::CpuMask(0b11)
+        && coresched::siblings(3) == cadence_sched::CpuMask(0b1100);
+    if !fits {
+        crate::kprint!("(needs -smp 4,cores=2,threads=2: skipped) ");
+    }
+    fits
+}
+
 #[test_case]
 fn cs_prctl_cases_match_linux() {
     let stop = Arc::new(AtomicBool::new(false));
@@ -259,11 +270,7 @@ fn prctl_allocates_nothing_with_interrupts_off() {
 #[test_case]
 fn rt_task_is_not_bounced_between_cpus_its_siblings_keep_busy() {
     use core::sync::atomic::AtomicU64;
-    if crate::percpu::nr_cpus() != 4
-        || coresched::siblings(1) != cadence_sched::CpuMask(0b11)
-        || coresched::siblings(3) != cadence_sched::CpuMask(0b1100)
-    {
-        crate::kprint!("(needs -smp 4,cores=2,threads=2: skipped) ");
+    if !two_cores_of_two_threads() {
         return;
     }
     let now = crate::time::uptime_ns;
@@ -348,11 +355,7 @@ fn rt_task_is_not_bounced_between_cpus_its_siblings_keep_busy() {
 #[test_case]
 fn forced_idle_cpu_takes_a_waiting_task_of_its_siblings_cookie() {
     use core::sync::atomic::AtomicU64;
-    if crate::percpu::nr_cpus() != 4
-        || coresched::siblings(1) != cadence_sched::CpuMask(0b11)
-        || coresched::siblings(3) != cadence_sched::CpuMask(0b1100)
-    {
-        crate::kprint!("(needs -smp 4,cores=2,threads=2: skipped) ");
+    if !two_cores_of_two_threads() {
         return;
     }
     let now = crate::time::uptime_ns;
