@@ -329,17 +329,15 @@ fn cmd_runner(argv: &[String]) -> Exit {
     };
     let args = std::env::var("CADENCE_TEST_ARGS").unwrap_or_default();
     let mut q = Qemu::new(kernel).timeout(timeout);
+    // An optional setting: unset and blank are the same.
+    let setting = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
     // `make test-repeat SMP=spec` boots the test kernel with another topology.
-    match std::env::var("CADENCE_TEST_SMP") {
-        Ok(spec) if spec.trim().is_empty() => {}
-        Ok(spec) => q = q.smp(spec),
-        Err(_) => {}
+    if let Some(spec) = setting("CADENCE_TEST_SMP") {
+        q = q.smp(spec);
     }
     // `make test-stress`: the long stress's trace and its checked copy need more than the default.
-    match std::env::var("CADENCE_TEST_MEMORY") {
-        Ok(size) if size.trim().is_empty() => {}
-        Ok(size) => q = q.memory(size),
-        Err(_) => {}
+    if let Some(size) = setting("CADENCE_TEST_MEMORY") {
+        q = q.memory(size);
     }
     // A virtio disk for the kernel's blk tests (they skip without one).
     match std::env::var_os("CADENCE_TEST_DISK") {

@@ -582,12 +582,8 @@ pub fn populate_after_map(mm: &crate::sched::wait::Mutex<Mm>, start: u64, end: u
             .map(|v| (v.start.max(at), v.end.min(end)));
         let Some((from, to)) = next else { return };
         let stop = to.min(from.saturating_add(POPULATE_BATCH_PAGES * PAGE));
-        let mut page = from;
-        while page < stop {
-            if g.fault(page, false).is_err() {
-                return;
-            }
-            page += PAGE;
+        if g.populate(from, stop).is_err() {
+            return;
         }
         at = stop;
         if crate::sched::wait::Mutex::unlock_woke(g) {

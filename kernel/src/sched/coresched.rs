@@ -296,7 +296,8 @@ pub(super) fn pick(cpu: u32, g: &mut RqInner, others: &mut [(u32, RqGuard<'stati
     let mut picks = [Pick::Idle; MAX_SMT];
     policy::pick_core_into(&lists[..n], this, &mut picks[..n]);
     g.core_lists = lists;
-    // Each CPU's pick learns how full the core is to be (for `steal_cookie_task`).
+    // Each CPU's pick learns how full the core is to be (for `steal_cookie_task`), and
+    // siblings whose current task no longer fits the core's choice must reschedule.
     let occupation = picks[..n].iter().filter(|p| matches!(p, Pick::Task(_))).count() as u8;
     for (i, &c) in order.iter().enumerate() {
         let q: &mut RqInner = if c == cpu {
@@ -306,27 +307,20 @@ pub(super) fn pick(cpu: u32, g: &mut RqInner, others: &mut [(u32, RqGuard<'stati
         } else {
             continue;
         };
-        match picks[i] {
+        let wanted = match picks[i] {
             Pick::Task(tid) => {
                 if let Some(t) = q.tasks.get(&tid) {
                     t.core_occupation.store(occupation, Ordering::Relaxed);
                 }
+                tid
             }
-            _ => q.idle_occupation = occupation,
-        }
-    }
-    // Siblings whose current task no longer fits the core's choice must reschedule.
-    for (i, &c) in order.iter().enumerate() {
-        if c == cpu {
-            continue;
-        }
-        let Some((_, og)) = others.iter().find(|(o, _)| *o == c) else { continue };
-        let curr_tid = og.curr.as_ref().map(|t| if t.is_idle { 0 } else { t.tid }).unwrap_or(0);
-        let wanted = match picks[i] {
-            Pick::Task(t) => t,
-            _ => 0,
+            _ => {
+                q.idle_occupation = occupation;
+                0
+            }
         };
-        if curr_tid != wanted || rq_of(c).core_wait.load(Ordering::Relaxed) {
+        let curr_tid = q.curr.as_ref().map(|t| if t.is_idle { 0 } else { t.tid }).unwrap_or(0);
+        if c != cpu && (curr_tid != wanted || rq_of(c).core_wait.load(Ordering::Relaxed)) {
             set_need_resched(c);
         }
     }

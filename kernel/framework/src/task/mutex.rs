@@ -86,8 +86,13 @@ impl<T, Q: WaitStrategy> SleepMutex<T, Q> {
     pub fn unlock_woke(guard: SleepMutexGuard<'_, T, Q>) -> bool {
         let m = guard.m;
         core::mem::forget(guard);
-        m.locked.store(false, Ordering::Release);
-        m.wq.wake_one()
+        m.release()
+    }
+
+    /// Frees the lock and wakes one waiter (true if one was woken).
+    fn release(&self) -> bool {
+        self.locked.store(false, Ordering::Release);
+        self.wq.wake_one()
     }
 }
 
@@ -108,7 +113,6 @@ impl<T, Q: WaitStrategy> DerefMut for SleepMutexGuard<'_, T, Q> {
 
 impl<T, Q: WaitStrategy> Drop for SleepMutexGuard<'_, T, Q> {
     fn drop(&mut self) {
-        self.m.locked.store(false, Ordering::Release);
-        self.m.wq.wake_one();
+        self.m.release();
     }
 }
