@@ -189,6 +189,33 @@ fn core_excluded(cookie: u64, candidates: CpuMask) -> CpuMask {
     )
 }
 
+/// [`core_excluded`] for fair placement, where a forced-idle sibling (running its idle task
+/// with tasks queued) counts as running the core's cookie (`Rq::core_cookie`), as Linux's
+/// `sched_core_cookie_match` compares with `rq->core->core_cookie`: its sibling is about to
+/// run, or runs, that cookie. Seen as idle, it let a task of another cookie wake onto the
+/// sibling just as the core turned back to the forced-idle CPU's cookie (the in-kernel test
+/// `another_cookie_is_neither_pulled_nor_woken_beside_a_running_cookie`, about one run in
+/// two). RT placement keeps the plain view: an RT task beats what the core waits for.
+fn fair_core_excluded(cookie: u64, candidates: CpuMask) -> CpuMask {
+    if !super::coresched::enabled() || !super::coresched::cookies_exist() {
+        return CpuMask(0);
+    }
+    rt_smp::core_excluded(
+        cookie,
+        candidates,
+        |c| super::coresched::siblings(c as u32),
+        |c| {
+            let rq = rq_of(c as u32);
+            let prio = level_prio(rq.curr_prio.load(Ordering::Acquire));
+            if prio == CpuPrio::Idle && rq.nr_running.load(Ordering::Acquire) > 0 {
+                rt_smp::Running { prio: CpuPrio::Fair, cookie: rq.core_cookie.load(Ordering::Acquire) }
+            } else {
+                rt_smp::Running { prio, cookie: rq.curr_cookie.load(Ordering::Acquire) }
+            }
+        },
+    )
+}
+
 /// Where an RT task may be moved to (push, pull) or placed at a wakeup: its online CPUs less
 /// those where core scheduling would make it wait ([`core_excluded`]).
 ///
@@ -264,10 +291,37 @@ pub fn select_cpu_rt(task: &Task, prev: u32, allowed: CpuMask) -> u32 {
 
 /// A fair task's CPU: `cadence_sched::balance::select_task_rq_fair` over the idle CPUs and
 /// the topology (before the topology is known: `prev`).
-pub fn select_cpu_fair(prev: u32, waker_cpu: u32, allowed: CpuMask) -> u32 {
+///
+/// With core scheduling, an idle CPU whose core runs another cookie does not count as idle
+/// for `task` ([`fair_core_excluded`]; Linux's `sched_cpu_cookie_match` in
+/// `__select_idle_cpu`): the task would wait there, forced idle or forcing the sibling idle,
+/// and wake it with an IPI. A fully idle core always fits.
+pub fn select_cpu_fair(task: &Task, prev: u32, waker_cpu: u32, allowed: CpuMask) -> u32 {
     match topology() {
         Some(t) if t.nr_cpus() >= percpu::nr_cpus() as usize => {
-            policy::select_task_rq_fair(allowed, prev as usize, Some(waker_cpu as usize), idle_mask(), t).map(|c| c as u32).unwrap_or(prev)
+            let cookie = task.core_cookie.load(Ordering::Relaxed);
+            let idle = idle_mask();
+            let idle = idle & !fair_core_excluded(cookie, idle);
+            let cpu =
+                policy::select_task_rq_fair(allowed, prev as usize, Some(waker_cpu as usize), idle, t).map(|c| c as u32).unwrap_or(prev);
+            // No idle CPU fits: the task queues on `prev`. If `prev`'s core runs another
+            // cookie and the waker's runs the task's own, the waker's CPU is the better queue
+            // (a cookie-aware `wake_affine`): at `prev` the task would wait for its core to
+            // change cookie, each time it wakes. A pipe pair with a cookie, split across two
+            // cores that both ran CPU hogs of another cookie, waited for both cores to switch
+            // on every round trip and nothing brought it together (`coresched-bench pipe+cpu`:
+            // 232 round trips a second instead of ~2,400, traced).
+            if cpu == prev
+                && !idle.contains(prev as usize)
+                && waker_cpu != prev
+                && allowed.contains(waker_cpu as usize)
+                && cookie != 0
+                && core_runs_another_cookie(cookie, prev)
+                && !core_runs_another_cookie(cookie, waker_cpu)
+            {
+                return waker_cpu;
+            }
+            cpu
         }
         _ => super::class::stay_or_first(prev, allowed),
     }
@@ -293,6 +347,35 @@ pub(super) fn movable(g: &RqInner, task: &Arc<Task>, dst: u32) -> bool {
         && !task.on_cpu.load(Ordering::Acquire)
         && task.affinity().contains(dst as usize)
         && !(task.class() == ClassId::Fair && super::bandwidth::throttled_hierarchy(g, task))
+}
+
+/// Would a fair task with `cookie` wait on `cpu` for its core to turn to its cookie? Yes if
+/// an SMT sibling of `cpu` runs another cookie ([`fair_core_excluded`]) or `cpu` itself does
+/// (a periodic pull runs on a busy CPU; a wakeup may queue behind what runs). Lock-free, from
+/// the published `curr_prio` / `curr_cookie` / `core_cookie`; false without SMT siblings or
+/// cookies.
+fn core_runs_another_cookie(cookie: u64, cpu: u32) -> bool {
+    if fair_core_excluded(cookie, CpuMask(1 << cpu)).contains(cpu as usize) {
+        return true;
+    }
+    let rq = rq_of(cpu);
+    super::coresched::enabled()
+        && super::coresched::cookies_exist()
+        && super::coresched::siblings(cpu).count() > 1
+        && rq.curr_prio.load(Ordering::Acquire) != 0
+        && rq.curr_cookie.load(Ordering::Acquire) != cookie
+}
+
+/// The fair pull leaves `task` where it is if it would wait on `dst` for the core's cookie
+/// ([`core_runs_another_cookie`]): Linux's `task_hot` with `sched_core_cookie_match` ("don't
+/// migrate task if the task's cookie does not match with the destination CPU's core
+/// cookie"), without Linux's way out after failed balancing passes (ours back off instead).
+///
+/// Without this, a CPU forced idle beside a pipe task pulled the CPU hogs of another cookie
+/// queued on its sibling, and the core turned to the hogs' cookie for their whole slices
+/// while the pipe pair waited (`coresched-bench pipe+cpu`, traced).
+fn cookie_hot(task: &Task, dst: u32) -> bool {
+    core_runs_another_cookie(task.core_cookie.load(Ordering::Relaxed), dst)
 }
 
 /// How a fair pull was started.
@@ -348,7 +431,7 @@ pub fn pull_fair(this: u32, kind: PullKind) -> usize {
     let mut last = None;
     for (slot, (tid, t)) in candidates.iter_mut().zip(src.tasks.range_from(&cursor).chain(src.tasks.range_before(&cursor))) {
         last = Some(*tid);
-        if t.class() == ClassId::Fair && movable(src, t, this) {
+        if t.class() == ClassId::Fair && movable(src, t, this) && !cookie_hot(t, this) {
             *slot = Some(t.clone());
         }
     }

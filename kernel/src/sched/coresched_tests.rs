@@ -417,3 +417,176 @@ fn forced_idle_cpu_takes_a_waiting_task_of_its_siblings_cookie() {
     assert_eq!(coresched::unchecked_picks(), 0, "a cookied task was started without the core-wide check");
     assert_eq!(coresched::COOKIES.lock().live(), 0);
 }
+
+/// Tasks are neither pulled nor woken onto a CPU whose SMT sibling runs another cookie
+/// (Linux's `task_hot` and `__select_idle_cpu` cookie rules: [`super::balance`]'s
+/// `cookie_hot` and `select_cpu_fair`). Cookie A: `a0` spins pinned to CPU 0, so CPU 1 is
+/// idle beside cookie A throughout. Cookie B: a spinner and a sleeper (1 ms naps), allowed on
+/// CPUs 1 and 2, start on CPU 2, which they share with a cookie-less hog (CPU 3 has another).
+/// CPU 1 is the only idle CPU and CPU 2 holds three tasks: without the rules the balancer
+/// pulls the spinner there and the sleeper's wakeups place it there, and each would then run
+/// only by forcing `a0` off its core.
+#[test_case]
+fn another_cookie_is_neither_pulled_nor_woken_beside_a_running_cookie() {
+    use core::sync::atomic::AtomicU64;
+    if !two_cores_of_two_threads() {
+        return;
+    }
+    let now = crate::time::uptime_ns;
+    let go = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    // The CPUs the B tasks were seen running on (a bit each), once they have their cookie.
+    let b_cpus = Arc::new(AtomicU64::new(0));
+    let task = |name: &'static str, cpu: u32, nap: bool, seen: Option<Arc<AtomicU64>>| {
+        let (go, stop) = (go.clone(), stop.clone());
+        spawn(SpawnOptions::new(name).pin(cpu), move || {
+            while !stop.load(Ordering::Acquire) {
+                if let (true, Some(seen)) = (go.load(Ordering::Acquire), seen.as_ref()) {
+                    seen.fetch_or(1 << crate::percpu::cpu_id(), Ordering::Relaxed);
+                }
+                if nap {
+                    super::sleep_ns(MS);
+                } else {
+                    core::hint::spin_loop();
+                }
+            }
+            0
+        })
+        .expect("spawn")
+    };
+    let a0 = task("cs-a0", 0, false, None);
+    let h2 = task("cs-h2", 2, false, None);
+    let h3 = task("cs-h3", 3, false, None);
+    let b_spin = task("cs-b-spin", 2, false, Some(b_cpus.clone()));
+    let b_nap = task("cs-b-nap", 2, true, Some(b_cpus.clone()));
+    let plain = sleeper(SpawnOptions::new("cs-plain"), &stop);
+    prctl(PR_SCHED_CORE_CREATE as u64, a0.tid as u64, PIDTYPE_PID as u64, 0).expect("create A");
+    prctl(PR_SCHED_CORE_CREATE as u64, b_spin.tid as u64, PIDTYPE_PID as u64, 0).expect("create B");
+    prctl(PR_SCHED_CORE_SHARE_FROM as u64, b_spin.tid as u64, PIDTYPE_PID as u64, 0).expect("share from");
+    prctl(PR_SCHED_CORE_SHARE_TO as u64, b_nap.tid as u64, PIDTYPE_PID as u64, 0).expect("share to");
+    prctl(PR_SCHED_CORE_SHARE_FROM as u64, plain.tid as u64, PIDTYPE_PID as u64, 0).expect("reset");
+    // Our own cookie B is dropped at our next switch: until then cookie B runs here, wherever
+    // this is, and the B tasks may rightly be placed beside us.
+    super::sleep_ns(2 * MS);
+    for b in [&b_spin, &b_nap] {
+        super::api::sched_setaffinity(b.tid, cadence_sched::CpuMask(0b110)).expect("affinity");
+    }
+    let naps_before = b_nap.stats.nr_wakeups.load(Ordering::Relaxed);
+    go.store(true, Ordering::Release);
+    let deadline = now() + 300 * MS;
+    while now() < deadline && b_cpus.load(Ordering::Relaxed) & 0b10 == 0 {
+        super::sleep_ns(5 * MS);
+    }
+    stop.store(true, Ordering::Release);
+    let naps = b_nap.stats.nr_wakeups.load(Ordering::Relaxed) - naps_before;
+    for t in [&a0, &h2, &h3, &b_spin, &b_nap, &plain] {
+        wait(t.tid).expect("reap");
+    }
+    crate::kprint!("({} wakeups of the sleeper) ", naps);
+    assert_eq!(
+        b_cpus.load(Ordering::Relaxed) & 0b10,
+        0,
+        "a task of cookie B ran on CPU 1 beside cookie A (B ran on {:#b})",
+        b_cpus.load(Ordering::Relaxed)
+    );
+    assert!(naps >= 20, "the sleeper woke only {} times: the wakeup rule was hardly exercised", naps);
+    assert_eq!(coresched::unchecked_picks(), 0, "a cookied task was started without the core-wide check");
+    assert_eq!(coresched::COOKIES.lock().live(), 0);
+}
+
+/// A task woken while its previous CPU's core runs another cookie, and no idle CPU fits it,
+/// is queued on its waker's CPU if that core runs its own cookie (`balance::select_cpu_fair`'s
+/// cookie-aware wake-affine fallback). Cookie A: two hogs pinned to CPU 0, one to CPU 1 and
+/// a waker `w` pinned to CPU 0 that wakes `x` every 200 µs of its own running; cookie B: hogs
+/// pinned to CPUs 2 and 3. `x` (cookie A, allowed on CPUs 0 and 2) starts on CPU 2. CPU 0
+/// holds three tasks and CPU 2 two, so the balancer has no reason to move `x` to CPU 0, and
+/// no CPU is idle: without the fallback every wakeup queues `x` on CPU 2 again, where it runs
+/// only when core 1 turns to cookie A.
+#[test_case]
+fn task_woken_beside_another_cookie_is_queued_on_its_wakers_core() {
+    use core::sync::atomic::AtomicU64;
+    if !two_cores_of_two_threads() {
+        return;
+    }
+    let now = crate::time::uptime_ns;
+    let go = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let rounds = Arc::new(AtomicU64::new(0));
+    let x_cpus = Arc::new(AtomicU64::new(0));
+    let wq = Arc::new(super::wait::WaitQueue::new());
+    let hog = |name: &'static str, cpu: u32| {
+        let stop = stop.clone();
+        spawn(SpawnOptions::new(name).pin(cpu), move || {
+            while !stop.load(Ordering::Acquire) {
+                core::hint::spin_loop();
+            }
+            0
+        })
+        .expect("hog")
+    };
+    let a0 = hog("cs-a0", 0);
+    let a0b = hog("cs-a0b", 0);
+    let a1 = hog("cs-a1", 1);
+    let b2 = hog("cs-b2", 2);
+    let b3 = hog("cs-b3", 3);
+    let w = {
+        let (go, stop, rounds, wq) = (go.clone(), stop.clone(), rounds.clone(), wq.clone());
+        spawn(SpawnOptions::new("cs-w").pin(0), move || {
+            while !stop.load(Ordering::Acquire) {
+                if go.load(Ordering::Acquire) {
+                    rounds.fetch_add(1, Ordering::AcqRel);
+                    wq.wake_all();
+                }
+                let until = crate::time::uptime_ns() + 200_000;
+                while crate::time::uptime_ns() < until {
+                    core::hint::spin_loop();
+                }
+            }
+            wq.wake_all();
+            0
+        })
+        .expect("waker")
+    };
+    let x = {
+        let (go, stop, rounds, wq, x_cpus) = (go.clone(), stop.clone(), rounds.clone(), wq.clone(), x_cpus.clone());
+        spawn(SpawnOptions::new("cs-x").pin(2), move || {
+            let mut seen = 0;
+            while !stop.load(Ordering::Acquire) {
+                wq.wait_until(|| rounds.load(Ordering::Acquire) != seen || stop.load(Ordering::Acquire));
+                seen = rounds.load(Ordering::Acquire);
+                if go.load(Ordering::Acquire) {
+                    x_cpus.fetch_or(1 << crate::percpu::cpu_id(), Ordering::Relaxed);
+                }
+            }
+            0
+        })
+        .expect("wakee")
+    };
+    let plain = sleeper(SpawnOptions::new("cs-plain"), &stop);
+    let share = |from: &Task, to: &[&Arc<Task>]| {
+        prctl(PR_SCHED_CORE_CREATE as u64, from.tid as u64, PIDTYPE_PID as u64, 0).expect("create");
+        prctl(PR_SCHED_CORE_SHARE_FROM as u64, from.tid as u64, PIDTYPE_PID as u64, 0).expect("share from");
+        for t in to {
+            prctl(PR_SCHED_CORE_SHARE_TO as u64, t.tid as u64, PIDTYPE_PID as u64, 0).expect("share to");
+        }
+    };
+    share(&a0, &[&a0b, &a1, &w, &x]);
+    share(&b2, &[&b3]);
+    prctl(PR_SCHED_CORE_SHARE_FROM as u64, plain.tid as u64, PIDTYPE_PID as u64, 0).expect("reset");
+    super::sleep_ns(2 * MS); // our own cookie B goes at this switch
+    super::api::sched_setaffinity(x.tid, cadence_sched::CpuMask(0b101)).expect("affinity");
+    go.store(true, Ordering::Release);
+    let deadline = now() + 500 * MS;
+    while now() < deadline && x_cpus.load(Ordering::Relaxed) & 0b1 == 0 {
+        super::sleep_ns(5 * MS);
+    }
+    stop.store(true, Ordering::Release);
+    let woken = rounds.load(Ordering::Relaxed);
+    for t in [&a0, &a0b, &a1, &b2, &b3, &w, &x, &plain] {
+        wait(t.tid).expect("reap");
+    }
+    crate::kprint!("({} wakeups) ", woken);
+    assert_ne!(x_cpus.load(Ordering::Relaxed) & 0b1, 0, "x never ran on its waker's CPU 0 (ran on {:#b})", x_cpus.load(Ordering::Relaxed));
+    assert_eq!(coresched::unchecked_picks(), 0, "a cookied task was started without the core-wide check");
+    assert_eq!(coresched::COOKIES.lock().live(), 0);
+}

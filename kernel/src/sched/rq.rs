@@ -91,6 +91,11 @@ pub struct Rq {
     /// Core-scheduling cookie of what runs (published with `curr_prio`; read by RT placement,
     /// `balance::core_excluded`).
     pub curr_cookie: AtomicU64,
+    /// The cookie of the tasks the last core-wide pick on this CPU's core chose (Linux's
+    /// `rq->core->core_cookie`; 0 if it chose none), published by `coresched::pick` on every
+    /// sibling. Fair placement reads it for a forced-idle CPU, whose `curr_cookie` is the idle
+    /// task's (`balance::fair_core_excluded`).
+    pub core_cookie: AtomicU64,
     /// RT tasks queued here that are not running.
     pub rt_waiting: AtomicU32,
     /// Level ([`cpu_prio`] encoding) of the most important waiting RT task that may run on
@@ -181,6 +186,7 @@ impl Rq {
             fair_load: AtomicU64::new(0),
             curr_prio: AtomicU8::new(0),
             curr_cookie: AtomicU64::new(0),
+            core_cookie: AtomicU64::new(0),
             rt_waiting: AtomicU32::new(0),
             rt_pushable: AtomicU8::new(0),
             rt_level: AtomicU8::new(0),

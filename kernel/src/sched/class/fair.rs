@@ -461,8 +461,8 @@ impl SchedClass for FairClass {
     }
 
     /// An idle CPU near `prev` or the waker (`cadence_sched::balance::select_task_rq_fair`).
-    fn select_cpu(&self, _task: &Task, prev: u32, waker_cpu: u32, allowed: CpuMask) -> u32 {
-        crate::sched::balance::select_cpu_fair(prev, waker_cpu, allowed)
+    fn select_cpu(&self, task: &Task, prev: u32, waker_cpu: u32, allowed: CpuMask) -> u32 {
+        crate::sched::balance::select_cpu_fair(task, prev, waker_cpu, allowed)
     }
 
     /// Load balancing: a pull from the busiest CPU on the tick and when going idle.
