@@ -526,26 +526,6 @@ impl Mm {
         }
         Ok(())
     }
-
-    /// `mlock`'s populating of `[start, end)` (Linux's `__mm_populate` and
-    /// `__mlock_posix_error_return`): VMA by VMA, those locked on fault skipped, an
-    /// inaccessible one stops it with ENOMEM (its EFAULT), no memory is EAGAIN.
-    pub fn populate_locked(&mut self, start: u64, end: u64) -> Result<(), Errno> {
-        let parts: Vec<(u64, u64, bool)> = self
-            .vmas
-            .range(..end)
-            .map(|(_, v)| v)
-            .filter(|v| v.end > start && v.lock != Lock::OnFault)
-            .map(|v| (v.start.max(start), v.end.min(end), v.accessible()))
-            .collect();
-        for (from, to, accessible) in parts {
-            if !accessible {
-                return Err(Errno::ENOMEM);
-            }
-            self.populate(from, to).map_err(|e| if e == Errno::ENOMEM { Errno::EAGAIN } else { Errno::ENOMEM })?;
-        }
-        Ok(())
-    }
 }
 
 /// Pages [`populate_after_map`] faults in under one taking of the lock (256 KiB).
@@ -569,6 +549,21 @@ pub const POPULATE_YIELD_NS: u64 = 200_000;
 /// taking it again; taken back at once, a waiter on another CPU woke to a held lock every time
 /// and slept until the whole range was in.
 pub fn populate_after_map(mm: &crate::sched::wait::Mutex<Mm>, start: u64, end: u64) {
+    // Errors end it quietly: the page comes at first touch.
+    let _ = populate_batched(mm, start, end, false);
+}
+
+/// `mlock`'s populating of `[start, end)` after its `apply_lock` (Linux's `__mm_populate`
+/// with `__mlock_posix_error_return`), batched and with the lock left between batches as
+/// [`populate_after_map`]: VMAs locked on fault are skipped, an inaccessible one stops it with
+/// ENOMEM (Linux's EFAULT), no memory is EAGAIN. What was unmapped meanwhile is skipped, as in
+/// Linux, which populates after dropping `mmap_lock` too.
+pub fn populate_mlocked(mm: &crate::sched::wait::Mutex<Mm>, start: u64, end: u64) -> Result<(), Errno> {
+    populate_batched(mm, start, end, true)
+}
+
+/// The loop of [`populate_after_map`] (`mlock`: false) and [`populate_mlocked`] (true).
+fn populate_batched(mm: &crate::sched::wait::Mutex<Mm>, start: u64, end: u64, mlock: bool) -> Result<(), Errno> {
     let mut at = start & !(PAGE - 1);
     while at < end {
         let mut g = mm.lock_uninterruptible();
@@ -578,13 +573,14 @@ pub fn populate_after_map(mm: &crate::sched::wait::Mutex<Mm>, start: u64, end: u
             .vmas
             .range(first..end)
             .map(|(_, v)| v)
-            .find(|v| v.end > at && v.accessible() && v.lock != Lock::OnFault)
-            .map(|v| (v.start.max(at), v.end.min(end)));
-        let Some((from, to)) = next else { return };
-        let stop = to.min(from.saturating_add(POPULATE_BATCH_PAGES * PAGE));
-        if g.populate(from, stop).is_err() {
-            return;
+            .find(|v| v.end > at && (mlock || v.accessible()) && v.lock != Lock::OnFault)
+            .map(|v| (v.start.max(at), v.end.min(end), v.accessible()));
+        let Some((from, to, accessible)) = next else { return Ok(()) };
+        if !accessible {
+            return Err(Errno::ENOMEM);
         }
+        let stop = to.min(from.saturating_add(POPULATE_BATCH_PAGES * PAGE));
+        g.populate(from, stop).map_err(|e| if e == Errno::ENOMEM { Errno::EAGAIN } else { Errno::ENOMEM })?;
         at = stop;
         if crate::sched::wait::Mutex::unlock_woke(g) {
             // A woken task of this CPU that did not preempt us runs now (an RT one already
@@ -596,6 +592,7 @@ pub fn populate_after_map(mm: &crate::sched::wait::Mutex<Mm>, start: u64, end: u
             }
         }
     }
+    Ok(())
 }
 
 /// A NUL-terminated string of at most `max` bytes at `addr` (ENAMETOOLONG past it), read

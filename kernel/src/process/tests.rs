@@ -273,8 +273,32 @@ fn user_copies_to_present_pages_do_not_wait_for_the_mm_lock() {
 fn populating_a_mapping_lets_other_threads_take_the_mm_lock_between_batches() {
     // mmap/brk/mlockall under MCL_FUTURE populate after the call's lock, a batch at a time:
     // another thread's fault waits for one batch, not for the whole range (cyclictest's main
-    // thread populating an 8 MiB stack beside its RT threads).
-    use crate::process::mm::{populate_after_map, Backing, Lock, Mm, Vma, PAGE, POPULATE_BATCH_PAGES};
+    // thread populating an 8 MiB stack beside its RT threads). Errors end it quietly.
+    populate_in_batches(
+        |mm, from, to| {
+            crate::process::mm::populate_after_map(mm, from, to);
+            Ok(())
+        },
+        Ok(()),
+    );
+}
+
+#[test_case]
+fn mlock_populates_in_batches_and_reports_an_inaccessible_part() {
+    // mlock() populates after its lock too (Linux's do_mlock: __mm_populate after
+    // mmap_write_unlock), but the call reports what stopped it: a PROT_NONE part is ENOMEM.
+    populate_in_batches(crate::process::mm::populate_mlocked, Err(cadence_abi::errno::Errno::ENOMEM));
+}
+
+/// A locked VMA of 16 batches, then 4 pages locked on fault and 4 inaccessible ones, populated
+/// by `populate` on another CPU: this task takes the lock while it runs (between two batches,
+/// never after the whole range), the locked VMA ends up present, the other two untouched, and
+/// `populate` returns `want`.
+fn populate_in_batches(
+    populate: fn(&crate::sched::wait::Mutex<crate::process::mm::Mm>, u64, u64) -> Result<(), cadence_abi::errno::Errno>,
+    want: Result<(), cadence_abi::errno::Errno>,
+) {
+    use crate::process::mm::{Backing, Lock, Mm, Vma, PAGE, POPULATE_BATCH_PAGES};
     use core::sync::atomic::AtomicBool;
     let pages = 16 * POPULATE_BATCH_PAGES;
     let a = 0x2000_0000u64;
@@ -289,8 +313,9 @@ fn populating_a_mapping_lets_other_threads_take_the_mm_lock_between_batches() {
     let other = (me + 1) % framework::percpu::nr_cpus();
     let (pop_mm, pop_done) = (mm.clone(), done.clone());
     let populator = spawn_result(SpawnOptions::new("populate").pin(other), move || {
-        populate_after_map(&pop_mm, a, a + (pages + 8) * PAGE);
+        let got = populate(&pop_mm, a, a + (pages + 8) * PAGE);
         pop_done.store(true, Ordering::Release);
+        got
     })
     .expect("spawn");
     let mut taken_between = None;
@@ -303,7 +328,8 @@ fn populating_a_mapping_lets_other_threads_take_the_mm_lock_between_batches() {
         let present = (0..pages).filter(|p| g.space.query(a + p * PAGE).is_some()).count() as u64;
         taken_between = Some((done.load(Ordering::Acquire), present));
     }
-    populator.join().expect("populator finished");
+    let got = populator.join().expect("populator finished");
+    assert_eq!(got, want, "what the populating returned");
     if let Some((finished, present)) = taken_between {
         assert!(!finished && present < pages, "the lock was had only after the whole range ({present} of {pages} pages in)");
         assert!(present.is_multiple_of(POPULATE_BATCH_PAGES), "taken in the middle of a batch: {present} pages in");

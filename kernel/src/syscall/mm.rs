@@ -362,7 +362,10 @@ fn do_mlock(proc: &Thread, addr: u64, len: u64, lock: Lock) -> Result<Outcome, E
         }
     }
     apply_lock(&mut mm, start, len, lock)?;
-    mm.populate_locked(start, start + len)?;
+    // Faulted in after the lock, a batch at a time (another thread's fault or futex waits for
+    // one batch, not for the whole range), as Linux populates after dropping `mmap_lock`.
+    drop(mm);
+    crate::process::mm::populate_mlocked(&mm_arc, start, start + len)?;
     ok(0)
 }
 
