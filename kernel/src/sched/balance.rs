@@ -172,52 +172,42 @@ fn running_prio(g: &RqInner) -> CpuPrio {
 
 /// The CPUs of `candidates` where a task with core cookie `cookie` cannot start now because
 /// an SMT sibling runs a task of another cookie (`cadence_sched::rt_smp::core_excluded`, from
-/// the siblings' published `curr_prio`/`curr_cookie`). Empty unless core scheduling is on and
-/// a cookie exists (without cookies every task has cookie 0 and nothing is excluded).
-fn core_excluded(cookie: u64, candidates: CpuMask) -> CpuMask {
+/// what `running` says each sibling runs: [`running_now`] or [`running_for_fair`]). Empty
+/// unless core scheduling is on and a cookie exists (without cookies every task has cookie 0
+/// and nothing is excluded).
+fn core_excluded(cookie: u64, candidates: CpuMask, running: fn(usize) -> rt_smp::Running) -> CpuMask {
     if !super::coresched::enabled() || !super::coresched::cookies_exist() {
         return CpuMask(0);
     }
-    rt_smp::core_excluded(
-        cookie,
-        candidates,
-        |c| super::coresched::siblings(c as u32),
-        |c| {
-            let rq = rq_of(c as u32);
-            rt_smp::Running { prio: level_prio(rq.curr_prio.load(Ordering::Acquire)), cookie: rq.curr_cookie.load(Ordering::Acquire) }
-        },
-    )
+    rt_smp::core_excluded(cookie, candidates, |c| super::coresched::siblings(c as u32), running)
 }
 
-/// [`core_excluded`] for fair placement, where a forced-idle sibling (running its idle task
-/// with tasks queued) counts as running the core's cookie (`Rq::core_cookie`), as Linux's
+/// What CPU `c` runs, from its published `curr_prio` / `curr_cookie` (a forced-idle CPU runs
+/// its idle task). RT placement's view.
+fn running_now(c: usize) -> rt_smp::Running {
+    let rq = rq_of(c as u32);
+    rt_smp::Running { prio: level_prio(rq.curr_prio.load(Ordering::Acquire)), cookie: rq.curr_cookie.load(Ordering::Acquire) }
+}
+
+/// Fair placement's view of what CPU `c` runs: [`running_now`], but a forced-idle CPU (its
+/// idle task running, tasks queued) runs the core's cookie (`Rq::core_cookie`), as Linux's
 /// `sched_core_cookie_match` compares with `rq->core->core_cookie`: its sibling is about to
 /// run, or runs, that cookie. Seen as idle, it let a task of another cookie wake onto the
 /// sibling just as the core turned back to the forced-idle CPU's cookie (the in-kernel test
 /// `another_cookie_is_neither_pulled_nor_woken_beside_a_running_cookie`, about one run in
 /// two). RT placement keeps the plain view: an RT task beats what the core waits for.
-fn fair_core_excluded(cookie: u64, candidates: CpuMask) -> CpuMask {
-    if !super::coresched::enabled() || !super::coresched::cookies_exist() {
-        return CpuMask(0);
+fn running_for_fair(c: usize) -> rt_smp::Running {
+    let rq = rq_of(c as u32);
+    match running_now(c) {
+        r if r.prio == CpuPrio::Idle && rq.nr_running.load(Ordering::Acquire) > 0 => {
+            rt_smp::Running { prio: CpuPrio::Fair, cookie: rq.core_cookie.load(Ordering::Acquire) }
+        }
+        r => r,
     }
-    rt_smp::core_excluded(
-        cookie,
-        candidates,
-        |c| super::coresched::siblings(c as u32),
-        |c| {
-            let rq = rq_of(c as u32);
-            let prio = level_prio(rq.curr_prio.load(Ordering::Acquire));
-            if prio == CpuPrio::Idle && rq.nr_running.load(Ordering::Acquire) > 0 {
-                rt_smp::Running { prio: CpuPrio::Fair, cookie: rq.core_cookie.load(Ordering::Acquire) }
-            } else {
-                rt_smp::Running { prio, cookie: rq.curr_cookie.load(Ordering::Acquire) }
-            }
-        },
-    )
 }
 
 /// Where an RT task may be moved to (push, pull) or placed at a wakeup: its online CPUs less
-/// those where core scheduling would make it wait ([`core_excluded`]).
+/// those where core scheduling would make it wait ([`core_excluded`], [`running_now`]).
 ///
 /// Without this, a CPU that could not run a task at once (forced idle, or waiting for its
 /// sibling, so running "above every task" for [`running_prio`]) pushed it to another such
@@ -227,7 +217,7 @@ fn fair_core_excluded(cookie: u64, candidates: CpuMask) -> CpuMask {
 /// only to a CPU whose siblings run idle or its own cookie, where it starts at once.
 fn rt_placement_mask(task: &Task) -> CpuMask {
     let allowed = task.affinity() & online_mask();
-    allowed & !core_excluded(task.core_cookie.load(Ordering::Relaxed), allowed)
+    allowed & !core_excluded(task.core_cookie.load(Ordering::Relaxed), allowed, running_now)
 }
 
 /// `g`'s waiting migratory RT tasks (not `curr`; the pinned ones can go nowhere, Linux's
@@ -293,7 +283,7 @@ pub fn select_cpu_rt(task: &Task, prev: u32, allowed: CpuMask) -> u32 {
 /// the topology (before the topology is known: `prev`).
 ///
 /// With core scheduling, an idle CPU whose core runs another cookie does not count as idle
-/// for `task` ([`fair_core_excluded`]; Linux's `sched_cpu_cookie_match` in
+/// for `task` ([`core_excluded`] with [`running_for_fair`]; Linux's `sched_cpu_cookie_match` in
 /// `__select_idle_cpu`): the task would wait there, forced idle or forcing the sibling idle,
 /// and wake it with an IPI. A fully idle core always fits.
 pub fn select_cpu_fair(task: &Task, prev: u32, waker_cpu: u32, allowed: CpuMask) -> u32 {
@@ -301,7 +291,7 @@ pub fn select_cpu_fair(task: &Task, prev: u32, waker_cpu: u32, allowed: CpuMask)
         Some(t) if t.nr_cpus() >= percpu::nr_cpus() as usize => {
             let cookie = task.core_cookie.load(Ordering::Relaxed);
             let idle = idle_mask();
-            let idle = idle & !fair_core_excluded(cookie, idle);
+            let idle = idle & !core_excluded(cookie, idle, running_for_fair);
             let cpu =
                 policy::select_task_rq_fair(allowed, prev as usize, Some(waker_cpu as usize), idle, t).map(|c| c as u32).unwrap_or(prev);
             // No idle CPU fits: the task queues on `prev`. If `prev`'s core runs another
@@ -350,20 +340,20 @@ pub(super) fn movable(g: &RqInner, task: &Arc<Task>, dst: u32) -> bool {
 }
 
 /// Would a fair task with `cookie` wait on `cpu` for its core to turn to its cookie? Yes if
-/// an SMT sibling of `cpu` runs another cookie ([`fair_core_excluded`]) or `cpu` itself does
-/// (a periodic pull runs on a busy CPU; a wakeup may queue behind what runs). Lock-free, from
-/// the published `curr_prio` / `curr_cookie` / `core_cookie`; false without SMT siblings or
-/// cookies.
+/// an SMT sibling of `cpu` runs another cookie ([`core_excluded`] with [`running_for_fair`])
+/// or `cpu` itself does ([`running_now`]: a periodic pull runs on a busy CPU; a wakeup may
+/// queue behind what runs). Lock-free, from what the CPUs publish; false without SMT siblings
+/// or cookies.
 fn core_runs_another_cookie(cookie: u64, cpu: u32) -> bool {
-    if fair_core_excluded(cookie, CpuMask(1 << cpu)).contains(cpu as usize) {
+    if core_excluded(cookie, CpuMask(1 << cpu), running_for_fair).contains(cpu as usize) {
         return true;
     }
-    let rq = rq_of(cpu);
+    let here = running_now(cpu as usize);
     super::coresched::enabled()
         && super::coresched::cookies_exist()
         && super::coresched::siblings(cpu).count() > 1
-        && rq.curr_prio.load(Ordering::Acquire) != 0
-        && rq.curr_cookie.load(Ordering::Acquire) != cookie
+        && here.prio != CpuPrio::Idle
+        && here.cookie != cookie
 }
 
 /// The fair pull leaves `task` where it is if it would wait on `dst` for the core's cookie

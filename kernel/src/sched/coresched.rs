@@ -299,18 +299,9 @@ pub(super) fn pick(cpu: u32, g: &mut RqInner, others: &mut [(u32, RqGuard<'stati
     // Each CPU's pick learns how full the core is to be (for `steal_cookie_task`), and
     // siblings whose current task no longer fits the core's choice must reschedule.
     let occupation = picks[..n].iter().filter(|p| matches!(p, Pick::Task(_))).count() as u8;
-    // The core's cookie now: every task picked has it (the idle task matches all).
-    let core_cookie = order
-        .iter()
-        .zip(&picks[..n])
-        .find_map(|(&c, p)| match p {
-            Pick::Task(tid) if c == cpu => g.tasks.get(tid).map(|t| cookie_of(t).0),
-            Pick::Task(tid) => others.iter().find(|(o, _)| *o == c).and_then(|(_, og)| og.tasks.get(tid)).map(|t| cookie_of(t).0),
-            _ => None,
-        })
-        .unwrap_or(0);
+    // The core's cookie now: every task picked has it (0 if none was).
+    let mut core_cookie = 0;
     for (i, &c) in order.iter().enumerate() {
-        rq_of(c).core_cookie.store(core_cookie, Ordering::Release);
         let q: &mut RqInner = if c == cpu {
             &mut *g
         } else if let Some((_, og)) = others.iter_mut().find(|(o, _)| *o == c) {
@@ -322,6 +313,7 @@ pub(super) fn pick(cpu: u32, g: &mut RqInner, others: &mut [(u32, RqGuard<'stati
             Pick::Task(tid) => {
                 if let Some(t) = q.tasks.get(&tid) {
                     t.core_occupation.store(occupation, Ordering::Relaxed);
+                    core_cookie = cookie_of(t).0;
                 }
                 tid
             }
@@ -334,6 +326,9 @@ pub(super) fn pick(cpu: u32, g: &mut RqInner, others: &mut [(u32, RqGuard<'stati
         if c != cpu && (curr_tid != wanted || rq_of(c).core_wait.load(Ordering::Relaxed)) {
             set_need_resched(c);
         }
+    }
+    for &c in &order {
+        rq_of(c).core_cookie.store(core_cookie, Ordering::Release);
     }
     let mine = match picks[this] {
         Pick::Task(tid) => g.tasks.get(&tid).cloned(),

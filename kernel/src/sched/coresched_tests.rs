@@ -9,7 +9,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use cadence_sched::core_sched::*;
 use cadence_sched::{Errno, Policy};
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 const MS: u64 = 1_000_000;
 
@@ -37,6 +37,55 @@ fn two_cores_of_two_threads() -> bool {
         crate::kprint!("(needs -smp 4,cores=2,threads=2: skipped) ");
     }
     fits
+}
+
+/// A task pinned to `cpu` that spins (preemptible; a sleeping one's wakeups would place it
+/// anew), or with `nap` sleeps 1 ms at a time, until `stop`; once `go` is set it marks each CPU
+/// it runs on in `seen` (a bit each).
+fn looper(
+    name: &'static str,
+    cpu: u32,
+    nap: bool,
+    go: &Arc<AtomicBool>,
+    stop: &Arc<AtomicBool>,
+    seen: Option<&Arc<AtomicU64>>,
+) -> Arc<Task> {
+    let (go, stop, seen) = (go.clone(), stop.clone(), seen.cloned());
+    spawn(SpawnOptions::new(name).pin(cpu), move || {
+        while !stop.load(Ordering::Acquire) {
+            if let (true, Some(seen)) = (go.load(Ordering::Acquire), seen.as_ref()) {
+                seen.fetch_or(1 << crate::percpu::cpu_id(), Ordering::Relaxed);
+            }
+            if nap {
+                super::sleep_ns(MS);
+            } else {
+                core::hint::spin_loop();
+            }
+        }
+        0
+    })
+    .expect("spawn")
+}
+
+/// Gives `from` a new cookie (CREATE) and, if `to` names tasks, shares it with them through
+/// this task (SHARE_FROM, then SHARE_TO each), as `bench coresched` does. This task keeps the
+/// cookie until it takes another one.
+fn give_cookie(from: &Task, to: &[&Arc<Task>]) {
+    prctl(PR_SCHED_CORE_CREATE as u64, from.tid as u64, PIDTYPE_PID as u64, 0).expect("create");
+    if to.is_empty() {
+        return;
+    }
+    prctl(PR_SCHED_CORE_SHARE_FROM as u64, from.tid as u64, PIDTYPE_PID as u64, 0).expect("share from");
+    for t in to {
+        prctl(PR_SCHED_CORE_SHARE_TO as u64, t.tid as u64, PIDTYPE_PID as u64, 0).expect("share to");
+    }
+}
+
+/// The end of a placement test: no cookied task started without the core-wide check, and no
+/// cookie outlived its tasks.
+fn assert_checked_and_cookies_freed() {
+    assert_eq!(coresched::unchecked_picks(), 0, "a cookied task was started without the core-wide check");
+    assert_eq!(coresched::COOKIES.lock().live(), 0);
 }
 
 #[test_case]
@@ -269,7 +318,6 @@ fn prctl_allocates_nothing_with_interrupts_off() {
 /// sibling runs another cookie.
 #[test_case]
 fn rt_task_is_not_bounced_between_cpus_its_siblings_keep_busy() {
-    use core::sync::atomic::AtomicU64;
     if !two_cores_of_two_threads() {
         return;
     }
@@ -354,7 +402,6 @@ fn rt_task_is_not_bounced_between_cpus_its_siblings_keep_busy() {
 /// cookies) and `a3` never sleeps, so no wakeup places it: only the steal gets it there.
 #[test_case]
 fn forced_idle_cpu_takes_a_waiting_task_of_its_siblings_cookie() {
-    use core::sync::atomic::AtomicU64;
     if !two_cores_of_two_threads() {
         return;
     }
@@ -363,35 +410,15 @@ fn forced_idle_cpu_takes_a_waiting_task_of_its_siblings_cookie() {
     let stop = Arc::new(AtomicBool::new(false));
     // The CPUs `a3` was seen running on (a bit each).
     let a3_cpus = Arc::new(AtomicU64::new(0));
-    let hog = |name: &'static str, cpu: u32, seen: Option<Arc<AtomicU64>>| {
-        let (go, stop) = (go.clone(), stop.clone());
-        // Spins from the start (preemptible): a sleeping hog's wakeups would place it anew.
-        spawn(SpawnOptions::new(name).pin(cpu), move || {
-            while !stop.load(Ordering::Acquire) {
-                if let (true, Some(seen)) = (go.load(Ordering::Acquire), seen.as_ref()) {
-                    seen.fetch_or(1 << crate::percpu::cpu_id(), Ordering::Relaxed);
-                }
-                core::hint::spin_loop();
-            }
-            0
-        })
-        .expect("hog")
-    };
+    let hog = |name, cpu, seen| looper(name, cpu, false, &go, &stop, seen);
     let a0 = hog("cs-a0", 0, None);
-    let a3 = hog("cs-a3", 3, Some(a3_cpus.clone()));
+    let a3 = hog("cs-a3", 3, Some(&a3_cpus));
     let b1 = hog("cs-b1", 1, None);
     let b1b = hog("cs-b1b", 1, None);
     let b3 = hog("cs-b3", 3, None);
     let plain = sleeper(SpawnOptions::new("cs-plain"), &stop);
-    let share = |from: &Task, to: &[&Arc<Task>]| {
-        prctl(PR_SCHED_CORE_CREATE as u64, from.tid as u64, PIDTYPE_PID as u64, 0).expect("create");
-        prctl(PR_SCHED_CORE_SHARE_FROM as u64, from.tid as u64, PIDTYPE_PID as u64, 0).expect("share from");
-        for t in to {
-            prctl(PR_SCHED_CORE_SHARE_TO as u64, t.tid as u64, PIDTYPE_PID as u64, 0).expect("share to");
-        }
-    };
-    share(&a0, &[&a3]);
-    share(&b1, &[&b1b, &b3]);
+    give_cookie(&a0, &[&a3]);
+    give_cookie(&b1, &[&b1b, &b3]);
     prctl(PR_SCHED_CORE_SHARE_FROM as u64, plain.tid as u64, PIDTYPE_PID as u64, 0).expect("reset");
     super::api::sched_setaffinity(a3.tid, cadence_sched::CpuMask(0b1010)).expect("affinity");
     let steals_before = coresched::steals();
@@ -414,8 +441,7 @@ fn forced_idle_cpu_takes_a_waiting_task_of_its_siblings_cookie() {
         a3_cpus.load(Ordering::Relaxed)
     );
     assert!(steals > 0, "a3 reached CPU 1, but no forced-idle CPU took a task of its sibling's cookie");
-    assert_eq!(coresched::unchecked_picks(), 0, "a cookied task was started without the core-wide check");
-    assert_eq!(coresched::COOKIES.lock().live(), 0);
+    assert_checked_and_cookies_freed();
 }
 
 /// Tasks are neither pulled nor woken onto a CPU whose SMT sibling runs another cookie
@@ -428,7 +454,6 @@ fn forced_idle_cpu_takes_a_waiting_task_of_its_siblings_cookie() {
 /// only by forcing `a0` off its core.
 #[test_case]
 fn another_cookie_is_neither_pulled_nor_woken_beside_a_running_cookie() {
-    use core::sync::atomic::AtomicU64;
     if !two_cores_of_two_threads() {
         return;
     }
@@ -437,33 +462,15 @@ fn another_cookie_is_neither_pulled_nor_woken_beside_a_running_cookie() {
     let stop = Arc::new(AtomicBool::new(false));
     // The CPUs the B tasks were seen running on (a bit each), once they have their cookie.
     let b_cpus = Arc::new(AtomicU64::new(0));
-    let task = |name: &'static str, cpu: u32, nap: bool, seen: Option<Arc<AtomicU64>>| {
-        let (go, stop) = (go.clone(), stop.clone());
-        spawn(SpawnOptions::new(name).pin(cpu), move || {
-            while !stop.load(Ordering::Acquire) {
-                if let (true, Some(seen)) = (go.load(Ordering::Acquire), seen.as_ref()) {
-                    seen.fetch_or(1 << crate::percpu::cpu_id(), Ordering::Relaxed);
-                }
-                if nap {
-                    super::sleep_ns(MS);
-                } else {
-                    core::hint::spin_loop();
-                }
-            }
-            0
-        })
-        .expect("spawn")
-    };
+    let task = |name, cpu, nap, seen| looper(name, cpu, nap, &go, &stop, seen);
     let a0 = task("cs-a0", 0, false, None);
     let h2 = task("cs-h2", 2, false, None);
     let h3 = task("cs-h3", 3, false, None);
-    let b_spin = task("cs-b-spin", 2, false, Some(b_cpus.clone()));
-    let b_nap = task("cs-b-nap", 2, true, Some(b_cpus.clone()));
+    let b_spin = task("cs-b-spin", 2, false, Some(&b_cpus));
+    let b_nap = task("cs-b-nap", 2, true, Some(&b_cpus));
     let plain = sleeper(SpawnOptions::new("cs-plain"), &stop);
-    prctl(PR_SCHED_CORE_CREATE as u64, a0.tid as u64, PIDTYPE_PID as u64, 0).expect("create A");
-    prctl(PR_SCHED_CORE_CREATE as u64, b_spin.tid as u64, PIDTYPE_PID as u64, 0).expect("create B");
-    prctl(PR_SCHED_CORE_SHARE_FROM as u64, b_spin.tid as u64, PIDTYPE_PID as u64, 0).expect("share from");
-    prctl(PR_SCHED_CORE_SHARE_TO as u64, b_nap.tid as u64, PIDTYPE_PID as u64, 0).expect("share to");
+    give_cookie(&a0, &[]);
+    give_cookie(&b_spin, &[&b_nap]);
     prctl(PR_SCHED_CORE_SHARE_FROM as u64, plain.tid as u64, PIDTYPE_PID as u64, 0).expect("reset");
     // Our own cookie B is dropped at our next switch: until then cookie B runs here, wherever
     // this is, and the B tasks may rightly be placed beside us.
@@ -490,8 +497,7 @@ fn another_cookie_is_neither_pulled_nor_woken_beside_a_running_cookie() {
         b_cpus.load(Ordering::Relaxed)
     );
     assert!(naps >= 20, "the sleeper woke only {} times: the wakeup rule was hardly exercised", naps);
-    assert_eq!(coresched::unchecked_picks(), 0, "a cookied task was started without the core-wide check");
-    assert_eq!(coresched::COOKIES.lock().live(), 0);
+    assert_checked_and_cookies_freed();
 }
 
 /// A task woken while its previous CPU's core runs another cookie, and no idle CPU fits it,
@@ -504,7 +510,6 @@ fn another_cookie_is_neither_pulled_nor_woken_beside_a_running_cookie() {
 /// only when core 1 turns to cookie A.
 #[test_case]
 fn task_woken_beside_another_cookie_is_queued_on_its_wakers_core() {
-    use core::sync::atomic::AtomicU64;
     if !two_cores_of_two_threads() {
         return;
     }
@@ -514,16 +519,7 @@ fn task_woken_beside_another_cookie_is_queued_on_its_wakers_core() {
     let rounds = Arc::new(AtomicU64::new(0));
     let x_cpus = Arc::new(AtomicU64::new(0));
     let wq = Arc::new(super::wait::WaitQueue::new());
-    let hog = |name: &'static str, cpu: u32| {
-        let stop = stop.clone();
-        spawn(SpawnOptions::new(name).pin(cpu), move || {
-            while !stop.load(Ordering::Acquire) {
-                core::hint::spin_loop();
-            }
-            0
-        })
-        .expect("hog")
-    };
+    let hog = |name, cpu| looper(name, cpu, false, &go, &stop, None);
     let a0 = hog("cs-a0", 0);
     let a0b = hog("cs-a0b", 0);
     let a1 = hog("cs-a1", 1);
@@ -563,15 +559,8 @@ fn task_woken_beside_another_cookie_is_queued_on_its_wakers_core() {
         .expect("wakee")
     };
     let plain = sleeper(SpawnOptions::new("cs-plain"), &stop);
-    let share = |from: &Task, to: &[&Arc<Task>]| {
-        prctl(PR_SCHED_CORE_CREATE as u64, from.tid as u64, PIDTYPE_PID as u64, 0).expect("create");
-        prctl(PR_SCHED_CORE_SHARE_FROM as u64, from.tid as u64, PIDTYPE_PID as u64, 0).expect("share from");
-        for t in to {
-            prctl(PR_SCHED_CORE_SHARE_TO as u64, t.tid as u64, PIDTYPE_PID as u64, 0).expect("share to");
-        }
-    };
-    share(&a0, &[&a0b, &a1, &w, &x]);
-    share(&b2, &[&b3]);
+    give_cookie(&a0, &[&a0b, &a1, &w, &x]);
+    give_cookie(&b2, &[&b3]);
     prctl(PR_SCHED_CORE_SHARE_FROM as u64, plain.tid as u64, PIDTYPE_PID as u64, 0).expect("reset");
     super::sleep_ns(2 * MS); // our own cookie B goes at this switch
     super::api::sched_setaffinity(x.tid, cadence_sched::CpuMask(0b101)).expect("affinity");
@@ -587,6 +576,5 @@ fn task_woken_beside_another_cookie_is_queued_on_its_wakers_core() {
     }
     crate::kprint!("({} wakeups) ", woken);
     assert_ne!(x_cpus.load(Ordering::Relaxed) & 0b1, 0, "x never ran on its waker's CPU 0 (ran on {:#b})", x_cpus.load(Ordering::Relaxed));
-    assert_eq!(coresched::unchecked_picks(), 0, "a cookied task was started without the core-wide check");
-    assert_eq!(coresched::COOKIES.lock().live(), 0);
+    assert_checked_and_cookies_freed();
 }

@@ -88,13 +88,13 @@ pub struct Rq {
     pub fair_load: AtomicU64,
     /// Priority of what runs: 0 idle, 1 fair, 2 + rt_priority for RT (see [`cpu_prio`]).
     pub curr_prio: AtomicU8,
-    /// Core-scheduling cookie of what runs (published with `curr_prio`; read by RT placement,
-    /// `balance::core_excluded`).
+    /// Core-scheduling cookie of what runs (published with `curr_prio`; read by placement,
+    /// `balance::running_now`).
     pub curr_cookie: AtomicU64,
     /// The cookie of the tasks the last core-wide pick on this CPU's core chose (Linux's
     /// `rq->core->core_cookie`; 0 if it chose none), published by `coresched::pick` on every
     /// sibling. Fair placement reads it for a forced-idle CPU, whose `curr_cookie` is the idle
-    /// task's (`balance::fair_core_excluded`).
+    /// task's (`balance::running_for_fair`).
     pub core_cookie: AtomicU64,
     /// RT tasks queued here that are not running.
     pub rt_waiting: AtomicU32,
