@@ -199,6 +199,22 @@ pub fn current() -> &'static PerCpu {
     unsafe { &*ptr }
 }
 
+/// Adds one to this CPU's `preempt_count` in a single instruction ([`crate::preempt`]).
+#[inline]
+pub(crate) fn preempt_count_inc_this_cpu() {
+    // SAFETY: as in `current`, GS holds this CPU's area, and `preempt_count` is an `AtomicU32`
+    // at this offset in it (`repr(C)`). Only its own CPU writes a count, so a plain add (no
+    // `lock`) is atomic against what can run here: an interrupt on this CPU. Other CPUs only
+    // read it.
+    unsafe {
+        core::arch::asm!(
+            "add dword ptr gs:[{off}], 1",
+            off = const core::mem::offset_of!(PerCpu, preempt_count),
+            options(nostack)
+        )
+    };
+}
+
 /// Has any CPU installed its per-CPU area (so `current()` works on set-up CPUs)?
 pub fn gs_ready() -> bool {
     GS_READY.load(Ordering::Acquire)

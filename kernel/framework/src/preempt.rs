@@ -18,13 +18,15 @@ pub fn preempt_disable() -> PreemptGuard {
 }
 
 /// Raises this CPU's preemption count, with no guard (the caller lowers it with
-/// [`preempt_count_dec`]). Interrupts are off from finding this CPU to counting on it: a
-/// preemption in between could move the task, which would then count on the CPU it left (and
-/// uncount on the new one). Once counted the task stays here, so lowering needs no such care.
+/// [`preempt_count_dec`]). Finding this CPU and counting on it is one instruction, a GS-relative
+/// add (Linux's `raw_cpu_add_4(__preempt_count)`): an interrupt, and so a preemption that could
+/// move the task to another CPU, comes before it or after it, never between the two. Once
+/// counted the task stays here, so lowering needs no such care. (Before, interrupts were turned
+/// off around a load of the area and an add; turning them back on is a trip through QEMU's main
+/// loop under TCG, and every lock takes this path.)
+#[inline]
 pub fn preempt_count_inc() {
-    let irqs = crate::irqflags::save();
-    crate::percpu::current().preempt_count.fetch_add(1, Ordering::AcqRel);
-    crate::irqflags::restore(irqs);
+    crate::percpu::preempt_count_inc_this_cpu();
 }
 
 /// Lowers this CPU's preemption count; true if it reached zero (the caller then owes a

@@ -33,7 +33,7 @@ use crate::fs::vfs::Inode;
 use crate::sched::process::ThreadGroup;
 use crate::sched::task::{SpawnOptions, Task, Tid};
 use crate::sched::wait::{Mutex, WaitQueue};
-use crate::sync::IrqLock;
+use crate::sync::{IrqLock, SpinLock};
 use alloc::string::String;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
@@ -277,8 +277,10 @@ impl MmRef {
 pub struct Thread {
     /// Its process.
     pub process: Arc<Process>,
-    mm: IrqLock<Option<MmRef>>,
-    files: IrqLock<Option<Arc<Mutex<FdTable>>>>,
+    /// Spin locks, not `IrqLock`s: no interrupt handler reads a thread's memory or files, and
+    /// every system call that copies user memory or looks up an fd takes them.
+    mm: SpinLock<Option<MmRef>>,
+    files: SpinLock<Option<Arc<Mutex<FdTable>>>>,
     /// Directory and umask.
     pub fs: Arc<FsInfo>,
     /// Signal dispositions.
@@ -743,8 +745,8 @@ fn new_process(mm: mm::Mm) -> Result<Arc<Thread>, Errno> {
     crate::sched::current().process.group.ignored.store(default_ignored(), Ordering::Relaxed);
     Ok(Arc::new(Thread {
         process,
-        mm: IrqLock::new(Some(MmRef::new(mm))),
-        files: IrqLock::new(Some(Arc::new(Mutex::new(files)))),
+        mm: SpinLock::new(Some(MmRef::new(mm))),
+        files: SpinLock::new(Some(Arc::new(Mutex::new(files)))),
         fs: Arc::new(FsInfo { cwd: Mutex::new(crate::fs::vfs::root()), umask: AtomicU32::new(0o022) }),
         sighand: Arc::new(Mutex::new([SigAction::default(); 65])),
         clear_child_tid: AtomicU64::new(0),
@@ -948,8 +950,8 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
         if f & CLONE_VM != 0 && f & CLONE_VFORK == 0 { AltStack { sp: 0, flags: SS_DISABLE, size: 0 } } else { *parent.altstack.lock() };
     let child = Arc::new(Thread {
         process: process.clone(),
-        mm: IrqLock::new(Some(mm.clone())),
-        files: IrqLock::new(Some(files)),
+        mm: SpinLock::new(Some(mm.clone())),
+        files: SpinLock::new(Some(files)),
         fs,
         sighand,
         clear_child_tid: AtomicU64::new(if f & CLONE_CHILD_CLEARTID != 0 { args.child_tid } else { 0 }),

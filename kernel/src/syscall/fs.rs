@@ -128,7 +128,9 @@ fn read_into(
         let mut probe = [0u8; 1];
         proc.read_user(buf, &mut probe)?;
     }
-    let mut kbuf = alloc::vec![0u8; len.min(CHUNK as u64) as usize];
+    let mut small = [0u8; SMALL];
+    let mut big = Vec::new();
+    let kbuf = small_or_heap(&mut small, &mut big, len.min(CHUNK as u64) as usize);
     let mut done = 0u64;
     loop {
         let want = (len - done).min(CHUNK as u64) as usize;
@@ -146,6 +148,20 @@ fn read_into(
         }
     }
     Ok(done)
+}
+
+/// Reads and writes up to this many bytes copy through a buffer on the stack (a pipe's
+/// ping-pong, a terminal's line) instead of one allocated per call.
+const SMALL: usize = 256;
+
+/// A buffer of `len` bytes: the first `len` of `small` if they fit, else `big` grown to `len`.
+fn small_or_heap<'a>(small: &'a mut [u8; SMALL], big: &'a mut Vec<u8>, len: usize) -> &'a mut [u8] {
+    if len <= SMALL {
+        &mut small[..len]
+    } else {
+        big.resize(len, 0);
+        &mut big[..len]
+    }
 }
 
 /// Does a read of `f` return at once, whatever its size ([`read_into`]'s `whole`)?
@@ -177,13 +193,15 @@ fn write_from(proc: &Thread, f: &OpenFile, buf: u64, len: u64) -> Result<u64, Er
     access_ok(buf, len)?;
     let len = len.min(MAX_RW);
     let mut done = 0u64;
+    let mut small = [0u8; SMALL];
+    let mut big = Vec::new();
     while done < len || len == 0 {
         let n = (len - done).min(CHUNK as u64) as usize;
-        let data = match proc.read_user_vec(buf + done, n) {
-            Ok(d) => d,
-            Err(e) => return if done > 0 { Ok(done) } else { Err(e) },
-        };
-        match file::write(f, &data) {
+        let data = small_or_heap(&mut small, &mut big, n);
+        if let Err(e) = proc.read_user(buf + done, data) {
+            return if done > 0 { Ok(done) } else { Err(e) };
+        }
+        match file::write(f, data) {
             Ok(Written::Bytes(w)) => {
                 done += w as u64;
                 if w < n || len == 0 {

@@ -72,18 +72,21 @@ impl<T: Send + Sync> Current<T> {
     }
 
     /// A reference to the calling CPU's current task (`None` before the CPU has one).
+    ///
+    /// Preemption, not interrupts, is off meanwhile: the slot is replaced only by a task switch
+    /// on this CPU, which cannot happen before the guard drops, and an interrupt handler only
+    /// reads it. (Turning interrupts back on costs a trip through QEMU's main loop under TCG,
+    /// and this runs several times per system call.)
     pub fn get(&self) -> Option<Arc<T>> {
-        let irqs = crate::irqflags::save();
+        let _preempt = crate::preempt::preempt_disable();
         let ptr = self.this_slot().task.load(Ordering::Acquire);
-        let task = (!ptr.is_null()).then(|| {
-            // SAFETY: as in `with`: the slot's reference keeps the task alive while interrupts
-            // are off; we add one for the returned Arc.
+        (!ptr.is_null()).then(|| {
+            // SAFETY: the slot's reference keeps the task alive until this CPU switches tasks,
+            // which it cannot do before `_preempt` drops; we add one for the returned Arc.
             unsafe {
                 Arc::increment_strong_count(ptr);
                 Arc::from_raw(ptr)
             }
-        });
-        crate::irqflags::restore(irqs);
-        task
+        })
     }
 }
