@@ -68,11 +68,17 @@ pub fn irq_exit() {
 /// task's waiters) must not switch from there, or every task resumed in that nested switch
 /// could nest another one on its stack. The pending reschedule happens at the next interrupt
 /// exit or preemption point instead.
+///
+/// The flags first, the interrupt flag last: reading it (`pushf`) is a helper call under TCG,
+/// and this runs at every lock release, where usually nothing is pending.
 pub fn preempt_point() {
-    if !percpu::gs_ready() || !crate::irqflags::are_enabled() {
+    if !percpu::gs_ready() {
         return;
     }
-    reserve::refill_pending();
+    reserve::refill_pending(); // its own flag first, then the same interrupt check
+    if !preemptible_with_resched() || !crate::irqflags::are_enabled() {
+        return;
+    }
     while preemptible_with_resched() {
         __schedule(true);
     }

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Per function, what one task switch costs under TCG, from tools/qemu-pageset.sh's output.
+
+    tools/qemu-pageset.py KERNEL_ELF [--out DIR] [--top N] [--base HEX]
+
+KERNEL_ELF must have its symbols (build with CARGO_PROFILE_RELEASE_STRIP=none). Prints the
+averages per window (one CR3 write to the next: instructions, distinct code pages, data pages,
+translation-block starts), the instructions that most often end a translation block and send
+QEMU back to its main loop (sti, popf, iretq, wrmsr... counted per window), then the functions
+by instructions per window, with the distinct blocks entered and code pages touched in each.
+--base: where the PIE kernel runs (the bootloader maps it at 0xffff800000000000).
+--order FILE: also write the mangled names of the kernel functions run in at least 5% of the
+windows, most instructions first: kernel/hot-functions.txt, which kernel/build.rs hands to the
+linker so they sit together at the start of .text.
+"""
+import argparse, bisect, collections, os, subprocess, sys
+
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+ap.add_argument('kernel')
+ap.add_argument('--out', default=os.path.join(root, 'target', 'qemu-pageset'))
+ap.add_argument('--top', type=int, default=40)
+ap.add_argument('--base', default='ffff800000000000')
+ap.add_argument('--order', metavar='FILE')
+a = ap.parse_args()
+base = int(a.base, 16)
+try:
+    head = open(os.path.join(a.out, 'pageset.txt')).readline().split()
+except OSError as e:
+    sys.exit(f'qemu-pageset: {e} (run QEMU through tools/qemu-pageset.sh first)')
+stats = dict(zip(head[0::2], head[1::2]))
+nwin = int(stats.get('windows', 0))
+if not nwin:
+    sys.exit('qemu-pageset: no window recorded: ' + ' '.join(head))
+print('per window (one CR3 write to the next), over %d windows:' % nwin)
+print('  instructions %s, code pages %s, data pages %s, translation blocks entered %s' % (
+    stats['insns'], stats['code_pages'], stats['data_pages'], stats['tb_starts']))
+
+nm = subprocess.run(['nm', '-n', '-C', a.kernel], capture_output=True, text=True)
+if nm.returncode or not nm.stdout:
+    sys.exit(f'qemu-pageset: no symbols in {a.kernel} (build with CARGO_PROFILE_RELEASE_STRIP=none)')
+syms = []
+for line in nm.stdout.splitlines():
+    p = line.split(' ', 2)
+    if len(p) == 3 and p[1] in 'tTwW':
+        syms.append((int(p[0], 16) + base, p[2]))
+addrs = [s for s, _ in syms]
+
+def function(va):
+    if va < base:
+        return '(user)'
+    i = bisect.bisect_right(addrs, va) - 1
+    return syms[i][1][:110] if i >= 0 else '?'
+
+# Instructions that end a translation block and return to QEMU's main loop, or call a helper.
+ops = {}
+dis = subprocess.run(['objdump', '-d', '--no-show-raw-insn', a.kernel], capture_output=True, text=True).stdout
+for line in dis.splitlines():
+    p = line.split('\t')
+    if len(p) >= 2 and p[0].strip().endswith(':'):
+        op = p[1].split()[0] if p[1].split() else ''
+        operands = p[1].split()[-1].split(',')
+        if op == 'mov' and len(operands) == 2 and operands[1].startswith('%cr'):
+            op = 'mov-to-' + operands[1][1:]  # AT&T: the destination is last
+        if op in ('sti', 'cli', 'popf', 'popfq', 'pushf', 'pushfq', 'iretq', 'sysretq', 'wrmsr', 'rdmsr', 'swapgs', 'hlt',
+                  'fxsave64', 'fxrstor64', 'xsave64', 'xrstor64', 'rdtsc', 'rdtscp', 'invlpg') or op.startswith('mov-to-cr'):
+            ops[int(p[0].strip()[:-1], 16) + base] = op
+
+ins, blocks, pages, special = collections.Counter(), collections.Counter(), collections.defaultdict(set), collections.Counter()
+for line in open(os.path.join(a.out, 'insns.txt')):
+    kind, va, n = line.split()
+    va, n = int(va, 16), int(n)
+    f = function(va)
+    if kind == 'in':
+        ins[f] += n
+        pages[f].add(va >> 12)
+        if va in ops:
+            special[ops[va]] += n
+    else:
+        blocks[f] += n
+print('  ' + ', '.join('%s %.1f' % (op, n / nwin) for op, n in special.most_common()))
+print('%9s %7s %5s  %s' % ('insns', 'blocks', 'pages', 'function'))
+for f, n in ins.most_common(a.top):
+    print('%9.0f %7.1f %5d  %s' % (n / nwin, blocks[f] / nwin, len(pages[f]), f))
+
+if a.order:
+    # Mangled names and sizes, so the list names what the linker sees.
+    nm = subprocess.run(['nm', '-n', '-S', a.kernel], capture_output=True, text=True).stdout
+    raw = []
+    for line in nm.splitlines():
+        p = line.split()
+        if len(p) == 4 and p[2] in 'tTwW':
+            raw.append((int(p[0], 16) + base, int(p[1], 16), p[3]))
+    starts = [s for s, _, _ in raw]
+    hits = collections.Counter()
+    for line in open(os.path.join(a.out, 'insns.txt')):
+        kind, va, n = line.split()
+        va = int(va, 16)
+        if kind != 'in' or va < base:
+            continue
+        i = bisect.bisect_right(starts, va) - 1
+        if i >= 0 and va < raw[i][0] + max(raw[i][1], 1):
+            hits[i] += int(n)
+    hot = sorted((i for i, n in hits.items() if n >= nwin * 0.05), key=lambda i: -hits[i])
+    with open(a.order, 'w') as f:
+        f.write(''.join(raw[i][2] + '\n' for i in hot))
+    print('%s: %d functions, %d bytes' % (a.order, len(hot), sum(raw[i][1] for i in hot)))
