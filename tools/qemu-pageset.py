@@ -10,8 +10,8 @@ QEMU back to its main loop (sti, popf, iretq, wrmsr... counted per window), then
 by instructions per window, with the distinct blocks entered and code pages touched in each.
 --base: where the PIE kernel runs (the bootloader maps it at 0xffff800000000000).
 --order FILE: also write the mangled names of the kernel functions run in at least 5% of the
-windows, most instructions first: kernel/hot-functions.txt, which kernel/build.rs hands to the
-linker so they sit together at the start of .text.
+windows, most instructions first, for lld's --symbol-ordering-file (an experiment: the names
+carry the crate hash of this checkout's build; docs/guide/profiling.md).
 """
 import argparse, bisect, collections, os, subprocess, sys
 
