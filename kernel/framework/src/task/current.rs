@@ -78,6 +78,11 @@ impl<T: Send + Sync> Current<T> {
     /// reads it. (Turning interrupts back on costs a trip through QEMU's main loop under TCG,
     /// and this runs several times per system call.)
     pub fn get(&self) -> Option<Arc<T>> {
+        // Before this CPU's per-CPU area is installed there is no preemption count to raise,
+        // and no CPU has a task yet.
+        if !crate::percpu::gs_ready() {
+            return None;
+        }
         let _preempt = crate::preempt::preempt_disable();
         let ptr = self.this_slot().task.load(Ordering::Acquire);
         (!ptr.is_null()).then(|| {
