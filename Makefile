@@ -129,7 +129,7 @@ USER_SRCS := $(wildcard $(ROOT)/tests/user/*.c)
 USER_BINS := $(patsubst $(ROOT)/tests/user/%.c,$(ROOT)/target/user/%,$(USER_SRCS)) $(ROOT)/target/user/pipetest-dyn
 # Shell scripts of the experiments (seed 001, autogroup), installed in /bin beside them.
 USER_SCRIPTS := $(wildcard $(ROOT)/tests/scripts/*.sh)
-USER_STATIC := hello crash pipetest kaddr memload limits
+USER_STATIC := hello crash pipetest pipethr kaddr memload limits
 INITRAMFS := $(ROOT)/target/user/initramfs.cpio
 $(ROOT)/target/user/%: $(ROOT)/tests/user/%.c $(ROOT)/tests/user/conform.h
 	@mkdir -p '$(ROOT)/target/user'

@@ -36,21 +36,32 @@ print('per window (one CR3 write to the next), over %d windows:' % nwin)
 print('  instructions %s, code pages %s, data pages %s, translation blocks entered %s' % (
     stats['insns'], stats['code_pages'], stats['data_pages'], stats['tb_starts']))
 
-nm = subprocess.run(['nm', '-n', '-C', a.kernel], capture_output=True, text=True)
-if nm.returncode or not nm.stdout:
-    sys.exit(f'qemu-pageset: no symbols in {a.kernel} (build with CARGO_PROFILE_RELEASE_STRIP=none)')
-syms = []
-for line in nm.stdout.splitlines():
-    p = line.split(' ', 2)
-    if len(p) == 3 and p[1] in 'tTwW':
-        syms.append((int(p[0], 16) + base, p[2]))
-addrs = [s for s, _ in syms]
+def text_symbols(*flags):
+    out = subprocess.run(['nm', '-n', '-S', *flags, a.kernel], capture_output=True, text=True).stdout
+    syms = []
+    for line in out.splitlines():
+        # address, size, type, name (demangled names hold spaces); assembly symbols have no size
+        p = line.split(' ', 3)
+        if len(p) >= 3 and len(p[1]) == 1 and p[1] in 'tTwW':
+            syms.append((int(p[0], 16) + base, 0, line.split(' ', 2)[2]))
+        elif len(p) == 4 and p[2] in 'tTwW':
+            syms.append((int(p[0], 16) + base, int(p[1], 16), p[3]))
+    return syms
 
-def function(va):
-    if va < base:
-        return '(user)'
+# The same symbols twice, in the same order: mangled (what the linker sees, for --order) and
+# demangled (for the table).
+mangled, syms = text_symbols(), text_symbols('-C')
+if not syms or len(syms) != len(mangled):
+    sys.exit(f'qemu-pageset: no usable symbols in {a.kernel}')
+addrs = [s for s, _, _ in syms]
+
+def symbol(va):
+    """The index of the function holding `va` (None: user code, or before the first)."""
     i = bisect.bisect_right(addrs, va) - 1
-    return syms[i][1][:110] if i >= 0 else '?'
+    return i if va >= base and i >= 0 else None
+
+def name(i):
+    return '(user)' if i is None else syms[i][2][:110]
 
 # Instructions that end a translation block and return to QEMU's main loop, or call a helper.
 ops = {}
@@ -70,38 +81,21 @@ ins, blocks, pages, special = collections.Counter(), collections.Counter(), coll
 for line in open(os.path.join(a.out, 'insns.txt')):
     kind, va, n = line.split()
     va, n = int(va, 16), int(n)
-    f = function(va)
+    i = symbol(va)
     if kind == 'in':
-        ins[f] += n
-        pages[f].add(va >> 12)
+        ins[i] += n
+        pages[i].add(va >> 12)
         if va in ops:
             special[ops[va]] += n
     else:
-        blocks[f] += n
+        blocks[i] += n
 print('  ' + ', '.join('%s %.1f' % (op, n / nwin) for op, n in special.most_common()))
 print('%9s %7s %5s  %s' % ('insns', 'blocks', 'pages', 'function'))
-for f, n in ins.most_common(a.top):
-    print('%9.0f %7.1f %5d  %s' % (n / nwin, blocks[f] / nwin, len(pages[f]), f))
+for i, n in ins.most_common(a.top):
+    print('%9.0f %7.1f %5d  %s' % (n / nwin, blocks[i] / nwin, len(pages[i]), name(i)))
 
 if a.order:
-    # Mangled names and sizes, so the list names what the linker sees.
-    nm = subprocess.run(['nm', '-n', '-S', a.kernel], capture_output=True, text=True).stdout
-    raw = []
-    for line in nm.splitlines():
-        p = line.split()
-        if len(p) == 4 and p[2] in 'tTwW':
-            raw.append((int(p[0], 16) + base, int(p[1], 16), p[3]))
-    starts = [s for s, _, _ in raw]
-    hits = collections.Counter()
-    for line in open(os.path.join(a.out, 'insns.txt')):
-        kind, va, n = line.split()
-        va = int(va, 16)
-        if kind != 'in' or va < base:
-            continue
-        i = bisect.bisect_right(starts, va) - 1
-        if i >= 0 and va < raw[i][0] + max(raw[i][1], 1):
-            hits[i] += int(n)
-    hot = sorted((i for i, n in hits.items() if n >= nwin * 0.05), key=lambda i: -hits[i])
+    hot = sorted((i for i, n in ins.items() if i is not None and n >= nwin * 0.05), key=lambda i: -ins[i])
     with open(a.order, 'w') as f:
-        f.write(''.join(raw[i][2] + '\n' for i in hot))
-    print('%s: %d functions, %d bytes' % (a.order, len(hot), sum(raw[i][1] for i in hot)))
+        f.write(''.join(mangled[i][2] + '\n' for i in hot))
+    print('%s: %d functions, %d bytes' % (a.order, len(hot), sum(mangled[i][1] for i in hot)))

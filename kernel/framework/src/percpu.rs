@@ -199,13 +199,12 @@ pub fn current() -> &'static PerCpu {
     unsafe { &*ptr }
 }
 
-/// Adds one to this CPU's `preempt_count` in a single instruction ([`crate::preempt`]).
+/// Adds one to this CPU's `preempt_count` in a single instruction ([`crate::preempt`]). Only
+/// its own CPU writes a count, so a plain add (no `lock`) is atomic against what can run
+/// here, an interrupt on this CPU; other CPUs only read it.
 #[inline]
 pub(crate) fn preempt_count_inc_this_cpu() {
-    // SAFETY: as in `current`, GS holds this CPU's area, and `preempt_count` is an `AtomicU32`
-    // at this offset in it (`repr(C)`). Only its own CPU writes a count, so a plain add (no
-    // `lock`) is atomic against what can run here: an interrupt on this CPU. Other CPUs only
-    // read it.
+    // SAFETY: as in `current`, GS holds this CPU's area; `preempt_count` is an `AtomicU32` at this offset in it (`repr(C)`).
     unsafe {
         core::arch::asm!(
             "add dword ptr gs:[{off}], 1",
