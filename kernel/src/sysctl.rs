@@ -208,7 +208,7 @@ pub static SYSCTLS: &[Sysctl] = &[
     },
     Sysctl {
         name: "kernel.sched_idle_poll_ns",
-        help: "idle CPUs poll this long before halting (0..=10000000; 0 = halt at once)",
+        help: "ceiling of idle CPUs' adaptive poll before halting, as Linux's guest_halt_poll_ns (0..=10000000, default 200000; 0 = halt at once)",
         get: || format!("{}", crate::sched::idle_poll_ns()),
         set: |v| {
             crate::sched::set_idle_poll_ns(parse_u64_range(v, 0, 10_000_000)?);

@@ -190,7 +190,11 @@ for label, key in rows + (trace_rows if traced else []):
 print()
 print("What differs: nothing in the programs (the same Debian binaries and our static pipetest and "
       "syscall-bench, the same command lines). Linux enters every system call through Debian's "
-      "mitigations (PTI's CR3 switch, which TCG makes a TLB flush); Cadence has none. The p50/p99 "
+      "mitigations (PTI's CR3 switch, which TCG makes a TLB flush); Cadence has none. Cadence's idle "
+      "CPUs poll before halting (kernel.sched_idle_poll_ns, Linux's haltpoll, which Linux enables "
+      "only on KVM: its guests here halt at once), program their timer early by TCG's delivery "
+      "delay (kernel.timer_advance_ns) and raise an overdue timer interrupt themselves at switches "
+      "and returns to user space (TIMER_KICK); Linux reads clocks through its vDSO. The p50/p99 "
       f"come from cyclictest's 1 µs histogram buckets (up to {hist_us} µs); a 'max' is the largest "
       "single sample.")
 if traced:

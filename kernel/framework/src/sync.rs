@@ -260,3 +260,37 @@ pub fn collect_unlocked<T, U>(
         out = alloc::vec::Vec::with_capacity(n + slack);
     }
 }
+
+/// A `&'static Location` (a `#[track_caller]` site) read and written atomically, for
+/// diagnostics that a lock would make costlier than the site is worth: a task's wait site is
+/// written at every wait, and an `IrqLock`'s `sti` ends QEMU's translation block.
+pub struct AtomicLocation {
+    addr: core::sync::atomic::AtomicUsize,
+}
+
+impl AtomicLocation {
+    /// None stored.
+    pub const fn new() -> Self {
+        Self { addr: core::sync::atomic::AtomicUsize::new(0) }
+    }
+
+    /// Stores `site` (or none).
+    pub fn store(&self, site: Option<&'static Location<'static>>) {
+        let addr = site.map_or(0, |l| l as *const Location<'static> as usize);
+        self.addr.store(addr, core::sync::atomic::Ordering::Release);
+    }
+
+    /// The site last stored, if any.
+    pub fn load(&self) -> Option<&'static Location<'static>> {
+        let addr = self.addr.load(core::sync::atomic::Ordering::Acquire);
+        // SAFETY: `addr` is 0 or was stored by `store` from a `&'static Location<'static>`,
+        // which lives for the whole run; `Location` is immutable.
+        (addr != 0).then(|| unsafe { &*(addr as *const Location<'static>) })
+    }
+}
+
+impl Default for AtomicLocation {
+    fn default() -> Self {
+        Self::new()
+    }
+}

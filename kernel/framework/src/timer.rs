@@ -376,8 +376,13 @@ fn adapt_advance(q: &TimerQueue, delay_ns: u64) {
 /// its deadline on an idle guest, 140–260 µs under hackbench, and up to tens of milliseconds
 /// (docs/results/2026-12-02-compare-smp2.md). A self-IPI is delivered by the vCPU's own
 /// thread. On hardware the interrupt is never this late and the check costs a clock read.
+///
+/// Preemption, not interrupts, is off: an `sti` ends QEMU's translation block, and this runs at
+/// every switch and return to user space. A timer interrupt between the checks and the kick
+/// (it clears `kicked` and re-programs) makes the kick a spurious interrupt with nothing due,
+/// which the handler takes as such.
 pub fn kick_if_overdue() {
-    let _irq = IrqOff::new();
+    let _no_preempt = crate::preempt::preempt_disable();
     let q = QUEUES.this();
     let expires = q.programmed.load(Ordering::Relaxed);
     if expires == u64::MAX || crate::time::uptime_ns() < expires || q.kicked.swap(true, Ordering::Relaxed) {

@@ -6,7 +6,7 @@
 //! `sched::wait::POLL`, where `poll` and `select` sleep.
 
 use crate::sched::wait::WaitQueue;
-use crate::sync::IrqLock;
+use crate::sync::SpinLock;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use cadence_abi::errno::Errno;
@@ -16,6 +16,8 @@ pub const PIPE_CAPACITY: usize = 65536;
 /// Writes of at most this many bytes are atomic (POSIX `PIPE_BUF`).
 pub const PIPE_BUF: usize = 4096;
 
+/// Under a `SpinLock`: no interrupt handler reads or writes a pipe (an `IrqLock`'s `sti` at
+/// each release ends QEMU's translation block, several times per pipe round trip).
 struct State {
     buf: VecDeque<u8>,
     readers: u32,
@@ -24,7 +26,7 @@ struct State {
 
 /// A pipe's shared part.
 pub struct Pipe {
-    state: IrqLock<State>,
+    state: SpinLock<State>,
     waiters: WaitQueue,
 }
 
@@ -47,7 +49,7 @@ pub struct PipeEnd {
 pub fn new() -> Result<(PipeEnd, PipeEnd), Errno> {
     let mut buf = VecDeque::new();
     buf.try_reserve_exact(PIPE_CAPACITY).map_err(|_| Errno::ENOMEM)?;
-    let pipe = Arc::new(Pipe { state: IrqLock::new(State { buf, readers: 1, writers: 1 }), waiters: WaitQueue::new() });
+    let pipe = Arc::new(Pipe { state: SpinLock::new(State { buf, readers: 1, writers: 1 }), waiters: WaitQueue::new() });
     Ok((PipeEnd { pipe: pipe.clone(), side: Side::Read }, PipeEnd { pipe, side: Side::Write }))
 }
 

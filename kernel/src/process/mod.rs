@@ -292,15 +292,17 @@ pub struct Thread {
     /// Its PI futexes are handed on at its end (`futex::exit_pi`): set then, under the PI
     /// futex lock, a locker finds it gone (ESRCH), as Linux's `FUTEX_STATE_DEAD`.
     pub futex_exited: AtomicBool,
-    /// `sigaltstack`.
-    pub altstack: IrqLock<AltStack>,
+    /// `sigaltstack`. This and the two after the signal queue are the thread's own (set and
+    /// read by its system calls and its way back to user mode, never by an interrupt
+    /// handler): `SpinLock`s, as the way back takes `saved_mask` at every return.
+    pub altstack: SpinLock<AltStack>,
     /// Signals sent to this thread, with their info.
     pub sigqueue: IrqLock<Vec<SigInfo>>,
     /// The mask to restore once a signal is handled (`rt_sigsuspend`, `ppoll`, `pselect6`:
     /// Linux's `saved_sigmask`).
-    pub saved_mask: IrqLock<Option<u64>>,
+    pub saved_mask: SpinLock<Option<u64>>,
     /// What `restart_syscall` continues.
-    pub restart: IrqLock<Option<RestartBlock>>,
+    pub restart: SpinLock<Option<RestartBlock>>,
     /// A `vfork` child's parent waits on this until the child execs or ends.
     pub vfork_done: Option<Arc<Completion>>,
 }
@@ -578,6 +580,11 @@ fn thread_loop(t: &Thread, mut ctx: UserContext) -> ThreadEnd {
         if signal::before_user(t, &mut ctx, syscall.take()) {
             return ThreadEnd::Group;
         }
+        // `TIMER_KICK` on the way out as well as at switches: a CPU busy with system calls
+        // (hackbench's) may go long without a switch while its timer interrupt is overdue.
+        if crate::sched::timer_kick_enabled() {
+            crate::timer::kick_if_overdue();
+        }
         match user::execute(&mut ctx) {
             ReturnReason::Syscall => {
                 let nr = ctx.regs.rax;
@@ -752,10 +759,10 @@ fn new_process(mm: mm::Mm) -> Result<Arc<Thread>, Errno> {
         clear_child_tid: AtomicU64::new(0),
         robust_list: AtomicU64::new(0),
         futex_exited: AtomicBool::new(false),
-        altstack: IrqLock::new(AltStack { sp: 0, flags: SS_DISABLE, size: 0 }),
+        altstack: SpinLock::new(AltStack { sp: 0, flags: SS_DISABLE, size: 0 }),
         sigqueue: IrqLock::new(Vec::new()),
-        saved_mask: IrqLock::new(None),
-        restart: IrqLock::new(None),
+        saved_mask: SpinLock::new(None),
+        restart: SpinLock::new(None),
         vfork_done: None,
     }))
 }
@@ -957,10 +964,10 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
         clear_child_tid: AtomicU64::new(if f & CLONE_CHILD_CLEARTID != 0 { args.child_tid } else { 0 }),
         robust_list: AtomicU64::new(0),
         futex_exited: AtomicBool::new(false),
-        altstack: IrqLock::new(altstack),
+        altstack: SpinLock::new(altstack),
         sigqueue: IrqLock::new(Vec::new()),
-        saved_mask: IrqLock::new(None),
-        restart: IrqLock::new(None),
+        saved_mask: SpinLock::new(None),
+        restart: SpinLock::new(None),
         vfork_done: vfork_done.clone(),
     });
     let mut regs = *ctx;

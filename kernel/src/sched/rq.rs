@@ -255,6 +255,12 @@ pub(crate) fn with_current<R>(f: impl FnOnce(Option<&Task>) -> R) -> R {
     CURRENT.with(f)
 }
 
+/// [`with_current`] with preemption, not interrupts, off (`None` also before this CPU's
+/// per-CPU area is installed): for `f`s that need only the task to stay.
+pub(crate) fn with_current_preemption_off<R>(f: impl FnOnce(Option<&Task>) -> R) -> R {
+    CURRENT.with_preemption_off(f)
+}
+
 /// Whether the running task is in the RT class (Linux `rt_task(current)`: its effective
 /// priority, so a fair task boosted by priority inheritance counts). False before the
 /// scheduler runs on this CPU.

@@ -313,8 +313,10 @@ pub struct DeferFatal {
 impl DeferFatal {
     /// A no-op before the scheduler runs on this CPU (boot-time callers have no task).
     pub fn new() -> Self {
-        let counted = crate::percpu::gs_ready()
-            && super::with_current(|t| t.map(|t| t.process.signals.fatal_defer.fetch_add(1, Ordering::AcqRel)).is_some());
+        // Preemption, not interrupts, off: a fatal signal is acted on at interrupt exit only
+        // where preemption is allowed, so none comes between the read and the count.
+        let counted =
+            super::rq::with_current_preemption_off(|t| t.map(|t| t.process.signals.fatal_defer.fetch_add(1, Ordering::AcqRel)).is_some());
         DeferFatal { counted, _not_send: core::marker::PhantomData }
     }
 }
@@ -330,7 +332,7 @@ impl Drop for DeferFatal {
         if self.counted {
             // The guard lives on its task's stack and is not `Send`: the current task is the
             // one `new` counted on.
-            super::with_current(|t| t.map(|t| t.process.signals.fatal_defer.fetch_sub(1, Ordering::AcqRel)));
+            super::rq::with_current_preemption_off(|t| t.map(|t| t.process.signals.fatal_defer.fetch_sub(1, Ordering::AcqRel)));
         }
     }
 }

@@ -210,7 +210,7 @@ pub struct Task {
     pub created_ns: u64,
     /// Where it last went to sleep on a wait queue or mutex (the caller of the wait, through
     /// `#[track_caller]`): what the hung-task report names, as Linux's stack dump would.
-    wait_site: IrqLock<Option<&'static core::panic::Location<'static>>>,
+    wait_site: crate::sync::AtomicLocation,
 }
 
 impl Switchable for Task {
@@ -235,13 +235,13 @@ impl framework::task::timer::TimerTarget for Task {
 impl Task {
     /// Records where the task goes to sleep (the wait queue's `#[track_caller]` chain).
     pub fn set_wait_site(&self, site: &'static core::panic::Location<'static>) {
-        *self.wait_site.lock() = Some(site);
+        self.wait_site.store(Some(site));
     }
 
     /// Where the task last went to sleep on a wait queue or mutex (`file:line` of the wait's
     /// caller); `None` if it never did.
     pub fn wait_site(&self) -> Option<&'static core::panic::Location<'static>> {
-        *self.wait_site.lock()
+        self.wait_site.load()
     }
 
     /// Its `comm`: at most 15 bytes, NUL-padded.
@@ -670,7 +670,7 @@ pub(super) fn new_task(
         is_idle,
         kthread: opts.kthread,
         created_ns: crate::time::uptime_ns(),
-        wait_site: IrqLock::new(None),
+        wait_site: crate::sync::AtomicLocation::new(),
     });
     task.cache_params(&params);
     if let Some(p) = parent {

@@ -11,12 +11,13 @@ use core::sync::atomic::{AtomicU64, Ordering};
 /// `cadence_sched::haltpoll`: under virtualization a halted vCPU is slow to wake).
 /// `kernel.sched_idle_poll_ns`, 0 = never poll. The default is chosen by measurement
 /// (docs/design/wakeups.md, *Idle polling*).
-static IDLE_POLL_NS: AtomicU64 = AtomicU64::new(0);
+static IDLE_POLL_NS: AtomicU64 = AtomicU64::new(cadence_sched::haltpoll::DEFAULT_CEILING_NS);
 
-/// `TIMER_KICK` in `kernel.sched_features` (Cadence's own feature): at every context switch a
-/// CPU whose timer interrupt is overdue raises it itself (`framework::timer::kick_if_overdue`:
-/// under TCG the interrupt waits for QEMU's main loop while the vCPU runs on). The default
-/// is chosen by measurement (docs/design/wakeups.md, *Timer kicks*).
+/// `TIMER_KICK` in `kernel.sched_features` (Cadence's own feature): at every context switch and
+/// return to user space a CPU whose timer interrupt is overdue raises it itself
+/// (`framework::timer::kick_if_overdue`: under TCG the interrupt waits for QEMU's main loop
+/// while the vCPU runs on). The default is chosen by measurement (docs/design/wakeups.md,
+/// *Timer kicks*).
 static TIMER_KICK: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(true);
 
 pub fn timer_kick_enabled() -> bool {

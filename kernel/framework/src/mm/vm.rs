@@ -33,7 +33,7 @@
 
 use super::page::PageRef;
 use crate::percpu::MAX_CPUS;
-use crate::sync::IrqLock;
+use crate::sync::SpinLock;
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -151,7 +151,9 @@ pub(crate) fn load_root(root: u64) {
 /// A user address space (module doc).
 pub struct VmSpace {
     root: u64,
-    lock: IrqLock<()>,
+    /// The tables' lock. A `SpinLock`: no interrupt handler walks a user space (a TLB
+    /// shootdown's handler flushes without it), and every user copy takes it.
+    lock: SpinLock<()>,
     /// Pages mapped (the process's resident set: `VmRSS`, `stat`'s rss).
     resident: core::sync::atomic::AtomicU64,
 }
@@ -177,7 +179,7 @@ impl VmSpace {
                 new[i] = k[i] & !USER;
             }
         }
-        Some(Arc::new(VmSpace { root, lock: IrqLock::new(()), resident: core::sync::atomic::AtomicU64::new(0) }))
+        Some(Arc::new(VmSpace { root, lock: SpinLock::new(()), resident: core::sync::atomic::AtomicU64::new(0) }))
     }
 
     /// The level-4 table's physical address (what CR3 holds while a task of this space runs).
@@ -296,7 +298,7 @@ impl VmSpace {
     /// Every page held in `[start, end)` (another reference to each) with its permissions,
     /// in address order; tables that are absent are skipped whole (a fork walks a 128 MiB
     /// reservation in a few steps). The walk takes the lock for batches of `BATCH` pages and
-    /// grows the result outside it (no allocation with interrupts off).
+    /// grows the result outside it (no allocation with the lock held).
     pub fn mapped(&self, start: u64, end: u64) -> alloc::vec::Vec<(u64, PageRef, Prot)> {
         let mut out = alloc::vec::Vec::new();
         let end = end.min(USER_END);
@@ -423,7 +425,7 @@ impl VmSpace {
     /// threads on other CPUs). `va` must be 4-byte aligned (else a fault is reported, which
     /// callers check first to answer EINVAL) and the page mapped writable (a copy-on-write
     /// page reports a write fault, which the caller resolves and retries). `f` runs under the
-    /// space's lock with interrupts off: keep it to the atomic operation.
+    /// space's lock (preemption off): keep it to the atomic operation.
     pub fn atomic_u32<R>(&self, va: u64, f: impl FnOnce(&core::sync::atomic::AtomicU32) -> R) -> Result<R, UserFault> {
         if !va.is_multiple_of(4) {
             return Err(UserFault { addr: va, write: true });

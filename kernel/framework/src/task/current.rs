@@ -71,6 +71,30 @@ impl<T: Send + Sync> Current<T> {
         r
     }
 
+    /// [`with`](Self::with) with preemption, not interrupts, off (`None` also before this CPU's
+    /// per-CPU area is installed): for `f`s that need only the task to stay, on paths taken
+    /// several times per system call (turning interrupts back on is a trip through QEMU's
+    /// main loop under TCG). The slot is replaced only by a switch on this CPU, which cannot
+    /// happen before the guard drops. The borrow count stays right without interrupts off:
+    /// an interrupt handler's own borrow puts back the count it found before we resume.
+    #[inline]
+    pub fn with_preemption_off<R>(&self, f: impl FnOnce(Option<&T>) -> R) -> R {
+        if !crate::percpu::gs_ready() {
+            return f(None);
+        }
+        let _preempt = crate::preempt::preempt_disable();
+        let slot = self.this_slot();
+        let depth = slot.borrows.load(Ordering::Relaxed);
+        slot.borrows.store(depth + 1, Ordering::Relaxed);
+        let ptr = slot.task.load(Ordering::Acquire);
+        // SAFETY: the slot owns a reference to the task, and only a switch on this CPU replaces
+        // it (`set`, which checks that no borrow is live); preemption stays off and the borrow
+        // count raised until `f` returns, so the task outlives the borrow.
+        let r = f(unsafe { ptr.as_ref() });
+        slot.borrows.store(depth, Ordering::Relaxed);
+        r
+    }
+
     /// A reference to the calling CPU's current task (`None` before the CPU has one).
     ///
     /// Preemption, not interrupts, is off meanwhile: the slot is replaced only by a task switch
