@@ -577,13 +577,15 @@ enum ThreadEnd {
 fn thread_loop(t: &Thread, mut ctx: UserContext) -> ThreadEnd {
     let mut syscall: Option<u64> = None;
     loop {
-        if signal::before_user(t, &mut ctx, syscall.take()) {
-            return ThreadEnd::Group;
-        }
         // `TIMER_KICK` on the way out as well as at switches: a CPU busy with system calls
         // (hackbench's) may go long without a switch while its timer interrupt is overdue.
+        // Before the signal check: the kicked interrupt's wakeup may switch this thread out
+        // (at the kick's preemption point), and a signal sent to it meanwhile sends no IPI.
         if crate::sched::timer_kick_enabled() {
             crate::timer::kick_if_overdue();
+        }
+        if signal::before_user(t, &mut ctx, syscall.take()) {
+            return ThreadEnd::Group;
         }
         match user::execute(&mut ctx) {
             ReturnReason::Syscall => {

@@ -223,6 +223,15 @@ pub fn alloc() -> Option<u64> {
     alloc_as(caller_context())
 }
 
+/// [`alloc()`] for a caller holding a `SpinLock`: preemption is off but interrupts may be on,
+/// which [`alloc()`] would take for a context that may block. It may not (no direct reclaim),
+/// so it allocates as `Atomic` once the watermarks are on (Linux's `GFP_ATOMIC` under a spin
+/// lock).
+pub fn alloc_nonblocking() -> Option<u64> {
+    let ctx = if WATERMARKS_ON.load(Ordering::Acquire) { AllocContext::Atomic } else { AllocContext::Task };
+    alloc_as(ctx)
+}
+
 /// [`alloc()`] for an explicit context.
 pub fn alloc_as(ctx: AllocContext) -> Option<u64> {
     let phys = alloc_dirty(ctx)?;

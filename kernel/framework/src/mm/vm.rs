@@ -203,7 +203,8 @@ impl VmSpace {
                 if !make {
                     return Ok(None);
                 }
-                let frame = super::frame::alloc().ok_or(VmError::OutOfFrames)?;
+                // Under the space's `SpinLock`: no direct reclaim here.
+                let frame = super::frame::alloc_nonblocking().ok_or(VmError::OutOfFrames)?;
                 *entry = frame | PRESENT | WRITABLE | USER;
             }
             debug_assert!(*entry & HUGE == 0, "no huge pages in user space");
