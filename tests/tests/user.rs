@@ -627,9 +627,13 @@ fn coresched_bench_gives_cookies_through_prctl_and_runs_every_mode() {
         run.check(l.starts_with(&format!("coresched: {w} ")), format!("`{w}` in order, got `{l}`"));
         run.check(field(l, "ops_per_s=").parse::<f64>().is_ok_and(|x| x > 0.0), format!("a throughput: `{l}`"));
         let fi: f64 = field(l, "forced_idle_pct=").parse().unwrap_or(-1.0);
-        if w.starts_with("mode=on workload=pipe") {
-            run.check(fi > 0.0, format!("forced idle with cookies (the pair's sibling): `{l}`"));
-        } else if !w.starts_with("mode=on") {
+        if w.starts_with("mode=on") {
+            // A figure, not necessarily above 0: cookie-aware placement and idle polling may
+            // keep the pair's core free of forced idle for a whole run (0.0, 0.2, 1.7 and 10.2%
+            // in four runs of ad4a274). That forced idle is accounted is checked in-kernel
+            // (`coresched_tests`, "forced idle was not accounted").
+            run.check(fi >= 0.0, format!("a forced-idle figure with cookies: `{l}`"));
+        } else {
             run.check(fi == 0.0, format!("no forced idle without cookies: `{l}`"));
         }
     }
