@@ -57,17 +57,31 @@ impl<T: Send + Sync> Current<T> {
     #[inline]
     pub fn with<R>(&self, f: impl FnOnce(Option<&T>) -> R) -> R {
         let irqs = crate::irqflags::save();
+        // SAFETY: interrupts are off until `borrow` returns, so no switch can happen on this CPU.
+        let r = unsafe { self.borrow(f) };
+        crate::irqflags::restore(irqs);
+        r
+    }
+
+    /// Runs `f` on this CPU's slot's task, the borrow counted (`set` checks it).
+    ///
+    /// The count needs no atomic read-modify-write: only this CPU touches its slot's count,
+    /// and an interrupt handler's own borrow puts back the count it found before we resume.
+    ///
+    /// # Safety
+    /// The caller keeps this CPU from switching tasks until this returns (interrupts or
+    /// preemption off): only a switch on this CPU replaces the slot.
+    #[inline]
+    unsafe fn borrow<R>(&self, f: impl FnOnce(Option<&T>) -> R) -> R {
         let slot = self.this_slot();
-        // Only this CPU, with interrupts off, touches its slot's count: no atomic read-modify-write.
         let depth = slot.borrows.load(Ordering::Relaxed);
         slot.borrows.store(depth + 1, Ordering::Relaxed);
         let ptr = slot.task.load(Ordering::Acquire);
-        // SAFETY: the slot owns a reference to the task, and only this CPU replaces it, with
-        // interrupts off and no borrow live (`set` checks); interrupts stay off and the
-        // borrow count raised until `f` returns, so the task outlives the borrow.
+        // SAFETY: the slot owns a reference to the task, and only a switch on this CPU replaces
+        // it (`set`, which checks that no borrow is live); the caller rules switches out and the
+        // borrow count stays raised until `f` returns, so the task outlives the borrow.
         let r = f(unsafe { ptr.as_ref() });
         slot.borrows.store(depth, Ordering::Relaxed);
-        crate::irqflags::restore(irqs);
         r
     }
 
@@ -75,24 +89,15 @@ impl<T: Send + Sync> Current<T> {
     /// per-CPU area is installed): for `f`s that need only the task to stay, on paths taken
     /// several times per system call (turning interrupts back on is a trip through QEMU's
     /// main loop under TCG). The slot is replaced only by a switch on this CPU, which cannot
-    /// happen before the guard drops. The borrow count stays right without interrupts off:
-    /// an interrupt handler's own borrow puts back the count it found before we resume.
+    /// happen before the guard drops.
     #[inline]
     pub fn with_preemption_off<R>(&self, f: impl FnOnce(Option<&T>) -> R) -> R {
         if !crate::percpu::gs_ready() {
             return f(None);
         }
         let _preempt = crate::preempt::preempt_disable();
-        let slot = self.this_slot();
-        let depth = slot.borrows.load(Ordering::Relaxed);
-        slot.borrows.store(depth + 1, Ordering::Relaxed);
-        let ptr = slot.task.load(Ordering::Acquire);
-        // SAFETY: the slot owns a reference to the task, and only a switch on this CPU replaces
-        // it (`set`, which checks that no borrow is live); preemption stays off and the borrow
-        // count raised until `f` returns, so the task outlives the borrow.
-        let r = f(unsafe { ptr.as_ref() });
-        slot.borrows.store(depth, Ordering::Relaxed);
-        r
+        // SAFETY: preemption is off until `borrow` returns, so no switch can happen on this CPU.
+        unsafe { self.borrow(f) }
     }
 
     /// A reference to the calling CPU's current task (`None` before the CPU has one).
