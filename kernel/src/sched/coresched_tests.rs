@@ -54,7 +54,15 @@ fn looper(
     spawn(SpawnOptions::new(name).pin(cpu), move || {
         while !stop.load(Ordering::Acquire) {
             if let (true, Some(seen)) = (go.load(Ordering::Acquire), seen.as_ref()) {
-                seen.fetch_or(1 << crate::percpu::cpu_id(), Ordering::Relaxed);
+                let cpu = crate::percpu::cpu_id();
+                if seen.fetch_or(1 << cpu, Ordering::Relaxed) & (1 << cpu) == 0 {
+                    let _ = FIRST_SEEN_NS[cpu as usize % FIRST_SEEN_NS.len()].compare_exchange(
+                        0,
+                        crate::time::uptime_ns(),
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    );
+                }
             }
             if nap {
                 super::sleep_ns(MS);
@@ -65,6 +73,75 @@ fn looper(
         0
     })
     .expect("spawn")
+}
+
+/// Runs `f` with this task pinned to `cpu` (then restores its affinity). A placement test keeps
+/// itself (it wakes every few ms to poll) and its helpers on a CPU whose load cannot make the
+/// balancer move the tasks under test: one extra task woken on a CPU of the scenario gave it
+/// one task more than its neighbour, and the balancer moved a task the test meant only a
+/// cookie rule to move (traced: `init` woken on CPU 3 beside `a3` and `b3`, and CPU 1 pulled
+/// `a3`; about one run in ten).
+fn pinned_to<R>(cpu: u32, f: impl FnOnce() -> R) -> R {
+    let me = super::current();
+    let before = me.affinity();
+    super::api::sched_setaffinity(me.tid, cadence_sched::CpuMask::single(cpu as usize)).expect("pin the test task");
+    // The move happens at the next switch, asked for by the call.
+    while crate::percpu::cpu_id() != cpu {
+        super::sleep_ns(MS / 10);
+    }
+    let r = f();
+    super::api::sched_setaffinity(me.tid, before).expect("restore the test task's affinity");
+    r
+}
+
+/// When a [`looper`] with `seen` first ran on each CPU (ns of uptime; 0: not yet), for the
+/// trace a failing placement test prints ([`PlacementTrace`]).
+static FIRST_SEEN_NS: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+
+/// The scheduler's trace (switches, wakeups, migrations, forced idle) over a placement test,
+/// so that a failure shows how a task reached the CPU it should not have: the path (a
+/// wakeup's placement, a pull, a steal) and what the siblings ran then. Placement races are
+/// rare (a few runs in a hundred, mostly on a busy host); without the trace one failure says
+/// only that it happened.
+struct PlacementTrace {
+    tracing: bool,
+}
+
+impl PlacementTrace {
+    fn start() -> Self {
+        for t in &FIRST_SEEN_NS {
+            t.store(0, Ordering::Relaxed);
+        }
+        use cadence_trace::event::EventType as E;
+        let mask = [E::SchedSwitch, E::SchedWakeup, E::SchedWakeupNew, E::SchedMigrateTask, E::CoreForceIdle, E::SetAffinity]
+            .iter()
+            .fold(0, |m, e| m | e.bit());
+        crate::trace::set_event_mask(mask);
+        // About a second of these events per CPU: the rings are made here, under TCG, at each run.
+        let tracing = crate::trace::start(20_000).is_ok();
+        PlacementTrace { tracing }
+    }
+
+    /// Prints the trace of every CPU from 5 ms before a looper first ran on `cpu` to 0.5 ms
+    /// after (nothing if it never did).
+    fn print_before_first_run_on(&self, cpu: u32) {
+        let at = FIRST_SEEN_NS[cpu as usize % FIRST_SEEN_NS.len()].load(Ordering::Relaxed);
+        if self.tracing && at != 0 {
+            crate::trace::stop();
+            crate::kprintln!("\n-- trace: first run on CPU {} at {} ns --", cpu, at);
+            crate::trace::print_window(&[0, 1, 2, 3], at.saturating_sub(5 * MS), at + MS / 2);
+        }
+    }
+}
+
+impl Drop for PlacementTrace {
+    fn drop(&mut self) {
+        if self.tracing {
+            crate::trace::stop();
+            crate::trace::clear();
+        }
+        crate::trace::set_event_mask(cadence_trace::event::EventType::ALL_MASK);
+    }
 }
 
 /// Gives `from` a new cookie (CREATE) and, if `to` names tasks, shares it with them through
@@ -399,12 +476,18 @@ fn rt_task_is_not_bounced_between_cpus_its_siblings_keep_busy() {
 /// CPU 3. Whenever core 0 runs `a0`, CPU 1 (B tasks only) is forced idle, and `a3` waits on
 /// CPU 3 whenever its B task runs. The queues hold 1, 2, 0 and 2 tasks and nothing but `a3`
 /// may move, so the load balancer has no reason to take `a3` to CPU 1 (it counts tasks, not
-/// cookies) and `a3` never sleeps, so no wakeup places it: only the steal gets it there.
+/// cookies) and `a3` never sleeps, so no wakeup places it: only the steal gets it there. This
+/// task and its helper live on CPU 2 meanwhile ([`pinned_to`]).
 #[test_case]
 fn forced_idle_cpu_takes_a_waiting_task_of_its_siblings_cookie() {
     if !two_cores_of_two_threads() {
         return;
     }
+    // This task and `plain` on CPU 2, which nothing else uses (see [`pinned_to`]).
+    pinned_to(2, forced_idle_cpu_takes_a_waiting_task_of_its_siblings_cookie_on_cpu_2);
+}
+
+fn forced_idle_cpu_takes_a_waiting_task_of_its_siblings_cookie_on_cpu_2() {
     let now = crate::time::uptime_ns;
     let go = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
@@ -416,12 +499,13 @@ fn forced_idle_cpu_takes_a_waiting_task_of_its_siblings_cookie() {
     let b1 = hog("cs-b1", 1, None);
     let b1b = hog("cs-b1b", 1, None);
     let b3 = hog("cs-b3", 3, None);
-    let plain = sleeper(SpawnOptions::new("cs-plain"), &stop);
+    let plain = sleeper(SpawnOptions::new("cs-plain").pin(2), &stop);
     give_cookie(&a0, &[&a3]);
     give_cookie(&b1, &[&b1b, &b3]);
     prctl(PR_SCHED_CORE_SHARE_FROM as u64, plain.tid as u64, PIDTYPE_PID as u64, 0).expect("reset");
     super::api::sched_setaffinity(a3.tid, cadence_sched::CpuMask(0b1010)).expect("affinity");
     let steals_before = coresched::steals();
+    let trace = PlacementTrace::start();
     go.store(true, Ordering::Release);
     // Until `a3` has run on CPU 1, at most a second.
     let deadline = now() + 1000 * MS;
@@ -440,6 +524,9 @@ fn forced_idle_cpu_takes_a_waiting_task_of_its_siblings_cookie() {
         "a3 never ran beside a0 on CPU 1 (ran on {:#b})",
         a3_cpus.load(Ordering::Relaxed)
     );
+    if steals == 0 {
+        trace.print_before_first_run_on(1);
+    }
     assert!(steals > 0, "a3 reached CPU 1, but no forced-idle CPU took a task of its sibling's cookie");
     assert_checked_and_cookies_freed();
 }
@@ -457,6 +544,12 @@ fn another_cookie_is_neither_pulled_nor_woken_beside_a_running_cookie() {
     if !two_cores_of_two_threads() {
         return;
     }
+    // This task and `plain` beside `h3` on CPU 3, where the B tasks may not go (see
+    // [`pinned_to`]).
+    pinned_to(3, another_cookie_is_neither_pulled_nor_woken_beside_a_running_cookie_on_cpu_3);
+}
+
+fn another_cookie_is_neither_pulled_nor_woken_beside_a_running_cookie_on_cpu_3() {
     let now = crate::time::uptime_ns;
     let go = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
@@ -468,7 +561,7 @@ fn another_cookie_is_neither_pulled_nor_woken_beside_a_running_cookie() {
     let h3 = task("cs-h3", 3, false, None);
     let b_spin = task("cs-b-spin", 2, false, Some(&b_cpus));
     let b_nap = task("cs-b-nap", 2, true, Some(&b_cpus));
-    let plain = sleeper(SpawnOptions::new("cs-plain"), &stop);
+    let plain = sleeper(SpawnOptions::new("cs-plain").pin(3), &stop);
     give_cookie(&a0, &[]);
     give_cookie(&b_spin, &[&b_nap]);
     prctl(PR_SCHED_CORE_SHARE_FROM as u64, plain.tid as u64, PIDTYPE_PID as u64, 0).expect("reset");
@@ -479,6 +572,7 @@ fn another_cookie_is_neither_pulled_nor_woken_beside_a_running_cookie() {
         super::api::sched_setaffinity(b.tid, cadence_sched::CpuMask(0b110)).expect("affinity");
     }
     let naps_before = b_nap.stats.nr_wakeups.load(Ordering::Relaxed);
+    let trace = PlacementTrace::start();
     go.store(true, Ordering::Release);
     let deadline = now() + 300 * MS;
     while now() < deadline && b_cpus.load(Ordering::Relaxed) & 0b10 == 0 {
@@ -490,6 +584,9 @@ fn another_cookie_is_neither_pulled_nor_woken_beside_a_running_cookie() {
         wait(t.tid).expect("reap");
     }
     crate::kprint!("({} wakeups of the sleeper) ", naps);
+    if b_cpus.load(Ordering::Relaxed) & 0b10 != 0 {
+        trace.print_before_first_run_on(1);
+    }
     assert_eq!(
         b_cpus.load(Ordering::Relaxed) & 0b10,
         0,
