@@ -40,6 +40,10 @@ pub struct PerCpu {
     /// Linux's `pcpu_hot.preempt_count`: every lock and unlock reads or writes it, and this
     /// struct is one GS load away.
     pub preempt_count: AtomicU32,
+    /// A preemption point on this CPU has work: the kernel asked for its `preempt_point`
+    /// upcall (a reschedule, a refill). Without it a lock release that brings the count to 0
+    /// skips the upcall ([`crate::preempt`]).
+    pub(crate) preempt_work: AtomicBool,
     /// Requests from other CPUs, handled by the call-function IPI (bits of `IPI_REQ_*`).
     pub ipi_requests: AtomicU32,
     /// The kernel stack pointer a trap from user mode starts below: the running user task's
@@ -146,6 +150,7 @@ pub fn new_area(cpu_id: u32, apic_id: u32) -> *mut PerCpu {
         topology: Topology::default(),
         online: AtomicBool::new(false),
         preempt_count: AtomicU32::new(0),
+        preempt_work: AtomicBool::new(false),
         ipi_requests: AtomicU32::new(0),
         user_rsp0: AtomicU64::new(0),
         user_rsp_scratch: AtomicU64::new(0),

@@ -100,7 +100,7 @@ impl<T> Drop for IrqLockGuard<'_, T> {
         if self.were_enabled {
             irqflags::restore_at(true, self.site);
             // Interrupts back on: a reschedule requested meanwhile happens now.
-            crate::upcalls::preempt_point();
+            crate::preempt::preempt_point_if_work();
         }
     }
 }

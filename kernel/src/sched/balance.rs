@@ -268,6 +268,12 @@ pub fn select_cpu(task: &Task, waker_cpu: u32) -> u32 {
     if allowed.is_empty() {
         return prev; // cannot happen: affinity is validated against online CPUs
     }
+    // One CPU allowed: no class has a choice to make (Linux's `select_task_rq` calls the
+    // class only if `nr_cpus_allowed > 1`). A pinned pipe pair's wakeup skipped ~400
+    // instructions and ~40 translation blocks here (the fair scan of idle CPUs and cores).
+    if allowed.count() == 1 {
+        return allowed.first().map_or(prev, |c| c as u32);
+    }
     super::class::of(task).select_cpu(task, prev, waker_cpu, allowed)
 }
 

@@ -112,7 +112,7 @@ pub fn note_insert(g: &mut RqInner, task: Option<&Task>) {
     }
     super::rq_of(g.cpu).spare_hint.store(least.min(u32::MAX as usize) as u32, Ordering::Relaxed);
     if short {
-        PENDING.fetch_or(1 << g.cpu, Ordering::AcqRel);
+        mark(g.cpu);
     }
 }
 
@@ -121,14 +121,14 @@ pub fn note_insert(g: &mut RqInner, task: Option<&Task>) {
 /// marked once they would use half of its least headroom (`Rq::spare_hint`).
 pub fn note_wakeup_queued(cpu: u32, pending: u32) {
     if pending.saturating_mul(2) >= super::rq_of(cpu).spare_hint.load(Ordering::Relaxed) {
-        PENDING.fetch_or(1 << cpu, Ordering::AcqRel);
+        mark(cpu);
     }
 }
 
 /// Marks `cpu` for a refill at the next preemption point (its queues are short of room: load
 /// balancing found less than it wanted to move).
 pub fn note_short(cpu: u32) {
-    PENDING.fetch_or(1 << cpu, Ordering::AcqRel);
+    mark(cpu);
 }
 
 /// What `g` is short of (at most `MAX_WANTS` items), counting `incoming` wakeups still on its
@@ -303,7 +303,7 @@ fn refill_locking(cpu: u32, wait: bool) {
         // preemption point.
         let lock = || if wait { Some(rq.lock.lock()) } else { rq.lock.try_lock() };
         let Some(g) = lock() else {
-            PENDING.fetch_or(1 << cpu, Ordering::AcqRel);
+            mark(cpu);
             break;
         };
         let n = plan(&g, incoming, &mut wants);
@@ -320,13 +320,28 @@ fn refill_locking(cpu: u32, wait: bool) {
             match lock() {
                 Some(mut g) => install(&mut g, &mut spare),
                 None => {
-                    PENDING.fetch_or(1 << cpu, Ordering::AcqRel);
+                    mark(cpu);
                 }
             }
             drop(spare); // the old buffers (or the unused spare), freed with the lock released
         }
     }
     super::preempt_count_dec();
+}
+
+/// Marks `cpu`'s run queue for a refill at the next preemption point of any CPU, and asks
+/// this CPU's preemption points to call up (`framework::preempt::request_preempt_point`).
+fn mark(cpu: u32) {
+    PENDING.fetch_or(1 << cpu, Ordering::AcqRel);
+    framework::preempt::request_preempt_point(crate::percpu::cpu_id());
+}
+
+/// `schedule()` on `cpu`, having cleared its preemption points' flag: asks again if refills
+/// are still wanted (see [`mark`]).
+pub fn ask_again_if_pending(cpu: u32) {
+    if PENDING.load(Ordering::SeqCst) != 0 {
+        framework::preempt::request_preempt_point(cpu);
+    }
 }
 
 /// Refills the run queues marked by [`note_insert`]. Called at preemption points: returns at
@@ -354,7 +369,7 @@ pub fn refill_pending() {
 pub fn settle() {
     for _ in 0..8 {
         for c in crate::percpu::online_cpus() {
-            PENDING.fetch_or(1 << c.cpu_id, Ordering::AcqRel);
+            mark(c.cpu_id);
         }
         refill_marked();
         if PENDING.load(Ordering::Acquire) == 0 {

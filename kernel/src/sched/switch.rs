@@ -138,12 +138,18 @@ fn __schedule_irqs_off(preempted: bool) {
         rq.polling.store(false, Ordering::SeqCst);
     }
     update_curr(&mut g, now);
+    // The preemption points' flag goes first (`request_preempt_point`'s contract): a request
+    // made after it is seen again, one made before is taken now.
+    framework::preempt::clear_preempt_work();
     rq.need_resched.store(false, Ordering::SeqCst);
     // A wakeup handed to us after the drain at the top (its pusher saw `need_resched` set or
     // this CPU polling, and sent no IPI): reschedule again to drain it (see `queue_wakeup`).
     if !rq.wake_list.is_empty(Ordering::SeqCst) {
         rq.need_resched.store(true, Ordering::SeqCst);
+        framework::preempt::request_preempt_point(cpu.cpu_id);
     }
+    // Refills still wanted (a busy lock at the top): asked again for the next point.
+    reserve::ask_again_if_pending(cpu.cpu_id);
     lockup::scheduled(cpu.cpu_id);
     // Re-read: a prctl may have given `prev` a pending cookie while our lock was dropped to
     // take the core's (a change applies only here, under the core's locks).

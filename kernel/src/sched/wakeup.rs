@@ -18,6 +18,7 @@ pub(super) fn set_need_resched(cpu: u32) {
     if rq.need_resched.swap(true, Ordering::SeqCst) {
         return;
     }
+    framework::preempt::request_preempt_point(cpu);
     // A CPU polling in its idle loop sees the flag without an IPI (Linux's TIF_POLLING_NRFLAG).
     if cpu != percpu::cpu_id() && !rq.polling.load(Ordering::SeqCst) {
         let to_idle = rq.curr_prio.load(Ordering::Relaxed) == 0; // `cpu_prio` of the idle task

@@ -298,6 +298,16 @@ fn vdiff(a: u64, b: u64) -> i64 {
     a.wrapping_sub(b) as i64
 }
 
+/// `a / b`, truncating like `/`, in one 64-bit division when both fit in `i64` (the usual case:
+/// the weighted key sums stay far below 2^63 with realistic loads and lags). `i128 / i128` is a
+/// library call (`__divti3`, ~180 instructions: a tenth of what the fair class runs per switch).
+fn div_i128(a: i128, b: i128) -> i128 {
+    match (i64::try_from(a), i64::try_from(b)) {
+        (Ok(x), Ok(y)) if y != 0 && !(x == i64::MIN && y == -1) => (x / y) as i128,
+        _ => a / b,
+    }
+}
+
 fn saturate_i64(x: i128) -> i64 {
     x.clamp(i64::MIN as i128, i64::MAX as i128) as i64
 }
@@ -572,7 +582,7 @@ impl<K: Copy + Ord> FairRq<K> {
             if avg < 0 {
                 avg -= load - 1;
             }
-            avg /= load;
+            avg = div_i128(avg, load);
         }
         self.min_vruntime.wrapping_add(saturate_i64(avg) as u64)
     }
@@ -679,7 +689,7 @@ impl<K: Copy + Ord> FairRq<K> {
             // Adding an entity with lag `l` moves V by `-w*l/(W+w)`, shrinking its lag to
             // `l*W/(W+w)`; inflate by `(W+w)/W` so the lag after joining is the saved one.
             let load = queued_load.max(1);
-            let scaled = (se.vlag as i128).saturating_mul(load + se.weight as i128) / load;
+            let scaled = div_i128((se.vlag as i128).saturating_mul(load + se.weight as i128), load);
             lag = saturate_i64(scaled);
         }
         se.vruntime = v_avg.wrapping_sub(lag as u64);
@@ -1096,5 +1106,30 @@ mod slice_remainder_tests {
         assert_eq!(slice_remaining_ns(&se), None);
         assert_eq!(virtual_to_real(1000, 2048), 2000);
         assert_eq!(virtual_to_real(u64::MAX, 88761), u64::MAX);
+    }
+}
+
+#[cfg(test)]
+mod div_tests {
+    use super::div_i128;
+    use proptest::prelude::*;
+
+    #[test]
+    fn edges_divide_like_i128() {
+        let big = i64::MAX as i128;
+        for (a, b) in
+            [(i64::MIN as i128, -1), (i64::MIN as i128, 1), (big + 1, 2), (-big - 7, 3), (7, -2), (-7, 2), (0, 5), (big * big, big)]
+        {
+            assert_eq!(div_i128(a, b), a / b, "{} / {}", a, b);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn divides_like_i128(a in any::<i128>(), b in any::<i128>().prop_filter("non-zero", |b| *b != 0), small in any::<i64>(), d in 1i64..1 << 40) {
+            prop_assert_eq!(div_i128(a, b), a / b);
+            prop_assert_eq!(div_i128(small as i128, d as i128), small as i128 / d as i128);
+            prop_assert_eq!(div_i128(small as i128, -(d as i128)), small as i128 / -(d as i128));
+        }
     }
 }

@@ -204,7 +204,7 @@ impl<T, P> Drop for RqGuard<'_, T, P> {
         self.lock.locked.store(false, Ordering::Release);
         if self.irq_was_enabled {
             irqflags::restore_at(true, self.site);
-            crate::upcalls::preempt_point();
+            crate::preempt::preempt_point_if_work();
         }
     }
 }
