@@ -28,8 +28,10 @@
 //! **`syscall`** arrives with interrupts off (IA32_FMASK clears IF, TF, DF, AC and NT), on the
 //! user's stack: it saves the user stack pointer in a per-CPU scratch slot, takes `user_rsp0`,
 //! builds the same frame (vector [`SYSCALL_VECTOR`], RIP from RCX, RFLAGS from R11) and goes
-//! back to `execute`'s caller. Returns to user mode are `iretq` (which, unlike `sysret`, has no
-//! trap on a non-canonical RIP: `execute` refuses those before it gets here).
+//! back to `execute`'s caller. Returns to user mode are `sysretq` when the frame allows it (RCX
+//! and R11 hold RIP and RFLAGS, TF clear: after most system calls) and `iretq` otherwise
+//! (`enter_user`); `execute` refuses a non-canonical RIP, on which `sysretq` would fault in
+//! ring 0.
 
 use super::gdt::{KERNEL_CS, SYSRET_BASE, USER_CS, USER_DS};
 use super::msr::{self, Msr};
@@ -83,6 +85,7 @@ extern "C" {
     /// The 256 stubs' addresses, by vector (for the IDT).
     static cadence_trap_stubs: [u64; 256];
     fn cadence_user_enter(ctx: *mut TrapFrame);
+    fn cadence_user_enter_sysret(ctx: *mut TrapFrame);
     fn cadence_syscall_entry();
 }
 
@@ -249,6 +252,37 @@ cadence_user_enter:
     swapgs
     iretq
 
+.global cadence_user_enter_sysret
+cadence_user_enter_sysret:
+    push rbp
+    push rbx
+    push r12
+    push r13
+    push r14
+    push r15
+    push rdi
+    mov gs:[{rsp0}], rsp
+    mov rax, gs:[{tss}]
+    mov [rax + 4], rsp
+    mov r15, [rdi + 0]
+    mov r14, [rdi + 8]
+    mov r13, [rdi + 16]
+    mov r12, [rdi + 24]
+    mov r10, [rdi + 40]
+    mov r9, [rdi + 48]
+    mov r8, [rdi + 56]
+    mov rbp, [rdi + 64]
+    mov rsi, [rdi + 80]
+    mov rdx, [rdi + 88]
+    mov rbx, [rdi + 104]
+    mov rax, [rdi + 112]
+    mov rcx, [rdi + 136]
+    mov r11, [rdi + 152]
+    mov rsp, [rdi + 160]
+    mov rdi, [rdi + 72]
+    swapgs
+    sysretq
+
 .section .data.rel.ro.cadence_trap_stubs, "aw"
 .balign 8
 .global cadence_trap_stubs
@@ -279,11 +313,28 @@ cadence_trap_stubs:
 /// `cs` = [`USER_CS`], `ss` = [`USER_DS`], a canonical lower-half `rip` and `rflags` with
 /// IF set and IOPL, NT and VM clear (the caller, `user::execute`, makes sure). The running
 /// task's user state must be switched by the context switch (`user::switch_user_state`).
+///
+/// A frame that `sysretq` can restore exactly (RCX holds RIP and R11 RFLAGS, as after a
+/// `syscall`, and TF is clear) leaves through `sysretq`, as Linux's opportunistic `SYSRET`
+/// does: under TCG `iretq` reads the CS and SS descriptors from the GDT, `sysretq` only
+/// STAR. A non-canonical RIP would make `sysretq` fault in ring 0: the contract's lower-half
+/// RIP rules that out. TF would trap right after it (Linux's reason to leave it to `iretq`).
 pub(crate) unsafe fn enter_user(frame: &mut TrapFrame) {
-    // SAFETY: forwarded contract; the stub saves and restores the callee-saved registers, and
-    // returns through `cadence_exit_to_kernel` on the same stack, below which the frame was
-    // built.
-    unsafe { cadence_user_enter(frame) }
+    const TF: u64 = 1 << 8;
+    let sysret = frame.rcx == frame.rip && frame.r11 == frame.rflags && frame.rflags & TF == 0;
+    if sysret {
+        // SAFETY: as below; `sysretq` loads CS and SS from STAR (`init_this_cpu`: the user
+        // selectors the contract asks for), RIP from RCX and RFLAGS from R11 (equal to the
+        // frame's, checked), and the stub loads RSP from the frame before it, with interrupts
+        // still off (only NMI, double fault and machine check, on their own stacks, can come
+        // in between, and they decide by the GS base).
+        unsafe { cadence_user_enter_sysret(frame) }
+    } else {
+        // SAFETY: forwarded contract; the stub saves and restores the callee-saved
+        // registers, and returns through `cadence_exit_to_kernel` on the same stack, below
+        // which the frame was built.
+        unsafe { cadence_user_enter(frame) }
+    }
 }
 
 /// Programs this CPU's `syscall` MSRs (STAR, LSTAR, FMASK, EFER.SCE and NXE) and clears
