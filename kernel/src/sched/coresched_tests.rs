@@ -85,8 +85,10 @@ fn pinned_to<R>(cpu: u32, f: impl FnOnce() -> R) -> R {
     let me = super::current();
     let before = me.affinity();
     super::api::sched_setaffinity(me.tid, cadence_sched::CpuMask::single(cpu as usize)).expect("pin the test task");
-    // The move happens at the next switch, asked for by the call.
+    // The move happens at the next switch, asked for by the call: at the latest a tick away.
+    let deadline = crate::time::uptime_ns() + 1000 * MS;
     while crate::percpu::cpu_id() != cpu {
+        assert!(crate::time::uptime_ns() < deadline, "the test task did not move to CPU {} within a second", cpu);
         super::sleep_ns(MS / 10);
     }
     let r = f();
