@@ -217,8 +217,11 @@ cadence_exit_to_kernel:
     pop rbp
     ret
 
-.global cadence_user_enter
-cadence_user_enter:
+// The two ways out to user mode share their start: push the six callee-saved registers
+// and the context's address (what `cadence_exit_to_kernel` unwinds), record the stack
+// pointer as `user_rsp0` and the TSS's RSP0; and the loads of every general register but
+// RCX, R11 and RDI (RDI, the context's address, goes last), which differ between them.
+.macro USER_ENTER_SAVE
     push rbp
     push rbx
     push r12
@@ -229,53 +232,44 @@ cadence_user_enter:
     mov gs:[{rsp0}], rsp
     mov rax, gs:[{tss}]
     mov [rax + 4], rsp
+.endm
+
+.macro USER_ENTER_LOAD_GPRS
+    mov r15, [rdi + 0]
+    mov r14, [rdi + 8]
+    mov r13, [rdi + 16]
+    mov r12, [rdi + 24]
+    mov r10, [rdi + 40]
+    mov r9, [rdi + 48]
+    mov r8, [rdi + 56]
+    mov rbp, [rdi + 64]
+    mov rsi, [rdi + 80]
+    mov rdx, [rdi + 88]
+    mov rbx, [rdi + 104]
+    mov rax, [rdi + 112]
+.endm
+
+.global cadence_user_enter
+cadence_user_enter:
+    USER_ENTER_SAVE
     push qword ptr [rdi + 168]
     push qword ptr [rdi + 160]
     push qword ptr [rdi + 152]
     push qword ptr [rdi + 144]
     push qword ptr [rdi + 136]
-    mov r15, [rdi + 0]
-    mov r14, [rdi + 8]
-    mov r13, [rdi + 16]
-    mov r12, [rdi + 24]
+    USER_ENTER_LOAD_GPRS
     mov r11, [rdi + 32]
-    mov r10, [rdi + 40]
-    mov r9, [rdi + 48]
-    mov r8, [rdi + 56]
-    mov rbp, [rdi + 64]
-    mov rsi, [rdi + 80]
-    mov rdx, [rdi + 88]
     mov rcx, [rdi + 96]
-    mov rbx, [rdi + 104]
-    mov rax, [rdi + 112]
     mov rdi, [rdi + 72]
     swapgs
     iretq
 
+// RIP from RCX and RFLAGS from R11, as the frame's (`enter_user` checked), then the user
+// stack, interrupts still off.
 .global cadence_user_enter_sysret
 cadence_user_enter_sysret:
-    push rbp
-    push rbx
-    push r12
-    push r13
-    push r14
-    push r15
-    push rdi
-    mov gs:[{rsp0}], rsp
-    mov rax, gs:[{tss}]
-    mov [rax + 4], rsp
-    mov r15, [rdi + 0]
-    mov r14, [rdi + 8]
-    mov r13, [rdi + 16]
-    mov r12, [rdi + 24]
-    mov r10, [rdi + 40]
-    mov r9, [rdi + 48]
-    mov r8, [rdi + 56]
-    mov rbp, [rdi + 64]
-    mov rsi, [rdi + 80]
-    mov rdx, [rdi + 88]
-    mov rbx, [rdi + 104]
-    mov rax, [rdi + 112]
+    USER_ENTER_SAVE
+    USER_ENTER_LOAD_GPRS
     mov rcx, [rdi + 136]
     mov r11, [rdi + 152]
     mov rsp, [rdi + 160]
@@ -322,19 +316,14 @@ cadence_trap_stubs:
 pub(crate) unsafe fn enter_user(frame: &mut TrapFrame) {
     const TF: u64 = 1 << 8;
     let sysret = frame.rcx == frame.rip && frame.r11 == frame.rflags && frame.rflags & TF == 0;
-    if sysret {
-        // SAFETY: as below; `sysretq` loads CS and SS from STAR (`init_this_cpu`: the user
-        // selectors the contract asks for), RIP from RCX and RFLAGS from R11 (equal to the
-        // frame's, checked), and the stub loads RSP from the frame before it, with interrupts
-        // still off (only NMI, double fault and machine check, on their own stacks, can come
-        // in between, and they decide by the GS base).
-        unsafe { cadence_user_enter_sysret(frame) }
-    } else {
-        // SAFETY: forwarded contract; the stub saves and restores the callee-saved
-        // registers, and returns through `cadence_exit_to_kernel` on the same stack, below
-        // which the frame was built.
-        unsafe { cadence_user_enter(frame) }
-    }
+    let stub = if sysret { cadence_user_enter_sysret } else { cadence_user_enter };
+    // SAFETY: forwarded contract; either stub saves and restores the callee-saved registers
+    // and returns through `cadence_exit_to_kernel` on the same stack, below which the frame was
+    // built. `sysretq` takes CS and SS from STAR (`init_this_cpu`: the contract's selectors),
+    // RIP and RFLAGS from RCX and R11 (equal to the frame's, checked), and the stub loads RSP
+    // just before it with interrupts still off (only NMI, double fault and machine check, on
+    // their own stacks, can come between, and they decide by the GS base).
+    unsafe { stub(frame) }
 }
 
 /// Programs this CPU's `syscall` MSRs (STAR, LSTAR, FMASK, EFER.SCE and NXE) and clears
