@@ -214,8 +214,7 @@ pub fn set_limit(gid: GroupId, limit: Limit) -> Result<(), Errno> {
         };
         if resched {
             // The next tick (or the idle loop's check) switches.
-            rq.need_resched.store(true, Ordering::Release);
-            framework::preempt::request_preempt_point(cpu.cpu_id);
+            super::flag_need_resched(cpu.cpu_id);
         }
     }
     Ok(())

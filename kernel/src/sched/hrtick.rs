@@ -114,8 +114,7 @@ fn fire(cpu: u32, seq: u64) {
     }
     g.hrtick_timer = None;
     if update_curr(&mut g, now) {
-        rq.need_resched.store(true, Ordering::Release);
-        framework::preempt::request_preempt_point(cpu);
+        super::flag_need_resched(cpu);
     } else if let Some(curr) = g.curr.clone() {
         update(&mut g, &curr, now);
     }

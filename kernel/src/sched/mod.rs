@@ -115,4 +115,4 @@ pub(super) use rq::with_current;
 use rq::{this_cpu, CURRENT};
 use spawn::task_dead;
 use switch::{__schedule, balance_callbacks, finish_task_switch};
-use wakeup::{activate_on, activate_on_if, select_cpu, set_need_resched};
+use wakeup::{activate_on, activate_on_if, flag_need_resched, select_cpu, set_need_resched};

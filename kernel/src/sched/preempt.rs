@@ -24,8 +24,7 @@ pub fn scheduler_tick() {
         resched
     };
     if resched {
-        rq_of(cpu.cpu_id).need_resched.store(true, Ordering::Release);
-        framework::preempt::request_preempt_point(cpu.cpu_id);
+        super::flag_need_resched(cpu.cpu_id);
     }
     lockup::tick(cpu);
     if cpu.cpu_id == 0 {

@@ -109,10 +109,10 @@ pub struct Rq {
     /// `rt_level` when the last `__schedule` on this CPU began: `finish_task_switch` pulls RT
     /// work when the switch lowered it.
     pub(super) level_before_switch: AtomicU8,
-    /// This CPU is to call `schedule()` at its next preemption point. Whoever sets it then
-    /// calls `framework::preempt::request_preempt_point` for the CPU (`set_need_resched` does
-    /// both): without that, lock releases skip the preemption point and the switch waits for
-    /// an interrupt. Cleared only by `__schedule`.
+    /// This CPU is to call `schedule()` at its next preemption point. Set only through
+    /// `flag_need_resched` (or `set_need_resched`, which adds the IPI), which also asks the
+    /// CPU's preemption points to act: without that, lock releases skip the preemption point
+    /// and the switch waits for an interrupt. Cleared only by `__schedule`.
     pub need_resched: AtomicBool,
     /// Set once the CPU runs its idle task under the scheduler.
     pub ready: AtomicBool,

@@ -145,8 +145,7 @@ fn __schedule_irqs_off(preempted: bool) {
     // A wakeup handed to us after the drain at the top (its pusher saw `need_resched` set or
     // this CPU polling, and sent no IPI): reschedule again to drain it (see `queue_wakeup`).
     if !rq.wake_list.is_empty(Ordering::SeqCst) {
-        rq.need_resched.store(true, Ordering::SeqCst);
-        framework::preempt::request_preempt_point(cpu.cpu_id);
+        super::flag_need_resched(cpu.cpu_id);
     }
     // Refills still wanted (a busy lock at the top): asked again for the next point.
     reserve::ask_again_if_pending(cpu.cpu_id);

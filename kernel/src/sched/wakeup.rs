@@ -11,14 +11,25 @@ use alloc::sync::Arc;
 use cadence_sched::eevdf::{ENQUEUE_INITIAL, ENQUEUE_WAKEUP};
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+/// Sets `cpu`'s `need_resched` and, if it was clear, asks the CPU's preemption points to act
+/// on it (`framework::preempt::request_preempt_point`; a flag already set was asked for by
+/// whoever set it). No IPI: for this CPU, or where the next tick is soon enough. Returns
+/// whether it was already set.
+pub(super) fn flag_need_resched(cpu: u32) -> bool {
+    let was_set = rq_of(cpu).need_resched.swap(true, Ordering::SeqCst);
+    if !was_set {
+        framework::preempt::request_preempt_point(cpu);
+    }
+    was_set
+}
+
 pub(super) fn set_need_resched(cpu: u32) {
     let rq = rq_of(cpu);
     // Already pending: the CPU acts on it at its next preemption point (it is cleared only by
     // `__schedule` under the run-queue lock, after which any new work is visible), so no IPI.
-    if rq.need_resched.swap(true, Ordering::SeqCst) {
+    if flag_need_resched(cpu) {
         return;
     }
-    framework::preempt::request_preempt_point(cpu);
     // A CPU polling in its idle loop sees the flag without an IPI (Linux's TIF_POLLING_NRFLAG).
     if cpu != percpu::cpu_id() && !rq.polling.load(Ordering::SeqCst) {
         let to_idle = rq.curr_prio.load(Ordering::Relaxed) == 0; // `cpu_prio` of the idle task
