@@ -3,6 +3,8 @@
 #
 #   make setup                 pinned Rust toolchain, QEMU and OVMF (idempotent)
 #   make kernel                release build of kernel/
+#   make hot-layout            regenerate kernel/hot.ld (what a task switch touches, packed in few
+#                              pages) from a pipetest run under tools/qemu-pageset.sh
 #   make syscall-table         regenerate docs/design/syscalls.md's table from the kernel's `syscalls`
 #   make initramfs             target/user/initramfs.cpio, the root filesystem: the Debian packages
 #                              of tools/rootfs/packages.txt (busybox) and the C programs of tests/user
@@ -84,7 +86,7 @@ DISK_OPTS_OPT = $(if $(DISK_OPTS),$(if $(findstring --,$(DISK_OPT)),--disk-opts 
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool initramfs syscall-table run test lint test-stress test-repeat test-fuzz bench bench-user bench-coresched bench-coresched-user compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests suite compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
+.PHONY: help setup kernel boot-tool initramfs syscall-table hot-layout run test lint test-stress test-repeat test-fuzz bench bench-user bench-coresched bench-coresched-user compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests suite compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
 
 help:
 	@sed -n '4,/^#   make clean/s/^# \{0,1\}//p' '$(ROOT)/Makefile'
@@ -148,6 +150,17 @@ $(ROOT)/target/user/pipetest-dyn: $(ROOT)/tests/user/pipetest.c
 $(INITRAMFS): $(USER_BINS) $(USER_SCRIPTS) $(ROOT)/tools/rootfs/packages.txt $(ROOT)/tools/build-rootfs.sh | boot-tool
 	'$(ROOT)/tools/build-rootfs.sh' '$(CADENCE_BOOT)' '$@' $(foreach b,$(USER_BINS) $(USER_SCRIPTS),'$(b)')
 initramfs: boot-tool $(INITRAMFS)
+
+# kernel/hot.ld from a profiled pipetest (tools/hot-layout.py, docs/guide/profiling.md), then
+# the kernel linked with it.
+hot-layout: kernel boot-tool initramfs
+	rm -rf '$(ROOT)/target/qemu-pageset'
+	CADENCE_QEMU='$(ROOT)/tools/qemu-pageset.sh' '$(CADENCE_BOOT)' run --kernel '$(KERNEL)' \
+		--initrd '$(INITRAMFS)' --smp 1 --timeout 600 --args 'sh="pipetest 20000 0 0" poweroff' >/dev/null
+	python3 '$(ROOT)/tools/hot-layout.py' '$(KERNEL)' > '$(ROOT)/target/hot.ld.new'
+	mv '$(ROOT)/target/hot.ld.new' '$(ROOT)/kernel/hot.ld'
+	cd '$(ROOT)/kernel' && cargo build --release
+	python3 '$(ROOT)/tools/hot-layout.py' --check '$(KERNEL)'
 
 syscall-table: kernel boot-tool
 	python3 '$(ROOT)/tools/syscall-table.py' '$(CADENCE_BOOT)' '$(KERNEL)'
@@ -259,6 +272,7 @@ test: kernel initramfs
 	@cd '$(ROOT)'; failed=; \
 	step() { echo "+ $$*"; "$$@" || failed="$$failed [$$*]"; }; \
 	step $(MAKE) -s lint; \
+	step python3 tools/hot-layout.py --check '$(KERNEL)'; \
 	step cargo test --release --workspace --exclude cadence-tests; \
 	disk='$(ROOT)/target/test-disk-'$$$$.img; rm -f "$$disk"; \
 	step env CADENCE_TEST_DISK="$$disk" CADENCE_TEST_TIMEOUT=$${CADENCE_TEST_TIMEOUT:-1800} bash -c 'cd kernel && cargo test'; \

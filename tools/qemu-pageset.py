@@ -9,9 +9,8 @@ translation-block starts), the instructions that most often end a translation bl
 QEMU back to its main loop (sti, popf, iretq, wrmsr... counted per window), then the functions
 by instructions per window, with the distinct blocks entered and code pages touched in each.
 --base: where the PIE kernel runs (the bootloader maps it at 0xffff800000000000).
---order FILE: also write the mangled names of the kernel functions run in at least 5% of the
-windows, most instructions first, for lld's --symbol-ordering-file (an experiment: the names
-carry the crate hash of this checkout's build; docs/guide/profiling.md).
+Last, the kernel's statics by accesses per window (the `word` records: which statics a switch
+touches; tools/hot-layout.py packs them, and the hot functions, for the build: make hot-layout).
 """
 import argparse, bisect, collections, os, subprocess, sys
 
@@ -21,7 +20,6 @@ ap.add_argument('kernel')
 ap.add_argument('--out', default=os.path.join(root, 'target', 'qemu-pageset'))
 ap.add_argument('--top', type=int, default=40)
 ap.add_argument('--base', default='ffff800000000000')
-ap.add_argument('--order', metavar='FILE')
 a = ap.parse_args()
 base = int(a.base, 16)
 try:
@@ -79,7 +77,9 @@ for line in dis.splitlines():
 
 ins, blocks, pages, special = collections.Counter(), collections.Counter(), collections.defaultdict(set), collections.Counter()
 for line in open(os.path.join(a.out, 'insns.txt')):
-    kind, va, n = line.split()
+    kind, va, n = line.split()[:3]
+    if kind == 'word':
+        continue
     va, n = int(va, 16), int(n)
     i = symbol(va)
     if kind == 'in':
@@ -94,8 +94,19 @@ print('%9s %7s %5s  %s' % ('insns', 'blocks', 'pages', 'function'))
 for i, n in ins.most_common(a.top):
     print('%9.0f %7.1f %5d  %s' % (n / nwin, blocks[i] / nwin, len(pages[i]), name(i)))
 
-if a.order:
-    hot = sorted((i for i, n in ins.items() if i is not None and n >= nwin * 0.05), key=lambda i: -ins[i])
-    with open(a.order, 'w') as f:
-        f.write(''.join(mangled[i][2] + '\n' for i in hot))
-    print('%s: %d functions, %d bytes' % (a.order, len(hot), sum(mangled[i][1] for i in hot)))
+statics = [(int(p[0], 16), int(p[1], 16), p[3]) for p in (l.split(' ', 3) for l in
+           subprocess.run(['nm', '-n', '-S', '-C', a.kernel], capture_output=True, text=True).stdout.splitlines())
+           if len(p) == 4 and p[2] in 'dDbB']
+starts = [s for s, _, _ in statics]
+touched = collections.Counter()
+for line in open(os.path.join(a.out, 'insns.txt')):
+    if line.startswith('word '):
+        _, va, n, _pc = line.split()
+        off = int(va, 16) - base
+        j = bisect.bisect_right(starts, off) - 1
+        if j >= 0 and off < statics[j][0] + max(statics[j][1], 1):
+            touched[j] += int(n)
+if touched:
+    print('%9s %9s  %s' % ('accesses', 'page', 'static'))
+    for j, n in touched.most_common(a.top // 2):
+        print('%9.1f %9x  %s' % (n / nwin, statics[j][0] >> 12 << 12, statics[j][2][:100]))

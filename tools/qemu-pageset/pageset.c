@@ -51,6 +51,11 @@ static struct window win[MAX_VCPUS];
  * per instruction and per block. */
 static uint64_t page_key[PAGE_SLOTS], page_windows[PAGE_SLOTS];
 static uint64_t insn_key[2][INSN_SLOTS], insn_count[2][INSN_SLOTS];
+/* Accesses to the kernel image's data (its statics), per 8-byte word, and the instruction that
+ * last made each: which statics a switch touches, for tools/qemu-pageset.py's data table. */
+#define IMAGE_BASE 0xffff800000000000ull
+#define IMAGE_SIZE (64ull << 20)
+static uint64_t word_key[INSN_SLOTS], word_count[INSN_SLOTS], word_pc[INSN_SLOTS];
 static uint64_t windows, total[3], total_insns;
 
 static uint64_t hash(uint64_t k) { return k * 0x9E3779B97F4A7C15ull; }
@@ -130,8 +135,16 @@ static void on_insn(unsigned int vcpu, void *addr) {
     add(w, va & ~0xfffull, CODE);
 }
 
-static void on_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t va, void *unused) {
-    add(this(vcpu), va & ~0xfffull, DATA);
+static void on_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t va, void *pc) {
+    struct window *w = this(vcpu);
+    add(w, va & ~0xfffull, DATA);
+    if (va - IMAGE_BASE < IMAGE_SIZE && w->seen && recording()) {
+        uint64_t k = va, mask = INSN_SLOTS - 1;
+        for (uint64_t h = hash(k) >> 44;; h = (h + 1) & mask) {
+            if (word_key[h] == k) { word_count[h]++; word_pc[h] = (uint64_t)(uintptr_t)pc; break; }
+            if (!word_key[h]) { word_key[h] = k; word_count[h] = 1; word_pc[h] = (uint64_t)(uintptr_t)pc; break; }
+        }
+    }
 }
 
 /* mov reg, cr3: 0f 22 /3 with a register operand, optionally after a REX prefix. */
@@ -152,7 +165,7 @@ static void translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
             qemu_plugin_register_vcpu_insn_exec_cb(insn, on_cr3_write, QEMU_PLUGIN_CB_NO_REGS, 0);
         if (!instrumenting) continue;
         qemu_plugin_register_vcpu_insn_exec_cb(insn, on_insn, QEMU_PLUGIN_CB_NO_REGS, (void *)(uintptr_t)va);
-        qemu_plugin_register_vcpu_mem_cb(insn, on_access, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, 0);
+        qemu_plugin_register_vcpu_mem_cb(insn, on_access, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, (void *)(uintptr_t)va);
     }
 }
 
@@ -184,6 +197,9 @@ static void finish(qemu_plugin_id_t id, void *unused) {
     for (int t = 0; t < 2; t++)
         for (int i = 0; i < INSN_SLOTS; i++)
             if (insn_key[t][i]) fprintf(f, "%s %" PRIx64 " %" PRIu64 "\n", t ? "tb" : "in", insn_key[t][i], insn_count[t][i]);
+    for (int i = 0; i < INSN_SLOTS; i++)
+        if (word_key[i])
+            fprintf(f, "word %" PRIx64 " %" PRIu64 " %" PRIx64 "\n", word_key[i], word_count[i], word_pc[i]);
     fclose(f);
 }
 

@@ -31,6 +31,7 @@ pub struct Context {
 
 core::arch::global_asm!(
     r#"
+.pushsection .text.cadence_switch, "ax"
 .global cadence_switch_context
 cadence_switch_context:
     push rbp
@@ -55,6 +56,7 @@ cadence_task_entry:
     and rsp, -16
     call r13
     ud2
+.popsection
 "#
 );
 
