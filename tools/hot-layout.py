@@ -8,9 +8,10 @@ Under TCG every CR3 write empties QEMU's soft TLB, so each page a switch touches
 costs a page walk again; code spread over pages also breaks QEMU's block chaining (a direct
 jump is chained only within a page). The first form reads tools/qemu-pageset.sh's counts
 (DIR, default target/qemu-pageset: a `pipetest` run) and writes a linker script that puts
-  - the functions run in at least 5% of the switch windows, most instructions first, in
-    `.text.hot` before `.text` (with the entry stubs, `.text.cadence_entry`, and the context
-    switch, `.text.cadence_switch`);
+  - the functions run in at least 5% of the switch windows in `.text.hot` before `.text`
+    (with the entry stubs, `.text.cadence_entry`, and the context switch,
+    `.text.cadence_switch`), callees after their callers (`call_graph_order`): a direct call
+    within a page is chained by QEMU, one across pages goes through a block lookup;
   - the statics of up to 8 KiB read or written in at least 5% of the windows in `.data.hot`,
     page-aligned, before `.data`: small ones first, hottest first.
 The build links with it (kernel/build.rs); docs/results/2026-12-07-hot-layout.md measured it.
@@ -114,10 +115,54 @@ for line in open(os.path.join(a.out, 'insns.txt')):
         if i >= 0 and off < statics[i][0] + max(statics[i][1], 1):
             hot_data[i] += n
 
+hot = [i for i, n in ins.most_common() if n >= windows * 0.05]
+
+
+def call_graph_order(hot):
+    """`hot` reordered so that callees sit after their callers (lld's C3 ordering, simplified):
+    each function, hottest first, joins the cluster of its most frequent caller while the
+    cluster stays within a page; clusters then go hottest first. Weights are the executions of
+    each direct call or jump site between two hot functions (tools/qemu-pageset.sh's counts)."""
+    executed = {}
+    for line in open(os.path.join(a.out, 'insns.txt')):
+        kind, va, n = line.split()[:3]
+        if kind == 'in':
+            executed[int(va, 16) - base] = int(n)
+    index = {funcs[i][0]: i for i in hot}
+    dis = subprocess.run(['objdump', '-d', '--no-show-raw-insn', a.kernel], capture_output=True, text=True, check=True).stdout
+    callers = collections.defaultdict(collections.Counter)
+    for line in dis.splitlines():
+        p = line.split('\t')
+        if len(p) < 2 or not p[0].strip().endswith(':'):
+            continue
+        site = int(p[0].strip()[:-1], 16)
+        f = p[1].split()
+        if site not in executed or len(f) < 2 or not (f[0] == 'call' or f[0] == 'jmp') or '*' in f[1]:
+            continue
+        try:
+            target = int(f[1], 16)
+        except ValueError:
+            continue
+        i, j = bisect.bisect_right(fstart, site) - 1, index.get(target)
+        if j is not None and i != j and funcs[i][0] in index:
+            callers[j][i] += executed[site]
+    cluster, of, size = {i: [i] for i in hot}, {i: i for i in hot}, {i: funcs[i][1] for i in hot}
+    for f in hot:
+        if not callers[f]:
+            continue
+        into, mine = of[callers[f].most_common(1)[0][0]], of[f]
+        if into == mine or size[into] + size[mine] > 4096:
+            continue
+        cluster[into] += cluster.pop(mine)
+        size[into] += size[mine]
+        for x in cluster[into]:
+            of[x] = into
+    heat = {c: sum(ins[i] for i in members) for c, members in cluster.items()}
+    return [i for c in sorted(cluster, key=lambda c: -heat[c]) for i in cluster[c]]
+
+
 text, data, left = [], [], []
-for i, n in ins.most_common():
-    if n < windows * 0.05:
-        break
+for i in call_graph_order(hot):
     name = funcs[i][3]
     p = pattern(name) if name.startswith('_R') else name if name.startswith(('mem', '__')) else None
     if p:

@@ -8,7 +8,8 @@
 #
 # PAGESET_SKIP CR3 writes before instrumenting (default 3000: past boot and the shell),
 # PAGESET_MAX windows recorded (default 20000), PAGESET_OUT the output directory
-# (default target/qemu-pageset). Builds the plugin with the host's cc on first use.
+# (default target/qemu-pageset), PAGESET_WORDS=kernel to record every upper-half data address, not
+# only the statics. Builds the plugin with the host's cc on first use.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${PAGESET_OUT:-$root/target/qemu-pageset}
@@ -18,4 +19,4 @@ src=$root/tools/qemu-pageset/pageset.c
 if [ ! -f "$so" ] || [ "$src" -nt "$so" ] || [ "$root/tools/qemu-pageset/plugin-api.h" -nt "$so" ]; then
   cc -O2 -Wall -Wextra -Wno-unused-parameter -shared -fPIC -o "$so" "$src" >&2
 fi
-exec "${QEMU:-qemu-system-x86_64}" "$@" -plugin "$so,skip=${PAGESET_SKIP:-3000},max=${PAGESET_MAX:-20000},out=$out"
+exec "${QEMU:-qemu-system-x86_64}" "$@" -plugin "$so,skip=${PAGESET_SKIP:-3000},max=${PAGESET_MAX:-20000},out=$out${PAGESET_WORDS:+,words=$PAGESET_WORDS}"

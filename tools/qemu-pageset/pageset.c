@@ -10,7 +10,7 @@
  * on is instrumented. Only kernel (upper-half) code and user code below 16 MiB (static
  * binaries) are instrumented; the firmware and dynamic user code are not.
  *
- *   -plugin pageset.so,skip=N,max=N,out=DIR
+ *   -plugin pageset.so,skip=N,max=N,out=DIR[,words=kernel]
  *
  * At exit DIR/pageset.txt holds the averages per window and the pages seen in at least 10% of
  * the windows (with their share); DIR/insns.txt `in ADDR COUNT` (instructions executed at ADDR)
@@ -51,10 +51,11 @@ static struct window win[MAX_VCPUS];
  * per instruction and per block. */
 static uint64_t page_key[PAGE_SLOTS], page_windows[PAGE_SLOTS];
 static uint64_t insn_key[2][INSN_SLOTS], insn_count[2][INSN_SLOTS];
-/* Accesses to the kernel image's data (its statics), per 8-byte word, and the instruction that
- * last made each: which statics a switch touches, for tools/qemu-pageset.py's data table. */
+/* Accesses to the kernel image's data (its statics), per address, and the instruction that
+ * last made each: which statics a switch touches, for tools/qemu-pageset.py's data table and
+ * tools/hot-layout.py. With words=kernel, every upper-half address (heap, stacks) is recorded. */
 #define IMAGE_BASE 0xffff800000000000ull
-#define IMAGE_SIZE (64ull << 20)
+static uint64_t words_span = 64ull << 20;
 static uint64_t word_key[INSN_SLOTS], word_count[INSN_SLOTS], word_pc[INSN_SLOTS];
 static uint64_t windows, total[3], total_insns;
 
@@ -138,7 +139,7 @@ static void on_insn(unsigned int vcpu, void *addr) {
 static void on_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t va, void *pc) {
     struct window *w = this(vcpu);
     add(w, va & ~0xfffull, DATA);
-    if (va - IMAGE_BASE < IMAGE_SIZE && w->seen && recording()) {
+    if (va - IMAGE_BASE < words_span && w->seen && recording()) {
         uint64_t k = va, mask = INSN_SLOTS - 1;
         for (uint64_t h = hash(k) >> 44;; h = (h + 1) & mask) {
             if (word_key[h] == k) { word_count[h]++; word_pc[h] = (uint64_t)(uintptr_t)pc; break; }
@@ -208,8 +209,9 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
     for (int i = 0; i < argc; i++) {
         if (!strncmp(argv[i], "skip=", 5)) skip = strtoull(argv[i] + 5, 0, 0);
         else if (!strncmp(argv[i], "max=", 4)) max_windows = strtoull(argv[i] + 4, 0, 0);
+        else if (!strcmp(argv[i], "words=kernel")) words_span = ~0ull >> 17;
         else if (!strncmp(argv[i], "out=", 4)) snprintf(out_dir, sizeof out_dir, "%s", argv[i] + 4);
-        else { fprintf(stderr, "pageset: unknown argument %s (skip=N max=N out=DIR)\n", argv[i]); return -1; }
+        else { fprintf(stderr, "pageset: unknown argument %s (skip=N max=N out=DIR words=kernel)\n", argv[i]); return -1; }
     }
     if (!skip) skip = 1;
     plugin_id = id;
