@@ -113,3 +113,38 @@ pub fn stacks_are_mapped_guarded_and_freed() {
     assert!(crate::mm::frame::free_frames() + 8 >= frames_before);
     assert_eq!(KernelStack::allocate(10 << 20).err(), Some(crate::mm::stack::StackError::TooLarge));
 }
+
+/// `user_copy_stops_at_the_first_unreachable_byte` (kernel/src/fwtests/arch_uaccess.rs): the
+/// user-copy routine's fixup, on kernel pages next to unmapped ones (a stack's top, below the
+/// next slot's guard): every byte up to the first unmapped one is copied, and the count of the
+/// rest comes back, from the `rep movsq` part (redone byte by byte) and the `rep movsb` part.
+pub fn user_copy_stops_at_the_first_unreachable_byte() {
+    use crate::arch::uaccess::copy_user;
+    let s = KernelStack::allocate(16 * 1024).expect("stack");
+    let top = s.top();
+    assert!(crate::mm::paging::translate(top - 1).is_some());
+    assert!(crate::mm::paging::translate(top).is_none(), "the next slot's guard lies above a small stack");
+    let mut buf = [0u8; 64];
+    for (i, b) in (0u8..).zip(1..=32) {
+        // SAFETY: inside the mapped stack we own.
+        unsafe { ((top - 32 + i as u64) as *mut u8).write_volatile(b) };
+    }
+    // SAFETY: `buf` is ours and at least `len` long; the other side is the stack's last
+    // bytes, then the unmapped page above, whose faults the fixup takes (so for each call).
+    let left = unsafe { copy_user(buf.as_mut_ptr(), (top - 13) as *const u8, 40) };
+    assert_eq!(left, 27, "a read stops at the unmapped page (the movsq part faulted)");
+    assert_eq!(&buf[..13], &[20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32]);
+    // SAFETY: as above.
+    let left = unsafe { copy_user(buf.as_mut_ptr(), (top - 3) as *const u8, 5) };
+    assert_eq!(left, 2, "the movsb part faulted");
+    // SAFETY: as above, writing into the stack's last bytes.
+    let left = unsafe { copy_user((top - 6) as *mut u8, [7u8; 20].as_ptr(), 20) };
+    assert_eq!(left, 14, "a write stops at the unmapped page");
+    // SAFETY: as above.
+    assert_eq!(unsafe { ((top - 6) as *const [u8; 6]).read_volatile() }, [7; 6]);
+    // SAFETY: as above; nothing to copy.
+    assert_eq!(unsafe { copy_user(buf.as_mut_ptr(), top as *const u8, 0) }, 0);
+    // SAFETY: as above, all mapped.
+    assert_eq!(unsafe { copy_user(buf.as_mut_ptr(), (top - 64) as *const u8, 64) }, 0);
+    assert_eq!(buf[63], 7);
+}

@@ -26,6 +26,7 @@ fn init_this_cpu_interrupts() {
     percpu::current().tss.store(tables.tss, Ordering::Release);
     crate::arch::idt::load();
     crate::arch::entry::init_this_cpu();
+    crate::arch::uaccess::init_this_cpu();
     crate::arch::fpu::init_this_cpu();
     apic::enable();
 }

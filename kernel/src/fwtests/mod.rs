@@ -5,6 +5,7 @@
 mod arch_context;
 mod arch_cpuid;
 mod arch_pci;
+mod arch_uaccess;
 mod mm_atomic_alloc;
 mod mm_fail_alloc;
 mod mm_frame;

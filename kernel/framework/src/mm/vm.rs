@@ -12,12 +12,17 @@
 //! every change is flushed from the TLB of every CPU that has the space loaded before the
 //! call returns.
 //!
-//! **Copies never fault.** The kernel never dereferences a user address: a copy walks the
-//! page table under the space's lock and copies through the physical-memory mapping, and a
-//! missing page or permission comes back as a [`UserFault`] naming the first address that
-//! failed. The kernel then resolves it like a page fault (a demand-zero page, a
-//! copy-on-write break) and retries, or answers EFAULT. So a bad pointer can never crash
-//! the kernel, and a page cannot be unmapped in the middle of a copy.
+//! **Copies never crash the kernel.** A copy into or out of the space loaded on this CPU (a
+//! task's own system call) goes through the user addresses themselves, preemption off, with
+//! `arch::uaccess`'s routine: the hardware checks each access, and a fault on it resumes at
+//! the routine's fixup, which reports how far it got. A copy into another space (a new
+//! program's stack at `execve`, another process's memory) walks the page table under the
+//! space's lock and copies through the physical-memory mapping. Either way a missing page or
+//! permission comes back as a [`UserFault`] naming the first address that failed. The kernel
+//! then resolves it like a page fault (a demand-zero page, a copy-on-write break) and
+//! retries, or answers EFAULT. So a bad pointer can never crash the kernel; a page unmapped
+//! in the middle of a copy (by another thread) faults it, after the unmap's TLB shootdown and
+//! before its frame is freed.
 //!
 //! **Entries.** A present leaf entry is PRESENT | USER, plus WRITABLE and NO_EXECUTE as its
 //! [`Prot`] says, plus the software bit `HELD` (it holds a reference). A `PROT_NONE` page
@@ -152,7 +157,8 @@ pub(crate) fn load_root(root: u64) {
 pub struct VmSpace {
     root: u64,
     /// The tables' lock. A `SpinLock`: no interrupt handler walks a user space (a TLB
-    /// shootdown's handler flushes without it), and every user copy takes it.
+    /// shootdown's handler flushes without it), and every user copy that walks the tables
+    /// takes it (a copy through the loaded space's own addresses needs none: `copy_loaded`).
     lock: SpinLock<()>,
     /// Pages mapped (the process's resident set: `VmRSS`, `stat`'s rss).
     resident: core::sync::atomic::AtomicU64,
@@ -401,8 +407,29 @@ impl VmSpace {
         Ok(())
     }
 
+    /// Copies through the user addresses themselves (`arch::uaccess`) if this space is the one
+    /// loaded on this CPU, as it is for a task's own system calls: no page walk in software,
+    /// no lock, and under TCG no soft-TLB refill of the tables' and the frame's pages in the
+    /// physical mapping. `None` if it is not loaded: the caller walks the tables instead.
+    fn copy_loaded(&self, va: u64, len: usize, write: bool, kernel: *mut u8) -> Option<Result<(), UserFault>> {
+        va.checked_add(len as u64).filter(|&end| end <= USER_END)?;
+        let _stay = crate::preempt::preempt_disable();
+        if loaded_root(crate::percpu::cpu_id()) != self.root {
+            return None;
+        }
+        let (dst, src) = if write { (va as *mut u8, kernel as *const u8) } else { (kernel, va as *const u8) };
+        // SAFETY: `kernel` is valid for `len` bytes (the caller's slice); the user range ends
+        // below USER_END (checked above); the space is loaded here and stays so, preemption
+        // being off until the copy ends (only a switch changes CR3).
+        let left = unsafe { crate::arch::uaccess::copy_user(dst, src, len) };
+        Some(if left == 0 { Ok(()) } else { Err(UserFault { addr: va + (len - left) as u64, write }) })
+    }
+
     /// Copies user memory at `va` into `buf`; stops at the first page it cannot read.
     pub fn read_bytes(&self, va: u64, buf: &mut [u8]) -> Result<(), UserFault> {
+        if let Some(done) = self.copy_loaded(va, buf.len(), false, buf.as_mut_ptr()) {
+            return done;
+        }
         let dst = buf.as_mut_ptr();
         self.each_piece(va, buf.len(), false, |src, off, n| {
             // SAFETY: `src..src+n` is inside a mapped user frame (the lock held by `each_piece`
@@ -414,6 +441,9 @@ impl VmSpace {
 
     /// Copies `buf` into user memory at `va`; stops at the first page it cannot write.
     pub fn write_bytes(&self, va: u64, buf: &[u8]) -> Result<(), UserFault> {
+        if let Some(done) = self.copy_loaded(va, buf.len(), true, buf.as_ptr().cast_mut()) {
+            return done;
+        }
         let src = buf.as_ptr();
         self.each_piece(va, buf.len(), true, |dst, off, n| {
             // SAFETY: as in `read_bytes`, with the entry writable (checked).

@@ -19,7 +19,9 @@
 //! entry. They never return to user mode (each reports and stops the machine, or halts).
 //!
 //! **Vectors from the kernel** jump straight to the vector's `x86-interrupt` handler with the
-//! CPU's frame untouched (the table `KERNEL_HANDLERS`, filled by `idt::build`). **From user
+//! CPU's frame untouched (the table `KERNEL_HANDLERS`, filled by `idt::build`), except a page
+//! fault on the user-copy routine's string instructions, which resumes at its fixup
+//! ([`super::uaccess`]). **From user
 //! mode** they go to [`crate::user`]'s trap handler with the whole frame: exceptions go back to
 //! `execute`'s caller (the kernel's fault handling); interrupts run their handler (which may
 //! preempt the task, as it would a kernel task) and return to user mode, unless the kernel asks
@@ -155,7 +157,28 @@ cadence_trap_\vec:
 .if (\vec == 8) || (\vec == 10) || (\vec == 11) || (\vec == 12) || (\vec == 13) || (\vec == 14) || (\vec == 17) || (\vec == 21) || (\vec == 29) || (\vec == 30)
     test byte ptr [rsp + 16], 3
     jnz 1f
+.if \vec == 14
+    // A kernel-mode page fault on one of the user-copy routine's string instructions resumes
+    // at its fixup (`uaccess`), the error code dropped: [rsp] error code, [rsp + 8] RIP.
+    push rax
+    lea rax, [rip + cadence_copy_user_movsq]
+    cmp [rsp + 16], rax
+    lea rax, [rip + cadence_copy_user_fixup_movsq]
+    je 3f
+    lea rax, [rip + cadence_copy_user_movsb]
+    cmp [rsp + 16], rax
+    lea rax, [rip + cadence_copy_user_fixup_movsb]
+    je 3f
+    pop rax
     jmp qword ptr [rip + {handlers} + \vec * 8]
+3:
+    mov [rsp + 16], rax
+    pop rax
+    add rsp, 8
+    iretq
+.else
+    jmp qword ptr [rip + {handlers} + \vec * 8]
+.endif
 1:
 .else
     test byte ptr [rsp + 8], 3

@@ -19,6 +19,7 @@ pub mod qemu;
 pub mod rtc;
 pub mod smp;
 pub mod tsc;
+pub mod uaccess;
 
 /// Halts this CPU forever with interrupts disabled.
 pub fn halt_forever() -> ! {
