@@ -12,17 +12,16 @@
 //! every change is flushed from the TLB of every CPU that has the space loaded before the
 //! call returns.
 //!
-//! **Copies never crash the kernel.** A copy into or out of the space loaded on this CPU (a
-//! task's own system call) goes through the user addresses themselves, preemption off, with
-//! `arch::uaccess`'s routine: the hardware checks each access, and a fault on it resumes at
-//! the routine's fixup, which reports how far it got. A copy into another space (a new
-//! program's stack at `execve`, another process's memory) walks the page table under the
-//! space's lock and copies through the physical-memory mapping. Either way a missing page or
-//! permission comes back as a [`UserFault`] naming the first address that failed. The kernel
-//! then resolves it like a page fault (a demand-zero page, a copy-on-write break) and
-//! retries, or answers EFAULT. So a bad pointer can never crash the kernel; a page unmapped
-//! in the middle of a copy (by another thread) faults it, after the unmap's TLB shootdown and
-//! before its frame is freed.
+//! **Copies never crash the kernel.** A copy into or out of the space loaded on this CPU (a task's
+//! own system call) goes through the user addresses themselves, preemption off a page at a time,
+//! with `arch::uaccess`'s routine: the hardware checks each access, and a fault on it resumes at
+//! the routine's fixup, which reports how far it got. A copy into another space (a new program's
+//! stack at `execve`, another process's memory) walks the page table under the space's lock and
+//! copies through the physical-memory mapping. Either way a missing page or permission comes back
+//! as a [`UserFault`] naming the first address that failed. The kernel then resolves it like a page
+//! fault (a demand-zero page, a copy-on-write break) and retries, or answers EFAULT. So a bad
+//! pointer can never crash the kernel; a page unmapped in the middle of a copy (by another thread)
+//! faults it, after the unmap's TLB shootdown and before its frame is freed.
 //!
 //! **Entries.** A present leaf entry is PRESENT | USER, plus WRITABLE and NO_EXECUTE as its
 //! [`Prot`] says, plus the software bit `HELD` (it holds a reference). A `PROT_NONE` page
@@ -50,6 +49,9 @@ pub const TASK_SIZE: u64 = USER_END - 4096;
 const PAGE: u64 = 4096;
 /// Pages [`VmSpace::mapped`] gathers per lock hold.
 const BATCH: usize = 32;
+/// The most a direct user copy moves with preemption off (`VmSpace::copy_loaded`): a page,
+/// as the walk copies one page per lock section.
+const COPY_CHUNK: usize = 4096;
 
 const PRESENT: u64 = 1;
 const WRITABLE: u64 = 1 << 1;
@@ -407,29 +409,49 @@ impl VmSpace {
         Ok(())
     }
 
-    /// Copies through the user addresses themselves (`arch::uaccess`) if this space is the one
-    /// loaded on this CPU, as it is for a task's own system calls: no page walk in software,
-    /// no lock, and under TCG no soft-TLB refill of the tables' and the frame's pages in the
-    /// physical mapping. `None` if it is not loaded: the caller walks the tables instead.
-    fn copy_loaded(&self, va: u64, len: usize, write: bool, kernel: *mut u8) -> Option<Result<(), UserFault>> {
-        va.checked_add(len as u64).filter(|&end| end <= USER_END)?;
-        let _stay = crate::preempt::preempt_disable();
-        if loaded_root(crate::percpu::cpu_id()) != self.root {
-            return None;
+    /// Copies through the user addresses themselves (`arch::uaccess`) while this space is the
+    /// one loaded on this CPU, as it is for a task's own system calls: no page walk in
+    /// software, no lock, and under TCG no soft-TLB refill of the tables' and the frame's pages
+    /// in the physical mapping. Returns how many bytes it copied: all of them, or fewer (none,
+    /// in practice) if the space is not loaded here, for the caller to walk the tables for the
+    /// rest; or the fault that stopped it. Preemption is off for one chunk of at most
+    /// [`COPY_CHUNK`] bytes at a time, so a long copy is no long non-preemptible section.
+    fn copy_loaded(&self, va: u64, len: usize, write: bool, kernel: *mut u8) -> Result<usize, UserFault> {
+        if va.checked_add(len as u64).is_none_or(|end| end > USER_END) {
+            return Ok(0); // the walk reports it
         }
-        let (dst, src) = if write { (va as *mut u8, kernel as *const u8) } else { (kernel, va as *const u8) };
-        // SAFETY: `kernel` is valid for `len` bytes (the caller's slice); the user range ends
-        // below USER_END (checked above); the space is loaded here and stays so, preemption
-        // being off until the copy ends (only a switch changes CR3).
-        let left = unsafe { crate::arch::uaccess::copy_user(dst, src, len) };
-        Some(if left == 0 { Ok(()) } else { Err(UserFault { addr: va + (len - left) as u64, write }) })
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(COPY_CHUNK);
+            let at = va + done as u64;
+            let _stay = crate::preempt::preempt_disable();
+            if loaded_root(crate::percpu::cpu_id()) != self.root {
+                break;
+            }
+            // SAFETY: `kernel..+len` is the caller's slice, so `kernel + done..+n` is inside
+            // it; `at..+n` ends below USER_END (checked above); the space is loaded here and
+            // stays so, preemption being off until the chunk ends (only a switch changes CR3).
+            let left = unsafe {
+                let k = kernel.add(done);
+                let (dst, src) = if write { (at as *mut u8, k as *const u8) } else { (k, at as *const u8) };
+                crate::arch::uaccess::copy_user(dst, src, n)
+            };
+            if left != 0 {
+                return Err(UserFault { addr: at + (n - left) as u64, write });
+            }
+            done += n;
+        }
+        Ok(done)
     }
 
     /// Copies user memory at `va` into `buf`; stops at the first page it cannot read.
     pub fn read_bytes(&self, va: u64, buf: &mut [u8]) -> Result<(), UserFault> {
-        if let Some(done) = self.copy_loaded(va, buf.len(), false, buf.as_mut_ptr()) {
-            return done;
+        let done = self.copy_loaded(va, buf.len(), false, buf.as_mut_ptr())?;
+        if done > 0 && done == buf.len() {
+            return Ok(());
         }
+        // The walk also answers an empty copy: a fault if `va` is out of range, as before.
+        let (va, buf) = (va + done as u64, &mut buf[done..]);
         let dst = buf.as_mut_ptr();
         self.each_piece(va, buf.len(), false, |src, off, n| {
             // SAFETY: `src..src+n` is inside a mapped user frame (the lock held by `each_piece`
@@ -441,9 +463,12 @@ impl VmSpace {
 
     /// Copies `buf` into user memory at `va`; stops at the first page it cannot write.
     pub fn write_bytes(&self, va: u64, buf: &[u8]) -> Result<(), UserFault> {
-        if let Some(done) = self.copy_loaded(va, buf.len(), true, buf.as_ptr().cast_mut()) {
-            return done;
+        let done = self.copy_loaded(va, buf.len(), true, buf.as_ptr().cast_mut())?;
+        if done > 0 && done == buf.len() {
+            return Ok(());
         }
+        // As in `read_bytes`.
+        let (va, buf) = (va + done as u64, &buf[done..]);
         let src = buf.as_ptr();
         self.each_piece(va, buf.len(), true, |dst, off, n| {
             // SAFETY: as in `read_bytes`, with the entry writable (checked).

@@ -18,13 +18,12 @@
 //! so they decide by the GS base itself (a kernel address has bit 63 set): Linux's "paranoid"
 //! entry. They never return to user mode (each reports and stops the machine, or halts).
 //!
-//! **Vectors from the kernel** jump straight to the vector's `x86-interrupt` handler with the
-//! CPU's frame untouched (the table `KERNEL_HANDLERS`, filled by `idt::build`), except a page
-//! fault on the user-copy routine's string instructions, which resumes at its fixup
-//! ([`super::uaccess`]). **From user
-//! mode** they go to [`crate::user`]'s trap handler with the whole frame: exceptions go back to
-//! `execute`'s caller (the kernel's fault handling); interrupts run their handler (which may
-//! preempt the task, as it would a kernel task) and return to user mode, unless the kernel asks
+//! **Vectors from the kernel** jump straight to the vector's `x86-interrupt` handler with the CPU's
+//! frame untouched (the table `KERNEL_HANDLERS`, filled by `idt::build`), except a page fault on
+//! the user-copy routine's string instructions, which resumes at its fixup ([`super::uaccess`]).
+//! **From user mode** they go to [`crate::user`]'s trap handler with the whole frame: exceptions go
+//! back to `execute`'s caller (the kernel's fault handling); interrupts run their handler (which
+//! may preempt the task, as it would a kernel task) and return to user mode, unless the kernel asks
 //! for the task (a signal to deliver).
 //!
 //! **`syscall`** arrives with interrupts off (IA32_FMASK clears IF, TF, DF, AC and NT), on the
