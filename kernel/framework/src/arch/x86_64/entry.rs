@@ -339,12 +339,13 @@ pub(crate) unsafe fn enter_user(frame: &mut TrapFrame) {
     const TF: u64 = 1 << 8;
     let sysret = frame.rcx == frame.rip && frame.r11 == frame.rflags && frame.rflags & TF == 0;
     let stub = if sysret { cadence_user_enter_sysret } else { cadence_user_enter };
-    // SAFETY: forwarded contract; either stub saves and restores the callee-saved registers
-    // and returns through `cadence_exit_to_kernel` on the same stack, below which the frame was
-    // built. `sysretq` takes CS and SS from STAR (`init_this_cpu`: the contract's selectors),
-    // RIP and RFLAGS from RCX and R11 (equal to the frame's, checked), and the stub loads RSP
-    // just before it with interrupts still off (only NMI, double fault and machine check, on
-    // their own stacks, can come between, and they decide by the GS base).
+    // Either stub saves and restores the callee-saved registers and returns through
+    // `cadence_exit_to_kernel` on the same stack, below which the frame was built. `sysretq`
+    // takes CS and SS from STAR (`init_this_cpu`: the contract's selectors), RIP and RFLAGS
+    // from RCX and R11 (equal to the frame's, checked), and the stub loads RSP just before it
+    // with interrupts still off (only NMI, double fault and machine check, on their own
+    // stacks, can come between, and they decide by the GS base).
+    // SAFETY: the forwarded contract, and the stubs as said above.
     unsafe { stub(frame) }
 }
 
