@@ -9,8 +9,12 @@
 #   make initramfs             target/user/initramfs.cpio, the root filesystem: the Debian packages
 #                              of tools/rootfs/packages.txt (busybox) and the C programs of tests/user
 #                              (static, gcc) at /bin/NAME; `make run` boots with it
+#   make rootfs-stress-ng      target/user/initramfs-stress-ng.cpio: the root filesystem and
+#                              Debian's stress-ng (tools/rootfs/stress-ng.txt)
 #   make run [SMP=8] [UEFI=1|0] [ARGS='poweroff ...'] [TRACE=file] [WORKLOAD='a b'] [TIMEOUT=s]
 #            [FILES='a b']     host files copied into the root filesystem's / (as the peer's --file)
+#            [ROOTFS=name]     a root filesystem variant: the base one plus tools/rootfs/NAME.txt's
+#                              packages (stress-ng: Debian's stress-ng)
 #            [VERBOSE=1]       also the bootloader's `INFO :` log (hidden by default)
 #            [DISK=img|none]   virtio disk /dev/vda: DISK=img read-write (created as a 256 MiB
 #                              sparse image when missing), none: no disk; default: the blank
@@ -86,7 +90,7 @@ DISK_OPTS_OPT = $(if $(DISK_OPTS),$(if $(findstring --,$(DISK_OPT)),--disk-opts 
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool initramfs syscall-table hot-layout run test lint test-stress test-repeat test-fuzz bench bench-user bench-coresched bench-coresched-user compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests suite compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
+.PHONY: help setup kernel boot-tool initramfs rootfs-stress-ng syscall-table hot-layout run test lint test-stress test-repeat test-fuzz bench bench-user bench-coresched bench-coresched-user compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests suite compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
 
 help:
 	@sed -n '4,/^#   make clean/s/^# \{0,1\}//p' '$(ROOT)/Makefile'
@@ -150,6 +154,13 @@ $(ROOT)/target/user/pipetest-dyn: $(ROOT)/tests/user/pipetest.c
 $(INITRAMFS): $(USER_BINS) $(USER_SCRIPTS) $(ROOT)/tools/rootfs/packages.txt $(ROOT)/tools/build-rootfs.sh | boot-tool
 	'$(ROOT)/tools/build-rootfs.sh' '$(CADENCE_BOOT)' '$@' $(foreach b,$(USER_BINS) $(USER_SCRIPTS),'$(b)')
 initramfs: boot-tool $(INITRAMFS)
+# Root filesystem variants: the base archive followed by heavy third-party tools
+# (tools/rootfs/NAME.txt), booted with `make run ROOTFS=NAME` and by the scenarios that need them.
+ROOTFS ?=
+VARIANT_INITRAMFS = $(ROOT)/target/user/initramfs-$(1).cpio
+$(ROOT)/target/user/initramfs-%.cpio: $(ROOT)/tools/rootfs/%.txt $(INITRAMFS) $(ROOT)/tools/build-rootfs.sh | boot-tool
+	'$(ROOT)/tools/build-rootfs.sh' --overlay '$<' '$(INITRAMFS)' '$(CADENCE_BOOT)' '$@'
+rootfs-stress-ng: boot-tool $(call VARIANT_INITRAMFS,stress-ng)
 
 # kernel/hot.ld from a profiled pipetest (tools/hot-layout.py, docs/guide/profiling.md), then
 # the kernel linked with it.
@@ -168,9 +179,10 @@ syscall-table: kernel boot-tool
 # FILES: a second newc archive after the root filesystem's (the kernel reads archives back to
 # back, as Linux's initramfs does), so the cached image is not rebuilt for them.
 FILES ?=
-RUN_INITRD := $(if $(FILES),$(ROOT)/target/user/run-initramfs.cpio,$(INITRAMFS))
-run: kernel boot-tool initramfs
-	$(if $(FILES),'$(CADENCE_BOOT)' initramfs -o '$(ROOT)/target/user/files.cpio' $(foreach f,$(FILES),'$(abspath $(f))=$(notdir $(f))') && cat '$(INITRAMFS)' '$(ROOT)/target/user/files.cpio' > '$(RUN_INITRD)',true)
+BASE_INITRD = $(if $(ROOTFS),$(call VARIANT_INITRAMFS,$(ROOTFS)),$(INITRAMFS))
+RUN_INITRD = $(if $(FILES),$(ROOT)/target/user/run-initramfs.cpio,$(BASE_INITRD))
+run: kernel boot-tool initramfs $(if $(ROOTFS),$(call VARIANT_INITRAMFS,$(ROOTFS)))
+	$(if $(FILES),'$(CADENCE_BOOT)' initramfs -o '$(ROOT)/target/user/files.cpio' $(foreach f,$(FILES),'$(abspath $(f))=$(notdir $(f))') && cat '$(BASE_INITRD)' '$(ROOT)/target/user/files.cpio' > '$(RUN_INITRD)',true)
 	'$(CADENCE_BOOT)' run --kernel '$(KERNEL)' --args "$$CADENCE_RUN_ARGS" --initrd '$(RUN_INITRD)' \
 	  $(if $(filter 1 yes true,$(UEFI)),--uefi,$(if $(filter 0 no false,$(UEFI)),--bios)) $(if $(SMP),--smp '$(SMP)') \
 	  $(if $(TRACE),--trace '$(TRACE)') $(foreach w,$(WORKLOAD),--workload '$(w)') \

@@ -14,6 +14,9 @@
 //! * `CADENCE_TEST_ECHO=1` copies each run's COM1 output live to stderr.
 //! * [`Run::fail`] panics with the QEMU command's outcome and full COM1
 //!   output, so a failing assertion shows what the kernel said.
+//! * A soft-lockup, hard-lockup or hung-task report in a run's output fails the
+//!   scenario that booted it ([`boot`]; [`boot_allowing_lockups`] for one that
+//!   provokes them on purpose): no user program may lock a CPU up or starve a task.
 #![forbid(unsafe_code)]
 
 use cadence_boot::{BootReport, KernelExit, Outcome, Qemu};
@@ -173,11 +176,37 @@ pub fn with_slot<T>(f: impl FnOnce() -> T) -> T {
     f()
 }
 
-/// Boots `q` (waiting for a free QEMU slot) and parses the output.
+/// Boots `q` (waiting for a free QEMU slot) and parses the output; fails if the kernel
+/// reported a lockup or a hung task ([`lockup_reports`]).
 pub fn boot(q: Qemu) -> Run {
+    let run = boot_allowing_lockups(q);
+    let reports = lockup_reports(&run.outcome.output);
+    if !reports.is_empty() {
+        run.fail(format!("the kernel reported a lockup or a hung task:\n{}", reports.join("\n")));
+    }
+    run
+}
+
+/// [`boot`] without the lockup check, for a scenario that provokes a report on purpose.
+pub fn boot_allowing_lockups(q: Qemu) -> Run {
     let _slot = SlotGuard::acquire();
     match q.run_capture() {
         Ok(outcome) => Run { report: BootReport::parse(&outcome.output), outcome },
         Err(e) => panic!("could not run QEMU: {e}"),
     }
+}
+
+/// The lines of `output` in which the kernel's detectors report a soft lockup, a hard lockup
+/// or a hung task (Linux's report lines: `watchdog: BUG: soft lockup - CPU#..`, `watchdog:
+/// Watchdog detected hard LOCKUP on cpu ..`, `INFO: task ..:.. blocked for more than ..`).
+pub fn lockup_reports(output: &str) -> Vec<&str> {
+    output
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| {
+            l.contains("watchdog: BUG: soft lockup")
+                || l.contains("Watchdog detected hard LOCKUP")
+                || (l.contains("INFO: task ") && l.contains(" blocked for more than "))
+        })
+        .collect()
 }

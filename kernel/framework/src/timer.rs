@@ -16,7 +16,7 @@
 //! no timer is left behind a later programmed expiry.
 
 use crate::sync::IrqLock;
-use cadence_sched::timerq::TimerQueue as Ordered;
+use cadence_sched::timerq::{hang_delay_ns, TimerQueue as Ordered, INTERRUPT_PASSES};
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// What happens when a timer fires.
@@ -60,6 +60,13 @@ pub struct TimerQueue {
     halted: core::sync::atomic::AtomicBool,
     /// Time spent waiting in the interrupt for a timer it came early for (ns, since boot).
     pub advance_wait_ns: AtomicU64,
+    /// A timer interrupt gave up catching up: no timer interrupt before this time (ns since
+    /// boot; 0 = none). Linux's `hang_detected`, cleared by the next timer interrupt.
+    hang_until: AtomicU64,
+    /// Timer interrupts that gave up catching up (Linux's `nr_hangs`).
+    pub hangs: AtomicU64,
+    /// The longest of those interrupts (ns; Linux's `max_hang_time`).
+    pub max_hang_ns: AtomicU64,
 }
 
 /// A timer interrupt taken this long after the LAPIC was due to fire is *late* and logged
@@ -121,6 +128,9 @@ impl TimerQueue {
             advance: AtomicU64::new(0),
             halted: core::sync::atomic::AtomicBool::new(false),
             advance_wait_ns: AtomicU64::new(0),
+            hang_until: AtomicU64::new(0),
+            hangs: AtomicU64::new(0),
+            max_hang_ns: AtomicU64::new(0),
         }
     }
 
@@ -174,12 +184,15 @@ fn reprogram_local(q: &TimerQueue) {
 }
 
 /// Programs the LAPIC (of the CPU that owns `q`, which is the caller's) for `next`, with the
-/// queue lock held (see the module invariant).
+/// queue lock held (see the module invariant). Not before a hang's delay ([`interrupt`]): a
+/// timer armed meanwhile waits for it too, as Linux's `hrtimer_reprogram` under
+/// `hang_detected`, and `programmed` says so (so [`kick_if_overdue`] does not end the delay).
 fn program_locked(q: &TimerQueue, next: Option<u64>) {
     let Some(next) = next else {
         q.programmed.store(u64::MAX, Ordering::Relaxed);
         return;
     };
+    let next = next.max(q.hang_until.load(Ordering::Relaxed));
     let now = crate::time::uptime_ns();
     let delay = next.saturating_sub(now).max(MIN_DELAY_NS);
     q.programmed.store(next, Ordering::Relaxed);
@@ -261,20 +274,60 @@ pub fn interrupt() {
         // The interrupt's part of a latency ends here (`bench cyclic --split`).
         q.last_entry_ns.store(waited_until, Ordering::Relaxed);
     }
+    // Bounded work (Linux's `hrtimer_interrupt`): each pass runs the timers expired when it
+    // began, at most as many as were queued then (a timer its own function re-armed in the
+    // past waits for the next pass); after [`INTERRUPT_PASSES`] passes with timers still due
+    // the next interrupt is put off by as long as these took, so the CPU spends at least half
+    // its time outside timer interrupts whatever its timers' periods (issue 59: a 1 ns
+    // periodic timer re-armed by its own expiry held CPU 0 here for good).
+    q.hang_until.store(0, Ordering::Relaxed);
+    let start = crate::time::uptime_ns();
+    let mut passes = 0;
     loop {
+        passes += 1;
         let now = crate::time::uptime_ns();
-        let due = q.timers.lock().pop_expired(now);
-        let Some((_, (f, data))) = due else { break };
-        q.fired.fetch_add(1, Ordering::Relaxed);
-        let what = if core::ptr::fn_addr_eq(f, tick as TimerFn) { "tick" } else { "timer" };
-        crate::trace::timer_expire(what, now, crate::time::uptime_ns());
-        f(cpu.cpu_id, data);
-        ran = true;
+        let budget = q.timers.lock().len();
+        for _ in 0..budget {
+            let due = q.timers.lock().pop_expired(now);
+            let Some((_, (f, data))) = due else { break };
+            q.fired.fetch_add(1, Ordering::Relaxed);
+            let what = if core::ptr::fn_addr_eq(f, tick as TimerFn) { "tick" } else { "timer" };
+            crate::trace::timer_expire(what, now, crate::time::uptime_ns());
+            f(cpu.cpu_id, data);
+            ran = true;
+        }
+        let t = q.timers.lock();
+        let now = crate::time::uptime_ns();
+        if t.earliest().is_none_or(|at| at > now) {
+            program_locked(q, t.earliest());
+            break;
+        }
+        if passes >= INTERRUPT_PASSES {
+            let took = now - start;
+            q.hangs.fetch_add(1, Ordering::Relaxed);
+            q.max_hang_ns.fetch_max(took, Ordering::Relaxed);
+            q.hang_until.store(now + hang_delay_ns(start, now).max(MIN_DELAY_NS), Ordering::Relaxed);
+            program_locked(q, t.earliest());
+            drop(t);
+            if !HANG_REPORTED.swap(true, Ordering::Relaxed) {
+                crate::klog!("hrtimer: interrupt took {} ns", took);
+            }
+            break;
+        }
     }
     if !ran {
         q.idle_interrupts.fetch_add(1, Ordering::Relaxed);
     }
-    reprogram_local(q);
+}
+
+/// A timer interrupt gave up catching up since boot (reported once, as Linux's
+/// `pr_warn_once`).
+static HANG_REPORTED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// `cpu`'s timer interrupts that gave up catching up since boot, and the longest of them (ns):
+/// Linux's `nr_hangs` and `max_hang_time` (`/proc/timer_list`).
+pub fn hangs(cpu: u32) -> (u64, u64) {
+    queue_of(cpu).map_or((0, 0), |q| (q.hangs.load(Ordering::Relaxed), q.max_hang_ns.load(Ordering::Relaxed)))
 }
 
 /// Ceiling of every CPU's timer advance (ns; 0 = none): see [`set_advance_limit`].
@@ -314,7 +367,7 @@ pub fn halt_prepare() {
     let t = q.timers.lock();
     let Some(next) = t.earliest() else { return };
     let now = crate::time::uptime_ns();
-    let fire = next.saturating_sub(advance);
+    let fire = next.saturating_sub(advance).max(q.hang_until.load(Ordering::Relaxed));
     // Programmed already for this or earlier (a previous halt's advance), or too close to move.
     if fire >= q.due.load(Ordering::Relaxed) || fire <= now + MIN_DELAY_NS {
         return;

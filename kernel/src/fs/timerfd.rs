@@ -3,11 +3,16 @@
 //!
 //! Each timerfd sits in a slot of [`SLOTS`]; its armed kernel timer (`crate::timer`, on the
 //! CPU that armed it) carries the slot and a generation, so an expiry of an older arming is
-//! ignored. The expiry runs in interrupt context: it counts the expirations (a periodic timer
-//! the periods it missed too), re-arms a periodic timer past now, and wakes the readers (one
-//! queue for all timerfds: a reader rechecks its own count) and `poll`. Nothing is allocated
-//! or freed there: the slot table grows when a timerfd is made, and a closed timerfd leaves its
-//! slot in process context.
+//! ignored. The expiry runs in interrupt context: it counts one expiration, marks the timer
+//! `expired` and wakes the readers (one queue for all timerfds: a reader rechecks its own
+//! count) and `poll`. It never re-arms: a periodic timer is re-armed by the `read` (or
+//! `timerfd_gettime`) that finds it expired, past now, the periods missed meanwhile added to
+//! the count (Linux's `timerfd_tmrproc` returns HRTIMER_NORESTART and `timerfd_read` calls
+//! `hrtimer_forward_now`). So a periodic timer fires at most once per read, whatever its
+//! period: re-armed in the interrupt, a 1 ns period expired again before its handler had
+//! returned, and the timer interrupt never ended (issue 59: stress-ng's timerfd stressor
+//! soft-locked CPU 0). Nothing is allocated or freed in the interrupt: the slot table grows
+//! when a timerfd is made, and a closed timerfd leaves its slot in process context.
 //!
 //! Times are kept on the monotonic clock; a CLOCK_REALTIME absolute expiry is converted when
 //! armed (a later `clock_settime` does not move it, and TFD_TIMER_CANCEL_ON_SET is accepted
@@ -29,6 +34,9 @@ struct State {
     interval_ns: u64,
     /// Expirations not read yet.
     ticks: u64,
+    /// The kernel timer fired and a periodic timer waits for a read to be re-armed (Linux's
+    /// `ctx->expired`).
+    expired: bool,
     /// Bumped at every (re)arm: an older kernel timer's expiry is stale.
     gen: u32,
     armed: Option<(u32, TimerId)>,
@@ -52,7 +60,7 @@ pub fn create(realtime: bool) -> Arc<TimerFd> {
     let tf = Arc::new(TimerFd {
         slot: AtomicU32::new(0),
         realtime,
-        st: IrqLock::new(State { expires_ns: 0, interval_ns: 0, ticks: 0, gen: 0, armed: None }),
+        st: IrqLock::new(State { expires_ns: 0, interval_ns: 0, ticks: 0, expired: false, gen: 0, armed: None }),
     });
     let mut slots = crate::sync::lock_with_room(&SLOTS, 1, |v| v);
     let slot = match slots.iter().position(Option::is_none) {
@@ -67,10 +75,10 @@ pub fn create(realtime: bool) -> Arc<TimerFd> {
     tf
 }
 
-/// The kernel timer of slot `data >> 32`, generation `data as u32`, fired (interrupt context).
-fn expired(cpu: u32, data: u64) {
+/// The kernel timer of slot `data >> 32`, generation `data as u32`, fired (interrupt context):
+/// one expiration, and the readers woken. A periodic timer stays expired until read.
+fn expired(_cpu: u32, data: u64) {
     let (slot, gen) = ((data >> 32) as usize, data as u32);
-    let now = crate::time::uptime_ns();
     {
         let slots = SLOTS.lock();
         let Some(Some(tf)) = slots.get(slot) else { return };
@@ -79,17 +87,35 @@ fn expired(cpu: u32, data: u64) {
             return;
         }
         s.armed = None;
-        if let Some(missed) = now.saturating_sub(s.expires_ns).checked_div(s.interval_ns) {
-            s.ticks = s.ticks.saturating_add(missed + 1);
-            s.expires_ns = s.expires_ns.saturating_add((missed + 1) * s.interval_ns);
-            s.armed = crate::timer::arm(cpu, s.expires_ns, expired, data).map(|id| (cpu, id));
-        } else {
-            s.ticks = s.ticks.saturating_add(1);
+        s.ticks = s.ticks.saturating_add(1);
+        s.expired = true;
+        if s.interval_ns == 0 {
             s.expires_ns = 0;
         }
     }
     READERS.wake_all();
     POLL.wake_all();
+}
+
+/// An expired periodic timer is moved past now and re-armed on this CPU; the periods that
+/// passed after the expiry that was counted are added to its count (Linux's `ticks +=
+/// hrtimer_forward_now(..) - 1`).
+fn rearm_if_expired(s: &mut State, slot: u32) {
+    if !s.expired || s.interval_ns == 0 {
+        return;
+    }
+    s.expired = false;
+    let (next, periods) = cadence_sched::timerq::forward(s.expires_ns, s.interval_ns, crate::time::uptime_ns());
+    s.expires_ns = next;
+    s.ticks = s.ticks.saturating_add(periods.saturating_sub(1));
+    arm_kernel_timer(s, slot);
+}
+
+/// Arms `s`'s kernel timer at `s.expires_ns` on this CPU, tagged with its slot and generation.
+fn arm_kernel_timer(s: &mut State, slot: u32) {
+    let cpu = crate::percpu::cpu_id();
+    let data = u64::from(slot) << 32 | u64::from(s.gen);
+    s.armed = crate::timer::arm(cpu, s.expires_ns, expired, data).map(|id| (cpu, id));
 }
 
 /// What the timer reads as: (time to the next expiry, interval), ns.
@@ -122,19 +148,21 @@ impl TimerFd {
         }
         s.gen = s.gen.wrapping_add(1);
         s.ticks = 0;
+        s.expired = false;
         s.interval_ns = interval_ns;
         s.expires_ns = expires;
         if expires != 0 {
-            let cpu = crate::percpu::cpu_id();
-            let data = u64::from(self.slot.load(Ordering::Relaxed)) << 32 | u64::from(s.gen);
-            s.armed = crate::timer::arm(cpu, expires, expired, data).map(|id| (cpu, id));
+            arm_kernel_timer(&mut s, self.slot.load(Ordering::Relaxed));
         }
         old
     }
 
-    /// `timerfd_gettime`: (time to the next expiry, interval).
+    /// `timerfd_gettime`: (time to the next expiry, interval); an expired periodic timer is
+    /// re-armed first (as Linux's).
     pub fn gettime(&self) -> (u64, u64) {
-        reading(&self.st.lock())
+        let mut s = self.st.lock();
+        rearm_if_expired(&mut s, self.slot.load(Ordering::Relaxed));
+        reading(&s)
     }
 
     /// `read`: the expirations since the last read as 8 bytes, waiting for one unless
@@ -147,6 +175,7 @@ impl TimerFd {
             {
                 let mut s = self.st.lock();
                 if s.ticks > 0 {
+                    rearm_if_expired(&mut s, self.slot.load(Ordering::Relaxed));
                     let n = core::mem::take(&mut s.ticks);
                     drop(s);
                     buf[..8].copy_from_slice(&n.to_le_bytes());

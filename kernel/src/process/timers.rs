@@ -202,21 +202,12 @@ fn arm_kernel_timer(x: &mut PosixTimer, serial: u32) {
     x.armed = crate::timer::arm(cpu, x.expires_ns, expired, data).map(|id| (cpu, id));
 }
 
-/// Moves a fired periodic timer's expiry past `now`; the periods that passed (its overrun).
+/// Moves a fired periodic timer's expiry past `now`; the periods that passed after the
+/// expiry that fired (its overrun).
 fn forward(x: &mut PosixTimer, now: u64) -> u64 {
-    let (next, missed) = forwarded(x.expires_ns, x.interval_ns, now);
+    let (next, periods) = cadence_sched::timerq::forward(x.expires_ns, x.interval_ns, now);
     x.expires_ns = next;
-    missed
-}
-
-/// A periodic expiry moved past `now` and the periods that passed; as is if not yet due (or
-/// one-shot).
-fn forwarded(expires: u64, interval: u64, now: u64) -> (u64, u64) {
-    if interval == 0 || expires > now {
-        return (expires, 0);
-    }
-    let missed = (now - expires) / interval;
-    (expires.saturating_add((missed + 1).saturating_mul(interval)), missed)
+    periods.saturating_sub(1)
 }
 
 /// The calling thread takes signal `sig` with `info` (the signal code's dequeue, process
@@ -273,7 +264,7 @@ fn arm(x: &mut PosixTimer, serial: u32, value_ns: u64, interval_ns: u64, absolut
 /// waiting to be re-armed reads as if it had been (Linux's `common_timer_get` forwards it).
 fn reading(x: &PosixTimer) -> (u64, u64) {
     let now = crate::time::uptime_ns();
-    let expires = if x.requeue_pending { forwarded(x.expires_ns, x.interval_ns, now).0 } else { x.expires_ns };
+    let expires = if x.requeue_pending { cadence_sched::timerq::forward(x.expires_ns, x.interval_ns, now).0 } else { x.expires_ns };
     let left = if expires == 0 { 0 } else { expires.saturating_sub(now).max(1) };
     (left, x.interval_ns)
 }

@@ -86,6 +86,34 @@ impl<T> TimerQueue<T> {
     }
 }
 
+/// Moves a periodic timer's expiry past `now` (Linux's `hrtimer_forward`): the new expiry, the
+/// first `expires + k * interval` after `now`, and `k`, the periods added (0 when `expires` is
+/// still ahead or the timer is one-shot, `interval` 0). A timer that fired at `expires` and is
+/// forwarded when its owner gets to it has missed `k - 1` periods: its overrun.
+pub fn forward(expires: u64, interval: u64, now: u64) -> (u64, u64) {
+    if interval == 0 || expires > now {
+        return (expires, 0);
+    }
+    let k = (now - expires) / interval + 1;
+    (expires.saturating_add(k.saturating_mul(interval)), k)
+}
+
+/// Passes a timer interrupt makes over its expired timers before it gives up on catching up
+/// (Linux's `hrtimer_interrupt`: three tries).
+pub const INTERRUPT_PASSES: u32 = 3;
+
+/// Longest delay a timer interrupt that could not catch up puts before the next one (Linux's
+/// 100 ms).
+pub const MAX_HANG_DELAY_NS: u64 = 100_000_000;
+
+/// A timer interrupt ran its passes from `entry_ns` to `now_ns` and timers were still due: how
+/// long the next timer interrupt waits (Linux's hang protection in `hrtimer_interrupt`): as
+/// long as this one took, so the CPU spends at least half its time outside timer interrupts,
+/// at most [`MAX_HANG_DELAY_NS`].
+pub fn hang_delay_ns(entry_ns: u64, now_ns: u64) -> u64 {
+    now_ns.saturating_sub(entry_ns).min(MAX_HANG_DELAY_NS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,7 +160,33 @@ mod tests {
         assert!(q.is_empty());
     }
 
+    #[test]
+    fn forward_moves_past_now_and_counts_the_periods() {
+        assert_eq!(forward(100, 10, 50), (100, 0), "not yet due");
+        assert_eq!(forward(100, 0, 500), (100, 0), "one-shot");
+        assert_eq!(forward(100, 10, 100), (110, 1), "due now: one period");
+        assert_eq!(forward(100, 10, 135), (140, 4));
+        assert_eq!(forward(100, 1, u64::MAX), (u64::MAX, u64::MAX - 99), "saturates");
+    }
+
+    #[test]
+    fn hang_delay_is_the_time_taken_up_to_100_ms() {
+        assert_eq!(hang_delay_ns(1_000, 5_000), 4_000);
+        assert_eq!(hang_delay_ns(0, 10_000_000_000), MAX_HANG_DELAY_NS);
+        assert_eq!(hang_delay_ns(5, 1), 0);
+    }
+
     proptest! {
+        #[test]
+        fn forward_lands_in_the_first_period_after_now(expires in 0u64..1 << 40, interval in 1u64..1 << 20, now in 0u64..1 << 41) {
+            let (next, k) = forward(expires, interval, now);
+            prop_assert!(next > now || (expires > now && next == expires));
+            prop_assert_eq!(next, expires + k * interval);
+            if k > 0 {
+                prop_assert!(next - interval <= now, "not a period too far");
+            }
+        }
+
         #[test]
         fn pops_are_sorted_and_complete(ts in proptest::collection::vec(0u64..1000, 0..200), cancel in proptest::collection::vec(any::<bool>(), 200)) {
             let mut q = TimerQueue::new();
