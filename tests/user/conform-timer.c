@@ -1,4 +1,5 @@
-/* Differential conformance: interval timers. alarm, setitimer / getitimer (ITIMER_REAL),
+/* Differential conformance: interval timers. alarm, setitimer / getitimer (ITIMER_REAL, and the
+ * CPU-time ITIMER_VIRTUAL and ITIMER_PROF),
  * timer_create / timer_settime / timer_gettime / timer_getoverrun / timer_delete with
  * SIGEV_SIGNAL, SIGEV_NONE, SIGEV_THREAD_ID and glibc's SIGEV_THREAD, periodic timers,
  * absolute times, and the errors. Prints what each call returned, and times only as
@@ -39,6 +40,16 @@ static void on_rt(int s, siginfo_t *si, void *u) {
 static void on_thread_timer(union sigval v) {
     (void)v;
     thread_hits++;
+}
+
+static volatile int prof_hits, vt_hits;
+static void on_prof(int s) {
+    (void)s;
+    prof_hits++;
+}
+static void on_vt(int s) {
+    (void)s;
+    vt_hits++;
 }
 
 static long ms_of(const struct timespec *t) { return t->tv_sec * 1000 + t->tv_nsec / 1000000; }
@@ -94,6 +105,42 @@ int main(void) {
     CALL("setitimer which 5", setitimer(5, &it, NULL));
     CALL("getitimer which 5", getitimer(5, &old));
     CALL("getitimer bad pointer", getitimer(ITIMER_REAL, (struct itimerval *)8));
+
+    /* ITIMER_VIRTUAL and ITIMER_PROF: on the process's CPU time, sampled at ticks (a newly armed
+     * value gets a tick added: 20 ms reads at most 24 ms at HZ 250) */
+    {
+        signal(SIGPROF, on_prof);
+        signal(SIGVTALRM, on_vt);
+        struct itimerval cpu = {{0, 10000}, {0, 20000}};
+        CALL("setitimer prof 20ms/10ms", setitimer(ITIMER_PROF, &cpu, NULL));
+        CALL("setitimer virtual 20ms/10ms", setitimer(ITIMER_VIRTUAL, &cpu, NULL));
+        CALL("getitimer prof", getitimer(ITIMER_PROF, &old));
+        VALUE("prof interval", old.it_interval.tv_usec);
+        VALUE("prof value in [16ms, 24ms]", old.it_value.tv_sec == 0 && old.it_value.tv_usec >= 16000 && old.it_value.tv_usec <= 24000);
+        CALL("getitimer virtual", getitimer(ITIMER_VIRTUAL, &old));
+        VALUE("virtual value in [16ms, 24ms]", old.it_value.tv_sec == 0 && old.it_value.tv_usec >= 16000 && old.it_value.tv_usec <= 24000);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do clock_gettime(CLOCK_MONOTONIC, &t1);
+        while ((prof_hits < 3 || vt_hits < 3) && ms_of(&t1) - ms_of(&t0) < 3000);
+        VALUE("SIGPROF x3 while spinning", prof_hits >= 3);
+        VALUE("SIGVTALRM x3 while spinning", vt_hits >= 3);
+        CALL("setitimer prof disarm, old", setitimer(ITIMER_PROF, &zero, &old));
+        VALUE("old prof interval", old.it_interval.tv_usec);
+        VALUE("old prof value in (0, 10ms]", old.it_value.tv_sec == 0 && old.it_value.tv_usec > 0 && old.it_value.tv_usec <= 10000);
+        CALL("setitimer virtual NULL (disarms)", setitimer(ITIMER_VIRTUAL, NULL, &old));
+        VALUE("old virtual interval", old.it_interval.tv_usec);
+        CALL("getitimer prof after disarm", getitimer(ITIMER_PROF, &old));
+        VALUE("disarmed prof", old.it_value.tv_sec + old.it_value.tv_usec + old.it_interval.tv_usec);
+        CALL("getitimer virtual after disarm", getitimer(ITIMER_VIRTUAL, &old));
+        VALUE("disarmed virtual", old.it_value.tv_sec + old.it_value.tv_usec + old.it_interval.tv_usec);
+        CALL("setitimer prof usec 1000000", setitimer(ITIMER_PROF, &bad, NULL));
+        CALL("getitimer virtual bad pointer", getitimer(ITIMER_VIRTUAL, (struct itimerval *)8));
+        CALL("setitimer which 3", setitimer(3, &it, NULL));
+        CALL("getitimer which -1", getitimer(-1, &old));
+        signal(SIGPROF, SIG_DFL);
+        signal(SIGVTALRM, SIG_DFL);
+    }
 
     /* timer_create and kin: SIGEV_SIGNAL with a value */
     timer_t t1;

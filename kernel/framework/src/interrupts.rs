@@ -100,6 +100,13 @@ pub(crate) fn lapic_timer() {
     irq_exit();
 }
 
+/// Did the timer interrupt this CPU is handling (or handled last) arrive in user mode? For
+/// the tick's accounting of user and system time (Linux's `user_mode(get_irq_regs())` in
+/// `update_process_times`).
+pub fn timer_from_user() -> bool {
+    crate::percpu::current().timer_from_user.load(core::sync::atomic::Ordering::Relaxed)
+}
+
 /// A reschedule IPI arrived.
 pub(crate) fn reschedule_ipi() {
     count(IrqKind::Reschedule);

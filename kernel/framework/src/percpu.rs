@@ -56,6 +56,9 @@ pub struct PerCpu {
     pub(crate) tss: AtomicPtr<::x86_64::structures::tss::TaskStateSegment>,
     /// Is the running task a user thread (its user state is switched: `user`)?
     pub(crate) user_task: AtomicBool,
+    /// The timer interrupt being handled came from user mode (the tick's user/system
+    /// accounting: [`crate::interrupts::timer_from_user`]).
+    pub(crate) timer_from_user: AtomicBool,
 }
 
 /// `ipi_requests` bit: re-program the LAPIC timer (a remote CPU armed an earlier timer).
@@ -156,6 +159,7 @@ pub fn new_area(cpu_id: u32, apic_id: u32) -> *mut PerCpu {
         user_rsp_scratch: AtomicU64::new(0),
         tss: AtomicPtr::new(core::ptr::null_mut()),
         user_task: AtomicBool::new(false),
+        timer_from_user: AtomicBool::new(false),
     }))
 }
 

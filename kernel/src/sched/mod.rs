@@ -54,6 +54,7 @@ pub mod balance;
 pub mod bandwidth;
 pub mod class;
 pub mod coresched;
+pub mod cputimer;
 pub mod debug;
 pub mod group;
 pub mod hrtick;

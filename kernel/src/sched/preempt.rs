@@ -12,17 +12,21 @@ pub fn scheduler_tick() {
         return;
     }
     let ticks = rq_of(cpu.cpu_id).ticks.fetch_add(1, Ordering::Relaxed);
-    let resched = {
+    let (resched, curr) = {
         let mut g = rq_of(cpu.cpu_id).lock.lock();
         let now = crate::time::uptime_ns();
         let mut resched = update_curr(&mut g, now);
         resched |= rt_limits::check_throttle(&mut g, now);
         resched |= super::bandwidth::tick(&mut g, now);
-        if let Some(curr) = g.curr.clone() {
-            resched |= class::of(&curr).task_tick(&mut g, &curr);
+        let curr = g.curr.clone();
+        if let Some(curr) = &curr {
+            resched |= class::of(curr).task_tick(&mut g, curr);
         }
-        resched
+        (resched, curr)
     };
+    if let Some(curr) = curr {
+        super::cputimer::account_tick(&curr, crate::interrupts::timer_from_user());
+    }
     if resched {
         super::flag_need_resched(cpu.cpu_id);
     }

@@ -91,6 +91,15 @@ pub struct ThreadGroup {
     pub exec_tid: AtomicU32,
     /// A SIGCONT ended a stop, and the parent has not been told yet.
     pub continued: AtomicBool,
+    /// User time of every thread the process has had, charged a tick at a time
+    /// (`sched::cputimer`).
+    pub utime_ns: AtomicU64,
+    /// System time, likewise.
+    pub stime_ns: AtomicU64,
+    /// `ITIMER_VIRTUAL` and `ITIMER_PROF` (`sched::cputimer`), and whether either is armed
+    /// (the tick's cheap test).
+    pub itimers: IrqLock<super::cputimer::Itimers>,
+    pub itimers_armed: AtomicBool,
     /// The process's threads, leader first.
     members: IrqLock<Vec<Tid>>,
 }
@@ -110,6 +119,10 @@ impl ThreadGroup {
             stop_signal: AtomicU32::new(0),
             continued: AtomicBool::new(false),
             exec_tid: AtomicU32::new(0),
+            utime_ns: AtomicU64::new(0),
+            stime_ns: AtomicU64::new(0),
+            itimers: IrqLock::new(Default::default()),
+            itimers_armed: AtomicBool::new(false),
             members: IrqLock::new(members),
         })
     }

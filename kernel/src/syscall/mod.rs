@@ -122,9 +122,9 @@ entries! {
     33 dup2 fs::dup2, Implemented;
     34 pause signal::pause, Implemented;
     35 nanosleep time::nanosleep, Implemented;
-    36 getitimer time::getitimer, Partial("ITIMER_REAL only (ITIMER_VIRTUAL / ITIMER_PROF: EINVAL)");
+    36 getitimer time::getitimer, Implemented;
     37 alarm time::alarm, Implemented;
-    38 setitimer time::setitimer, Partial("ITIMER_REAL only (ITIMER_VIRTUAL / ITIMER_PROF: EINVAL)");
+    38 setitimer time::setitimer, Implemented;
     39 getpid process::getpid, Implemented;
     40 sendfile fs::sendfile, Partial("at most 64 KiB per call");
     53 socketpair fs::socketpair, Partial("AF_UNIX SOCK_STREAM only (datagram and seqpacket: EOPNOTSUPP); no socket / bind / connect");

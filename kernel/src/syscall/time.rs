@@ -227,23 +227,29 @@ fn itimerval(left: u64, interval: u64) -> [u8; 32] {
     b
 }
 
+use crate::sched::cputimer;
+
 fn tgid_of_caller() -> u32 {
     crate::sched::current().process.tgid
 }
 
-/// `getitimer(which, value)`: ITIMER_REAL; EINVAL for another timer (ITIMER_VIRTUAL and
-/// ITIMER_PROF are not in Cadence) or `which` out of range.
+/// `getitimer(which, value)`: ITIMER_REAL, or the CPU-time ITIMER_VIRTUAL and ITIMER_PROF
+/// (`sched::cputimer`); EINVAL for `which` out of range.
 pub fn getitimer(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    if a[0] != ITIMER_REAL {
-        return Err(Errno::EINVAL);
-    }
-    let (left, interval) = crate::process::timers::get_real(tgid_of_caller());
+    let (left, interval) = if a[0] == ITIMER_REAL {
+        crate::process::timers::get_real(tgid_of_caller())
+    } else {
+        let which = cputimer::Which::from_raw(a[0]).ok_or(Errno::EINVAL)?;
+        cputimer::get(&crate::sched::current().process.group, which)
+    };
     proc.write_user(a[1], &itimerval(left, interval))?;
     ok(0)
 }
 
 /// `setitimer(which, new, old)`: ITIMER_REAL (SIGALRM after `it_value`, then every
-/// `it_interval`); a NULL `new` disarms, as Linux. EINVAL for bad times or another timer.
+/// `it_interval`), ITIMER_VIRTUAL (SIGVTALRM, on the process's user time) or ITIMER_PROF
+/// (SIGPROF, on its user and system time; both tick-sampled, `sched::cputimer`); a NULL `new`
+/// disarms, as Linux. EINVAL for bad times or another timer.
 pub fn setitimer(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     if a[0] > ITIMER_PROF {
         return Err(Errno::EINVAL);
@@ -255,10 +261,10 @@ pub fn setitimer(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
         proc.read_user(a[1], &mut b)?;
         (read_timeval(&b[16..])?, read_timeval(&b[..16])?)
     };
-    if a[0] != ITIMER_REAL {
-        return Err(Errno::EINVAL);
-    }
-    let (left, old_interval) = crate::process::timers::set_real(tgid_of_caller(), value, interval)?;
+    let (left, old_interval) = match cputimer::Which::from_raw(a[0]) {
+        Some(which) => cputimer::set(&crate::sched::current().process.group, which, value, interval),
+        None => crate::process::timers::set_real(tgid_of_caller(), value, interval)?,
+    };
     if a[2] != 0 {
         proc.write_user(a[2], &itimerval(left, old_interval))?;
     }

@@ -42,6 +42,7 @@ pub mod consts;
 pub mod core_sched;
 pub mod cpumask;
 pub mod cpupri;
+pub mod cputimer;
 pub mod deadline;
 pub mod edf_model;
 pub mod eevdf;

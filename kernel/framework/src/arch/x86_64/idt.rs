@@ -103,7 +103,7 @@ extern "x86-interrupt" fn machine_check(frame: InterruptStackFrame) -> ! {
 }
 
 extern "x86-interrupt" fn timer(_frame: InterruptStackFrame) {
-    timer_irq();
+    timer_irq(false);
 }
 
 extern "x86-interrupt" fn reschedule_ipi(_frame: InterruptStackFrame) {
@@ -136,8 +136,9 @@ extern "x86-interrupt" fn unexpected(_frame: InterruptStackFrame) {
 
 // The bodies, shared by the handlers above (vectors from kernel mode) and `irq_from_user`.
 
-fn timer_irq() {
+fn timer_irq(from_user: bool) {
     crate::irqflags::hardirq_enter();
+    crate::percpu::current().timer_from_user.store(from_user, core::sync::atomic::Ordering::Relaxed);
     apic::eoi();
     crate::interrupts::lapic_timer();
     crate::irqflags::hardirq_exit();
@@ -195,7 +196,7 @@ fn unexpected_irq() {
 /// handler's, on the task's kernel stack (the entry code's frame is below `execute`'s).
 pub(crate) fn irq_from_user(vector: u8) {
     match vector {
-        apic::TIMER_VECTOR => timer_irq(),
+        apic::TIMER_VECTOR => timer_irq(true),
         apic::RESCHEDULE_VECTOR => reschedule_irq(),
         apic::CALL_FUNCTION_VECTOR => call_function_irq(),
         crate::interrupts::COM1_VECTOR => com1_irq(),
