@@ -31,6 +31,10 @@
 #   make bench-coresched [SMP=spec] [SECS=n]  core scheduling's cost: an SMT boot and a nosmt boot
 #   make bench-coresched-user [SMP=spec] [SECS=n] [ROUNDS=n] [LINUX=6.12]  the same from user space
 #                                   (prctl cookies, tests/user/coresched-bench.c), Cadence and Linux
+#   make test-stress-ng [CLASSES='interrupt scheduler'] [SMPS='2 4,...'] [RUNS=3] [SECS=2] [LINUX=6.12|none]
+#                                   Debian's stress-ng, every stressor of each class, on Cadence (RUNS
+#                                   boots) and the Linux peer: a table, and failure on any stressor that
+#                                   passes on Linux but not on Cadence, or any lockup report (nightly-sized)
 #   make test-chaos [SEED=n] [OPS=n] [SMP=spec] [FAIL=percent] [FUZZ_SECS=n]  chaos stress (100000
 #                                   ops, -smp 4 SMT; FAIL: that share of object allocations fail)
 #   make compare [SITTINGS=n] [TRACED=n] [SMP=spec] [LINUX=6.1]  the same binaries on Cadence, Linux generic and
@@ -90,7 +94,7 @@ DISK_OPTS_OPT = $(if $(DISK_OPTS),$(if $(findstring --,$(DISK_OPT)),--disk-opts 
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool initramfs rootfs-stress-ng syscall-table hot-layout run test lint test-stress test-repeat test-fuzz bench bench-user bench-coresched bench-coresched-user compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests suite compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
+.PHONY: help setup kernel boot-tool initramfs rootfs-stress-ng test-stress-ng syscall-table hot-layout run test lint test-stress test-repeat test-fuzz bench bench-user bench-coresched bench-coresched-user compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests suite compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
 
 help:
 	@sed -n '4,/^#   make clean/s/^# \{0,1\}//p' '$(ROOT)/Makefile'
@@ -296,6 +300,12 @@ test: kernel initramfs
 # switches instead of make test's 200,000 (~3 min under TCG), in a 1536 MiB guest (its checked trace copy).
 test-stress: kernel
 	cd '$(ROOT)/kernel' && CADENCE_TEST_TIMEOUT=$${CADENCE_TEST_TIMEOUT:-2400} CADENCE_TEST_MEMORY=$${CADENCE_TEST_MEMORY:-1536M} CADENCE_TEST_ARGS='test_stress test=stress' cargo test
+
+# Debian's stress-ng class by class on Cadence and the Linux peer (tools/test-stress-ng.sh).
+CLASSES ?=
+SMPS ?=
+test-stress-ng: kernel boot-tool rootfs-stress-ng
+	CLASSES='$(CLASSES)' SMPS='$(SMPS)' RUNS='$(if $(filter command line environment,$(origin RUNS)),$(RUNS))' SECS='$(SECS_SUITE)' LINUX='$(if $(filter command line environment,$(origin LINUX)),$(LINUX))' '$(ROOT)/tools/test-stress-ng.sh'
 
 # The chaos stress (tools/test-chaos.sh): random scheduler operations, then leak/invariant checks.
 SEED ?=
