@@ -115,7 +115,10 @@ static int errno_of(const char *n, size_t len) {
  * B pointer; L length; N count (nfds, iovcnt); X flags (random bits); I integer; i small
  * integer (-2..40: which, resource, clock, option, policy); p pid; s signal; A address in the
  * scratch region; M length for A; T pointer to a timespec or timeval (short or random); V
- * pointer to an iovec array; S pointer to a sigset; O offset; U uid / gid; 0 zero.
+ * pointer to an iovec array; S pointer to a sigset; O offset; U uid / gid; 0 zero; Y pointer
+ * to an itimerspec / itimerval at the extremes (periods of 1 ns or 1 us, values of 1 ns, 0, the
+ * largest, negative, out of range: issue 59's timer storms); C clock id (every static clock,
+ * out of range, and the CPU-time clocks of self, a child, a dead pid, as Linux encodes them).
  * Flags after the letters: '!' blocking (arm the timer first). */
 struct sig {
     int nr;
@@ -162,7 +165,7 @@ static const struct sig sigs[] = {
     {SYS_nanosleep, "TB!", "EFAULT EINTR EINVAL"},
     {SYS_getitimer, "iB", "EFAULT EINVAL"},
     {SYS_alarm, "I", ""},
-    {SYS_setitimer, "iBB", "EFAULT EINVAL"},
+    {SYS_setitimer, "iYB", "EFAULT EINVAL"},
     {SYS_getpid, "", ""},
     {SYS_sendfile, "FFBL!", "EAGAIN EBADF EFAULT EINVAL EIO ENOMEM EOVERFLOW ESPIPE EINTR EPIPE"},
     {SYS_socketpair, "iiiB", "EAFNOSUPPORT EFAULT EMFILE ENFILE EOPNOTSUPP EPROTONOSUPPORT EINVAL"},
@@ -255,15 +258,15 @@ static const struct sig sigs[] = {
     {SYS_getdents64, "FBL", "EBADF EFAULT EINVAL ENOENT ENOTDIR"},
     {SYS_set_tid_address, "B", ""},
     {SYS_restart_syscall, "", "EINTR"},
-    {SYS_timer_create, "iBB", "EAGAIN EINVAL ENOMEM EOPNOTSUPP EFAULT"},
-    {SYS_timer_settime, "IXBB", "EFAULT EINVAL"},
+    {SYS_timer_create, "CBB", "EAGAIN EINVAL ENOMEM EOPNOTSUPP EFAULT"},
+    {SYS_timer_settime, "IXYB", "EFAULT EINVAL"},
     {SYS_timer_gettime, "IB", "EFAULT EINVAL"},
     {SYS_timer_getoverrun, "I", "EINVAL"},
     {SYS_timer_delete, "I", "EINVAL"},
     {SYS_clock_settime, "iT", "EFAULT EINVAL EPERM"},
-    {SYS_clock_gettime, "iB", "EFAULT EINVAL EOVERFLOW"},
-    {SYS_clock_getres, "iB", "EFAULT EINVAL EOVERFLOW"},
-    {SYS_clock_nanosleep, "iXTB!", "EFAULT EINTR EINVAL EOPNOTSUPP"},
+    {SYS_clock_gettime, "CB", "EFAULT EINVAL EOVERFLOW"},
+    {SYS_clock_getres, "CB", "EFAULT EINVAL EOVERFLOW"},
+    {SYS_clock_nanosleep, "CXTB!", "EFAULT EINTR EINVAL EOPNOTSUPP"},
     {SYS_exit_group, "", ""},
     {SYS_tgkill, "pps", "EAGAIN EINVAL EPERM ESRCH"},
     {SYS_mbind, "AMiBLX", "EFAULT EINVAL EIO ENOMEM EPERM"},
@@ -284,8 +287,8 @@ static const struct sig sigs[] = {
     {SYS_set_robust_list, "BL", "EINVAL"},
     {SYS_get_robust_list, "pBB", "EFAULT EPERM ESRCH"},
     {SYS_utimensat, "DRBX", FSERR " EPERM EROFS ESRCH"},
-    {SYS_timerfd_create, "iX", "EINVAL EMFILE ENFILE ENODEV ENOMEM EPERM"},
-    {SYS_timerfd_settime, "FXBB", "EBADF EFAULT EINVAL ECANCELED"},
+    {SYS_timerfd_create, "CX", "EINVAL EMFILE ENFILE ENODEV ENOMEM EPERM"},
+    {SYS_timerfd_settime, "FXYB", "EBADF EFAULT EINVAL ECANCELED"},
     {SYS_timerfd_gettime, "FB", "EBADF EFAULT EINVAL"},
     {SYS_dup3, "FFX", "EBADF EBUSY EINTR EINVAL EMFILE"},
     {SYS_pipe2, "BX", "EFAULT EINVAL EMFILE ENFILE"},
@@ -537,6 +540,32 @@ static long g_time(void) {
     t[1] = rn(8) == 0 ? 1000000000L + rn(10) : (long)rn(2000000);
     return (long)t;
 }
+/* An itimerspec or itimerval (both two {seconds, fraction} pairs: interval, then value) with
+ * extreme times, mostly the shortest period there is. */
+static long g_itimer(void) {
+    if (rn(4) == 0) return g_ptr();
+    static const long secs[] = {0, 0, 0, 0, 1, -1, 0x7fffffffffffffffL};
+    static const long fracs[] = {1, 1, 1, 0, 999999, 999999999, 1000000000, -1, 2};
+    long *t = (long *)(buf + PG + 512 + 64 + 32 * rn(2));
+    for (int i = 0; i < 4; i += 2) {
+        t[i] = secs[rn(sizeof secs / sizeof secs[0])];
+        t[i + 1] = fracs[rn(sizeof fracs / sizeof fracs[0])];
+    }
+    return (long)t;
+}
+/* A clock id: the static ones (0..11), out of range, or a CPU-time clock as Linux encodes it
+ * (~pid << 3 | type, type 0 PROF, 1 VIRT, 2 SCHED, 3 invalid; bit 2: a thread's). */
+static long g_clock(void) {
+    switch (rn(6)) {
+    case 0: return (long)rn(16) - 2;
+    case 1: return (long)(int)r64();
+    case 2: case 3: {
+        long pid = rn(3) == 0 ? 0 : g_pid();
+        return (long)(int)((~(unsigned)pid << 3) | rn(8));
+    }
+    default: return rn(12);
+    }
+}
 static long g_iov(void) {
     if (rn(3) == 0) return g_ptr();
     struct iovec *v = (struct iovec *)(buf + PG + 1024);
@@ -737,6 +766,8 @@ static void one_call(void) {
             case 'A': v = g_addr(); break;
             case 'M': v = g_mlen(a[i - 1]); break;
             case 'T': v = g_time(); break;
+            case 'Y': v = g_itimer(); break;
+            case 'C': v = g_clock(); break;
             case 'V': v = g_iov(); break;
             case 'S': v = g_sigset(); break;
             case 'O': v = g_off(); break;
@@ -839,6 +870,19 @@ static void one_call(void) {
         break;
     case SYS_timer_create:
         if (rn(2)) a[2] = (long)(buf + PG + 3584); /* a timer id back in the buffer */
+        if (rn(2)) { /* a well-formed sigevent: a signal (one with a handler, or none), or this thread's */
+            struct sigevent *ev = (struct sigevent *)(buf + PG + 3072);
+            memset(ev, 0, sizeof *ev);
+            static const int notify[] = {SIGEV_SIGNAL, SIGEV_SIGNAL, SIGEV_NONE, SIGEV_THREAD_ID};
+            ev->sigev_notify = notify[rn(4)];
+            ev->sigev_signo = rn(2) ? SIGRTMIN + (int)rn(8) : SIGUSR1;
+            ev->_sigev_un._tid = (pid_t)raw(SYS_gettid, 0, 0, 0, 0, 0, 0);
+            a[1] = (long)ev;
+        }
+        if (rn(2)) a[0] = rn(2) ? CLOCK_MONOTONIC : CLOCK_REALTIME;
+        break;
+    case SYS_timer_settime: /* mostly the timers this worker made (ids from 0) */
+        if (rn(2)) a[0] = rn(4);
         break;
     case SYS_semget: /* a private set, one of 8 keys, or a random key; nsems mostly small */
         a[0] = rn(3) == 0 ? IPC_PRIVATE : rn(4) ? 0x5a000 + (long)rn(8) : a[0];
