@@ -31,6 +31,8 @@
 #   make bench-coresched [SMP=spec] [SECS=n]  core scheduling's cost: an SMT boot and a nosmt boot
 #   make bench-coresched-user [SMP=spec] [SECS=n] [ROUNDS=n] [LINUX=6.12]  the same from user space
 #                                   (prctl cookies, tests/user/coresched-bench.c), Cadence and Linux
+#   make bench-timer-storm [ROUNDS=n] [SMP=spec]  cyclictest idle and beside tests/user/timerstorm (1 ns
+#                                   timers), same CPU and another, on Cadence and Linux 6.12 (issue 59)
 #   make test-stress-ng [CLASSES='interrupt scheduler'] [SMPS='2 4,...'] [RUNS=3] [SECS=2] [LINUX=6.12|none]
 #                                   Debian's stress-ng, every stressor of each class, on Cadence (RUNS
 #                                   boots) and the Linux peer: a table, and failure on any stressor that
@@ -94,7 +96,7 @@ DISK_OPTS_OPT = $(if $(DISK_OPTS),$(if $(findstring --,$(DISK_OPT)),--disk-opts 
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool initramfs rootfs-stress-ng test-stress-ng syscall-table hot-layout run test lint test-stress test-repeat test-fuzz bench bench-user bench-coresched bench-coresched-user compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests suite compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
+.PHONY: help setup kernel boot-tool initramfs rootfs-stress-ng test-stress-ng bench-timer-storm syscall-table hot-layout run test lint test-stress test-repeat test-fuzz bench bench-user bench-coresched bench-coresched-user compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests suite compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
 
 help:
 	@sed -n '4,/^#   make clean/s/^# \{0,1\}//p' '$(ROOT)/Makefile'
@@ -300,6 +302,9 @@ test: kernel initramfs
 # switches instead of make test's 200,000 (~3 min under TCG), in a 1536 MiB guest (its checked trace copy).
 test-stress: kernel
 	cd '$(ROOT)/kernel' && CADENCE_TEST_TIMEOUT=$${CADENCE_TEST_TIMEOUT:-2400} CADENCE_TEST_MEMORY=$${CADENCE_TEST_MEMORY:-1536M} CADENCE_TEST_ARGS='test_stress test=stress' cargo test
+
+bench-timer-storm: kernel boot-tool initramfs
+	'$(ROOT)/tools/bench-timer-storm.sh' '$(ROUNDS)' '$(if $(SMP),$(SMP),2)'
 
 # Debian's stress-ng class by class on Cadence and the Linux peer (tools/test-stress-ng.sh).
 CLASSES ?=
