@@ -402,46 +402,51 @@ pub fn wait4(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
 
 /// `waitid(idtype, id, infop, options, rusage)`: P_ALL, P_PID, P_PGID (0: the caller's
 /// group); WEXITED / WSTOPPED / WCONTINUED (at least one), WNOHANG, WNOWAIT. The child's
-/// state goes into `infop` as a SIGCHLD `siginfo_t` (zeroed with WNOHANG and nothing to
-/// report, as Linux). EINVAL for a bad idtype, id or options.
+/// state goes into `infop` as a SIGCHLD `siginfo_t`; whatever the call answers, `infop` is
+/// written (zeroed when nothing was found or the call failed, EFAULT if it cannot be), as
+/// Linux's. EINVAL for a bad idtype, id or options.
 pub fn waitid(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    const P_ALL: u64 = 0;
-    const P_PID: u64 = 1;
-    const P_PGID: u64 = 2;
-    let options = a[3];
-    if options & !(WNOHANG | WNOWAIT | WEXITED | WSTOPPED | WCONTINUED | WALL | WCLONE | WNOTHREAD) != 0
-        || options & (WEXITED | WSTOPPED | WCONTINUED) == 0
-    {
-        return Err(Errno::EINVAL);
+    let found = waitid_found(proc, a[0], a[1] as i32, a[3]);
+    if let (Ok(Some(_)), true) = (&found, a[4] != 0) {
+        proc.write_user(a[4], &[0u8; 144])?;
     }
-    let id = a[1] as i32;
-    let which = match a[0] {
-        P_ALL => Which::Any,
-        P_PID if id > 0 => Which::Pid(id as u32),
-        P_PGID if id >= 0 => Which::Pgid(id as u32),
-        _ => return Err(Errno::EINVAL),
-    };
-    let found = do_wait(proc, which, options)?;
     if a[2] != 0 {
         use cadence_abi::signal::{code, SigFields, SigInfo, SIGCHLD};
-        let info = match found {
-            None => SigInfo::default(),
-            Some((pid, f)) => {
-                let (c, status) = match f {
+        let info = match &found {
+            Ok(Some((pid, f))) => {
+                let (c, status) = match *f {
                     Found::Exited(s) if s & 0x7f != 0 => (code::CLD_KILLED, s & 0x7f),
                     Found::Exited(s) => (code::CLD_EXITED, (s >> 8) & 0xff),
                     Found::Stopped(sig) => (code::CLD_STOPPED, sig as i32),
                     Found::Continued => (code::CLD_CONTINUED, 18),
                 };
-                SigInfo { signo: SIGCHLD, code: c, errno: 0, fields: SigFields::Child { pid, uid: 0, status, utime: 0, stime: 0 } }
+                SigInfo { signo: SIGCHLD, code: c, errno: 0, fields: SigFields::Child { pid: *pid, uid: 0, status, utime: 0, stime: 0 } }
             }
+            _ => SigInfo::default(),
         };
         proc.write_user(a[2], &info.encode())?;
     }
-    if a[4] != 0 {
-        proc.write_user(a[4], &[0u8; 144])?;
-    }
+    found?;
     ok(0)
+}
+
+/// `waitid`'s wait (Linux's `kernel_waitid`): what it found, `None` with nothing to report.
+fn waitid_found(proc: &Thread, idtype: u64, id: i32, options: u64) -> Result<Option<(u32, Found)>, Errno> {
+    const P_ALL: u64 = 0;
+    const P_PID: u64 = 1;
+    const P_PGID: u64 = 2;
+    if options & !(WNOHANG | WNOWAIT | WEXITED | WSTOPPED | WCONTINUED | WALL | WCLONE | WNOTHREAD) != 0
+        || options & (WEXITED | WSTOPPED | WCONTINUED) == 0
+    {
+        return Err(Errno::EINVAL);
+    }
+    let which = match idtype {
+        P_ALL => Which::Any,
+        P_PID if id > 0 => Which::Pid(id as u32),
+        P_PGID if id >= 0 => Which::Pgid(id as u32),
+        _ => return Err(Errno::EINVAL),
+    };
+    do_wait(proc, which, options)
 }
 
 /// `setpgid(pid, pgid)`.
