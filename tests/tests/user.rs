@@ -1,7 +1,7 @@
 //! User-space scenarios: Debian's busybox and the C programs of `tests/user` (static glibc),
 //! from the root filesystem `make initramfs` builds, run as processes, through the kernel
 //! shell's `exec` or the `sh=` boot option. `conform-basic`, `conform-files`, `conform-sched`,
-//! `conform-signal`, `conform-timer`, `conform-thread`, `conform-pi`, `conform-tty`, `conform-proc` and `conform-ipc` are the differential tests of the system-call families:
+//! `conform-signal`, `conform-timer`, `conform-thread`, `conform-pi`, `conform-tty`, `conform-proc`, `conform-ipc` and `conform-pidfd` are the differential tests of the system-call families:
 //! their output on Cadence must equal Linux 6.1's (`tests/fixtures/conform-*.linux-6.1.txt`, recorded on the peer with
 //! `../shared/peer/run.sh --file target/user/conform-files 'cd /tmp && /conform-files'`).
 
@@ -109,6 +109,16 @@ fn conform_thread_and_pi_match_linux() {
         (include_str!("../fixtures/conform-thread.linux-6.1.txt"), "conform-thread"),
         (include_str!("../fixtures/conform-pi.linux-6.1.txt"), "conform-pi"),
     );
+}
+
+/// `conform-pidfd`: pidfd_open, pidfd_send_signal, pidfd_getfd, process_mrelease, poll and
+/// select on a pidfd, waitid(P_PIDFD) and clone(CLONE_PIDFD), on live, zombie and reaped
+/// processes, as root and as uid 1000.
+#[test]
+fn conform_pidfd_matches_linux() {
+    let run = run_sh("2", "cd /tmp && /bin/conform-pidfd");
+    run.check(run.report.exceptions.is_empty(), "a kernel EXCEPTION line");
+    check_conformance(&run, include_str!("../fixtures/conform-pidfd.linux-6.1.txt"), "conform-pidfd");
 }
 
 #[test]

@@ -169,7 +169,7 @@ static const struct sig sigs[] = {
     {SYS_getpid, "", ""},
     {SYS_sendfile, "FFBL!", "EAGAIN EBADF EFAULT EINVAL EIO ENOMEM EOVERFLOW ESPIPE EINTR EPIPE"},
     {SYS_socketpair, "iiiB", "EAFNOSUPPORT EFAULT EMFILE ENFILE EOPNOTSUPP EPROTONOSUPPORT EINVAL"},
-    {SYS_clone, "XABBI", "EAGAIN EBUSY EEXIST EINVAL ENOMEM ENOSPC EOPNOTSUPP EPERM EUSERS EFAULT"},
+    {SYS_clone, "XABBI", "EAGAIN EBUSY EEXIST EINVAL ENOMEM ENOSPC EOPNOTSUPP EPERM EUSERS EFAULT EMFILE"},
     {SYS_fork, "", "EAGAIN ENOMEM"},
     {SYS_vfork, "", "EAGAIN ENOMEM"},
     {SYS_execve, "RBB", "E2BIG EACCES EAGAIN EFAULT EINVAL EIO EISDIR ELIBBAD ELOOP EMFILE ENAMETOOLONG ENFILE ENOENT ENOEXEC ENOMEM ENOTDIR EPERM ETXTBSY"},
@@ -272,7 +272,7 @@ static const struct sig sigs[] = {
     {SYS_mbind, "AMiBLX", "EFAULT EINVAL EIO ENOMEM EPERM"},
     {SYS_set_mempolicy, "iBL", "EFAULT EINVAL ENOMEM"},
     {SYS_get_mempolicy, "BBLAX", "EFAULT EINVAL"},
-    {SYS_waitid, "ipBXB!", "ECHILD EINTR EINVAL EFAULT"},
+    {SYS_waitid, "ipBXB!", "ECHILD EINTR EINVAL EFAULT EBADF EAGAIN"},
     {SYS_openat, "DPXI", OPENERR},
     {SYS_mkdirat, "DPI", FSERR " EDQUOT EEXIST EMLINK ENOSPC EPERM EROFS"},
     {SYS_newfstatat, "DRBX", FSERR " EOVERFLOW"},
@@ -301,6 +301,12 @@ static const struct sig sigs[] = {
     {SYS_getrandom, "BLX!", "EAGAIN EFAULT EINTR EINVAL"},
     {SYS_statx, "DRXXB", FSERR},
     {SYS_rseq, "BLXI", "EBUSY EINVAL EFAULT EPERM ENOSYS"},
+    /* pidfds: of the worker, its children or any pid g_pid draws (signals as kill's: one
+     * process each); EAGAIN: a real-time signal with the caller's info to a full queue. */
+    {SYS_pidfd_send_signal, "FsBX", "EBADF EINVAL EPERM ESRCH EFAULT EAGAIN"},
+    {SYS_pidfd_open, "pX", "EINVAL EMFILE ENFILE ENODEV ENOMEM ESRCH"},
+    {SYS_pidfd_getfd, "FIX", "EBADF EINVAL EMFILE ENFILE EPERM ESRCH"},
+    {SYS_process_mrelease, "FX", "EBADF EINVAL ESRCH EINTR EAGAIN"},
     {SYS_faccessat2, "DRiX", FSERR " EIO EROFS ETXTBSY EPERM"},
     /* System V semaphores (ids: those the workers made, or random) and POSIX message queues
      * (names: /fuzzq0..3 and bad ones); the parent removes both at the end. EFAULT: the raw

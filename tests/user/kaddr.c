@@ -53,8 +53,18 @@ static char label[64];
 #define S(fmt, ...) (snprintf(label, sizeof label, fmt, __VA_ARGS__), label)
 #define SYS(name, ...) CALL(S("%s %s", name, bn), syscall(__VA_ARGS__))
 
-static int f, d, p[2], tfd;
+static int f, d, p[2], tfd, pidfd;
 static timer_t timer;
+
+/* clone(CLONE_PIDFD) storing the pidfd at `at`: a child made anyway exits at once. */
+static long clone_pidfd(long at) {
+    long r = syscall(SYS_clone, 0x1000 /* CLONE_PIDFD */ | SIGCHLD, 0, at, 0, 0);
+    if (r == 0)
+        _exit(0);
+    if (r > 0)
+        waitpid(r, 0, 0);
+    return r;
+}
 
 /* A child that has exited (a zombie to wait for). */
 static pid_t zombie(void) {
@@ -219,6 +229,8 @@ static void each_pointer(const char *bn, unsigned long b) {
     SYS("statx.path", SYS_statx, AT_FDCWD, B, 0, 0x7ff, sbuf);
     SYS("statx.buf", SYS_statx, AT_FDCWD, "/tmp", 0, 0x7ff, B);
     SYS("faccessat2", SYS_faccessat2, AT_FDCWD, B, F_OK, 0);
+    SYS("pidfd_send_signal.info", SYS_pidfd_send_signal, pidfd, SIGUSR1, B, 0);
+    CALL(S("clone.pidfd %s", bn), clone_pidfd(B));
     SYS("get_mempolicy", SYS_get_mempolicy, B, 0, 0, 0, 0);
     SYS("set_mempolicy", SYS_set_mempolicy, 2 /* MPOL_BIND */, B, 64);
     (void)rl;
@@ -284,6 +296,7 @@ int main(void) {
     if (pipe2(p, O_NONBLOCK) != 0 || write(p[1], "0123456789abcdef", 16) != 16)
         return 1;
     tfd = syscall(SYS_timerfd_create, CLOCK_MONOTONIC, 0);
+    pidfd = syscall(SYS_pidfd_open, getpid(), 0);
     if (timer_create(CLOCK_MONOTONIC, 0, &timer) != 0)
         return 1;
     signal(SIGUSR1, SIG_IGN);

@@ -115,6 +115,12 @@ pub trait GenDir: Send + Sync {
     fn set_mode(&self, _perm: u32) -> Result<(), Errno> {
         Ok(())
     }
+    /// The pid a `/proc/PID` directory stands for (Linux's `proc_tgid_base_operations`, whose
+    /// open directory `pidfd_send_signal` takes as a pidfd); `None` for every other directory,
+    /// `/proc/PID/task/TID` included.
+    fn tgid_dir(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// One entry of a generated directory.

@@ -693,6 +693,8 @@ fn run_thread(t: Arc<Thread>, ctx: UserContext) -> i32 {
         ZOMBIES.lock_uninterruptible().insert(me.tid, zombie);
     }
     group.exited.store(true, Ordering::Release);
+    // Its pidfds are readable now: their pollers look again (Linux's `do_notify_pidfd`).
+    crate::sched::wait::POLL.wake_all();
     oom::process_ended(me.tid);
     signal::notify_parent_exit(&process, me.tid, wait_status);
     if wait_status & 0x7f != 0 {
@@ -835,7 +837,7 @@ pub mod flags {
     pub const CLONE_FILES: u64 = 0x400;
     /// Share the dispositions.
     pub const CLONE_SIGHAND: u64 = 0x800;
-    /// A pidfd (not supported).
+    /// A pidfd of the child, stored at `CloneArgs::pidfd` (legacy `clone`: `parent_tid`).
     pub const CLONE_PIDFD: u64 = 0x1000;
     /// Traced (ignored: no ptrace).
     pub const CLONE_PTRACE: u64 = 0x2000;
@@ -880,20 +882,28 @@ pub struct CloneArgs {
     pub child_tid: u64,
     /// CLONE_SETTLS's FS base.
     pub tls: u64,
+    /// Where CLONE_PIDFD stores the pidfd (an `int`; legacy `clone` passes `parent_tid`).
+    pub pidfd: u64,
 }
 
 /// `clone` (and `fork`, `vfork`): a new thread of the caller's process (CLONE_THREAD) or a
 /// new process, sharing what the flags say and copying the rest (memory copy-on-write),
 /// resuming at the caller's registers with RAX = 0 (RSP = `stack` if non-zero), its FPU state
-/// and FS base (or CLONE_SETTLS's). Returns the child's tid. EINVAL for inconsistent or
-/// unsupported flags (namespaces, pidfds), EAGAIN at `threads-max` or RLIMIT_NPROC, ENOMEM
-/// when the memory for the task (its stack, its page tables) runs out.
+/// and FS base (or CLONE_SETTLS's). Returns the child's tid. CLONE_PIDFD makes a pidfd of the
+/// child in the caller's table (close-on-exec) and stores it at `args.pidfd` before the child
+/// runs (EFAULT there undoes the clone, as Linux's `copy_process`; EMFILE without a free fd).
+/// EINVAL for inconsistent or unsupported flags (namespaces, CLONE_PARENT; CLONE_PIDFD with
+/// CLONE_THREAD or CLONE_DETACHED, or with CLONE_PARENT_SETTID at the same address), EAGAIN at
+/// `threads-max` or RLIMIT_NPROC, ENOMEM when the memory for the task (its stack, its page
+/// tables) runs out.
 pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid, Errno> {
     use flags::*;
     let f = args.flags;
     if f & (CLONE_THREAD | CLONE_SIGHAND) != 0 && f & CLONE_SIGHAND == 0
         || f & CLONE_SIGHAND != 0 && f & CLONE_VM == 0
-        || f & (CLONE_PIDFD | CLONE_PARENT) != 0
+        || f & CLONE_PARENT != 0
+        || f & CLONE_PIDFD != 0
+            && (f & (CLONE_THREAD | CLONE_DETACHED) != 0 || f & CLONE_PARENT_SETTID != 0 && args.pidfd == args.parent_tid)
     {
         return Err(Errno::EINVAL);
     }
@@ -986,6 +996,18 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
     // reads it as soon as `pthread_create` returns), as Linux does. A bad address is not an
     // error of clone's.
     let tid = crate::sched::task::reserve_tid();
+    // The pidfd before the child exists: a bad address fails the clone with nothing made.
+    let pidfd = if f & CLONE_PIDFD != 0 {
+        let (p, fd) = crate::syscall::pidfd::install_for_clone(parent, tid)?;
+        if parent.write_user(args.pidfd, &(fd as i32).to_le_bytes()).is_err() {
+            crate::syscall::pidfd::uninstall_for_clone(parent, &p, fd);
+            return Err(Errno::EFAULT);
+        }
+        Some((p, fd))
+    } else {
+        None
+    };
+    let child_pidfd = pidfd.as_ref().map(|(p, _)| p.clone());
     if f & CLONE_PARENT_SETTID != 0 {
         let _ = parent.write_user(args.parent_tid, &tid.to_le_bytes());
     }
@@ -1012,6 +1034,9 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
                     r.record.pid.store(me.tid, Ordering::Release);
                     r.record.group.call_once(|| me.process.group.clone());
                 }
+                if let Some(p) = &child_pidfd {
+                    p.set_group(&me.process.group);
+                }
                 me.process.group.ignored.store(ignored, Ordering::Relaxed);
             }
             me.task_context().enable_user();
@@ -1036,12 +1061,18 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
                 parent.process.family.children.lock_uninterruptible().retain(|c| !Arc::ptr_eq(c, r));
                 LIMITS.lock_uninterruptible().remove(&tid);
             }
+            if let Some((p, fd)) = &pidfd {
+                crate::syscall::pidfd::uninstall_for_clone(parent, p, *fd);
+            }
             return Err(e);
         }
     };
     if let Some(r) = record {
         r.pid.store(task.tid, Ordering::Release);
         r.group.call_once(|| task.process.group.clone());
+    }
+    if let Some((p, _)) = &pidfd {
+        p.set_group(&task.process.group);
     }
     if let Some(v) = vfork_done {
         v.wait_killable();

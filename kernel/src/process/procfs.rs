@@ -151,6 +151,10 @@ impl GenDir for PidDir {
         PID_NAMES.iter().filter(|&&(n, _)| !(self.thread && n == "task")).map(|&(n, k)| (String::from(n), k)).collect()
     }
 
+    fn tgid_dir(&self) -> Option<u32> {
+        (!self.thread).then_some(self.tid)
+    }
+
     fn lookup(&self, name: &str) -> Option<Node> {
         let tid = self.tid;
         // `/proc/PID/stat` counts the whole process, `task/TID/stat` one thread (Linux's `whole`).
@@ -230,6 +234,10 @@ const ZOMBIE_NAMES: &[(&str, u32)] = &[("cmdline", REG), ("comm", REG), ("stat",
 impl GenDir for ZombieDir {
     fn list(&self) -> Vec<(String, u32)> {
         ZOMBIE_NAMES.iter().map(|&(n, k)| (String::from(n), k)).collect()
+    }
+
+    fn tgid_dir(&self) -> Option<u32> {
+        Some(self.pid)
     }
 
     fn lookup(&self, name: &str) -> Option<Node> {

@@ -649,7 +649,9 @@ pub fn valid(sig: u64) -> bool {
 }
 
 /// The info of a signal sent by the calling process with `kill` (`SI_USER`) or `tgkill`
-/// (`SI_TKILL`).
+/// (`SI_TKILL`): its pid and real uid (Linux's `prepare_kill_siginfo`).
 pub fn info_from_me(sig: u32, c: i32) -> SigInfo {
-    SigInfo::kill(sig, c, crate::sched::current().process.tgid)
+    let me = crate::sched::current();
+    let uid = thread_of(&me).map_or(0, |t| t.process.creds.lock_uninterruptible().uid[0]);
+    SigInfo { fields: SigFields::Kill { pid: me.process.tgid, uid, value: 0 }, ..SigInfo::kill(sig, c, 0) }
 }

@@ -532,6 +532,7 @@ fn file_kstat(f: &OpenFile) -> Kstat {
         Kind::Socket(sk) => anon_kstat(8, sk.id(), 0o140000 | 0o777),
         // An anonymous inode: mode 0600 and no type bits, as Linux's `anon_inode:[timerfd]`.
         Kind::TimerFd(t) => anon_kstat(12, t.id(), 0o600),
+        Kind::PidFd(p) => anon_kstat(12, p.id(), 0o600),
         // A file of the mqueue filesystem (its own device; the size is Linux's FILENT_SIZE).
         Kind::Mqueue(q) => Kstat { size: 80, ..anon_kstat(18, q.id(), S_IFREG | 0o600) },
         Kind::Inode(i) | Kind::Device(_, i) | Kind::Gen(i, _, _) => inode_kstat(i),
@@ -664,9 +665,14 @@ pub fn getdents64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Out
     let f = fd_file(proc, a[0])?;
     let dir = match &f.kind {
         Kind::Inode(i) if i.is_dir() => i.clone(),
-        Kind::Inode(_) | Kind::Device(_, _) | Kind::Pipe(_) | Kind::Socket(_) | Kind::Gen(..) | Kind::TimerFd(_) | Kind::Mqueue(_) => {
-            return Err(Errno::ENOTDIR)
-        }
+        Kind::Inode(_)
+        | Kind::Device(_, _)
+        | Kind::Pipe(_)
+        | Kind::Socket(_)
+        | Kind::Gen(..)
+        | Kind::TimerFd(_)
+        | Kind::Mqueue(_)
+        | Kind::PidFd(_) => return Err(Errno::ENOTDIR),
     };
     let entries = vfs::entries(&dir)?;
     let mut pos = f.pos.lock_uninterruptible();
@@ -1460,7 +1466,7 @@ pub fn sendfile(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outco
         Kind::Device(vfs::Device::Vda, _) | Kind::Gen(..) => (false, true),
         _ => (false, false),
     };
-    if in_dir || matches!(inp.kind, Kind::Pipe(_) | Kind::TimerFd(_) | Kind::Mqueue(_)) {
+    if in_dir || matches!(inp.kind, Kind::Pipe(_) | Kind::TimerFd(_) | Kind::Mqueue(_) | Kind::PidFd(_)) {
         return Err(Errno::EINVAL);
     }
     if !matches!(out.kind, Kind::Pipe(_)) && (!in_regular || out.flags.load(Ordering::Relaxed) & file::O_APPEND != 0) {

@@ -1,5 +1,5 @@
 //! System calls: one dispatch table ([`TABLE`], by Linux x86_64 number) over one file per
-//! family ([`cred`], [`fs`], [`futex`], [`ipc`], [`mm`], [`mount`], [`process`], [`sched`], [`signal`], [`time`]). A handler gets the calling thread and the six
+//! family ([`cred`], [`fs`], [`futex`], [`ipc`], [`mm`], [`mount`], [`pidfd`], [`process`], [`sched`], [`signal`], [`time`]). A handler gets the calling thread and the six
 //! arguments and returns a value or an [`Errno`]; the dispatcher writes `-errno` into RAX as
 //! Linux does. A number nobody handles is ENOSYS, counted ([`unknown_counts`]), never a panic.
 //!
@@ -12,6 +12,7 @@ pub mod futex;
 pub mod ipc;
 pub mod mm;
 pub mod mount;
+pub mod pidfd;
 pub mod process;
 pub mod sched;
 pub mod signal;
@@ -128,7 +129,7 @@ entries! {
     39 getpid process::getpid, Implemented;
     40 sendfile fs::sendfile, Partial("at most 64 KiB per call");
     53 socketpair fs::socketpair, Partial("AF_UNIX SOCK_STREAM only (datagram and seqpacket: EOPNOTSUPP); no socket / bind / connect");
-    56 clone process::clone, Partial("no CLONE_PARENT, CLONE_PIDFD or namespaces (EINVAL, as a Linux built without them)");
+    56 clone process::clone, Partial("no CLONE_PARENT or namespaces (EINVAL, as a Linux built without them)");
     57 fork process::fork, Implemented;
     58 vfork process::vfork, Implemented;
     59 execve process::execve, Implemented;
@@ -270,7 +271,11 @@ entries! {
     325 mlock2 mm::mlock2, Implemented;
     332 statx fs::statx, Partial("stx_mask is STATX_BASIC_STATS: no birth time, mount id or direct-I/O alignment");
     334 rseq process::rseq, Implemented;
+    424 pidfd_send_signal pidfd::pidfd_send_signal, Implemented;
+    434 pidfd_open pidfd::pidfd_open, Implemented;
+    438 pidfd_getfd pidfd::pidfd_getfd, Implemented;
     439 faccessat2 fs::faccessat2, Implemented;
+    448 process_mrelease pidfd::process_mrelease, Partial("answers as Linux's; the memory is freed by the process's own exit, not reaped early");
 }
 
 /// ENOSYS answers by number (numbers 0..512; larger ones count in the last slot).

@@ -185,9 +185,11 @@ pub fn getrandom(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
 /// `clone(flags, newsp, parent_tid, child_tid, tls)` (x86_64 argument order): a process
 /// (`fork`, `vfork`, `posix_spawn`'s CLONE_VM|CLONE_VFORK) or a thread (`pthread_create`'s
 /// CLONE_VM|FS|FILES|SIGHAND|THREAD|SYSVSEM|SETTLS|PARENT_SETTID|CHILD_CLEARTID); see
-/// `process::clone`. The flags are the low 32 bits, as Linux's `lower_32_bits`.
+/// `process::clone`. The flags are the low 32 bits, as Linux's `lower_32_bits`; CLONE_PIDFD
+/// stores the pidfd at `parent_tid`, as Linux's legacy `clone`.
 pub fn clone(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    let args = crate::process::CloneArgs { flags: a[0] & 0xffff_ffff, stack: a[1], parent_tid: a[2], child_tid: a[3], tls: a[4] };
+    let args =
+        crate::process::CloneArgs { flags: a[0] & 0xffff_ffff, stack: a[1], parent_tid: a[2], child_tid: a[3], tls: a[4], pidfd: a[2] };
     ok(u64::from(crate::process::clone(proc, ctx, args)?))
 }
 
@@ -401,47 +403,65 @@ pub fn wait4(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
 }
 
 /// `waitid(idtype, id, infop, options, rusage)`: P_ALL, P_PID, P_PGID (0: the caller's
-/// group); WEXITED / WSTOPPED / WCONTINUED (at least one), WNOHANG, WNOWAIT. The child's
-/// state goes into `infop` as a SIGCHLD `siginfo_t` (zeroed with WNOHANG and nothing to
-/// report, as Linux). EINVAL for a bad idtype, id or options.
+/// group), P_PIDFD (the child a pidfd names; EBADF for an fd that is not a pidfd; a
+/// PIDFD_NONBLOCK pidfd waits as with WNOHANG, and finding nothing without WNOHANG is EAGAIN);
+/// WEXITED / WSTOPPED / WCONTINUED (at least one), WNOHANG, WNOWAIT. The child's state goes
+/// into `infop` as a SIGCHLD `siginfo_t`; whatever the call answers, `infop` is written (zeroed
+/// when nothing was found or the call failed, EFAULT if it cannot be), as Linux's. EINVAL for
+/// a bad idtype, id or options.
 pub fn waitid(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
-    const P_ALL: u64 = 0;
-    const P_PID: u64 = 1;
-    const P_PGID: u64 = 2;
-    let options = a[3];
-    if options & !(WNOHANG | WNOWAIT | WEXITED | WSTOPPED | WCONTINUED | WALL | WCLONE | WNOTHREAD) != 0
-        || options & (WEXITED | WSTOPPED | WCONTINUED) == 0
-    {
-        return Err(Errno::EINVAL);
+    let found = waitid_found(proc, a[0], a[1] as i32, a[3]);
+    if let (Ok(Some(_)), true) = (&found, a[4] != 0) {
+        proc.write_user(a[4], &[0u8; 144])?;
     }
-    let id = a[1] as i32;
-    let which = match a[0] {
-        P_ALL => Which::Any,
-        P_PID if id > 0 => Which::Pid(id as u32),
-        P_PGID if id >= 0 => Which::Pgid(id as u32),
-        _ => return Err(Errno::EINVAL),
-    };
-    let found = do_wait(proc, which, options)?;
     if a[2] != 0 {
         use cadence_abi::signal::{code, SigFields, SigInfo, SIGCHLD};
-        let info = match found {
-            None => SigInfo::default(),
-            Some((pid, f)) => {
-                let (c, status) = match f {
+        let info = match &found {
+            Ok(Some((pid, f))) => {
+                let (c, status) = match *f {
                     Found::Exited(s) if s & 0x7f != 0 => (code::CLD_KILLED, s & 0x7f),
                     Found::Exited(s) => (code::CLD_EXITED, (s >> 8) & 0xff),
                     Found::Stopped(sig) => (code::CLD_STOPPED, sig as i32),
                     Found::Continued => (code::CLD_CONTINUED, 18),
                 };
-                SigInfo { signo: SIGCHLD, code: c, errno: 0, fields: SigFields::Child { pid, uid: 0, status, utime: 0, stime: 0 } }
+                SigInfo { signo: SIGCHLD, code: c, errno: 0, fields: SigFields::Child { pid: *pid, uid: 0, status, utime: 0, stime: 0 } }
             }
+            _ => SigInfo::default(),
         };
         proc.write_user(a[2], &info.encode())?;
     }
-    if a[4] != 0 {
-        proc.write_user(a[4], &[0u8; 144])?;
-    }
+    found?;
     ok(0)
+}
+
+/// `waitid`'s wait (Linux's `kernel_waitid`): what it found, `None` with nothing to report.
+fn waitid_found(proc: &Thread, idtype: u64, id: i32, options: u64) -> Result<Option<(u32, Found)>, Errno> {
+    const P_ALL: u64 = 0;
+    const P_PID: u64 = 1;
+    const P_PGID: u64 = 2;
+    const P_PIDFD: u64 = 3;
+    if options & !(WNOHANG | WNOWAIT | WEXITED | WSTOPPED | WCONTINUED | WALL | WCLONE | WNOTHREAD) != 0
+        || options & (WEXITED | WSTOPPED | WCONTINUED) == 0
+    {
+        return Err(Errno::EINVAL);
+    }
+    let mut nonblock = false;
+    let which = match idtype {
+        P_ALL => Which::Any,
+        P_PID if id > 0 => Which::Pid(id as u32),
+        P_PGID if id >= 0 => Which::Pgid(id as u32),
+        P_PIDFD if id >= 0 => {
+            let (pidfd, nb) = super::pidfd::pidfd_of(proc, id as u64)?;
+            nonblock = nb;
+            Which::Pid(pidfd.pid())
+        }
+        _ => return Err(Errno::EINVAL),
+    };
+    let found = do_wait(proc, which, options | if nonblock { WNOHANG } else { 0 })?;
+    if found.is_none() && nonblock && options & WNOHANG == 0 {
+        return Err(Errno::EAGAIN);
+    }
+    Ok(found)
 }
 
 /// `setpgid(pid, pgid)`.
