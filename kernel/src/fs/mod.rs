@@ -1,6 +1,6 @@
 //! Files: the VFS ([`vfs`]: one ramfs tree, Linux's path walk and errors), the initramfs that
 //! fills it at boot ([`initramfs`]), open files and fd tables ([`file`]), pipes ([`pipe`]), the
-//! console as a terminal ([`console`]), the virtual terminals' and the disk's device files
+//! console as a terminal ([`console`]), timerfd and signalfd ([`timerfd`], [`signalfd`]), the virtual terminals' and the disk's device files
 //! ([`vt`], [`blockdev`]), and the generated trees ([`pseudo`]: `/sys` is [`sysfs`], `/proc` the
 //! process layer's `process::procfs`).
 
@@ -12,6 +12,7 @@ pub mod mount;
 pub mod mqueue;
 pub mod pipe;
 pub mod pseudo;
+pub mod signalfd;
 pub mod socket;
 pub mod sysfs;
 pub mod timerfd;
