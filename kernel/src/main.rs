@@ -70,6 +70,7 @@ fn heap_size(usable: u64) -> u64 {
 fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     upcalls::register();
     sched::set_exit_notifier(tty::task_exit);
+    fs::signalfd::set_dequeue(process::signal::signalfd_dequeue);
     console::init();
     let (tsc_hz, tsc_source) = arch::tsc::init();
     time::init_realtime();

@@ -287,9 +287,11 @@ static const struct sig sigs[] = {
     {SYS_set_robust_list, "BL", "EINVAL"},
     {SYS_get_robust_list, "pBB", "EFAULT EPERM ESRCH"},
     {SYS_utimensat, "DRBX", FSERR " EPERM EROFS ESRCH"},
+    {SYS_signalfd, "FSL", "EBADF EFAULT EINVAL EMFILE ENFILE ENODEV ENOMEM"},
     {SYS_timerfd_create, "CX", "EINVAL EMFILE ENFILE ENODEV ENOMEM EPERM"},
     {SYS_timerfd_settime, "FXYB", "EBADF EFAULT EINVAL ECANCELED"},
     {SYS_timerfd_gettime, "FB", "EBADF EFAULT EINVAL"},
+    {SYS_signalfd4, "FSLX", "EBADF EFAULT EINVAL EMFILE ENFILE ENODEV ENOMEM"},
     {SYS_dup3, "FFX", "EBADF EBUSY EINTR EINVAL EMFILE"},
     {SYS_pipe2, "BX", "EFAULT EINVAL EMFILE ENFILE"},
     {SYS_rt_tgsigqueueinfo, "ppsB", "EAGAIN EINVAL EPERM ESRCH EFAULT"},
@@ -989,7 +991,8 @@ static void one_call(void) {
 }
 
 /* The fds a worker starts with (and gets back every 256 calls): files in the scratch directory,
- * /dev/null, /dev/zero, a pipe, a socket pair, a timerfd, the scratch directory itself. */
+ * /dev/null, /dev/zero, a pipe, a socket pair, a timerfd, a signalfd (SIGUSR1, SIGUSR2), the
+ * scratch directory itself. */
 static void replenish(void) {
     int fds[2];
     if (open(scratch, O_RDONLY | O_DIRECTORY) < 0) { /* the scratch directory moved: make it again */
@@ -1003,6 +1006,8 @@ static void replenish(void) {
     if (pipe(fds) == 0 && rn(2)) fcntl(fds[0], F_SETFL, O_NONBLOCK);
     socketpair(AF_UNIX, SOCK_STREAM, 0, fds);
     raw(SYS_timerfd_create, CLOCK_MONOTONIC, 0, 0, 0, 0, 0);
+    uint64_t usr = 1u << (SIGUSR1 - 1) | 1u << (SIGUSR2 - 1);
+    raw(SYS_signalfd4, -1, (long)&usr, 8, 0, 0, 0);
 }
 
 static void worker(int slot, int gen, uint64_t seed) {

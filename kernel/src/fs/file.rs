@@ -52,6 +52,8 @@ pub enum Kind {
     Device(Device, Arc<Inode>),
     /// A timerfd.
     TimerFd(Arc<super::timerfd::TimerFd>),
+    /// A signalfd.
+    SignalFd(Arc<super::signalfd::SignalFd>),
     /// A POSIX message queue (`mq_open`).
     Mqueue(Arc<super::mqueue::MessageQueue>),
     /// A pidfd (`pidfd_open`, `clone(CLONE_PIDFD)`).
@@ -125,19 +127,20 @@ impl OpenFile {
     pub fn inode(&self) -> Option<&Arc<Inode>> {
         match &self.kind {
             Kind::Inode(i) | Kind::Device(_, i) | Kind::Gen(i, _, _) => Some(i),
-            Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) | Kind::Mqueue(_) | Kind::PidFd(_) => None,
+            Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) | Kind::Mqueue(_) | Kind::SignalFd(_) | Kind::PidFd(_) => None,
         }
     }
 
     /// What `/proc/PID/fd/N` links to: the path of a file of the tree, `pipe:[ino]`,
-    /// `socket:[ino]`, `anon_inode:[timerfd]`, `anon_inode:[pidfd]`, as Linux's `d_path` names
-    /// them.
+    /// `socket:[ino]`, `anon_inode:[timerfd]`, `anon_inode:[signalfd]`, `anon_inode:[pidfd]`, as
+    /// Linux's `d_path` names them.
     pub fn proc_link(&self) -> alloc::string::String {
         match &self.kind {
             Kind::Inode(i) | Kind::Device(_, i) | Kind::Gen(i, _, _) => super::vfs::path_of(i),
             Kind::Pipe(p) => alloc::format!("pipe:[{}]", p.id()),
             Kind::Socket(sk) => alloc::format!("socket:[{}]", sk.id()),
             Kind::TimerFd(_) => alloc::string::String::from("anon_inode:[timerfd]"),
+            Kind::SignalFd(_) => alloc::string::String::from("anon_inode:[signalfd]"),
             Kind::PidFd(_) => alloc::string::String::from("anon_inode:[pidfd]"),
             Kind::Mqueue(q) => q.path(),
         }
@@ -149,7 +152,7 @@ impl OpenFile {
             Kind::Inode(_) | Kind::Mqueue(_) => true,
             Kind::Gen(_, g, _) => !g.is_pipe(),
             Kind::Device(d, _) => !matches!(d, Device::Console | Device::Vt(_)),
-            Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) | Kind::PidFd(_) => false,
+            Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) | Kind::SignalFd(_) | Kind::PidFd(_) => false,
         }
     }
 }
@@ -275,6 +278,7 @@ pub fn read(file: &OpenFile, buf: &mut [u8]) -> Result<usize, Errno> {
         Kind::Pipe(p) => p.read(buf, file.nonblock()),
         Kind::Socket(s) => s.read(buf, file.nonblock()),
         Kind::TimerFd(t) => t.read(buf, file.nonblock()),
+        Kind::SignalFd(s) => s.read(buf, file.nonblock()),
         // No read method: Linux's `vfs_read` answers EINVAL.
         Kind::PidFd(_) => Err(Errno::EINVAL),
         Kind::Mqueue(q) => {
@@ -334,7 +338,7 @@ pub fn pread(file: &OpenFile, buf: &mut [u8], offset: u64) -> Result<usize, Errn
         return Err(Errno::EBADF);
     }
     match &file.kind {
-        Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) | Kind::PidFd(_) => Err(Errno::ESPIPE),
+        Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) | Kind::SignalFd(_) | Kind::PidFd(_) => Err(Errno::ESPIPE),
         Kind::Mqueue(q) => {
             let text = q.text();
             let from = usize::try_from(offset).unwrap_or(usize::MAX).min(text.len());
@@ -420,7 +424,7 @@ pub fn write(file: &OpenFile, data: &[u8]) -> Result<Written, Errno> {
             Err(Err(e)) => Err(e),
         },
         // Neither has a write method: Linux's `vfs_write` answers EINVAL.
-        Kind::TimerFd(_) | Kind::Mqueue(_) | Kind::PidFd(_) => Err(Errno::EINVAL),
+        Kind::TimerFd(_) | Kind::Mqueue(_) | Kind::SignalFd(_) | Kind::PidFd(_) => Err(Errno::EINVAL),
         Kind::Device(Device::Console, i) => Ok(Written::Bytes(super::console::write(data, via_tty(i))?)),
         Kind::Device(Device::CpuDmaLatency, _) => Ok(Written::Bytes(write_cpu_dma_latency(data)?)),
         Kind::Device(Device::Vt(n), _) => Ok(Written::Bytes(super::vt::write(*n, data))),
@@ -450,9 +454,12 @@ pub fn pwrite(file: &OpenFile, data: &[u8], offset: u64) -> Result<usize, Errno>
         return Err(Errno::EBADF);
     }
     match &file.kind {
-        Kind::Pipe(_) | Kind::Socket(_) | Kind::TimerFd(_) | Kind::PidFd(_) | Kind::Device(Device::Console | Device::Vt(_), _) => {
-            Err(Errno::ESPIPE)
-        }
+        Kind::Pipe(_)
+        | Kind::Socket(_)
+        | Kind::TimerFd(_)
+        | Kind::SignalFd(_)
+        | Kind::PidFd(_)
+        | Kind::Device(Device::Console | Device::Vt(_), _) => Err(Errno::ESPIPE),
         Kind::Mqueue(_) => Err(Errno::EINVAL),
         Kind::Device(Device::Vda, _) => super::blockdev::write_at(offset, data),
         Kind::Device(_, _) => Ok(data.len()),
@@ -467,6 +474,7 @@ pub fn poll(file: &OpenFile) -> (bool, bool, bool, bool) {
         Kind::Pipe(p) => p.poll(),
         Kind::Socket(s) => s.poll(),
         Kind::TimerFd(t) => (t.readable(), false, false, false),
+        Kind::SignalFd(s) => (s.readable(), false, false, false),
         Kind::PidFd(p) => (p.exited(), false, false, false),
         Kind::Mqueue(q) => {
             let (r, w) = q.poll();

@@ -1,7 +1,7 @@
 //! Files: the VFS ([`vfs`]: one ramfs tree, Linux's path walk and errors), the initramfs that
 //! fills it at boot ([`initramfs`]), open files and fd tables ([`file`]), pipes ([`pipe`]), the
 //! console as a terminal ([`console`]), the virtual terminals' and the disk's device files
-//! ([`vt`], [`blockdev`]), pidfds ([`pidfd`]), and the generated trees ([`pseudo`]: `/sys` is [`sysfs`], `/proc` the
+//! ([`vt`], [`blockdev`]), timerfd and signalfd ([`timerfd`], [`signalfd`]), pidfds ([`pidfd`]), and the generated trees ([`pseudo`]: `/sys` is [`sysfs`], `/proc` the
 //! process layer's `process::procfs`).
 
 pub mod blockdev;
@@ -13,6 +13,7 @@ pub mod mqueue;
 pub mod pidfd;
 pub mod pipe;
 pub mod pseudo;
+pub mod signalfd;
 pub mod socket;
 pub mod sysfs;
 pub mod timerfd;

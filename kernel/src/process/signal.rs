@@ -128,6 +128,15 @@ pub fn dequeue_from(t: &Thread, set: u64) -> Option<(u32, SigInfo)> {
     take_first(t, &crate::sched::current(), set)
 }
 
+/// What a signalfd of `set` reads (`fs::signalfd`, which `kernel_main` gives this): the calling
+/// thread's first pending signal of `set`, as [`dequeue_from`] takes it. None outside a user
+/// thread.
+pub fn signalfd_dequeue(set: u64) -> Option<SigInfo> {
+    let me = crate::sched::current();
+    let t = thread_of(&me)?;
+    take_first(&t, &me, set & !UNBLOCKABLE).map(|(_, info)| info)
+}
+
 /// The first pending signal of `set`, the thread's own before its process's, with its info; a
 /// periodic timer behind it is re-armed now (`timers::on_dequeue`).
 fn take_first(t: &Thread, me: &Task, set: u64) -> Option<(u32, SigInfo)> {

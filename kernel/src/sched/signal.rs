@@ -32,7 +32,7 @@ use super::task::{self, Task, TaskState, Tid};
 use alloc::sync::Arc;
 use cadence_abi::signal::{sigbit, DefaultAction, STOP_SIGNALS};
 use cadence_sched::Errno;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 pub use cadence_abi::signal::sigbit as bit;
 
@@ -133,13 +133,51 @@ pub fn kill_pgrp(pgid: Tid, sig: u32) -> bool {
 /// RT watchdog's. Returns whether it was queued (false: discarded, e.g. ignored, or a kernel
 /// thread, which ignores signals as Linux's kthreads do).
 pub fn send(t: &Arc<Task>, sig: u32) -> bool {
-    deliver(t, sig, false)
+    let queued = deliver(t, sig, false);
+    if queued {
+        signalfd_notify();
+    }
+    queued
 }
 
 /// Sends `sig` to the process `t` belongs to (Linux `PIDTYPE_TGID`): any of its threads that
 /// does not block it takes it. Returns whether it was queued.
 pub fn send_process(t: &Arc<Task>, sig: u32) -> bool {
-    deliver(t, sig, true)
+    let queued = deliver(t, sig, true);
+    if queued {
+        signalfd_notify();
+    }
+    queued
+}
+
+/// [`send`] from under a run-queue lock (the deadline class's overrun SIGXCPU): the signal is
+/// marked pending and its thread kicked, but signalfd readers and pollers are not woken, as
+/// waking another task would take a run-queue lock. A signalfd or `poll` of that signal sees
+/// it at its next wakeup.
+pub fn send_under_rq_lock(t: &Arc<Task>, sig: u32) -> bool {
+    deliver(t, sig, false)
+}
+
+/// Live signalfds (`fs::signalfd`): while there are none, a sent signal wakes no one for them.
+pub static SIGNALFDS: AtomicUsize = AtomicUsize::new(0);
+
+/// Where signalfd readers sleep (one queue for every signalfd: a reader rechecks its own
+/// pending signals, as on Linux's per-`sighand` `signalfd_wqh`).
+pub static SIGNALFD_READERS: super::wait::WaitQueue = super::wait::WaitQueue::new();
+
+/// A signal was queued: signalfd readers and `poll` look again (Linux's `signalfd_notify`).
+pub fn signalfd_notify() {
+    if SIGNALFDS.load(Ordering::Acquire) != 0 {
+        SIGNALFD_READERS.wake_all();
+        super::wait::POLL.wake_all();
+    }
+}
+
+/// The signals of `set` pending for the calling thread, its own or its process's (what a
+/// signalfd of `set` would read; 0 outside a task).
+pub fn current_pending(set: u64) -> u64 {
+    with_current(|t| (t.process.signals.pending.load(Ordering::Acquire) | t.process.group.pending.load(Ordering::Acquire)) & set)
+        .unwrap_or(0)
 }
 
 fn deliver(t: &Arc<Task>, sig: u32, whole_process: bool) -> bool {

@@ -382,7 +382,7 @@ pub fn creat(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcom
 /// `lseek(fd, offset, whence)`.
 pub fn lseek(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let f = fd_file(proc, a[0])?;
-    if matches!(f.kind, Kind::TimerFd(_)) {
+    if matches!(f.kind, Kind::TimerFd(_) | Kind::SignalFd(_)) {
         // Linux's anonymous-inode files seek with `noop_llseek`: nothing moves, 0.
         return ok(0);
     }
@@ -519,7 +519,8 @@ fn inode_kstat(i: &Arc<Inode>) -> Kstat {
     }
 }
 
-/// The attributes of an anonymous file (a pipe end, socket, timerfd): no times, no size.
+/// The attributes of an anonymous file (a pipe end, socket, timerfd, signalfd): no times, no
+/// size.
 fn anon_kstat(dev_minor: u32, ino: u64, mode: u32) -> Kstat {
     Kstat { dev: (0, dev_minor), ino, nlink: 1, mode, rdev: (0, 0), size: 0, blocks: 0, time_ns: 0, mount_root: false }
 }
@@ -532,6 +533,7 @@ fn file_kstat(f: &OpenFile) -> Kstat {
         Kind::Socket(sk) => anon_kstat(8, sk.id(), 0o140000 | 0o777),
         // An anonymous inode: mode 0600 and no type bits, as Linux's `anon_inode:[timerfd]`.
         Kind::TimerFd(t) => anon_kstat(12, t.id(), 0o600),
+        Kind::SignalFd(s) => anon_kstat(12, s.id(), 0o600),
         Kind::PidFd(p) => anon_kstat(12, p.id(), 0o600),
         // A file of the mqueue filesystem (its own device; the size is Linux's FILENT_SIZE).
         Kind::Mqueue(q) => Kstat { size: 80, ..anon_kstat(18, q.id(), S_IFREG | 0o600) },
@@ -671,6 +673,7 @@ pub fn getdents64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Out
         | Kind::Socket(_)
         | Kind::Gen(..)
         | Kind::TimerFd(_)
+        | Kind::SignalFd(_)
         | Kind::Mqueue(_)
         | Kind::PidFd(_) => return Err(Errno::ENOTDIR),
     };
@@ -1439,7 +1442,7 @@ pub fn sync(_: &Thread, _: &mut UserContext, _: [u64; 6]) -> Result<Outcome, Err
 /// `sendfile(out_fd, in_fd, offset, count)`: through a kernel buffer, with Linux 6.1's checks
 /// in its order (`fs/read_write.c` `do_sendfile`, `fs/splice.c`): the offset is read first
 /// (EFAULT), then in_fd (EBADF, ESPIPE with an offset on a stream, EINVAL for a negative
-/// offset), out_fd (EBADF), a count of 0 (0 bytes), then what splice accepts: a directory, pipe, timerfd or message
+/// offset), out_fd (EBADF), a count of 0 (0 bytes), then what splice accepts: a directory, pipe, timerfd, signalfd or message
 /// queue has no `splice_read` (EINVAL), and a file that is not a pipe is written only from a
 /// regular file or a block device (`splice_direct_to_actor`) and never with O_APPEND (EINVAL).
 pub fn sendfile(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
@@ -1466,7 +1469,7 @@ pub fn sendfile(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outco
         Kind::Device(vfs::Device::Vda, _) | Kind::Gen(..) => (false, true),
         _ => (false, false),
     };
-    if in_dir || matches!(inp.kind, Kind::Pipe(_) | Kind::TimerFd(_) | Kind::Mqueue(_) | Kind::PidFd(_)) {
+    if in_dir || matches!(inp.kind, Kind::Pipe(_) | Kind::TimerFd(_) | Kind::SignalFd(_) | Kind::Mqueue(_) | Kind::PidFd(_)) {
         return Err(Errno::EINVAL);
     }
     if !matches!(out.kind, Kind::Pipe(_)) && (!in_regular || out.flags.load(Ordering::Relaxed) & file::O_APPEND != 0) {

@@ -256,9 +256,11 @@ entries! {
     273 set_robust_list futex::set_robust_list, Implemented;
     274 get_robust_list futex::get_robust_list, Implemented;
     280 utimensat fs::utimensat, Partial("sets the modification time to now, whatever the times asked");
+    282 signalfd signal::signalfd, Implemented;
     283 timerfd_create time::timerfd_create, Partial("CLOCK_REALTIME, MONOTONIC, BOOTTIME (the _ALARM clocks as their base clocks)");
     286 timerfd_settime time::timerfd_settime, Partial("TFD_TIMER_CANCEL_ON_SET accepted; a clock change does not cancel");
     287 timerfd_gettime time::timerfd_gettime, Implemented;
+    289 signalfd4 signal::signalfd4, Implemented;
     292 dup3 fs::dup3, Implemented;
     293 pipe2 fs::pipe2, Partial("no O_DIRECT (packet mode)");
     297 rt_tgsigqueueinfo signal::rt_tgsigqueueinfo, Implemented;

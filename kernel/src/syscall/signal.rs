@@ -1,7 +1,7 @@
 //! Signal system calls (Linux `kernel/signal.c`, `arch/x86/kernel/signal.c`): dispositions,
 //! masks, sending (`kill`, `tkill`, `tgkill`, `rt_sigqueueinfo`), waiting (`pause`,
-//! `rt_sigsuspend`, `rt_sigtimedwait`), the alternate stack and `rt_sigreturn`, over
-//! `process::signal`.
+//! `rt_sigsuspend`, `rt_sigtimedwait`), signalfd (`signalfd`, `signalfd4`: the file is
+//! `fs::signalfd`), the alternate stack and `rt_sigreturn`, over `process::signal`.
 
 use super::{ok, Outcome};
 use crate::process::signal as psig;
@@ -307,6 +307,40 @@ pub fn rt_tgsigqueueinfo(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Res
     let info = queued_info(proc, a[3], a[2] as u32, t.process.tgid)?;
     psig::send(&t, a[2] as u32, info, false, true)?;
     ok(0)
+}
+
+/// `signalfd4(fd, mask, sizemask, flags)` (Linux `fs/signalfd.c`): `fd` -1 makes a signalfd of
+/// `mask` (SIGKILL and SIGSTOP left out silently), read-write as Linux's anonymous inode,
+/// SFD_NONBLOCK and SFD_CLOEXEC (O_NONBLOCK, O_CLOEXEC) as asked; another `fd` must be a
+/// signalfd, whose mask is replaced (EBADF if not open, EINVAL if not a signalfd). In Linux's
+/// order: EINVAL unless `sizemask` is 8, EFAULT for the mask, EINVAL for other flags.
+pub fn signalfd4(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    use crate::fs::file::{Kind, OpenFile, O_CLOEXEC, O_NONBLOCK, O_RDWR};
+    if a[2] != SIGSET_SIZE {
+        return Err(Errno::EINVAL);
+    }
+    let mask = read_sigset(proc, a[1])? & !UNBLOCKABLE;
+    let flags = a[3] as u32;
+    if flags & !(O_CLOEXEC | O_NONBLOCK) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    // `int ufd`: the low 32 bits.
+    if a[0] as i32 == -1 {
+        let file = OpenFile::new(Kind::SignalFd(crate::fs::signalfd::create(mask)), O_RDWR | (flags & O_NONBLOCK));
+        let table = super::fs::files(proc);
+        let fd = table.lock_uninterruptible().install(file, flags & O_CLOEXEC != 0, proc.nofile())?;
+        return ok(fd);
+    }
+    match &super::fs::fd_file(proc, a[0])?.kind {
+        Kind::SignalFd(s) => s.set_mask(mask),
+        _ => return Err(Errno::EINVAL),
+    }
+    ok(u64::from(a[0] as u32))
+}
+
+/// `signalfd(fd, mask, sizemask)`: `signalfd4` without flags.
+pub fn signalfd(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    signalfd4(proc, ctx, [a[0], a[1], a[2], 0, 0, 0])
 }
 
 /// `sigaltstack(ss, old_ss)`: `old_ss` gets the stack as it was (SS_ONSTACK while running on

@@ -295,7 +295,151 @@ impl SigInfo {
             fields: SigFields::Kill { pid: get32(b, 16), uid: get32(b, 20), value: get64(b, 24) },
         }
     }
+
+    /// The 128 bytes of the `struct signalfd_siginfo` a signalfd `read` returns for this info
+    /// (Linux's `signalfd_copyinfo`): signo, errno and code, then the members of the union
+    /// member [`siginfo_layout`] picks, read from `siginfo_t` as Linux reads them; the rest zero.
+    pub fn encode_signalfd(&self) -> [u8; SIGNALFD_SIGINFO_SIZE] {
+        let si = self.encode();
+        let mut b = [0u8; SIGNALFD_SIGINFO_SIZE];
+        put32(&mut b, ssi::SIGNO, self.signo);
+        put32(&mut b, ssi::ERRNO, self.errno as u32);
+        put32(&mut b, ssi::CODE, self.code as u32);
+        // `siginfo_t`'s union members (x86_64): pid / tid / band / addr / call_addr at 16, uid /
+        // overrun at 20, the value / status / fd / addr_lsb / syscall at 24, arch at 28, the
+        // child's times at 32 and 40.
+        match siginfo_layout(self.signo, self.code) {
+            Layout::Kill => {
+                put32(&mut b, ssi::PID, get32(&si, 16));
+                put32(&mut b, ssi::UID, get32(&si, 20));
+            }
+            Layout::Timer => {
+                put32(&mut b, ssi::TID, get32(&si, 16));
+                put32(&mut b, ssi::OVERRUN, get32(&si, 20));
+                put64(&mut b, ssi::PTR, get64(&si, 24));
+                put32(&mut b, ssi::INT, get32(&si, 24));
+            }
+            Layout::Poll => {
+                put32(&mut b, ssi::BAND, get32(&si, 16));
+                put32(&mut b, ssi::FD, get32(&si, 24));
+            }
+            Layout::Fault => put64(&mut b, ssi::ADDR, get64(&si, 16)),
+            Layout::FaultMceErr => {
+                put64(&mut b, ssi::ADDR, get64(&si, 16));
+                b[ssi::ADDR_LSB..ssi::ADDR_LSB + 2].copy_from_slice(&si[24..26]);
+            }
+            Layout::Child => {
+                put32(&mut b, ssi::PID, get32(&si, 16));
+                put32(&mut b, ssi::UID, get32(&si, 20));
+                put32(&mut b, ssi::STATUS, get32(&si, 24));
+                put64(&mut b, ssi::UTIME, get64(&si, 32));
+                put64(&mut b, ssi::STIME, get64(&si, 40));
+            }
+            Layout::Rt => {
+                put32(&mut b, ssi::PID, get32(&si, 16));
+                put32(&mut b, ssi::UID, get32(&si, 20));
+                put64(&mut b, ssi::PTR, get64(&si, 24));
+                put32(&mut b, ssi::INT, get32(&si, 24));
+            }
+            Layout::Sys => {
+                put64(&mut b, ssi::CALL_ADDR, get64(&si, 16));
+                put32(&mut b, ssi::SYSCALL, get32(&si, 24));
+                put32(&mut b, ssi::ARCH, get32(&si, 28));
+            }
+        }
+        b
+    }
 }
+
+/// Bytes in a `struct signalfd_siginfo`.
+pub const SIGNALFD_SIGINFO_SIZE: usize = 128;
+
+/// Offsets of `struct signalfd_siginfo`'s members (`include/uapi/linux/signalfd.h`).
+pub mod ssi {
+    #![allow(missing_docs)]
+    pub const SIGNO: usize = 0;
+    pub const ERRNO: usize = 4;
+    pub const CODE: usize = 8;
+    pub const PID: usize = 12;
+    pub const UID: usize = 16;
+    pub const FD: usize = 20;
+    pub const TID: usize = 24;
+    pub const BAND: usize = 28;
+    pub const OVERRUN: usize = 32;
+    pub const TRAPNO: usize = 36;
+    pub const STATUS: usize = 40;
+    pub const INT: usize = 44;
+    pub const PTR: usize = 48;
+    pub const UTIME: usize = 56;
+    pub const STIME: usize = 64;
+    pub const ADDR: usize = 72;
+    pub const ADDR_LSB: usize = 80;
+    pub const SYSCALL: usize = 84;
+    pub const CALL_ADDR: usize = 88;
+    pub const ARCH: usize = 96;
+}
+
+/// Which member of `siginfo_t`'s union an info uses (Linux's `enum siginfo_layout`, as far as
+/// x86_64 has them; the fault variants signalfd treats alike are one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// `kill`: pid, uid.
+    Kill,
+    /// A POSIX timer: tid, overrun, value.
+    Timer,
+    /// SIGPOLL's: band, fd.
+    Poll,
+    /// A fault: the address.
+    Fault,
+    /// A machine-check SIGBUS: the address and its least significant bit.
+    FaultMceErr,
+    /// SIGCHLD: pid, uid, status, times.
+    Child,
+    /// `sigqueue` and the other negative codes: pid, uid, value.
+    Rt,
+    /// SIGSYS (seccomp): call address, syscall, arch.
+    Sys,
+}
+
+/// The union member of a signal's info with code `code` (Linux 6.1's `siginfo_layout`): a
+/// code between SI_USER and SI_KERNEL (exclusive) is the signal's own (faults, SIGCHLD,
+/// SIGPOLL, SIGSYS) up to its highest code, else SIGPOLL's up to `NSIGPOLL`; SI_TIMER is the
+/// timer's, another negative code `Rt`; everything else `Kill`.
+pub fn siginfo_layout(sig: u32, code: i32) -> Layout {
+    const NSIGPOLL: i32 = 6;
+    if code > code::SI_USER && code < code::SI_KERNEL {
+        // The highest code of each signal with its own (NSIGILL, NSIGFPE, ...).
+        let own = match sig {
+            SIGILL => Some((11, Layout::Fault)),
+            SIGFPE => Some((15, Layout::Fault)),
+            SIGSEGV => Some((9, Layout::Fault)),
+            SIGBUS => Some((5, Layout::Fault)),
+            SIGTRAP => Some((6, Layout::Fault)),
+            SIGCHLD => Some((6, Layout::Child)),
+            SIGIO => Some((NSIGPOLL, Layout::Poll)),
+            SIGSYS => Some((2, Layout::Sys)),
+            _ => None,
+        };
+        match own {
+            // BUS_MCEERR_AR, BUS_MCEERR_AO.
+            Some((limit, _)) if code <= limit && sig == SIGBUS && (4..=5).contains(&code) => Layout::FaultMceErr,
+            Some((limit, layout)) if code <= limit => layout,
+            _ if code <= NSIGPOLL => Layout::Poll,
+            _ => Layout::Kill,
+        }
+    } else if code == code::SI_TIMER {
+        Layout::Timer
+    } else if code == SI_SIGIO {
+        Layout::Poll
+    } else if code < 0 {
+        Layout::Rt
+    } else {
+        Layout::Kill
+    }
+}
+
+/// `si_code` of a SIGIO queued by the I/O layer.
+const SI_SIGIO: i32 = -5;
 
 fn put32(b: &mut [u8], at: usize, v: u32) {
     b[at..at + 4].copy_from_slice(&v.to_le_bytes());
@@ -624,6 +768,52 @@ mod tests {
         assert_eq!(q.fields, SigFields::Kill { pid: 5, uid: 0, value: 99 });
         let t = SigInfo { signo: 34, code: code::SI_TIMER, errno: 0, fields: SigFields::Timer { tid: 1, overrun: 2, value: 3 } }.encode();
         assert_eq!((get32(&t, 16), get32(&t, 20), get64(&t, 24)), (1, 2, 3));
+    }
+
+    #[test]
+    fn siginfo_layouts_are_linuxs() {
+        assert_eq!(siginfo_layout(SIGUSR1, code::SI_USER), Layout::Kill);
+        assert_eq!(siginfo_layout(SIGUSR1, code::SI_KERNEL), Layout::Kill);
+        assert_eq!(siginfo_layout(SIGRTMIN, code::SI_QUEUE), Layout::Rt);
+        assert_eq!(siginfo_layout(SIGUSR1, code::SI_TKILL), Layout::Rt);
+        assert_eq!(siginfo_layout(SIGALRM, code::SI_TIMER), Layout::Timer);
+        assert_eq!(siginfo_layout(SIGCHLD, code::CLD_EXITED), Layout::Child);
+        assert_eq!(siginfo_layout(SIGSEGV, code::SEGV_MAPERR), Layout::Fault);
+        assert_eq!(siginfo_layout(SIGBUS, 4), Layout::FaultMceErr);
+        assert_eq!(siginfo_layout(SIGSYS, 1), Layout::Sys);
+        // A small positive code of a signal without codes of its own is SIGPOLL's.
+        assert_eq!(siginfo_layout(SIGUSR1, 3), Layout::Poll);
+        assert_eq!(siginfo_layout(SIGUSR1, 7), Layout::Kill);
+        assert_eq!(siginfo_layout(SIGCHLD, 7), Layout::Kill);
+        assert_eq!(siginfo_layout(SIGIO, -5), Layout::Poll);
+    }
+
+    #[test]
+    fn signalfd_siginfo_is_filled_as_linuxs() {
+        let q = SigInfo { signo: 34, code: code::SI_QUEUE, errno: 0, fields: SigFields::Kill { pid: 7, uid: 1000, value: 0x1_0000_002a } };
+        let b = q.encode_signalfd();
+        assert_eq!(b.len(), 128);
+        assert_eq!((get32(&b, ssi::SIGNO), get32(&b, ssi::CODE) as i32), (34, code::SI_QUEUE));
+        assert_eq!((get32(&b, ssi::PID), get32(&b, ssi::UID), get32(&b, ssi::INT)), (7, 1000, 42));
+        assert_eq!(get64(&b, ssi::PTR), 0x1_0000_002a);
+        // kill: pid and uid only.
+        let k = SigInfo { signo: SIGUSR1, code: code::SI_USER, errno: 0, fields: SigFields::Kill { pid: 9, uid: 0, value: 5 } };
+        let b = k.encode_signalfd();
+        assert_eq!((get32(&b, ssi::PID), get32(&b, ssi::INT), get64(&b, ssi::PTR)), (9, 0, 0));
+        let c = SigInfo {
+            signo: SIGCHLD,
+            code: code::CLD_KILLED,
+            errno: 0,
+            fields: SigFields::Child { pid: 3, uid: 0, status: 9, utime: 4, stime: 5 },
+        };
+        let b = c.encode_signalfd();
+        assert_eq!((get32(&b, ssi::PID), get32(&b, ssi::STATUS), get64(&b, ssi::UTIME), get64(&b, ssi::STIME)), (3, 9, 4, 5));
+        let t = SigInfo { signo: 40, code: code::SI_TIMER, errno: 0, fields: SigFields::Timer { tid: 2, overrun: 6, value: 77 } };
+        let b = t.encode_signalfd();
+        assert_eq!((get32(&b, ssi::TID), get32(&b, ssi::OVERRUN), get32(&b, ssi::INT), get64(&b, ssi::PTR)), (2, 6, 77, 77));
+        let f = SigInfo { signo: SIGSEGV, code: code::SEGV_MAPERR, errno: 0, fields: SigFields::Fault { addr: 0xdead } };
+        let b = f.encode_signalfd();
+        assert_eq!((get64(&b, ssi::ADDR), get32(&b, ssi::PID)), (0xdead, 0));
     }
 
     #[test]

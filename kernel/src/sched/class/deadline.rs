@@ -435,7 +435,7 @@ impl SchedClass for DlClass {
             drop(st);
             if signal {
                 // Only marks it pending (SIGXCPU is not fatal): fine under the run-queue lock.
-                crate::sched::signal::send(task, crate::sched::signal::SIGXCPU);
+                crate::sched::signal::send_under_rq_lock(task, crate::sched::signal::SIGXCPU);
             }
             return true;
         }
