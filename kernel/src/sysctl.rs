@@ -7,6 +7,7 @@
 use alloc::format;
 use alloc::string::String;
 use cadence_sched::Errno;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 pub struct Sysctl {
     pub name: &'static str,
@@ -43,12 +44,35 @@ pub const OSRELEASE: &str = "6.1.0-cadence";
 pub const VERSION: &str = "#1 SMP PREEMPT_DYNAMIC Cadence";
 pub const DOMAINNAME: &str = "(none)";
 
+/// `fs.aio-nr`: the events `io_setup` asked for in every live AIO context (Linux's `aio_nr`;
+/// `fs::aio` charges and gives back).
+pub static AIO_NR: AtomicU64 = AtomicU64::new(0);
+/// `fs.aio-max-nr`: what `fs.aio-nr` may reach (Linux's default, 65536); `io_setup` past it
+/// is EAGAIN.
+pub static AIO_MAX_NR: AtomicU64 = AtomicU64::new(0x10000);
+
 /// A write to a read-only entry: EACCES, as Linux's 0444 sysctl files answer even root.
 fn read_only(_: &str) -> Result<(), Errno> {
     Err(Errno::EACCES)
 }
 
 pub static SYSCTLS: &[Sysctl] = &[
+    Sysctl {
+        name: "fs.aio-max-nr",
+        help: "the most AIO events all io_setup contexts together may ask for (fs.aio-nr); io_setup past it is EAGAIN",
+        get: || format!("{}", AIO_MAX_NR.load(Ordering::Relaxed)),
+        set: |v| {
+            // Linux's proc_doulongvec_minmax: an unsigned long, no bounds; a sign is EINVAL.
+            AIO_MAX_NR.store(v.trim().parse::<u64>().map_err(|_| Errno::EINVAL)?, Ordering::Relaxed);
+            Ok(())
+        },
+    },
+    Sysctl {
+        name: "fs.aio-nr",
+        help: "the AIO events the live io_setup contexts asked for (read-only)",
+        get: || format!("{}", AIO_NR.load(Ordering::Relaxed)),
+        set: read_only,
+    },
     Sysctl {
         name: "debug.kernel_stack_slots",
         help: "kernel-stack slots handed out at the peak (read-only): the stack region's page tables, one frame per 8 slots, stay once made",

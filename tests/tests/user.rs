@@ -1,7 +1,7 @@
 //! User-space scenarios: Debian's busybox and the C programs of `tests/user` (static glibc),
 //! from the root filesystem `make initramfs` builds, run as processes, through the kernel
 //! shell's `exec` or the `sh=` boot option. `conform-basic`, `conform-files`, `conform-sched`,
-//! `conform-signal`, `conform-signalfd`, `conform-timer`, `conform-thread`, `conform-pi`, `conform-tty`, `conform-proc`, `conform-ipc` and `conform-pidfd` are the differential tests of the system-call families:
+//! `conform-signal`, `conform-signalfd`, `conform-timer`, `conform-thread`, `conform-pi`, `conform-tty`, `conform-proc`, `conform-ipc`, `conform-pidfd` and `conform-aio` are the differential tests of the system-call families:
 //! their output on Cadence must equal Linux 6.1's (`tests/fixtures/conform-*.linux-6.1.txt`, recorded on the peer with
 //! `../shared/peer/run.sh --file target/user/conform-files 'cd /tmp && /conform-files'`).
 
@@ -145,6 +145,15 @@ fn conform_proc_matches_linux() {
 fn conform_ipc_matches_linux() {
     let run = run_sh("4,sockets=1,cores=2,threads=2", "cd /tmp && /bin/conform-ipc");
     check_conformance(&run, include_str!("../fixtures/conform-ipc.linux-6.1.txt"), "conform-ipc");
+}
+
+/// `conform-aio`: native AIO (io_setup, io_submit, io_getevents, io_pgetevents, io_cancel,
+/// io_destroy). Two CPUs, as the fixture's peer: a ring's size depends on the CPU count.
+#[test]
+fn conform_aio_matches_linux() {
+    let run = run_sh("2", "cd /tmp && /bin/conform-aio");
+    run.check(run.report.exceptions.is_empty(), "a kernel EXCEPTION line");
+    check_conformance(&run, include_str!("../fixtures/conform-aio.linux-6.1.txt"), "conform-aio");
 }
 
 /// Does `line` match `pattern`, where `%` stands for a run of digits (the ID / CPU / latency

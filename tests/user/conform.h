@@ -49,6 +49,7 @@ static const char *errno_name(int e) {
     case EFBIG: return "EFBIG";
     case ENOSPC: return "ENOSPC";
     case EOVERFLOW: return "EOVERFLOW";
+    case EINPROGRESS: return "EINPROGRESS";
     default: snprintf(buf, sizeof buf, "errno%d", e); return buf;
     }
 }

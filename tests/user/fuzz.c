@@ -323,6 +323,14 @@ static const struct sig sigs[] = {
     {SYS_mq_timedreceive, "FBLBT!", "EAGAIN EBADF EINTR EINVAL EMSGSIZE ETIMEDOUT EFAULT"},
     {SYS_mq_notify, "FB", "EBADF EBUSY EINVAL ENOMEM EFAULT"},
     {SYS_mq_getsetattr, "FBB", "EBADF EINVAL EFAULT"},
+    /* Native AIO: a context id is a random word (EINVAL, as a bad id), or a ring io_setup
+     * mapped when the pointer it got held 0; EFAULT for the raw calls' pointers. */
+    {SYS_io_setup, "IB", "EAGAIN EFAULT EINVAL ENOMEM"},
+    {SYS_io_destroy, "I", "EFAULT EINVAL"},
+    {SYS_io_getevents, "IIIBT!", "EFAULT EINTR EINVAL"},
+    {SYS_io_submit, "INB", "EAGAIN EBADF EFAULT EINVAL EPERM"},
+    {SYS_io_cancel, "IBB", "EAGAIN EFAULT EINVAL"},
+    {SYS_io_pgetevents, "IIIBTB!", "EFAULT EINTR EINVAL"},
 };
 #define NSIGS ((int)(sizeof sigs / sizeof sigs[0]))
 

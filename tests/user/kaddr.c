@@ -8,6 +8,7 @@
  * caller may read but not write (a PROT_READ page, a read-only MAP_SHARED file mapping, the
  * program's text, a copy-on-write page made read-only before a fork) through read(), pipe(),
  * clock_gettime(), getresuid() and others must be EFAULT and leave the bytes unchanged.
+ * io_setup's context pointer and io_getevents' events (one read waiting in the ring) too.
  * Prints what each call returned, never addresses; the output must equal Linux's
  * (tests/fixtures/kaddr.linux-6.1.txt, recorded with
  * `../shared/peer/run.sh --linux 6.1 --cpu max,vendor=GenuineIntel,la57=off --file target/user/kaddr
@@ -24,6 +25,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/aio_abi.h>
 #include <linux/futex.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -55,6 +57,27 @@ static char label[64];
 
 static int f, d, p[2], tfd, pidfd;
 static timer_t timer;
+static aio_context_t actx;
+
+/* One completed read of `f` waiting in `actx`'s ring. */
+static void aio_pend(void) {
+    static char into[16];
+    struct iocb cb;
+    memset(&cb, 0, sizeof cb);
+    cb.aio_lio_opcode = IOCB_CMD_PREAD;
+    cb.aio_fildes = f;
+    cb.aio_buf = (uintptr_t)into;
+    cb.aio_nbytes = sizeof into;
+    struct iocb *cbp = &cb;
+    syscall(SYS_io_submit, actx, 1, &cbp);
+}
+
+/* Reads whatever events `actx` holds. */
+static void aio_drain(void) {
+    struct io_event ev[8];
+    struct timespec t = {0, 0};
+    syscall(SYS_io_getevents, actx, 0, 8, ev, &t);
+}
 
 /* clone(CLONE_PIDFD) storing the pidfd at `at`: a child made anyway exits at once. */
 static long clone_pidfd(long at) {
@@ -183,6 +206,34 @@ static void each_pointer(const char *bn, unsigned long b) {
     SYS("futex.WAIT", SYS_futex, B, FUTEX_WAIT_PRIVATE, 0, 0, 0, 0);
     SYS("sched_setaffinity", SYS_sched_setaffinity, 0, 128, B);
     SYS("sched_getaffinity", SYS_sched_getaffinity, 0, 128, B);
+    struct iocb cb, *cbp = &cb, *bcbp = (struct iocb *)B;
+    memset(&cb, 0, sizeof cb);
+    cb.aio_lio_opcode = IOCB_CMD_PREAD;
+    cb.aio_fildes = f;
+    cb.aio_buf = B;
+    cb.aio_nbytes = 16;
+    struct io_event ev[4];
+    SYS("io_setup", SYS_io_setup, 1, B);
+    SYS("io_destroy", SYS_io_destroy, B);
+    SYS("io_submit.ctx", SYS_io_submit, B, 1, &cbp);
+    SYS("io_submit.iocbpp", SYS_io_submit, actx, 1, B);
+    SYS("io_submit.iocb", SYS_io_submit, actx, 1, &bcbp);
+    SYS("io_submit.buf", SYS_io_submit, actx, 1, &cbp);
+    cb.aio_lio_opcode = IOCB_CMD_PREADV;
+    cb.aio_nbytes = 1;
+    SYS("io_submit.iovec", SYS_io_submit, actx, 1, &cbp);
+    cb.aio_buf = (uintptr_t)&iov;
+    SYS("io_submit.iov_base", SYS_io_submit, actx, 1, &cbp);
+    aio_pend();
+    SYS("io_getevents.events", SYS_io_getevents, actx, 1, 1, B, &ts0);
+    SYS("io_getevents.timeout", SYS_io_getevents, actx, 1, 1, ev, B);
+    SYS("io_getevents.ctx", SYS_io_getevents, B, 0, 1, ev, &ts0);
+    SYS("io_pgetevents.events", SYS_io_pgetevents, actx, 1, 1, B, &ts0, 0);
+    SYS("io_pgetevents.timeout", SYS_io_pgetevents, actx, 0, 1, ev, B, 0);
+    SYS("io_pgetevents.usig", SYS_io_pgetevents, actx, 0, 1, ev, &ts0, B);
+    SYS("io_cancel.iocb", SYS_io_cancel, actx, B, ev);
+    CALL(S("io_getevents %s: the event stayed", bn), syscall(SYS_io_getevents, actx, 1, 4, ev, &ts0) == 1 ? 0 : -1);
+    aio_drain();
     SYS("getdents64", SYS_getdents64, d, B, 4096);
     SYS("timer_create.event", SYS_timer_create, CLOCK_MONOTONIC, B, buf);
     SYS("timer_create.id", SYS_timer_create, CLOCK_MONOTONIC, 0, B);
@@ -279,6 +330,11 @@ static void read_only(const char *bn, void *ro) {
              readv(f, &v, 1);
          }));
     CALL(S("%s: futex WAKE_OP", bn), syscall(SYS_futex, ro, FUTEX_WAKE_OP_PRIVATE, 1, 1, ro, 0));
+    CALL(S("%s: io_setup", bn), syscall(SYS_io_setup, 1, ro));
+    aio_pend();
+    struct timespec now = {0, 0};
+    CALL(S("%s: io_getevents", bn), syscall(SYS_io_getevents, actx, 1, 1, ro, &now));
+    aio_drain();
     CALL(S("%s: unchanged", bn), memcmp(before, ro, sizeof before) == 0 ? 0 : -1);
 }
 
@@ -298,6 +354,8 @@ int main(void) {
     tfd = syscall(SYS_timerfd_create, CLOCK_MONOTONIC, 0);
     pidfd = syscall(SYS_pidfd_open, getpid(), 0);
     if (timer_create(CLOCK_MONOTONIC, 0, &timer) != 0)
+        return 1;
+    if (syscall(SYS_io_setup, 8, &actx) != 0)
         return 1;
     signal(SIGUSR1, SIG_IGN);
     for (unsigned i = 0; i < sizeof BAD / sizeof BAD[0]; i++)

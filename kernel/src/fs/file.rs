@@ -271,14 +271,20 @@ impl FdTable {
 
 /// Reads from `file` at its offset (advancing it) into `buf`.
 pub fn read(file: &OpenFile, buf: &mut [u8]) -> Result<usize, Errno> {
+    read_with(file, buf, file.nonblock())
+}
+
+/// [`read`], non-blocking if `nonblock` whatever the file's O_NONBLOCK (an AIO read with
+/// RWF_NOWAIT).
+pub fn read_with(file: &OpenFile, buf: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
     if !file.readable() {
         return Err(Errno::EBADF);
     }
     match &file.kind {
-        Kind::Pipe(p) => p.read(buf, file.nonblock()),
-        Kind::Socket(s) => s.read(buf, file.nonblock()),
-        Kind::TimerFd(t) => t.read(buf, file.nonblock()),
-        Kind::SignalFd(s) => s.read(buf, file.nonblock()),
+        Kind::Pipe(p) => p.read(buf, nonblock),
+        Kind::Socket(s) => s.read(buf, nonblock),
+        Kind::TimerFd(t) => t.read(buf, nonblock),
+        Kind::SignalFd(s) => s.read(buf, nonblock),
         // No read method: Linux's `vfs_read` answers EINVAL.
         Kind::PidFd(_) => Err(Errno::EINVAL),
         Kind::Mqueue(q) => {
@@ -293,8 +299,8 @@ pub fn read(file: &OpenFile, buf: &mut [u8]) -> Result<usize, Errno> {
             *pos += n as u64;
             Ok(n)
         }
-        Kind::Device(Device::Console, i) => super::console::read(buf, file.nonblock(), via_tty(i)),
-        Kind::Device(Device::Vt(n), _) => super::vt::read(*n, buf, file.nonblock()),
+        Kind::Device(Device::Console, i) => super::console::read(buf, nonblock, via_tty(i)),
+        Kind::Device(Device::Vt(n), _) => super::vt::read(*n, buf, nonblock),
         Kind::Device(Device::Vda, _) => {
             let mut pos = file.pos.lock_uninterruptible();
             let n = super::blockdev::read_at(*pos, buf)?;
@@ -312,7 +318,7 @@ pub fn read(file: &OpenFile, buf: &mut [u8]) -> Result<usize, Errno> {
             Ok(n)
         }
         Kind::Gen(_, g, _) if g.is_pipe() => {
-            let bytes = g.read_pipe(buf.len(), file.nonblock())?;
+            let bytes = g.read_pipe(buf.len(), nonblock)?;
             let n = bytes.len().min(buf.len());
             buf[..n].copy_from_slice(&bytes[..n]);
             Ok(n)
@@ -409,16 +415,21 @@ pub enum Written {
 
 /// Writes `data` to `file` at its offset (or its end with `O_APPEND`).
 pub fn write(file: &OpenFile, data: &[u8]) -> Result<Written, Errno> {
+    write_with(file, data, file.nonblock())
+}
+
+/// [`write`], non-blocking if `nonblock` whatever the file's O_NONBLOCK (RWF_NOWAIT).
+pub fn write_with(file: &OpenFile, data: &[u8], nonblock: bool) -> Result<Written, Errno> {
     if !file.writable() {
         return Err(Errno::EBADF);
     }
     match &file.kind {
-        Kind::Pipe(p) => match p.write(data, file.nonblock()) {
+        Kind::Pipe(p) => match p.write(data, nonblock) {
             Ok(n) => Ok(Written::Bytes(n)),
             Err(Ok(_)) => Ok(Written::BrokenPipe),
             Err(Err(e)) => Err(e),
         },
-        Kind::Socket(sk) => match sk.write(data, file.nonblock()) {
+        Kind::Socket(sk) => match sk.write(data, nonblock) {
             Ok(n) => Ok(Written::Bytes(n)),
             Err(Ok(_)) => Ok(Written::BrokenPipe),
             Err(Err(e)) => Err(e),
@@ -466,6 +477,24 @@ pub fn pwrite(file: &OpenFile, data: &[u8], offset: u64) -> Result<usize, Errno>
         Kind::Inode(i) => i.write_at(offset, data),
         Kind::Gen(_, g, _) => g.store(data),
     }
+}
+
+/// `fsync` / `fdatasync` of `file` (Linux's `vfs_fsync`): nothing to write for a ramfs file
+/// or directory (`noop_fsync`), the disk's sync for `/dev/vda`; EINVAL for files without one
+/// (pipes, sockets, terminals, `/dev/null`, generated files), as Linux's `vfs_fsync_range`.
+pub fn fsync(file: &OpenFile) -> Result<(), Errno> {
+    if !has_fsync(file) {
+        return Err(Errno::EINVAL);
+    }
+    if let Kind::Device(Device::Vda, _) = &file.kind {
+        super::blockdev::fsync()?;
+    }
+    Ok(())
+}
+
+/// Has the file an `fsync` method (a regular file, a directory, the disk)?
+pub fn has_fsync(file: &OpenFile) -> bool {
+    matches!(&file.kind, Kind::Inode(_) | Kind::Device(Device::Vda, _))
 }
 
 /// `poll`'s view of a file: (readable, writable, hung up, error).

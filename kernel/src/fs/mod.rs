@@ -1,9 +1,11 @@
 //! Files: the VFS ([`vfs`]: one ramfs tree, Linux's path walk and errors), the initramfs that
-//! fills it at boot ([`initramfs`]), open files and fd tables ([`file`]), pipes ([`pipe`]), the
+//! fills it at boot ([`initramfs`]), open files and fd tables ([`file`]), native AIO contexts
+//! ([`aio`]), pipes ([`pipe`]), the
 //! console as a terminal ([`console`]), the virtual terminals' and the disk's device files
 //! ([`vt`], [`blockdev`]), timerfd and signalfd ([`timerfd`], [`signalfd`]), pidfds ([`pidfd`]), and the generated trees ([`pseudo`]: `/sys` is [`sysfs`], `/proc` the
 //! process layer's `process::procfs`).
 
+pub mod aio;
 pub mod blockdev;
 pub mod console;
 pub mod file;

@@ -213,16 +213,26 @@ pub struct RestartBlock {
 /// waited for whatever the process's SCHED_OTHER threads did under it (cyclictest's main
 /// thread populating its next thread's 8 MiB stack under `mlockall(MCL_FUTURE)`: 800 ms
 /// behind 160 hackbench tasks, issue 38's -smp 4 maxima).
+///
+/// **Its AIO contexts** (`io_setup`'s, Linux's `mm->ioctx_table`) are beside it too: shared by
+/// the threads that share the memory, none in a fork's child or after `execve`, and ended when
+/// the last thread using the memory lets it go (Linux's `exit_aio` at the last `mmput`).
 #[derive(Clone)]
 pub struct MmRef {
     mm: Arc<Mutex<mm::Mm>>,
     space: Arc<framework::mm::vm::VmSpace>,
+    aio: Arc<crate::fs::aio::Table>,
 }
 
 impl MmRef {
-    /// `mm` with its space beside it.
+    /// `mm` with its space beside it, and no AIO contexts.
     pub fn new(mm: mm::Mm) -> MmRef {
-        MmRef { space: mm.space.clone(), mm: Arc::new(Mutex::new(mm)) }
+        MmRef { space: mm.space.clone(), mm: Arc::new(Mutex::new(mm)), aio: Arc::new(crate::fs::aio::Table::new()) }
+    }
+
+    /// The address space's AIO contexts.
+    pub fn aio(&self) -> &Arc<crate::fs::aio::Table> {
+        &self.aio
     }
 
     /// The `Mm` (its lock is for changing the mappings and for faults).
@@ -387,9 +397,13 @@ impl Thread {
         self.mm.lock().as_ref().map(|m| m.space.resident_pages())
     }
 
-    /// Replaces the thread's memory (`execve`); returns the old one.
+    /// Replaces the thread's memory (`execve`); returns the old one. The old reference goes
+    /// after the lock is released: the last one ends the address space's AIO contexts, which
+    /// takes sleeping locks.
     pub fn set_mm(&self, mm: mm::Mm) -> Option<Arc<Mutex<mm::Mm>>> {
-        self.mm.lock().replace(MmRef::new(mm)).map(|m| m.mm)
+        let new = MmRef::new(mm);
+        let old = self.mm.lock().replace(new);
+        old.map(|m| m.mm)
     }
 
     /// The thread's fd table.

@@ -18,11 +18,11 @@ use core::sync::atomic::Ordering;
 use framework::user::UserContext;
 
 /// Bytes moved per step between user memory and a file.
-const CHUNK: usize = 65536;
+pub(super) const CHUNK: usize = 65536;
 /// Linux's `MAX_RW_COUNT`: one call moves at most this much.
-const MAX_RW: u64 = 0x7fff_f000;
-/// `IOV_MAX`.
-const IOV_MAX: u64 = 1024;
+pub(super) const MAX_RW: u64 = 0x7fff_f000;
+/// `IOV_MAX` (Linux's `UIO_MAXIOV`).
+pub(super) const IOV_MAX: u64 = 1024;
 pub(super) const AT_FDCWD: i64 = -100;
 const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
 const AT_REMOVEDIR: u64 = 0x200;
@@ -79,7 +79,7 @@ pub(super) fn base(proc: &Thread, dirfd: u64, path: &str) -> Result<Arc<Inode>, 
 
 /// Linux's `access_ok(buf, len)` (6.1, x86-64): the whole range below `TASK_SIZE_MAX`, or
 /// EFAULT before anything moves, whatever is mapped.
-fn access_ok(buf: u64, len: u64) -> Result<(), Errno> {
+pub(super) fn access_ok(buf: u64, len: u64) -> Result<(), Errno> {
     use crate::mm::vm::TASK_SIZE;
     if len <= TASK_SIZE && buf <= TASK_SIZE - len {
         Ok(())
@@ -114,7 +114,7 @@ fn positioned(proc: &Thread, a: [u64; 6], write: bool) -> Result<Arc<OpenFile>, 
 /// regular file, `/dev/zero`, the disk) is read in chunks of [`CHUNK`] until `len` or a short
 /// chunk, so one call moves as much as Linux's (a 1 MiB `dd` block is one record); anything
 /// else gets one chunk, as a reader that waited for the first bytes must not wait again.
-fn read_into(
+pub(super) fn read_into(
     proc: &Thread,
     buf: u64,
     len: u64,
@@ -165,7 +165,7 @@ fn small_or_heap<'a>(small: &'a mut [u8; SMALL], big: &'a mut Vec<u8>, len: usiz
 }
 
 /// Does a read of `f` return at once, whatever its size ([`read_into`]'s `whole`)?
-fn reads_whole(f: &OpenFile) -> bool {
+pub(super) fn reads_whole(f: &OpenFile) -> bool {
     use crate::fs::vfs::Device;
     matches!(&f.kind, Kind::Inode(_) | Kind::Device(Device::Zero | Device::Vda, _))
 }
@@ -187,6 +187,11 @@ pub fn pread64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcom
 
 /// Writes user memory `[buf, buf + len)` to `f`; a broken pipe sends SIGPIPE and is EPIPE.
 fn write_from(proc: &Thread, f: &OpenFile, buf: u64, len: u64) -> Result<u64, Errno> {
+    write_from_with(proc, f, buf, len, f.nonblock())
+}
+
+/// [`write_from`], non-blocking if `nonblock` (an AIO write with RWF_NOWAIT).
+pub(super) fn write_from_with(proc: &Thread, f: &OpenFile, buf: u64, len: u64, nonblock: bool) -> Result<u64, Errno> {
     if !f.writable() {
         return Err(Errno::EBADF);
     }
@@ -201,7 +206,7 @@ fn write_from(proc: &Thread, f: &OpenFile, buf: u64, len: u64) -> Result<u64, Er
         if let Err(e) = proc.read_user(buf + done, data) {
             return if done > 0 { Ok(done) } else { Err(e) };
         }
-        match file::write(f, data) {
+        match file::write_with(f, data, nonblock) {
             Ok(Written::Bytes(w)) => {
                 done += w as u64;
                 if w < n || len == 0 {
@@ -231,11 +236,16 @@ pub fn write(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
 /// written, until a short write; an error after some bytes returns their count.
 pub fn pwrite64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let f = positioned(proc, a, true)?;
-    let len = a[2].min(MAX_RW);
+    ok(pwrite_from(proc, &f, a[1], a[2], a[3])?)
+}
+
+/// Writes user memory `[buf, buf + len)` to `f` at `offset` ([`pwrite64`]'s steps).
+pub(super) fn pwrite_from(proc: &Thread, f: &OpenFile, buf: u64, len: u64, offset: u64) -> Result<u64, Errno> {
+    let len = len.min(MAX_RW);
     let mut done = 0u64;
     loop {
         let n = (len - done).min(CHUNK as u64) as usize;
-        let r = proc.read_user_vec(a[1] + done, n).and_then(|data| file::pwrite(&f, &data, a[3] + done));
+        let r = proc.read_user_vec(buf + done, n).and_then(|data| file::pwrite(f, &data, offset + done));
         match r {
             Ok(w) => {
                 done += w as u64;
@@ -247,7 +257,7 @@ pub fn pwrite64(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outco
             Err(_) => break,
         }
     }
-    ok(done)
+    Ok(done)
 }
 
 /// The (base, len) pairs of an iovec array.
@@ -1417,19 +1427,11 @@ pub fn ioctl(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
     }
 }
 
-/// `fsync(fd)` and `fdatasync(fd)`: nothing to write for a ramfs file or directory (Linux's
-/// `noop_fsync`), the disk's sync for `/dev/vda`; EINVAL for files without one (pipes,
-/// sockets, terminals, `/dev/null`, generated files), as Linux's `vfs_fsync_range`.
+/// `fsync(fd)` and `fdatasync(fd)` ([`file::fsync`]).
 pub fn fsync(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let f = fd_file(proc, a[0])?;
-    match &f.kind {
-        Kind::Inode(_) => ok(0),
-        Kind::Device(crate::fs::vfs::Device::Vda, _) => {
-            crate::fs::blockdev::fsync()?;
-            ok(0)
-        }
-        _ => Err(Errno::EINVAL),
-    }
+    file::fsync(&f)?;
+    ok(0)
 }
 
 /// `sync()`: writes back the disk's page cache and flushes the disk; it cannot fail (Linux's

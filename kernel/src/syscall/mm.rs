@@ -42,7 +42,7 @@ fn prot(bits: u64) -> Prot {
 
 /// Linux's `may_expand_vm` for RLIMIT_AS: whether mapping `[start, start + len)` keeps the
 /// address space within the limit (pages already mapped there are replaced, not added).
-fn may_expand_vm(proc: &Thread, mm: &Mm, start: u64, len: u64) -> bool {
+pub(super) fn may_expand_vm(proc: &Thread, mm: &Mm, start: u64, len: u64) -> bool {
     let limit = proc.process.rlimits.lock_uninterruptible()[RLIMIT_AS].0;
     if limit == u64::MAX {
         return true;

@@ -1,11 +1,12 @@
 //! System calls: one dispatch table ([`TABLE`], by Linux x86_64 number) over one file per
-//! family ([`cred`], [`fs`], [`futex`], [`ipc`], [`mm`], [`mount`], [`pidfd`], [`process`], [`sched`], [`signal`], [`time`]). A handler gets the calling thread and the six
+//! family ([`aio`], [`cred`], [`fs`], [`futex`], [`ipc`], [`mm`], [`mount`], [`pidfd`], [`process`], [`sched`], [`signal`], [`time`]). A handler gets the calling thread and the six
 //! arguments and returns a value or an [`Errno`]; the dispatcher writes `-errno` into RAX as
 //! Linux does. A number nobody handles is ENOSYS, counted ([`unknown_counts`]), never a panic.
 //!
 //! Each entry says whether it is complete or partial, and what "partial" lacks: that is the
 //! syscall table in `docs/design/syscalls.md`, which a test compares with this table.
 
+pub mod aio;
 pub mod cred;
 pub mod fs;
 pub mod futex;
@@ -217,6 +218,11 @@ entries! {
     202 futex futex::futex, Partial("CMP_REQUEUE_PI wakes the requeued waiters, which then take the PI futex themselves (Linux queues them on it)");
     203 sched_setaffinity sched::sched_setaffinity, Partial("CPUs 0-63 (Cadence's masks are 64 bits)");
     204 sched_getaffinity sched::sched_getaffinity, Implemented;
+    206 io_setup aio::io_setup, Implemented;
+    207 io_destroy aio::io_destroy, Implemented;
+    208 io_getevents aio::io_getevents, Implemented;
+    209 io_submit aio::io_submit, Partial("IOCB_FLAG_RESFD: Cadence has no eventfd (EINVAL, as Linux for a file that is not one); ring slots are counted without Linux's per-CPU batches, so Linux may refuse a few requests sooner (EAGAIN)");
+    210 io_cancel aio::io_cancel, Implemented;
     217 getdents64 fs::getdents64, Implemented;
     218 set_tid_address futex::set_tid_address, Implemented;
     219 restart_syscall time::restart_syscall, Implemented;
@@ -272,6 +278,7 @@ entries! {
     318 getrandom process::getrandom, Partial("not cryptographic (TSC-seeded)");
     325 mlock2 mm::mlock2, Implemented;
     332 statx fs::statx, Partial("stx_mask is STATX_BASIC_STATS: no birth time, mount id or direct-I/O alignment");
+    333 io_pgetevents aio::io_pgetevents, Implemented;
     334 rseq process::rseq, Implemented;
     424 pidfd_send_signal pidfd::pidfd_send_signal, Implemented;
     434 pidfd_open pidfd::pidfd_open, Implemented;

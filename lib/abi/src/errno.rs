@@ -106,6 +106,8 @@ pub enum Errno {
     EAFNOSUPPORT = 97,
     /// Connection timed out.
     ETIMEDOUT = 110,
+    /// Operation now in progress.
+    EINPROGRESS = 115,
     /// Owner died.
     EOWNERDEAD = 130,
     /// State not recoverable.
@@ -175,6 +177,7 @@ impl Errno {
         Errno::EOPNOTSUPP,
         Errno::EAFNOSUPPORT,
         Errno::ETIMEDOUT,
+        Errno::EINPROGRESS,
         Errno::EOWNERDEAD,
         Errno::ENOTRECOVERABLE,
         Errno::ERESTARTSYS,
@@ -241,6 +244,7 @@ impl Errno {
             Errno::EOPNOTSUPP => "EOPNOTSUPP",
             Errno::EAFNOSUPPORT => "EAFNOSUPPORT",
             Errno::ETIMEDOUT => "ETIMEDOUT",
+            Errno::EINPROGRESS => "EINPROGRESS",
             Errno::EOWNERDEAD => "EOWNERDEAD",
             Errno::ENOTRECOVERABLE => "ENOTRECOVERABLE",
             Errno::ERESTARTSYS => "ERESTARTSYS",
@@ -303,6 +307,7 @@ impl Errno {
             Errno::EOPNOTSUPP => "Operation not supported",
             Errno::EAFNOSUPPORT => "Address family not supported by protocol",
             Errno::ETIMEDOUT => "Connection timed out",
+            Errno::EINPROGRESS => "Operation now in progress",
             Errno::EOWNERDEAD => "Owner died",
             Errno::ENOTRECOVERABLE => "State not recoverable",
             Errno::ERESTARTSYS | Errno::ERESTARTNOINTR | Errno::ERESTARTNOHAND | Errno::ERESTART_RESTARTBLOCK => "Interrupted system call",
