@@ -66,6 +66,13 @@ static long unsupported(const struct rusage *r) {
     return r->ru_ixrss + r->ru_idrss + r->ru_isrss + r->ru_nswap + r->ru_msgsnd + r->ru_msgrcv + r->ru_nsignals;
 }
 
+static volatile long chld_ticks = -1;
+static void on_chld(int sig, siginfo_t *si, void *uc) {
+    (void)sig;
+    (void)uc;
+    chld_ticks = (long)si->si_utime + (long)si->si_stime;
+}
+
 static void *thread_spin(void *arg) {
     spin((long)(intptr_t)arg);
     return NULL;
@@ -317,5 +324,19 @@ int main(void) {
     VALUE("its rusage untouched", r2.ru_maxrss == 0x5a5a5a5a5a5a5a5aL);
     CALL("waitid(child, rusage)", syscall(SYS_waitid, P_PID, pid, &si, WEXITED, &r2));
     in_range("a sleeping child's rusage: < 50 ms", ms_of(&r2), 0, 49);
+
+    /* SIGCHLD's si_utime + si_stime: the child's own times, in clock ticks. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_chld;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigaction(SIGCHLD, &sa, NULL);
+    pid = fork();
+    if (pid == 0) {
+        spin(300);
+        _exit(0);
+    }
+    CALL("wait4(spinning child)", wait4(pid, &status, 0, &wr));
+    in_range("SIGCHLD si_utime+si_stime: 25..45 ticks", chld_ticks, 25, 45);
     return 0;
 }

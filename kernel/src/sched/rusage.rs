@@ -21,6 +21,14 @@ use super::task::{self, Task};
 use crate::sync::IrqLock;
 use core::sync::atomic::{AtomicU64, Ordering};
 
+/// Linux's `USER_HZ`: the clock ticks of `times`, `/proc`'s times and SIGCHLD's `si_utime`.
+pub const USER_HZ: u64 = 100;
+
+/// `ns` in clock ticks (Linux's `nsec_to_clock_t`).
+pub fn clock_t(ns: u64) -> u64 {
+    ns / (1_000_000_000 / USER_HZ)
+}
+
 /// One resource usage: times in ns, the peak resident set in pages, counts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Usage {

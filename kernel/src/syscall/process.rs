@@ -440,19 +440,12 @@ pub fn getrusage(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outc
     ok(0)
 }
 
-/// Linux's `USER_HZ`: the clock ticks of `times` (and of `/proc`'s times).
-pub const USER_HZ: u64 = 100;
-
-/// `ns` in clock ticks (Linux's `nsec_to_clock_t`).
-pub fn clock_t(ns: u64) -> u64 {
-    ns / (1_000_000_000 / USER_HZ)
-}
-
 /// `times(buf)`: the process's user and system time and its reaped children's, in clock
 /// ticks, into `buf` (NULL allowed; EFAULT for a bad one); returns the clock ticks since an
 /// arbitrary point: since boot, offset as Linux's jiffies are (`INITIAL_JIFFIES`, 5 minutes
 /// before a 32-bit wrap, at Debian's HZ 250), so a program never sees a small count.
 pub fn times(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    use rusage::{clock_t, USER_HZ};
     const HZ: u64 = 250;
     const INITIAL_JIFFIES: u64 = (1 << 32) - 300 * HZ;
     if a[0] != 0 {
