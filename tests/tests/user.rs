@@ -1,7 +1,7 @@
 //! User-space scenarios: Debian's busybox and the C programs of `tests/user` (static glibc),
 //! from the root filesystem `make initramfs` builds, run as processes, through the kernel
 //! shell's `exec` or the `sh=` boot option. `conform-basic`, `conform-files`, `conform-sched`,
-//! `conform-signal`, `conform-signalfd`, `conform-timer`, `conform-thread`, `conform-pi`, `conform-tty`, `conform-proc`, `conform-ipc`, `conform-pidfd` and `conform-aio` are the differential tests of the system-call families:
+//! `conform-signal`, `conform-signalfd`, `conform-timer`, `conform-thread`, `conform-pi`, `conform-tty`, `conform-proc`, `conform-ipc`, `conform-pidfd`, `conform-aio` and `conform-rusage` are the differential tests of the system-call families:
 //! their output on Cadence must equal Linux 6.1's (`tests/fixtures/conform-*.linux-6.1.txt`, recorded on the peer with
 //! `../shared/peer/run.sh --file target/user/conform-files 'cd /tmp && /conform-files'`).
 
@@ -89,6 +89,14 @@ fn conform_signal_and_timer_match_linux() {
         (include_str!("../fixtures/conform-signal.linux-6.1.txt"), "conform-signal"),
         (include_str!("../fixtures/conform-timer.linux-6.1.txt"), "conform-timer"),
     );
+}
+
+/// `conform-rusage`: getrusage, times, wait4's and waitid's rusage, /proc/PID/stat's times.
+#[test]
+fn conform_rusage_matches_linux() {
+    let run = run_sh("2", "cd /tmp && /bin/conform-rusage");
+    run.check(run.report.exceptions.is_empty(), "a kernel EXCEPTION line");
+    check_conformance(&run, include_str!("../fixtures/conform-rusage.linux-6.1.txt"), "conform-rusage");
 }
 
 /// `conform-signalfd`: signalfd's checks, reads, readiness and siginfo records.

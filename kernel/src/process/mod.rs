@@ -397,6 +397,11 @@ impl Thread {
         self.mm.lock().as_ref().map(|m| m.space.resident_pages())
     }
 
+    /// Its memory's peak resident set, pages (`None` once it has ended).
+    pub fn hiwater_pages_if_live(&self) -> Option<u64> {
+        self.mm.lock().as_ref().map(|m| m.space.hiwater_pages())
+    }
+
     /// Replaces the thread's memory (`execve`); returns the old one. The old reference goes
     /// after the lock is released: the last one ends the address space's AIO contexts, which
     /// takes sleeping locks.
@@ -473,6 +478,12 @@ pub fn zombie(pid: Tid) -> Option<Zombie> {
 /// The zombies' pids.
 pub fn zombies() -> Vec<Tid> {
     ZOMBIES.lock_uninterruptible().keys().copied().collect()
+}
+
+/// A memory of process `g` is dropped (its thread's exit, `execve`): its peak resident set
+/// goes to the process's (Linux's `setmax_mm_hiwater_rss`).
+pub fn record_maxrss(g: &crate::sched::process::ThreadGroup, space: &framework::mm::vm::VmSpace) {
+    g.usage.maxrss_pages.fetch_max(space.hiwater_pages(), Ordering::Relaxed);
 }
 
 /// `pid` was reaped (or will never be: its parent ended).
@@ -617,6 +628,10 @@ fn thread_loop(t: &Thread, mut ctx: UserContext) -> ThreadEnd {
             ReturnReason::Exception(e) if e.vector == 14 => {
                 let write = e.error & 2 != 0;
                 let fixed = t.mm().lock_uninterruptible().fault(e.addr, write);
+                if fixed.is_ok() {
+                    // A minor fault: Cadence does not tell those that waited for the disk.
+                    crate::sched::current().stats.min_flt.fetch_add(1, Ordering::Relaxed);
+                }
                 if let Err(err) = fixed {
                     if err == Errno::ENOMEM && oom::out_of_memory(t) == oom::Oom::Retry {
                         continue;
@@ -665,6 +680,9 @@ fn run_thread(t: Arc<Thread>, ctx: UserContext) -> i32 {
     drop(files);
     me.task_context().set_vm_space(None);
     let mm = t.mm.lock().take();
+    if let Some(mm) = &mm {
+        record_maxrss(&me.process.group, &mm.space);
+    }
     drop(mm);
     let process = t.process.clone();
     if let ThreadEnd::Exit(code) = end {

@@ -10,8 +10,8 @@
 //! * `/proc/sys/<dir>/<name>` for each entry of [`crate::sysctl::SYSCTLS`]: a read is the
 //!   entry's `get`, a write its `set` (EINVAL for a bad value, as the `sysctl` command).
 //!
-//! What Cadence does not track reads as Linux's "nothing": `minflt`/`majflt` and `stime` are 0
-//! (all CPU time is `utime`), load averages come from `sched::loadavg`.
+//! What Cadence does not track reads as Linux's "nothing": `majflt` is 0; load averages come
+//! from `sched::loadavg`. `stat`'s times are tick-sampled (`sched::rusage`).
 
 use crate::fs::pseudo::{GenDir, Node, DIR, LNK, REG};
 use crate::process::{self, Thread};
@@ -381,12 +381,14 @@ struct VmCounts {
     lib: u64,
     /// Pages resident (Cadence keeps no file/anonymous split: all count as anonymous).
     rss_pages: u64,
+    /// The most pages it has had resident (`VmHWM`).
+    hiwater_pages: u64,
 }
 
 fn vm_counts(t: &Task) -> VmCounts {
     let Some(mm) = user_mm(t) else { return VmCounts::default() };
     let mm = mm.lock_uninterruptible();
-    let mut c = VmCounts { rss_pages: mm.resident_pages(), ..VmCounts::default() };
+    let mut c = VmCounts { rss_pages: mm.resident_pages(), hiwater_pages: mm.space.hiwater_pages(), ..VmCounts::default() };
     for v in mm.vmas() {
         let len = v.end - v.start;
         c.total += len;
@@ -416,9 +418,8 @@ fn statm(t: &Task) -> String {
     format!("{} {} 0 {} 0 {} 0\n", c.total / p, c.rss_pages, c.text / p, (c.data + c.stack) / p)
 }
 
-/// `/proc/PID/stat` (`whole`: CPU time summed over the process's threads, as Linux's
-/// `do_task_stat`; the threads that ended are not counted, Cadence keeps no sum of them) or
-/// `task/TID/stat`.
+/// `/proc/PID/stat` (`whole`: the process's CPU time and faults, its ended threads' included,
+/// as Linux's `do_task_stat`) or `task/TID/stat`.
 fn stat_of(t: &Task, whole: bool) -> String {
     let g = &t.process.group;
     let th = process::thread_of(t);
@@ -431,18 +432,17 @@ fn stat_of(t: &Task, whole: bool) -> String {
     let threads = g.len();
     let vm = vm_counts(t);
     let (vsize, rss) = (vm.total, vm.rss_pages);
-    let runtime: u64 = if whole {
-        g.members().into_iter().filter_map(task::find).map(|m| m.stats.sum_exec_runtime.load(Ordering::Relaxed)).sum()
-    } else {
-        t.stats.sum_exec_runtime.load(Ordering::Relaxed)
-    };
+    // Tick-sampled times and the fault counts: the process's (its ended threads' included)
+    // or the thread's; the reaped children's in both (Linux's `do_task_stat`).
+    let own = if whole { crate::sched::rusage::group_usage(g) } else { crate::sched::rusage::task_usage(t) };
+    let kids = crate::sched::rusage::children_usage(g);
     let (blocked, pending) = (t.process.signals.blocked.load(Ordering::Relaxed), t.process.signals.pending.load(Ordering::Relaxed));
     let (ignored, caught) = th.as_ref().map_or((u64::MAX, 0), |th| sig_dispositions(th));
     let attr = t.attr();
     let rt_priority = if attr.policy.is_rt() { attr.rt_priority } else { 0 };
     let nice = if attr.policy.is_rt() || attr.policy == Policy::Deadline { 0 } else { attr.nice };
     let mut s = format!(
-        "{} ({}) {} {} {} {} {} {} {} 0 0 0 0 {} 0 0 0 {} {} {} 0 {} {} {} {} ",
+        "{} ({}) {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} 0 {} {} {} {} ",
         t.tid,
         comm(t),
         state(t).0,
@@ -452,7 +452,14 @@ fn stat_of(t: &Task, whole: bool) -> String {
         tty_nr(t),
         tpgid,
         flags,
-        ticks(runtime),
+        own.minflt,
+        kids.minflt,
+        own.majflt,
+        kids.majflt,
+        ticks(own.utime_ns),
+        ticks(own.stime_ns),
+        ticks(kids.utime_ns),
+        ticks(kids.stime_ns),
         task_prio(t),
         nice,
         threads,
@@ -532,7 +539,7 @@ fn status(t: &Task) -> String {
             ("VmSize", kb(c.total)),
             ("VmLck", kb(c.locked)),
             ("VmPin", 0),
-            ("VmHWM", rss),
+            ("VmHWM", c.hiwater_pages.max(c.rss_pages) * 4),
             ("VmRSS", rss),
             ("RssAnon", rss),
             ("RssFile", 0),

@@ -579,10 +579,14 @@ pub fn notify_parent_exit(process: &Process, pid: Tid, status: i32) {
     // its handler runs before `wait`'s return is seen (conform-signal's "SIGCHLD handler ran"
     // read 0 one run in five with the wake-up first).
     let (c, st) = if status & 0x7f != 0 { (code::CLD_KILLED, status & 0x7f) } else { (code::CLD_EXITED, (status >> 8) & 0xff) };
+    // The process's own times in clock ticks, its ended threads' included (Linux's
+    // `do_notify_parent`: the leader's and `signal->utime`, not the children's).
+    let (utime, stime) = crate::sched::cputimer::times(&crate::sched::current().process.group);
+    let (utime, stime) = (crate::sched::rusage::clock_t(utime), crate::sched::rusage::clock_t(stime));
     signal_parent(
         p.pid,
         p.exit_signal,
-        SigInfo { signo: p.exit_signal, code: c, errno: 0, fields: SigFields::Child { pid, uid: 0, status: st, utime: 0, stime: 0 } },
+        SigInfo { signo: p.exit_signal, code: c, errno: 0, fields: SigFields::Child { pid, uid: 0, status: st, utime, stime } },
     );
     p.family.changed.wake_all();
 }

@@ -54,7 +54,7 @@ fn sample(g: &ThreadGroup, which: Which) -> u64 {
     }
 }
 
-/// The tick (interrupt context, run-queue lock released): charges a period to `curr`'s
+/// The tick (interrupt context, run-queue lock released): charges a period to `curr` and its
 /// process, as user time if the tick interrupted user mode, and fires its CPU-time timers
 /// that are due.
 pub fn account_tick(curr: &Arc<Task>, from_user: bool) {
@@ -64,8 +64,10 @@ pub fn account_tick(curr: &Arc<Task>, from_user: bool) {
     let g = &curr.process.group;
     let tick = crate::timer::tick_period_ns();
     if from_user {
+        curr.stats.utime_ns.fetch_add(tick, Ordering::Relaxed);
         g.utime_ns.fetch_add(tick, Ordering::Relaxed);
     } else {
+        curr.stats.stime_ns.fetch_add(tick, Ordering::Relaxed);
         g.stime_ns.fetch_add(tick, Ordering::Relaxed);
     }
     if !g.itimers_armed.load(Ordering::Acquire) {

@@ -65,6 +65,7 @@ pub mod process;
 pub mod reserve;
 pub mod rqlock;
 pub mod rt_limits;
+pub mod rusage;
 pub mod signal;
 pub mod task;
 pub mod wait;

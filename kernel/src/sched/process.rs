@@ -100,6 +100,8 @@ pub struct ThreadGroup {
     /// (the tick's cheap test).
     pub itimers: IrqLock<super::cputimer::Itimers>,
     pub itimers_armed: AtomicBool,
+    /// The rest of its resource usage and its reaped children's (`sched::rusage`).
+    pub usage: super::rusage::GroupUsage,
     /// The process's threads, leader first.
     members: IrqLock<Vec<Tid>>,
 }
@@ -123,6 +125,7 @@ impl ThreadGroup {
             stime_ns: AtomicU64::new(0),
             itimers: IrqLock::new(Default::default()),
             itimers_armed: AtomicBool::new(false),
+            usage: Default::default(),
             members: IrqLock::new(members),
         })
     }
@@ -132,9 +135,11 @@ impl ThreadGroup {
         crate::sync::lock_with_room(&self.members, 1, |m| m).push(tid);
     }
 
-    /// Removes a thread (at its death).
-    pub(super) fn leave(&self, tid: Tid) {
-        self.members.lock().retain(|&t| t != tid);
+    /// Removes a thread (at its death), its usage counters folded into the process's.
+    pub(super) fn leave(&self, task: &super::task::Task) {
+        let mut m = self.members.lock();
+        m.retain(|&t| t != task.tid);
+        super::rusage::fold_exited(self, task);
     }
 
     /// The threads, leader first (a snapshot, allocated with the lock released).

@@ -199,7 +199,7 @@ pub(super) fn task_dead(task: Arc<Task>) {
     if let Some(notify) = EXIT_NOTIFIER.get() {
         notify(&task);
     }
-    task.process.group.leave(task.tid);
+    task.process.group.leave(&task);
     drop(task.take_stack());
     task.released.store(true, Ordering::Release);
     if task.detached.load(Ordering::Acquire) {

@@ -79,6 +79,13 @@ pub struct TaskStats {
     pub nr_involuntary_switches: AtomicU64,
     pub nr_migrations: AtomicU64,
     pub nr_wakeups: AtomicU64,
+    /// User and system time, charged a tick at a time (`sched::cputimer`; the process's
+    /// totals are its `ThreadGroup`'s), ns.
+    pub utime_ns: AtomicU64,
+    pub stime_ns: AtomicU64,
+    /// Page faults handled without and with I/O (`getrusage`'s `ru_minflt`, `ru_majflt`).
+    pub min_flt: AtomicU64,
+    pub maj_flt: AtomicU64,
     /// When the task last became runnable-but-waiting (0 = not waiting).
     pub(super) wait_start: AtomicU64,
     /// When the last wakeup made it runnable (0 = not since it last ran).

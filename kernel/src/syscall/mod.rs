@@ -135,7 +135,7 @@ entries! {
     58 vfork process::vfork, Implemented;
     59 execve process::execve, Implemented;
     60 exit process::exit, Implemented;
-    61 wait4 process::wait4, Partial("rusage is zero");
+    61 wait4 process::wait4, Implemented;
     62 kill signal::kill, Implemented;
     63 uname process::uname, Implemented;
     64 semget ipc::semget, Partial("the limits are Linux's defaults, fixed (no kernel.sem sysctl, no /proc/sysvipc)");
@@ -164,7 +164,9 @@ entries! {
     95 umask fs::umask, Implemented;
     96 gettimeofday time::gettimeofday, Implemented;
     97 getrlimit process::getrlimit, Partial("as prlimit64");
+    98 getrusage process::getrusage, Partial("times tick-sampled, not scaled to the run time as Linux's; ru_majflt and the block I/O counts (ru_inblock, ru_oublock) are 0");
     99 sysinfo process::sysinfo, Partial("no shared/buffer/swap figures");
+    100 times process::times, Partial("times tick-sampled, not scaled to the run time as Linux's");
     102 getuid cred::getuid, Implemented;
     104 getgid cred::getgid, Implemented;
     105 setuid cred::setuid, Partial("the ids are reported, not enforced: no file permission checks");
@@ -247,7 +249,7 @@ entries! {
     243 mq_timedreceive ipc::mq_timedreceive, Implemented;
     244 mq_notify ipc::mq_notify, Partial("SIGEV_NONE, SIGEV_SIGNAL; SIGEV_THREAD needs a netlink socket, which Cadence lacks (its fd is EBADF / ENOTSOCK / EINVAL, as Linux for a non-netlink fd)");
     245 mq_getsetattr ipc::mq_getsetattr, Implemented;
-    247 waitid process::waitid, Partial("rusage is zero");
+    247 waitid process::waitid, Implemented;
     257 openat fs::openat, Partial("no O_TMPFILE, O_PATH");
     258 mkdirat fs::mkdirat, Implemented;
     262 newfstatat fs::newfstatat, Implemented;

@@ -4,6 +4,7 @@
 
 use super::{ok, Outcome};
 use crate::process::Thread;
+use crate::sched::rusage::{self, Usage};
 use alloc::vec::Vec;
 use cadence_abi::errno::Errno;
 use core::sync::atomic::Ordering;
@@ -259,6 +260,9 @@ pub fn execve(proc: &Thread, ctx: &mut UserContext, a: [u64; 6]) -> Result<Outco
     }
     me.task_context().set_vm_space(Some(loaded.mm.space.clone()));
     let old = proc.set_mm(loaded.mm);
+    if let Some(old) = &old {
+        crate::process::record_maxrss(&me.process.group, &old.lock_uninterruptible().space);
+    }
     drop(old);
     let closed = proc.files().lock_uninterruptible().take_cloexec();
     drop(closed);
@@ -305,7 +309,7 @@ enum Found {
 /// something to report (an end with WEXITED, a stop with WSTOPPED, a continue with
 /// WCONTINUED); with WNOWAIT it stays reportable. ECHILD if no child matches; `None` with
 /// WNOHANG if none has anything; ERESTARTSYS if a signal comes while it waits.
-fn do_wait(proc: &Thread, which: Which, options: u64) -> Result<Option<(u32, Found)>, Errno> {
+fn do_wait(proc: &Thread, which: Which, options: u64) -> Result<Option<(u32, Found, Usage)>, Errno> {
     let my_pgid = crate::sched::current().process.group.pgid.load(Ordering::Relaxed);
     let matches = |r: &crate::process::ChildRecord| -> bool {
         let kind_ok = options & WALL != 0 || (options & WCLONE != 0) == r.clone_child;
@@ -333,27 +337,31 @@ fn do_wait(proc: &Thread, which: Which, options: u64) -> Result<Option<(u32, Fou
             if let Some(i) = hit {
                 let r = kids[i].clone();
                 let pid = r.pid.load(Ordering::Acquire);
-                let mut st = r.state.lock();
                 let keep = options & WNOWAIT != 0;
-                let found = if let Some(status) = st.exit.filter(|_| options & WEXITED != 0) {
-                    drop(st);
-                    if !keep {
-                        crate::process::reaped(&r);
-                        kids.remove(i);
+                let mut reaping = false;
+                let found = {
+                    let mut st = r.state.lock();
+                    if let Some(status) = st.exit.filter(|_| options & WEXITED != 0) {
+                        drop(st);
+                        reaping = !keep;
+                        if !keep {
+                            crate::process::reaped(&r);
+                            kids.remove(i);
+                        }
+                        Found::Exited(status)
+                    } else if let Some(sig) = st.stopped.filter(|_| options & WSTOPPED != 0) {
+                        if !keep {
+                            st.stopped = None;
+                        }
+                        Found::Stopped(sig)
+                    } else {
+                        if !keep {
+                            st.continued = false;
+                        }
+                        Found::Continued
                     }
-                    Found::Exited(status)
-                } else if let Some(sig) = st.stopped.filter(|_| options & WSTOPPED != 0) {
-                    if !keep {
-                        st.stopped = None;
-                    }
-                    Found::Stopped(sig)
-                } else {
-                    if !keep {
-                        st.continued = false;
-                    }
-                    Found::Continued
                 };
-                return Ok(Some((pid, found)));
+                return Ok(Some((pid, found, child_usage(&r, pid, reaping))));
             }
         }
         if options & WNOHANG != 0 {
@@ -372,9 +380,90 @@ fn do_wait(proc: &Thread, which: Which, options: u64) -> Result<Option<(u32, Fou
     }
 }
 
+/// What child `r` (pid `pid`) used, its reaped children included (Linux's `RUSAGE_BOTH`);
+/// `reaping`: it is being reaped, its usage goes to the caller's children totals (Linux's
+/// `wait_task_zombie`). A child that still has its memory (stopped) adds its peak resident set.
+fn child_usage(r: &crate::process::ChildRecord, pid: u32, reaping: bool) -> Usage {
+    let Some(g) = r.group.get() else { return Usage::default() };
+    if reaping {
+        return rusage::reap(&crate::sched::current().process.group, g);
+    }
+    let mut u = rusage::both_usage(g);
+    let live = crate::sched::task::find(pid).and_then(|t| crate::process::thread_of(&t)).and_then(|t| t.hiwater_pages_if_live());
+    u.maxrss_pages = u.maxrss_pages.max(live.unwrap_or(0));
+    u
+}
+
+/// `struct rusage` (144 bytes): the times as `timeval`s, `ru_maxrss` in KiB, the fault and
+/// switch counts; the rest 0 (fields Linux leaves 0, and the block I/O counts Cadence does not
+/// keep).
+pub fn encode_rusage(u: &Usage) -> [u8; 144] {
+    let mut b = [0u8; 144];
+    let tv = |ns: u64| [(ns / 1_000_000_000) as i64, ((ns % 1_000_000_000) / 1000) as i64];
+    let [us, uu] = tv(u.utime_ns);
+    let [ss, su] = tv(u.stime_ns);
+    // ru_utime, ru_stime, then the longs: maxrss ixrss idrss isrss minflt majflt nswap
+    // inblock oublock msgsnd msgrcv nsignals nvcsw nivcsw.
+    let mut longs = [0i64; 18];
+    longs[..4].copy_from_slice(&[us, uu, ss, su]);
+    longs[4] = (u.maxrss_pages * (crate::process::mm::PAGE / 1024)) as i64;
+    longs[8] = u.minflt as i64;
+    longs[9] = u.majflt as i64;
+    longs[16] = u.nvcsw as i64;
+    longs[17] = u.nivcsw as i64;
+    for (i, v) in longs.iter().enumerate() {
+        b[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+    }
+    b
+}
+
+/// `getrusage(who, ru)`: RUSAGE_SELF (0: the process, its ended threads included),
+/// RUSAGE_CHILDREN (-1: its reaped children and theirs), RUSAGE_THREAD (1: the caller); EINVAL
+/// for another `who`, EFAULT for a bad `ru` (Linux's `getrusage`). `ru_maxrss` is the peak
+/// resident set of the process's memories (the children's: the largest of theirs).
+pub fn getrusage(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    const RUSAGE_SELF: i32 = 0;
+    const RUSAGE_CHILDREN: i32 = -1;
+    const RUSAGE_THREAD: i32 = 1;
+    let me = crate::sched::current();
+    let g = &me.process.group;
+    let mut u = match a[0] as i32 {
+        RUSAGE_SELF => rusage::group_usage(g),
+        RUSAGE_CHILDREN => rusage::children_usage(g),
+        RUSAGE_THREAD => Usage { maxrss_pages: g.usage.maxrss_pages.load(Ordering::Relaxed), ..rusage::task_usage(&me) },
+        _ => return Err(Errno::EINVAL),
+    };
+    if a[0] as i32 != RUSAGE_CHILDREN {
+        u.maxrss_pages = u.maxrss_pages.max(proc.hiwater_pages_if_live().unwrap_or(0));
+    }
+    proc.write_user(a[1], &encode_rusage(&u))?;
+    ok(0)
+}
+
+/// `times(buf)`: the process's user and system time and its reaped children's, in clock
+/// ticks, into `buf` (NULL allowed; EFAULT for a bad one); returns the clock ticks since an
+/// arbitrary point: since boot, offset as Linux's jiffies are (`INITIAL_JIFFIES`, 5 minutes
+/// before a 32-bit wrap, at Debian's HZ 250), so a program never sees a small count.
+pub fn times(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
+    use rusage::{clock_t, USER_HZ};
+    const HZ: u64 = 250;
+    const INITIAL_JIFFIES: u64 = (1 << 32) - 300 * HZ;
+    if a[0] != 0 {
+        let g = &crate::sched::current().process.group;
+        let (own, kids) = (rusage::group_usage(g), rusage::children_usage(g));
+        let mut b = [0u8; 32];
+        for (i, ns) in [own.utime_ns, own.stime_ns, kids.utime_ns, kids.stime_ns].into_iter().enumerate() {
+            b[i * 8..i * 8 + 8].copy_from_slice(&clock_t(ns).to_le_bytes());
+        }
+        proc.write_user(a[0], &b)?;
+    }
+    ok(INITIAL_JIFFIES * USER_HZ / HZ + clock_t(crate::time::uptime_ns()))
+}
+
 /// `wait4(pid, wstatus, options, rusage)`: -1 any child, > 0 that child, 0 / < -1 a process
 /// group; WUNTRACED reports stops, WCONTINUED continues. ECHILD without a matching child; 0
-/// with WNOHANG if none has anything to report. `rusage` is zeroed (not yet accounted).
+/// with WNOHANG if none has anything to report. `rusage`: the child's usage with its reaped
+/// children's (`child_usage`).
 pub fn wait4(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     if a[2] & !(WNOHANG | WUNTRACED | WCONTINUED | WALL | WCLONE | WNOTHREAD) != 0 {
         return Err(Errno::EINVAL);
@@ -387,7 +476,7 @@ pub fn wait4(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
         p if p == i32::MIN => return Err(Errno::ESRCH),
         p => Which::Pgid(p.unsigned_abs()),
     };
-    let Some((pid, found)) = do_wait(proc, which, a[2] | WEXITED)? else { return ok(0) };
+    let Some((pid, found, usage)) = do_wait(proc, which, a[2] | WEXITED)? else { return ok(0) };
     let status: i32 = match found {
         Found::Exited(s) => s,
         Found::Stopped(sig) => ((sig as i32) << 8) | 0x7f,
@@ -397,7 +486,7 @@ pub fn wait4(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
         proc.write_user(a[1], &status.to_le_bytes())?;
     }
     if a[3] != 0 {
-        proc.write_user(a[3], &[0u8; 144])?;
+        proc.write_user(a[3], &encode_rusage(&usage))?;
     }
     ok(u64::from(pid))
 }
@@ -411,13 +500,13 @@ pub fn wait4(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome,
 /// a bad idtype, id or options.
 pub fn waitid(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let found = waitid_found(proc, a[0], a[1] as i32, a[3]);
-    if let (Ok(Some(_)), true) = (&found, a[4] != 0) {
-        proc.write_user(a[4], &[0u8; 144])?;
+    if let (Ok(Some((_, _, usage))), true) = (&found, a[4] != 0) {
+        proc.write_user(a[4], &encode_rusage(usage))?;
     }
     if a[2] != 0 {
         use cadence_abi::signal::{code, SigFields, SigInfo, SIGCHLD};
         let info = match &found {
-            Ok(Some((pid, f))) => {
+            Ok(Some((pid, f, _))) => {
                 let (c, status) = match *f {
                     Found::Exited(s) if s & 0x7f != 0 => (code::CLD_KILLED, s & 0x7f),
                     Found::Exited(s) => (code::CLD_EXITED, (s >> 8) & 0xff),
@@ -435,7 +524,7 @@ pub fn waitid(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome
 }
 
 /// `waitid`'s wait (Linux's `kernel_waitid`): what it found, `None` with nothing to report.
-fn waitid_found(proc: &Thread, idtype: u64, id: i32, options: u64) -> Result<Option<(u32, Found)>, Errno> {
+fn waitid_found(proc: &Thread, idtype: u64, id: i32, options: u64) -> Result<Option<(u32, Found, Usage)>, Errno> {
     const P_ALL: u64 = 0;
     const P_PID: u64 = 1;
     const P_PGID: u64 = 2;

@@ -164,6 +164,8 @@ pub struct VmSpace {
     lock: SpinLock<()>,
     /// Pages mapped (the process's resident set: `VmRSS`, `stat`'s rss).
     resident: core::sync::atomic::AtomicU64,
+    /// The most pages it has had mapped (Linux's `hiwater_rss`: `VmHWM`, `ru_maxrss`).
+    hiwater: core::sync::atomic::AtomicU64,
 }
 
 fn table(phys: u64) -> *mut [u64; 512] {
@@ -187,7 +189,12 @@ impl VmSpace {
                 new[i] = k[i] & !USER;
             }
         }
-        Some(Arc::new(VmSpace { root, lock: SpinLock::new(()), resident: core::sync::atomic::AtomicU64::new(0) }))
+        Some(Arc::new(VmSpace {
+            root,
+            lock: SpinLock::new(()),
+            resident: core::sync::atomic::AtomicU64::new(0),
+            hiwater: core::sync::atomic::AtomicU64::new(0),
+        }))
     }
 
     /// The level-4 table's physical address (what CR3 holds while a task of this space runs).
@@ -198,6 +205,11 @@ impl VmSpace {
     /// Pages mapped now.
     pub fn resident_pages(&self) -> u64 {
         self.resident.load(core::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The most pages mapped at once so far.
+    pub fn hiwater_pages(&self) -> u64 {
+        self.hiwater.load(core::sync::atomic::Ordering::Relaxed)
     }
 
     /// The leaf entry for `va` (lock held), making the tables on the way if `make`.
@@ -245,7 +257,8 @@ impl VmSpace {
         if old.is_some() {
             self.flush(va);
         } else {
-            self.resident.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+            let now = self.resident.fetch_add(1, core::sync::atomic::Ordering::Relaxed) + 1;
+            self.hiwater.fetch_max(now, core::sync::atomic::Ordering::Relaxed);
         }
         Ok(old)
     }
