@@ -9,9 +9,18 @@
 //! So kernel objects come out of the same pool as user pages: what the heap holds is missing
 //! from `MemFree`, and a program that fills the kernel with objects sees memory run low as it
 //! would on Linux. Growth takes frames within the watermarks of the allocating context but never
-//! reclaims directly (the allocator's caller may hold any lock; `frame::alloc_no_reclaim`);
-//! when the page allocator refuses, the allocation returns null: fallible callers
-//! (`try_reserve`, `Box::try_new`, `Arc::try_new`) get their ENOMEM, an infallible one panics.
+//! reclaims directly (the allocator's caller may hold any lock; `frame::alloc_no_reclaim`).
+//!
+//! **Out of memory.** Rust's infallible allocations (a `Box`, a `BTreeMap` node) cannot return
+//! an error, so the paths a user program drives check first: before it makes kernel objects on
+//! a program's behalf (a fork's copies, a new fd), the kernel asks [`ensure_free`] for room,
+//! which grows the heap within the caller's watermarks and says no when the page allocator
+//! refuses: the caller's ENOMEM, or the OOM killer (the kernel's `process::oom`), as Linux's
+//! `fork` and `open` fail or kill when their `GFP_KERNEL` allocations do. The allocations
+//! behind a check that passed may then take the page allocator's reserve: a growth the
+//! caller's watermarks refuse is retried as an atomic allocation (Linux's `__GFP_NOFAIL`
+//! dipping below `min`), since failing there could only panic. Fallible callers
+//! (`try_reserve`) get null, hence their ENOMEM, when even that is refused.
 //! The heap does not shrink: frames it took stay in it, free for later kernel objects (Linux
 //! frees empty slabs; a first-fit heap has no empty pages to give back).
 //!
@@ -38,6 +47,7 @@ use core::alloc::{GlobalAlloc, Layout};
 use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicIsize, Ordering};
+use cadence_vm::watermark::AllocContext;
 use linked_list_allocator::Heap;
 use x86_64::structures::paging::PageTableFlags;
 
@@ -238,7 +248,8 @@ unsafe impl GlobalAlloc for KernelHeap {
                 Some(ci) => (self.cached_alloc(ci), CLASSES[ci] * BATCH),
                 None => (self.global_alloc(layout), layout.size() + layout.align()),
             };
-            if !p.is_null() || grown || !grow(need, ctx) {
+            // The caller's watermarks first, then the atomic reserve (module doc).
+            if !p.is_null() || grown || !(grow(need, ctx) || grow(need, AllocContext::Atomic)) {
                 break p;
             }
             grown = true;
@@ -286,7 +297,7 @@ pub fn init(size: u64) -> u64 {
 
 /// Maps up to `bytes` (whole pages) of fresh frames from `HEAP_REGION + top`; returns the bytes
 /// mapped (stops at the first frame or page table the page allocator refuses). GROW held.
-fn map_more(top: u64, bytes: usize, ctx: cadence_vm::watermark::AllocContext) -> usize {
+fn map_more(top: u64, bytes: usize, ctx: AllocContext) -> usize {
     let bytes = bytes.next_multiple_of(PAGE).min((HEAP_REGION_SIZE - top) as usize);
     let mut mapped = 0;
     while mapped < bytes {
@@ -303,7 +314,7 @@ fn map_more(top: u64, bytes: usize, ctx: cadence_vm::watermark::AllocContext) ->
 
 /// Grows the heap by at least `need` bytes ([`GROW_STEP`] at least) from the page allocator,
 /// in context `ctx` (module doc). Returns false if nothing could be added.
-fn grow(need: usize, ctx: cadence_vm::watermark::AllocContext) -> bool {
+fn grow(need: usize, ctx: AllocContext) -> bool {
     let mut top = GROW.lock();
     if *top == 0 {
         return false; // before init
@@ -319,6 +330,29 @@ fn grow(need: usize, ctx: cadence_vm::watermark::AllocContext) -> bool {
     unsafe { HEAP.0.lock().extend(mapped) };
     *top += mapped as u64;
     true
+}
+
+/// Headroom [`ensure_free`] keeps above what its caller asked for: the small allocations
+/// around the objects (their lists, a lock's queue) that nobody counted.
+pub const HEADROOM: usize = GROW_STEP;
+
+/// Makes sure the heap has `bytes` free, plus [`HEADROOM`], growing it from the page allocator
+/// within the caller's watermarks (its context: a task's `min` after the slow path; never
+/// direct reclaim). For the kernel before it makes objects on a user program's behalf (module
+/// doc): false when the page allocator refuses, the caller's ENOMEM or OOM kill. Any context.
+pub fn ensure_free(bytes: usize) -> bool {
+    let want = bytes.saturating_add(HEADROOM);
+    let ctx = super::frame::caller_context();
+    for _ in 0..2 {
+        let free = HEAP.0.lock().free();
+        if free >= want {
+            return true;
+        }
+        if !grow(want - free, ctx) {
+            return false;
+        }
+    }
+    HEAP.0.lock().free() >= want
 }
 
 /// Growths of the heap that found no frame since boot (the heap ran out of memory).
