@@ -137,7 +137,7 @@ pub fn kernel_room(t: &Thread, bytes: usize) -> Result<(), cadence_abi::errno::E
         if framework::mm::heap::ensure_free(bytes) {
             return Ok(());
         }
-        if out_of_memory(t) == Oom::NoVictim {
+        if invoke(t, true) == Oom::NoVictim {
             break;
         }
     }
@@ -146,6 +146,11 @@ pub fn kernel_room(t: &Thread, bytes: usize) -> Result<(), cadence_abi::errno::E
 
 /// A user page fault of `t` got no frame: chooses and kills a victim (module doc).
 pub fn out_of_memory(t: &Thread) -> Oom {
+    invoke(t, false)
+}
+
+/// The killer, for a user page (`kernel` false) or a kernel allocation ([`kernel_room`]).
+fn invoke(t: &Thread, kernel: bool) -> Oom {
     // Only a real shortage (free frames at or below the high watermark) kills: a failure that
     // `debug.fail_alloc` injected with memory to spare is the faulting thread's SIGBUS
     // (docs/design/user.md), as Linux's OOM killer runs only when the allocator itself fails.
@@ -196,7 +201,7 @@ pub fn out_of_memory(t: &Thread) -> Oom {
     VICTIM.store(v.pid, Ordering::Release);
     let comm = task.comm_string();
     let uid = process.creds.lock_uninterruptible().uid[0];
-    crate::kprintln!("{}", Invoked { comm: &me.comm_string(), oom_score_adj: t.process.oom_score_adj.load(Ordering::Relaxed) });
+    crate::kprintln!("{}", Invoked { comm: &me.comm_string(), oom_score_adj: t.process.oom_score_adj.load(Ordering::Relaxed), kernel });
     crate::kprintln!("{}", Summary { comm: &comm, pid: v.pid, uid });
     crate::kprintln!(
         "{}",
