@@ -141,7 +141,11 @@ pub fn kernel_room(t: &Thread, bytes: usize) -> Result<(), cadence_abi::errno::E
             break;
         }
     }
-    if framework::mm::heap::ensure_free(bytes) { Ok(()) } else { Err(cadence_abi::errno::Errno::ENOMEM) }
+    if framework::mm::heap::ensure_free(bytes) {
+        Ok(())
+    } else {
+        Err(cadence_abi::errno::Errno::ENOMEM)
+    }
 }
 
 /// A user page fault of `t` got no frame: chooses and kills a victim (module doc).

@@ -231,8 +231,12 @@ mod tests {
             Summary { comm: "hog", pid: 123, uid: 0 }.to_string(),
             "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task_memcg=/,task=hog,pid=123,uid=0"
         );
-        assert!(Invoked { comm: "hog", oom_score_adj: 0, kernel: false }.to_string().starts_with("hog invoked oom-killer: gfp_mask=0x140cca"));
-        assert!(Invoked { comm: "hog", oom_score_adj: 0, kernel: true }.to_string().starts_with("hog invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL)"));
+        assert!(Invoked { comm: "hog", oom_score_adj: 0, kernel: false }
+            .to_string()
+            .starts_with("hog invoked oom-killer: gfp_mask=0x140cca"));
+        assert!(Invoked { comm: "hog", oom_score_adj: 0, kernel: true }
+            .to_string()
+            .starts_with("hog invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL)"));
     }
 
     proptest! {

@@ -43,11 +43,11 @@
 
 use crate::percpu::MAX_CPUS;
 use crate::sync::IrqLock;
+use cadence_vm::watermark::AllocContext;
 use core::alloc::{GlobalAlloc, Layout};
 use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicIsize, Ordering};
-use cadence_vm::watermark::AllocContext;
 use linked_list_allocator::Heap;
 use x86_64::structures::paging::PageTableFlags;
 
