@@ -185,7 +185,7 @@ pub const NOFILE: usize = 1024;
 pub const NR_OPEN: usize = 1 << 20;
 
 /// A process's fd table.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct FdTable {
     slots: Vec<Option<FdEntry>>,
 }
@@ -197,6 +197,20 @@ fn slot(fd: u64) -> usize {
 }
 
 impl FdTable {
+    /// A copy for a child (`fork`): the same open files; ENOMEM if the slots cannot be had
+    /// (Linux's `dup_fd`).
+    pub fn try_clone(&self) -> Result<FdTable, Errno> {
+        let mut slots = Vec::new();
+        slots.try_reserve_exact(self.slots.len()).map_err(|_| Errno::ENOMEM)?;
+        slots.extend(self.slots.iter().cloned());
+        Ok(FdTable { slots })
+    }
+
+    /// Heap bytes [`FdTable::try_clone`] takes.
+    pub fn clone_bytes(&self) -> usize {
+        self.slots.len() * core::mem::size_of::<Option<FdEntry>>()
+    }
+
     /// The file open at `fd` (EBADF if none).
     pub fn get(&self, fd: u64) -> Result<Arc<OpenFile>, Errno> {
         self.slots.get(slot(fd)).and_then(|s| s.as_ref()).map(|e| e.file.clone()).ok_or(Errno::EBADF)
@@ -214,11 +228,25 @@ impl FdTable {
             return Err(Errno::EINVAL);
         }
         let free = (min..limit).find(|&i| self.slots.get(i).is_none_or(|s| s.is_none())).ok_or(Errno::EMFILE)?;
+        // Every new fd of every kind comes through here: with the heap unable to grow, a
+        // program cannot pile up more objects (ENOMEM, as Linux's `alloc_file` would give).
+        if !crate::mm::heap::ensure_free(0) {
+            return Err(Errno::ENOMEM);
+        }
         if free >= self.slots.len() {
-            self.slots.resize(free + 1, None);
+            self.grow(free + 1)?;
         }
         self.slots[free] = Some(FdEntry { file, cloexec });
         Ok(free as u64)
+    }
+
+    /// Makes the table `len` slots long (doubling, as Linux's `expand_files`); ENOMEM if the
+    /// memory cannot be had, the table unchanged.
+    fn grow(&mut self, len: usize) -> Result<(), Errno> {
+        let want = len.max(self.slots.len() * 2).max(16);
+        self.slots.try_reserve_exact(want - self.slots.len()).map_err(|_| Errno::ENOMEM)?;
+        self.slots.resize(len, None);
+        Ok(())
     }
 
     /// Is an fd below `limit` free?
@@ -236,7 +264,7 @@ impl FdTable {
     pub fn install_at(&mut self, fd: u64, file: Arc<OpenFile>, cloexec: bool, limit: usize) -> Result<Option<FdEntry>, Errno> {
         let i = Some(slot(fd)).filter(|&i| i < limit).ok_or(Errno::EBADF)?;
         if i >= self.slots.len() {
-            self.slots.resize(i + 1, None);
+            self.grow(i + 1)?;
         }
         Ok(self.slots[i].replace(FdEntry { file, cloexec }))
     }

@@ -1,5 +1,8 @@
-//! Pipes for processes (Linux `fs/pipe.c`): 64 KiB of buffer (Linux's 16 pages), writes of at
-//! most [`PIPE_BUF`] bytes atomic, EOF once every write end is closed, EPIPE (and SIGPIPE, by
+//! Pipes for processes (Linux `fs/pipe.c`): up to 64 KiB of buffer (Linux's 16 pages), taken
+//! from the heap as data comes in and given back once the pipe is drained (Linux allocates a
+//! pipe's pages on write and frees them on read: an idle pipe costs its small struct, so a
+//! program holding thousands of pipes does not hold thousands of 64 KiB buffers; a write that
+//! finds no memory is ENOMEM), writes of at most [`PIPE_BUF`] bytes atomic, EOF once every write end is closed, EPIPE (and SIGPIPE, by
 //! the caller) once every read end is. Readers and writers sleep on the pipe's wait queue; a
 //! signal ends the wait (ERESTARTSYS: EINTR or a restart, as the signal's handler says; or the
 //! count moved so far). Every change also wakes
@@ -45,11 +48,10 @@ pub struct PipeEnd {
     side: Side,
 }
 
-/// A new pipe's (read end, write end); ENOMEM if its buffer cannot be had.
+/// A new pipe's (read end, write end), its buffer empty (taken as data comes in). `Result` for
+/// its callers' sake: it no longer fails.
 pub fn new() -> Result<(PipeEnd, PipeEnd), Errno> {
-    let mut buf = VecDeque::new();
-    buf.try_reserve_exact(PIPE_CAPACITY).map_err(|_| Errno::ENOMEM)?;
-    let pipe = Arc::new(Pipe { state: SpinLock::new(State { buf, readers: 1, writers: 1 }), waiters: WaitQueue::new() });
+    let pipe = Arc::new(Pipe { state: SpinLock::new(State { buf: VecDeque::new(), readers: 1, writers: 1 }), waiters: WaitQueue::new() });
     Ok((PipeEnd { pipe: pipe.clone(), side: Side::Read }, PipeEnd { pipe, side: Side::Write }))
 }
 
@@ -85,6 +87,11 @@ impl PipeEnd {
                     let n = buf.len().min(s.buf.len());
                     for (i, b) in s.buf.drain(..n).enumerate() {
                         buf[i] = b;
+                    }
+                    if s.buf.is_empty() && s.buf.capacity() > PIPE_BUF {
+                        // Drained: give the buffer back, keeping a page's worth (Linux keeps
+                        // one page, `tmp_page`) for the next small write.
+                        s.buf.shrink_to(PIPE_BUF);
                     }
                     drop(s);
                     wake(&self.pipe);
@@ -122,6 +129,13 @@ impl PipeEnd {
                 let room = PIPE_CAPACITY - s.buf.len();
                 if room >= need {
                     let n = room.min(data.len() - done);
+                    // Room in the buffer, in powers of two up to the pipe's capacity.
+                    let want = (s.buf.len() + n).next_power_of_two().clamp(PIPE_BUF, PIPE_CAPACITY);
+                    let more = want.saturating_sub(s.buf.len());
+                    if s.buf.capacity() < s.buf.len() + n && s.buf.try_reserve_exact(more).is_err() {
+                        // Linux's pipe_write: ENOMEM when no page can be had.
+                        return if done > 0 { Ok(done) } else { Err(Err(Errno::ENOMEM)) };
+                    }
                     s.buf.extend(&data[done..done + n]);
                     done += n;
                     drop(s);

@@ -443,6 +443,12 @@ impl Mm {
         Ok(())
     }
 
+    /// Heap bytes [`Mm::fork`]'s copy takes, about (its VMA tree: a B-tree node holds up to 11
+    /// entries and two thirds of them on average; its page tables are frames, counted apart).
+    pub fn fork_heap_bytes(&self) -> usize {
+        self.vmas.len() * (core::mem::size_of::<u64>() + core::mem::size_of::<Vma>()) * 3 / 2 + 1024
+    }
+
     /// A copy for a child (`fork`): the same VMAs; every mapped page shared, and a writable one
     /// made read-only in both, so the first write to it copies it (copy-on-write).
     pub fn fork(&self) -> Result<Mm, Errno> {

@@ -950,8 +950,20 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
         return Err(Errno::EPERM);
     }
     let me = crate::sched::current();
+    // Room in the kernel heap for the copies (the fd table, the VMA tree; the task, its stack
+    // and the rest fit the headroom), before any is made: ENOMEM, or the OOM killer's turn,
+    // when memory has run out, as Linux's fork (`copy_process`) fails or kills.
+    let mut copies = 0;
+    if f & CLONE_VM == 0 {
+        copies += parent.mm().lock_uninterruptible().fork_heap_bytes();
+    }
+    if f & CLONE_FILES == 0 {
+        copies += parent.files().lock_uninterruptible().clone_bytes();
+    }
+    oom::kernel_room(parent, copies)?;
     let mm = if f & CLONE_VM != 0 { parent.mm_ref() } else { MmRef::new(parent.mm().lock_uninterruptible().fork()?) };
-    let files = if f & CLONE_FILES != 0 { parent.files() } else { Arc::new(Mutex::new(parent.files().lock_uninterruptible().clone())) };
+    let files =
+        if f & CLONE_FILES != 0 { parent.files() } else { Arc::new(Mutex::new(parent.files().lock_uninterruptible().try_clone()?)) };
     let fs = if f & CLONE_FS != 0 {
         parent.fs.clone()
     } else {

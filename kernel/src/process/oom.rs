@@ -6,8 +6,12 @@
 //! faulting tasks sleep until it has ended ([`process_ended`] wakes them) and retry. A victim
 //! that has not ended within [`VICTIM_PATIENCE_NS`] is passed over, as Linux's OOM reaper
 //! gives up on one (`MMF_OOM_SKIP`). A task already dying does not choose: its end frees memory.
-//! The kernel's own memory (heap, stacks, page tables) never comes from here: a kernel
-//! allocation does not invoke the killer.
+//! A system call about to make kernel objects for its caller (a fork's copies, a new fd) asks
+//! [`kernel_room`] first: when the heap cannot grow for them (`framework::mm::heap::ensure_free`)
+//! the killer is invoked as for a fault, and the call fails with ENOMEM if no victim frees
+//! enough (Linux's `GFP_KERNEL` allocations in `copy_process` and `alloc_file` enter the
+//! killer the same way, then fail). Other kernel allocations (inside the allocator, under
+//! locks) never invoke it.
 //!
 //! One task at a time chooses (Linux's `oom_lock`, taken with `mutex_trylock`): the others
 //! sleep until it is done and retry their faults. The choice allocates one batch, not a record per
@@ -121,8 +125,36 @@ fn has_ended(pid: Tid) -> bool {
     crate::sched::task::find(pid).is_none_or(|v| v.process.group.exited.load(Ordering::Acquire))
 }
 
+/// Tries before [`kernel_room`] gives up: each kill the killer makes frees a victim's memory.
+const ROOM_TRIES: usize = 4;
+
+/// Room in the kernel heap for `bytes` of objects that `t`'s system call is about to make (the
+/// module doc): `Ok` once the heap has them free, else the OOM killer's turn, and ENOMEM if it
+/// finds no victim or the room is still missing after its kills. Task context, no lock held
+/// that a dying victim needs (`mm`, the fd table).
+pub fn kernel_room(t: &Thread, bytes: usize) -> Result<(), cadence_abi::errno::Errno> {
+    for _ in 0..ROOM_TRIES {
+        if framework::mm::heap::ensure_free(bytes) {
+            return Ok(());
+        }
+        if invoke(t, true) == Oom::NoVictim {
+            break;
+        }
+    }
+    if framework::mm::heap::ensure_free(bytes) {
+        Ok(())
+    } else {
+        Err(cadence_abi::errno::Errno::ENOMEM)
+    }
+}
+
 /// A user page fault of `t` got no frame: chooses and kills a victim (module doc).
 pub fn out_of_memory(t: &Thread) -> Oom {
+    invoke(t, false)
+}
+
+/// The killer, for a user page (`kernel` false) or a kernel allocation ([`kernel_room`]).
+fn invoke(t: &Thread, kernel: bool) -> Oom {
     // Only a real shortage (free frames at or below the high watermark) kills: a failure that
     // `debug.fail_alloc` injected with memory to spare is the faulting thread's SIGBUS
     // (docs/design/user.md), as Linux's OOM killer runs only when the allocator itself fails.
@@ -173,7 +205,7 @@ pub fn out_of_memory(t: &Thread) -> Oom {
     VICTIM.store(v.pid, Ordering::Release);
     let comm = task.comm_string();
     let uid = process.creds.lock_uninterruptible().uid[0];
-    crate::kprintln!("{}", Invoked { comm: &me.comm_string(), oom_score_adj: t.process.oom_score_adj.load(Ordering::Relaxed) });
+    crate::kprintln!("{}", Invoked { comm: &me.comm_string(), oom_score_adj: t.process.oom_score_adj.load(Ordering::Relaxed), kernel });
     crate::kprintln!("{}", Summary { comm: &comm, pid: v.pid, uid });
     crate::kprintln!(
         "{}",

@@ -158,15 +158,14 @@ pub struct Invoked<'a> {
     pub comm: &'a str,
     /// Its `oom_score_adj`.
     pub oom_score_adj: i32,
+    /// A kernel allocation (a fork's copies, a new fd: Linux's `GFP_KERNEL`), not a user page.
+    pub kernel: bool,
 }
 
 impl fmt::Display for Invoked<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, oom_score_adj={}",
-            self.comm, self.oom_score_adj
-        )
+        let gfp = if self.kernel { "0xcc0(GFP_KERNEL)" } else { "0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP)" };
+        write!(f, "{} invoked oom-killer: gfp_mask={}, order=0, oom_score_adj={}", self.comm, gfp, self.oom_score_adj)
     }
 }
 
@@ -232,7 +231,12 @@ mod tests {
             Summary { comm: "hog", pid: 123, uid: 0 }.to_string(),
             "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task_memcg=/,task=hog,pid=123,uid=0"
         );
-        assert!(Invoked { comm: "hog", oom_score_adj: 0 }.to_string().starts_with("hog invoked oom-killer: gfp_mask=0x140cca"));
+        assert!(Invoked { comm: "hog", oom_score_adj: 0, kernel: false }
+            .to_string()
+            .starts_with("hog invoked oom-killer: gfp_mask=0x140cca"));
+        assert!(Invoked { comm: "hog", oom_score_adj: 0, kernel: true }
+            .to_string()
+            .starts_with("hog invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL)"));
     }
 
     proptest! {

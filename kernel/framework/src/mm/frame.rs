@@ -205,7 +205,7 @@ pub fn set_watermarks(min_free_kbytes: Option<u64>, scale_factor: Option<u64>) -
 
 /// The caller's allocation context: interrupts off is atomic, an RT-class task is an RT task
 /// (a task before [`init_watermarks`], when nothing is looked up).
-fn caller_context() -> AllocContext {
+pub(super) fn caller_context() -> AllocContext {
     if !WATERMARKS_ON.load(Ordering::Acquire) {
         AllocContext::Task
     } else if !crate::irqflags::are_enabled() {
@@ -269,6 +269,36 @@ fn alloc_dirty(ctx: AllocContext) -> Option<u64> {
             _ => return None,
         }
     }
+}
+
+/// One zeroed frame for the kernel heap's growth (`heap`), within the watermarks of `ctx` but
+/// never reclaiming directly: the heap grows inside the global allocator, whose caller may hold
+/// any lock (a page-cache lock that reclaim takes), so below `low` it wakes `kswapd` and takes
+/// the frame if the slow path (`min`, less `ctx`'s reserve) allows it. Linux's
+/// `GFP_NOWAIT`-style slab growth.
+pub(super) fn alloc_no_reclaim(ctx: AllocContext) -> Option<u64> {
+    let mode = rt_reserve();
+    let (phys, wake) = {
+        let mut guard = FRAMES.lock();
+        let map = guard.as_mut()?;
+        let mut d = watermark::decide(&map.wm, map.free, 1, ctx, mode, false);
+        if let Decision::Reclaim(_) = d {
+            d = watermark::decide(&map.wm, map.free, 1, ctx, mode, true);
+        }
+        match d {
+            Decision::Take { wake_reclaim } => (map.take_one()?, wake_reclaim),
+            _ => (0, true),
+        }
+    };
+    if wake {
+        crate::upcalls::wake_kswapd();
+    }
+    if phys == 0 {
+        return None;
+    }
+    // SAFETY: just allocated, ours alone (done outside the allocator's lock).
+    unsafe { zero(phys, 1) };
+    Some(phys)
 }
 
 impl Bitmap {

@@ -1,6 +1,28 @@
-//! The kernel heap: `linked_list_allocator` over one physically contiguous run of frames,
-//! addressed through the physical-memory mapping (no page-table work needed). The allocator is
-//! behind an [`IrqLock`] so interrupt handlers may allocate.
+//! The kernel heap: `linked_list_allocator` over a region of kernel virtual memory
+//! ([`HEAP_REGION`]) that grows from the page allocator, behind an [`IrqLock`] so interrupt
+//! handlers may allocate.
+//!
+//! # Growth
+//! Boot maps [`init`]'s initial size; when an allocation does not fit, the heap maps more frames
+//! at its top ([`GROW_STEP`] at least, any frames: the region is virtually contiguous) and
+//! extends the allocator over them, as Linux's slab caches take pages from the page allocator.
+//! So kernel objects come out of the same pool as user pages: what the heap holds is missing
+//! from `MemFree`, and a program that fills the kernel with objects sees memory run low as it
+//! would on Linux. Growth takes frames within the watermarks of the allocating context but never
+//! reclaims directly (the allocator's caller may hold any lock; `frame::alloc_no_reclaim`).
+//!
+//! **Out of memory.** Rust's infallible allocations (a `Box`, a `BTreeMap` node) cannot return
+//! an error, so the paths a user program drives check first: before it makes kernel objects on
+//! a program's behalf (a fork's copies, a new fd), the kernel asks [`ensure_free`] for room,
+//! which grows the heap within the caller's watermarks and says no when the page allocator
+//! refuses: the caller's ENOMEM, or the OOM killer (the kernel's `process::oom`), as Linux's
+//! `fork` and `open` fail or kill when their `GFP_KERNEL` allocations do. The allocations
+//! behind a check that passed may then take the page allocator's reserve: a growth the
+//! caller's watermarks refuse is retried as an atomic allocation (Linux's `__GFP_NOFAIL`
+//! dipping below `min`), since failing there could only panic. Fallible callers
+//! (`try_reserve`) get null, hence their ENOMEM, when even that is refused.
+//! The heap does not shrink: frames it took stay in it, free for later kernel objects (Linux
+//! frees empty slabs; a first-fit heap has no empty pages to give back).
 //!
 //! # Per-CPU caches of small blocks
 //! Small allocations (at most [`MAX_CACHED_SIZE`] bytes, alignment at most 64) are served from
@@ -21,11 +43,26 @@
 
 use crate::percpu::MAX_CPUS;
 use crate::sync::IrqLock;
+use cadence_vm::watermark::AllocContext;
 use core::alloc::{GlobalAlloc, Layout};
 use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicIsize, Ordering};
 use linked_list_allocator::Heap;
+use x86_64::structures::paging::PageTableFlags;
+
+/// Virtual start of the heap region (level-4 entry 385, next to the stack region; [`init`]
+/// checks it is unused).
+pub const HEAP_REGION: u64 = 0xffff_c080_0000_0000;
+/// The region's virtual size (one level-4 entry, 512 GiB).
+const HEAP_REGION_SIZE: u64 = 1 << 39;
+/// Smallest growth, in bytes (64 frames: a growth maps them with interrupts off).
+pub const GROW_STEP: usize = 256 * 1024;
+const PAGE: usize = 4096;
+/// Serialises growth: the mapped top of the region (bytes mapped from [`HEAP_REGION`]).
+static GROW: IrqLock<u64> = IrqLock::new(0);
+/// Growths that found no frame (the page allocator refused): the heap was out of memory.
+static GROW_FAILURES: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
 
 /// Live allocations by size, per CPU (a block freed on another CPU than the one that allocated
 /// it makes one count negative and the other positive: only sums mean something). Bucket `b`
@@ -203,9 +240,19 @@ impl KernelHeap {
 unsafe impl GlobalAlloc for KernelHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         super::atomic_alloc::note(layout.size());
-        let p = match class_of(layout) {
-            Some(ci) => self.cached_alloc(ci),
-            None => self.global_alloc(layout),
+        // The context the caller allocates in, read before any lock turns interrupts off.
+        let ctx = super::frame::caller_context();
+        let mut grown = false;
+        let p = loop {
+            let (p, need) = match class_of(layout) {
+                Some(ci) => (self.cached_alloc(ci), CLASSES[ci] * BATCH),
+                None => (self.global_alloc(layout), layout.size() + layout.align()),
+            };
+            // The caller's watermarks first, then the atomic reserve (module doc).
+            if !p.is_null() || grown || !(grow(need, ctx) || grow(need, AllocContext::Atomic)) {
+                break p;
+            }
+            grown = true;
         };
         if !p.is_null() {
             count_live(layout.size(), 1);
@@ -228,15 +275,89 @@ unsafe impl GlobalAlloc for KernelHeap {
     }
 }
 
-/// Gives the heap `size` bytes of contiguous physical memory. Returns the heap's size.
+/// Maps the heap's first `size` bytes (rounded up to pages) at [`HEAP_REGION`] and hands them to
+/// the allocator. Once, at boot, before anything allocates and before
+/// `paging::share_kernel_half`. Returns the heap's size, 0 if the region is taken or no frames
+/// are left.
 pub fn init(size: u64) -> u64 {
-    let frames = size / super::frame::FRAME_SIZE;
-    let phys = super::frame::alloc_contiguous(frames).expect("no contiguous memory for the kernel heap");
-    let start = super::phys_to_virt(phys);
-    // SAFETY: the frames were just allocated for the heap alone and are mapped writable through
-    // the physical-memory mapping; the heap is initialised exactly once, at boot.
-    unsafe { HEAP.0.lock().init(start as *mut u8, (frames * super::frame::FRAME_SIZE) as usize) };
-    frames * super::frame::FRAME_SIZE
+    if !super::paging::l4_entry_unused(HEAP_REGION) {
+        return 0;
+    }
+    let mut top = GROW.lock();
+    let mapped = map_more(*top, size as usize, crate::mm::frame::caller_context());
+    if mapped == 0 {
+        return 0;
+    }
+    // SAFETY: `mapped` bytes from HEAP_REGION were just mapped writable for the heap alone; the
+    // heap is initialised exactly once, at boot (the GROW lock is held, top was 0).
+    unsafe { HEAP.0.lock().init(HEAP_REGION as *mut u8, mapped) };
+    *top = mapped as u64;
+    mapped as u64
+}
+
+/// Maps up to `bytes` (whole pages) of fresh frames from `HEAP_REGION + top`; returns the bytes
+/// mapped (stops at the first frame or page table the page allocator refuses). GROW held.
+fn map_more(top: u64, bytes: usize, ctx: AllocContext) -> usize {
+    let bytes = bytes.next_multiple_of(PAGE).min((HEAP_REGION_SIZE - top) as usize);
+    let mut mapped = 0;
+    while mapped < bytes {
+        let Some(frame) = super::frame::alloc_no_reclaim(ctx) else { break };
+        let virt = HEAP_REGION + top + mapped as u64;
+        if super::paging::map_page(virt, frame, PageTableFlags::WRITABLE | PageTableFlags::NO_EXECUTE).is_err() {
+            super::frame::free(frame);
+            break;
+        }
+        mapped += PAGE;
+    }
+    mapped
+}
+
+/// Grows the heap by at least `need` bytes ([`GROW_STEP`] at least) from the page allocator,
+/// in context `ctx` (module doc). Returns false if nothing could be added.
+fn grow(need: usize, ctx: AllocContext) -> bool {
+    let mut top = GROW.lock();
+    if *top == 0 {
+        return false; // before init
+    }
+    // Room for the hole's header and alignment at the end of what is there.
+    let mapped = map_more(*top, (need + 2 * PAGE).max(GROW_STEP), ctx);
+    if mapped == 0 {
+        GROW_FAILURES.fetch_add(1, Ordering::Relaxed);
+        return false;
+    }
+    // SAFETY: the `mapped` bytes just mapped start at the heap's top (HEAP_REGION + *top: the
+    // GROW lock serialises every extension) and belong to the heap for good.
+    unsafe { HEAP.0.lock().extend(mapped) };
+    *top += mapped as u64;
+    true
+}
+
+/// Headroom [`ensure_free`] keeps above what its caller asked for: the small allocations
+/// around the objects (their lists, a lock's queue) that nobody counted.
+pub const HEADROOM: usize = GROW_STEP;
+
+/// Makes sure the heap has `bytes` free, plus [`HEADROOM`], growing it from the page allocator
+/// within the caller's watermarks (its context: a task's `min` after the slow path; never
+/// direct reclaim). For the kernel before it makes objects on a user program's behalf (module
+/// doc): false when the page allocator refuses, the caller's ENOMEM or OOM kill. Any context.
+pub fn ensure_free(bytes: usize) -> bool {
+    let want = bytes.saturating_add(HEADROOM);
+    let ctx = super::frame::caller_context();
+    for _ in 0..2 {
+        let free = HEAP.0.lock().free();
+        if free >= want {
+            return true;
+        }
+        if !grow(want - free, ctx) {
+            return false;
+        }
+    }
+    HEAP.0.lock().free() >= want
+}
+
+/// Growths of the heap that found no frame since boot (the heap ran out of memory).
+pub fn grow_failures() -> u64 {
+    GROW_FAILURES.load(Ordering::Relaxed)
 }
 
 /// Bytes currently allocated from the heap (blocks held in the per-CPU caches count as free).
@@ -247,7 +368,7 @@ pub fn used() -> usize {
     (heap.used() as isize).saturating_sub(cached).max(0) as usize
 }
 
-/// Total heap size in bytes.
+/// The heap's size in bytes: what it has mapped so far (frames the page allocator gave it).
 pub fn size() -> usize {
     HEAP.0.lock().size()
 }

@@ -242,7 +242,9 @@ fn install_buffers(ctl: &mut Control, entries: usize) -> Result<(), String> {
     let needed = ring_bytes.saturating_mul(crate::percpu::nr_cpus() as usize);
     let held =
         if ctl.entries == 0 { 0 } else { ctl.entries * core::mem::size_of::<UnsafeCell<Event>>() * crate::percpu::nr_cpus() as usize };
-    let heap = crate::mm::heap::size();
+    // The heap grows from the page allocator: what it may still hold is its free part plus the
+    // free frames.
+    let heap = crate::mm::heap::size() + (crate::mm::frame::free_frames() * crate::mm::frame::FRAME_SIZE) as usize;
     let free_after = (heap + held).saturating_sub(crate::mm::heap::used()).saturating_sub(needed);
     if ctl.entries != entries && free_after < (heap / 8).max(16 << 20) {
         return Err(alloc::format!(
