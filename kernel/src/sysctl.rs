@@ -218,13 +218,19 @@ pub static SYSCTLS: &[Sysctl] = &[
     },
     Sysctl {
         name: "debug.timer",
-        help: "per CPU (read-only): the timer advance now (ns), the time early interrupts waited for their timer (µs), the timer interrupts the CPU raised itself (TIMER_KICK)",
+        help: "per CPU (read-only): the timer advance now (ns), the time early interrupts waited for their timer (µs), the timer interrupts the CPU raised itself (TIMER_KICK), the timer interrupts that gave up catching up and the longest of them (µs; Linux's nr_hangs, max_hang_time)",
         get: || {
             let mut out = String::new();
             for cpu in crate::sched::online_mask().iter() {
                 let cpu = cpu as u32;
                 let waited_us = crate::timer::advance_wait_ns(cpu) / 1000;
-                out += &format!("cpu{cpu} advance_ns={} waited_us={waited_us} kicks={} ", crate::timer::advance(cpu), crate::timer::kicks(cpu));
+                let (hangs, max_hang_ns) = crate::timer::hangs(cpu);
+                out += &format!(
+                    "cpu{cpu} advance_ns={} waited_us={waited_us} kicks={} hangs={hangs} max_hang_us={} ",
+                    crate::timer::advance(cpu),
+                    crate::timer::kicks(cpu),
+                    max_hang_ns / 1000
+                );
             }
             out.trim_end().into()
         },

@@ -226,6 +226,12 @@ pub fn arm(cpu: u32, expires_ns: u64, f: TimerFn, data: u64) -> Option<TimerId> 
     Some(id)
 }
 
+/// [`arm`] on the calling CPU; returns that CPU with the timer's id (what [`cancel`] takes).
+pub fn arm_here(expires_ns: u64, f: TimerFn, data: u64) -> Option<(u32, TimerId)> {
+    let cpu = crate::percpu::cpu_id();
+    arm(cpu, expires_ns, f, data).map(|id| (cpu, id))
+}
+
 /// Cancels a timer; returns whether it was still pending.
 pub fn cancel(cpu: u32, id: TimerId) -> bool {
     queue_of(cpu).is_some_and(|q| q.timers.lock().cancel(id).is_some())

@@ -113,9 +113,7 @@ fn rearm_if_expired(s: &mut State, slot: u32) {
 
 /// Arms `s`'s kernel timer at `s.expires_ns` on this CPU, tagged with its slot and generation.
 fn arm_kernel_timer(s: &mut State, slot: u32) {
-    let cpu = crate::percpu::cpu_id();
-    let data = u64::from(slot) << 32 | u64::from(s.gen);
-    s.armed = crate::timer::arm(cpu, s.expires_ns, expired, data).map(|id| (cpu, id));
+    s.armed = crate::timer::arm_here(s.expires_ns, expired, u64::from(slot) << 32 | u64::from(s.gen));
 }
 
 /// What the timer reads as: (time to the next expiry, interval), ns.

@@ -197,9 +197,7 @@ fn rearm(x: &mut PosixTimer, serial: u32, past: u64) {
 
 /// Arms `x`'s kernel timer at `x.expires_ns` on this CPU, tagged with its serial and generation.
 fn arm_kernel_timer(x: &mut PosixTimer, serial: u32) {
-    let cpu = crate::percpu::cpu_id();
-    let data = u64::from(serial) << 32 | u64::from(x.gen);
-    x.armed = crate::timer::arm(cpu, x.expires_ns, expired, data).map(|id| (cpu, id));
+    x.armed = crate::timer::arm_here(x.expires_ns, expired, u64::from(serial) << 32 | u64::from(x.gen));
 }
 
 /// Moves a fired periodic timer's expiry past `now`; the periods that passed after the
