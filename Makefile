@@ -112,13 +112,23 @@ setup:
 	  rustup toolchain install '$(CHANNEL)' --profile minimal -c rust-src -c llvm-tools \
 	    -c rustfmt -c clippy -t x86_64-unknown-none; \
 	fi; \
-	pkgs=; \
-	command -v qemu-system-x86_64 >/dev/null || pkgs="qemu-system-x86"; \
+	pkgs=; backports=; \
+	qv=$$(qemu-system-x86_64 --version 2>/dev/null | sed -n 's/^QEMU emulator version \([0-9]*\).*/\1/p'); \
+	if [ -z "$$qv" ] || [ "$$qv" -lt 9 ]; then backports=qemu-system-x86; fi; \
 	command -v gcc >/dev/null || pkgs="$$pkgs gcc"; \
 	[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || pkgs="$$pkgs libc6-dev"; \
 	[ -e /usr/share/ovmf/OVMF.fd ] || [ -e /usr/share/OVMF/OVMF_CODE.fd ] || pkgs="$$pkgs ovmf"; \
+	sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	if [ -n "$$backports" ]; then \
+	  echo "setup: installing QEMU >= 9 from bookworm-backports (x2APIC under TCG: more than 255 CPUs)"; \
+	  src=/etc/apt/sources.list.d/bookworm-backports.sources; \
+	  [ -e $$src ] || printf '%s\n' 'Types: deb' 'URIs: http://deb.debian.org/debian' \
+	    'Suites: bookworm-backports' 'Components: main' \
+	    'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' | $$sudo tee $$src >/dev/null; \
+	  $$sudo apt-get update -qq; \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports qemu-system-x86; \
+	fi; \
 	if [ -n "$$pkgs" ]; then \
-	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 	  echo "setup: installing $$pkgs"; \
 	  $$sudo apt-get update -qq; \
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkgs; \

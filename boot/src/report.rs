@@ -6,12 +6,16 @@
 //! ```text
 //! cadence: cpu <n> online apic=<id> package=<p> core=<c> thread=<t>
 //! cadence: cpu <n> smt-siblings [<n>, <n>, ...]
+//! cadence: package <p> online: cpus <list> apic <list> (<c> cores, <t> threads per core)
 //! cadence: smp: <N> cpus online (<P> packages, <C> cores, <T> threads per core)
 //! cadence: tsc <mhz> MHz, lapic timer <mhz> MHz, hz <hz>
 //! cadence: boot ok in <ms> ms
 //! cadence: warning: <text>
 //! cadence: EXCEPTION <text>
 //! ```
+//!
+//! Machines of more than 64 CPUs print the `package` line (one per package) in place of the
+//! per-CPU `online` and `smt-siblings` lines; `<list>` is Linux's CPU-list format (`0-3,8`).
 //!
 //! A line is recognised wherever `cadence: ` starts in it (bootloader noise
 //! before it is ignored). Lines that start like a report line but do not
@@ -25,6 +29,18 @@ pub struct CpuOnline {
     pub package: u32,
     pub core: u32,
     pub thread: u32,
+}
+
+/// One `cadence: package <p> online: ...` line (machines of more than 64 CPUs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackageOnline {
+    pub package: u32,
+    /// Logical CPU ids, increasing.
+    pub cpus: Vec<u32>,
+    /// APIC ids, increasing.
+    pub apics: Vec<u32>,
+    pub cores: u32,
+    pub threads_per_core: u32,
 }
 
 /// The `cadence: smp: ...` summary line.
@@ -49,6 +65,8 @@ pub struct Timing {
 pub struct BootReport {
     /// `cpu ... online` lines, in output order.
     pub cpus: Vec<CpuOnline>,
+    /// `package <p> online: ...` lines, in output order.
+    pub packages: Vec<PackageOnline>,
     /// `cpu <n> smt-siblings [...]` lines as (cpu, siblings including itself).
     pub smt_siblings: Vec<(u32, Vec<u32>)>,
     /// The last `smp:` summary line.
@@ -79,6 +97,8 @@ impl BootReport {
                 parse_siblings(rest).map(|s| r.smt_siblings.push(s)).is_some()
             } else if rest.starts_with("cpu ") {
                 parse_cpu(rest).map(|c| r.cpus.push(c)).is_some()
+            } else if rest.starts_with("package ") {
+                parse_package(rest).map(|p| r.packages.push(p)).is_some()
             } else if rest.starts_with("smp:") {
                 parse_smp(rest).map(|s| r.smp = Some(s)).is_some()
             } else if rest.starts_with("tsc ") {
@@ -150,6 +170,36 @@ fn parse_siblings(s: &str) -> Option<(u32, Vec<u32>)> {
     Some((cpu, ids))
 }
 
+/// Linux's list format (`0-3,8`) as sorted ids; `None` if malformed or not increasing.
+pub fn parse_id_list(s: &str) -> Option<Vec<u32>> {
+    let mut out: Vec<u32> = Vec::new();
+    for part in s.split(',') {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.parse().ok()?, b.parse().ok()?),
+            None => {
+                let a = part.parse().ok()?;
+                (a, a)
+            }
+        };
+        if a > b || out.last().is_some_and(|&l| l >= a) {
+            return None;
+        }
+        out.extend(a..=b);
+    }
+    Some(out)
+}
+
+fn parse_package(s: &str) -> Option<PackageOnline> {
+    let caps = fields(s, "package {} online: cpus {} apic {} ({} cores, {} threads per core)")?;
+    Some(PackageOnline {
+        package: caps[0].parse().ok()?,
+        cpus: parse_id_list(caps[1])?,
+        apics: parse_id_list(caps[2])?,
+        cores: caps[3].parse().ok()?,
+        threads_per_core: caps[4].parse().ok()?,
+    })
+}
+
 fn parse_smp(s: &str) -> Option<SmpSummary> {
     let caps = fields(s, "smp: {} cpus online ({} packages, {} cores, {} threads per core)")?;
     let n: Vec<u32> = nums(&caps)?;
@@ -184,6 +234,18 @@ cadence: tsc 2893.5 MHz, lapic timer 1000 MHz, hz 100
 cadence: warning: unknown option 'frobnicate'
 cadence: boot ok in 412 ms
 ";
+
+    #[test]
+    fn parses_package_lines() {
+        let r = BootReport::parse("cadence: package 1 online: cpus 112-223 apic 128-239 (28 cores, 4 threads per core)\ncadence: package 2 online: cpus 3-1 apic 0 (1 cores, 1 threads per core)\n");
+        assert_eq!(r.packages.len(), 1);
+        let p = &r.packages[0];
+        assert_eq!((p.package, p.cpus.len(), p.apics[0], p.cores, p.threads_per_core), (1, 112, 128, 28, 4));
+        assert_eq!(r.malformed.len(), 1, "a decreasing range is malformed");
+        assert_eq!(parse_id_list("0-2,5"), Some(vec![0, 1, 2, 5]));
+        assert_eq!(parse_id_list("5,1"), None);
+        assert_eq!(parse_id_list(""), None);
+    }
 
     #[test]
     fn parses_full_report() {

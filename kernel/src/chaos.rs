@@ -346,10 +346,11 @@ fn reap_dead(shared: &Shared) {
 
 fn random_mask(rng: &mut Rng) -> CpuMask {
     match rng.below(4) {
-        0 => CpuMask(0),                            // empty: EINVAL
-        1 => CpuMask(1u64 << (32 + rng.below(32))), // offline only: EINVAL
-        2 => CpuMask(1u64 << rng.below(percpu::nr_cpus() as u64)),
-        _ => CpuMask(rng.next()),
+        0 => CpuMask::from_u64(0), // empty: EINVAL
+        // Offline only (a CPU past the last one): EINVAL.
+        1 => CpuMask::single(percpu::nr_cpus() as usize + rng.below(cadence_sched::NR_CPUS as u64 - percpu::nr_cpus() as u64 + 1) as usize),
+        2 => CpuMask::single(rng.below(percpu::nr_cpus() as u64) as usize),
+        _ => CpuMask::from_u64(rng.next()),
     }
 }
 

@@ -41,6 +41,8 @@ pub struct BootOptions {
     pub test_stress: bool,
     /// Keep SMT sibling threads offline (`nosmt`).
     pub nosmt: bool,
+    /// Keep the LAPIC in xAPIC mode even if the CPU offers x2APIC (`nox2apic`).
+    pub nox2apic: bool,
     /// Under `cargo test`: run only kernel tests whose name contains one of these (`test=NAME`,
     /// repeatable; empty: all tests). A filter that matches no test fails the run.
     pub test_filters: Vec<String>,
@@ -65,6 +67,7 @@ impl Default for BootOptions {
             sh: None,
             kshell: false,
             nosmt: false,
+            nox2apic: false,
             test_stress: false,
             test_filters: Vec::new(),
             test_skip: 0,
@@ -140,7 +143,7 @@ pub static CORE_PARAMS: &[CoreParam] = &[
         usage: "maxcpus=N",
         help: "bring up at most N CPUs",
         set: (|o, v| {
-            o.maxcpus = Some(parse_num(v, 1, crate::percpu::MAX_CPUS as u64)? as u32);
+            o.maxcpus = Some(parse_num(v, 1, crate::percpu::NR_CPUS as u64)? as u32);
             Ok(())
         }),
     },
@@ -149,6 +152,14 @@ pub static CORE_PARAMS: &[CoreParam] = &[
         help: "keep SMT sibling threads offline (one thread per core)",
         set: (|o, _| {
             o.nosmt = true;
+            Ok(())
+        }),
+    },
+    CoreParam {
+        usage: "nox2apic",
+        help: "keep the LAPIC in xAPIC mode (MMIO, 8-bit APIC ids: at most 255 CPUs)",
+        set: (|o, _| {
+            o.nox2apic = true;
             Ok(())
         }),
     },

@@ -107,17 +107,22 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     let line = cmdline::read();
     let opts = cmdline::parse(&line);
     arch::apic::set_tick_hz(opts.hz);
+    let max_cpus = opts.maxcpus.unwrap_or(percpu::NR_CPUS as u32);
+    let x2apic = arch::apic::choose_mode(!opts.nox2apic);
+    // Per-CPU data made at each CPU's bring-up is sized for all of them.
+    smp::set_possible(&platform.ap_apic_ids, max_cpus);
 
     let bsp = smp::init_bsp();
     let lapic_hz = arch::apic::calibrate_timer();
     let tsc_deadline = arch::apic::detect_timer_mode();
     timer::start_tick(sched::scheduler_tick);
     klog!(
-        "memory: {} MiB usable, heap {} MiB, tsc via {:?}, timer {}, cmdline '{}'",
+        "memory: {} MiB usable, heap {} MiB, tsc via {:?}, timer {}, {}, cmdline '{}'",
         usable >> 20,
         heap >> 20,
         tsc_source,
         if tsc_deadline { "tsc-deadline" } else { "lapic one-shot" },
+        if x2apic { "x2apic" } else { "xapic" },
         line
     );
     for io in &platform.io_apics {
@@ -144,15 +149,15 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
         provoke_fault(fault);
     }
 
-    let max_cpus = opts.maxcpus.unwrap_or(percpu::MAX_CPUS as u32);
     smp::start_aps(&platform.ap_apic_ids, max_cpus, opts.nosmt);
 
+    smp::report_packages();
     let (cpus, packages, cores, threads) = smp::topology_summary();
     kprintln!("cadence: smp: {} cpus online ({} packages, {} cores, {} threads per core)", cpus, packages, cores, threads);
     // The generated trees, once the CPUs are up (sysfs lists the online CPUs).
     fs::mount_pseudo("proc", "/proc", "proc", "rw,nosuid,nodev,noexec,relatime", process::procfs::root());
     fs::sysfs::mount_all();
-    for cpu in percpu::online_cpus() {
+    for cpu in percpu::online_cpus().take_while(|_| percpu::nr_possible() <= smp::PER_CPU_REPORT_MAX) {
         let sib = smp::smt_siblings(cpu);
         kprintln!("cadence: cpu {} smt-siblings {:?}", cpu.cpu_id, sib);
     }

@@ -27,8 +27,8 @@ pub enum IrqKind {
 const IRQ_KINDS: usize = 6;
 
 /// Per CPU, per [`IrqKind`]: interrupts taken (each counter written by its CPU only).
-static COUNTS: [[AtomicU64; IRQ_KINDS]; crate::percpu::MAX_CPUS] =
-    [const { [const { AtomicU64::new(0) }; IRQ_KINDS] }; crate::percpu::MAX_CPUS];
+static COUNTS: [[AtomicU64; IRQ_KINDS]; crate::percpu::NR_CPUS] =
+    [const { [const { AtomicU64::new(0) }; IRQ_KINDS] }; crate::percpu::NR_CPUS];
 
 fn count(kind: IrqKind) {
     if let Some(c) = COUNTS.get(crate::percpu::cpu_id() as usize) {

@@ -18,8 +18,9 @@ use crate::arch::msr::{self, Msr};
 use alloc::boxed::Box;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
-/// Most CPUs Cadence handles (CPU masks are 64-bit).
-pub const MAX_CPUS: usize = 64;
+/// Most CPUs the build handles (Linux's `NR_CPUS`: `cadence_sched::cpumask::NR_CPUS`, 1,024
+/// unless the build sets `CADENCE_NR_CPUS`).
+pub use cadence_sched::cpumask::NR_CPUS;
 
 /// One CPU's identity, bring-up state, IPI requests and preemption count (reached through the
 /// GS base: [`current`]).
@@ -75,8 +76,8 @@ unsafe impl Sync for PerCpu {}
 unsafe impl Send for PerCpu {}
 
 /// Every CPU's per-CPU area, by logical id (null until that CPU is set up).
-static CPUS: [AtomicPtr<PerCpu>; MAX_CPUS] = [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_CPUS];
-static NR_CPUS: AtomicU32 = AtomicU32::new(0);
+static CPUS: [AtomicPtr<PerCpu>; NR_CPUS] = [const { AtomicPtr::new(core::ptr::null_mut()) }; NR_CPUS];
+static NR_CPU_IDS: AtomicU32 = AtomicU32::new(0);
 /// True once the BSP has installed its GS base (before that, `cpu_id()` is 0).
 static GS_READY: AtomicBool = AtomicBool::new(false);
 
@@ -84,7 +85,7 @@ static GS_READY: AtomicBool = AtomicBool::new(false);
 /// `T` per CPU, created by [`PerCpuVar::init`] when the CPU is brought up and never freed.
 /// Reached by CPU id ([`PerCpuVar::get`]) or for the calling CPU ([`PerCpuVar::this`]).
 pub struct PerCpuVar<T: 'static> {
-    slots: [AtomicPtr<T>; MAX_CPUS],
+    slots: [AtomicPtr<T>; NR_CPUS],
 }
 
 impl<T: Sync + 'static> Default for PerCpuVar<T> {
@@ -96,7 +97,7 @@ impl<T: Sync + 'static> Default for PerCpuVar<T> {
 impl<T: Sync + 'static> PerCpuVar<T> {
     /// No CPU's instance yet (each is created by [`PerCpuVar::init`] at its CPU's bring-up).
     pub const fn new() -> Self {
-        PerCpuVar { slots: [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_CPUS] }
+        PerCpuVar { slots: [const { AtomicPtr::new(core::ptr::null_mut()) }; NR_CPUS] }
     }
 
     /// Creates CPU `cpu`'s instance (leaked: it lives as long as the kernel). Once per CPU,
@@ -124,15 +125,20 @@ impl<T: Sync + 'static> PerCpuVar<T> {
         (!ptr.is_null()).then(|| unsafe { &*ptr })
     }
 
+    /// The instances created so far, with their CPU ids (CPUs `0..nr_possible()`).
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &'static T)> + '_ {
+        (0..nr_possible() as usize).filter_map(|cpu| self.get(cpu as u32).map(|t| (cpu, t)))
+    }
+
     /// The calling CPU's instance. Call only once this CPU's area is active (everything after
     /// its bring-up's first steps): the bring-up code creates every CPU's instances before
     /// the CPU runs (`smp::init_cpu_data`, then `activate`). Two loads (the run queue is
     /// reached this way several times per switch, so no check beyond a debug assertion).
     #[inline]
     pub fn this(&self) -> &'static T {
-        // `MAX_CPUS` is a power of two and ids are below it: the mask only drops the bounds
+        // `NR_CPUS` is a power of two and ids are below it: the mask only drops the bounds
         // check.
-        let ptr = self.slots[current().cpu_id as usize & (MAX_CPUS - 1)].load(Ordering::Relaxed);
+        let ptr = self.slots[current().cpu_id as usize & (NR_CPUS - 1)].load(Ordering::Relaxed);
         debug_assert!(!ptr.is_null(), "per-CPU variable used before its CPU's bring-up created it");
         // SAFETY: this CPU's slot was filled (`init`, a leaked box never freed) before this
         // CPU's area was activated: by the BSP before it started this AP, whose start is
@@ -141,7 +147,7 @@ impl<T: Sync + 'static> PerCpuVar<T> {
     }
 }
 
-const _: () = assert!(MAX_CPUS.is_power_of_two());
+const _: () = assert!(NR_CPUS.is_power_of_two());
 
 /// Allocates (and leaks) a per-CPU area for `cpu_id`, not yet active anywhere. The BSP makes one
 /// per AP and hands it to the AP, which activates it first thing.
@@ -177,7 +183,7 @@ pub unsafe fn activate(area: *mut PerCpu, topology: Topology) -> &'static PerCpu
     // expects; each CPU activates only its own area.
     unsafe { msr::write(Msr::GsBase, area as *const PerCpu as u64) };
     CPUS[area.cpu_id as usize].store(area as *mut PerCpu, Ordering::Release);
-    NR_CPUS.fetch_max(area.cpu_id + 1, Ordering::AcqRel);
+    NR_CPU_IDS.fetch_max(area.cpu_id + 1, Ordering::AcqRel);
     GS_READY.store(true, Ordering::Release);
     area
 }
@@ -247,7 +253,22 @@ pub fn get(id: u32) -> Option<&'static PerCpu> {
 
 /// Number of CPU slots in use (ids `0..nr_cpus()`).
 pub fn nr_cpus() -> u32 {
-    NR_CPUS.load(Ordering::Acquire)
+    NR_CPU_IDS.load(Ordering::Acquire)
+}
+
+/// See [`nr_possible`].
+static NR_POSSIBLE: AtomicU32 = AtomicU32::new(1);
+
+/// CPUs this boot may bring up (Linux's `nr_cpu_ids`): the processors the firmware lists,
+/// within `maxcpus=` and [`NR_CPUS`]; set once before the boot CPU's per-CPU data is made, so
+/// per-CPU data made at each CPU's bring-up can be sized for the whole machine. 1 before that.
+pub fn nr_possible() -> u32 {
+    NR_POSSIBLE.load(Ordering::Acquire)
+}
+
+/// Sets [`nr_possible`] (boot, before the APs start).
+pub(crate) fn set_nr_possible(n: u32) {
+    NR_POSSIBLE.store(n.clamp(1, NR_CPUS as u32), Ordering::Release);
 }
 
 /// Iterates the CPUs that completed bring-up.
@@ -257,33 +278,49 @@ pub fn online_cpus() -> impl Iterator<Item = &'static PerCpu> {
 
 /// Per-CPU data reached only by its own CPU with interrupts off ([`IrqLocal::with`]): scratch
 /// space too large for the stack of code that runs in interrupt context (the scheduler's
-/// balancing decisions). One `T` per CPU, in place.
-pub struct IrqLocal<T> {
-    slots: [core::cell::UnsafeCell<T>; MAX_CPUS],
-    /// Per CPU: is its slot borrowed? (A nested `with` on the same CPU would alias it.)
-    busy: [AtomicBool; MAX_CPUS],
+/// balancing decisions). One `T` per CPU, created at the CPU's bring-up ([`IrqLocal::init`],
+/// sized then for the machine) and never freed.
+pub struct IrqLocal<T: 'static> {
+    slots: PerCpuVar<IrqSlot<T>>,
+}
+
+struct IrqSlot<T> {
+    value: core::cell::UnsafeCell<T>,
+    /// Is the slot borrowed? (A nested `with` on the same CPU would alias it.)
+    busy: AtomicBool,
 }
 
 // SAFETY: a slot is only reached by its own CPU with interrupts off, one borrow at a time
 // (`with` checks `busy`), so no two contexts ever access it at once.
-unsafe impl<T: Send> Sync for IrqLocal<T> {}
+unsafe impl<T: Send> Sync for IrqSlot<T> {}
 
-impl<T> IrqLocal<T> {
-    /// One `T` per CPU, from `slots` (build it with `[const { UnsafeCell::new(..) }; MAX_CPUS]`).
-    pub const fn new(slots: [core::cell::UnsafeCell<T>; MAX_CPUS]) -> Self {
-        Self { slots, busy: [const { AtomicBool::new(false) }; MAX_CPUS] }
+impl<T: Send + 'static> Default for IrqLocal<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Send + 'static> IrqLocal<T> {
+    /// No CPU's `T` yet.
+    pub const fn new() -> Self {
+        Self { slots: PerCpuVar::new() }
+    }
+
+    /// Creates CPU `cpu`'s `T` (bring-up, as [`PerCpuVar::init`]).
+    pub fn init(&self, cpu: u32, value: T) {
+        self.slots.init(cpu, IrqSlot { value: core::cell::UnsafeCell::new(value), busy: AtomicBool::new(false) });
     }
 
     /// Runs `f` on this CPU's `T`, interrupts off meanwhile. Panics if `f` calls `with` on the
     /// same `IrqLocal` again.
     pub fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
         let was = crate::irqflags::save();
-        let cpu = cpu_id() as usize & (MAX_CPUS - 1);
-        assert!(!self.busy[cpu].swap(true, Ordering::Relaxed), "IrqLocal::with re-entered");
+        let slot = self.slots.this();
+        assert!(!slot.busy.swap(true, Ordering::Relaxed), "IrqLocal::with re-entered");
         // SAFETY: interrupts are off and the slot is this CPU's own; `busy` (set above, checked
         // to be clear) makes this the only borrow.
-        let r = f(unsafe { &mut *self.slots[cpu].get() });
-        self.busy[cpu].store(false, Ordering::Relaxed);
+        let r = f(unsafe { &mut *slot.value.get() });
+        slot.busy.store(false, Ordering::Relaxed);
         crate::irqflags::restore(was);
         r
     }

@@ -31,11 +31,73 @@ fn init_this_cpu_interrupts() {
     apic::enable();
 }
 
-/// Prints this CPU's boot-report line and marks it online.
+/// Machines with more CPUs than this get one boot-report line per package
+/// ([`report_packages`]) instead of one per CPU, so the console stays readable.
+pub const PER_CPU_REPORT_MAX: u32 = 64;
+
+/// Prints this CPU's boot-report line (on machines of at most [`PER_CPU_REPORT_MAX`] CPUs)
+/// and marks it online.
 pub fn announce_online(cpu: &PerCpu) {
     let t = cpu.topology;
-    crate::kprintln!("cadence: cpu {} online apic={} package={} core={} thread={}", cpu.cpu_id, cpu.apic_id, t.package, t.core, t.thread);
+    if percpu::nr_possible() <= PER_CPU_REPORT_MAX {
+        crate::kprintln!(
+            "cadence: cpu {} online apic={} package={} core={} thread={}",
+            cpu.cpu_id,
+            cpu.apic_id,
+            t.package,
+            t.core,
+            t.thread
+        );
+    }
     cpu.online.store(true, Ordering::Release);
+}
+
+/// On a machine of more than [`PER_CPU_REPORT_MAX`] CPUs, prints one line per package in
+/// place of the per-CPU lines: `cadence: package <p> online: cpus <list> apic <list> (<c>
+/// cores, <t> threads per core)`. Nothing on smaller machines.
+pub fn report_packages() {
+    if percpu::nr_possible() <= PER_CPU_REPORT_MAX {
+        return;
+    }
+    let cpus: Vec<&PerCpu> = percpu::online_cpus().collect();
+    let mut packages: Vec<u32> = cpus.iter().map(|c| c.topology.package).collect();
+    packages.sort_unstable();
+    packages.dedup();
+    for p in packages {
+        let mine: Vec<&&PerCpu> = cpus.iter().filter(|c| c.topology.package == p).collect();
+        let ids: cadence_sched::CpuMask = mine.iter().map(|c| c.cpu_id as usize).collect();
+        let mut apics: Vec<u32> = mine.iter().map(|c| c.apic_id).collect();
+        apics.sort_unstable();
+        let mut cores: Vec<u32> = mine.iter().map(|c| c.topology.core).collect();
+        cores.sort_unstable();
+        cores.dedup();
+        let threads = mine.len().div_ceil(cores.len().max(1));
+        crate::kprintln!(
+            "cadence: package {} online: cpus {} apic {} ({} cores, {} threads per core)",
+            p,
+            ids.to_list(),
+            id_list(&apics),
+            cores.len(),
+            threads
+        );
+    }
+}
+
+/// Sorted ids in Linux's list format (`0-3,8-11`).
+fn id_list(sorted: &[u32]) -> alloc::string::String {
+    use core::fmt::Write;
+    let mut out = alloc::string::String::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let mut j = i;
+        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
+            j += 1;
+        }
+        let sep = if out.is_empty() { "" } else { "," };
+        let _ = if i == j { write!(out, "{sep}{}", sorted[i]) } else { write!(out, "{sep}{}-{}", sorted[i], sorted[j]) };
+        i = j + 1;
+    }
+    out
 }
 
 /// Creates CPU `cpu`'s per-CPU data of each subsystem that has some (`percpu::PerCpuVar`),
@@ -44,6 +106,7 @@ fn init_cpu_data(cpu: u32) {
     crate::upcalls::init_cpu(cpu);
     crate::timer::init_cpu(cpu);
     crate::mm::tlb::init_cpu(cpu);
+    crate::trace::irqsoff::init_cpu(cpu);
 }
 
 /// The BSP's own per-CPU and interrupt setup.
@@ -75,6 +138,14 @@ pub fn siblings_left_offline() -> bool {
     SIBLINGS_LEFT_OFFLINE.load(core::sync::atomic::Ordering::Relaxed)
 }
 
+/// Fixes how many CPUs this boot may bring up ([`percpu::nr_possible`], Linux's
+/// `nr_cpu_ids`): the boot CPU and the listed APs, at most `max_cpus` and `NR_CPUS`. Before
+/// [`init_bsp`], so that every CPU's per-CPU data is sized for the whole machine.
+pub fn set_possible(ap_apic_ids: &[u32], max_cpus: u32) {
+    let listed = u32::try_from(ap_apic_ids.len()).unwrap_or(u32::MAX).saturating_add(1);
+    percpu::set_nr_possible(listed.min(max_cpus.max(1)));
+}
+
 /// Starts every AP listed by the platform (at most `max_cpus` CPUs in all). Returns how many
 /// APs came up.
 pub fn start_aps(ap_apic_ids: &[u32], max_cpus: u32, nosmt: bool) -> u32 {
@@ -95,8 +166,12 @@ pub fn start_aps(ap_apic_ids: &[u32], max_cpus: u32, nosmt: bool) -> u32 {
     };
     let mut next_id = 1u32;
     for &apic_id in ap_apic_ids {
-        if next_id >= max_cpus || next_id as usize >= percpu::MAX_CPUS {
+        if next_id >= max_cpus || next_id >= percpu::nr_possible() {
             crate::kprintln!("cadence: cpu limit {} reached; apic {} left offline", max_cpus, apic_id);
+            continue;
+        }
+        if apic_id > 0xfe && !apic::x2apic_mode() {
+            crate::kprintln!("cadence: apic {} needs x2APIC mode (not offered, or nox2apic); left offline", apic_id);
             continue;
         }
         if nosmt && apic_id & smt_mask != 0 {

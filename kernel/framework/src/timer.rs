@@ -351,7 +351,7 @@ static ADVANCE_LIMIT: AtomicU64 = AtomicU64::new(150_000);
 pub fn set_advance_limit(ns: u64) {
     let ns = ns.min(MAX_ADVANCE_NS);
     ADVANCE_LIMIT.store(ns, Ordering::Relaxed);
-    for cpu in 0..crate::percpu::MAX_CPUS as u32 {
+    for cpu in 0..crate::percpu::nr_possible() {
         if let Some(q) = queue_of(cpu) {
             q.advance.fetch_min(ns, Ordering::Relaxed);
         }

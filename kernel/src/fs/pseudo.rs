@@ -15,7 +15,6 @@
 //! `seq_file` does, so a reader never sees half of one version and half of another.
 
 use alloc::boxed::Box;
-use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -206,23 +205,7 @@ pub fn ino_of(parent: u64, name: &str) -> u64 {
 }
 
 /// A CPU mask as Linux's `%*pb` at `nr_cpu_ids` bits: hex, in comma-separated 32-bit groups,
-/// the leading group without zero padding.
-pub fn cpumask_hex(mask: u64) -> String {
-    let nr = crate::percpu::online_cpus().map(|c| c.cpu_id + 1).max().unwrap_or(1);
-    let mask = if nr >= 64 { mask } else { mask & ((1u64 << nr) - 1) };
-    let digits = nr.div_ceil(4) as usize;
-    let hex = format!("{:0width$x}", mask, width = digits);
-    // Groups of 8 digits from the right.
-    let mut out = String::new();
-    let first = hex.len() % 8;
-    if first > 0 {
-        out.push_str(&hex[..first]);
-    }
-    for (i, chunk) in hex.as_bytes()[first..].chunks(8).enumerate() {
-        if i > 0 || first > 0 {
-            out.push(',');
-        }
-        out.push_str(core::str::from_utf8(chunk).unwrap_or(""));
-    }
-    out
+/// the leading group only as wide as its bits need.
+pub fn cpumask_hex(mask: cadence_sched::CpuMask) -> String {
+    mask.to_hex(crate::percpu::nr_cpus().max(1) as usize)
 }

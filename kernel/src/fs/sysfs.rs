@@ -105,7 +105,7 @@ fn cache_dir(c: &framework::percpu::PerCpu, cpus: &[&framework::percpu::PerCpu])
         .map(|(i, k)| {
             let shift = k.sharing.next_power_of_two().trailing_zeros();
             let id = c.apic_id >> shift;
-            let shared = cpus.iter().filter(|o| o.apic_id >> shift == id).fold(CpuMask(0), |m, o| CpuMask(m.0 | 1 << o.cpu_id));
+            let shared = cpus.iter().filter(|o| o.apic_id >> shift == id).fold(CpuMask::EMPTY, |m, o| m.with(o.cpu_id as usize));
             let text = |v: String| Node::text(format!("{v}\n"));
             let files = alloc::vec![
                 (String::from("coherency_line_size"), text(format!("{}", k.line))),
@@ -114,7 +114,7 @@ fn cache_dir(c: &framework::percpu::PerCpu, cpus: &[&framework::percpu::PerCpu])
                 (String::from("number_of_sets"), text(format!("{}", k.sets))),
                 (String::from("physical_line_partition"), text(format!("{}", k.partitions))),
                 (String::from("shared_cpu_list"), Node::text(list(shared))),
-                (String::from("shared_cpu_map"), text(cpumask_hex(shared.0))),
+                (String::from("shared_cpu_map"), text(cpumask_hex(shared))),
                 (String::from("size"), text(format!("{}K", k.size() / 1024))),
                 (String::from("type"), text(String::from(k.kind))),
                 (String::from("ways_of_associativity"), text(format!("{}", k.ways))),
@@ -133,7 +133,7 @@ fn system() -> Node {
     let on = crate::sched::online_mask();
     let cpus: Vec<_> = crate::percpu::online_cpus().collect();
     let mut cpu_dir: Vec<(String, Node)> = alloc::vec![
-        (String::from("kernel_max"), Node::text(String::from("63\n"))),
+        (String::from("kernel_max"), Node::text(format!("{}\n", cadence_sched::NR_CPUS - 1))),
         (String::from("offline"), Node::text(String::from("\n"))),
         (String::from("online"), Node::text(list(on))),
         (String::from("possible"), Node::text(list(on))),
@@ -158,17 +158,12 @@ fn system() -> Node {
         ])),
     ));
     for c in &cpus {
-        let mask = |pred: &dyn Fn(&&&framework::percpu::PerCpu) -> bool| {
-            let mut m = CpuMask(0);
-            for o in cpus.iter().filter(pred) {
-                m.0 |= 1 << o.cpu_id;
-            }
-            m
-        };
+        let mask =
+            |pred: &dyn Fn(&&&framework::percpu::PerCpu) -> bool| cpus.iter().filter(pred).map(|o| o.cpu_id as usize).collect::<CpuMask>();
         let siblings = mask(&|o| o.topology.package == c.topology.package && o.topology.core == c.topology.core);
         let package = mask(&|o| o.topology.package == c.topology.package);
         let pair = |name: &str, m: CpuMask| {
-            [(String::from(name), Node::text(format!("{}\n", cpumask_hex(m.0)))), (format!("{name}_list"), Node::text(list(m)))]
+            [(String::from(name), Node::text(format!("{}\n", cpumask_hex(m)))), (format!("{name}_list"), Node::text(list(m)))]
         };
         let mut topo: Vec<(String, Node)> = alloc::vec![
             (String::from("cluster_id"), Node::text(format!("{}\n", c.topology.core))),
@@ -190,7 +185,7 @@ fn system() -> Node {
     let total_kb = crate::mm::frame::total_frames() * 4;
     let node0 = Node::dir(Fixed(alloc::vec![
         (String::from("cpulist"), Node::text(list(on))),
-        (String::from("cpumap"), Node::text(format!("{}\n", cpumask_hex(on.0)))),
+        (String::from("cpumap"), Node::text(format!("{}\n", cpumask_hex(on)))),
         (
             String::from("meminfo"),
             Node::ro(move || {

@@ -39,7 +39,7 @@ fn scheduler_hot_paths_allocate_nothing_with_interrupts_off() {
                             return 1;
                         }
                         if k % 50 == 0 {
-                            let _ = api::sched_setaffinity(0, CpuMask(1 << (k / 50 % ncpus)));
+                            let _ = api::sched_setaffinity(0, CpuMask::single((k / 50 % ncpus) as usize));
                             crate::sched::sleep_ns(100_000);
                             api::sched_yield();
                         }

@@ -571,7 +571,7 @@ fn status(t: &Task) -> String {
     let _ = write!(s, "NoNewPrivs:\t0\nSeccomp:\t0\nSeccomp_filters:\t0\n");
     let _ = write!(s, "Speculation_Store_Bypass:\tvulnerable\nSpeculationIndirectBranch:\talways enabled\n");
     let mask = t.affinity();
-    let _ = write!(s, "Cpus_allowed:\t{}\nCpus_allowed_list:\t{}\n", crate::fs::pseudo::cpumask_hex(mask.0), mask.to_list());
+    let _ = write!(s, "Cpus_allowed:\t{}\nCpus_allowed_list:\t{}\n", crate::fs::pseudo::cpumask_hex(mask), mask.to_list());
     // Linux prints the node mask at MAX_NUMNODES (1024 with Debian's NODES_SHIFT 10) bits:
     // libnuma sizes its node masks from this line's width.
     let _ = write!(s, "Mems_allowed:\t");

@@ -84,7 +84,7 @@ fn kpolicy(p: Policy) -> KPolicy {
 }
 
 fn mask_of(cpus: &[u32]) -> CpuMask {
-    cpus.iter().fold(CpuMask(0), |m, &c| if c < 64 { CpuMask(m.0 | (1u64 << c)) } else { m })
+    cpus.iter().map(|&c| c as usize).collect()
 }
 
 /// Busy work: `loops` iterations the compiler cannot remove.

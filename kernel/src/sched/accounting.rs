@@ -42,12 +42,11 @@ pub(super) fn update_counts(rq: &Rq, g: &RqInner) {
     }
     rq.rt_level.store(balance::locked_level(g), Ordering::SeqCst);
     rq.rt_pushable.store(pushable, Ordering::SeqCst);
-    let bit = 1u64 << g.cpu;
-    let overloaded = RT_OVERLOAD.load(Ordering::SeqCst) & bit != 0;
+    let overloaded = RT_OVERLOAD.contains(g.cpu as usize, Ordering::SeqCst);
     if pushable != 0 && !overloaded {
-        RT_OVERLOAD.fetch_or(bit, Ordering::SeqCst);
+        RT_OVERLOAD.set(g.cpu as usize, Ordering::SeqCst);
     } else if pushable == 0 && overloaded {
-        RT_OVERLOAD.fetch_and(!bit, Ordering::SeqCst);
+        RT_OVERLOAD.clear(g.cpu as usize, Ordering::SeqCst);
     }
 }
 
@@ -87,7 +86,7 @@ pub fn check_accounting() -> alloc::vec::Vec<alloc::string::String> {
 }
 
 /// CPUs with a waiting RT task that may run elsewhere (Linux's `rto_mask`): pull sources.
-pub(super) static RT_OVERLOAD: AtomicU64 = AtomicU64::new(0);
+pub(super) static RT_OVERLOAD: cadence_sched::AtomicCpuMask = cadence_sched::AtomicCpuMask::new();
 
 /// The task starts waiting on a run queue, unless it already was (a requeue or migration
 /// while it waits does not restart its wait).

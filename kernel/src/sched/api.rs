@@ -160,8 +160,8 @@ pub fn sched_setaffinity(pid: Tid, mask: CpuMask) -> Result<(), Errno> {
         }
         apply_params(&t, p, |p| p.affinity = effective);
     }
-    crate::trace::task_affinity(t.tid, effective.0);
-    crate::trace::sched_set_affinity(&t, effective.0, crate::time::uptime_ns());
+    crate::trace::task_affinity(t.tid, effective);
+    crate::trace::sched_set_affinity(&t, effective, crate::time::uptime_ns());
     // A queued task on a now-forbidden CPU is requeued where it may run; a running one is
     // moved by `schedule()` when its CPU (kicked by `change_params`) switches it out.
     let _params = t.params.lock();

@@ -30,7 +30,7 @@ use super::class::BalancePoint;
 use super::rqlock::{lock_two, try_lock_two};
 use super::task::{ClassId, Task, Tid};
 use super::{cpu_prio, online_mask, rq_of, set_need_resched, update_counts, RqInner};
-use crate::percpu::{self, MAX_CPUS};
+use crate::percpu;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use cadence_sched::balance::{self as policy, CpuPrio, Topology};
@@ -38,7 +38,6 @@ use cadence_sched::eevdf::{DEQUEUE_MIGRATING, ENQUEUE_MIGRATED, ENQUEUE_MIGRATIN
 use cadence_sched::rt_smp::{self, PullSource, WaitingRt};
 use cadence_sched::CpuMask;
 use cadence_sched::CpuPri;
-use core::cell::UnsafeCell;
 use core::sync::atomic::Ordering;
 
 /// Ticks between periodic balancing passes on a CPU (staggered by CPU id).
@@ -59,16 +58,16 @@ pub fn init_topology() {
         let mut llc = Vec::with_capacity(n);
         for id in 0..n as u32 {
             let Some(cpu) = percpu::get(id) else {
-                smt.push(CpuMask(1 << id));
-                llc.push(CpuMask(1 << id));
+                smt.push(CpuMask::single(id as usize));
+                llc.push(CpuMask::single(id as usize));
                 continue;
             };
             let t = cpu.topology;
             let same = |f: &dyn Fn(&percpu::PerCpu) -> bool| -> CpuMask {
                 percpu::online_cpus().filter(|c| f(c)).map(|c| c.cpu_id as usize).collect()
             };
-            smt.push(same(&|c| c.topology.package == t.package && c.topology.core == t.core) | CpuMask(1 << id));
-            llc.push(same(&|c| c.topology.package == t.package) | CpuMask(1 << id));
+            smt.push(same(&|c| c.topology.package == t.package && c.topology.core == t.core) | CpuMask::single(id as usize));
+            llc.push(same(&|c| c.topology.package == t.package) | CpuMask::single(id as usize));
         }
         Topology::new(smt, llc).unwrap_or_else(|_| Topology::flat(n))
     });
@@ -107,18 +106,23 @@ fn curr_level(g: &RqInner) -> u8 {
     g.curr.as_ref().map(|c| if c.is_idle { 0 } else { cpu_prio(c) }).unwrap_or(0)
 }
 
-/// Per-CPU scratch space for balancing decisions: a `CpuPri` (~1 KiB) and the load snapshot.
-/// Not on the stack: these decisions run in wakeups, inside interrupt handlers, on top of
-/// whatever task stack was interrupted (16 KiB for some tasks).
+/// Per-CPU scratch space for balancing decisions: a `CpuPri` and the load snapshot, sized for
+/// the machine's possible CPUs at each CPU's bring-up ([`init_cpu`]). Not on the stack: these
+/// decisions run in wakeups, inside interrupt handlers, on top of whatever task stack was
+/// interrupted (16 KiB for some tasks); not allocated there either.
 struct Scratch {
     cpupri: CpuPri,
-    nr_running: [u32; MAX_CPUS],
-    fair_load: [u64; MAX_CPUS],
+    nr_running: Vec<u32>,
+    fair_load: Vec<u64>,
 }
 
-static SCRATCH: percpu::IrqLocal<Scratch> = percpu::IrqLocal::new(
-    [const { UnsafeCell::new(Scratch { cpupri: CpuPri::new(0), nr_running: [0; MAX_CPUS], fair_load: [0; MAX_CPUS] }) }; MAX_CPUS],
-);
+static SCRATCH: percpu::IrqLocal<Scratch> = percpu::IrqLocal::new();
+
+/// Creates CPU `cpu`'s balancing scratch space (bring-up, from `sched::init_cpu`).
+pub(super) fn init_cpu(cpu: u32) {
+    let n = percpu::nr_possible() as usize;
+    SCRATCH.init(cpu, Scratch { cpupri: CpuPri::new(n), nr_running: alloc::vec![0; n], fair_load: alloc::vec![0; n] });
+}
 
 /// Runs `f` on this CPU's scratch space, with interrupts disabled meanwhile. `f` must not
 /// call `with_scratch` again (it only runs pure policy code).
@@ -132,9 +136,9 @@ fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
 /// run-queue lock, so placement takes no global lock; the structure is rebuilt (O(CPUs)) when
 /// a decision needs it.
 fn refresh_cpupri(cp: &mut CpuPri) {
-    let n = (percpu::nr_cpus() as usize).min(MAX_CPUS);
+    let n = (percpu::nr_cpus() as usize).min(cp.nr_cpus());
     let online = online_mask();
-    *cp = CpuPri::new(n);
+    cp.clear();
     for id in online.iter().filter(|&id| id < n) {
         if let Some(c) = percpu::get(id as u32) {
             cp.set(id, Some(level_prio(super::rq_of(c.cpu_id).rt_level.load(Ordering::SeqCst))));
@@ -177,7 +181,7 @@ fn running_prio(g: &RqInner) -> CpuPrio {
 /// and nothing is excluded).
 fn core_excluded(cookie: u64, candidates: CpuMask, running: fn(usize) -> rt_smp::Running) -> CpuMask {
     if !super::coresched::enabled() || !super::coresched::cookies_exist() {
-        return CpuMask(0);
+        return CpuMask::from_u64(0);
     }
     rt_smp::core_excluded(cookie, candidates, |c| super::coresched::siblings(c as u32), running)
 }
@@ -230,7 +234,7 @@ fn waiting_rt(g: &RqInner) -> impl Iterator<Item = WaitingRt<Tid>> + '_ {
         g.tasks.get(&tid).map(|t| WaitingRt {
             key: tid,
             rt_priority: prio,
-            affinity: rt_placement_mask(t) | (t.affinity() & CpuMask(1 << g.cpu)),
+            affinity: rt_placement_mask(t) | (t.affinity() & CpuMask::single(g.cpu as usize)),
         })
     })
 }
@@ -351,7 +355,7 @@ pub(super) fn movable(g: &RqInner, task: &Arc<Task>, dst: u32) -> bool {
 /// queue behind what runs). Lock-free, from what the CPUs publish; false without SMT siblings
 /// or cookies.
 fn core_runs_another_cookie(cookie: u64, cpu: u32) -> bool {
-    if core_excluded(cookie, CpuMask(1 << cpu), running_for_fair).contains(cpu as usize) {
+    if core_excluded(cookie, CpuMask::single(cpu as usize), running_for_fair).contains(cpu as usize) {
         return true;
     }
     let here = running_now(cpu as usize);
@@ -403,7 +407,7 @@ pub fn pull_fair(this: u32, kind: PullKind) -> usize {
     // The snapshot goes to per-CPU scratch space: this runs from the timer interrupt (no heap,
     // little stack).
     let imb = with_scratch(|s| {
-        let n = (percpu::nr_cpus() as usize).min(MAX_CPUS);
+        let n = (percpu::nr_cpus() as usize).min(s.nr_running.len());
         for c in 0..n {
             s.nr_running[c] = rq_of(c as u32).nr_running.load(Ordering::Acquire);
             s.fair_load[c] = rq_of(c as u32).fair_load.load(Ordering::Acquire);
@@ -537,7 +541,7 @@ pub fn push_rt(cpu: u32) {
 /// flight at a time (`Rq::push_ipi_pending`). Returns false: nothing moved synchronously.
 fn ask_to_push(this: u32) -> bool {
     let me = rq_of(this);
-    let overloaded = CpuMask(super::RT_OVERLOAD.load(Ordering::SeqCst)).without(this as usize);
+    let overloaded = super::RT_OVERLOAD.load(Ordering::SeqCst).without(this as usize);
     for src_cpu in overloaded.iter_wrap(this as usize + 1) {
         let src_rq = rq_of(src_cpu as u32);
         if src_rq.rt_pushable.load(Ordering::SeqCst) <= me.rt_level.load(Ordering::SeqCst) {
@@ -571,7 +575,7 @@ pub fn pull_rt(this: u32) -> bool {
         return ask_to_push(this);
     }
     let mut moved = false;
-    let overloaded = CpuMask(super::RT_OVERLOAD.load(Ordering::SeqCst)).without(this as usize);
+    let overloaded = super::RT_OVERLOAD.load(Ordering::SeqCst).without(this as usize);
     for src_cpu in overloaded.iter_wrap(this as usize + 1) {
         let src_cpu = src_cpu as u32;
         let src_rq = rq_of(src_cpu);

@@ -101,9 +101,9 @@ pub fn cookies_exist() -> bool {
 
 /// The SMT siblings of `cpu` (itself included).
 pub fn siblings(cpu: u32) -> CpuMask {
-    let sib = super::balance::smt_siblings(cpu).unwrap_or(CpuMask(1 << cpu)) & super::online_mask();
+    let sib = super::balance::smt_siblings(cpu).unwrap_or(CpuMask::single(cpu as usize)) & super::online_mask();
     if sib.count() > MAX_SMT as u32 {
-        CpuMask(1 << cpu)
+        CpuMask::single(cpu as usize)
     } else {
         sib
     }
@@ -440,7 +440,7 @@ pub fn steal_cookie_task(this: u32) -> bool {
     else {
         return false;
     };
-    let others = super::online_mask() & !CpuMask(1 << this);
+    let others = super::online_mask() & !CpuMask::single(this as usize);
     let n = percpu::nr_cpus();
     // Siblings first (their waiting tasks of the cookie run beside them here), then the rest
     // from the next CPU on, as Linux walks its domains outwards.

@@ -31,8 +31,8 @@ fn sleeper(opts: SpawnOptions, stop: &Arc<AtomicBool>) -> Arc<Task> {
 /// Is this `-smp 4,cores=2,threads=2` (CPUs 0-1 and 2-3 siblings)? Prints the skip if not.
 fn two_cores_of_two_threads() -> bool {
     let fits = crate::percpu::nr_cpus() == 4
-        && coresched::siblings(1) == cadence_sched::CpuMask(0b11)
-        && coresched::siblings(3) == cadence_sched::CpuMask(0b1100);
+        && coresched::siblings(1) == cadence_sched::CpuMask::from_u64(0b11)
+        && coresched::siblings(3) == cadence_sched::CpuMask::from_u64(0b1100);
     if !fits {
         crate::kprint!("(needs -smp 4,cores=2,threads=2: skipped) ");
     }
@@ -287,7 +287,7 @@ fn stress_never_runs_different_cookies_on_siblings() {
                     super::sleep_ns(50_000 + rng.next_u64() % 400_000);
                     if rng.next_u64().is_multiple_of(16) {
                         let mask = (rng.next_u64() % 15) + 1;
-                        let _ = super::api::sched_setaffinity(0, cadence_sched::CpuMask(mask));
+                        let _ = super::api::sched_setaffinity(0, cadence_sched::CpuMask::from_u64(mask));
                     }
                 }
                 0
@@ -440,7 +440,7 @@ fn rt_task_is_not_bounced_between_cpus_its_siblings_keep_busy() {
     // No cookie, SCHED_FIFO 50, allowed on CPUs 0 and 2 (the hogs' siblings).
     let ran_at = Arc::new(AtomicU64::new(0));
     let (ran_at2, spinning2, rt_wq2) = (ran_at.clone(), spinning.clone(), rt_wq.clone());
-    let opts = SpawnOptions::new("cs-rt").policy(Policy::Fifo, 50, 0).affinity(cadence_sched::CpuMask(0b101));
+    let opts = SpawnOptions::new("cs-rt").policy(Policy::Fifo, 50, 0).affinity(cadence_sched::CpuMask::from_u64(0b101));
     let rt = spawn(opts, move || {
         rt_wq2.wait_until(|| spinning2.load(Ordering::Acquire) >= 2);
         ran_at2.store(crate::time::uptime_ns(), Ordering::Release);
@@ -505,7 +505,7 @@ fn forced_idle_cpu_takes_a_waiting_task_of_its_siblings_cookie_on_cpu_2() {
     give_cookie(&a0, &[&a3]);
     give_cookie(&b1, &[&b1b, &b3]);
     prctl(PR_SCHED_CORE_SHARE_FROM as u64, plain.tid as u64, PIDTYPE_PID as u64, 0).expect("reset");
-    super::api::sched_setaffinity(a3.tid, cadence_sched::CpuMask(0b1010)).expect("affinity");
+    super::api::sched_setaffinity(a3.tid, cadence_sched::CpuMask::from_u64(0b1010)).expect("affinity");
     let steals_before = coresched::steals();
     let trace = PlacementTrace::start();
     go.store(true, Ordering::Release);
@@ -571,7 +571,7 @@ fn another_cookie_is_neither_pulled_nor_woken_beside_a_running_cookie_on_cpu_3()
     // this is, and the B tasks may rightly be placed beside us.
     super::sleep_ns(2 * MS);
     for b in [&b_spin, &b_nap] {
-        super::api::sched_setaffinity(b.tid, cadence_sched::CpuMask(0b110)).expect("affinity");
+        super::api::sched_setaffinity(b.tid, cadence_sched::CpuMask::from_u64(0b110)).expect("affinity");
     }
     let naps_before = b_nap.stats.nr_wakeups.load(Ordering::Relaxed);
     let trace = PlacementTrace::start();
@@ -662,7 +662,7 @@ fn task_woken_beside_another_cookie_is_queued_on_its_wakers_core() {
     give_cookie(&b2, &[&b3]);
     prctl(PR_SCHED_CORE_SHARE_FROM as u64, plain.tid as u64, PIDTYPE_PID as u64, 0).expect("reset");
     super::sleep_ns(2 * MS); // our own cookie B goes at this switch
-    super::api::sched_setaffinity(x.tid, cadence_sched::CpuMask(0b101)).expect("affinity");
+    super::api::sched_setaffinity(x.tid, cadence_sched::CpuMask::from_u64(0b101)).expect("affinity");
     go.store(true, Ordering::Release);
     let deadline = now() + 500 * MS;
     while now() < deadline && x_cpus.load(Ordering::Relaxed) & 0b1 == 0 {

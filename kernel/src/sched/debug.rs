@@ -233,7 +233,7 @@ pub fn text() -> String {
 /// after six counters Linux fills only with `kernel.sched_schedstats` on (0 here, as Linux's
 /// default); then one `domainN <span>` line per scheduling domain (SMT siblings, then the
 /// package) with its 36 load-balancing counters, 0.
-pub fn schedstat(cpumask_hex: impl Fn(u64) -> String) -> String {
+pub fn schedstat(cpumask_hex: impl Fn(cadence_sched::CpuMask) -> String) -> String {
     let mut s = format!("version 15\ntimestamp {}\n", jiffies());
     let now = crate::time::uptime_ns();
     for c in crate::percpu::online_cpus() {
@@ -249,12 +249,12 @@ pub fn schedstat(cpumask_hex: impl Fn(u64) -> String) -> String {
         );
         let smt = super::coresched::siblings(c.cpu_id);
         let package =
-            crate::percpu::online_cpus().filter(|o| o.topology.package == c.topology.package).fold(0u64, |m, o| m | 1 << o.cpu_id);
-        let mut spans = Vec::new();
-        if smt.count() > 1 && smt.0 != package {
-            spans.push(smt.0);
+            crate::percpu::online_cpus().filter(|o| o.topology.package == c.topology.package).map(|o| o.cpu_id as usize).collect();
+        let mut spans: Vec<cadence_sched::CpuMask> = Vec::new();
+        if smt.count() > 1 && smt != package {
+            spans.push(smt);
         }
-        if package.count_ones() > 1 {
+        if package.count() > 1 {
             spans.push(package);
         }
         for (level, span) in spans.into_iter().enumerate() {

@@ -2,15 +2,15 @@
 
 use super::task::{self, SchedParams, SpawnOptions};
 use super::{balance, fair_tunables, idle_poll_ns, reserve, rq_of, schedule, this_cpu, CURRENT};
-use cadence_sched::{CpuMask, ValidAttr};
-use core::sync::atomic::{AtomicU64, Ordering};
+use cadence_sched::{AtomicCpuMask, CpuMask, ValidAttr};
+use core::sync::atomic::Ordering;
 
 /// Mask of the CPUs that run the scheduler.
 pub fn online_mask() -> CpuMask {
-    CpuMask(ONLINE_MASK.load(Ordering::Acquire))
+    ONLINE_MASK.load(Ordering::Acquire)
 }
 
-static ONLINE_MASK: AtomicU64 = AtomicU64::new(0);
+static ONLINE_MASK: AtomicCpuMask = AtomicCpuMask::new();
 
 /// Turns the calling context into this CPU's idle task and starts scheduling on it.
 pub fn init_this_cpu() {
@@ -18,7 +18,7 @@ pub fn init_this_cpu() {
     let mut opts = SpawnOptions::new("swapper");
     opts.name = alloc::format!("swapper/{}", cpu.cpu_id);
     // The idle task is never queued, so its mask only matters as what its children inherit.
-    let params = SchedParams::new(ValidAttr::default(), CpuMask(u64::MAX));
+    let params = SchedParams::new(ValidAttr::default(), CpuMask::all(cadence_sched::NR_CPUS));
     let idle = task::new_task(&opts, None, params, None, true, cpu.cpu_id);
     {
         let mut g = rq_of(cpu.cpu_id).lock.lock();
@@ -31,7 +31,7 @@ pub fn init_this_cpu() {
         drop(CURRENT.set(&idle));
     }
     reserve::refill(cpu.cpu_id); // the queues' first storage, before anything is queued
-    ONLINE_MASK.fetch_or(1 << cpu.cpu_id, Ordering::AcqRel);
+    ONLINE_MASK.set(cpu.cpu_id as usize, Ordering::AcqRel);
     rq_of(cpu.cpu_id).ready.store(true, Ordering::Release);
 }
 

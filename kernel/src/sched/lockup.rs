@@ -24,7 +24,7 @@
 //! Under `cargo test` a report fails the run (it panics, so the harness names the test).
 
 use super::task::{ClassId, TaskState};
-use crate::percpu::{self, MAX_CPUS};
+use crate::percpu::{self, NR_CPUS};
 use cadence_sched::lockup::{self as verdict, Hung, TaskTimes};
 use cadence_sched::Policy;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -98,7 +98,7 @@ const IDLE: CpuLockup = CpuLockup {
     seen_at_tick: AtomicU64::new(0),
     hard_reported: AtomicBool::new(false),
 };
-static CPUS: [CpuLockup; MAX_CPUS] = [IDLE; MAX_CPUS];
+static CPUS: [CpuLockup; NR_CPUS] = [IDLE; NR_CPUS];
 
 fn report(panic: bool, args: core::fmt::Arguments) {
     REPORTS.fetch_add(1, Ordering::Relaxed);
@@ -199,7 +199,7 @@ pub fn scan(timeout_s: u64) -> usize {
     let tasks = super::task::all();
     // The weight of the runnable fair tasks on each CPU (task weights, groups flattened: an
     // estimate, for the fair-share exemption below).
-    let mut cpu_weight = [0u64; MAX_CPUS];
+    let mut cpu_weight = [0u64; NR_CPUS];
     for t in tasks.iter().filter(|t| !t.is_idle && t.state() == TaskState::Running && t.class() == ClassId::Fair) {
         if let Some(w) = cpu_weight.get_mut(t.cpu() as usize) {
             *w = w.saturating_add(t.attr_weight_cached());
@@ -267,10 +267,10 @@ mod tests {
         set_watchdog_thresh_s(1);
         set_lockup_panic(false);
         let before = REPORTS.load(Ordering::SeqCst);
-        let stuck = spawn(SpawnOptions::new("stuck").affinity(CpuMask(1 << 2)), move || {
+        let stuck = spawn(SpawnOptions::new("stuck").affinity(CpuMask::from_u64(1 << 2)), move || {
             let _no_preempt = crate::sched::preempt_disable();
             // Someone else wants this CPU: a task woken here sets need_resched.
-            let other = spawn(SpawnOptions::new("wants-cpu").affinity(CpuMask(1 << 2)), || 0).expect("spawn");
+            let other = spawn(SpawnOptions::new("wants-cpu").affinity(CpuMask::from_u64(1 << 2)), || 0).expect("spawn");
             // Until reported (after 2 s of this CPU's own ticks: longer in emulated time when
             // the host runs this vCPU less), at most 15 s.
             let until = crate::time::uptime_ns() + 15_000 * MS;
@@ -297,7 +297,7 @@ mod tests {
         let stop = Arc::new(AtomicBool::new(false));
         let hog = {
             let stop = stop.clone();
-            spawn(SpawnOptions::new("hog").affinity(CpuMask(1 << 3)).policy(Policy::Fifo, 90, 0), move || {
+            spawn(SpawnOptions::new("hog").affinity(CpuMask::from_u64(1 << 3)).policy(Policy::Fifo, 90, 0), move || {
                 while !stop.load(Ordering::Relaxed) {
                     core::hint::spin_loop();
                 }
@@ -305,7 +305,8 @@ mod tests {
             })
             .expect("hog")
         };
-        let victim = spawn(SpawnOptions::new("victim").affinity(CpuMask(1 << 3)).policy(Policy::Fifo, 10, 0), || 0).expect("victim");
+        let victim =
+            spawn(SpawnOptions::new("victim").affinity(CpuMask::from_u64(1 << 3)).policy(Policy::Fifo, 10, 0), || 0).expect("victim");
         crate::sched::sleep_ns(1_500 * MS);
         scan(1);
         let reported = victim.stats.hung_reported.load(Ordering::SeqCst);

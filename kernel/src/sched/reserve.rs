@@ -44,7 +44,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 pub const SPARE_GROUPS: usize = 4;
 
 /// CPUs whose run queue may be short of headroom (bit = CPU).
-static PENDING: AtomicU64 = AtomicU64::new(0);
+static PENDING: cadence_sched::AtomicCpuMask = cadence_sched::AtomicCpuMask::new();
 /// Refill passes run (a plan made under the lock) and structures grown.
 static PASSES: AtomicU64 = AtomicU64::new(0);
 static GROWN: AtomicU64 = AtomicU64::new(0);
@@ -332,14 +332,14 @@ fn refill_locking(cpu: u32, wait: bool) {
 /// Marks `cpu`'s run queue for a refill at the next preemption point of any CPU, and asks
 /// this CPU's preemption points to call up (`framework::preempt::request_preempt_point`).
 fn mark(cpu: u32) {
-    PENDING.fetch_or(1 << cpu, Ordering::AcqRel);
+    PENDING.set(cpu as usize, Ordering::AcqRel);
     framework::preempt::request_preempt_point(crate::percpu::cpu_id());
 }
 
 /// `schedule()` on `cpu`, having cleared its preemption points' flag: asks again if refills
 /// are still wanted (see [`mark`]).
 pub fn ask_again_if_pending(cpu: u32) {
-    if PENDING.load(Ordering::SeqCst) != 0 {
+    if !PENDING.is_empty(Ordering::SeqCst) {
         framework::preempt::request_preempt_point(cpu);
     }
 }
@@ -347,7 +347,7 @@ pub fn ask_again_if_pending(cpu: u32) {
 /// Refills the run queues marked by [`note_insert`]. Called at preemption points: returns at
 /// once unless interrupts are on, preemption is enabled and some CPU is marked.
 pub fn refill_pending() {
-    if PENDING.load(Ordering::Relaxed) == 0 {
+    if PENDING.is_empty(Ordering::Relaxed) {
         return;
     }
     #[cfg(test)]
@@ -372,7 +372,7 @@ pub fn settle() {
             mark(c.cpu_id);
         }
         refill_marked();
-        if PENDING.load(Ordering::Acquire) == 0 {
+        if PENDING.is_empty(Ordering::Acquire) {
             break;
         }
     }
@@ -380,10 +380,8 @@ pub fn settle() {
 
 #[inline(never)]
 fn refill_marked() {
-    let mut cpus = PENDING.swap(0, Ordering::AcqRel);
-    while cpus != 0 {
-        let cpu = cpus.trailing_zeros();
-        cpus &= cpus - 1;
+    for cpu in PENDING.take(Ordering::AcqRel).iter() {
+        let cpu = cpu as u32;
         refill(cpu);
         // Wakeups `ttwu_pending` left for want of room: that CPU drains again (its own
         // `__schedule`, at this preemption point if it is ours; never a nested drain here).

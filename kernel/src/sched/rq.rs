@@ -236,6 +236,7 @@ static RQS: percpu::PerCpuVar<Rq> = percpu::PerCpuVar::new();
 /// Creates CPU `cpu`'s run queue (bring-up, before the CPU's area is listed).
 pub fn init_cpu(cpu: u32) {
     RQS.init(cpu, Rq::new(cpu));
+    super::balance::init_cpu(cpu);
 }
 
 /// CPU `cpu`'s run queue (any CPU listed by `percpu` has one).

@@ -73,7 +73,7 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Re
     }
     let params = SchedParams::new(attr, affinity);
     let task = task::new_task(&opts, Some(&parent), params, Some(stack), false, parent.cpu());
-    crate::trace::task_affinity(task.tid, affinity.0);
+    crate::trace::task_affinity(task.tid, affinity);
     task::set_entry(&task, entry_of(f));
     // Groups, like cgroups and autogroups, are inherited.
     let manual = parent.group.load(Ordering::Acquire);

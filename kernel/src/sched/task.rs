@@ -20,7 +20,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use cadence_sched::arena::ArenaMap;
-use cadence_sched::{CpuMask, Errno, FairEntity, Policy, ValidAttr};
+use cadence_sched::{CpuMask, Errno, FairEntity, Policy, SeqCpuMask, ValidAttr};
 use core::any::Any;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use framework::task::{Switchable, TaskContext, WakeLink, WakeListNode};
@@ -151,7 +151,7 @@ pub struct Task {
     pub(super) policy: AtomicU8,
     pub(super) rt_priority: AtomicU8,
     pub(super) nice: AtomicI32,
-    pub(super) affinity: AtomicU64,
+    pub(super) affinity: SeqCpuMask,
     /// CPU whose run queue the task belongs to (changed only with that run queue locked).
     pub(super) cpu: AtomicU32,
     /// Queued on (or running from) `cpu`'s run queue.
@@ -326,7 +326,7 @@ impl Task {
     }
 
     pub fn affinity(&self) -> CpuMask {
-        CpuMask(self.affinity.load(Ordering::Acquire))
+        self.affinity.load()
     }
 
     pub fn cpu(&self) -> u32 {
@@ -401,7 +401,7 @@ impl Task {
         self.policy.store(attr.policy.raw() as u8, Ordering::Release);
         self.rt_priority.store(attr.rt_priority, Ordering::Release);
         self.nice.store(attr.nice, Ordering::Release);
-        self.affinity.store(p.affinity.0, Ordering::Release);
+        self.affinity.store(p.affinity);
         self.pi_boosted.store(attr != p.attr, Ordering::Release);
     }
 
@@ -568,7 +568,7 @@ impl SpawnOptions {
         self
     }
     pub fn pin(self, cpu: u32) -> Self {
-        self.affinity(CpuMask(1 << cpu))
+        self.affinity(CpuMask::single(cpu as usize))
     }
     pub fn detached(mut self) -> Self {
         self.detached = true;
@@ -646,7 +646,7 @@ pub(super) fn new_task(
         policy: AtomicU8::new(0),
         rt_priority: AtomicU8::new(0),
         nice: AtomicI32::new(0),
-        affinity: AtomicU64::new(0),
+        affinity: SeqCpuMask::new(CpuMask::EMPTY),
         cpu: AtomicU32::new(cpu),
         on_rq: AtomicBool::new(false),
         on_cpu: AtomicBool::new(is_idle),

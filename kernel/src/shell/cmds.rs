@@ -470,19 +470,33 @@ pub fn renice(args: &[&str]) -> CmdResult {
 
 // ----- taskset -------------------------------------------------------------------------------
 
-/// Parses a hex mask (`f`, `0x3`) into a CPU mask (at most 64 CPUs).
+/// Parses a hex mask (`f`, `0x3`, `ff,ffffffff`) into a CPU mask (bits past `NR_CPUS` must
+/// be 0).
 pub fn parse_mask(s: &str) -> Option<CpuMask> {
     let h = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(s);
-    let h: String = h.chars().filter(|&c| c != ',').collect();
-    if h.is_empty() || h.len() > 16 {
+    let h: Vec<u8> = h.bytes().filter(|&c| c != b',').collect();
+    if h.is_empty() {
         return None;
     }
-    u64::from_str_radix(&h, 16).ok().map(CpuMask)
+    let mut m = CpuMask::EMPTY;
+    for (i, &d) in h.iter().rev().enumerate() {
+        let v = (d as char).to_digit(16)?;
+        for bit in 0..4 {
+            if v & (1 << bit) != 0 {
+                let cpu = 4 * i + bit;
+                if cpu >= cadence_sched::NR_CPUS {
+                    return None;
+                }
+                m = m.with(cpu);
+            }
+        }
+    }
+    Some(m)
 }
 
 /// Parses a CPU list (`0-3,5`, `0-7:2`) into a mask.
 pub fn parse_list(s: &str) -> Option<CpuMask> {
-    let mut m = 0u64;
+    let mut m = CpuMask::EMPTY;
     for part in s.split(',') {
         let (range, stride) = match part.split_once(':') {
             Some((r, st)) => (r, st.parse::<usize>().ok().filter(|&x| x > 0)?),
@@ -495,16 +509,16 @@ pub fn parse_list(s: &str) -> Option<CpuMask> {
                 (a, a)
             }
         };
-        if a > b || b >= 64 {
+        if a > b || b >= cadence_sched::NR_CPUS {
             return None;
         }
         let mut c = a;
         while c <= b {
-            m |= 1 << c;
+            m = m.with(c);
             c += stride;
         }
     }
-    Some(CpuMask(m))
+    Some(m)
 }
 
 pub fn taskset(args: &[&str]) -> CmdResult {
@@ -524,7 +538,7 @@ pub fn taskset(args: &[&str]) -> CmdResult {
         if list {
             shout!("pid {}'s {} affinity list: {}", pid, what, m.to_list());
         } else {
-            shout!("pid {}'s {} affinity mask: {:x}", pid, what, m.0);
+            shout!("pid {}'s {} affinity mask: {}", pid, what, m.to_hex_number());
         }
     };
     if o.has('p') {

@@ -70,13 +70,13 @@ fn stat() -> CmdResult {
         coresched::dropped_candidates()
     );
     shout!("tasks taken by forced-idle CPUs for their sibling's cookie: {}", coresched::steals());
-    let mut seen = 0u64;
+    let mut seen = cadence_sched::CpuMask::EMPTY;
     for cpu in crate::percpu::online_cpus() {
         let sib = coresched::siblings(cpu.cpu_id);
-        if sib.0 & seen != 0 {
+        if sib.intersects(seen) {
             continue;
         }
-        seen |= sib.0;
+        seen = seen | sib;
         let mut total = 0;
         for c in sib.iter() {
             let ns =

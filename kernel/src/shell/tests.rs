@@ -98,19 +98,19 @@ fn splits_lists_and_background_jobs() {
 
 #[test_case]
 fn parses_masks_and_lists() {
-    assert_eq!(parse_mask("f"), Some(CpuMask(0xf)));
-    assert_eq!(parse_mask("0x3"), Some(CpuMask(3)));
+    assert_eq!(parse_mask("f"), Some(CpuMask::from_u64(0xf)));
+    assert_eq!(parse_mask("0x3"), Some(CpuMask::from_u64(3)));
     assert_eq!(parse_mask("zz"), None);
     assert_eq!(parse_mask(""), None);
     assert_eq!(parse_mask("11112222333344445"), None);
-    assert_eq!(parse_list("0-2,5"), Some(CpuMask(0b100111)));
-    assert_eq!(parse_list("0-7:2"), Some(CpuMask(0b0101_0101)));
+    assert_eq!(parse_list("0-2,5"), Some(CpuMask::from_u64(0b100111)));
+    assert_eq!(parse_list("0-7:2"), Some(CpuMask::from_u64(0b0101_0101)));
     assert_eq!(parse_list("3-1"), None);
     assert_eq!(parse_list("64"), None);
     assert_eq!(parse_list("0-3:0"), None);
     assert_eq!(parse_list(""), None);
-    assert_eq!(CpuMask(0b1011_0111).to_list(), "0-2,4-5,7");
-    assert_eq!(CpuMask(0).to_list(), "");
+    assert_eq!(CpuMask::from_u64(0b1011_0111).to_list(), "0-2,4-5,7");
+    assert_eq!(CpuMask::from_u64(0).to_list(), "");
 }
 
 #[test_case]

@@ -112,16 +112,23 @@ pub fn sched_rr_get_interval(proc: &Thread, _: &mut UserContext, a: [u64; 6]) ->
     ok(0)
 }
 
-/// The mask a `cpusetsize`-byte user buffer holds (Cadence's masks are 64 bits; bits above
-/// are ignored, as CPUs that do not exist).
+/// Linux's `cpumask_size()`: the bytes of a mask of this machine's `nr_cpu_ids` CPUs, in whole
+/// 64-bit words (8 up to 64 CPUs, 128 at 1,024; libnuma sizes its masks by what
+/// `sched_getaffinity` returns).
+fn cpumask_size() -> usize {
+    (crate::percpu::nr_cpus().max(1) as usize).div_ceil(64) * 8
+}
+
+/// The mask a `cpusetsize`-byte user buffer holds (Linux's `get_user_cpu_mask`: bytes past
+/// `cpumask_size()` are not read, a shorter buffer leaves the higher CPUs out).
 fn read_mask(proc: &Thread, len: u64, addr: u64) -> Result<CpuMask, Errno> {
     if len == 0 {
         return Err(Errno::EINVAL);
     }
-    let n = len.min(8) as usize;
-    let mut b = [0u8; 8];
+    let n = (len as usize).min(cpumask_size());
+    let mut b = [0u8; cadence_sched::NR_CPUS / 8];
     proc.read_user(addr, &mut b[..n])?;
-    Ok(CpuMask(u64::from_le_bytes(b)))
+    Ok(CpuMask::from_le_bytes(&b[..n]))
 }
 
 /// `sched_setaffinity(pid, cpusetsize, mask)`.
@@ -132,18 +139,21 @@ pub fn sched_setaffinity(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Res
     ok(0)
 }
 
-/// `sched_getaffinity(pid, cpusetsize, mask)`: returns the bytes written, Linux's
-/// `cpumask_size()` (8: Cadence has at most 64 CPUs; libnuma sizes its masks by it); EINVAL if
-/// the size is not a multiple of 8 or too small for the CPUs.
+/// `sched_getaffinity(pid, cpusetsize, mask)`: returns the bytes written, `min(cpusetsize,
+/// cpumask_size())`; EINVAL if the size is not a multiple of 8 or has fewer bits than the
+/// machine has CPUs (Linux's checks, in that order of meaning).
 pub fn sched_getaffinity(proc: &Thread, _: &mut UserContext, a: [u64; 6]) -> Result<Outcome, Errno> {
     let pid = pid_arg(a[0])?;
     let len = a[1];
-    if !len.is_multiple_of(8) || len < 8 {
+    if len.saturating_mul(8) < crate::percpu::nr_cpus() as u64 || !len.is_multiple_of(8) || len == 0 {
         return Err(Errno::EINVAL);
     }
     let mask = crate::sched::api::sched_getaffinity(pid)?;
-    proc.write_user(a[2], &mask.0.to_le_bytes())?;
-    ok(8)
+    let n = (len as usize).min(cpumask_size());
+    let mut b = [0u8; cadence_sched::NR_CPUS / 8];
+    mask.write_le_bytes(&mut b[..n]);
+    proc.write_user(a[2], &b[..n])?;
+    ok(n as u64)
 }
 
 /// `sched_setattr(pid, attr, flags)`.

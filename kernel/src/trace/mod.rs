@@ -51,6 +51,7 @@ use crate::sync::IrqLock;
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
+use cadence_sched::CpuMask;
 use cadence_trace::{ftrace, report, rtcheck, Comm, Event, EventKind, EventType, TaskInfo};
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 pub use framework::trace::{
@@ -111,9 +112,10 @@ pub fn sched_pi_setprio(task: &Task, old_prio: i32, now_ns: u64) {
 }
 
 /// `sched_set_affinity` (Cadence): `task` may now run on `mask`.
-pub fn sched_set_affinity(task: &Task, mask: u64, now_ns: u64) {
+pub fn sched_set_affinity(task: &Task, mask: CpuMask, now_ns: u64) {
     if on(EventType::SetAffinity) {
-        record_task(EventType::SetAffinity, now_ns, EventKind::Affinity { task: info(task), mask });
+        let wide = !mask.andnot(CpuMask::all(64)).is_empty();
+        record_task(EventType::SetAffinity, now_ns, EventKind::Affinity { task: info(task), mask: mask.low_u64(), wide });
     }
 }
 
@@ -166,20 +168,21 @@ pub fn cfs_throttle(group: u32, throttled: bool) {
 
 // ----- affinity side table ------------------------------------------------------------------
 
-/// Most tasks the affinity table holds (about 40 bytes each with the tree's overhead).
+/// Most tasks the affinity table holds (a mask, 128 bytes at 1,024 CPUs, and the tree's
+/// overhead each).
 pub const MAX_AFFINITY_TASKS: usize = 65536;
 
 /// Is [`task_affinity`] recording (from `trace start` to `trace stop`)?
 static AFFINITY_ON: AtomicBool = AtomicBool::new(false);
 /// tid → its mask when recording started or when it was created (see the module docs).
-static AFFINITY: IrqLock<BTreeMap<u32, u64>> = IrqLock::new(BTreeMap::new());
+static AFFINITY: IrqLock<BTreeMap<u32, CpuMask>> = IrqLock::new(BTreeMap::new());
 /// Tasks not recorded because the table was full (since the last start).
 static AFFINITY_FULL: AtomicU64 = AtomicU64::new(0);
 
 /// Records that task `tid` may run on the CPUs of `mask`, if the table has no mask for it yet
 /// (its mask when tracing started or when it was created; later changes are
 /// `sched_set_affinity` events). Task context only (it may allocate).
-pub fn task_affinity(tid: u32, mask: u64) {
+pub fn task_affinity(tid: u32, mask: CpuMask) {
     // Orders the caller's store of the task or its new mask before the load of AFFINITY_ON,
     // against `affinity_start`'s store of AFFINITY_ON before its scan (store-buffer pattern:
     // a fence on each side, so at least one of the two sees the other's store).
@@ -207,7 +210,7 @@ fn affinity_start() {
     core::sync::atomic::fence(Ordering::SeqCst);
     for t in crate::sched::task::all() {
         if !t.is_idle {
-            task_affinity(t.tid, t.affinity().0);
+            task_affinity(t.tid, t.affinity());
         }
     }
 }
@@ -222,7 +225,7 @@ pub fn affinity_release() {
 }
 
 /// A copy of the table (tid order).
-fn affinity_table() -> Vec<(u32, u64)> {
+fn affinity_table() -> Vec<(u32, CpuMask)> {
     AFFINITY.lock().iter().map(|(&t, &m)| (t, m)).collect()
 }
 
@@ -282,7 +285,7 @@ pub fn resume() -> Result<(), String> {
         core::sync::atomic::fence(Ordering::SeqCst);
         for t in crate::sched::task::all() {
             if !t.is_idle {
-                task_affinity(t.tid, t.affinity().0);
+                task_affinity(t.tid, t.affinity());
             }
         }
     })
@@ -353,7 +356,7 @@ pub struct Snapshot {
     /// Per CPU: (written to the ring, held, dropped while paused).
     pub per_cpu: Vec<(u64, u64, u64)>,
     /// The affinity side table: (tid, its first mask while tracing), tid order.
-    pub affinity: Vec<(u32, u64)>,
+    pub affinity: Vec<(u32, CpuMask)>,
 }
 
 impl Snapshot {
@@ -398,10 +401,10 @@ pub fn check_rt(bound_ns: u64) -> Result<rtcheck::RtReport, String> {
     if full > 0 {
         crate::kprintln!("trace: affinity of {} tasks not recorded (table full): taken as all CPUs", full);
     }
-    let affinity: BTreeMap<u32, u64> = s.affinity.iter().copied().collect();
+    let affinity: BTreeMap<u32, CpuMask> = s.affinity.iter().copied().collect();
     let opts = rtcheck::Options { bound_ns, end_ns: s.events.last().map(|e| e.ts_ns), ..rtcheck::Options::new(crate::percpu::nr_cpus()) }
         .with_smt(&smt_groups());
-    Ok(rtcheck::check(&s.events, &opts, |pid| affinity.get(&pid).map(|&m| cadence_sched::CpuMask(m))))
+    Ok(rtcheck::check(&s.events, &opts, |pid| affinity.get(&pid).copied()))
 }
 
 /// Prints (ftrace text, on the console) the events of `cpus` between `from_ns` and `to_ns`:
@@ -440,7 +443,7 @@ fn header_text(s: &Snapshot) -> String {
     let mut header = String::new();
     let _ = ftrace::write_header(&mut header, s.events.len() as u64, s.written, crate::percpu::nr_cpus());
     for &(tid, mask) in &s.affinity {
-        let _ = ftrace::write_affinity(&mut header, tid, cadence_sched::CpuMask(mask));
+        let _ = ftrace::write_affinity(&mut header, tid, mask);
     }
     header
 }

@@ -163,7 +163,7 @@ fn rt_check_with_affinity_table() {
     })
     .expect("spawn");
     if ncpus > 1 {
-        crate::sched::api::sched_setaffinity(pinned.tid, cadence_sched::CpuMask(0b10)).expect("setaffinity");
+        crate::sched::api::sched_setaffinity(pinned.tid, cadence_sched::CpuMask::from_u64(0b10)).expect("setaffinity");
     }
     let mut tids = Vec::new();
     for i in 0..ncpus.min(4) {
@@ -183,12 +183,12 @@ fn rt_check_with_affinity_table() {
     }
     assert!(stop());
     let s = snapshot().expect("snapshot");
-    assert_eq!(s.affinity.iter().find(|a| a.0 == pinned.tid).map(|a| a.1), Some(0b1), "the first mask");
+    assert_eq!(s.affinity.iter().find(|a| a.0 == pinned.tid).map(|a| a.1), Some(cadence_sched::CpuMask::single(0)), "the first mask");
     if ncpus > 1 {
         let changed = s
             .events
             .iter()
-            .any(|e| matches!(e.kind, cadence_trace::event::EventKind::Affinity { task, mask } if task.pid == pinned.tid && mask == 0b10));
+            .any(|e| matches!(e.kind, cadence_trace::event::EventKind::Affinity { task, mask, wide: false } if task.pid == pinned.tid && mask == 0b10));
         assert!(changed, "a sched_set_affinity event for the change");
     }
     assert!(s.affinity.iter().any(|a| a.0 == tids[0].tid), "spawned tasks are recorded");
@@ -199,7 +199,7 @@ fn rt_check_with_affinity_table() {
     let mut text = String::new();
     let _ = ftrace::write_header(&mut text, s.events.len() as u64, s.written, crate::percpu::nr_cpus());
     for &(tid, mask) in &s.affinity {
-        let _ = ftrace::write_affinity(&mut text, tid, cadence_sched::CpuMask(mask));
+        let _ = ftrace::write_affinity(&mut text, tid, mask);
     }
     for e in &s.events {
         let _ = ftrace::write_event(&mut text, e);
@@ -210,7 +210,7 @@ fn rt_check_with_affinity_table() {
         .with_smt(&super::smt_groups());
     assert_eq!(rtcheck::check(&parsed.events, &opts, |pid| parsed.affinity.get(&pid).copied()), r);
     // Stopped: changes are no longer recorded.
-    task_affinity(pinned.tid, u64::MAX);
+    task_affinity(pinned.tid, cadence_sched::CpuMask::all(cadence_sched::NR_CPUS));
     assert_eq!(snapshot().expect("snapshot").affinity, s.affinity);
     crate::kprint!("({}) ", r);
     restore();

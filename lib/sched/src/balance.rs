@@ -23,7 +23,7 @@
 
 use alloc::vec::Vec;
 
-use crate::cpumask::{CpuMask, MAX_CPUS};
+use crate::cpumask::{CpuMask, NR_CPUS};
 use crate::errno::Errno;
 
 /// Linux's default `sd->imbalance_pct`: busiest must exceed us by 17%.
@@ -39,10 +39,10 @@ pub struct Topology {
 impl Topology {
     /// Builds from per-CPU masks (`smt[cpu]` = hardware threads of `cpu`'s core,
     /// `llc[cpu]` = CPUs sharing its last-level cache; both including `cpu`).
-    /// `EINVAL` if lengths differ, exceed 64, or a mask omits its own CPU or a sibling
+    /// `EINVAL` if lengths differ, exceed `NR_CPUS`, or a mask omits its own CPU or a sibling
     /// lies outside the LLC.
     pub fn new(smt: Vec<CpuMask>, llc: Vec<CpuMask>) -> Result<Self, Errno> {
-        if smt.len() != llc.len() || smt.len() > MAX_CPUS {
+        if smt.len() != llc.len() || smt.len() > NR_CPUS {
             return Err(Errno::EINVAL);
         }
         let ok = smt.iter().zip(&llc).enumerate().all(|(cpu, (s, l))| s.contains(cpu) && l.contains(cpu) && s.is_subset_of(*l));
@@ -55,7 +55,7 @@ impl Topology {
 
     /// `ncpus` CPUs, one thread per core, all sharing one LLC.
     pub fn flat(ncpus: usize) -> Self {
-        let n = ncpus.min(MAX_CPUS);
+        let n = ncpus.min(NR_CPUS);
         Topology { smt: (0..n).map(CpuMask::single).collect(), llc: (0..n).map(|_| CpuMask::all(n)).collect() }
     }
 
@@ -63,7 +63,7 @@ impl Topology {
     /// and `cpus_per_llc` consecutive CPUs share a cache. `EINVAL` on zero sizes or if an
     /// LLC would split a core.
     pub fn uniform(ncpus: usize, threads_per_core: usize, cpus_per_llc: usize) -> Result<Self, Errno> {
-        if threads_per_core == 0 || cpus_per_llc == 0 || !cpus_per_llc.is_multiple_of(threads_per_core) || ncpus > MAX_CPUS {
+        if threads_per_core == 0 || cpus_per_llc == 0 || !cpus_per_llc.is_multiple_of(threads_per_core) || ncpus > NR_CPUS {
             return Err(Errno::EINVAL);
         }
         let group = |cpu: usize, size: usize| {
@@ -222,7 +222,7 @@ mod tests {
         assert_eq!(t.smt_siblings(3), mask(&[2, 3]));
         assert_eq!(t.llc(5), mask(&[4, 5, 6, 7]));
         assert!(t.shares_cache(0, 3) && !t.shares_cache(3, 4));
-        assert_eq!(t.smt_siblings(99), CpuMask::EMPTY);
+        assert_eq!(t.smt_siblings(NR_CPUS + 1), CpuMask::EMPTY);
         assert_eq!(Topology::uniform(8, 2, 3), Err(Errno::EINVAL));
         assert_eq!(Topology::uniform(8, 0, 4), Err(Errno::EINVAL));
         assert_eq!(Topology::new(vec![mask(&[1])], vec![mask(&[0])]), Err(Errno::EINVAL));

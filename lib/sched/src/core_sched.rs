@@ -114,7 +114,7 @@ use alloc::vec::Vec;
 use core::cmp::Ordering;
 use core::fmt;
 
-use crate::cpumask::{CpuMask, MAX_CPUS};
+use crate::cpumask::{CpuMask, NR_CPUS};
 use crate::errno::Errno;
 
 /// `prctl` option number of core scheduling (include/uapi/linux/prctl.h).
@@ -891,13 +891,13 @@ pub fn check_trace(events: &[TraceEvent], smt_groups: &[CpuMask], end_ns: u64) -
     check_trace_with(events, smt_groups, end_ns, CheckModel::Strict)
 }
 
-/// Walks `events` (non-decreasing `time_ns`, else `EINVAL`; CPU ids < 64, else `EINVAL`)
+/// Walks `events` (non-decreasing `time_ns`, else `EINVAL`; CPU ids < `NR_CPUS`, else `EINVAL`)
 /// up to `end_ns` (later events are ignored) and reports, for every pair of CPUs in one
 /// group of `smt_groups` (disjoint, else `EINVAL`), each maximal interval in which both ran
 /// tasks whose cookies conflict under `model`. Adjacent stretches with the same pair and
 /// cookies merge into one violation.
 pub fn check_trace_with(events: &[TraceEvent], smt_groups: &[CpuMask], end_ns: u64, model: CheckModel) -> Result<CheckReport, Errno> {
-    let mut group_of = [usize::MAX; MAX_CPUS];
+    let mut group_of = alloc::vec![usize::MAX; NR_CPUS];
     for (g, m) in smt_groups.iter().enumerate() {
         for cpu in m.iter() {
             if group_of[cpu] != usize::MAX {
@@ -908,14 +908,14 @@ pub fn check_trace_with(events: &[TraceEvent], smt_groups: &[CpuMask], end_ns: u
     }
     let mut last = 0;
     for e in events {
-        if e.time_ns < last || e.cpu >= MAX_CPUS {
+        if e.time_ns < last || e.cpu >= NR_CPUS {
             return Err(Errno::EINVAL);
         }
         last = e.time_ns;
     }
 
-    let mut state: [Option<CpuState>; MAX_CPUS] = [None; MAX_CPUS];
-    let mut since = [0u64; MAX_CPUS];
+    let mut state: alloc::vec::Vec<Option<CpuState>> = alloc::vec![None; NR_CPUS];
+    let mut since = alloc::vec![0u64; NR_CPUS];
     // Open violation per (cpu_a, cpu_b): (start, cookie_a, cookie_b).
     let mut open: BTreeMap<(usize, usize), (u64, CookieId, CookieId)> = BTreeMap::new();
     let mut report = CheckReport::default();
@@ -966,7 +966,7 @@ pub fn check_trace_with(events: &[TraceEvent], smt_groups: &[CpuMask], end_ns: u
     for ((a, b), (s, x, y)) in open {
         report.violations.push(Violation { start_ns: s, end_ns, cpu_a: a, cpu_b: b, cookie_a: x, cookie_b: y });
     }
-    for cpu in 0..MAX_CPUS {
+    for cpu in 0..NR_CPUS {
         if state[cpu] == Some(CpuState::ForcedIdle) {
             report.forced_idle_ns += end_ns - since[cpu];
         }
@@ -1541,7 +1541,7 @@ mod tests {
         CpuState::Task(CookieId(c))
     }
     fn pairs() -> Vec<CpuMask> {
-        vec![CpuMask(0b0011), CpuMask(0b1100)]
+        vec![CpuMask::from_u64(0b0011), CpuMask::from_u64(0b1100)]
     }
 
     #[test]
@@ -1603,7 +1603,7 @@ mod tests {
     #[test]
     fn three_threads_per_core_report_every_pair() {
         let e = [ev(0, 0, tk(1)), ev(0, 1, tk(2)), ev(0, 2, tk(3))];
-        let r = check_trace(&e, &[CpuMask(0b111)], 10).unwrap();
+        let r = check_trace(&e, &[CpuMask::from_u64(0b111)], 10).unwrap();
         let p: Vec<_> = r.violations.iter().map(|v| (v.cpu_a, v.cpu_b)).collect();
         assert_eq!(p, vec![(0, 1), (0, 2), (1, 2)]);
     }
@@ -1611,8 +1611,8 @@ mod tests {
     #[test]
     fn bad_input() {
         assert_eq!(check_trace(&[ev(5, 0, tk(1)), ev(4, 1, tk(1))], &pairs(), 10), Err(Errno::EINVAL));
-        assert_eq!(check_trace(&[ev(5, 64, tk(1))], &pairs(), 10), Err(Errno::EINVAL));
-        assert_eq!(check_trace(&[], &[CpuMask(0b11), CpuMask(0b110)], 10), Err(Errno::EINVAL));
+        assert_eq!(check_trace(&[ev(5, NR_CPUS, tk(1))], &pairs(), 10), Err(Errno::EINVAL));
+        assert_eq!(check_trace(&[], &[CpuMask::from_u64(0b11), CpuMask::from_u64(0b110)], 10), Err(Errno::EINVAL));
         // CPUs outside every group are tracked for forced idle only.
         let r = check_trace(&[ev(0, 9, CpuState::ForcedIdle), ev(0, 8, tk(1))], &pairs(), 10).unwrap();
         assert_eq!((r.violations.len(), r.forced_idle_ns), (0, 10));
@@ -1657,7 +1657,7 @@ mod tests {
     proptest! {
         #[test]
         fn checker_matches_brute_force(events in trace(), end in 0u64..70, strict in any::<bool>()) {
-            let groups = [CpuMask(0b11), CpuMask(0b11100)];
+            let groups = [CpuMask::from_u64(0b11), CpuMask::from_u64(0b11100)];
             let model = if strict { CheckModel::Strict } else { CheckModel::NonZeroOnly };
             let r = check_trace_with(&events, &groups, end, model).unwrap();
             let (want, fi) = brute(&events, &groups, end, model);
@@ -1707,7 +1707,7 @@ mod tests {
                 fi_expected += p.forceidle_count as u64 * dt;
                 t += dt;
             }
-            let r = check_trace(&events, &[CpuMask(0b11)], t).unwrap();
+            let r = check_trace(&events, &[CpuMask::from_u64(0b11)], t).unwrap();
             prop_assert!(r.violations.is_empty(), "{:?}", r.violations);
             prop_assert_eq!(r.forced_idle_ns, fi_expected);
             prop_assert_eq!(r.checked_ns, t);

@@ -24,18 +24,19 @@
 //! * The level is updated whenever either term changes (enqueue, dequeue, switch,
 //!   priority change, class change, RT throttling) and set to `None` when the CPU goes
 //!   offline. A CPU that was never `set` is offline: never a target.
-//! * CPU ids `>= min(ncpus, 64)` are ignored by `set` and read back as offline.
+//! * CPU ids `>= min(ncpus, NR_CPUS)` are ignored by `set` and read back as offline.
 //!
 //! Invariants (checked by [`CpuPri::verify`]): every online CPU is in exactly the mask of
 //! its level and in no other; offline CPUs are in none; bit `i` of the non-empty-level
 //! bitmap is set iff `level_masks[i]` is non-empty; `online` is the union of the masks.
 //!
 //! Cost: `set` and `get` are O(1); [`CpuPri::find`] visits only non-empty levels strictly
-//! below the task's level (at most 101), each an AND of two `u64`s. Nothing allocates:
-//! the whole structure is fixed-size arrays (about 1 KiB).
+//! below the task's level (at most 101), each an AND of two masks. Nothing allocates after
+//! [`CpuPri::new`]: 102 level masks (13 KiB at 1,024 CPUs) and one level per CPU.
 
 use crate::balance::CpuPrio;
-use crate::cpumask::{CpuMask, MAX_CPUS};
+use crate::cpumask::{CpuMask, NR_CPUS};
+use alloc::vec::Vec;
 
 /// Number of priority levels: idle, fair and RT priorities 0..=99.
 pub const CPUPRI_NR_LEVELS: usize = 2 + 100;
@@ -80,24 +81,40 @@ pub struct CpuPri {
     /// Bit `i` set iff `level_masks[i]` is non-empty (`CPUPRI_NR_LEVELS <= 128`).
     nonempty_levels: u128,
     /// Level of each CPU, `None` = offline (Linux `cpu_to_pri`).
-    cpu_levels: [Option<CpuPrio>; MAX_CPUS],
+    cpu_levels: Vec<Option<CpuPrio>>,
     /// Union of all level masks.
     online: CpuMask,
 }
 
 impl CpuPri {
-    /// `ncpus` CPUs (at most 64; more are ignored), all offline.
-    pub const fn new(ncpus: usize) -> CpuPri {
+    /// `ncpus` CPUs (at most [`NR_CPUS`]; more are ignored), all offline.
+    pub fn new(ncpus: usize) -> CpuPri {
+        let nr_cpus = ncpus.min(NR_CPUS);
         CpuPri {
-            nr_cpus: if ncpus > MAX_CPUS { MAX_CPUS } else { ncpus },
+            nr_cpus,
             level_masks: [CpuMask::EMPTY; CPUPRI_NR_LEVELS],
             nonempty_levels: 0,
-            cpu_levels: [None; MAX_CPUS],
+            cpu_levels: alloc::vec![None; nr_cpus],
             online: CpuMask::EMPTY,
         }
     }
 
-    /// Number of CPUs this structure can describe (`min(ncpus, 64)`).
+    /// Every CPU offline again (the state [`CpuPri::new`] made), keeping the storage.
+    pub fn clear(&mut self) {
+        // Only the non-empty levels and the online CPUs have anything to undo.
+        let mut levels = self.nonempty_levels;
+        while levels != 0 {
+            self.level_masks[levels.trailing_zeros() as usize] = CpuMask::EMPTY;
+            levels &= levels - 1;
+        }
+        self.nonempty_levels = 0;
+        for cpu in self.online.iter() {
+            self.cpu_levels[cpu] = None;
+        }
+        self.online = CpuMask::EMPTY;
+    }
+
+    /// Number of CPUs this structure can describe (`min(ncpus, NR_CPUS)`).
     pub const fn nr_cpus(&self) -> usize {
         self.nr_cpus
     }
@@ -190,8 +207,8 @@ impl CpuPri {
         if union != self.online {
             return Err("online is not the union of the level masks");
         }
-        for cpu in 0..MAX_CPUS {
-            let in_mask = match self.cpu_levels[cpu] {
+        for cpu in 0..NR_CPUS {
+            let in_mask = match self.cpu_levels.get(cpu).copied().flatten() {
                 Some(l) => cpu < self.nr_cpus && self.level_masks[level_index(l)].contains(cpu),
                 None => !union.contains(cpu),
             };
@@ -210,6 +227,17 @@ mod tests {
 
     fn mask(cpus: &[usize]) -> CpuMask {
         cpus.iter().copied().collect()
+    }
+
+    #[test]
+    fn clear_is_new() {
+        let mut cp = CpuPri::new(300);
+        cp.set(3, Some(CpuPrio::Rt(50)));
+        cp.set(299, Some(CpuPrio::Fair));
+        cp.set(7, Some(CpuPrio::Idle));
+        cp.clear();
+        assert_eq!(cp, CpuPri::new(300));
+        assert_eq!(cp.verify(), Ok(()));
     }
 
     #[test]

@@ -40,6 +40,7 @@
 
 use crate::cpumask::CpuMask;
 use crate::errno::Errno;
+use alloc::vec::Vec;
 
 /// Linux `DL_SCALE`: runtimes and deadlines are compared in units of 1024 ns.
 pub const DL_SCALE: u32 = 10;
@@ -254,22 +255,21 @@ impl DlEntity {
 /// is latest on top), and the CPUs with no deadline task as a free mask.
 #[derive(Clone, Debug)]
 pub struct CpuDl {
-    /// Heap of (deadline, cpu).
-    heap: [(u64, u8); 64],
+    /// Heap of (deadline, cpu), `cpus` slots.
+    heap: Vec<(u64, u32)>,
     len: usize,
     /// Position of each CPU in `heap` (`NONE` if it is free).
-    pos: [u8; 64],
+    pos: Vec<u32>,
     free: CpuMask,
 }
 
-const NONE: u8 = u8::MAX;
+const NONE: u32 = u32::MAX;
 
 impl CpuDl {
-    /// `cpus` CPUs (at most 64), all free.
+    /// `cpus` CPUs (at most [`NR_CPUS`](crate::cpumask::NR_CPUS)), all free.
     pub fn new(cpus: u32) -> Self {
-        let n = cpus.min(64);
-        let free = if n == 64 { CpuMask(u64::MAX) } else { CpuMask((1u64 << n) - 1) };
-        CpuDl { heap: [(0, 0); 64], len: 0, pos: [NONE; 64], free }
+        let n = (cpus as usize).min(crate::cpumask::NR_CPUS);
+        CpuDl { heap: alloc::vec![(0, 0); n], len: 0, pos: alloc::vec![NONE; n], free: CpuMask::all(n) }
     }
 
     /// CPUs that run no deadline task.
@@ -279,22 +279,22 @@ impl CpuDl {
 
     /// The CPU whose earliest deadline is the latest, and that deadline.
     pub fn top(&self) -> Option<(u32, u64)> {
-        (self.len > 0).then(|| (u32::from(self.heap[0].1), self.heap[0].0))
+        (self.len > 0).then(|| (self.heap[0].1, self.heap[0].0))
     }
 
     /// `cpu`'s earliest deadline is now `deadline` (Linux `cpudl_set`).
     pub fn set(&mut self, cpu: u32, deadline: u64) {
         let c = cpu as usize;
-        if c >= 64 {
+        if c >= self.pos.len() {
             return;
         }
-        self.free.0 &= !(1u64 << c);
+        self.free = self.free.without(c);
         let i = match self.pos[c] {
             NONE => {
                 let i = self.len;
                 self.len += 1;
-                self.heap[i] = (deadline, cpu as u8);
-                self.pos[c] = i as u8;
+                self.heap[i] = (deadline, cpu);
+                self.pos[c] = i as u32;
                 i
             }
             p => {
@@ -309,10 +309,10 @@ impl CpuDl {
     /// `cpu` runs no deadline task any more (Linux `cpudl_clear`).
     pub fn clear(&mut self, cpu: u32) {
         let c = cpu as usize;
-        if c >= 64 {
+        if c >= self.pos.len() {
             return;
         }
-        self.free.0 |= 1u64 << c;
+        self.free = self.free.with(c);
         let p = self.pos[c];
         if p == NONE {
             return;
@@ -322,7 +322,7 @@ impl CpuDl {
         self.pos[c] = NONE;
         if i != self.len {
             self.heap[i] = self.heap[self.len];
-            self.pos[self.heap[i].1 as usize] = i as u8;
+            self.pos[self.heap[i].1 as usize] = i as u32;
             let i = self.sift_up(i);
             self.sift_down(i);
         }
@@ -332,22 +332,21 @@ impl CpuDl {
     /// (the lowest-numbered), else the top CPU if the task's deadline is earlier than its
     /// earliest one. `None`: nowhere to push.
     pub fn find(&self, allowed: CpuMask, deadline: u64) -> Option<u32> {
-        let free = self.free.0 & allowed.0;
-        if free != 0 {
-            return Some(free.trailing_zeros());
+        if let Some(free) = (self.free & allowed).first() {
+            return Some(free as u32);
         }
         let (cpu, latest) = self.top()?;
-        (allowed.0 & (1u64 << cpu) != 0 && time_before(deadline, latest)).then_some(cpu)
+        (allowed.contains(cpu as usize) && time_before(deadline, latest)).then_some(cpu)
     }
 
-    fn later(a: (u64, u8), b: (u64, u8)) -> bool {
+    fn later(a: (u64, u32), b: (u64, u32)) -> bool {
         time_before(b.0, a.0)
     }
 
     fn swap(&mut self, i: usize, j: usize) {
         self.heap.swap(i, j);
-        self.pos[self.heap[i].1 as usize] = i as u8;
-        self.pos[self.heap[j].1 as usize] = j as u8;
+        self.pos[self.heap[i].1 as usize] = i as u32;
+        self.pos[self.heap[j].1 as usize] = j as u32;
     }
 
     fn sift_up(&mut self, mut i: usize) -> usize {
@@ -468,14 +467,14 @@ mod tests {
                 let latest = model.iter().filter_map(|x| *x).max();
                 prop_assert_eq!(h.top().map(|t| t.1), latest);
                 let free = model.iter().enumerate().filter(|(_, x)| x.is_none()).fold(0u64, |m, (i, _)| m | 1 << i);
-                prop_assert_eq!(h.free_cpus().0, free);
+                prop_assert_eq!(h.free_cpus().low_u64(), free);
             }
             let want = if free_of(&model) & allowed != 0 {
                 Some((free_of(&model) & allowed).trailing_zeros())
             } else {
                 h.top().filter(|&(c, d)| allowed & (1 << c) != 0 && dl < d).map(|(c, _)| c)
             };
-            prop_assert_eq!(h.find(CpuMask(allowed), dl), want);
+            prop_assert_eq!(h.find(CpuMask::from_u64(allowed), dl), want);
         }
     }
 

@@ -60,7 +60,7 @@ pub mod timerq;
 pub mod weight;
 
 pub use attr::{Policy, SchedAttr, ValidAttr};
-pub use cpumask::CpuMask;
+pub use cpumask::{AtomicCpuMask, CpuMask, SeqCpuMask, NR_CPUS};
 pub use cpupri::CpuPri;
 pub use eevdf::{FairEntity, FairRq, FairStorage, FairTunables};
 pub use errno::Errno;

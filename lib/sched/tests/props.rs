@@ -164,15 +164,15 @@ proptest! {
             Topology::uniform(16, 4, 16).unwrap(),
             Topology::uniform(6, 2, 2).unwrap(),
         ];
-        let affinity = CpuMask(affinity);
-        let got = select_task_rq_fair(affinity, prev, waker, CpuMask(idle), &topo[shape]);
+        let affinity = CpuMask::from_u64(affinity);
+        let got = select_task_rq_fair(affinity, prev, waker, CpuMask::from_u64(idle), &topo[shape]);
         match got {
             None => prop_assert!(affinity.is_empty()),
             Some(c) => {
                 prop_assert!(affinity.contains(c));
                 // An allowed idle CPU exists => an idle CPU is chosen.
-                if !(affinity & CpuMask(idle)).is_empty() {
-                    prop_assert!(CpuMask(idle).contains(c));
+                if !(affinity & CpuMask::from_u64(idle)).is_empty() {
+                    prop_assert!(CpuMask::from_u64(idle).contains(c));
                 }
             }
         }
@@ -183,11 +183,11 @@ proptest! {
         prio in 0u8..100, affinity in any::<u64>(), prev in 0usize..64,
         cpus in prop::collection::vec(prop_oneof![Just(CpuPrio::Idle), Just(CpuPrio::Fair), (1u8..100).prop_map(CpuPrio::Rt)], 1..64),
     ) {
-        if let Some(c) = find_lowest_rq(prio, CpuMask(affinity), prev, &cpus) {
-            prop_assert!(CpuMask(affinity).contains(c));
+        if let Some(c) = find_lowest_rq(prio, CpuMask::from_u64(affinity), prev, &cpus) {
+            prop_assert!(CpuMask::from_u64(affinity).contains(c));
             prop_assert!(cpus[c] < CpuPrio::Rt(prio));
             // Nothing allowed is strictly lower than the chosen CPU.
-            prop_assert!(CpuMask(affinity).iter().filter(|&i| i < cpus.len()).all(|i| cpus[i] >= cpus[c]));
+            prop_assert!(CpuMask::from_u64(affinity).iter().filter(|&i| i < cpus.len()).all(|i| cpus[i] >= cpus[c]));
         }
     }
 
@@ -196,8 +196,8 @@ proptest! {
         this in 0usize..8, nr in prop::collection::vec(0u32..6, 8), load in prop::collection::vec(0u64..100_000, 8),
         cand in any::<u64>(),
     ) {
-        if let Some(imb) = find_busiest(this, &nr, &load, CpuMask(cand)) {
-            prop_assert!(imb.busiest != this && CpuMask(cand).contains(imb.busiest));
+        if let Some(imb) = find_busiest(this, &nr, &load, CpuMask::from_u64(cand)) {
+            prop_assert!(imb.busiest != this && CpuMask::from_u64(cand).contains(imb.busiest));
             prop_assert!(nr[imb.busiest] >= 2 && imb.nr_to_pull >= 1);
             prop_assert!(load[imb.busiest] as u128 * 100 > load[this] as u128 * 117);
         }

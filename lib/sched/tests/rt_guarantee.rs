@@ -381,7 +381,7 @@ impl Smp {
         let n = self.ncpus;
         match *op {
             Op::New { rt_priority, affinity, cpu } => {
-                let mut requested = CpuMask(u64::from(affinity));
+                let mut requested = CpuMask::from_u64(u64::from(affinity));
                 if (requested & self.online).is_empty() {
                     requested = self.online;
                 }
@@ -427,7 +427,7 @@ impl Smp {
                     return Ok(());
                 }
                 let key = task % self.tasks.len();
-                let requested = CpuMask(u64::from(affinity));
+                let requested = CpuMask::from_u64(u64::from(affinity));
                 let allowed = requested & self.online;
                 if allowed.is_empty() {
                     return Ok(()); // sched_setaffinity: EINVAL
@@ -577,7 +577,7 @@ proptest! {
         prop_assert_eq!(cp.online(), online);
         // find_lowest_rq has no notion of offline: mask the affinity, fill offline slots.
         let dense: Vec<CpuPrio> = snapshot.iter().map(|l| l.unwrap_or(Idle)).collect();
-        let affinity = CpuMask(affinity);
+        let affinity = CpuMask::from_u64(affinity);
         let found = cp.find(task_prio, affinity);
         let reference = find_lowest_rq(task_prio, affinity & online, prev, &dense);
         match reference {
@@ -590,12 +590,12 @@ proptest! {
         }
         prop_assert!(found.is_subset_of(affinity & online));
         prop_assert_eq!(cp.find_lowest(task_prio, affinity, prev, None), reference);
-        let with_hint = cp.find_lowest(task_prio, affinity, prev, Some(CpuMask(hint)));
+        let with_hint = cp.find_lowest(task_prio, affinity, prev, Some(CpuMask::from_u64(hint)));
         prop_assert_eq!(with_hint.is_some(), reference.is_some());
         if let Some(c) = with_hint {
             prop_assert!(found.contains(c));
-            if !found.contains(prev) && !(found & CpuMask(hint)).is_empty() {
-                prop_assert!(CpuMask(hint).contains(c));
+            if !found.contains(prev) && !(found & CpuMask::from_u64(hint)).is_empty() {
+                prop_assert!(CpuMask::from_u64(hint).contains(c));
             }
         }
     }

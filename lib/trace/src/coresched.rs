@@ -68,7 +68,9 @@ fn trace_event(e: &Event) -> Option<TraceEvent> {
 
 /// SMT groups as "pairs": CPUs 0-1, 2-3, … (QEMU's `threads=2` numbering, and Cadence's).
 pub fn pairs(ncpus: usize) -> Vec<CpuMask> {
-    (0..ncpus.div_ceil(2)).map(|c| CpuMask((0b11u64 << (2 * c)) & if ncpus >= 64 { u64::MAX } else { (1u64 << ncpus) - 1 })).collect()
+    (0..ncpus.div_ceil(2))
+        .map(|c| CpuMask::from_u64((0b11u64 << (2 * c)) & if ncpus >= 64 { u64::MAX } else { (1u64 << ncpus) - 1 }))
+        .collect()
 }
 
 #[cfg(test)]

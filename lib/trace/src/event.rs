@@ -268,10 +268,12 @@ pub enum EventKind {
         task: TaskInfo,
         old_prio: i32,
     },
-    /// `task` may now run on `mask`.
+    /// `task` may now run on `mask` (CPUs 0..63; `wide`: on some CPU above 63 too, which a
+    /// fixed-size event does not carry: a reader takes the task's whole mask from elsewhere).
     Affinity {
         task: TaskInfo,
         mask: u64,
+        wide: bool,
     },
     /// SCHED_DEADLINE `task` was throttled (`replenish` false: runtime used up) or replenished
     /// (`replenish` true), with `runtime_ns` left and absolute `deadline_ns` after it.

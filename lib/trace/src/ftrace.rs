@@ -76,9 +76,25 @@ pub fn write_header(out: &mut impl Write, entries: u64, written: u64, ncpus: u32
 /// Prefix of Cadence's affinity comment lines.
 pub const AFFINITY_PREFIX: &str = "# cadence-affinity:";
 
-/// One affinity comment line, newline included: `# cadence-affinity: pid=<n> mask=0x<hex>`.
+/// One affinity comment line, newline included: `# cadence-affinity: pid=<n> mask=0x<hex>`
+/// (the whole mask, most significant digit first, no leading zeros).
 pub fn write_affinity(out: &mut impl Write, pid: u32, mask: CpuMask) -> fmt::Result {
-    writeln!(out, "{} pid={} mask={:#x}", AFFINITY_PREFIX, pid, mask.0)
+    writeln!(out, "{} pid={} mask=0x{}", AFFINITY_PREFIX, pid, mask.to_hex_number())
+}
+
+/// A hex mask of any length (`f0`, or 300 digits for 1,200 CPUs) as a CPU set.
+fn parse_hex_mask(hex: &str) -> Option<CpuMask> {
+    if hex.is_empty() || hex.len() > cadence_sched::NR_CPUS / 4 + 16 {
+        return None;
+    }
+    let mut words = alloc::vec::Vec::new();
+    let mut end = hex.len();
+    while end > 0 {
+        let start = end.saturating_sub(16);
+        words.push(u64::from_str_radix(hex.get(start..end)?, 16).ok()?);
+        end = start;
+    }
+    Some(CpuMask::from_words(&words))
 }
 
 /// Parses an affinity comment line: `None` if the line is not one, `Some(Err)` if it is one
@@ -88,8 +104,8 @@ pub fn parse_affinity_line(line: &str) -> Option<Result<(u32, CpuMask), ParseErr
     let parsed = (|| {
         let f = split_fields(rest.trim_start(), ["pid=", " mask="])?;
         let pid = num(f[0], "pid")?;
-        let mask = f[1].strip_prefix("0x").and_then(|h| u64::from_str_radix(h, 16).ok()).ok_or(ParseError::BadField("mask"))?;
-        Ok((pid, CpuMask(mask)))
+        let mask = f[1].strip_prefix("0x").and_then(parse_hex_mask).ok_or(ParseError::BadField("mask"))?;
+        Ok((pid, mask))
     })();
     Some(parsed)
 }
@@ -156,7 +172,9 @@ pub fn write_event(out: &mut impl Write, e: &Event) -> fmt::Result {
         EventKind::Prio { task, old_prio } => {
             write!(out, "comm={} pid={} oldprio={} newprio={}", task.comm, task.pid, old_prio, task.prio)?
         }
-        EventKind::Affinity { task, mask } => write!(out, "comm={} pid={} prio={} mask={:#x}", task.comm, task.pid, task.prio, mask)?,
+        EventKind::Affinity { task, mask, wide } => {
+            write!(out, "comm={} pid={} prio={} mask={:#x}{}", task.comm, task.pid, task.prio, mask, if *wide { "+" } else { "" })?
+        }
         EventKind::Dl { task, runtime_ns, deadline_ns, .. } => {
             write!(out, "comm={} pid={} runtime={} deadline={}", task.comm, task.pid, runtime_ns, deadline_ns)?
         }
@@ -359,8 +377,12 @@ pub fn parse_line(line: &str) -> Result<Option<Event>, ParseError> {
         }
         EventType::SetAffinity => {
             let f = split_fields(args, ["comm=", " pid=", " prio=", " mask="])?;
-            let mask = f[3].strip_prefix("0x").and_then(|h| u64::from_str_radix(h, 16).ok()).ok_or(ParseError::BadField("mask"))?;
-            EventKind::Affinity { task: task(f[0], f[1], f[2])?, mask }
+            let (hex, wide) = match f[3].strip_suffix('+') {
+                Some(h) => (h, true),
+                None => (f[3], false),
+            };
+            let mask = hex.strip_prefix("0x").and_then(|h| u64::from_str_radix(h, 16).ok()).ok_or(ParseError::BadField("mask"))?;
+            EventKind::Affinity { task: task(f[0], f[1], f[2])?, mask, wide }
         }
         EventType::DlThrottle | EventType::DlReplenish => {
             let f = split_fields(args, ["comm=", " pid=", " runtime=", " deadline="])?;
@@ -495,7 +517,8 @@ mod tests {
             EventKind::CoreSwitch { pid: 7, cookie: 0x2a, forced: false },
             EventKind::CoreSwitch { pid: 0, cookie: 0, forced: true },
             EventKind::Prio { task: t("chrt", 12, 120), old_prio: 49 },
-            EventKind::Affinity { task: t("taskset", 13, 9), mask: 0xf0 },
+            EventKind::Affinity { task: t("taskset", 13, 9), mask: 0xf0, wide: false },
+            EventKind::Affinity { task: t("taskset", 13, 9), mask: 0x1, wide: true },
             EventKind::Dl { task: t("dl", 14, -1), runtime_ns: -1200, deadline_ns: 5_000_000_000, replenish: false },
             EventKind::Dl { task: t("dl", 14, -1), runtime_ns: 1_000_000, deadline_ns: 5_010_000_000, replenish: true },
             EventKind::Print { text: crate::event::Marker::new("start at 123 off=4 (period=9 next=10)\n") },
@@ -545,16 +568,16 @@ mod tests {
     fn affinity_lines_round_trip_and_other_comments_are_ignored() {
         let mut s = String::new();
         write_header(&mut s, 0, 0, 4).unwrap();
-        write_affinity(&mut s, 12, CpuMask(0b1010)).unwrap();
-        write_affinity(&mut s, 7, CpuMask(u64::MAX)).unwrap();
-        write_affinity(&mut s, 12, CpuMask(0b0001)).unwrap();
+        write_affinity(&mut s, 12, CpuMask::from_u64(0b1010)).unwrap();
+        write_affinity(&mut s, 7, CpuMask::from_u64(u64::MAX)).unwrap();
+        write_affinity(&mut s, 12, CpuMask::from_u64(0b0001)).unwrap();
         assert!(s.contains("\n# cadence-affinity: pid=12 mask=0xa\n"), "{}", s);
         s.push_str("# some other comment: pid=3 mask=0x1\n# cadence-affinity: pid=x mask=0x1\n");
         s.push_str("# cadence-affinity: pid=3 mask=12\n");
         let p = parse_text(&s);
         assert_eq!(p.affinity.len(), 2);
-        assert_eq!(p.affinity.get(&12), Some(&CpuMask(0b1011)), "a pid listed twice: the union");
-        assert_eq!(p.affinity.get(&7), Some(&CpuMask(u64::MAX)));
+        assert_eq!(p.affinity.get(&12), Some(&CpuMask::from_u64(0b1011)), "a pid listed twice: the union");
+        assert_eq!(p.affinity.get(&7), Some(&CpuMask::from_u64(u64::MAX)));
         assert_eq!(p.errors.iter().map(|e| e.1).collect::<vec::Vec<_>>(), vec![ParseError::BadField("pid"), ParseError::BadField("mask")]);
         assert_eq!(parse_line("# cadence-affinity: pid=1 mask=0x1"), Ok(None), "a comment to the line parser");
         assert!(parse_text("# tracer: nop\n").affinity.is_empty(), "a Linux trace has none");

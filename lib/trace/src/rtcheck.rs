@@ -81,7 +81,7 @@ pub const DEFAULT_BOUND_NS: u64 = 100_000;
 pub const MAX_WORST: usize = 10;
 
 /// What to check.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
     /// CPUs of the machine (events of CPUs `>= ncpus` are ignored).
     pub ncpus: u32,
@@ -89,21 +89,25 @@ pub struct Options {
     pub bound_ns: u64,
     /// End of the check (ns); the last event's time if `None`.
     pub end_ns: Option<u64>,
-    /// SMT siblings of each CPU (itself included; 0: none known): with core scheduling a task
-    /// may wait because a sibling runs a more important task with another cookie.
-    pub siblings: [u64; 64],
+    /// SMT siblings of each CPU, by CPU id (itself included; empty or absent: none known):
+    /// with core scheduling a task may wait because a sibling runs a more important task with
+    /// another cookie.
+    pub siblings: Vec<CpuMask>,
 }
 
 impl Options {
     pub fn new(ncpus: u32) -> Options {
-        Options { ncpus, bound_ns: DEFAULT_BOUND_NS, end_ns: None, siblings: [0; 64] }
+        Options { ncpus, bound_ns: DEFAULT_BOUND_NS, end_ns: None, siblings: Vec::new() }
     }
 
     /// Sets the SMT sibling groups (each mask: the CPUs of one core).
     pub fn with_smt(mut self, groups: &[CpuMask]) -> Options {
         for g in groups {
-            for c in g.iter().filter(|&c| c < 64) {
-                self.siblings[c] = g.0;
+            for c in g.iter() {
+                if self.siblings.len() <= c {
+                    self.siblings.resize(c + 1, CpuMask::EMPTY);
+                }
+                self.siblings[c] = *g;
             }
         }
         self
@@ -208,7 +212,7 @@ struct Replay<F> {
     /// Core cookie of each task and of what each CPU runs (`sched_core_switch` events).
     task_cookie: BTreeMap<u32, u64>,
     cpu_cookie: BTreeMap<u32, u64>,
-    siblings: [u64; 64],
+    siblings: Vec<CpuMask>,
     bound_ns: u64,
     /// What each CPU runs (CPUs not yet known are absent).
     cpus: BTreeMap<u32, TaskInfo>,
@@ -232,8 +236,8 @@ impl<F: Fn(u32) -> Option<CpuMask>> Replay<F> {
 
     /// The other SMT siblings of `cpu`.
     fn siblings_of(&self, cpu: u32) -> impl Iterator<Item = u32> + '_ {
-        let m = self.siblings.get(cpu as usize).copied().unwrap_or(0) & !(1u64.checked_shl(cpu).unwrap_or(0));
-        CpuMask(m).iter().map(|c| c as u32)
+        let m = self.siblings.get(cpu as usize).copied().unwrap_or(CpuMask::EMPTY).without(cpu as usize);
+        m.iter().map(|c| c as u32)
     }
 
     /// Could W (`pid`, importance `w_prio`) run on `cpu` under core scheduling? Not while a
@@ -372,8 +376,14 @@ impl<F: Fn(u32) -> Option<CpuMask>> Replay<F> {
                     self.set_cpu(c, task, t);
                 }
             }
-            EventKind::Affinity { task, mask } => {
-                self.affinity_set.insert(task.pid, CpuMask(mask));
+            EventKind::Affinity { task, mask, wide } => {
+                // A mask reaching past CPU 63 is not in the event: the caller's affinity
+                // (the task's mask now) stands in for it.
+                if wide {
+                    self.affinity_set.remove(&task.pid);
+                } else {
+                    self.affinity_set.insert(task.pid, CpuMask::from_u64(mask));
+                }
                 self.refresh_task(task.pid, t);
             }
             EventKind::CoreSwitch { pid, cookie, .. } => {
@@ -435,7 +445,7 @@ pub fn check<F: Fn(u32) -> Option<CpuMask>>(events: &[Event], opts: &Options, af
         affinity_set: BTreeMap::new(),
         task_cookie: BTreeMap::new(),
         cpu_cookie: BTreeMap::new(),
-        siblings: opts.siblings,
+        siblings: opts.siblings.clone(),
         bound_ns: opts.bound_ns,
         cpus: BTreeMap::new(),
         tasks: BTreeMap::new(),
@@ -563,7 +573,7 @@ mod tests {
         let e = scenario((5, 120), 600 * US);
         let pinned = |pid: u32| (pid == 3).then_some(CpuMask::single(0));
         assert_eq!(check(&e, &opts(2), pinned).violations, 0);
-        let both = |pid: u32| (pid == 3).then_some(CpuMask(0b11));
+        let both = |pid: u32| (pid == 3).then_some(CpuMask::from_u64(0b11));
         assert_eq!(check(&e, &opts(2), both).violations, 1);
     }
 
@@ -726,10 +736,10 @@ mod tests {
     fn an_affinity_change_is_replayed() {
         // Pinned to CPU 0 (busy with a more important task) at 150 us: only 50 us count.
         let mut e = scenario((5, 120), 1000 * US).to_vec();
-        e.insert(3, ev_at(150 * US, 0, EventKind::Affinity { task: task(3, 30), mask: 0b01 }));
+        e.insert(3, ev_at(150 * US, 0, EventKind::Affinity { task: task(3, 30), mask: 0b01, wide: false }));
         assert_eq!(check(&e, &opts(2), all).violations, 0);
         // Widened again at 400 us: waits from then on.
-        e.insert(4, ev_at(400 * US, 0, EventKind::Affinity { task: task(3, 30), mask: 0b11 }));
+        e.insert(4, ev_at(400 * US, 0, EventKind::Affinity { task: task(3, 30), mask: 0b11, wide: false }));
         let r = check(&e, &opts(2), all);
         assert_eq!(r.violations, 1);
         assert_eq!(r.worst[0].start_ns, 400 * US);
@@ -740,7 +750,7 @@ mod tests {
         // CPUs 0 and 1 are siblings. CPU 0 runs RT pid 1 (prio 10, cookie 0xa); CPU 1 is idle.
         // RT pid 3 (prio 30, cookie 0xb) waits: running it on CPU 1 would pair cookies 0xa and
         // 0xb, and pid 1 is more important, so it waits by design.
-        let smt = [CpuMask(0b11)];
+        let smt = [CpuMask::from_u64(0b11)];
         let e = [
             sw(0, 0, (0, 120), b'R', (1, 10)),
             ev_at(0, 0, EventKind::CoreSwitch { pid: 1, cookie: 0xa, forced: false }),

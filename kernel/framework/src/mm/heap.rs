@@ -41,7 +41,7 @@
 //! it: it joins that CPU's list (classes are per layout, not per CPU). [`used`] counts cached
 //! blocks as free, so it returns to its value when everything allocated is freed.
 
-use crate::percpu::MAX_CPUS;
+use crate::percpu::NR_CPUS;
 use crate::sync::IrqLock;
 use cadence_vm::watermark::AllocContext;
 use core::alloc::{GlobalAlloc, Layout};
@@ -68,7 +68,7 @@ static GROW_FAILURES: core::sync::atomic::AtomicU64 = core::sync::atomic::Atomic
 /// it makes one count negative and the other positive: only sums mean something). Bucket `b`
 /// counts sizes in `(2^(b-1), 2^b]` (bucket 0: sizes 0 and 1). Like `/proc/slabinfo`'s active
 /// objects: what the chaos stress prints when the heap did not return to its baseline.
-static LIVE_BY_SIZE: [[AtomicIsize; SIZE_BUCKETS]; MAX_CPUS] = [const { [const { AtomicIsize::new(0) }; SIZE_BUCKETS] }; MAX_CPUS];
+static LIVE_BY_SIZE: [[AtomicIsize; SIZE_BUCKETS]; NR_CPUS] = [const { [const { AtomicIsize::new(0) }; SIZE_BUCKETS] }; NR_CPUS];
 /// Number of size buckets [`live_by_size`] reports: up to 2^31 bytes (the last bucket also counts
 /// anything larger).
 pub const SIZE_BUCKETS: usize = 32;
@@ -78,7 +78,7 @@ fn size_bucket(size: usize) -> usize {
 }
 
 fn count_live(size: usize, delta: isize) {
-    let cpu = crate::percpu::cpu_id() as usize % MAX_CPUS;
+    let cpu = crate::percpu::cpu_id() as usize % NR_CPUS;
     LIVE_BY_SIZE[cpu][size_bucket(size)].fetch_add(delta, Ordering::Relaxed);
 }
 
@@ -127,7 +127,7 @@ unsafe impl Sync for CpuCache {}
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY_CACHE: CpuCache =
     CpuCache { lists: UnsafeCell::new([FreeList { head: core::ptr::null_mut(), len: 0 }; CLASSES.len()]), cached: AtomicIsize::new(0) };
-static CACHES: [CpuCache; MAX_CPUS] = [EMPTY_CACHE; MAX_CPUS];
+static CACHES: [CpuCache; NR_CPUS] = [EMPTY_CACHE; NR_CPUS];
 
 /// The size class serving `layout`, if it is small enough.
 fn class_of(layout: Layout) -> Option<usize> {
@@ -162,7 +162,7 @@ impl KernelHeap {
     /// Runs `f` on this CPU's lists with interrupts disabled.
     fn with_cache<R>(&self, f: impl FnOnce(&mut [FreeList; CLASSES.len()], &AtomicIsize) -> R) -> R {
         let was = crate::irqflags::save();
-        let cache = &CACHES[crate::percpu::cpu_id() as usize % MAX_CPUS];
+        let cache = &CACHES[crate::percpu::cpu_id() as usize % NR_CPUS];
         // SAFETY: interrupts are off and this is our own CPU's cache, which no other CPU
         // touches (module invariants): the reference is exclusive while `f` runs.
         let lists = unsafe { &mut *cache.lists.get() };

@@ -36,7 +36,7 @@
 //! is loaded nowhere.
 
 use super::page::PageRef;
-use crate::percpu::MAX_CPUS;
+use crate::percpu::NR_CPUS;
 use crate::sync::SpinLock;
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -130,7 +130,7 @@ pub enum VmError {
 }
 
 /// Per CPU: the level-4 table it has loaded (kept by the context switch).
-static LOADED: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS];
+static LOADED: [AtomicU64; NR_CPUS] = [const { AtomicU64::new(0) }; NR_CPUS];
 
 /// The root CPU `cpu` has loaded (0 before its first switch).
 pub fn loaded_root(cpu: u32) -> u64 {

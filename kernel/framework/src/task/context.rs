@@ -16,7 +16,7 @@ const EMPTY: u32 = u32::MAX;
 const READY: u32 = u32::MAX - 1;
 /// Retired ([`TaskContext::retire`]): its stack is gone, it never runs again.
 const RETIRED: u32 = u32::MAX - 2;
-// Any value below `MAX_CPUS`: running on that CPU.
+// Any value below `NR_CPUS`: running on that CPU.
 
 /// Something the run-queue lock can switch between: the kernel's task type.
 pub trait Switchable: Send + Sync + 'static {

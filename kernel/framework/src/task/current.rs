@@ -1,6 +1,6 @@
 //! Each CPU's running task ([`Current`]), readable without touching its reference count.
 
-use crate::percpu::MAX_CPUS;
+use crate::percpu::NR_CPUS;
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
@@ -20,7 +20,7 @@ struct Slot<T> {
 /// slot's task without taking a reference ([`with`](Self::with)): nothing can replace it
 /// meanwhile. A slot is never read from another CPU.
 pub struct Current<T> {
-    slots: [Slot<T>; MAX_CPUS],
+    slots: [Slot<T>; NR_CPUS],
 }
 
 impl<T: Send + Sync> Default for Current<T> {
@@ -32,11 +32,11 @@ impl<T: Send + Sync> Default for Current<T> {
 impl<T: Send + Sync> Current<T> {
     /// No CPU has a current task yet.
     pub const fn new() -> Self {
-        Self { slots: [const { Slot { task: AtomicPtr::new(core::ptr::null_mut()), borrows: AtomicU32::new(0) } }; MAX_CPUS] }
+        Self { slots: [const { Slot { task: AtomicPtr::new(core::ptr::null_mut()), borrows: AtomicU32::new(0) } }; NR_CPUS] }
     }
 
     fn this_slot(&self) -> &Slot<T> {
-        &self.slots[crate::percpu::cpu_id() as usize & (MAX_CPUS - 1)]
+        &self.slots[crate::percpu::cpu_id() as usize & (NR_CPUS - 1)]
     }
 
     /// Makes `next` the calling CPU's current task and returns the previous one. Interrupts

@@ -20,7 +20,6 @@
 //! progress) to get a consistent copy. Sections that began before `start` are ignored.
 //! No locks, no allocation: the hooks run inside lock and interrupt paths.
 
-use crate::percpu::MAX_CPUS;
 use core::fmt::Write;
 use core::panic::Location;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -141,7 +140,13 @@ static STOPPED_NS: AtomicU64 = AtomicU64::new(0);
 static IPIS_AT_START: [AtomicU64; 2] = [ZERO; 2];
 /// The scheduler's reschedule IPIs sent, by reason, as [`start`] was given them.
 static SENT_AT_START: [AtomicU64; 3] = [ZERO; 3];
-static SLOTS: [CpuSlot; MAX_CPUS] = [SLOT; MAX_CPUS];
+/// Each CPU's records (4.5 KiB), made at its bring-up ([`init_cpu`]).
+static SLOTS: crate::percpu::PerCpuVar<CpuSlot> = crate::percpu::PerCpuVar::new();
+
+/// Creates CPU `cpu`'s records (bring-up, `smp::init_cpu_data`).
+pub(crate) fn init_cpu(cpu: u32) {
+    SLOTS.init(cpu, SLOT);
+}
 
 /// Stores counters' values at `start` (see [`since_start`]).
 fn snapshot<const N: usize>(at: &[AtomicU64; N], now: [u64; N]) {
@@ -165,7 +170,7 @@ fn slot() -> Option<&'static CpuSlot> {
     if !crate::percpu::gs_ready() {
         return None;
     }
-    SLOTS.get(crate::percpu::cpu_id() as usize)
+    SLOTS.get(crate::percpu::cpu_id())
 }
 
 /// Interrupts went off at `site` (called with interrupts off).
@@ -299,7 +304,7 @@ pub fn timer_entry(deadline_ns: u64) {
 /// reschedule IPIs sent so far, by reason (the report shows the difference).
 pub fn start(resched_sent: [u64; 3]) {
     ACTIVE.store(false, Ordering::SeqCst);
-    for (cpu, s) in SLOTS.iter().enumerate() {
+    for (cpu, s) in SLOTS.iter() {
         s.seq.fetch_add(2, Ordering::AcqRel);
         for r in &s.top {
             r.ns.store(0, Ordering::Relaxed);
@@ -368,7 +373,7 @@ fn location(addr: usize) -> Option<&'static Location<'static>> {
 
 /// A consistent copy of `cpu`'s longest sections (longest first) and its section count.
 pub fn sections(cpu: usize) -> ([Option<Section>; TOP], u64) {
-    let Some(s) = SLOTS.get(cpu) else { return ([None; TOP], 0) };
+    let Some(s) = SLOTS.get(cpu as u32) else { return ([None; TOP], 0) };
     loop {
         let before = s.seq.load(Ordering::Acquire);
         if before % 2 == 1 {
@@ -416,7 +421,7 @@ pub fn report(out: &mut impl Write, resched_sent: [u64; 3]) -> core::fmt::Result
     for cpu in crate::percpu::online_cpus().map(|c| c.cpu_id as usize) {
         let (top, count) = sections(cpu);
         total += count;
-        let slot = &SLOTS[cpu];
+        let Some(slot) = SLOTS.get(cpu as u32) else { continue };
         let off_ns = slot.total_ns.load(Ordering::Relaxed);
         let stopped = STOPPED_NS.load(Ordering::Relaxed);
         let end = if stopped == 0 { crate::time::uptime_ns() } else { stopped };

@@ -30,7 +30,7 @@
 //! 0x2f8; `make run TRACE=file` captures it). If no UART answers at 0x2f8 (its scratch register
 //! does not hold a value), nothing is streamed.
 
-use crate::percpu::MAX_CPUS;
+use crate::percpu::NR_CPUS;
 use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -77,7 +77,7 @@ struct CpuSlot {
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY_SLOT: CpuSlot =
     CpuSlot { busy: AtomicBool::new(false), buf: AtomicPtr::new(core::ptr::null_mut()), dropped: AtomicU64::new(0) };
-static SLOTS: [CpuSlot; MAX_CPUS] = [EMPTY_SLOT; MAX_CPUS];
+static SLOTS: [CpuSlot; NR_CPUS] = [EMPTY_SLOT; NR_CPUS];
 
 /// Tracer state changed by commands (never by hooks).
 struct Control {
@@ -85,13 +85,13 @@ struct Control {
     entries: usize,
     /// Per CPU: the sequence number (count of events written before it) of the first event a
     /// consuming reader (tracefs `trace_pipe`) has not taken; copies start there too.
-    consumed: [u64; MAX_CPUS],
+    consumed: [u64; NR_CPUS],
     /// Bumped by every clear and resize: a consuming reader's [`advance`] for rings it peeked
     /// before then is ignored.
     generation: u64,
 }
 
-static CONTROL: spin::Mutex<Control> = spin::Mutex::new(Control { running: false, entries: 0, consumed: [0; MAX_CPUS], generation: 0 });
+static CONTROL: spin::Mutex<Control> = spin::Mutex::new(Control { running: false, entries: 0, consumed: [0; NR_CPUS], generation: 0 });
 
 // ----- hooks ---------------------------------------------------------------------------------
 
@@ -283,7 +283,7 @@ fn install_buffers(ctl: &mut Control, entries: usize) -> Result<(), String> {
 
 /// Empties every ring and zeroes the loss counters. Writers held off.
 fn reset_counts(ctl: &mut Control) {
-    ctl.consumed = [0; MAX_CPUS];
+    ctl.consumed = [0; NR_CPUS];
     ctl.generation += 1;
     for (cpu, slot) in SLOTS.iter().enumerate() {
         if let Some(b) = cpu_buffer(cpu) {
@@ -462,12 +462,12 @@ pub fn copy() -> Result<Rings, String> {
 }
 
 /// The events of ring `b` (of `cpu`) a copy holds: the live ones not yet consumed.
-fn unconsumed(b: &CpuBuffer, consumed: &[u64; MAX_CPUS], cpu: usize) -> core::ops::Range<u64> {
+fn unconsumed(b: &CpuBuffer, consumed: &[u64; NR_CPUS], cpu: usize) -> core::ops::Range<u64> {
     let r = ring::live(b.written.load(Ordering::Acquire), b.slots.len());
     r.start.max(consumed[cpu]).min(r.end)..r.end
 }
 
-fn copy_rings(consumed: &[u64; MAX_CPUS]) -> Result<Rings, String> {
+fn copy_rings(consumed: &[u64; NR_CPUS]) -> Result<Rings, String> {
     let ncpus = crate::percpu::nr_cpus() as usize;
     let mut total = 0usize;
     for cpu in 0..ncpus {

@@ -49,7 +49,7 @@ use alloc::sync::Arc;
 use cadence_sched::arena::ArenaSet;
 use cadence_sched::deadline::{time_before, CpuDl, DlAdmission, DlEntity, DlParams};
 use cadence_sched::{CpuMask, Errno, ValidAttr};
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::Ordering;
 
 pub struct DlClass;
 pub static DL: DlClass = DlClass;
@@ -189,18 +189,17 @@ pub fn spans_root_domain(mask: CpuMask) -> bool {
 static CPUDL: IrqLock<Option<CpuDl>> = IrqLock::new(None);
 
 /// CPUs with more than one queued deadline task (Linux's `dlo_mask`): push and pull sources.
-static DL_OVERLOAD: AtomicU64 = AtomicU64::new(0);
+static DL_OVERLOAD: cadence_sched::AtomicCpuMask = cadence_sched::AtomicCpuMask::new();
 
 /// Publishes `rq`'s earliest deadline in `CPUDL` and whether it is overloaded.
 fn update_cpudl(rq: &RqInner) {
-    let bit = 1u64 << rq.cpu;
     if rq.dl.queue.len() > 1 {
-        DL_OVERLOAD.fetch_or(bit, Ordering::SeqCst);
+        DL_OVERLOAD.set(rq.cpu as usize, Ordering::SeqCst);
     } else {
-        DL_OVERLOAD.fetch_and(!bit, Ordering::SeqCst);
+        DL_OVERLOAD.clear(rq.cpu as usize, Ordering::SeqCst);
     }
     let mut g = CPUDL.lock();
-    let cpudl = g.get_or_insert_with(|| CpuDl::new(crate::percpu::MAX_CPUS as u32));
+    let cpudl = g.get_or_insert_with(|| CpuDl::new(crate::percpu::nr_possible()));
     match rq.dl.earliest() {
         Some(d) => cpudl.set(rq.cpu, d),
         None => cpudl.clear(rq.cpu),
@@ -333,13 +332,13 @@ fn move_earliest(src: &mut RqInner, dst: &mut RqInner) -> bool {
 /// than the task's), until none can go.
 fn push(cpu: u32) {
     for _ in 0..8 {
-        if DL_OVERLOAD.load(Ordering::SeqCst) & (1 << cpu) == 0 {
+        if !DL_OVERLOAD.contains(cpu as usize, Ordering::SeqCst) {
             return;
         }
         let target = {
             let g = rq_of(cpu).lock.lock();
             let Some((d, t)) = earliest_movable(&g, None) else { return };
-            let allowed = t.affinity() & crate::sched::online_mask() & !CpuMask(1 << cpu);
+            let allowed = t.affinity() & crate::sched::online_mask() & !CpuMask::single(cpu as usize);
             drop(g);
             match CPUDL.lock().as_ref().and_then(|c| c.find(allowed, d)) {
                 Some(target) if target != cpu => target,
@@ -362,8 +361,8 @@ fn push(cpu: u32) {
 /// beats its own earliest. True if one came.
 fn pull(cpu: u32) -> bool {
     let mut pulled = false;
-    let sources = DL_OVERLOAD.load(Ordering::SeqCst) & !(1u64 << cpu);
-    for src_cpu in CpuMask(sources).iter() {
+    let sources = DL_OVERLOAD.load(Ordering::SeqCst).without(cpu as usize);
+    for src_cpu in sources.iter() {
         let src_cpu = src_cpu as u32;
         let (a, b) = (rq_of(cpu), rq_of(src_cpu));
         // Never spin here (as the fair pull): a busy source is tried at the next point.
@@ -532,7 +531,7 @@ impl SchedClass for DlClass {
     /// scheduling decision); a CPU that goes idle, or whose level dropped, pulls.
     fn balance(&self, cpu: u32, at: super::BalancePoint) -> bool {
         use super::BalancePoint;
-        if DL_OVERLOAD.load(Ordering::SeqCst) == 0 {
+        if DL_OVERLOAD.is_empty(Ordering::SeqCst) {
             return false;
         }
         match at {

@@ -94,11 +94,11 @@ impl SchedClass for RtClass {
     /// pushed after every decision and non-preempting wakeup; a CPU pulls when its level
     /// dropped and when it goes idle. Nothing on the tick (Linux neither).
     fn balance(&self, cpu: u32, at: BalancePoint) -> bool {
-        let others_overloaded = || RT_OVERLOAD.load(Ordering::SeqCst) & !(1u64 << cpu) != 0;
+        let others_overloaded = || RT_OVERLOAD.any_except(cpu as usize, Ordering::SeqCst);
         let rq = rq_of(cpu);
         match at {
             BalancePoint::Tick { .. } => false,
-            BalancePoint::NewIdle => RT_OVERLOAD.load(Ordering::Acquire) != 0 && balance::pull_rt(cpu),
+            BalancePoint::NewIdle => !RT_OVERLOAD.is_empty(Ordering::Acquire) && balance::pull_rt(cpu),
             BalancePoint::Woken => {
                 if rq.rt_pushable.load(Ordering::SeqCst) != 0 {
                     balance::push_rt(cpu);

@@ -35,7 +35,7 @@ fn affinity_is_honoured_through_balancing_and_changes() {
     for (i, &m) in masks.iter().enumerate() {
         let (stop, seen) = (stop.clone(), seen.clone());
         tasks.push(
-            spawn(SpawnOptions::new("pinned").affinity(CpuMask(m)), move || {
+            spawn(SpawnOptions::new("pinned").affinity(CpuMask::from_u64(m)), move || {
                 while !stop.load(Ordering::Relaxed) {
                     // Interrupts off: no migration between reading the CPU and recording it.
                     x86_64::instructions::interrupts::without_interrupts(|| {
@@ -54,7 +54,7 @@ fn affinity_is_honoured_through_balancing_and_changes() {
     }
     // Move every task to CPU 3 only; after they switch out once, they must stay there.
     for t in &tasks {
-        api::sched_setaffinity(t.tid, CpuMask(0b1000)).expect("setaffinity");
+        api::sched_setaffinity(t.tid, CpuMask::from_u64(0b1000)).expect("setaffinity");
     }
     crate::sched::sleep_ns(100 * MS);
     for s in seen.iter() {
@@ -79,13 +79,13 @@ fn affinity_is_honoured_through_balancing_and_changes() {
                 );
             }
             crate::kprintln!(
-                "task {}: tid {} cpu={} on_rq={} on_cpu={} affinity={:#b} migrations={}",
+                "task {}: tid {} cpu={} on_rq={} on_cpu={} affinity={} migrations={}",
                 i,
                 t.tid,
                 t.cpu(),
                 t.is_on_rq(),
                 t.on_cpu.load(Ordering::Relaxed),
-                t.affinity().0,
+                t.affinity().to_list(),
                 t.stats.nr_migrations.load(Ordering::Relaxed)
             );
         }
@@ -109,9 +109,9 @@ fn errno_cases_match_linux() {
     assert_eq!(api::sched_setscheduler(me, SCHED_FIFO, -1), Err(Errno::EINVAL));
     assert_eq!(api::sched_setscheduler(999_999, SCHED_FIFO, 10), Err(Errno::ESRCH));
     assert_eq!(api::setpriority(999_999, 0), Err(Errno::ESRCH));
-    assert_eq!(api::sched_setaffinity(me, CpuMask(0)), Err(Errno::EINVAL), "empty mask");
-    assert_eq!(api::sched_setaffinity(me, CpuMask(1 << 40)), Err(Errno::EINVAL), "offline-only mask");
-    assert_eq!(api::sched_setaffinity(999_999, CpuMask(1)), Err(Errno::ESRCH));
+    assert_eq!(api::sched_setaffinity(me, CpuMask::from_u64(0)), Err(Errno::EINVAL), "empty mask");
+    assert_eq!(api::sched_setaffinity(me, CpuMask::from_u64(1 << 40)), Err(Errno::EINVAL), "offline-only mask");
+    assert_eq!(api::sched_setaffinity(999_999, CpuMask::from_u64(1)), Err(Errno::ESRCH));
     assert_eq!(api::sched_getaffinity(999_999), Err(Errno::ESRCH));
     assert_eq!(api::sched_getattr(999_999), Err(Errno::ESRCH));
     assert_eq!(api::sched_get_priority_max(SCHED_FIFO), Ok(99));

@@ -41,7 +41,7 @@ fn deadline_setattr_checks_admits_and_releases() {
     assert_eq!(api::sched_setscheduler(t, SCHED_DEADLINE, 0), Err(Errno::EINVAL), "no parameters through setscheduler");
     let online = crate::sched::online_mask();
     if online.count() > 1 {
-        api::sched_setaffinity(t, CpuMask(1 << online.first().unwrap_or(0))).expect("narrow");
+        api::sched_setaffinity(t, CpuMask::from_u64(1 << online.first().unwrap_or(0))).expect("narrow");
         assert_eq!(api::sched_setattr(t, &dl_attr(MS, 10 * MS, 0)), Err(Errno::EPERM), "affinity narrower than the root domain");
         api::sched_setaffinity(t, online).expect("widen");
     }
@@ -53,7 +53,7 @@ fn deadline_setattr_checks_admits_and_releases() {
     assert_eq!(admitted().1, n0 + 1);
     // Narrowing a deadline task's affinity: EBUSY.
     if online.count() > 1 {
-        assert_eq!(api::sched_setaffinity(t, CpuMask(1 << online.first().unwrap_or(0))), Err(Errno::EBUSY));
+        assert_eq!(api::sched_setaffinity(t, CpuMask::from_u64(1 << online.first().unwrap_or(0))), Err(Errno::EBUSY));
     }
     // Fill the rest with sleepers of 0.9 each until EBUSY: the root domain holds 0.95 per CPU.
     let mut more = Vec::new();
@@ -135,7 +135,7 @@ fn deadline_overrun_flag_sends_sigxcpu() {
 fn deadline_task_is_throttled_to_its_bandwidth() {
     let cpu = crate::sched::online_mask().first().unwrap_or(0) as u32;
     let stop = Arc::new(AtomicBool::new(false));
-    let fair = hog("dl-fair", SpawnOptions::new("dl-fair").affinity(CpuMask(1 << cpu)), &stop);
+    let fair = hog("dl-fair", SpawnOptions::new("dl-fair").affinity(CpuMask::from_u64(1 << cpu)), &stop);
     let done_at = Arc::new(AtomicU64::new(0));
     let d = done_at.clone();
     let attr = dl_attr(2 * MS, 20 * MS, 0).validate().expect("valid");

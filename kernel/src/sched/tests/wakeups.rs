@@ -73,7 +73,7 @@ fn wake_past_a_full_run_queue(local: bool) {
     let (waker_cpu, hog_on_x) = if local { (x, false) } else { (first, true) };
     // This task polls while an RT task keeps CPU x: it runs elsewhere.
     let affinity = api::sched_getaffinity(0).expect("affinity");
-    api::sched_setaffinity(0, CpuMask(online.0 & !(1 << x))).expect("off x");
+    api::sched_setaffinity(0, online.without(x as usize)).expect("off x");
     let n = crate::sched::rq_of(x).lock.lock().tasks.capacity() + 16;
     let go = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
@@ -93,7 +93,7 @@ fn wake_past_a_full_run_queue(local: bool) {
         crate::sched::sleep_ns(MS);
     }
     for t in &sleepers {
-        api::sched_setaffinity(t.tid, CpuMask(1 << x)).expect("affinity");
+        api::sched_setaffinity(t.tid, CpuMask::from_u64(1 << x)).expect("affinity");
     }
     let stop = Arc::new(AtomicBool::new(false));
     let rt_hog = hog_on_x.then(|| hog("rt-hog", SpawnOptions::new("rt-hog").policy(Policy::Fifo, 50, 0).pin(x), &stop));

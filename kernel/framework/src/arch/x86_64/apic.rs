@@ -1,8 +1,14 @@
-//! The local APIC in xAPIC mode, through MMIO (TCG has no x2APIC).
+//! The local APIC, in x2APIC mode when the CPU offers it (through MSRs, 32-bit APIC ids: more
+//! than 255 CPUs), else in xAPIC mode through MMIO (QEMU before 9.0 has no x2APIC under TCG).
 //!
-//! Every CPU's LAPIC appears at the same physical address (from the MADT or IA32_APIC_BASE),
-//! reached through the kernel's physical-memory mapping. Registers are the typed [`Reg`]
-//! constants; all accesses are 32-bit volatile reads/writes done in [`read`]/[`write()`].
+//! xAPIC: every CPU's LAPIC appears at the same physical address (from the MADT or
+//! IA32_APIC_BASE), reached through the kernel's physical-memory mapping. x2APIC: register
+//! offset `o` is MSR `0x800 + o / 16`, the ID register holds the whole 32-bit id, the ICR is
+//! one 64-bit register with the destination in its high half and no delivery-pending bit.
+//! Registers are the typed [`Reg`] constants; every access goes through [`read`]/[`write()`],
+//! which pick the mode. The mode is chosen once, on the BSP, before any CPU uses its LAPIC
+//! ([`choose_mode`], Linux's `x2apic_mode`); each CPU turns it on in its own IA32_APIC_BASE
+//! ([`enable`]). `nox2apic` on the command line keeps xAPIC mode, as on Linux.
 //!
 //! Vectors (see also `idt`): timer 0x20, reschedule IPI 0x21, call-function IPI 0x22, error
 //! 0xfe, spurious 0xff.
@@ -92,6 +98,44 @@ pub fn set_base(phys: u64, phys_offset: u64) {
     LAPIC_VIRT.store(phys_offset + phys, Ordering::Relaxed);
 }
 
+/// x2APIC mode is in use (chosen by [`choose_mode`]).
+static X2APIC: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// IA32_APIC_BASE bits: the LAPIC is enabled (xAPIC), and x2APIC mode (with EN).
+const APIC_BASE_EN: u64 = 1 << 11;
+const APIC_BASE_EXTD: u64 = 1 << 10;
+
+/// Chooses the LAPIC mode for every CPU, on the BSP before its LAPIC is used: x2APIC if the CPU
+/// offers it (CPUID.1:ECX bit 21) and `allow` (no `nox2apic`), else xAPIC. A firmware that already
+/// turned x2APIC on leaves it on (x2APIC cannot go back to xAPIC without disabling the LAPIC).
+/// Returns whether x2APIC mode is used.
+pub fn choose_mode(allow: bool) -> bool {
+    let already = msr::read(Msr::ApicBase) & APIC_BASE_EXTD != 0;
+    let x2 = already || (allow && super::cpuid::has_x2apic());
+    X2APIC.store(x2, Ordering::Relaxed);
+    x2
+}
+
+/// Is the LAPIC used in x2APIC mode?
+pub fn x2apic_mode() -> bool {
+    X2APIC.load(Ordering::Relaxed)
+}
+
+/// Turns x2APIC mode on in this CPU's IA32_APIC_BASE if [`choose_mode`] chose it (each CPU
+/// for itself, first thing in [`enable`]).
+fn enter_mode_this_cpu() {
+    if !x2apic_mode() {
+        return;
+    }
+    let base = msr::read(Msr::ApicBase);
+    if base & APIC_BASE_EXTD == 0 {
+        // SAFETY: CPUID offered x2APIC (checked by `choose_mode`); setting EN|EXTD moves this
+        // CPU's LAPIC from xAPIC to x2APIC mode (an allowed transition, SDM §11.12.5), keeping
+        // its base address and BSP bit.
+        unsafe { msr::write(Msr::ApicBase, base | APIC_BASE_EN | APIC_BASE_EXTD) };
+    }
+}
+
 fn reg_ptr(reg: Reg) -> VolatilePtr<'static, u32> {
     let addr = LAPIC_VIRT.load(Ordering::Relaxed) + reg as u64;
     let ptr = NonNull::new(addr as *mut u32).expect("LAPIC base set before use");
@@ -101,25 +145,38 @@ fn reg_ptr(reg: Reg) -> VolatilePtr<'static, u32> {
 }
 
 /// Reads the calling CPU's LAPIC register `reg` (each CPU sees its own LAPIC at the same
-/// address). Any context, but only after [`set_base`].
+/// address, or MSR). Any context, but only after [`set_base`] and [`choose_mode`].
 pub fn read(reg: Reg) -> u32 {
-    reg_ptr(reg).read()
+    if x2apic_mode() {
+        msr::read_x2apic(msr::X2ApicReg::from_offset(reg as usize)) as u32
+    } else {
+        reg_ptr(reg).read()
+    }
 }
 
 /// Writes `value` to the calling CPU's LAPIC register `reg`. Any context, after [`set_base`];
 /// to send an IPI use [`send_ipi`], which waits for the ICR and keeps its two writes together.
 pub fn write(reg: Reg, value: u32) {
-    reg_ptr(reg).write(value)
+    if x2apic_mode() {
+        msr::write_x2apic(msr::X2ApicReg::from_offset(reg as usize), value as u64)
+    } else {
+        reg_ptr(reg).write(value)
+    }
 }
 
-/// This CPU's APIC id (xAPIC: bits 24..31 of the ID register).
+/// This CPU's APIC id (xAPIC: bits 24..31 of the ID register; x2APIC: all 32 bits).
 pub fn id() -> u32 {
-    read(Reg::Id) >> 24
+    if x2apic_mode() {
+        read(Reg::Id)
+    } else {
+        read(Reg::Id) >> 24
+    }
 }
 
 /// Enables this CPU's LAPIC: software enable with the spurious vector, accept all priorities,
 /// mask LINT0/1, route errors to `ERROR_VECTOR`.
 pub fn enable() {
+    enter_mode_this_cpu();
     write(Reg::TaskPriority, 0);
     write(Reg::LvtLint0, LVT_MASKED);
     write(Reg::LvtLint1, LVT_MASKED);
@@ -211,6 +268,9 @@ pub fn arm_ns(ns: u64) {
 }
 
 fn wait_icr_idle() {
+    if x2apic_mode() {
+        return; // x2APIC's ICR has no delivery-pending bit: a write is accepted at once
+    }
     let mut spins = 0u32;
     while read(Reg::IcrLow) & ICR_DELIVERY_PENDING != 0 && spins < 10_000_000 {
         core::hint::spin_loop();
@@ -223,9 +283,14 @@ fn wait_icr_idle() {
 /// is an exit into the VMM under emulation, and a wait after sending bought nothing.
 fn send_icr(apic_id: u32, low: u32) {
     let flags = crate::irqflags::save();
-    wait_icr_idle();
-    write(Reg::IcrHigh, apic_id << 24);
-    write(Reg::IcrLow, low);
+    if x2apic_mode() {
+        // One 64-bit write: destination (32-bit x2APIC id) high, command low.
+        msr::write_x2apic(msr::X2ApicReg::from_offset(Reg::IcrLow as usize), (apic_id as u64) << 32 | low as u64);
+    } else {
+        wait_icr_idle();
+        write(Reg::IcrHigh, apic_id << 24);
+        write(Reg::IcrLow, low);
+    }
     crate::irqflags::restore(flags);
 }
 

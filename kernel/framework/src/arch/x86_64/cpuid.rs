@@ -104,6 +104,11 @@ pub fn has_tsc_deadline() -> bool {
     CpuId::new().get_feature_info().map(|f| f.has_tsc_deadline()).unwrap_or(false)
 }
 
+/// Does the CPU offer x2APIC mode (CPUID.1:ECX bit 21)?
+pub fn has_x2apic() -> bool {
+    CpuId::new().get_feature_info().map(|f| f.has_x2apic()).unwrap_or(false)
+}
+
 /// Does the CPU report the hypervisor bit (running under QEMU/KVM)?
 pub fn is_hypervisor() -> bool {
     CpuId::new().get_feature_info().map(|f| f.has_hypervisor()).unwrap_or(false)

@@ -26,6 +26,34 @@ pub enum Msr {
     KernelGsBase = 0xc000_0102,
 }
 
+/// The x2APIC register at xAPIC MMIO offset `offset`: MSR `0x800 + offset / 16` (Intel SDM
+/// vol. 3A §11.12.1.2). Only `apic` uses it, and only once x2APIC mode is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct X2ApicReg(u32);
+
+impl X2ApicReg {
+    /// The MSR of the register at xAPIC offset `offset` (a multiple of 16 below 0x400).
+    pub const fn from_offset(offset: usize) -> Self {
+        X2ApicReg(0x800 + (offset as u32 >> 4))
+    }
+}
+
+/// Reads an x2APIC register.
+pub fn read_x2apic(reg: X2ApicReg) -> u64 {
+    // SAFETY: `apic` calls this only in x2APIC mode (enabled after CPUID offered it), where
+    // MSRs 0x800..0x8ff are the LAPIC's registers; reading one has no side effect (the
+    // registers with read side effects have none in x2APIC mode either).
+    unsafe { ::x86_64::registers::model_specific::Msr::new(reg.0).read() }
+}
+
+/// Writes an x2APIC register (an ICR write sends an IPI, an EOI write ends an interrupt: the
+/// caller, `apic`, knows which it asks for).
+pub fn write_x2apic(reg: X2ApicReg, value: u64) {
+    // SAFETY: as `read_x2apic`: x2APIC mode is on, so the MSR exists; LAPIC registers affect
+    // only interrupt delivery, which `apic` manages.
+    unsafe { ::x86_64::registers::model_specific::Msr::new(reg.0).write(value) }
+}
+
 /// Reads an MSR.
 pub fn read(msr: Msr) -> u64 {
     // SAFETY: every `Msr` variant is an architectural MSR present on all x86_64 CPUs Cadence
