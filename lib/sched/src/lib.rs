@@ -28,6 +28,9 @@
 //!   boosted down the chain, EDEADLK on a cycle.
 //! * [`core_sched`]: SMT core scheduling: cookies, `PR_SCHED_CORE`, the core-wide pick,
 //!   forced-idle accounting and the trace checker.
+//! * [`topology`]: scheduling domains and groups as Linux 6.12 builds them on x86 (SMT, CLS,
+//!   MC, PKG, NODE, NUMA levels from CPUID/SRAT/SLIT facts), with the `/proc/schedstat` and
+//!   debugfs text Linux prints for them.
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -57,6 +60,7 @@ pub mod rt_bandwidth;
 pub mod rt_smp;
 pub mod timeline;
 pub mod timerq;
+pub mod topology;
 pub mod weight;
 
 pub use attr::{Policy, SchedAttr, ValidAttr};
@@ -65,3 +69,4 @@ pub use cpupri::CpuPri;
 pub use eevdf::{FairEntity, FairRq, FairStorage, FairTunables};
 pub use errno::Errno;
 pub use rt::RtPrioArray;
+pub use topology::{CpuTopo, MachineTopology, NodeDistances, SchedDomain, SchedDomains, SchedGroup, SdFlags};
