@@ -49,7 +49,7 @@ use alloc::vec::Vec;
 use core::fmt::{self, Write};
 use core::ops::{BitAnd, BitAndAssign, BitOr, BitOrAssign, Not};
 
-use crate::cpumask::{CpuMask, MAX_CPUS};
+use crate::cpumask::{CpuMask, NR_CPUS};
 
 // ---------------------------------------------------------------------------------------
 // SD_* flags (include/linux/sched/sd_flags.h, 6.12)
@@ -363,7 +363,7 @@ impl MachineTopology {
     /// [`RECLAIM_DISTANCE`] (Linux raises it to 32 on AMD Zen; see
     /// [`MachineTopology::with_node_reclaim_distance`]).
     pub fn new(cpus: Vec<CpuTopo>, distances: NodeDistances) -> Result<MachineTopology, TopologyError> {
-        if cpus.is_empty() || cpus.len() > MAX_CPUS {
+        if cpus.is_empty() || cpus.len() > NR_CPUS {
             return Err(TopologyError::CpuCount);
         }
         if let Some(cpu) = cpus.iter().position(|c| c.node as usize >= distances.nr_nodes()) {
@@ -475,45 +475,18 @@ pub struct SchedDomains {
 /// `/proc/schedstat`'s version in Linux 6.12 (16; version 17, 6.14, adds the domain name).
 pub const SCHEDSTAT_VERSION: u32 = 16;
 
-/// Linux's `%*pb` of a cpumask (`cpumask_pr_args`, `bitmap_string`): lowercase hex in
-/// 32-bit chunks, most significant first, comma-separated; the first chunk is as wide as
-/// the bits it holds need (`nr_cpu_ids % 32` bits, or 32), the others 8 digits, all
-/// zero-padded. `nr_cpu_ids = 4` prints `f`, 16 prints `000f`, 64 prints
-/// `00000000,00000003`.
+/// Linux's `%*pb` of a cpumask ([`CpuMask::to_hex`]); empty for `nr_cpu_ids` 0.
 pub fn cpumask_pr_hex(mask: CpuMask, nr_cpu_ids: usize) -> String {
-    let mut out = String::new();
-    let chunks = nr_cpu_ids.div_ceil(32);
-    for chunk in (0..chunks).rev() {
-        let base = chunk * 32;
-        let bits = if chunk == chunks - 1 && !nr_cpu_ids.is_multiple_of(32) { nr_cpu_ids % 32 } else { 32 };
-        let val = (0..bits).filter(|b| mask.contains(base + b)).fold(0u32, |v, b| v | (1 << b));
-        if chunk != chunks - 1 {
-            out.push(',');
-        }
-        let width = bits.div_ceil(4);
-        let _ = write!(out, "{val:0width$x}");
+    if nr_cpu_ids == 0 {
+        return String::new();
     }
-    out
+    mask.to_hex(nr_cpu_ids)
 }
 
-/// Linux's `%*pbl` of a cpumask: ranges, `0-3,8-11`; empty for no CPU.
+/// Linux's `%*pbl` of a cpumask: ranges, `0-3,8-11`; empty for no CPU. CPUs from
+/// `nr_cpu_ids` on are left out.
 pub fn cpumask_pr_list(mask: CpuMask, nr_cpu_ids: usize) -> String {
-    let mut out = String::new();
-    let mut c = 0;
-    while c < nr_cpu_ids {
-        if mask.contains(c) {
-            let start = c;
-            while c + 1 < nr_cpu_ids && mask.contains(c + 1) {
-                c += 1;
-            }
-            if !out.is_empty() {
-                out.push(',');
-            }
-            let _ = if start == c { write!(out, "{c}") } else { write!(out, "{start}-{c}") };
-        }
-        c += 1;
-    }
-    out
+    mask.and_(CpuMask::all(nr_cpu_ids)).to_list()
 }
 
 /// The start of a domain line in Linux 6.12's `/proc/schedstat` (version 16,
@@ -1229,7 +1202,7 @@ mod tests {
     }
 
     fn list(m: CpuMask) -> String {
-        cpumask_pr_list(m, MAX_CPUS)
+        cpumask_pr_list(m, NR_CPUS)
     }
 
     /// `name span` per domain of `cpu`, span as `%*pb`.
@@ -1596,7 +1569,7 @@ mod tests {
     /// node each, two threads per core.
     #[test]
     fn full_width_machine() {
-        let n = MAX_CPUS;
+        let n = NR_CPUS;
         let cores = (n / 4) as u32;
         let d = build(qemu(2, cores, 2, |cpu| (cpu / (n / 2)) as u32), NodeDistances::without_slit(2));
         for cpu in [0, n / 2 - 1, n / 2, n - 1] {
