@@ -156,6 +156,14 @@ pub static CORE_PARAMS: &[CoreParam] = &[
         }),
     },
     CoreParam {
+        usage: "sched_verbose",
+        help: "log every CPU's sched domains when built; list them in debugfs sched/domains",
+        set: (|_, _| {
+            crate::sched::topology::set_verbose(true);
+            Ok(())
+        }),
+    },
+    CoreParam {
         usage: "nox2apic",
         help: "keep the LAPIC in xAPIC mode (MMIO, 8-bit APIC ids: at most 255 CPUs)",
         set: (|o, _| {

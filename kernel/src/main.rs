@@ -111,6 +111,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     let x2apic = arch::apic::choose_mode(!opts.nox2apic);
     // Per-CPU data made at each CPU's bring-up is sized for all of them.
     smp::set_possible(&platform.ap_apic_ids, max_cpus);
+    sched::topology::init_numa(platform.srat.as_deref(), platform.slit.as_deref());
 
     let bsp = smp::init_bsp();
     let lapic_hz = arch::apic::calibrate_timer();
@@ -163,6 +164,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     }
     kprintln!("cadence: tsc {} MHz, lapic timer {} MHz, hz {}", tsc_hz / 1_000_000, lapic_hz / 1_000_000, arch::apic::tick_hz());
     sched::balance::init_topology();
+    sched::topology::build_domains();
     sched::init_tunables(cpus);
     kprintln!("cadence: boot ok in {} ms", time::uptime_ms());
 

@@ -42,7 +42,9 @@ for c in $cpus; do
 sec lscpu.txt; lscpu
 sec lscpu-e.txt; lscpu -e
 sec numactl-hardware.txt
-if [ -x /numactl ]; then /numactl --hardware 2>&1; echo "rc=$?"; else echo "no numactl in the guest"; fi
+# The peer gets Debian's numactl as /numactl; Cadence's root filesystem has it in /usr/bin.
+nm=/numactl; [ -x $nm ] || nm=$(command -v numactl || true)
+if [ -n "$nm" ] && [ -x "$nm" ]; then $nm --hardware 2>&1; echo "rc=$?"; else echo "no numactl in the guest"; fi
 sec dmesg-numa.txt
 dmesg | grep -E 'SRAT|SLIT|NUMA|[Nn]ode|x2apic|x2APIC|smpboot|sched_clock|Memory:|IOMMU|DMAR' | grep -v -E 'domain-[0-9]+:' | sed 's/^\[ *[0-9.]*\] //'
 for t in SRAT SLIT; do

@@ -30,8 +30,44 @@ pub struct Platform {
     pub bsp_apic_id: Option<u32>,
     /// MADT interrupt source overrides: (ISA IRQ, global system interrupt).
     pub isa_overrides: Vec<(u8, u32)>,
+    /// The ACPI SRAT (CPU and memory affinity to proximity domains), whole, header included,
+    /// if the firmware has one (QEMU: with `-numa`); parsed by the kernel.
+    pub srat: Option<Vec<u8>>,
+    /// The ACPI SLIT (distances between proximity domains), whole, if the firmware has one.
+    pub slit: Option<Vec<u8>>,
     /// Why discovery failed, if it did.
     pub error: Option<String>,
+}
+
+/// A table the `acpi` crate does not parse, found by signature and copied whole.
+macro_rules! raw_table {
+    ($name:ident, $sig:ident) => {
+        #[repr(C, packed)]
+        struct $name {
+            header: acpi::sdt::SdtHeader,
+        }
+        // SAFETY: the struct is exactly the SDT header every ACPI table starts with, and its
+        // signature constant is the table's.
+        unsafe impl acpi::AcpiTable for $name {
+            const SIGNATURE: acpi::sdt::Signature = acpi::sdt::Signature::$sig;
+            fn header(&self) -> &acpi::sdt::SdtHeader {
+                &self.header
+            }
+        }
+    };
+}
+raw_table!(RawSrat, SRAT);
+raw_table!(RawSlit, SLIT);
+
+/// The bytes of table `T`, whole (its header's length), if the firmware lists it.
+fn table_bytes<T: acpi::AcpiTable + Unpin>(tables: &acpi::AcpiTables<PhysMapHandler>) -> Option<Vec<u8>> {
+    let mapping = tables.find_table::<T>().ok()?;
+    let len = acpi::AcpiTable::header(&*mapping).length as usize;
+    let virt = crate::mm::phys_to_virt(mapping.physical_start() as u64) as *const u8;
+    // SAFETY: the table lies in physical memory, all of which is mapped at phys_offset; the
+    // `acpi` crate validated its header (signature, length, checksum over `len` bytes), so
+    // `len` bytes from its start are the table. The copy outlives no mapping (none is torn down).
+    Some(unsafe { core::slice::from_raw_parts(virt, len) }.to_vec())
 }
 
 /// Maps ACPI tables through the kernel's physical-memory mapping (no page-table changes).
@@ -63,7 +99,7 @@ pub fn discover(rsdp_addr: Option<u64>) -> Platform {
         Ok(i) => i,
         Err(e) => return Platform { error: Some(alloc::format!("no usable MADT: {:?}", e)), ..Default::default() },
     };
-    let mut p = Platform::default();
+    let mut p = Platform { srat: table_bytes::<RawSrat>(&tables), slit: table_bytes::<RawSlit>(&tables), ..Default::default() };
     match info.interrupt_model {
         acpi::InterruptModel::Apic(apic) => {
             p.lapic_address = apic.local_apic_address;

@@ -81,6 +81,22 @@ pub fn debugfs() -> Node {
         alloc::sync::Arc::new(Fixed(alloc::vec![
             (String::from("base_slice_ns"), sysctl_file("kernel.sched_base_slice_ns")),
             (String::from("debug"), Node::ro(|| Ok(crate::sched::debug::text()))),
+            (String::from("domains"), domains_dir()),
+            (
+                String::from("verbose"),
+                Node::rw(
+                    || Ok(String::from(if crate::sched::topology::verbose() { "Y\n" } else { "N\n" })),
+                    |v| {
+                        let on = match v.trim() {
+                            "Y" | "y" | "1" => true,
+                            "N" | "n" | "0" => false,
+                            _ => return Err(cadence_abi::errno::Errno::EINVAL),
+                        };
+                        crate::sched::topology::set_verbose(on);
+                        Ok(())
+                    },
+                ),
+            ),
             (String::from("features"), features),
             (String::from("wakeup_granularity_ns"), sysctl_file("kernel.sched_wakeup_granularity_ns")),
         ])),
@@ -182,29 +198,99 @@ fn system() -> Node {
         }
         cpu_dir.push((format!("cpu{}", c.cpu_id), Node::dir(Fixed(entries))));
     }
-    let total_kb = crate::mm::frame::total_frames() * 4;
-    let node0 = Node::dir(Fixed(alloc::vec![
-        (String::from("cpulist"), Node::text(list(on))),
-        (String::from("cpumap"), Node::text(format!("{}\n", cpumask_hex(on)))),
-        (
-            String::from("meminfo"),
-            Node::ro(move || {
-                let free = crate::mm::frame::free_frames() * 4;
-                Ok(format!(
-                    "Node 0 MemTotal:       {:>8} kB\nNode 0 MemFree:        {:>8} kB\nNode 0 MemUsed:        {:>8} kB\n",
-                    total_kb,
-                    free,
-                    total_kb.saturating_sub(free)
-                ))
-            }),
-        ),
-    ]));
-    let node_dir = alloc::vec![
-        (String::from("has_cpu"), Node::text(String::from("0\n"))),
-        (String::from("has_memory"), Node::text(String::from("0\n"))),
-        (String::from("node0"), node0),
-        (String::from("online"), Node::text(String::from("0\n"))),
-        (String::from("possible"), Node::text(String::from("0\n"))),
+    Node::dir(Fixed(alloc::vec![(String::from("cpu"), Node::dir(Fixed(cpu_dir))), (String::from("node"), node_dir())]))
+}
+
+/// `/sys/devices/system/node` (Linux's `drivers/base/node.c`): the nodes of the SRAT (one,
+/// node 0, without it), each with its CPUs, its distances (the SLIT's row) and its memory.
+fn node_dir() -> Node {
+    use crate::sched::topology as topo;
+    let n = topo::nr_nodes();
+    let all = if n == 1 { String::from("0\n") } else { format!("0-{}\n", n - 1) };
+    let with_cpus: CpuMask = (0..n).filter(|&k| !topo::cpus_of_node(k as u32).is_empty()).collect();
+    let mut entries = alloc::vec![
+        (String::from("has_cpu"), Node::text(list(with_cpus))),
+        (String::from("has_memory"), Node::text(all.clone())),
+        (String::from("has_normal_memory"), Node::text(all.clone())),
+        (String::from("online"), Node::text(all.clone())),
+        (String::from("possible"), Node::text(all)),
     ];
-    Node::dir(Fixed(alloc::vec![(String::from("cpu"), Node::dir(Fixed(cpu_dir))), (String::from("node"), Node::dir(Fixed(node_dir))),]))
+    for node in 0..n as u32 {
+        let cpus = topo::cpus_of_node(node);
+        let distance = (0..n as u32).map(|to| format!("{}", topo::node_distance(node, to))).collect::<Vec<_>>().join(" ");
+        entries.push((
+            format!("node{node}"),
+            Node::dir(Fixed(alloc::vec![
+                (String::from("cpulist"), Node::text(list(cpus))),
+                (String::from("cpumap"), Node::text(format!("{}\n", cpumask_hex(cpus)))),
+                (String::from("distance"), Node::text(format!("{distance}\n"))),
+                (String::from("meminfo"), Node::ro(move || Ok(node_meminfo(node)))),
+            ])),
+        ));
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    Node::dir(Fixed(entries))
+}
+
+/// `nodeN/meminfo`'s first lines: the node's usable and free memory (its SRAT ranges; all of
+/// memory without an SRAT).
+fn node_meminfo(node: u32) -> String {
+    let ranges = crate::sched::topology::memory_of_node(node);
+    let (usable, free) = if ranges.is_empty() {
+        if node == 0 {
+            (crate::mm::frame::total_frames(), crate::mm::frame::free_frames())
+        } else {
+            (0, 0)
+        }
+    } else {
+        ranges.iter().map(|&(s, e)| crate::mm::frame::count_in(s, e)).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+    };
+    let (total, free) = (usable * 4, free * 4);
+    format!(
+        "Node {node} MemTotal:       {total:>8} kB\nNode {node} MemFree:        {free:>8} kB\nNode {node} MemUsed:        {:>8} kB\n",
+        total.saturating_sub(free)
+    )
+}
+
+/// debugfs `sched/domains`: `cpuN/domainM/{min_interval, max_interval, ..., name, flags,
+/// groups_flags, level}` as Linux 6.12 lists them (`register_sd`), made when looked up; empty
+/// unless `sched/verbose` is `Y` (Linux 6.12 fills it only then).
+fn domains_dir() -> Node {
+    Node::Dir(0o555, alloc::sync::Arc::new(DomainsDir))
+}
+
+struct DomainsDir;
+
+impl super::pseudo::GenDir for DomainsDir {
+    fn list(&self) -> Vec<(String, u32)> {
+        if !crate::sched::topology::verbose() {
+            return Vec::new();
+        }
+        crate::percpu::online_cpus().map(|c| (alloc::format!("cpu{}", c.cpu_id), super::pseudo::DIR)).collect()
+    }
+
+    fn lookup(&self, name: &str) -> Option<Node> {
+        if !crate::sched::topology::verbose() {
+            return None;
+        }
+        let cpu: u32 = name.strip_prefix("cpu")?.parse().ok()?;
+        crate::percpu::get(cpu)?;
+        Some(Node::Dir(0o555, alloc::sync::Arc::new(CpuDomainsDir(cpu as usize))))
+    }
+}
+
+struct CpuDomainsDir(usize);
+
+impl super::pseudo::GenDir for CpuDomainsDir {
+    fn list(&self) -> Vec<(String, u32)> {
+        let n = crate::sched::topology::domains().map(|d| d.domains(self.0).len()).unwrap_or(0);
+        (0..n).map(|i| (alloc::format!("domain{i}"), super::pseudo::DIR)).collect()
+    }
+
+    fn lookup(&self, name: &str) -> Option<Node> {
+        let index: usize = name.strip_prefix("domain")?.parse().ok()?;
+        let files = crate::sched::topology::domains()?.debugfs_files(self.0, index)?;
+        let nodes = files.into_iter().map(|(f, text)| (String::from(f), Node::text(text))).collect();
+        Some(Node::Dir(0o555, alloc::sync::Arc::new(Fixed(nodes))))
+    }
 }

@@ -227,15 +227,16 @@ pub fn text() -> String {
     s
 }
 
-/// `/proc/schedstat`, version 15 (Linux's `show_schedstat`): per CPU the `sched_info`
-/// numbers Linux keeps even with schedstats off — `rq_cpu_time` (ns this CPU ran tasks),
-/// `run_delay` (ns tasks waited on its queue), `pcount` (times a task began running there) —
-/// after six counters Linux fills only with `kernel.sched_schedstats` on (0 here, as Linux's
-/// default); then one `domainN <span>` line per scheduling domain (SMT siblings, then the
-/// package) with its 36 load-balancing counters, 0.
+/// `/proc/schedstat`, version 16 as Linux 6.12 prints it (kernel/sched/stats.c): per CPU a
+/// `cpuN` line — six yield/schedule counters Linux fills only with `kernel.sched_schedstats`
+/// on (0, as Linux's default), then `rq_cpu_time` (ns this CPU ran tasks), `run_delay` (ns
+/// tasks waited on its queue), `pcount` (times a task began running there) — and one
+/// `domainM <span>` line per scheduling domain (`super::topology`), its 36 load-balancing
+/// counters 0 (schedstats off).
 pub fn schedstat(cpumask_hex: impl Fn(cadence_sched::CpuMask) -> String) -> String {
-    let mut s = format!("version 15\ntimestamp {}\n", jiffies());
+    let mut s = format!("version 16\ntimestamp {}\n", jiffies());
     let now = crate::time::uptime_ns();
+    let domains = super::topology::domains();
     for c in crate::percpu::online_cpus() {
         let rq = rq_of(c.cpu_id);
         let busy = now.saturating_sub(rq.idle_ns.load(Ordering::Relaxed));
@@ -247,18 +248,8 @@ pub fn schedstat(cpumask_hex: impl Fn(cadence_sched::CpuMask) -> String) -> Stri
             rq.run_delay_ns.load(Ordering::Relaxed),
             rq.pcount.load(Ordering::Relaxed)
         );
-        let smt = super::coresched::siblings(c.cpu_id);
-        let package =
-            crate::percpu::online_cpus().filter(|o| o.topology.package == c.topology.package).map(|o| o.cpu_id as usize).collect();
-        let mut spans: Vec<cadence_sched::CpuMask> = Vec::new();
-        if smt.count() > 1 && smt != package {
-            spans.push(smt);
-        }
-        if package.count() > 1 {
-            spans.push(package);
-        }
-        for (level, span) in spans.into_iter().enumerate() {
-            let _ = write!(s, "domain{} {}", level, cpumask_hex(span));
+        for (level, sd) in domains.map(|d| d.domains(c.cpu_id as usize)).unwrap_or(&[]).iter().enumerate() {
+            let _ = write!(s, "domain{} {}", level, cpumask_hex(sd.span));
             for _ in 0..36 {
                 s.push_str(" 0");
             }

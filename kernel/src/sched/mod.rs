@@ -68,6 +68,7 @@ pub mod rt_limits;
 pub mod rusage;
 pub mod signal;
 pub mod task;
+pub mod topology;
 pub mod wait;
 
 mod accounting;

@@ -603,6 +603,39 @@ impl SchedDomains {
         Some(files)
     }
 
+    /// What Linux 6.12 logs for `cpu` with `sched_verbose` (kernel/sched/topology.c
+    /// `sched_domain_debug`, `sched_domain_debug_one`), one line each: `CPU<n> attaching
+    /// sched-domain(s):`, then per domain `domain-<k>: span=<list> level=<name>` and its
+    /// `groups: <id>:{ span=<list> [mask=<list>] }, ...`, indented one more space per level.
+    /// Linux adds ` cap=<capacity>` to groups whose capacity is not 1024; runtime capacity is
+    /// not modelled, so no `cap=` is printed (compare Linux's log with it removed).
+    pub fn sched_domain_debug(&self, cpu: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        let doms = self.domains(cpu);
+        if doms.is_empty() {
+            out.push(alloc::format!("CPU{cpu} attaching NULL sched-domain."));
+            return out;
+        }
+        out.push(alloc::format!("CPU{cpu} attaching sched-domain(s):"));
+        for (level, sd) in doms.iter().enumerate() {
+            out.push(alloc::format!("{:level$} domain-{level}: span={} level={}", "", sd.span.to_list(), sd.name));
+            let mut groups = alloc::format!("{:width$} groups:", "", width = level + 1);
+            let gs: Vec<&SchedGroup> = self.groups_of(sd).collect();
+            for (k, g) in gs.iter().enumerate() {
+                let _ = write!(groups, " {}:{{ span={}", g.id, g.span.to_list());
+                if sd.flags.contains(SD_OVERLAP) && !mask_eq(g.balance_mask, g.span) {
+                    let _ = write!(groups, " mask={}", g.balance_mask.to_list());
+                }
+                groups.push_str(" }");
+                if k + 1 < gs.len() {
+                    groups.push(',');
+                }
+            }
+            out.push(groups);
+        }
+        out
+    }
+
     /// `cpu`'s domain lines of `/proc/schedstat` up to the counters (see
     /// [`schedstat_domain_prefix`]).
     pub fn schedstat_prefixes(&self, cpu: usize) -> Vec<String> {
@@ -1872,5 +1905,29 @@ mod tests {
             prop_assert_eq!(value, m.iter().collect::<Vec<_>>());
             prop_assert_eq!(cpumask_pr_list(m, n).is_empty(), m.is_empty());
         }
+    }
+
+    /// `sched_domain_debug` prints what Linux 6.12 logged for the mesh's CPU 0 (recorded with
+    /// `sched_verbose`, `cap=` removed).
+    #[test]
+    fn verbose_log_as_linux() {
+        let cpus: Vec<CpuTopo> =
+            (0..8u32).map(|c| CpuTopo { package: c / 2, core: c % 2, thread: 0, llc: c / 2, l2: None, node: c / 2 }).collect();
+        #[rustfmt::skip]
+        let ring = [10, 20, 30, 20,  20, 10, 20, 30,  30, 20, 10, 20,  20, 30, 20, 10];
+        let m = MachineTopology::new(cpus, NodeDistances::try_from_matrix(4, &ring).unwrap()).unwrap();
+        let d = SchedDomains::build(&m);
+        assert_eq!(
+            d.sched_domain_debug(0),
+            [
+                "CPU0 attaching sched-domain(s):",
+                " domain-0: span=0-1 level=MC",
+                "  groups: 0:{ span=0 }, 1:{ span=1 }",
+                "  domain-1: span=0-3,6-7 level=NUMA",
+                "   groups: 0:{ span=0-1 }, 2:{ span=2-3 }, 6:{ span=6-7 }",
+                "   domain-2: span=0-7 level=NUMA",
+                "    groups: 0:{ span=0-3,6-7 mask=0-1 }, 4:{ span=2-7 mask=4-5 }",
+            ]
+        );
     }
 }

@@ -80,6 +80,9 @@ impl Bitmap {
 }
 
 static FRAMES: IrqLock<Option<Bitmap>> = IrqLock::new(None);
+/// The usable regions of the memory map above 1 MiB, `[start, end)` frame numbers (what
+/// [`count_in`] counts a node's memory from); at most 64, the rest counted in the last.
+static USABLE: IrqLock<arrayvec::ArrayVec<(u64, u64), 64>> = IrqLock::new(arrayvec::ArrayVec::new_const());
 /// Usable low (< 1 MiB) pages, remembered for `take_low_page`.
 static LOW_PAGES: IrqLock<[u64; 8]> = IrqLock::new([0; 8]);
 
@@ -119,7 +122,16 @@ pub fn init(regions: &MemoryRegions, phys_offset: u64) -> (u64, u64) {
     let mut usable = 0;
     let mut low = [0u64; 8];
     let mut nlow = 0;
+    let mut usable_regions = arrayvec::ArrayVec::<(u64, u64), 64>::new();
     for r in regions.iter().filter(|r| r.kind == MemoryRegionKind::Usable) {
+        let (s, e) = (r.start.max(LOW_MEMORY_END).div_ceil(FRAME_SIZE), r.end / FRAME_SIZE);
+        if e > s {
+            let full = usable_regions.is_full();
+            match usable_regions.last_mut() {
+                Some(last) if last.1 == s || full => last.1 = last.1.max(e),
+                _ => usable_regions.push((s, e)),
+            }
+        }
         let start = r.start.next_multiple_of(FRAME_SIZE);
         let mut f = start / FRAME_SIZE;
         while (f + 1) * FRAME_SIZE <= r.end {
@@ -139,6 +151,7 @@ pub fn init(regions: &MemoryRegions, phys_offset: u64) -> (u64, u64) {
         map.set_used(f);
     }
     *LOW_PAGES.lock() = low;
+    *USABLE.lock() = usable_regions;
     *FRAMES.lock() = Some(map);
     (usable, frames)
 }
@@ -436,6 +449,28 @@ pub fn total_frames() -> u64 {
 /// Linux's `totalram_pages`, without what boot took (the heap's reservation).
 pub fn managed_frames() -> u64 {
     FRAMES.lock().as_ref().map(|m| m.managed).unwrap_or(0)
+}
+
+/// (usable, free) frames above 1 MiB among physical addresses `[start, end)` (a NUMA node's
+/// memory: `/sys/devices/system/node/nodeN/meminfo`). O(frames in the range / 64).
+pub fn count_in(start: u64, end: u64) -> (u64, u64) {
+    let (s, e) = (start.div_ceil(FRAME_SIZE), end / FRAME_SIZE);
+    let usable = USABLE.lock().iter().map(|&(a, b)| b.min(e).saturating_sub(a.max(s))).sum();
+    let g = FRAMES.lock();
+    let Some(m) = g.as_ref() else { return (usable, 0) };
+    let e = e.min(m.frames);
+    let mut free = 0;
+    let mut f = s;
+    while f < e {
+        if f % 64 == 0 && f + 64 <= e {
+            free += u64::from((!m.bits[(f / 64) as usize]).count_ones());
+            f += 64;
+        } else {
+            free += u64::from(!m.is_used(f));
+            f += 1;
+        }
+    }
+    (usable, free)
 }
 
 /// Number of free frames.
