@@ -79,6 +79,33 @@ fn boots_smt_topology() {
     assert_topology(&run, 4, 1, 2, 2);
 }
 
+/// Beyond 64 CPUs (issue 60): x2APIC mode, per-CPU data sized at boot, and one boot-report
+/// line per package instead of one per CPU. The only boot of more than 64 CPUs in `make test`
+/// (bigger machines are `make bench-topology`).
+#[test]
+fn boots_96_cpus_in_two_packages() {
+    let run = boot(qemu().smp("96,sockets=2,cores=24,threads=2").memory("1G").args("poweroff"));
+    run.expect_exit(KernelExit::Success);
+    let r = &run.report;
+    run.check(r.malformed.is_empty(), format!("malformed report lines: {:?}", r.malformed));
+    run.check(r.cpus.is_empty() && r.smt_siblings.is_empty(), "no per-CPU lines beyond 64 CPUs");
+    run.check(r.packages.len() == 2, format!("expected 2 package lines, got {}", r.packages.len()));
+    let mut cpus = BTreeSet::new();
+    let mut apics = BTreeSet::new();
+    for (i, p) in r.packages.iter().enumerate() {
+        run.check(p.package == i as u32, format!("package lines in order: {} at {i}", p.package));
+        run.check(p.cpus.len() == 48 && p.apics.len() == 48, format!("package {}: 48 CPUs", p.package));
+        run.check(p.cores == 24 && p.threads_per_core == 2, format!("package {}: 24 cores of 2 threads", p.package));
+        cpus.extend(p.cpus.iter().copied());
+        apics.extend(p.apics.iter().copied());
+    }
+    run.check(cpus == (0..96).collect(), "CPU ids 0..96, each in one package");
+    run.check(apics.len() == 96, "APIC ids distinct");
+    let smp = r.smp.unwrap_or_else(|| run.fail("no `cadence: smp:` summary line"));
+    run.check((smp.cpus, smp.packages, smp.cores, smp.threads_per_core) == (96, 2, 48, 2), format!("smp summary {smp:?}"));
+    run.check(run.lines().iter().any(|l| l.contains(", x2apic, ")), "x2APIC mode (QEMU >= 9 offers it under TCG)");
+}
+
 #[test]
 fn boots_eight_cpus() {
     let run = boot(qemu().smp("8").args("poweroff"));
