@@ -1,7 +1,7 @@
 # Cadence entry points. On a fresh machine with only rustup/cargo, git, make
 # and gcc, `make run` and `make test` install what is missing (`setup`).
 #
-#   make setup                 pinned Rust toolchain, QEMU and OVMF (idempotent)
+#   make setup                 pinned Rust toolchain, QEMU >= 9 (bookworm-backports) and OVMF (idempotent)
 #   make kernel                release build of kernel/
 #   make hot-layout            regenerate kernel/hot.ld (what a task switch touches, packed in few
 #                              pages) from a pipetest run under tools/qemu-pageset.sh
@@ -33,6 +33,10 @@
 #                                   (prctl cookies, tests/user/coresched-bench.c), Cadence and Linux
 #   make bench-timer-storm [ROUNDS=n] [SMP=spec]  cyclictest idle and beside tests/user/timerstorm (1 ns
 #                                   timers), same CPU and another, on Cadence and Linux 6.12 (issue 59)
+#   make bench-topology [PARTS='boot domains idle messaging'] [BOOTS=10] [ROUNDS=3] [LINUX=fixtures]
+#                                   big machines (seed 003's 224 vCPUs, 255, 1,024 with x2APIC), domains
+#                                   and NUMA files against Linux 6.12 on five topologies, idle CPUs'
+#                                   timer interrupts, hackbench; tables with host wall times (issue 60)
 #   make test-stress-ng [CLASSES='interrupt scheduler'] [SMPS='2 4,...'] [RUNS=3] [SECS=2] [LINUX=6.12|none]
 #                                   Debian's stress-ng, every stressor of each class, on Cadence (RUNS
 #                                   boots) and the Linux peer: a table, and failure on any stressor that
@@ -96,7 +100,7 @@ DISK_OPTS_OPT = $(if $(DISK_OPTS),$(if $(findstring --,$(DISK_OPT)),--disk-opts 
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool initramfs rootfs-stress-ng test-stress-ng bench-timer-storm syscall-table hot-layout run test lint test-stress test-repeat test-fuzz bench bench-user bench-coresched bench-coresched-user compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests suite compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
+.PHONY: help setup kernel boot-tool initramfs rootfs-stress-ng test-stress-ng bench-timer-storm bench-topology syscall-table hot-layout run test lint test-stress test-repeat test-fuzz bench bench-user bench-coresched bench-coresched-user compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests suite compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
 
 help:
 	@sed -n '4,/^#   make clean/s/^# \{0,1\}//p' '$(ROOT)/Makefile'
@@ -312,6 +316,14 @@ test: kernel initramfs
 # switches instead of make test's 200,000 (~3 min under TCG), in a 1536 MiB guest (its checked trace copy).
 test-stress: kernel
 	cd '$(ROOT)/kernel' && CADENCE_TEST_TIMEOUT=$${CADENCE_TEST_TIMEOUT:-2400} CADENCE_TEST_MEMORY=$${CADENCE_TEST_MEMORY:-1536M} CADENCE_TEST_ARGS='test_stress test=stress' cargo test
+
+# Big machines on both kernels (issue 60): boots at 224, 255 and 1,024 vCPUs, sched domains and
+# NUMA files against Linux 6.12 on five topologies, idle CPUs' timer interrupts, hackbench.
+# Long (an hour or more of host time at the defaults): never beside another QEMU.
+PARTS ?= boot domains idle messaging
+BOOTS ?= 10
+bench-topology: kernel boot-tool initramfs
+	'$(ROOT)/tools/bench-topology.sh' '$(PARTS)' '$(BOOTS)' '$(ROUNDS)'
 
 bench-timer-storm: kernel boot-tool initramfs
 	'$(ROOT)/tools/bench-timer-storm.sh' '$(ROUNDS)' '$(if $(SMP),$(SMP),2)'
