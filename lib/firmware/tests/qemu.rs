@@ -133,3 +133,25 @@ fn qemu_lists_a_disabled_empty_memory_entry_last() {
     assert_eq!(s.cpus().count(), 8);
     assert!(s.cpus().all(|c| c.enabled && !c.x2apic));
 }
+
+#[test]
+fn seed003_tables_place_each_socket_in_its_node() {
+    // -smp 224,sockets=2,cores=28,threads=4: APIC id = socket << 7 | core << 2 | thread (28
+    // cores take 5 bits), all below 255, so QEMU lists type-0 entries only; node = socket.
+    let s = srat::parse(&fixture("seed003", "SRAT").unwrap()).unwrap();
+    let l = slit::parse(&fixture("seed003", "SLIT").unwrap()).unwrap();
+    let cpus: Vec<_> = s.cpus().collect();
+    assert_eq!(cpus.len(), 224);
+    assert!(cpus.iter().all(|c| c.enabled && !c.x2apic));
+    let want: Vec<u32> = (0..2).flat_map(|s| (0..28).flat_map(move |c| (0..4).map(move |t| s << 7 | c << 2 | t))).collect();
+    assert_eq!(cpus.iter().map(|c| c.apic_id).collect::<Vec<_>>(), want);
+    let numa = Numa::linux(Some(&s), Some(&l));
+    assert_eq!((numa.fallback(), numa.slit(), numa.nodes()), (None, SlitUse::Used, &[0, 1][..]));
+    for c in &cpus {
+        assert_eq!(numa.node_of_apic(c.apic_id), Some((c.apic_id >> 7) as u16));
+    }
+    assert_eq!((numa.distance(0, 1), numa.distance(1, 0), numa.distance(1, 1)), (20, 20, 10));
+    // As Linux logged them on that boot: "ACPI: SRAT: Node 0 PXM 0 [mem 0x00000000-0x0009ffff]", ...
+    let ranges: Vec<_> = numa.memory().iter().map(|m| (m.node, m.start, m.end - 1)).collect();
+    assert_eq!(ranges, [(0, 0, 0x9ffff), (0, 0x100000, 0x1fff_ffff), (1, 0x2000_0000, 0x3fff_ffff)]);
+}
