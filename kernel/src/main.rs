@@ -73,7 +73,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     sched::set_exit_notifier(tty::task_exit);
     fs::signalfd::set_dequeue(process::signal::signalfd_dequeue);
     console::init();
-    let (tsc_hz, tsc_source) = arch::tsc::init();
+    let (_, tsc_source) = arch::tsc::init();
     time::init_realtime();
 
     let Some(phys_offset) = boot_info.physical_memory_offset.into_option() else {
@@ -114,6 +114,9 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     sched::topology::init_numa(platform.srat.as_deref(), platform.slit.as_deref());
 
     let bsp = smp::init_bsp();
+    smp::park_aps(&platform.ap_apic_ids);
+    let tsc_hz = arch::tsc::refine(tsc_source);
+    time::init_realtime();
     let lapic_hz = arch::apic::calibrate_timer();
     let tsc_deadline = arch::apic::detect_timer_mode();
     timer::start_tick(sched::scheduler_tick);

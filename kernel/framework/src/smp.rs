@@ -146,6 +146,18 @@ pub fn set_possible(ap_apic_ids: &[u32], max_cpus: u32) {
     percpu::set_nr_possible(listed.min(max_cpus.max(1)));
 }
 
+/// Sends every other CPU an INIT IPI, so that APs the firmware left running (OVMF's wait loop)
+/// stop executing until [`start_aps`] starts them: under TCG their vCPU threads otherwise take
+/// the host's cores from the boot CPU while it calibrates its clocks. Boot, after
+/// [`init_bsp`] (the LAPIC in its chosen mode), before the APs start.
+pub fn park_aps(ap_apic_ids: &[u32]) {
+    if ap_apic_ids.is_empty() {
+        return;
+    }
+    apic::send_init_all_but_self();
+    crate::arch::tsc::delay_us(10_000); // INIT's settling time, as start_ap waits after it
+}
+
 /// Starts every AP listed by the platform (at most `max_cpus` CPUs in all). Returns how many
 /// APs came up.
 pub fn start_aps(ap_apic_ids: &[u32], max_cpus: u32, nosmt: bool) -> u32 {

@@ -315,6 +315,15 @@ pub fn send_init(apic_id: u32) {
     send_icr(apic_id, ICR_INIT | ICR_LEVEL_ASSERT);
 }
 
+/// Destination shorthand "all excluding self".
+const ICR_ALL_BUT_SELF: u32 = 0b11 << 18;
+
+/// INIT IPI to every other CPU (the destination shorthand): each goes to its wait-for-SIPI
+/// state, executing nothing until a STARTUP IPI ([`crate::smp::park_aps`]).
+pub fn send_init_all_but_self() {
+    send_icr(0, ICR_INIT | ICR_LEVEL_ASSERT | ICR_ALL_BUT_SELF);
+}
+
 /// STARTUP IPI: the AP starts in real mode at `page << 12`.
 pub fn send_startup(apic_id: u32, page: u8) {
     send_icr(apic_id, ICR_STARTUP | page as u32);

@@ -54,6 +54,27 @@ fn calibrate_with_pit() -> u64 {
     samples[1]
 }
 
+/// Measures the TSC against the PIT again once the other CPUs are parked
+/// ([`crate::smp::park_aps`]), as Linux refines its early calibration: five 10 ms windows, the
+/// shortest kept (a window can only be stretched, by the host descheduling this vCPU before it
+/// sees the PIT's end, never shortened), and the lower of that and the boot's estimate. Only
+/// when the frequency came from the PIT; before any timer is armed. Returns the frequency.
+///
+/// Why: the firmware (OVMF) leaves the APs running its wait loop, and under TCG their vCPU
+/// threads share the host's cores with the boot CPU's; at 64 vCPUs on 2 host cores the boot
+/// CPU saw the PIT's 10 ms end about 380 ms late, and measured 98,667 MHz for a 2,600 MHz TSC.
+pub fn refine(src: TscSource) -> u64 {
+    if !matches!(src, TscSource::Pit) {
+        return hz();
+    }
+    let best = (0..5).map(|_| super::pit::measure_tsc_over_ms(10) * 100).min().unwrap_or(u64::MAX);
+    let hz = best.min(hz()).max(1_000_000);
+    // A lower frequency makes every later `uptime_ns` larger: time only jumps forward.
+    TSC_HZ.store(hz, Ordering::Relaxed);
+    NS_PER_TICK_FP.store(((1_000_000_000u128 << 32) / hz as u128) as u64, Ordering::Relaxed);
+    hz
+}
+
 /// TSC ticks per second (0 before [`init`]).
 pub fn hz() -> u64 {
     TSC_HZ.load(Ordering::Relaxed)
