@@ -173,32 +173,56 @@ fn system() -> Node {
             ),
         ])),
     ));
-    for c in &cpus {
-        let mask =
-            |pred: &dyn Fn(&&&framework::percpu::PerCpu) -> bool| cpus.iter().filter(pred).map(|o| o.cpu_id as usize).collect::<CpuMask>();
-        let siblings = mask(&|o| o.topology.package == c.topology.package && o.topology.core == c.topology.core);
-        let package = mask(&|o| o.topology.package == c.topology.package);
-        let pair = |name: &str, m: CpuMask| {
-            [(String::from(name), Node::text(format!("{}\n", cpumask_hex(m)))), (format!("{name}_list"), Node::text(list(m)))]
-        };
-        let mut topo: Vec<(String, Node)> = alloc::vec![
-            (String::from("cluster_id"), Node::text(format!("{}\n", c.topology.core))),
-            (String::from("core_id"), Node::text(format!("{}\n", c.topology.core))),
-            (String::from("die_id"), Node::text(String::from("0\n"))),
-            (String::from("physical_package_id"), Node::text(format!("{}\n", c.topology.package))),
-        ];
-        for (name, m) in [("core_cpus", siblings), ("core_siblings", package), ("package_cpus", package), ("thread_siblings", siblings)] {
-            topo.extend(pair(name, m));
-        }
-        topo.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut entries = alloc::vec![(String::from("cache"), cache_dir(c, &cpus)), (String::from("topology"), Node::dir(Fixed(topo)))];
-        if c.cpu_id != 0 {
-            // Linux's CPU 0 cannot go offline and has no `online` file.
-            entries.insert(0, (String::from("online"), Node::text(String::from("1\n"))));
-        }
-        cpu_dir.push((format!("cpu{}", c.cpu_id), Node::dir(Fixed(entries))));
+    Node::dir(Fixed(alloc::vec![(String::from("cpu"), Node::dir(CpuDir(cpu_dir))), (String::from("node"), node_dir())]))
+}
+
+/// `/sys/devices/system/cpu`: the fixed files, and a `cpuN` directory per online CPU made when
+/// looked up (at 1,024 CPUs, making them all at boot was O(CPUs²)).
+struct CpuDir(Vec<(String, Node)>);
+
+impl super::pseudo::GenDir for CpuDir {
+    fn list(&self) -> Vec<(String, u32)> {
+        let mut out: Vec<(String, u32)> = self.0.iter().map(|(n, node)| (n.clone(), node.kind())).collect();
+        out.extend(crate::percpu::online_cpus().map(|c| (format!("cpu{}", c.cpu_id), super::pseudo::DIR)));
+        out
     }
-    Node::dir(Fixed(alloc::vec![(String::from("cpu"), Node::dir(Fixed(cpu_dir))), (String::from("node"), node_dir())]))
+
+    fn lookup(&self, name: &str) -> Option<Node> {
+        if let Some((_, node)) = self.0.iter().find(|(n, _)| n == name) {
+            return Some(node.clone());
+        }
+        let id: u32 = name.strip_prefix("cpu")?.parse().ok()?;
+        let c = crate::percpu::get(id).filter(|c| c.online.load(core::sync::atomic::Ordering::Acquire))?;
+        Some(cpu_node(c))
+    }
+}
+
+/// `cpuN`: its `online` file (not CPU 0's, as Linux), `cache/` and `topology/`.
+fn cpu_node(c: &'static framework::percpu::PerCpu) -> Node {
+    let cpus: Vec<_> = crate::percpu::online_cpus().collect();
+    let mask =
+        |pred: &dyn Fn(&&&framework::percpu::PerCpu) -> bool| cpus.iter().filter(pred).map(|o| o.cpu_id as usize).collect::<CpuMask>();
+    let siblings = mask(&|o| o.topology.package == c.topology.package && o.topology.core == c.topology.core);
+    let package = mask(&|o| o.topology.package == c.topology.package);
+    let pair = |name: &str, m: CpuMask| {
+        [(String::from(name), Node::text(format!("{}\n", cpumask_hex(m)))), (format!("{name}_list"), Node::text(list(m)))]
+    };
+    let mut topo: Vec<(String, Node)> = alloc::vec![
+        (String::from("cluster_id"), Node::text(format!("{}\n", c.topology.core))),
+        (String::from("core_id"), Node::text(format!("{}\n", c.topology.core))),
+        (String::from("die_id"), Node::text(String::from("0\n"))),
+        (String::from("physical_package_id"), Node::text(format!("{}\n", c.topology.package))),
+    ];
+    for (name, m) in [("core_cpus", siblings), ("core_siblings", package), ("package_cpus", package), ("thread_siblings", siblings)] {
+        topo.extend(pair(name, m));
+    }
+    topo.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut entries = alloc::vec![(String::from("cache"), cache_dir(c, &cpus)), (String::from("topology"), Node::dir(Fixed(topo)))];
+    if c.cpu_id != 0 {
+        // Linux's CPU 0 cannot go offline and has no `online` file.
+        entries.insert(0, (String::from("online"), Node::text(String::from("1\n"))));
+    }
+    Node::dir(Fixed(entries))
 }
 
 /// `/sys/devices/system/node` (Linux's `drivers/base/node.c`): the nodes of the SRAT (one,
