@@ -102,11 +102,14 @@ fn parses_masks_and_lists() {
     assert_eq!(parse_mask("0x3"), Some(CpuMask::from_u64(3)));
     assert_eq!(parse_mask("zz"), None);
     assert_eq!(parse_mask(""), None);
-    assert_eq!(parse_mask("11112222333344445"), None);
+    assert_eq!(parse_mask("10000000000000000"), Some(CpuMask::single(64)), "masks wider than 64 bits");
+    let past_the_last = alloc::format!("1{}", "0".repeat(cadence_sched::NR_CPUS / 4));
+    assert_eq!(parse_mask(&past_the_last), None, "a CPU at NR_CPUS");
     assert_eq!(parse_list("0-2,5"), Some(CpuMask::from_u64(0b100111)));
     assert_eq!(parse_list("0-7:2"), Some(CpuMask::from_u64(0b0101_0101)));
     assert_eq!(parse_list("3-1"), None);
-    assert_eq!(parse_list("64"), None);
+    assert_eq!(parse_list("64"), Some(CpuMask::single(64)));
+    assert_eq!(parse_list(&alloc::format!("{}", cadence_sched::NR_CPUS)), None);
     assert_eq!(parse_list("0-3:0"), None);
     assert_eq!(parse_list(""), None);
     assert_eq!(CpuMask::from_u64(0b1011_0111).to_list(), "0-2,4-5,7");
