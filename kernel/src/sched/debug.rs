@@ -227,14 +227,16 @@ pub fn text() -> String {
     s
 }
 
-/// `/proc/schedstat`, version 16 as Linux 6.12 prints it (kernel/sched/stats.c): per CPU a
+/// `/proc/schedstat`, version 15 as Linux 6.1 (the kernel `uname` names) prints it
+/// (kernel/sched/stats.c; 6.12's version 16 reorders the idle types of the counters, which are
+/// all 0 here, and has the same line shapes): per CPU a
 /// `cpuN` line — six yield/schedule counters Linux fills only with `kernel.sched_schedstats`
 /// on (0, as Linux's default), then `rq_cpu_time` (ns this CPU ran tasks), `run_delay` (ns
 /// tasks waited on its queue), `pcount` (times a task began running there) — and one
 /// `domainM <span>` line per scheduling domain (`super::topology`), its 36 load-balancing
 /// counters 0 (schedstats off).
 pub fn schedstat(cpumask_hex: impl Fn(cadence_sched::CpuMask) -> String) -> String {
-    let mut s = format!("version 16\ntimestamp {}\n", jiffies());
+    let mut s = format!("version 15\ntimestamp {}\n", jiffies());
     let now = crate::time::uptime_ns();
     let domains = super::topology::domains();
     for c in crate::percpu::online_cpus() {
