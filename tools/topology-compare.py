@@ -91,17 +91,22 @@ def main():
     if "--header" in sys.argv:
         print("| topology | CPUs | domains | flags | groups | nodes | lscpu | numactl |")
         print("|---|---|---|---|---|---|---|---|")
+    # (view, file, what of it is compared)
     views = [
-        ("domains", lambda d: (lambda l: domains(l) if l is not None else None)(lines(d, "schedstat.txt"))),
-        ("flags", lambda d: lines(d, "sched-domains.txt")),
-        ("groups", lambda d: (lambda l: groups(l) if l is not None else None)(lines(d, "sched-domains-dmesg.txt"))),
-        ("nodes", lambda d: lines(d, "node.txt")),
-        ("lscpu", lambda d: (lambda l: lscpu(l) if l is not None else None)(lines(d, "lscpu.txt"))),
-        ("numactl", lambda d: (lambda l: numactl(l) if l is not None else None)(lines(d, "numactl-hardware.txt"))),
+        ("domains", "schedstat.txt", domains),
+        ("flags", "sched-domains.txt", list),
+        ("groups", "sched-domains-dmesg.txt", groups),
+        ("nodes", "node.txt", list),
+        ("lscpu", "lscpu.txt", lscpu),
+        ("numactl", "numactl-hardware.txt", numactl),
     ]
     cells, bad = [], False
-    for view, get in views:
-        verdict, diffs = compare(get(linux), get(cadence))
+    def view_of(d, file, keep):
+        ls = lines(d, file)
+        return None if ls is None else keep(ls)
+
+    for view, file, keep in views:
+        verdict, diffs = compare(view_of(linux, file, keep), view_of(cadence, file, keep))
         cells.append(verdict)
         if verdict != "equal":
             bad = True

@@ -74,7 +74,6 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     fs::signalfd::set_dequeue(process::signal::signalfd_dequeue);
     console::init();
     let (_, tsc_source) = arch::tsc::init();
-    time::init_realtime();
 
     let Some(phys_offset) = boot_info.physical_memory_offset.into_option() else {
         kprintln!("cadence: fatal: the bootloader did not map physical memory");
@@ -116,7 +115,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     let bsp = smp::init_bsp();
     smp::park_aps(&platform.ap_apic_ids);
     let tsc_hz = arch::tsc::refine(tsc_source);
-    time::init_realtime();
+    time::init_realtime(); // once the TSC's frequency is final
     let lapic_hz = arch::apic::calibrate_timer();
     let tsc_deadline = arch::apic::detect_timer_mode();
     timer::start_tick(sched::scheduler_tick);

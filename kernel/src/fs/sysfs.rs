@@ -119,9 +119,8 @@ fn cache_dir(c: &framework::percpu::PerCpu, cpus: &[&framework::percpu::PerCpu])
         .iter()
         .enumerate()
         .map(|(i, k)| {
-            let shift = k.sharing.next_power_of_two().trailing_zeros();
-            let id = c.apic_id >> shift;
-            let shared = cpus.iter().filter(|o| o.apic_id >> shift == id).fold(CpuMask::EMPTY, |m, o| m.with(o.cpu_id as usize));
+            let id = k.id_of(c.apic_id);
+            let shared: CpuMask = cpus.iter().filter(|o| k.id_of(o.apic_id) == id).map(|o| o.cpu_id as usize).collect();
             let text = |v: String| Node::text(format!("{v}\n"));
             let files = alloc::vec![
                 (String::from("coherency_line_size"), text(format!("{}", k.line))),
@@ -231,7 +230,8 @@ fn node_dir() -> Node {
     use crate::sched::topology as topo;
     let n = topo::nr_nodes();
     let all = if n == 1 { String::from("0\n") } else { format!("0-{}\n", n - 1) };
-    let with_cpus: CpuMask = (0..n).filter(|&k| !topo::cpus_of_node(k as u32).is_empty()).collect();
+    let node_cpus: Vec<CpuMask> = (0..n as u32).map(topo::cpus_of_node).collect();
+    let with_cpus: CpuMask = (0..n).filter(|&k| !node_cpus[k].is_empty()).collect();
     let mut entries = alloc::vec![
         (String::from("has_cpu"), Node::text(list(with_cpus))),
         (String::from("has_memory"), Node::text(all.clone())),
@@ -239,8 +239,7 @@ fn node_dir() -> Node {
         (String::from("online"), Node::text(all.clone())),
         (String::from("possible"), Node::text(all)),
     ];
-    for node in 0..n as u32 {
-        let cpus = topo::cpus_of_node(node);
+    for (node, &cpus) in (0..n as u32).zip(&node_cpus) {
         let distance = (0..n as u32).map(|to| format!("{}", topo::node_distance(node, to))).collect::<Vec<_>>().join(" ");
         entries.push((
             format!("node{node}"),

@@ -109,16 +109,10 @@ pub fn node_of_addr(addr: u64) -> u32 {
 }
 
 /// What the scheduler knows of CPU `cpu`: its package, core and thread (CPUID), its LLC and L2
-/// (CPUID leaf 4: the CPUs whose APIC ids agree above the bits numbering a cache's sharers, as
-/// Linux's `cpu_llc_id`/`cpu_l2c_id`), its node.
+/// ids (CPUID leaf 4, `Cache::id_of`), its node.
 fn cpu_topo(c: &framework::percpu::PerCpu) -> CpuTopo {
     let caches = crate::arch::cpuid::identity().caches;
-    let id_of = |level: u8| {
-        caches
-            .iter()
-            .rfind(|k| k.level == level && k.kind != "Instruction")
-            .map(|k| c.apic_id >> k.sharing.next_power_of_two().trailing_zeros())
-    };
+    let id_of = |level: u8| caches.iter().rfind(|k| k.level == level && k.kind != "Instruction").map(|k| k.id_of(c.apic_id));
     let llc_level = caches.iter().map(|k| k.level).max().unwrap_or(0);
     let t = c.topology;
     CpuTopo {

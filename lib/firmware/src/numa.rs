@@ -123,10 +123,28 @@ pub struct Numa {
     /// Linux's `numa_nodes_parsed`, ascending.
     nodes: Vec<Node>,
     cpus: Vec<CpuNode>,
+    /// `cpus` by APIC id, each id once with its last entry's node (as a later SRAT entry
+    /// overrides an earlier one): [`Numa::node_of_apic`] in O(log n), not a scan per CPU.
+    by_apic: Vec<(u32, Node)>,
     memory: Vec<MemRange>,
     /// `numa_distance_cnt`: the distance table is `cnt × cnt` (0: no table).
     distance_cnt: usize,
     distance: Vec<u8>,
+}
+
+/// `cpus` sorted by APIC id, the last entry of each id kept (stable sort, then dedup from the
+/// back).
+fn index_by_apic(cpus: &[CpuNode]) -> Vec<(u32, Node)> {
+    let mut v: Vec<(u32, Node)> = cpus.iter().map(|c| (c.apic_id, c.node)).collect();
+    v.sort_by_key(|&(a, _)| a);
+    let mut out: Vec<(u32, Node)> = Vec::with_capacity(v.len());
+    for e in v {
+        match out.last_mut() {
+            Some(last) if last.0 == e.0 => *last = e,
+            _ => out.push(e),
+        }
+    }
+    out
 }
 
 /// Linux's pass over the SRAT, until it gives up.
@@ -179,6 +197,7 @@ impl Numa {
             pxm_to_node: walk.pxm_to_node,
             node_to_pxm: walk.node_to_pxm,
             nodes,
+            by_apic: index_by_apic(&walk.cpus),
             cpus: walk.cpus,
             memory: walk.memory,
             distance_cnt: 0,
@@ -204,6 +223,7 @@ impl Numa {
             node_to_pxm: Vec::new(),
             nodes: vec![0],
             cpus: Vec::new(),
+            by_apic: Vec::new(),
             memory: Vec::new(),
             distance_cnt: 0,
             distance: Vec::new(),
@@ -339,7 +359,7 @@ impl Numa {
         if self.fallback.is_some() {
             return Some(0);
         }
-        self.cpus.iter().rev().find(|c| c.apic_id == apic_id).map(|c| c.node)
+        self.by_apic.binary_search_by_key(&apic_id, |&(a, _)| a).ok().map(|i| self.by_apic[i].1)
     }
 
     /// The CPUs the SRAT places, in table order (empty after a fallback).

@@ -144,6 +144,14 @@ fn nodes_in_order_of_first_appearance_cpus_first() {
     assert_eq!((n.distance(0, 0), n.distance(0, 2), n.distance(5, 5), n.distance(5, 6)), (10, 20, 10, 20));
 }
 
+/// A later entry for an APIC id overrides an earlier one (also across the two entry types).
+#[test]
+fn the_last_entry_for_an_apic_id_wins() {
+    let t = srat(1, &[memory(0, 0, 1 << 30, MEM), lapic(0, 5, true), lapic(1, 5, true), x2apic(2, 9, true), lapic(0, 9, true)]);
+    let n = numa(&t, None);
+    assert_eq!((n.node_of_apic(5), n.node_of_apic(9), n.node_of_apic(4)), (Some(1), Some(0), None));
+}
+
 #[test]
 fn revision_decides_the_domain_width() {
     // Revision 1: only the low byte of a type-0 domain, memory domains cut to 8 bits.

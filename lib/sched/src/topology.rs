@@ -41,7 +41,7 @@
 //! CPU), hot-plug, and the runtime values (group capacity, `max_newidle_lb_cost`,
 //! `balance_interval` after the first balance).
 //!
-//! All masks are [`CpuMask`]s used through their methods only, so the module works for any
+//! All masks are [`CpuMask`]s (up to `NR_CPUS` CPUs), so the module works for any
 //! width `CpuMask` provides.
 
 use alloc::string::String;
@@ -623,7 +623,7 @@ impl SchedDomains {
             let gs: Vec<&SchedGroup> = self.groups_of(sd).collect();
             for (k, g) in gs.iter().enumerate() {
                 let _ = write!(groups, " {}:{{ span={}", g.id, g.span.to_list());
-                if sd.flags.contains(SD_OVERLAP) && !mask_eq(g.balance_mask, g.span) {
+                if sd.flags.contains(SD_OVERLAP) && g.balance_mask != g.span {
                     let _ = write!(groups, " mask={}", g.balance_mask.to_list());
                 }
                 groups.push_str(" }");
@@ -646,19 +646,6 @@ impl SchedDomains {
 // ---------------------------------------------------------------------------------------
 // Construction
 // ---------------------------------------------------------------------------------------
-
-fn mask_eq(a: CpuMask, b: CpuMask) -> bool {
-    a.is_subset_of(b) && b.is_subset_of(a)
-}
-
-fn empty_mask() -> CpuMask {
-    CpuMask::all(0)
-}
-
-/// `for_each_cpu_wrap(i, mask, start)`.
-fn wrap(mask: CpuMask, start: usize) -> impl Iterator<Item = usize> {
-    mask.iter().filter(move |&c| c >= start).chain(mask.iter().filter(move |&c| c < start))
-}
 
 /// One entry of `sched_domain_topology` (`struct sched_domain_topology_level`), with its
 /// mask already evaluated for every CPU.
@@ -816,7 +803,7 @@ impl Builder {
 
     /// Span of a possibly never-initialized domain (empty, as kzalloc left it).
     fn span_or_empty(&self, tl: usize, cpu: usize) -> CpuMask {
-        self.sds[tl][cpu].as_ref().map_or_else(empty_mask, |sd| sd.span)
+        self.sds[tl][cpu].as_ref().map_or(CpuMask::EMPTY, |sd| sd.span)
     }
 
     fn child_of(&self, tl: usize, cpu: usize) -> Option<usize> {
@@ -881,7 +868,7 @@ impl Builder {
                 if self.tls[tl].overlap {
                     sd.flags |= SD_OVERLAP;
                 }
-                let full = mask_eq(self.cpu_map, sd.span);
+                let full = self.cpu_map == sd.span;
                 self.sds[tl][cpu] = Some(sd);
                 child = Some(tl);
                 if full {
@@ -919,9 +906,9 @@ impl Builder {
     /// build_sched_groups() with get_group(): one shared group per child domain.
     fn build_sched_groups(&mut self, tl: usize, cpu: usize) {
         let span = self.sd(tl, cpu).span;
-        let mut covered = empty_mask();
+        let mut covered = CpuMask::EMPTY;
         let mut list = Vec::new();
-        for i in wrap(span, cpu) {
+        for i in span.iter_wrap(cpu) {
             if covered.contains(i) {
                 continue;
             }
@@ -936,7 +923,7 @@ impl Builder {
         if let Some(s) = self.sgc_slot[tl][cpu] {
             return s;
         }
-        self.sgcs.push(Sgc { mask: empty_mask(), refs: 0 });
+        self.sgcs.push(Sgc { mask: CpuMask::EMPTY, refs: 0 });
         let s = self.sgcs.len() - 1;
         self.sgc_slot[tl][cpu] = Some(s);
         s
@@ -949,7 +936,7 @@ impl Builder {
         let g = match self.sg_slot[tl][cpu] {
             Some(g) => g,
             None => {
-                self.groups.push(Group { span: empty_mask(), flags: SdFlags::EMPTY, sgc, id: cpu, refs: 0 });
+                self.groups.push(Group { span: CpuMask::EMPTY, flags: SdFlags::EMPTY, sgc, id: cpu, refs: 0 });
                 let g = self.groups.len() - 1;
                 self.sg_slot[tl][cpu] = Some(g);
                 g
@@ -982,7 +969,7 @@ impl Builder {
             tl = c;
         }
         while let Some(c) = self.child_of(tl, i) {
-            if !mask_eq(self.sd(c, i).span, self.sd(tl, i).span) {
+            if self.sd(c, i).span != self.sd(tl, i).span {
                 break;
             }
             tl = c;
@@ -993,9 +980,9 @@ impl Builder {
     /// build_overlap_sched_groups(): groups seen from `cpu`, one per sibling child domain.
     fn build_overlap_sched_groups(&mut self, tl: usize, cpu: usize) {
         let span = self.sd(tl, cpu).span;
-        let mut covered = empty_mask();
+        let mut covered = CpuMask::EMPTY;
         let mut list = Vec::new();
-        for i in wrap(span, cpu) {
+        for i in span.iter_wrap(cpu) {
             if covered.contains(i) {
                 continue;
             }
@@ -1028,7 +1015,7 @@ impl Builder {
                 }
                 None => {
                     // Linux WARNs here; keep an empty balance mask visible to callers.
-                    self.sgcs.push(Sgc { mask: empty_mask(), refs: 1 });
+                    self.sgcs.push(Sgc { mask: CpuMask::EMPTY, refs: 1 });
                     (self.sgcs.len() - 1, usize::MAX)
                 }
             };
@@ -1044,7 +1031,7 @@ impl Builder {
         gspan
             .iter()
             .filter(|&i| match self.child_of(sib_tl, i) {
-                Some(c) => mask_eq(gspan, self.sd(c, i).span),
+                Some(c) => gspan == self.sd(c, i).span,
                 None => false,
             })
             .collect()
@@ -1108,7 +1095,7 @@ impl Builder {
             return true;
         }
         let (sd, p) = (self.sd(tl, cpu), self.sd(parent, cpu));
-        if !mask_eq(sd.span, p.span) {
+        if sd.span != p.span {
             return false;
         }
         let mut pflags = p.flags;
@@ -1249,7 +1236,7 @@ mod tests {
         let parts: Vec<String> = d
             .groups_of(sd)
             .map(|g| {
-                if mask_eq(g.balance_mask, g.span) {
+                if g.balance_mask == g.span {
                     format!("{{{}}}", list(g.span))
                 } else {
                     format!("{{{} mask={}}}", list(g.span), list(g.balance_mask))
@@ -1610,9 +1597,9 @@ mod tests {
             let names: Vec<&str> = sds.iter().map(|sd| sd.name).collect();
             assert_eq!(names, ["SMT", "MC", "NUMA"]);
             let half = if cpu < n / 2 { CpuMask::all(n / 2) } else { CpuMask::all(n).andnot(CpuMask::all(n / 2)) };
-            assert!(mask_eq(sds[0].span, mask([cpu & !1, cpu | 1])));
-            assert!(mask_eq(sds[1].span, half));
-            assert!(mask_eq(sds[2].span, CpuMask::all(n)));
+            assert!((sds[0].span == mask([cpu & !1, cpu | 1])));
+            assert!((sds[1].span == half));
+            assert!((sds[2].span == CpuMask::all(n)));
             assert_eq!((sds[1].groups.len(), sds[2].groups.len()), (n / 4, 2));
             assert_eq!(sds[1].min_interval, (n / 2) as u64);
         }
@@ -1638,7 +1625,7 @@ mod tests {
             }
             // The top level reaches every CPU.
             match sds.last() {
-                Some(top) if mask_eq(top.span, all) => {}
+                Some(top) if (top.span == all) => {}
                 _ => return Err(format!("cpu{cpu}: top domain does not span every CPU")),
             }
             for (k, sd) in sds.iter().enumerate() {
@@ -1667,10 +1654,10 @@ mod tests {
                 if gs.is_empty() || !gs[0].span.contains(cpu) {
                     return Err(at(k, "first group misses the CPU"));
                 }
-                if k > 0 && !mask_eq(gs[0].span, sds[k - 1].span) {
+                if k > 0 && gs[0].span != sds[k - 1].span {
                     return Err(at(k, "first group is not the child domain"));
                 }
-                let mut union = empty_mask();
+                let mut union = CpuMask::EMPTY;
                 for (j, g) in gs.iter().enumerate() {
                     if g.span.is_empty() || !g.span.is_subset_of(sd.span) {
                         return Err(at(k, &format!("group {} is empty or leaves the domain", list(g.span))));
@@ -1679,24 +1666,24 @@ mod tests {
                     if !overlap && !(union & g.span).is_empty() {
                         return Err(at(k, "groups of a non-overlapping level intersect"));
                     }
-                    if overlap && gs[..j].iter().any(|h| mask_eq(h.span, g.span)) {
+                    if overlap && gs[..j].iter().any(|h| h.span == g.span) {
                         return Err(at(k, "the same group twice"));
                     }
                     if g.balance_mask.is_empty() || !g.balance_mask.is_subset_of(g.span) || !g.balance_mask.contains(g.id) {
                         return Err(at(k, &format!("bad balance mask {} for group {}", list(g.balance_mask), list(g.span))));
                     }
-                    if !overlap && !mask_eq(g.balance_mask, g.span) {
+                    if !overlap && g.balance_mask != g.span {
                         return Err(at(k, "balance mask of a non-overlapping group differs from its span"));
                     }
                     // Each group is a real child-level domain of one of its CPUs (or one CPU).
-                    let real = g.span.count() == 1 || g.span.iter().any(|c| d.domains(c).iter().any(|o| mask_eq(o.span, g.span)));
+                    let real = g.span.count() == 1 || g.span.iter().any(|c| d.domains(c).iter().any(|o| o.span == g.span));
                     if !real {
                         return Err(at(k, &format!("group {} is no CPU's domain", list(g.span))));
                     }
                     union = union | g.span;
                 }
                 // Wasted cores: every CPU of the domain is in one of its groups.
-                if !mask_eq(union, sd.span) {
+                if union != sd.span {
                     return Err(at(k, &format!("groups cover {} of {}", list(union), list(sd.span))));
                 }
                 if sd.groups.len() < 2 {
@@ -1705,7 +1692,7 @@ mod tests {
                 // Non-overlapping levels look the same from every CPU they span.
                 if !sd.flags.contains(SD_OVERLAP) {
                     for other in sd.span.iter() {
-                        if !d.domains(other).iter().any(|o| o.name == sd.name && mask_eq(o.span, sd.span)) {
+                        if !d.domains(other).iter().any(|o| o.name == sd.name && o.span == sd.span) {
                             return Err(at(k, &format!("cpu{other} lacks the same domain")));
                         }
                     }

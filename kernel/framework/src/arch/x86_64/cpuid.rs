@@ -143,6 +143,13 @@ impl Cache {
     pub fn size(&self) -> u64 {
         u64::from(self.ways) * u64::from(self.line) * u64::from(self.sets) * u64::from(self.partitions)
     }
+
+    /// The id of the instance of this cache that the CPU with `apic_id` uses: the CPUs sharing
+    /// it are those whose APIC ids agree above the bits that number its sharers (Linux's
+    /// `cpu_llc_id`/`cpu_l2c_id`, sysfs `cache/indexM/id`).
+    pub fn id_of(&self, apic_id: u32) -> u32 {
+        apic_id >> self.sharing.next_power_of_two().trailing_zeros()
+    }
 }
 
 /// What `/proc/cpuinfo` and `lscpu` tell of the processor (the same on every CPU here).

@@ -39,10 +39,16 @@ pub fn init() -> (u64, TscSource) {
         Some((hz, false)) => (hz, TscSource::Cpuid16),
         None => (calibrate_with_pit(), TscSource::Pit),
     };
-    let hz = hz.max(1_000_000); // a broken calibration must not divide by zero later
+    (set_hz(hz), src)
+}
+
+/// Makes `hz` (at least 1 MHz: a broken calibration must not divide by zero later) the
+/// frequency every conversion uses. Returns it.
+fn set_hz(hz: u64) -> u64 {
+    let hz = hz.max(1_000_000);
     TSC_HZ.store(hz, Ordering::Relaxed);
     NS_PER_TICK_FP.store(((1_000_000_000u128 << 32) / hz as u128) as u64, Ordering::Relaxed);
-    (hz, src)
+    hz
 }
 
 fn calibrate_with_pit() -> u64 {
@@ -68,11 +74,8 @@ pub fn refine(src: TscSource) -> u64 {
         return hz();
     }
     let best = (0..5).map(|_| super::pit::measure_tsc_over_ms(10) * 100).min().unwrap_or(u64::MAX);
-    let hz = best.min(hz()).max(1_000_000);
     // A lower frequency makes every later `uptime_ns` larger: time only jumps forward.
-    TSC_HZ.store(hz, Ordering::Relaxed);
-    NS_PER_TICK_FP.store(((1_000_000_000u128 << 32) / hz as u128) as u64, Ordering::Relaxed);
-    hz
+    set_hz(best.min(hz()))
 }
 
 /// TSC ticks per second (0 before [`init`]).
