@@ -92,10 +92,31 @@ pub struct RtWatchdog {
     pending: AtomicU8,
     /// How many times the watchdog demoted the task.
     pub demotions: AtomicU64,
-    /// `timeout_ns` when the last action (demotion, SIGXCPU, kill) was carried out: how late
-    /// the watchdog acted, as the kernel saw it (a task observing its own demotion adds the
-    /// time until it looks, which under TCG includes any host stall of its vCPU).
-    pub acted_at_ns: AtomicU64,
+    /// The soft limit's last crossing (demotion or SIGXCPU) and the hard limit's (the kill).
+    pub soft: LimitCrossing,
+    pub hard: LimitCrossing,
+}
+
+/// When the watchdog saw a limit crossed and when it acted, in the task's RT time (ns).
+/// The contract (Linux's, checked at the tick) is that the first accounting step reaching the
+/// limit decides, and the action follows before the task runs on. How long that step is
+/// depends on when the tick comes: a host that stalls the vCPU makes it longer (the guest's
+/// clock runs on while the task's vCPU does not), so tests check which step acted.
+#[derive(Default)]
+pub struct LimitCrossing {
+    /// `timeout_ns` before and after the step that reached the limit.
+    pub from_ns: AtomicU64,
+    pub to_ns: AtomicU64,
+    /// `timeout_ns` when the action was carried out (a task observing its own demotion adds
+    /// the time until it looks, which under TCG includes any host stall of its vCPU).
+    pub acted_ns: AtomicU64,
+}
+
+impl LimitCrossing {
+    fn crossed(&self, from: u64, to: u64) {
+        self.from_ns.store(from, Ordering::Relaxed);
+        self.to_ns.store(to, Ordering::Relaxed);
+    }
 }
 
 impl RtWatchdog {
@@ -155,10 +176,15 @@ pub(super) fn account(g: &mut RqInner, curr: &Arc<Task>, delta: u64, now: u64) -
     // Watchdog.
     let w = &curr.watchdog;
     let used = w.timeout_ns.fetch_add(delta, Ordering::Relaxed) + delta;
-    if used >= RtWatchdog::limit_ns(w.hard_us.load(Ordering::Relaxed)) {
+    let hard = RtWatchdog::limit_ns(w.hard_us.load(Ordering::Relaxed));
+    if used >= hard {
+        if used - delta < hard {
+            w.hard.crossed(used - delta, used);
+        }
         w.pending.fetch_or(2, Ordering::Relaxed);
         resched = true;
     } else if used >= w.next_soft_ns.load(Ordering::Relaxed) {
+        w.soft.crossed(used - delta, used);
         w.pending.fetch_or(1, Ordering::Relaxed);
         // Next SIGXCPU one second of RT time later (Linux).
         w.next_soft_ns.store(used.saturating_add(1_000_000_000), Ordering::Relaxed);
@@ -226,10 +252,8 @@ fn act_on(me: &Arc<Task>) -> bool {
     let pending = me.watchdog.pending.swap(0, Ordering::AcqRel);
     let used_ns = me.watchdog.timeout_ns.load(Ordering::Relaxed);
     let used_us = used_ns / 1000;
-    if pending & 3 != 0 {
-        me.watchdog.acted_at_ns.store(used_ns, Ordering::Relaxed);
-    }
     if pending & 2 != 0 {
+        me.watchdog.hard.acted_ns.store(used_ns, Ordering::Relaxed);
         crate::kprintln!(
             "cadence: watchdog: {} [{}] used {} us of RT time without sleeping: hard RLIMIT_RTTIME, killed",
             me.name,
@@ -240,6 +264,7 @@ fn act_on(me: &Arc<Task>) -> bool {
         return true;
     }
     if pending & 1 != 0 && me.class() == super::task::ClassId::Rt {
+        me.watchdog.soft.acted_ns.store(used_ns, Ordering::Relaxed);
         if ACTION_SIGNAL.load(Ordering::Relaxed) {
             crate::kprintln!("cadence: watchdog: {} [{}] used {} us of RT time: SIGXCPU", me.name, me.tid, used_us);
             super::signal::send(me, super::signal::SIGXCPU);
