@@ -104,8 +104,12 @@ impl CoreParam {
 /// The subsystems' boot options: one table per subsystem that has options, declared next to
 /// its code (this module sits above them and collects them; they do not name it).
 /// `sysctl.NAME=VALUE` is handled apart (any sysctl of `sysctl.rs`).
-pub static PARAMS: &[&[BootParam]] =
-    &[crate::sched::autogroup::BOOT_PARAMS, crate::sched::coresched::BOOT_PARAMS, crate::sched::hrtick::BOOT_PARAMS];
+pub static PARAMS: &[&[BootParam]] = &[
+    crate::sched::autogroup::BOOT_PARAMS,
+    crate::sched::coresched::BOOT_PARAMS,
+    crate::sched::hrtick::BOOT_PARAMS,
+    crate::sched::nohz::BOOT_PARAMS,
+];
 
 /// Every option's (name, usage, help): [`CORE_PARAMS`], then [`PARAMS`].
 fn all_params() -> impl Iterator<Item = (&'static str, &'static str, &'static str)> {

@@ -237,6 +237,12 @@ pub static SYSCTLS: &[Sysctl] = &[
         set: read_only,
     },
     Sysctl {
+        name: "debug.nohz",
+        help: "tickless idle (read-only): nohz on or off (boot nohz=), the CPU with the timekeeping duty, the CPUs idle with their tick stopped, the idle-balance kicks sent; per CPU tick_stopped, idle_calls (halts that tried to stop the tick), idle_sleeps (times it stopped), ticks_skipped, ilb (idle balances run when kicked) and ilb_moved (those that moved a task), as Linux's /proc/timer_list",
+        get: crate::sched::nohz::debug_text,
+        set: read_only,
+    },
+    Sysctl {
         name: "kernel.sched_idle_poll_ns",
         help: "ceiling of idle CPUs' adaptive poll before halting, as Linux's guest_halt_poll_ns (0..=10000000, default 200000; 0 = halt at once)",
         get: || format!("{}", crate::sched::idle_poll_ns()),

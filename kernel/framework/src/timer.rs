@@ -1,10 +1,18 @@
 //! Per-CPU timer queues on the LAPIC one-shot timer.
 //!
 //! Each CPU keeps its pending timers in a [`TimerQueue`] ordered by expiry (ns since boot) and
-//! programs its LAPIC timer, in one-shot mode, for the earliest one. The periodic tick is just
-//! a timer that re-arms itself every `1/hz` s (from its previous deadline, so it does not
-//! drift) and calls the handler its starter registered (the kernel's `sched::scheduler_tick`); sleeps and
-//! hrtick share the same queue (see `arch::apic` for one-shot vs TSC-deadline).
+//! programs its LAPIC timer, in one-shot mode, for the earliest one (and disarms it when the
+//! queue is empty). The periodic tick is just a timer that re-arms itself every `1/hz` s (from
+//! its previous deadline, so it does not drift) and calls the handler its starter registered
+//! (the kernel's `sched::scheduler_tick`); sleeps and hrtick share the same queue (see
+//! `arch::apic` for one-shot vs TSC-deadline).
+//!
+//! **Tickless idle** (Linux's `tick_nohz_idle_stop_tick` / `tick_nohz_restart`): an idle CPU
+//! may stop its tick ([`tick_stop`]) and sleep until its earliest other timer; the kernel
+//! decides when. Stopped, the tick keeps its grid (the deadline it would have fired at), and
+//! [`tick_restart`] re-arms it on that grid, at the first point after now, so a CPU's ticks
+//! stay on one phase whatever its idle periods. A stopped tick may still fire once at a grid
+//! point the kernel asks for (`wake_by`: work the tick does that cannot wait, the RT period).
 //!
 //! Contract: `arm` may be called from any CPU for any CPU; arming a remote CPU earlier than what
 //! it has programmed sends it a call-function IPI so it re-programs. Handlers run in interrupt
@@ -14,10 +22,15 @@
 //! queue it describes. A remote `arm` therefore either sees the owner's new `programmed` (and
 //! kicks it if its timer is earlier) or inserts before the owner looks for its earliest timer:
 //! no timer is left behind a later programmed expiry.
+//!
+//! The tick's state (which queue entry is the tick, whether it is stopped, its grid) is
+//! changed only by its own CPU with interrupts off (the tick's expiry, [`start_tick`],
+//! [`tick_stop`], [`tick_restart`]); lock order: the tick's lock, then the queue's. Other CPUs
+//! only read it ([`tick_stopped`], [`pending`]).
 
 use crate::sync::IrqLock;
-use cadence_sched::timerq::{hang_delay_ns, TimerQueue as Ordered, INTERRUPT_PASSES};
-use core::sync::atomic::{AtomicU64, Ordering};
+use cadence_sched::timerq::{align_up, forward, hang_delay_ns, TimerQueue as Ordered, INTERRUPT_PASSES};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// What happens when a timer fires.
 pub type TimerFn = fn(cpu: u32, data: u64);
@@ -67,6 +80,26 @@ pub struct TimerQueue {
     pub hangs: AtomicU64,
     /// The longest of those interrupts (ns; Linux's `max_hang_time`).
     pub max_hang_ns: AtomicU64,
+    /// The periodic tick (see the module doc; its own CPU changes it, interrupts off).
+    tick: IrqLock<TickState>,
+    /// The tick is stopped (tickless idle): a copy of `tick.stopped` for lock-free readers.
+    tick_stopped: AtomicBool,
+    /// Times [`tick_stop`] stopped the tick (Linux's `idle_sleeps`).
+    pub tick_stops: AtomicU64,
+    /// Tick periods that passed with the tick stopped (counted at [`tick_restart`]).
+    pub ticks_skipped: AtomicU64,
+}
+
+/// One CPU's periodic tick.
+struct TickState {
+    /// The queue entry that is the tick: the periodic timer, or while stopped the single
+    /// expiry asked for by [`tick_stop`]'s `wake_by` (none once it fired).
+    timer: Option<TimerId>,
+    /// Tickless: the entry, if any, does not re-arm itself.
+    stopped: bool,
+    /// A point of the tick's grid not yet run (Linux's `last_tick`): the armed tick's
+    /// deadline, or while stopped the first tick that did not come.
+    grid: u64,
 }
 
 /// A timer interrupt taken this long after the LAPIC was due to fire is *late* and logged
@@ -131,6 +164,10 @@ impl TimerQueue {
             hang_until: AtomicU64::new(0),
             hangs: AtomicU64::new(0),
             max_hang_ns: AtomicU64::new(0),
+            tick: IrqLock::new(TickState { timer: None, stopped: false, grid: 0 }),
+            tick_stopped: AtomicBool::new(false),
+            tick_stops: AtomicU64::new(0),
+            ticks_skipped: AtomicU64::new(0),
         }
     }
 
@@ -162,9 +199,13 @@ pub fn reserve_this_cpu() {
     QUEUES.this().timers.lock().reserve(RESERVED_TIMERS);
 }
 
-/// Timers pending on CPU `cpu` (0 for an unknown CPU).
+/// Timers pending on CPU `cpu` besides its tick, which is armed or not as the CPU runs or
+/// idles tickless (0 for an unknown CPU).
 pub fn pending(cpu: u32) -> usize {
-    queue_of(cpu).map_or(0, TimerQueue::len)
+    queue_of(cpu).map_or(0, |q| {
+        let st = q.tick.lock();
+        q.len().saturating_sub(st.timer.is_some() as usize)
+    })
 }
 
 impl Default for TimerQueue {
@@ -189,7 +230,12 @@ fn reprogram_local(q: &TimerQueue) {
 /// `hang_detected`, and `programmed` says so (so [`kick_if_overdue`] does not end the delay).
 fn program_locked(q: &TimerQueue, next: Option<u64>) {
     let Some(next) = next else {
+        // Nothing pending (a tickless idle CPU with no timer): disarm what the LAPIC still
+        // holds, or it would fire once for a timer that is gone.
         q.programmed.store(u64::MAX, Ordering::Relaxed);
+        if q.due.swap(u64::MAX, Ordering::Relaxed) != u64::MAX {
+            crate::arch::apic::disarm();
+        }
         return;
     };
     let next = next.max(q.hang_until.load(Ordering::Relaxed));
@@ -508,8 +554,12 @@ pub fn start_tick(handler: fn()) {
     TICK_HANDLER.call_once(|| handler);
     reserve_this_cpu();
     crate::arch::apic::timer_setup_this_cpu();
+    let _irq = IrqOff::new();
     let cpu = crate::percpu::cpu_id();
-    arm(cpu, crate::time::uptime_ns() + tick_period_ns(), tick, crate::time::uptime_ns() + tick_period_ns());
+    let at = crate::time::uptime_ns() + tick_period_ns();
+    let mut st = QUEUES.this().tick.lock();
+    st.grid = at;
+    st.timer = arm(cpu, at, tick, at);
 }
 
 /// The periodic tick's period in ns, `1e9 / apic::tick_hz()` (re-read at every tick, so a
@@ -519,17 +569,122 @@ pub fn tick_period_ns() -> u64 {
 }
 
 fn tick(cpu: u32, deadline: u64) {
-    let period = tick_period_ns();
-    let now = crate::time::uptime_ns();
-    // Next deadline from the previous one (no drift); skip missed periods instead of bursting.
-    let mut next = deadline + period;
-    if next <= now {
-        next = now + period - (now - deadline) % period;
+    {
+        let mut st = QUEUES.this().tick.lock();
+        // Only the entry the state names is the tick (a cancelled one never fires; this keeps
+        // a stray one from arming a second tick).
+        if st.timer.map(|id| id.expires_ns) != Some(deadline) {
+            return;
+        }
+        let period = tick_period_ns();
+        if st.stopped {
+            // A stopped tick's single expiry (`tick_stop`'s `wake_by`): the handler runs once,
+            // the tick stays stopped.
+            st.timer = None;
+            st.grid = deadline.saturating_add(period);
+        } else {
+            let now = crate::time::uptime_ns();
+            // Next deadline from the previous one (no drift); skip missed periods instead of
+            // bursting.
+            let mut next = deadline + period;
+            if next <= now {
+                next = now + period - (now - deadline) % period;
+            }
+            st.grid = next;
+            st.timer = arm(cpu, next, tick, next);
+        }
     }
-    arm(cpu, next, tick, next);
     if let Some(handler) = TICK_HANDLER.get() {
         handler();
     }
+}
+
+/// Stops this CPU's periodic tick (tickless idle; Linux's `tick_nohz_idle_stop_tick`), for a
+/// CPU about to halt with nothing to run; call with interrupts off (the idle loop, before
+/// [`halt_prepare`]). Returns whether the tick is stopped now.
+///
+/// As Linux, the tick is left running when stopping it gains nothing: another timer of this
+/// CPU, or `wake_by`, comes no later than the next tick would. Stopped, the LAPIC is
+/// programmed for the earliest timer left (disarmed if none), and, with `wake_by`, the tick
+/// fires once at the first point of its grid at or after `wake_by` (its handler runs; the tick
+/// stays stopped). Called again while stopped, it moves that single expiry to the new
+/// `wake_by` (or cancels it). [`tick_restart`] starts the tick again.
+pub fn tick_stop(wake_by: Option<u64>) -> bool {
+    let _irq = IrqOff::new();
+    let q = QUEUES.this();
+    let mut st = q.tick.lock();
+    let mut t = q.timers.lock();
+    if !st.stopped {
+        let Some(id) = st.timer else { return false }; // no tick started here
+        let next_tick = id.expires_ns;
+        if wake_by.is_some_and(|w| w <= next_tick) || t.earliest().is_some_and(|e| e < next_tick) {
+            return false;
+        }
+        t.cancel(id);
+        // Another timer at the tick's very deadline: nothing to gain either.
+        if t.earliest().is_some_and(|e| e <= next_tick) {
+            st.timer = Some(t.arm(next_tick, (tick as TimerFn, next_tick)));
+            return false;
+        }
+        st.timer = None;
+        st.stopped = true;
+        st.grid = next_tick;
+        q.tick_stopped.store(true, Ordering::Relaxed);
+        q.tick_stops.fetch_add(1, Ordering::Relaxed);
+    }
+    let want = wake_by.map(|w| align_up(st.grid, tick_period_ns(), w));
+    if st.timer.map(|id| id.expires_ns) != want {
+        if let Some(id) = st.timer.take() {
+            t.cancel(id);
+        }
+        st.timer = want.map(|at| t.arm(at, (tick as TimerFn, at)));
+    }
+    // Programmed for the tick (or an earlier single expiry): now for what is left.
+    let earliest = t.earliest();
+    if earliest.map_or(u64::MAX, |e| e.max(q.hang_until.load(Ordering::Relaxed))) != q.programmed.load(Ordering::Relaxed) {
+        program_locked(q, earliest);
+    }
+    true
+}
+
+/// Restarts this CPU's periodic tick after [`tick_stop`] (the CPU leaves idle; Linux's
+/// `tick_nohz_restart`): on the stopped tick's grid, at its first point after now, so the
+/// tick keeps its phase. Call with interrupts off on the CPU itself. Returns how many ticks
+/// did not come while it was stopped (0 if it was running).
+pub fn tick_restart() -> u64 {
+    let _irq = IrqOff::new();
+    let q = QUEUES.this();
+    let mut st = q.tick.lock();
+    if !st.stopped {
+        return 0;
+    }
+    let now = crate::time::uptime_ns();
+    let (next, skipped) = forward(st.grid, tick_period_ns(), now);
+    let mut t = q.timers.lock();
+    if let Some(id) = st.timer.take() {
+        t.cancel(id);
+    }
+    st.timer = Some(t.arm(next, (tick as TimerFn, next)));
+    st.grid = next;
+    st.stopped = false;
+    q.tick_stopped.store(false, Ordering::Relaxed);
+    q.ticks_skipped.fetch_add(skipped, Ordering::Relaxed);
+    if next < q.programmed.load(Ordering::Relaxed) {
+        program_locked(q, Some(next));
+    }
+    skipped
+}
+
+/// Whether `cpu`'s periodic tick is stopped (tickless idle; false for an unknown CPU). Any
+/// context; the answer may be stale by the time it is used.
+pub fn tick_stopped(cpu: u32) -> bool {
+    queue_of(cpu).is_some_and(|q| q.tick_stopped.load(Ordering::Relaxed))
+}
+
+/// `cpu`'s tickless counters since boot: [times its tick was stopped, tick periods that
+/// passed stopped] (the second counted when the tick restarts).
+pub fn tick_counters(cpu: u32) -> [u64; 2] {
+    queue_of(cpu).map_or([0; 2], |q| [&q.tick_stops, &q.ticks_skipped].map(|c| c.load(Ordering::Relaxed)))
 }
 
 /// Disables interrupts for its lifetime (restoring the previous state).

@@ -17,6 +17,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 /// `SeqCst`, so at least one side sees the other (store-load ordering), and the task is moved.
 pub(super) fn update_counts(rq: &Rq, g: &RqInner) {
     rq.nr_running.store(g.nr_queued() as u32, Ordering::Release);
+    super::nohz::note_nr_running(g.cpu, g.nr_queued() as u32);
     rq.fair_load.store(g.fair.load(), Ordering::Release);
     let curr = g.curr.as_ref();
     let running_rt = curr.is_some_and(|c| c.class() == ClassId::Rt && c.is_on_rq());
@@ -131,9 +132,16 @@ pub fn bad_enqueues() -> u64 {
 
 // ----- what /proc reads --------------------------------------------------------------------
 
-/// Time `cpu` spent in its idle task (ns; `/proc/stat`'s idle column, `/proc/uptime`).
+/// Time `cpu` spent in its idle task (ns; `/proc/stat`'s idle column, `/proc/uptime`,
+/// `/proc/schedstat`), the stretch it is idle in now included: a tickless idle CPU charges
+/// nothing until it leaves idle (Linux's `get_cpu_idle_time_us` adds the same). Takes `cpu`'s
+/// run-queue lock.
 pub fn idle_ns(cpu: u32) -> u64 {
-    rq_of(cpu).idle_ns.load(Ordering::Relaxed)
+    let rq = rq_of(cpu);
+    let g = rq.lock.lock();
+    let now = crate::time::uptime_ns();
+    let running = if g.curr.as_ref().is_some_and(|c| c.is_idle) { now.saturating_sub(g.exec_start) } else { 0 };
+    rq.idle_ns.load(Ordering::Relaxed) + running
 }
 
 /// Idle time of all online CPUs (ns).
@@ -145,13 +153,17 @@ pub fn idle_ns_total() -> u64 {
 static LOADAVG: crate::sync::IrqLock<(u64, cadence_sched::loadavg::LoadAvg)> =
     crate::sync::IrqLock::new((cadence_sched::loadavg::LOAD_FREQ_NS, cadence_sched::loadavg::LoadAvg { avenrun: [0; 3] }));
 
-/// From CPU 0's tick: every 5 s, folds the runnable tasks of all CPUs into the load averages
-/// (Linux's `calc_global_load`; Cadence has no uninterruptible-sleep count to add).
+/// From the tick of the CPU with the timekeeping duty (`nohz`): every 5 s, folds the runnable
+/// tasks of all CPUs into the load averages (Linux's `calc_global_load`; Cadence has no
+/// uninterruptible-sleep count to add). Windows that passed unsampled, every CPU idle and
+/// tickless so nothing runnable, count as samples of 0 (Linux's `calc_global_nohz`).
 pub(super) fn sample_load(now: u64) {
     let mut l = LOADAVG.lock();
     if now < l.0 {
         return;
     }
+    let missed = (now - l.0) / cadence_sched::loadavg::LOAD_FREQ_NS;
+    l.1.sample_n(0, missed);
     l.0 = now + cadence_sched::loadavg::LOAD_FREQ_NS;
     let active: u64 = percpu::online_cpus().map(|c| u64::from(rq_of(c.cpu_id).nr_running.load(Ordering::Relaxed))).sum();
     l.1.sample(active);

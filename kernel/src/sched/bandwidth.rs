@@ -213,8 +213,8 @@ pub fn set_limit(gid: GroupId, limit: Limit) -> Result<(), Errno> {
             back
         };
         if resched {
-            // The next tick (or the idle loop's check) switches.
-            super::flag_need_resched(cpu.cpu_id);
+            // With an IPI: a tickless idle CPU has no next tick to notice the flag.
+            super::set_need_resched(cpu.cpu_id);
         }
     }
     Ok(())

@@ -241,7 +241,7 @@ pub fn schedstat(cpumask_hex: impl Fn(cadence_sched::CpuMask) -> String) -> Stri
     let domains = super::topology::domains();
     for c in crate::percpu::online_cpus() {
         let rq = rq_of(c.cpu_id);
-        let busy = now.saturating_sub(rq.idle_ns.load(Ordering::Relaxed));
+        let busy = now.saturating_sub(super::idle_ns(c.cpu_id));
         let _ = writeln!(
             s,
             "cpu{} 0 0 0 0 0 0 {} {} {}",

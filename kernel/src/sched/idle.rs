@@ -1,7 +1,7 @@
 //! Bringing a CPU under the scheduler ([`init_this_cpu`], [`online_mask`]) and its idle loop.
 
 use super::task::{self, SchedParams, SpawnOptions};
-use super::{balance, fair_tunables, idle_poll_ns, reserve, rq_of, schedule, this_cpu, CURRENT};
+use super::{balance, fair_tunables, idle_poll_ns, nohz, reserve, rq_of, schedule, this_cpu, CURRENT};
 use cadence_sched::{AtomicCpuMask, CpuMask, ValidAttr};
 use core::sync::atomic::Ordering;
 
@@ -35,7 +35,8 @@ pub fn init_this_cpu() {
     rq_of(cpu.cpu_id).ready.store(true, Ordering::Release);
 }
 
-/// The idle loop of every CPU (never returns).
+/// The idle loop of every CPU (never returns). Before it halts with nothing to do it stops
+/// the CPU's tick (`nohz`); the switch away from it restarts the tick.
 pub fn idle_loop() -> ! {
     let cpu = this_cpu();
     loop {
@@ -45,6 +46,11 @@ pub fn idle_loop() -> ! {
             continue;
         }
         crate::irqflags::enable();
+        // Kicked by a busy CPU: balance for the tickless idle CPUs, then for this one.
+        if nohz::kicked() {
+            nohz::idle_balance(cpu.cpu_id);
+            continue;
+        }
         // Forced idle by core scheduling: a waiting task of the sibling's cookie elsewhere
         // can run here now.
         if rq_of(cpu.cpu_id).nr_running.load(Ordering::Acquire) > 0 && super::coresched::steal_cookie_task(cpu.cpu_id) {
@@ -59,15 +65,21 @@ pub fn idle_loop() -> ! {
         if limit > 0 {
             rq_of(cpu.cpu_id).polling.store(true, Ordering::SeqCst);
             let until = idle_start + limit;
-            while !rq_of(cpu.cpu_id).need_resched.load(Ordering::SeqCst) && crate::time::uptime_ns() < until {
+            while !rq_of(cpu.cpu_id).need_resched.load(Ordering::SeqCst) && !nohz::kicked() && crate::time::uptime_ns() < until {
                 core::hint::spin_loop();
             }
             rq_of(cpu.cpu_id).polling.store(false, Ordering::SeqCst);
         }
         crate::irqflags::disable();
-        if !rq_of(cpu.cpu_id).need_resched.load(Ordering::SeqCst) {
-            // `sti; hlt`: a wakeup IPI cannot slip in between the check and the halt. The
-            // timer may be moved earlier for the halt (`kernel.timer_advance_ns`).
+        let nothing_to_do = || !rq_of(cpu.cpu_id).need_resched.load(Ordering::SeqCst) && !nohz::kicked();
+        if nothing_to_do() {
+            // The tick stops if nothing needs it (`nohz`; which may find a reason to
+            // reschedule, hence the second check).
+            nohz::idle_stop_tick(cpu.cpu_id);
+        }
+        if nothing_to_do() {
+            // `sti; hlt`: a wakeup or kick IPI cannot slip in between the check and the halt.
+            // The timer may be moved earlier for the halt (`kernel.timer_advance_ns`).
             crate::timer::halt_prepare();
             crate::arch::wait_for_interrupt();
             crate::timer::halt_done();

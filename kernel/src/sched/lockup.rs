@@ -5,9 +5,10 @@
 //!   than `2 × kernel.watchdog_thresh` s without `__schedule` running, i.e. preemption stuck
 //!   (interrupts on, preemption off). Report: `watchdog: BUG: soft lockup - CPU#<n> stuck for
 //!   <s>s! [<comm>:<pid>]`.
-//! * **Hard lockup** (checked by CPU 0's tick, once a second): another CPU's tick count has not
-//!   moved for that long (interrupts off). Report: `watchdog: Watchdog detected hard LOCKUP on
-//!   cpu <n>`.
+//! * **Hard lockup** (checked once a second by the tick of the CPU with the timekeeping duty,
+//!   `nohz`): another CPU's tick count has not moved for that long (interrupts off). A CPU whose
+//!   tick is stopped (tickless idle) is not stuck: it is skipped, and its watch restarts when
+//!   its tick does. Report: `watchdog: Watchdog detected hard LOCKUP on cpu <n>`.
 //! * **Hung task** (`khungtaskd`, a kernel task scanning every few seconds): a task woken or
 //!   preempted and not run since, or asleep although its sleep timer expired, for
 //!   `kernel.hung_task_timeout_secs` s. Report: `INFO: task <comm>:<pid> blocked for more than
@@ -73,15 +74,15 @@ pub fn set_hung_task_timeout_s(s: u64) {
 }
 
 /// Per-CPU lockup state (owned by this module; written by the CPU's own tick and by
-/// `__schedule` on that CPU, read by CPU 0's hard-lockup check).
+/// `__schedule` on that CPU, read by the hard-lockup check).
 pub struct CpuLockup {
     /// When a pending reschedule was first seen by the tick (0 = none pending).
     resched_since: AtomicU64,
     /// The CPU's tick count then.
     resched_since_tick: AtomicU64,
     reported: AtomicBool,
-    /// Hard-lockup check (CPU 0): this CPU's tick count last seen, when it last moved, and
-    /// CPU 0's tick count then.
+    /// Hard-lockup check: this CPU's tick count last seen, when it last moved, and the
+    /// timekeeping duty's tick count then (`nohz`).
     seen_ticks: AtomicU64,
     seen_at: AtomicU64,
     seen_at_tick: AtomicU64,
@@ -116,8 +117,7 @@ pub(super) fn scheduled(cpu: u32) {
     }
 }
 
-/// From every CPU's tick (interrupt context): the soft-lockup check of this CPU and, on CPU 0
-/// once a second, the hard-lockup check of the others.
+/// From every CPU's tick (interrupt context): the soft-lockup check of this CPU.
 pub(super) fn tick(cpu: &percpu::PerCpu) {
     let thresh = watchdog_thresh_s();
     if thresh == 0 {
@@ -145,22 +145,29 @@ pub(super) fn tick(cpu: &percpu::PerCpu) {
             }
         }
     }
-    let hz = 1_000_000_000 / tick_ns.max(1);
-    if cpu.cpu_id != 0 || !ticks.is_multiple_of(hz.max(1)) {
+}
+
+/// The hard-lockup check of every CPU but `checker` (from the tick of `checker`, which has the
+/// timekeeping duty, once a second; `duty_ticks`: the ticks run with the duty so far). A CPU
+/// whose tick is stopped (tickless idle) is skipped and watched afresh.
+pub(super) fn check_others(checker: u32, duty_ticks: u64, now: u64) {
+    let thresh = watchdog_thresh_s();
+    if thresh == 0 {
         return;
     }
-    for other in percpu::online_cpus().filter(|c| c.cpu_id != 0) {
+    let tick_ns = crate::timer::tick_period_ns();
+    for other in percpu::online_cpus().filter(|c| c.cpu_id != checker) {
         let Some(s) = CPUS.get(other.cpu_id as usize) else { continue };
         let t = super::rq_of(other.cpu_id).ticks.load(Ordering::Relaxed);
-        if t != s.seen_ticks.load(Ordering::Relaxed) || s.seen_at.load(Ordering::Relaxed) == 0 {
+        if t != s.seen_ticks.load(Ordering::Relaxed) || s.seen_at.load(Ordering::Relaxed) == 0 || crate::timer::tick_stopped(other.cpu_id) {
             s.seen_ticks.store(t, Ordering::Relaxed);
             s.seen_at.store(now, Ordering::Relaxed);
-            s.seen_at_tick.store(ticks, Ordering::Relaxed);
+            s.seen_at_tick.store(duty_ticks, Ordering::Relaxed);
             s.hard_reported.store(false, Ordering::Relaxed);
             continue;
         }
-        // CPU 0 kept ticking meanwhile (so the VM as a whole was running).
-        let ran = ticks.saturating_sub(s.seen_at_tick.load(Ordering::Relaxed));
+        // The duty kept ticking meanwhile (so the VM as a whole was running).
+        let ran = duty_ticks.saturating_sub(s.seen_at_tick.load(Ordering::Relaxed));
         if verdict::lockup(s.seen_at.load(Ordering::Relaxed), now, thresh, ran, tick_ns).is_some()
             && !s.hard_reported.swap(true, Ordering::Relaxed)
         {

@@ -24,7 +24,9 @@
 //!   disposal of a dead task;
 //! * `preempt.rs`: [`scheduler_tick`], [`irq_exit`], preemption points and [`PreemptGuard`],
 //!   [`yield_now`], [`sleep_until`];
-//! * `idle.rs`: [`init_this_cpu`], [`online_mask`], [`idle_loop`].
+//! * `idle.rs`: [`init_this_cpu`], [`online_mask`], [`idle_loop`];
+//! * `nohz.rs`: tickless idle (the tick stopped on idle CPUs, the timekeeping duty, the nohz
+//!   idle-balance kick).
 //!
 //! # Invariants
 //! * A task is on at most one run queue: `task.cpu` names it, `task.on_rq` says it is queued
@@ -39,7 +41,8 @@
 //! # Lock order
 //! 1. `task.params` (Linux `pi_lock`)
 //! 2. run-queue locks, two of them always in ascending CPU order ([`rqlock::lock_two`])
-//! 3. leaf locks: `task.parked_se`, wait-queue lists, timer queues, the task table.
+//! 3. leaf locks: `task.parked_se`, wait-queue lists, timer queues (a CPU's tick state, then its
+//!    queue), the task table.
 //!
 //! Interrupts are disabled while any of these is held.
 //!
@@ -59,6 +62,7 @@ pub mod debug;
 pub mod group;
 pub mod hrtick;
 pub mod lockup;
+pub mod nohz;
 pub mod pi;
 pub mod pipe;
 pub mod process;
@@ -118,4 +122,4 @@ pub(super) use rq::with_current;
 use rq::{this_cpu, CURRENT};
 use spawn::task_dead;
 use switch::{__schedule, balance_callbacks, finish_task_switch};
-use wakeup::{activate_on, activate_on_if, flag_need_resched, select_cpu, set_need_resched};
+use wakeup::{activate_on, activate_on_if, flag_need_resched, select_cpu, send_reschedule_ipi, set_need_resched};

@@ -5,7 +5,8 @@ use super::{__schedule, balance, class, current, lockup, reserve, rq_of, rt_limi
 use crate::percpu;
 use core::sync::atomic::Ordering;
 
-/// The scheduler tick (from the periodic timer, interrupts off).
+/// The scheduler tick (from the periodic timer, interrupts off). A tickless idle CPU runs it
+/// only at its RT period's end (`nohz`).
 pub fn scheduler_tick() {
     let cpu = this_cpu();
     if !rq_of(cpu.cpu_id).ready.load(Ordering::Acquire) {
@@ -31,9 +32,6 @@ pub fn scheduler_tick() {
         super::flag_need_resched(cpu.cpu_id);
     }
     lockup::tick(cpu);
-    if cpu.cpu_id == 0 {
-        super::accounting::sample_load(crate::time::uptime_ns());
-    }
     if ticks % balance::BALANCE_INTERVAL_TICKS == (cpu.cpu_id as u64 % balance::BALANCE_INTERVAL_TICKS) {
         rq_of(cpu.cpu_id).balance_due.store(true, Ordering::Relaxed);
     }
@@ -43,6 +41,9 @@ pub fn scheduler_tick() {
         rq_of(cpu.cpu_id).balance_due.store(false, Ordering::Relaxed);
         balance::periodic_balance(cpu.cpu_id);
     }
+    // The timekeeping duty (load averages, the hard-lockup check) and the kick of a tickless
+    // idle CPU when tasks wait here.
+    super::nohz::tick(cpu.cpu_id, crate::time::uptime_ns(), rq_of(cpu.cpu_id).nr_running.load(Ordering::Acquire));
 }
 
 /// At the end of an interrupt: preempt the interrupted task if a reschedule is due.

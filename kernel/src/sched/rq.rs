@@ -237,6 +237,7 @@ static RQS: percpu::PerCpuVar<Rq> = percpu::PerCpuVar::new();
 pub fn init_cpu(cpu: u32) {
     RQS.init(cpu, Rq::new(cpu));
     super::balance::init_cpu(cpu);
+    super::nohz::init_cpu(cpu);
 }
 
 /// CPU `cpu`'s run queue (any CPU listed by `percpu` has one).

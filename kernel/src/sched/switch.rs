@@ -116,6 +116,9 @@ fn __schedule_irqs_off(preempted: bool) {
     // nested `__schedule` inside this one).
     ttwu_pending();
     let cpu = this_cpu();
+    // Leaving tickless idle (from the idle loop or an interrupt's exit): the tick restarts
+    // before anything runs here.
+    super::nohz::idle_exit(cpu.cpu_id);
     let rq = rq_of(cpu.cpu_id);
     let mut g = rq.lock.lock();
     // On a core where cookies are in play, pick for the whole core with every sibling's run

@@ -48,7 +48,7 @@ pub fn resched_ipis_sent() -> [u64; 3] {
 }
 
 /// Sends `cpu` a reschedule IPI (traced as `ipi_raise`).
-fn send_reschedule_ipi(cpu: u32) {
+pub(super) fn send_reschedule_ipi(cpu: u32) {
     if let Some(c) = percpu::get(cpu) {
         crate::trace::ipi_send(cpu, crate::arch::apic::RESCHEDULE_VECTOR, crate::time::uptime_ns());
         crate::arch::apic::send_ipi(c.apic_id, crate::arch::apic::RESCHEDULE_VECTOR);

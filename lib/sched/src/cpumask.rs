@@ -432,6 +432,17 @@ impl AtomicCpuMask {
         m
     }
 
+    /// The lowest member other than `except`, read word by word and stopping at the first
+    /// word with one (Linux's `cpumask_first_andnot` on a shared mask): finding one CPU costs
+    /// at most [`WORDS`] loads, never a walk over the members.
+    pub fn first_except(&self, except: usize, order: Ordering) -> Option<usize> {
+        self.words.iter().enumerate().find_map(|(w, word)| {
+            let own = if except / 64 == w { 1u64 << (except % 64) } else { 0 };
+            let bits = word.load(order) & !own;
+            (bits != 0).then(|| w * 64 + bits.trailing_zeros() as usize)
+        })
+    }
+
     /// Is any member not in `except` (a quick "anyone else?" without a whole snapshot)?
     pub fn any_except(&self, except: usize, order: Ordering) -> bool {
         self.words.iter().enumerate().any(|(w, word)| {
@@ -574,6 +585,12 @@ mod tests {
         assert!(a.any_except(3, Ordering::Relaxed));
         assert!(a.clear(700, Ordering::Relaxed));
         assert!(!a.any_except(3, Ordering::Relaxed));
+        assert_eq!(a.first_except(3, Ordering::Relaxed), None);
+        a.set(NR_CPUS - 1, Ordering::Relaxed);
+        assert_eq!(a.first_except(3, Ordering::Relaxed), Some(NR_CPUS - 1));
+        assert_eq!(a.first_except(NR_CPUS - 1, Ordering::Relaxed), Some(3));
+        assert_eq!(a.first_except(NR_CPUS + 9, Ordering::Relaxed), Some(3), "an id past NR_CPUS excludes nothing");
+        a.clear(NR_CPUS - 1, Ordering::Relaxed);
         assert!(a.contains(3, Ordering::Relaxed));
         assert!(!a.is_empty(Ordering::Relaxed));
         assert_eq!(a.take(Ordering::Relaxed), CpuMask::single(3));
@@ -608,6 +625,9 @@ mod tests {
             let wrap: Vec<usize> = sa.range(start..).chain(sa.range(..start.min(NR_CPUS))).copied().collect();
             prop_assert_eq!(a.iter_wrap(start).collect::<Vec<_>>(), wrap);
             prop_assert_eq!((!a).count() as usize, NR_CPUS - sa.len());
+            let shared = AtomicCpuMask::new();
+            for c in a.iter() { shared.set(c, Ordering::Relaxed); }
+            prop_assert_eq!(shared.first_except(start, Ordering::Relaxed), a.without(start).first());
             prop_assert_eq!(CpuMask::all(n).count() as usize, n.min(NR_CPUS));
             let mut bytes = [0u8; NR_CPUS / 8];
             a.write_le_bytes(&mut bytes);

@@ -98,6 +98,18 @@ pub fn forward(expires: u64, interval: u64, now: u64) -> (u64, u64) {
     (expires.saturating_add(k.saturating_mul(interval)), k)
 }
 
+/// The first point of the grid `grid + k * period` (k ≥ 0) at or after `at`: where a stopped
+/// periodic tick that must fire once by `at` is armed, so it stays on its period's phase
+/// (`grid` when `at` is not after it; saturates; `period` 0 counts as 1).
+pub fn align_up(grid: u64, period: u64, at: u64) -> u64 {
+    if at <= grid {
+        return grid;
+    }
+    let period = period.max(1);
+    let k = (at - grid).div_ceil(period);
+    grid.saturating_add(k.saturating_mul(period))
+}
+
 /// Passes a timer interrupt makes over its expired timers before it gives up on catching up
 /// (Linux's `hrtimer_interrupt`: three tries).
 pub const INTERRUPT_PASSES: u32 = 3;
@@ -170,6 +182,16 @@ mod tests {
     }
 
     #[test]
+    fn align_up_keeps_the_phase() {
+        assert_eq!(align_up(100, 10, 50), 100, "before the grid point");
+        assert_eq!(align_up(100, 10, 100), 100);
+        assert_eq!(align_up(100, 10, 101), 110);
+        assert_eq!(align_up(100, 10, 130), 130);
+        assert_eq!(align_up(100, 0, 105), 105, "period 0 counts as 1");
+        assert_eq!(align_up(u64::MAX - 5, 10, u64::MAX), u64::MAX, "saturates");
+    }
+
+    #[test]
     fn hang_delay_is_the_time_taken_up_to_100_ms() {
         assert_eq!(hang_delay_ns(1_000, 5_000), 4_000);
         assert_eq!(hang_delay_ns(0, 10_000_000_000), MAX_HANG_DELAY_NS);
@@ -185,6 +207,14 @@ mod tests {
             if k > 0 {
                 prop_assert!(next - interval <= now, "not a period too far");
             }
+        }
+
+        #[test]
+        fn align_up_is_the_first_grid_point_at_or_after(grid in 0u64..1 << 40, period in 1u64..1 << 20, at in 0u64..1 << 41) {
+            let p = align_up(grid, period, at);
+            prop_assert!(p >= at && p >= grid);
+            prop_assert_eq!((p - grid) % period, 0);
+            prop_assert!(p == grid || p - period < at, "not a period too far");
         }
 
         #[test]

@@ -10,6 +10,7 @@ mod basics;
 mod deadline;
 mod fair;
 mod lifetime;
+mod nohz;
 mod rt;
 mod wakeups;
 

@@ -267,6 +267,19 @@ pub fn arm_ns(ns: u64) {
     }
 }
 
+/// Disarms this CPU's timer (nothing pending in its queue: a tickless idle CPU with no timer).
+/// One-shot mode loads a zero count, which stops the count-down; TSC-deadline mode writes 0 to
+/// IA32_TSC_DEADLINE, which disarms it. A timer that already fired keeps its interrupt pending.
+pub fn disarm() {
+    if TSC_DEADLINE.load(Ordering::Relaxed) {
+        // SAFETY: TSC-deadline mode was detected through CPUID, so the MSR exists; writing 0
+        // only disarms this CPU's timer.
+        unsafe { super::msr::write(super::msr::Msr::TscDeadline, 0) };
+    } else {
+        write(Reg::TimerInitialCount, 0);
+    }
+}
+
 fn wait_icr_idle() {
     if x2apic_mode() {
         return; // x2APIC's ICR has no delivery-pending bit: a write is accepted at once

@@ -1,0 +1,158 @@
+//! Tickless idle (`sched::nohz`): idle CPUs take few timer interrupts, sleeps on them wake on
+//! time, their idle time is counted, the kick spreads tasks piled on one CPU, and the lockup
+//! and hung-task detectors leave tickless CPUs alone. With `nohz=off` the tickless
+//! expectations are skipped and the rest still holds.
+
+use super::{hog, stop_and_reap, MS};
+use crate::interrupts::{count_of, IrqKind};
+use crate::sched::task::SpawnOptions;
+use crate::sched::{api, lockup, nohz, online_mask, spawn, wait};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use cadence_sched::CpuMask;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// A CPU other than `avoid` (the online CPU after it).
+fn other_cpu(avoid: u32) -> u32 {
+    let online = online_mask();
+    online.iter_wrap(avoid as usize + 1).find(|&c| c != avoid as usize).unwrap_or(avoid as usize) as u32
+}
+
+/// Over 500 ms with one CPU spinning, every other CPU takes a handful of timer interrupts
+/// (a tick would be 125 at 250 Hz) while the spinner's takes its ticks, and the idle CPUs'
+/// idle time still grows with the time (it is charged only when they leave idle). A vCPU the
+/// host does not run skips ticks (they do not burst when it runs again), so the ticking CPUs
+/// are held to a fifth of their ticks only: far above the tickless ones' ten.
+#[test_case]
+fn idle_cpus_take_few_timer_interrupts_while_one_cpu_spins() {
+    let me = crate::percpu::cpu_id();
+    let busy = other_cpu(me);
+    let stop = Arc::new(AtomicBool::new(false));
+    let spinner = hog("spin", SpawnOptions::new("spin").pin(busy), &stop);
+    // Let the idle CPUs reach their idle loops and stop their ticks.
+    crate::sched::sleep_ns(100 * MS);
+    let cpus: Vec<u32> = online_mask().iter().map(|c| c as u32).collect();
+    let loc = |c: u32| count_of(c, IrqKind::Timer);
+    let before: Vec<(u64, u64)> = cpus.iter().map(|&c| (loc(c), crate::sched::idle_ns(c))).collect();
+    let start = crate::time::uptime_ns();
+    crate::sched::sleep_ns(500 * MS);
+    let elapsed = crate::time::uptime_ns() - start;
+    let after: Vec<(u64, u64)> = cpus.iter().map(|&c| (loc(c), crate::sched::idle_ns(c))).collect();
+    stop_and_reap(&stop, &[spinner]);
+    let period = crate::timer::tick_period_ns();
+    let ticks = elapsed / period;
+    let irqs: Vec<u64> = cpus.iter().enumerate().map(|(i, _)| after[i].0 - before[i].0).collect();
+    crate::kprint!("(timer interrupts in {} ms by cpu: {:?}, busy cpu {}) ", elapsed / MS, irqs, busy);
+    for (i, &c) in cpus.iter().enumerate() {
+        let irqs = after[i].0 - before[i].0;
+        let idle = after[i].1 - before[i].1;
+        if c == busy {
+            assert!(irqs >= ticks / 5, "cpu {c} spinning took {irqs} timer interrupts in {} ms ({ticks} ticks)", elapsed / MS);
+            continue;
+        }
+        // This CPU ran the test a little; the others nothing but stray kernel threads.
+        assert!(idle >= elapsed * 8 / 10, "cpu {c}: idle {} ms of {} ms", idle / MS, elapsed / MS);
+        if nohz::enabled() {
+            assert!(irqs <= 10, "idle cpu {c} took {irqs} timer interrupts in {} ms (tick: {ticks})", elapsed / MS);
+        } else {
+            assert!(irqs >= ticks / 5, "nohz=off: idle cpu {c} took only {irqs} timer interrupts in {} ms", elapsed / MS);
+        }
+    }
+}
+
+/// Sleeps of a task alone on an otherwise idle CPU, whose tick stops between them, end on time:
+/// never early, and the median lateness under a millisecond (the timer, not the tick, wakes it).
+#[test_case]
+fn sleeps_on_a_tickless_cpu_wake_on_time() {
+    const ROUNDS: usize = 21;
+    let cpu = other_cpu(crate::percpu::cpu_id());
+    let stops_before = crate::timer::tick_counters(cpu)[0];
+    let late = Arc::new([const { AtomicU64::new(u64::MAX) }; ROUNDS]);
+    let t = {
+        let late = late.clone();
+        spawn(SpawnOptions::new("sleeper").pin(cpu), move || {
+            for slot in late.iter() {
+                let deadline = crate::time::uptime_ns() + 10 * MS;
+                crate::sched::sleep_until(deadline);
+                slot.store(crate::time::uptime_ns().saturating_sub(deadline), Ordering::Relaxed);
+            }
+            0
+        })
+        .expect("spawn sleeper")
+    };
+    assert_eq!(wait(t.tid), Ok(0));
+    let mut lateness: Vec<u64> = late.iter().map(|l| l.load(Ordering::Relaxed)).collect();
+    lateness.sort_unstable();
+    let median = lateness[ROUNDS / 2];
+    crate::kprint!("(median lateness {} µs) ", median / 1000);
+    assert!(median < MS, "median lateness {} µs (all: {:?} µs)", median / 1000, lateness.iter().map(|l| l / 1000).collect::<Vec<_>>());
+    if nohz::enabled() {
+        let stops = crate::timer::tick_counters(cpu)[0] - stops_before;
+        assert!(stops >= ROUNDS as u64 / 2, "cpu {cpu} stopped its tick {stops} times in {ROUNDS} sleeps of 10 ms");
+    }
+}
+
+/// N + 1 spinners piled on one CPU, then allowed everywhere: within ~100 ms every CPU runs one.
+/// The other CPUs are idle and tickless, so only the busy CPU's kick brings them work
+/// (`nohz::idle_balance` on their behalf); with `nohz=off` their own ticks pull.
+#[test_case]
+fn kicked_idle_balance_spreads_tasks_piled_on_one_cpu() {
+    let online = online_mask();
+    let n = online.count() as usize;
+    let me = crate::percpu::cpu_id();
+    let pile = other_cpu(me);
+    let stop = Arc::new(AtomicBool::new(false));
+    let spinners: Vec<_> = (0..=n).map(|_| hog("spin", SpawnOptions::new("spin").pin(pile), &stop)).collect();
+    // The others go idle and tickless meanwhile (the pile's kicks find nothing movable).
+    crate::sched::sleep_ns(30 * MS);
+    let moved_before: u64 = online.iter().map(|c| nohz::counters(c as u32)[2]).sum();
+    let kicks_before = nohz::kicks();
+    for t in &spinners {
+        api::sched_setaffinity(t.tid, online).expect("widen");
+    }
+    let start = crate::time::uptime_ns();
+    let spread = || spinners.iter().map(|t| t.cpu() as usize).collect::<CpuMask>() == online;
+    while !spread() && crate::time::uptime_ns() - start < 1000 * MS {
+        crate::sched::sleep_ns(2 * MS);
+    }
+    let took = crate::time::uptime_ns() - start;
+    let cpus: Vec<u32> = spinners.iter().map(|t| t.cpu()).collect();
+    let kicks = nohz::kicks() - kicks_before;
+    let moved: u64 = online.iter().map(|c| nohz::counters(c as u32)[2]).sum::<u64>() - moved_before;
+    stop_and_reap(&stop, &spinners);
+    crate::kprint!("(spread in {} ms, {} kicks) ", took / MS, kicks);
+    assert!(spread(), "after {} ms the spinners are on cpus {:?} ({} kicks)", took / MS, cpus, kicks);
+    assert!(took <= 100 * MS, "spreading took {} ms ({} kicks)", took / MS, kicks);
+    if nohz::enabled() {
+        assert!(kicks >= 1 && moved >= 1, "{kicks} kicks, {moved} idle balances that moved a task");
+    }
+}
+
+/// Idle tickless CPUs are neither hard lockups (their tick count stands still) nor make hung
+/// tasks: with a 1 s threshold (reports after 2 s) and 3 s of quiet, nothing is reported, and
+/// a hung-task scan with a 1 s timeout finds nothing.
+#[test_case]
+fn tickless_cpus_are_not_reported_as_locked_up() {
+    let (thresh, panic, hung_panic) = (lockup::watchdog_thresh_s(), lockup::lockup_panic(), lockup::hung_panic());
+    lockup::set_watchdog_thresh_s(1);
+    let before = lockup::REPORTS.load(Ordering::SeqCst);
+    // A sleeper on another CPU: its wakeups come from its timer alone.
+    let cpu = other_cpu(crate::percpu::cpu_id());
+    let sleeper = spawn(SpawnOptions::new("sleeper").pin(cpu), || {
+        for _ in 0..3 {
+            crate::sched::sleep_ns(1000 * MS);
+        }
+        0
+    })
+    .expect("spawn sleeper");
+    crate::sched::sleep_ns(3200 * MS);
+    assert_eq!(wait(sleeper.tid), Ok(0));
+    lockup::set_hung_panic(false);
+    let hung = lockup::scan(1);
+    lockup::set_hung_panic(hung_panic);
+    let reports = lockup::REPORTS.load(Ordering::SeqCst) - before;
+    lockup::set_watchdog_thresh_s(thresh);
+    lockup::set_lockup_panic(panic);
+    assert_eq!(reports, 0, "lockups reported with the idle CPUs tickless");
+    assert_eq!(hung, 0, "hung tasks found with the idle CPUs tickless");
+}
