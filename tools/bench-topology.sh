@@ -78,8 +78,8 @@ fi
 if [[ " $parts " == *" domains "* ]]; then
   echo "## Domains, groups and NUMA files: Cadence against Linux 6.12 (same QEMU flags)"
   echo
-  echo "| topology | CPUs | domains | flags | groups | nodes | lscpu | numactl | Cadence host s | Linux host s |"
-  echo "|---|---|---|---|---|---|---|---|---|---|"
+  echo "| topology | CPUs | domains | flags | groups | nodes | lscpu | numactl | touch | Cadence host s | Linux host s |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
   for name in flat smt4 2node 8node mesh; do
     t=$(now); "$root/tools/topology-cadence.sh" "$name" "$work/cad-$name" >/dev/null; wc=$(since "$t")
     if [ "${LINUX:-}" = fixtures ] || [ $have_peer = 0 ]; then lin=$root/tests/fixtures/topology/linux-6.12/$name; wl=recorded

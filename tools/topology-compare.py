@@ -14,7 +14,9 @@ number of lines that differ:
   nodes    /sys/devices/system/node: node lists, CPUs per node, distances;
   lscpu    lscpu's CPU, thread, core, socket and NUMA lines;
   numactl  `numactl --hardware`'s node CPU lists and distance table (sizes and free memory
-           differ by what each kernel uses itself, and are left out).
+           differ by what each kernel uses itself, and are left out);
+  touch    first touch: which node's free memory paid for 16 MiB touched from the first CPU
+           of each node (tests/user/numa-touch.c's lines).
 Differences are printed on stderr (the first 5 per view). Exit status 1 if any view differs.
 """
 import re
@@ -89,8 +91,8 @@ def main():
     linux, cadence = Path(args[0]), Path(args[1])
     name = sys.argv[sys.argv.index("--name") + 1] if "--name" in sys.argv else linux.name
     if "--header" in sys.argv:
-        print("| topology | CPUs | domains | flags | groups | nodes | lscpu | numactl |")
-        print("|---|---|---|---|---|---|---|---|")
+        print("| topology | CPUs | domains | flags | groups | nodes | lscpu | numactl | touch |")
+        print("|---|---|---|---|---|---|---|---|---|")
     # (view, file, what of it is compared)
     views = [
         ("domains", "schedstat.txt", domains),
@@ -99,6 +101,7 @@ def main():
         ("nodes", "node.txt", list),
         ("lscpu", "lscpu.txt", lscpu),
         ("numactl", "numactl-hardware.txt", numactl),
+        ("touch", "numa-touch.txt", list),
     ]
     cells, bad = [], False
     def view_of(d, file, keep):

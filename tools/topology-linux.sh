@@ -41,10 +41,12 @@ fi
 
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 cp "$root/tools/topology/probe.sh" "$work/probe.sh"; cp "$numactl" "$work/numactl"
+# The first-touch probe, static (the peer's busybox root has no glibc of ours).
+gcc -O2 -static -Wall -o "$work/numa-touch" "$root/tests/user/numa-touch.c"
 start=$(date +%s.%N)
 set +e
 QEMU_EXTRA="$extra" PEER_APPEND="sched_verbose${PEER_APPEND:+ $PEER_APPEND}" PEER_TIMEOUT=${PEER_TIMEOUT:-900} "$PEER_RUN" --linux 6.12 --smp "$smp" \
-  --file "$work/probe.sh" --file "$work/numactl" 'sh /probe.sh' > "$work/raw"
+  --file "$work/probe.sh" --file "$work/numactl" --file "$work/numa-touch" 'sh /probe.sh' > "$work/raw"
 rc=$?
 set -e
 wall=$(echo "$(date +%s.%N) - $start" | bc)
@@ -70,7 +72,7 @@ cp "$work/split/"* "$out/"
 {
   echo "topology: $name (tools/topology.sh $name 1024)"
   echo "recorded by: tools/topology-linux.sh $name OUTDIR [TABLEDIR]"
-  echo "peer: run.sh --linux 6.12 --smp '$smp' --file probe.sh --file numactl 'sh /probe.sh'"
+  echo "peer: run.sh --linux 6.12 --smp '$smp' --file probe.sh --file numactl --file numa-touch 'sh /probe.sh'"
   echo "QEMU_EXTRA: $extra"
   echo "PEER_APPEND: sched_verbose${PEER_APPEND:+ $PEER_APPEND}"
   echo "qemu: $(qemu-system-x86_64 --version | head -n 1)"

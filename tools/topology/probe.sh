@@ -45,6 +45,16 @@ sec numactl-hardware.txt
 # The peer gets Debian's numactl as /numactl; Cadence's root filesystem has it in /usr/bin.
 nm=/numactl; [ -x $nm ] || nm=$(command -v numactl || true)
 if [ -n "$nm" ] && [ -x "$nm" ]; then $nm --hardware 2>&1; echo "rc=$?"; else echo "no numactl in the guest"; fi
+# First touch: 16 MiB touched from the first CPU of each node land on that node
+# (tests/user/numa-touch.c; the peer gets a static copy as /numa-touch).
+sec numa-touch.txt
+nt=/numa-touch; [ -x $nt ] || nt=$(command -v numa-touch || true)
+if [ -n "$nt" ]; then
+  for d in /sys/devices/system/node/node*; do
+    c=$(cut -d, -f1 $d/cpulist | cut -d- -f1)
+    [ -n "$c" ] && $nt "$c" 16
+  done
+else echo "no numa-touch in the guest"; fi
 sec dmesg-numa.txt
 dmesg | grep -E 'SRAT|SLIT|NUMA|[Nn]ode|x2apic|x2APIC|smpboot|sched_clock|Memory:|IOMMU|DMAR' | grep -v -E 'domain-[0-9]+:' | sed 's/^\[ *[0-9.]*\] //'
 for t in SRAT SLIT; do

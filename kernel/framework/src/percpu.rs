@@ -16,7 +16,7 @@
 use crate::arch::cpuid::Topology;
 use crate::arch::msr::{self, Msr};
 use alloc::boxed::Box;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering};
 
 /// Most CPUs the build handles (Linux's `NR_CPUS`: `cadence_sched::cpumask::NR_CPUS`, 1,024
 /// unless the build sets `CADENCE_NR_CPUS`).
@@ -60,6 +60,9 @@ pub struct PerCpu {
     /// The timer interrupt being handled came from user mode (the tick's user/system
     /// accounting: [`crate::interrupts::timer_from_user`]).
     pub(crate) timer_from_user: AtomicBool,
+    /// This CPU's NUMA node (Linux's per-CPU `numa_node`, `numa_node_id()`): the node the
+    /// frame allocator takes from first. 0 until the kernel, which reads the SRAT, sets it.
+    pub numa_node: AtomicU16,
 }
 
 /// `ipi_requests` bit: re-program the LAPIC timer (a remote CPU armed an earlier timer).
@@ -166,6 +169,7 @@ pub fn new_area(cpu_id: u32, apic_id: u32) -> *mut PerCpu {
         tss: AtomicPtr::new(core::ptr::null_mut()),
         user_task: AtomicBool::new(false),
         timer_from_user: AtomicBool::new(false),
+        numa_node: AtomicU16::new(0),
     }))
 }
 

@@ -255,19 +255,10 @@ fn node_dir() -> Node {
     Node::dir(Fixed(entries))
 }
 
-/// `nodeN/meminfo`'s first lines: the node's usable and free memory (its SRAT ranges; all of
-/// memory without an SRAT).
+/// `nodeN/meminfo`'s first lines: the node's usable and free memory as the frame allocator
+/// counts them per node (all of memory on a machine of one node).
 fn node_meminfo(node: u32) -> String {
-    let ranges = crate::sched::topology::memory_of_node(node);
-    let (usable, free) = if ranges.is_empty() {
-        if node == 0 {
-            (crate::mm::frame::total_frames(), crate::mm::frame::free_frames())
-        } else {
-            (0, 0)
-        }
-    } else {
-        ranges.iter().map(|&(s, e)| crate::mm::frame::count_in(s, e)).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
-    };
+    let (usable, free) = u16::try_from(node).ok().and_then(crate::mm::frame::node_frames).unwrap_or((0, 0));
     let (total, free) = (usable * 4, free * 4);
     format!(
         "Node {node} MemTotal:       {total:>8} kB\nNode {node} MemFree:        {free:>8} kB\nNode {node} MemUsed:        {:>8} kB\n",

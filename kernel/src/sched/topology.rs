@@ -97,15 +97,17 @@ pub fn cpus_of_node(node: u32) -> CpuMask {
     crate::percpu::online_cpus().filter(|c| node_of_apic(c.apic_id) == node).map(|c| c.cpu_id as usize).collect()
 }
 
-/// The physical memory ranges `[start, end)` of node `node` the SRAT lists (empty without an
-/// SRAT: all memory is node 0's).
-pub fn memory_of_node(node: u32) -> Vec<(u64, u64)> {
-    numa().map(|n| n.memory().iter().filter(|m| u32::from(m.node) == node).map(|m| (m.start, m.end)).collect()).unwrap_or_default()
-}
-
-/// The node of physical address `addr` (0 without an SRAT or outside its ranges).
-pub fn node_of_addr(addr: u64) -> u32 {
-    numa().and_then(|n| n.node_of_addr(addr)).map(u32::from).unwrap_or(0)
+/// Gives every online CPU its node (`PerCpu::numa_node`, Linux's `numa_node_id()`) and the
+/// frame allocator each node's memory (the SRAT's ranges) and fallback order (the SLIT's
+/// distances): from here on a task's memory comes from the node it runs on (first touch).
+/// Boot, once every CPU is up. A machine of one node changes nothing.
+pub fn init_memory_nodes() {
+    for c in crate::percpu::online_cpus() {
+        c.numa_node.store(node_of_apic(c.apic_id) as u16, core::sync::atomic::Ordering::Relaxed);
+    }
+    let Some(n) = numa() else { return };
+    let ranges: Vec<(u64, u64, u16)> = n.memory().iter().map(|m| (m.start, m.end, m.node)).collect();
+    crate::mm::frame::set_nodes(&ranges, nr_nodes() as u16, |a, b| node_distance(u32::from(a), u32::from(b)));
 }
 
 /// What the scheduler knows of CPU `cpu`: its package, core and thread (CPUID), its LLC and L2

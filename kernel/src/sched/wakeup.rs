@@ -181,6 +181,9 @@ pub fn try_to_wake_up(task: &Arc<Task>) -> bool {
             }
             return true;
         }
+        // This CPU: chosen once (a second `select_cpu` would scan for an idle CPU again).
+        activate_wakeup(task, target);
+        return true;
     }
     let target = select_cpu(task, this);
     activate_wakeup(task, target);

@@ -10,13 +10,18 @@
 //!   and the reserve each may use (`vm.rt_alloc_reserve = seed | linux | off`).
 //! * [`dirty`]: dirty thresholds (`vm.dirty_ratio` / `_bytes`, `vm.dirty_background_*`), the
 //!   RT rule (`vm.rt_dirty_throttle = exempt | boost | off`) and the throttle pause.
+//! * [`numa`]: which node owns each frame, and the order an allocation falls back from its
+//!   node to the others (Linux's zonelist).
 //! * [`oom`]: the OOM killer's choice (`oom_badness`, `select_bad_process`), `oom_score` and
 //!   Linux's report lines.
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+extern crate alloc;
+
 pub mod dirty;
+pub mod numa;
 pub mod oom;
 pub mod watermark;
 

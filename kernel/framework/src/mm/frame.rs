@@ -19,11 +19,20 @@
 //! (`notdirty_write` → `tb_invalidate_phys_range`). A stack that
 //! landed on such a page ran about ten times slower: `bench wakeup-latency` pinned to the CPU
 //! whose idle stack held stage 4's old page averaged 780 µs instead of 100 µs. Writing the
-//! whole frame once drops those translations. [`alloc_contiguous`] (the heap's one big
-//! allocation at boot) does not zero: 254 MiB take 0.7 s under TCG (1.9 s under UEFI), and no
-//! slow writes were seen in the heap (QEMU's `page_collection_lock`, counted with a perf
-//! uprobe, during `bench wakeup-latency` and `hackbench` + `cyclic`, BIOS and UEFI boots).
+//! whole frame once drops those translations. [`alloc_contiguous`] (DMA buffers, which their
+//! users fill or zero) does not zero.
 
+//!
+//! # Nodes
+//! Once the kernel has read the SRAT it gives the allocator each node's memory
+//! ([`set_nodes`]): every frame then belongs to one node (`cadence_vm::numa::spans`), each
+//! node keeps its own cursor and free count, and [`alloc()`] takes from the node of the CPU it
+//! runs on (`PerCpu::numa_node`, Linux's local policy: a task's memory lands on the node where
+//! it first touches it), falling back to the other nodes nearest first when that node has no
+//! free frame (Linux's zonelist). The watermarks stay machine-wide: Linux keeps them per zone
+//! and falls back before reclaiming (`zone_reclaim_mode` 0), which is what a machine-wide
+//! check does too as long as any node has frames. Before [`set_nodes`] (and without an SRAT)
+//! the machine is one node.
 //!
 //! # Watermarks
 //! [`alloc()`] follows Linux's watermarks (`cadence_vm::watermark`, whose module doc has the
@@ -39,7 +48,9 @@
 //! [`take_low_page`] do not check them.
 
 use crate::sync::IrqLock;
+use alloc::vec::Vec;
 use bootloader_api::info::{MemoryRegionKind, MemoryRegions};
+use cadence_vm::numa::{self, Span};
 use cadence_vm::watermark::{self, AllocContext, Decision, RtReserve, Watermarks};
 use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
@@ -59,6 +70,24 @@ struct Bitmap {
     min_free_kbytes: u64,
     watermark_scale_factor: u64,
     wm: Watermarks,
+    /// Which node owns each frame (sorted, covering `[0, frames)`); empty: one node.
+    spans: Vec<Span>,
+    /// Per node (index = node number): its spans, cursor and counts. Empty: one node.
+    nodes: Vec<NodeFrames>,
+}
+
+/// One node's share of the allocator.
+struct NodeFrames {
+    /// Its frame runs `[start, end)`, ascending.
+    runs: Vec<(u64, u64)>,
+    /// Where its next search starts (the frame after the last one taken).
+    next: u64,
+    /// Its free frames.
+    free: u64,
+    /// Its usable frames above 1 MiB (its `MemTotal`).
+    total: u64,
+    /// The nodes an allocation on this one tries, itself first.
+    fallback: Vec<u16>,
 }
 
 impl Bitmap {
@@ -69,19 +98,43 @@ impl Bitmap {
         if !self.is_used(f) {
             self.bits[(f / 64) as usize] |= 1 << (f % 64);
             self.free -= 1;
+            if let Some(n) = self.node_of(f) {
+                n.free -= 1;
+            }
         }
     }
     fn set_free(&mut self, f: u64) {
         if self.is_used(f) {
             self.bits[(f / 64) as usize] &= !(1 << (f % 64));
             self.free += 1;
+            if let Some(n) = self.node_of(f) {
+                n.free += 1;
+            }
         }
+    }
+    /// Frame `f`'s node (a binary search over the spans), once nodes are set.
+    fn node_of(&mut self, f: u64) -> Option<&mut NodeFrames> {
+        let node = numa::node_of_frame(&self.spans, f)?;
+        self.nodes.get_mut(usize::from(node))
+    }
+    /// The first free frame in `[from, end)`, a word at a time.
+    fn first_free_in(&self, from: u64, end: u64) -> Option<u64> {
+        let mut f = from;
+        while f < end {
+            let w = self.bits[(f / 64) as usize] | ((1u64 << (f % 64)) - 1);
+            if w != u64::MAX {
+                let hit = f / 64 * 64 + u64::from((!w).trailing_zeros());
+                return (hit < end).then_some(hit);
+            }
+            f = (f / 64 + 1) * 64;
+        }
+        None
     }
 }
 
 static FRAMES: IrqLock<Option<Bitmap>> = IrqLock::new(None);
 /// The usable regions of the memory map above 1 MiB, `[start, end)` frame numbers (what
-/// [`count_in`] counts a node's memory from); at most 64, the rest counted in the last.
+/// [`set_nodes`] counts each node's usable memory from); at most 64, the rest counted in the last.
 static USABLE: IrqLock<arrayvec::ArrayVec<(u64, u64), 64>> = IrqLock::new(arrayvec::ArrayVec::new_const());
 /// Usable low (< 1 MiB) pages, remembered for `take_low_page`.
 static LOW_PAGES: IrqLock<[u64; 8]> = IrqLock::new([0; 8]);
@@ -118,6 +171,8 @@ pub fn init(regions: &MemoryRegions, phys_offset: u64) -> (u64, u64) {
         min_free_kbytes: 0,
         watermark_scale_factor: 0,
         wm,
+        spans: Vec::new(),
+        nodes: Vec::new(),
     };
     let mut usable = 0;
     let mut low = [0u64; 8];
@@ -263,7 +318,7 @@ fn alloc_dirty(ctx: AllocContext) -> Option<u64> {
             let map = guard.as_mut()?;
             let d = watermark::decide(&map.wm, map.free, 1, ctx, mode, after_reclaim);
             if let Decision::Take { wake_reclaim } = d {
-                let frame = map.take_one();
+                let frame = map.take_one(local_node(map));
                 drop(guard);
                 if wake_reclaim {
                     crate::upcalls::wake_kswapd();
@@ -299,7 +354,7 @@ pub(super) fn alloc_no_reclaim(ctx: AllocContext) -> Option<u64> {
             d = watermark::decide(&map.wm, map.free, 1, ctx, mode, true);
         }
         match d {
-            Decision::Take { wake_reclaim } => (map.take_one()?, wake_reclaim),
+            Decision::Take { wake_reclaim } => (map.take_one(local_node(map))?, wake_reclaim),
             _ => (0, true),
         }
     };
@@ -315,21 +370,129 @@ pub(super) fn alloc_no_reclaim(ctx: AllocContext) -> Option<u64> {
 }
 
 impl Bitmap {
-    /// Takes the next free frame after the last one taken.
-    fn take_one(&mut self) -> Option<u64> {
+    /// Takes a free frame: from `node`'s memory, or the nearest node with one (module doc).
+    fn take_one(&mut self, node: u16) -> Option<u64> {
         if self.free == 0 {
             return None;
         }
-        for i in 0..self.frames {
-            let f = (self.next + i) % self.frames;
-            if !self.is_used(f) {
+        if self.nodes.is_empty() {
+            let f = self.first_free_in(self.next, self.frames).or_else(|| self.first_free_in(0, self.next))?;
+            self.set_used(f);
+            self.next = f + 1;
+            return Some(f * FRAME_SIZE);
+        }
+        let local = usize::from(node).min(self.nodes.len() - 1);
+        for i in 0..self.nodes[local].fallback.len() {
+            let n = usize::from(self.nodes[local].fallback[i]);
+            if self.nodes[n].free == 0 {
+                continue;
+            }
+            if let Some(f) = self.first_free_of_node(n) {
                 self.set_used(f);
-                self.next = f + 1;
+                self.nodes[n].next = f + 1;
                 return Some(f * FRAME_SIZE);
             }
         }
         None
     }
+
+    /// Node `n`'s first free frame at or after its cursor, wrapping around its runs.
+    fn first_free_of_node(&self, n: usize) -> Option<u64> {
+        let node = &self.nodes[n];
+        let from = node.next;
+        let after = node.runs.iter().filter(|r| r.1 > from).map(|&(s, e)| (s.max(from), e));
+        let before = node.runs.iter().filter(|r| r.0 < from).map(|&(s, e)| (s, e.min(from)));
+        after.chain(before).find_map(|(s, e)| self.first_free_in(s, e))
+    }
+}
+
+/// Moves the one-node cursor to the `i`-th of `n` equal steps through physical memory (above
+/// 1 MiB), or back to its start for `i == n`: the heap's initial frames are taken in chunks
+/// spread over all of memory ([`super::heap::init`]), as Linux spreads its big boot-time
+/// tables over the nodes (`hashdist`), so no node starts with the whole heap in it. Boot only,
+/// before [`set_nodes`].
+pub(super) fn spread_cursor(i: u64, n: u64) {
+    if let Some(map) = FRAMES.lock().as_mut() {
+        let low = LOW_MEMORY_END / FRAME_SIZE;
+        let step = map.frames.saturating_sub(low) / n.max(1);
+        map.next = if i >= n { low } else { low + i * step };
+    }
+}
+
+/// The node the caller's CPU is on, once nodes are set (0 before: never read then).
+fn local_node(map: &Bitmap) -> u16 {
+    if map.nodes.is_empty() {
+        0
+    } else {
+        // Nodes are set once every CPU has installed its per-CPU area.
+        crate::percpu::current().numa_node.load(Ordering::Relaxed)
+    }
+}
+
+/// Gives the allocator the machine's nodes (boot, once the kernel has read the SRAT and every
+/// CPU is up): `ranges` are the SRAT's memory ranges (physical `[start, end)`, node),
+/// `distance(a, b)` the SLIT's. Each frame's node is then known and allocations prefer the
+/// caller's node (module doc). Fewer than two nodes changes nothing. Allocates (the spans and
+/// lists) before taking the allocator's lock.
+pub fn set_nodes(ranges: &[(u64, u64, u16)], nr_nodes: u16, distance: impl Fn(u16, u16) -> u32) {
+    if nr_nodes < 2 {
+        return;
+    }
+    let Some(frames) = FRAMES.lock().as_ref().map(|m| m.frames) else { return };
+    // A node numbered beyond `nr_nodes` (not with Cadence's dense numbering) counts as node 0.
+    let mut spans = numa::spans(frames, ranges, FRAME_SIZE);
+    for sp in &mut spans {
+        if sp.node >= nr_nodes {
+            sp.node = 0;
+        }
+    }
+    let usable: Vec<(u64, u64)> = USABLE.lock().iter().copied().collect();
+    let mut nodes: Vec<NodeFrames> = (0..nr_nodes)
+        .map(|n| NodeFrames { runs: Vec::new(), next: 0, free: 0, total: 0, fallback: numa::fallback_order(n, nr_nodes, &distance) })
+        .collect();
+    for sp in &spans {
+        let node = usize::from(sp.node);
+        nodes[node].runs.push((sp.start, sp.end));
+        nodes[node].total += usable.iter().map(|&(a, b)| b.min(sp.end).saturating_sub(a.max(sp.start))).sum::<u64>();
+    }
+    for n in &mut nodes {
+        n.next = n.runs.first().map_or(0, |r| r.0);
+    }
+    let mut guard = FRAMES.lock();
+    let Some(map) = guard.as_mut() else { return };
+    for n in &mut nodes {
+        n.free = n.runs.iter().map(|&(s, e)| count_free(map, s, e)).sum();
+    }
+    map.spans = spans;
+    map.nodes = nodes;
+}
+
+/// Free frames of `map` in `[s, e)`, a word at a time where whole words fit.
+fn count_free(map: &Bitmap, s: u64, e: u64) -> u64 {
+    let e = e.min(map.frames);
+    let mut free = 0;
+    let mut f = s;
+    while f < e {
+        if f.is_multiple_of(64) && f + 64 <= e {
+            free += u64::from((!map.bits[(f / 64) as usize]).count_ones());
+            f += 64;
+        } else {
+            free += u64::from(!map.is_used(f));
+            f += 1;
+        }
+    }
+    free
+}
+
+/// Node `node`'s (usable frames above 1 MiB, free frames): its `MemTotal` and `MemFree`.
+/// Without nodes set, node 0 is the machine. `None` for a node that does not exist.
+pub fn node_frames(node: u16) -> Option<(u64, u64)> {
+    let g = FRAMES.lock();
+    let m = g.as_ref()?;
+    if m.nodes.is_empty() {
+        return (node == 0).then_some((m.total, m.free));
+    }
+    m.nodes.get(usize::from(node)).map(|n| (n.total, n.free))
 }
 
 /// Zeroes `n` frames from `phys`.
@@ -449,28 +612,6 @@ pub fn total_frames() -> u64 {
 /// Linux's `totalram_pages`, without what boot took (the heap's reservation).
 pub fn managed_frames() -> u64 {
     FRAMES.lock().as_ref().map(|m| m.managed).unwrap_or(0)
-}
-
-/// (usable, free) frames above 1 MiB among physical addresses `[start, end)` (a NUMA node's
-/// memory: `/sys/devices/system/node/nodeN/meminfo`). O(frames in the range / 64).
-pub fn count_in(start: u64, end: u64) -> (u64, u64) {
-    let (s, e) = (start.div_ceil(FRAME_SIZE), end / FRAME_SIZE);
-    let usable = USABLE.lock().iter().map(|&(a, b)| b.min(e).saturating_sub(a.max(s))).sum();
-    let g = FRAMES.lock();
-    let Some(m) = g.as_ref() else { return (usable, 0) };
-    let e = e.min(m.frames);
-    let mut free = 0;
-    let mut f = s;
-    while f < e {
-        if f % 64 == 0 && f + 64 <= e {
-            free += u64::from((!m.bits[(f / 64) as usize]).count_ones());
-            f += 64;
-        } else {
-            free += u64::from(!m.is_used(f));
-            f += 1;
-        }
-    }
-    (usable, free)
 }
 
 /// Number of free frames.

@@ -56,6 +56,8 @@ use x86_64::structures::paging::PageTableFlags;
 pub const HEAP_REGION: u64 = 0xffff_c080_0000_0000;
 /// The region's virtual size (one level-4 entry, 512 GiB).
 const HEAP_REGION_SIZE: u64 = 1 << 39;
+/// The initial heap's frames come in runs of this size, spread over memory ([`init`]).
+const SPREAD_CHUNK: usize = 2 << 20;
 /// Smallest growth, in bytes (64 frames: a growth maps them with interrupts off).
 pub const GROW_STEP: usize = 256 * 1024;
 const PAGE: usize = 4096;
@@ -284,7 +286,22 @@ pub fn init(size: u64) -> u64 {
         return 0;
     }
     let mut top = GROW.lock();
-    let mapped = map_more(*top, size as usize, crate::mm::frame::caller_context());
+    // In chunks spread over physical memory (`frame::spread_cursor`): on a NUMA machine every
+    // node gives its share, instead of the first node giving all (an eighth of memory: the
+    // whole of node 0 on eight nodes of 128 MiB, whose tasks then got memory from node 1).
+    let ctx = crate::mm::frame::caller_context();
+    let chunks = (size as usize).div_ceil(SPREAD_CHUNK) as u64;
+    let mut mapped = 0;
+    for i in 0..chunks {
+        super::frame::spread_cursor(i, chunks);
+        let want = (size as usize - mapped).min(SPREAD_CHUNK);
+        let got = map_more(mapped as u64, want, ctx);
+        mapped += got;
+        if got < want {
+            break;
+        }
+    }
+    super::frame::spread_cursor(chunks, chunks);
     if mapped == 0 {
         return 0;
     }
