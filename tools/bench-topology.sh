@@ -14,8 +14,9 @@
 #              recorded tests/fixtures/topology/linux-6.12 instead of booting the peer.
 #   idle       x255 with one CPU-bound task: timer interrupts per second of each idle CPU
 #              (/proc/interrupts LOC, two reads SECS apart, default 5), both kernels.
-#   messaging  hackbench -p -g G -l LOOPS (rt-tests; G = 1 4 16 64) at 8node and seed003, both
-#              kernels, ROUNDS each (default 3), medians; the ratio Cadence / Linux.
+#   messaging  hackbench -p -g G -l LOOPS (rt-tests; G = 1 4 16 64) at MACHINES (default
+#              "8node seed003"), both kernels, ROUNDS each (default 3), medians; the ratio
+#              Cadence / Linux.
 # Linux runs boot the peer (../shared/peer/run.sh) with PEER_APPEND (e.g. mitigations=off).
 # Host wall time is printed beside every guest figure: the host has 2 cores, and a 1,024-vCPU
 # machine takes minutes of it. Never run this beside another QEMU (times would be meaningless).
@@ -121,7 +122,7 @@ if [[ " $parts " == *" messaging "* ]]; then
   echo
   echo "| machine | groups | Cadence s | Linux 6.12 s | Cadence / Linux | host wall s (Cadence, Linux) |"
   echo "|---|---|---|---|---|---|"
-  for name in 8node seed003; do
+  for name in ${MACHINES:-8node seed003}; do
     cmd=""
     for g in 1 4 16 64; do for r in $(seq "$rounds"); do cmd="$cmd echo @@@ $g; hackbench -p -g $g -l $loops 2>&1 | grep Time;"; done; done
     t=$(now); cadence "$name" 1024 "sh=\"$cmd\" poweroff"; wc=$(since "$t"); cp "$work/out" "$work/hb-cad"
