@@ -313,7 +313,8 @@ test: kernel initramfs
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi
 
 # The long stress runs (kernel option test_stress): the core-scheduling stress with 1,000,000
-# switches instead of make test's 200,000 (~3 min under TCG), in a 1536 MiB guest (its checked trace copy).
+# switches instead of make test's 200,000 (~3 min under TCG), in a 1536 MiB guest (its checked trace copy);
+# the setsid/exit/autogroup-toggle race with 100,000 children instead of 25,000.
 test-stress: kernel
 	cd '$(ROOT)/kernel' && CADENCE_TEST_TIMEOUT=$${CADENCE_TEST_TIMEOUT:-2400} CADENCE_TEST_MEMORY=$${CADENCE_TEST_MEMORY:-1536M} CADENCE_TEST_ARGS='test_stress test=stress' cargo test
 

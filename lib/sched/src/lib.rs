@@ -54,6 +54,7 @@ pub mod fair_group;
 pub mod haltpoll;
 pub mod loadavg;
 pub mod lockup;
+pub mod pelt;
 pub mod pi;
 pub mod rt;
 pub mod rt_bandwidth;
