@@ -125,7 +125,10 @@ if [[ " $parts " == *" messaging "* ]]; then
   for name in ${MACHINES:-8node seed003}; do
     cmd=""
     for g in 1 4 16 64; do for r in $(seq "$rounds"); do cmd="$cmd echo @@@ $g; hackbench -p -g $g -l $loops 2>&1 | grep Time;"; done; done
-    t=$(now); cadence "$name" 1024 "sh=\"$cmd\" poweroff"; wc=$(since "$t"); cp "$work/out" "$work/hb-cad"
+    # A run that fails (a hackbench that could not start, the timeout) leaves its rows at `-`
+    # and says so on stderr, instead of ending the script under `set -e` with no row at all.
+    t=$(now); cadence "$name" 1024 "sh=\"$cmd\" poweroff" || echo "bench-topology: messaging: Cadence at $name exited $? (console: last lines below)" >&2
+    wc=$(since "$t"); cp "$work/out" "$work/hb-cad"; grep -q '^cadence: poweroff' "$work/hb-cad" || tail -n 20 "$work/hb-cad" >&2
     if [ $have_peer = 1 ]; then t=$(now); linux "$name" "$cmd"; wl=$(since "$t"); cp "$work/out" "$work/hb-lin"; else : > "$work/hb-lin"; wl=-; fi
     for g in 1 4 16 64; do
       med() { awk -v g="$g" '/^@@@ / { on = ($2 == g); next } on && /^Time:/ { print $2 }' "$1" | sort -n | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "-" }'; }
