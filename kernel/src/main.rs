@@ -120,10 +120,11 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     let tsc_deadline = arch::apic::detect_timer_mode();
     timer::start_tick(sched::scheduler_tick);
     klog!(
-        "memory: {} MiB usable, heap {} MiB, tsc via {:?}, timer {}, {}, cmdline '{}'",
+        "memory: {} MiB usable, heap {} MiB, tsc via {:?} (±{} ppm), timer {}, {}, cmdline '{}'",
         usable >> 20,
         heap >> 20,
         tsc_source,
+        arch::tsc::calibration_spread_ppm(),
         if tsc_deadline { "tsc-deadline" } else { "lapic one-shot" },
         if x2apic { "x2apic" } else { "xapic" },
         line

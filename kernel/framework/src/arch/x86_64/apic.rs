@@ -193,20 +193,46 @@ pub fn eoi() {
 }
 
 /// Calibrates the LAPIC timer against the TSC; returns its input clock in Hz.
+///
+/// Each read of the timer's count is bracketed by two TSC reads, and a read whose bracket is wide
+/// (the host descheduled this vCPU in between: see `tsc::refine`) is taken again, so a stall
+/// cannot pass for timer ticks.
 pub fn calibrate_timer() -> u64 {
     write(Reg::TimerDivide, TIMER_DIVIDE_BY_16);
     write(Reg::LvtTimer, LVT_MASKED);
     write(Reg::TimerInitialCount, u32::MAX);
-    let start = super::tsc::rdtsc();
+    let (t0, c0) = read_count_bracketed();
     super::tsc::delay_us(10_000);
-    let end = super::tsc::rdtsc();
-    let remaining = read(Reg::TimerCurrentCount);
+    let (t1, c1) = read_count_bracketed();
     write(Reg::TimerInitialCount, 0);
-    let counted = (u32::MAX - remaining) as u64;
-    let elapsed_ns = super::tsc::ticks_to_ns(end - start).max(1);
+    let counted = c0.saturating_sub(c1) as u64;
+    let elapsed_ns = super::tsc::ticks_to_ns(t1 - t0).max(1);
     let hz = (counted as u128 * TIMER_DIVIDER as u128 * 1_000_000_000 / elapsed_ns as u128) as u64;
     TIMER_HZ.store(hz, Ordering::Relaxed);
     hz
+}
+
+/// Reads the timer's current count with the TSC at the middle of the read: the read whose TSC
+/// bracket is the tightest of a few (a few µs when undisturbed; the first under 20 µs is taken).
+fn read_count_bracketed() -> (u64, u32) {
+    let tight = super::tsc::ns_to_ticks(20_000);
+    let read_once = || {
+        let before = super::tsc::rdtsc();
+        let count = read(Reg::TimerCurrentCount);
+        let after = super::tsc::rdtsc();
+        (after - before, before + (after - before) / 2, count)
+    };
+    let mut best = read_once(); // (spread, tsc midpoint, count)
+    for _ in 0..7 {
+        if best.0 <= tight {
+            break;
+        }
+        let again = read_once();
+        if again.0 < best.0 {
+            best = again;
+        }
+    }
+    (best.1, best.2)
 }
 
 /// LAPIC timer input clock in Hz (after calibration).

@@ -1,7 +1,7 @@
 //! The time-stamp counter: Cadence's clock.
 //!
 //! Frequency source, in order: CPUID leaf 0x15 (crystal × ratio), leaf 0x16 (base MHz), else a
-//! calibration against PIT channel 2 (median of 3 × 10 ms). Time in ns is
+//! calibration against PIT channel 2 (the tightest of several bracketed 10 ms windows). Time in ns is
 //! `(tsc - boot_tsc) * NS_PER_TICK_FP >> 32` (32.32 fixed point, u128 intermediate), so the
 //! conversion costs one multiply. All CPUs read the same counter: QEMU keeps TSCs in sync.
 
@@ -19,7 +19,7 @@ pub enum TscSource {
     Cpuid15,
     /// CPUID leaf 0x16: the processor base frequency in MHz (rounded).
     Cpuid16,
-    /// Measured against PIT channel 2 (median of 3 × 10 ms).
+    /// Measured against PIT channel 2 (the tightest of several bracketed 10 ms windows).
     Pit,
 }
 
@@ -37,7 +37,8 @@ pub fn init() -> (u64, TscSource) {
     let (hz, src) = match super::cpuid::tsc_hz_from_cpuid() {
         Some((hz, true)) => (hz, TscSource::Cpuid15),
         Some((hz, false)) => (hz, TscSource::Cpuid16),
-        None => (calibrate_with_pit(), TscSource::Pit),
+        // No PIT either: 1 GHz keeps time roughly right rather than dividing by zero.
+        None => (calibrate_with_pit(3).unwrap_or(1_000_000_000), TscSource::Pit),
     };
     (set_hz(hz), src)
 }
@@ -51,31 +52,57 @@ fn set_hz(hz: u64) -> u64 {
     hz
 }
 
-fn calibrate_with_pit() -> u64 {
-    let mut samples = [0u64; 3];
-    for s in samples.iter_mut() {
-        *s = super::pit::measure_tsc_over_ms(10) * 100;
+/// The calibration's best PIT window so far (its spread is the frequency's uncertainty).
+static BEST_WINDOW: spin::Mutex<Option<super::pit::PitWindow>> = spin::Mutex::new(None);
+
+/// The PIT window's length in ms: long enough that a few µs of bracket are a few hundred ppm.
+const PIT_WINDOW_MS: u64 = 10;
+
+/// Measures `tries` PIT windows and keeps the tightest bracket seen (this call's or an earlier
+/// one's). Returns the frequency its midpoint gives, or `None` when no PIT answered.
+fn calibrate_with_pit(tries: usize) -> Option<u64> {
+    let mut best = BEST_WINDOW.lock();
+    for _ in 0..tries {
+        let Some(w) = super::pit::measure_tsc_over_ms(PIT_WINDOW_MS) else { break };
+        if best.map_or(true, |b| w.spread() < b.spread()) {
+            *best = Some(w);
+        }
     }
-    samples.sort_unstable();
-    samples[1]
+    best.map(|w| w.midpoint() * (1000 / PIT_WINDOW_MS))
+}
+
+/// The uncertainty of the PIT calibration in parts per million (0 when CPUID gave the frequency).
+pub fn calibration_spread_ppm() -> u64 {
+    BEST_WINDOW.lock().map_or(0, |w| w.spread() * 1_000_000 / w.midpoint().max(1))
 }
 
 /// Measures the TSC against the PIT again once the other CPUs are parked
-/// ([`crate::smp::park_aps`]), as Linux refines its early calibration: five 10 ms windows, the
-/// shortest kept (a window can only be stretched, by the host descheduling this vCPU before it
-/// sees the PIT's end, never shortened), and the lower of that and the boot's estimate. Only
-/// when the frequency came from the PIT; before any timer is armed. Returns the frequency.
+/// ([`crate::smp::park_aps`]), as Linux refines its early calibration: five more bracketed
+/// windows, the tightest of all kept. Only when the frequency came from the PIT; before any timer
+/// is armed. The clock stays continuous: `uptime_ns` at the change is the same at both rates.
+/// Returns the frequency.
 ///
-/// Why: the firmware (OVMF) leaves the APs running its wait loop, and under TCG their vCPU
-/// threads share the host's cores with the boot CPU's; at 64 vCPUs on 2 host cores the boot
-/// CPU saw the PIT's 10 ms end about 380 ms late, and measured 98,667 MHz for a 2,600 MHz TSC.
+/// Why brackets: under TCG each vCPU is a host thread, and at 64 vCPUs on 2 host cores the boot
+/// CPU's thread is descheduled for milliseconds at a time. A window timed from one TSC read to
+/// another is stretched when the host stops the vCPU before it sees the PIT's end (the firmware's
+/// spinning APs once made 10 ms read as 380 ms: 98,667 MHz for a 2,600 MHz TSC), and shortened
+/// when it stops it between the gate write and the first read (64 vCPUs read 1,841 MHz). Each
+/// sample's reads bound both ends, so a disturbed sample shows itself by its spread.
 pub fn refine(src: TscSource) -> u64 {
     if !matches!(src, TscSource::Pit) {
         return hz();
     }
-    let best = (0..5).map(|_| super::pit::measure_tsc_over_ms(10) * 100).min().unwrap_or(u64::MAX);
-    // A lower frequency makes every later `uptime_ns` larger: time only jumps forward.
-    set_hz(best.min(hz()))
+    match calibrate_with_pit(5) {
+        Some(new_hz) => {
+            let now = rdtsc();
+            let uptime = ticks_to_ns(now.wrapping_sub(BOOT_TSC.load(Ordering::Relaxed)));
+            let hz = set_hz(new_hz);
+            // Rebase so that `uptime_ns()` continues from `uptime` at the new rate.
+            BOOT_TSC.store(now.wrapping_sub(ns_to_ticks(uptime)), Ordering::Relaxed);
+            hz
+        }
+        None => hz(),
+    }
 }
 
 /// TSC ticks per second (0 before [`init`]).
