@@ -63,10 +63,7 @@ pub fn measure_tsc_over_ms(ms: u64) -> Option<PitWindow> {
             let out = gate.read() & 0x20 != 0;
             let after_poll = rdtsc();
             if out {
-                return Some(PitWindow {
-                    shortest: expiry_lo.saturating_sub(start_hi),
-                    longest: after_poll - start_lo,
-                });
+                return Some(PitWindow { shortest: expiry_lo.saturating_sub(start_hi), longest: after_poll - start_lo });
             }
             expiry_lo = before_poll;
             spins += 1;
