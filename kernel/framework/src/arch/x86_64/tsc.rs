@@ -64,7 +64,7 @@ fn calibrate_with_pit(tries: usize) -> Option<u64> {
     let mut best = BEST_WINDOW.lock();
     for _ in 0..tries {
         let Some(w) = super::pit::measure_tsc_over_ms(PIT_WINDOW_MS) else { break };
-        if best.map_or(true, |b| w.spread() < b.spread()) {
+        if best.is_none_or(|b| w.spread() < b.spread()) {
             *best = Some(w);
         }
     }
