@@ -17,6 +17,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 /// `SeqCst`, so at least one side sees the other (store-load ordering), and the task is moved.
 pub(super) fn update_counts(rq: &Rq, g: &RqInner) {
     rq.nr_running.store(g.nr_queued() as u32, Ordering::Release);
+    balance::refresh_idle(g.cpu);
     super::nohz::note_nr_running(g.cpu, g.nr_queued() as u32);
     rq.fair_load.store(g.fair.load(), Ordering::Release);
     let curr = g.curr.as_ref();

@@ -32,6 +32,7 @@ pub fn init_this_cpu() {
     }
     reserve::refill(cpu.cpu_id); // the queues' first storage, before anything is queued
     ONLINE_MASK.set(cpu.cpu_id as usize, Ordering::AcqRel);
+    super::balance::refresh_idle(cpu.cpu_id); // idle until something is queued
     rq_of(cpu.cpu_id).ready.store(true, Ordering::Release);
 }
 

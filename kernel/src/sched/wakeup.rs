@@ -252,6 +252,7 @@ fn queue_wakeup(task: &Arc<Task>, cpu: u32) {
 fn push_wakeup(task: &Arc<Task>, cpu: u32) {
     let rq = rq_of(cpu);
     let pending = rq.wake_pending.fetch_add(1, Ordering::SeqCst) + 1;
+    super::balance::refresh_idle(cpu);
     reserve::note_wakeup_queued(cpu, pending);
     let was_empty = rq.wake_list.push(task.clone());
     // Only the wakeup that found the list empty tells the CPU (Linux's `llist_add` in
@@ -313,6 +314,7 @@ pub fn ttwu_pending() {
                 // Another CPU's queues are full: the wakeup moves to its wake list (still
                 // `wake_queued`), whose drain waits for that CPU's refill.
                 rq_of(here).wake_pending.fetch_sub(1, Ordering::SeqCst);
+                super::balance::refresh_idle(here);
                 push_wakeup(&task, target);
                 drop(_p);
                 continue;
@@ -330,6 +332,7 @@ pub fn ttwu_pending() {
         task.wake_queued.store(false, Ordering::Release);
         drop(_p);
         rq_of(cpu.cpu_id).wake_pending.fetch_sub(1, Ordering::SeqCst);
+        super::balance::refresh_idle(cpu.cpu_id);
     }
 }
 

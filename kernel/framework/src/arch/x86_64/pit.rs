@@ -8,7 +8,7 @@ use ::x86_64::instructions::port::Port;
 pub const PIT_HZ: u64 = 1_193_182;
 
 /// One PIT window measured in TSC ticks, bracketed: the window's true length lies in
-/// `[shortest, longest]`. Its start is the gate write, known only to lie between the TSC reads
+/// `[shortest, longest]`. Its start is the count's write, known only to lie between the TSC reads
 /// just before and just after it; its end lies between the TSC read taken before the last poll
 /// that saw the count running and the read taken after the poll that saw it expire. A vCPU descheduled by the
 /// host inside either bracket widens it (and only that sample is spoiled): the caller keeps the
@@ -45,15 +45,13 @@ pub fn measure_tsc_over_ms(ms: u64) -> Option<PitWindow> {
         let mut cmd = Port::<u8>::new(0x43);
         let mut ch2 = Port::<u8>::new(0x42);
         let g = gate.read();
-        gate.write((g & !0x02) | 0x01); // gate on, speaker off
-        cmd.write(0b1011_0000); // channel 2, lobyte/hibyte, mode 0, binary
+        gate.write((g & !0x02) | 0x01); // gate on (counting enabled), speaker off
+        cmd.write(0b1011_0000); // channel 2, lobyte/hibyte, mode 0, binary: OUT goes low
         ch2.write(count as u8);
-        ch2.write((count >> 8) as u8);
-        // Restart the count by toggling the gate: it starts at the rising edge.
-        let g = gate.read();
-        gate.write(g & !0x01);
+        // Mode 0 starts counting down when the count's high byte is written (toggling the gate
+        // only pauses it), so that write is the window's start.
         let start_lo = rdtsc();
-        gate.write(g | 0x01);
+        ch2.write((count >> 8) as u8);
         let start_hi = rdtsc();
         // A lower bound on the expiry: a TSC read taken before a poll that saw the count running.
         let mut expiry_lo = start_lo;

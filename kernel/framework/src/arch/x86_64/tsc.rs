@@ -86,7 +86,8 @@ pub fn calibration_spread_ppm() -> u64 {
 /// CPU's thread is descheduled for milliseconds at a time. A window timed from one TSC read to
 /// another is stretched when the host stops the vCPU before it sees the PIT's end (the firmware's
 /// spinning APs once made 10 ms read as 380 ms: 98,667 MHz for a 2,600 MHz TSC), and shortened
-/// when it stops it between the gate write and the first read (64 vCPUs read 1,841 MHz). Each
+/// when it stops it between starting the count and the first read (64 vCPUs read 1,841 MHz; the
+/// count starts when its high byte is written, not at the gate toggle timed before). Each
 /// sample's reads bound both ends, so a disturbed sample shows itself by its spread.
 pub fn refine(src: TscSource) -> u64 {
     if !matches!(src, TscSource::Pit) {
