@@ -351,8 +351,8 @@ fn tracefs_files() {
     }
 }
 
-/// debugfs `sched/debug`, `/proc/schedstat` (version 15), `/proc/interrupts` and
-/// `/proc/vmstat` in Linux's layouts, with the kernel's numbers: an exec'd FIFO 50 `sleep`
+/// debugfs `sched/debug`, `/proc/schedstat` (version 15), `/proc/interrupts`, `/proc/stat`'s
+/// user and system columns and `/proc/vmstat` in Linux's layouts, with the kernel's numbers: an exec'd FIFO 50 `sleep`
 /// is listed by its comm with prio 49 (Linux's `p->prio`), as `/proc/PID/comm` names it.
 #[test]
 fn sched_debug_schedstat_interrupts_vmstat() {
@@ -363,7 +363,10 @@ fn sched_debug_schedstat_interrupts_vmstat() {
                   s=/proc/schedstat; head -1 $s; echo cpulines=$(grep -c '^cpu[0-9]' $s) fields=$(awk '/^cpu/ {print NF; exit}' $s) domains=$(grep -c '^domain0 3 ' $s); \
                   echo loc ticking=$(awk '/LOC:/ {print ($2 > 0 && $3 > 0)}' /proc/interrupts); \
                   grep -q '^nr_free_pages [1-9]' /proc/vmstat && echo vmstat ok; \
-                  [ $(cat /sys/kernel/debug/sched/wakeup_granularity_ns) = $(cat /proc/sys/kernel/sched_wakeup_granularity_ns) ] && echo wakeup granularity ok; true";
+                  [ $(cat /sys/kernel/debug/sched/wakeup_granularity_ns) = $(cat /proc/sys/kernel/sched_wakeup_granularity_ns) ] && echo wakeup granularity ok; \
+                  i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; dd if=/dev/zero of=/dev/null bs=65536 count=2000 2>/dev/null; \
+                  read up rest </proc/uptime; echo stat user,system $(awk '/^cpu / {print ($2 > 0) ($4 > 0)}' /proc/stat); \
+                  echo stat cpus over uptime $(awk -v up=$up '/^cpu[0-9]/ {if ($2 + $4 + $5 > up * 100 + 2) bad++} END {print bad + 0}' /proc/stat); true";
     let run = run_sh("2", script);
     let out = run.lines();
     let has = |want: &str| out.iter().any(|l| l == want);
@@ -378,6 +381,10 @@ fn sched_debug_schedstat_interrupts_vmstat() {
         "loc ticking=1",
         "vmstat ok",
         "wakeup granularity ok",
+        // Both columns filled: a shell loop is user time, dd's zeroing system time (the
+        // system column was always 0, everything non-idle was user).
+        "stat user,system 11",
+        "stat cpus over uptime 0",
     ] {
         run.check(has(want), format!("expected a line `{want}`"));
     }

@@ -712,19 +712,19 @@ fn loadavg() -> String {
 fn stat() -> String {
     let up = crate::time::uptime_ns();
     let mut lines = Vec::new();
-    let (mut busy_all, mut idle_all) = (0, 0);
+    let (mut user_all, mut system_all, mut idle_all) = (0, 0, 0);
     for c in crate::percpu::online_cpus() {
-        let idle = crate::sched::idle_ns(c.cpu_id).min(up);
-        let busy = up - idle;
-        busy_all += ticks(busy);
+        let (user, system, idle) = crate::sched::cpu_times(c.cpu_id);
+        user_all += ticks(user);
+        system_all += ticks(system);
         idle_all += ticks(idle);
-        lines.push(format!("cpu{} {} 0 0 {} 0 0 0 0 0 0\n", c.cpu_id, ticks(busy), ticks(idle)));
+        lines.push(format!("cpu{} {} 0 {} {} 0 0 0 0 0 0\n", c.cpu_id, ticks(user), ticks(system), ticks(idle)));
     }
     let switches: u64 = crate::percpu::online_cpus().map(|c| crate::sched::rq_of(c.cpu_id).nr_switches.load(Ordering::Relaxed)).sum();
     let all = task::all();
     let running = all.iter().filter(|t| t.state() == TaskState::Running).count();
     let boot = crate::time::realtime_ns().saturating_sub(up) / 1_000_000_000;
-    let mut s = format!("cpu  {} 0 0 {} 0 0 0 0 0 0\n", busy_all, idle_all);
+    let mut s = format!("cpu  {} 0 {} {} 0 0 0 0 0 0\n", user_all, system_all, idle_all);
     for l in lines {
         s.push_str(&l);
     }

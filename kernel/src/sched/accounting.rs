@@ -145,6 +145,20 @@ pub fn idle_ns(cpu: u32) -> u64 {
     rq.idle_ns.load(Ordering::Relaxed) + running
 }
 
+/// `cpu`'s time since it came online as `/proc/stat` splits it: (user, system, idle) in ns.
+/// Idle is [`idle_ns`]; user is what the tick sampled in user mode (at most the non-idle
+/// time); system is the rest. Before, the busy column was uptime less idle, so a CPU that came
+/// online 25 s into a 64-vCPU boot showed 25 s of user time before any program ran, and the
+/// system column was always 0.
+pub fn cpu_times(cpu: u32) -> (u64, u64, u64) {
+    let rq = rq_of(cpu);
+    let online = crate::time::uptime_ns().saturating_sub(rq.online_at_ns.load(Ordering::Relaxed));
+    let idle = idle_ns(cpu).min(online);
+    let busy = online - idle;
+    let user = rq.user_ns.load(Ordering::Relaxed).min(busy);
+    (user, busy - user, idle)
+}
+
 /// Idle time of all online CPUs (ns).
 pub fn idle_ns_total() -> u64 {
     percpu::online_cpus().map(|c| idle_ns(c.cpu_id)).sum()

@@ -26,6 +26,7 @@ pub fn init_this_cpu() {
         g.curr = Some(idle.clone());
         g.idle = Some(idle.clone());
         g.exec_start = crate::time::uptime_ns();
+        rq_of(cpu.cpu_id).online_at_ns.store(g.exec_start, Ordering::Relaxed);
         // This CPU runs its boot stack now: the idle task's context, saved at its first switch.
         idle.adopt_running_context();
         drop(CURRENT.set(&idle));

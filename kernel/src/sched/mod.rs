@@ -94,7 +94,7 @@ mod tests;
 
 use task::{ClassId, Tid};
 
-pub use accounting::{bad_enqueues, check_accounting, fair_snapshot, idle_ns, idle_ns_total, loadavg};
+pub use accounting::{bad_enqueues, check_accounting, cpu_times, fair_snapshot, idle_ns, idle_ns_total, loadavg};
 pub use idle::{idle_loop, init_this_cpu, online_mask};
 pub use preempt::{
     irq_exit, preempt_disable, preempt_point, scheduler_tick, sleep_ns, sleep_until, sleep_until_interruptible, yield_now, Interrupted,

@@ -26,7 +26,11 @@ pub fn scheduler_tick() {
         (resched, curr)
     };
     if let Some(curr) = curr {
-        super::cputimer::account_tick(&curr, crate::interrupts::timer_from_user());
+        let from_user = crate::interrupts::timer_from_user();
+        super::cputimer::account_tick(&curr, from_user);
+        if from_user && !curr.is_idle {
+            rq_of(cpu.cpu_id).user_ns.fetch_add(crate::timer::tick_period_ns(), Ordering::Relaxed);
+        }
     }
     if resched {
         super::flag_need_resched(cpu.cpu_id);

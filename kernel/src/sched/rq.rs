@@ -149,6 +149,12 @@ pub struct Rq {
     pub forced_idle_ns: AtomicU64,
     /// Time this CPU ran its idle task (ns), charged by `update_curr`.
     pub idle_ns: AtomicU64,
+    /// When this CPU came online (ns of uptime): `/proc/stat` counts its time from there.
+    pub online_at_ns: AtomicU64,
+    /// Ticks that found a task in user mode here, as ns (Linux's `CPUTIME_USER`, sampled by
+    /// the tick as Linux's tick-based accounting samples it): `/proc/stat`'s user column; the
+    /// rest of the non-idle time is its system column.
+    pub user_ns: AtomicU64,
     /// Time tasks waited on this queue before running here (ns; `/proc/schedstat`'s
     /// `run_delay`, Linux's `rq->rq_sched_info.run_delay`), and how many times a task began
     /// running here (`pcount`).
@@ -213,6 +219,8 @@ impl Rq {
             core_wait: AtomicBool::new(false),
             forced_idle_ns: AtomicU64::new(0),
             idle_ns: AtomicU64::new(0),
+            online_at_ns: AtomicU64::new(0),
+            user_ns: AtomicU64::new(0),
             run_delay_ns: AtomicU64::new(0),
             pcount: AtomicU64::new(0),
             idle_poll_limit: AtomicU64::new(0),
