@@ -271,16 +271,17 @@ pub static SYSCTLS: &[Sysctl] = &[
     },
     Sysctl {
         name: "kernel.sched_features",
-        help: "scheduler features, Linux-style: HRTICK, HRTICK_DL, TTWU_QUEUE, RT_PUSH_IPI, TIMER_KICK; NO_<name> turns one off",
+        help: "scheduler features, Linux-style: HRTICK, HRTICK_DL, TTWU_QUEUE, RT_PUSH_IPI, TIMER_KICK, SIS_UTIL; NO_<name> turns one off",
         get: || {
             let flag = |on: bool, name: &str| if on { String::from(name) } else { format!("NO_{name}") };
             format!(
-                "{} {} {} {} {}",
+                "{} {} {} {} {} {}",
                 flag(crate::sched::hrtick::enabled(), "HRTICK"),
                 flag(crate::sched::hrtick::dl_enabled(), "HRTICK_DL"),
                 flag(crate::sched::ttwu_queue_enabled(), "TTWU_QUEUE"),
                 flag(crate::sched::rt_push_ipi_enabled(), "RT_PUSH_IPI"),
-                flag(crate::sched::timer_kick_enabled(), "TIMER_KICK")
+                flag(crate::sched::timer_kick_enabled(), "TIMER_KICK"),
+                flag(crate::sched::balance::sis_util_enabled(), "SIS_UTIL")
             )
         },
         // Like writing `/sys/kernel/debug/sched/features`: one or more names, each applied.
@@ -292,7 +293,7 @@ pub static SYSCTLS: &[Sysctl] = &[
                     None => (word, true),
                 };
                 match name {
-                    "HRTICK" | "HRTICK_DL" | "TTWU_QUEUE" | "RT_PUSH_IPI" | "TIMER_KICK" => changes.push((name, on)),
+                    "HRTICK" | "HRTICK_DL" | "TTWU_QUEUE" | "RT_PUSH_IPI" | "TIMER_KICK" | "SIS_UTIL" => changes.push((name, on)),
                     _ => return Err(Errno::EINVAL),
                 }
             }
@@ -305,6 +306,7 @@ pub static SYSCTLS: &[Sysctl] = &[
                     "HRTICK_DL" => crate::sched::hrtick::set_dl_enabled(on),
                     "TTWU_QUEUE" => crate::sched::set_ttwu_queue(on),
                     "TIMER_KICK" => crate::sched::set_timer_kick(on),
+                    "SIS_UTIL" => crate::sched::balance::set_sis_util(on),
                     _ => crate::sched::set_rt_push_ipi(on),
                 }
             }

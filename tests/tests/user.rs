@@ -246,9 +246,9 @@ fn debugfs_sched_features_and_tracefs_trace_marker() {
     let run = run_sh("2", script);
     let out = run.lines();
     for want in [
-        "NO_HRTICK HRTICK_DL TTWU_QUEUE NO_RT_PUSH_IPI TIMER_KICK ",
-        "NO_HRTICK NO_HRTICK_DL TTWU_QUEUE NO_RT_PUSH_IPI TIMER_KICK ",
-        "NO_HRTICK NO_HRTICK_DL TTWU_QUEUE NO_RT_PUSH_IPI TIMER_KICK",
+        "NO_HRTICK HRTICK_DL TTWU_QUEUE NO_RT_PUSH_IPI TIMER_KICK NO_SIS_UTIL ",
+        "NO_HRTICK NO_HRTICK_DL TTWU_QUEUE NO_RT_PUSH_IPI TIMER_KICK NO_SIS_UTIL ",
+        "NO_HRTICK NO_HRTICK_DL TTWU_QUEUE NO_RT_PUSH_IPI TIMER_KICK NO_SIS_UTIL",
         "bogus refused",
         "two refused",
         "2",
@@ -351,8 +351,8 @@ fn tracefs_files() {
     }
 }
 
-/// debugfs `sched/debug`, `/proc/schedstat` (version 15), `/proc/interrupts`, `/proc/stat`'s
-/// user and system columns and `/proc/vmstat` in Linux's layouts, with the kernel's numbers: an exec'd FIFO 50 `sleep`
+/// debugfs `sched/debug` (a busy CPU's root `util_avg`), `/proc/schedstat` (version 15),
+/// `/proc/interrupts`, `/proc/stat`'s user and system columns and `/proc/vmstat` in Linux's layouts, with the kernel's numbers: an exec'd FIFO 50 `sleep`
 /// is listed by its comm with prio 49 (Linux's `p->prio`), as `/proc/PID/comm` names it.
 #[test]
 fn sched_debug_schedstat_interrupts_vmstat() {
@@ -365,6 +365,8 @@ fn sched_debug_schedstat_interrupts_vmstat() {
                   grep -q '^nr_free_pages [1-9]' /proc/vmstat && echo vmstat ok; \
                   [ $(cat /sys/kernel/debug/sched/wakeup_granularity_ns) = $(cat /proc/sys/kernel/sched_wakeup_granularity_ns) ] && echo wakeup granularity ok; \
                   i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; dd if=/dev/zero of=/dev/null bs=65536 count=2000 2>/dev/null; \
+                  taskset -c 1 sh -c 'while :; do :; done' & sp=$!; sleep 1; \
+                  echo util1 $(awk '/^cfs_rq.1.:.$/ {on = 1} on && /[.]util_avg / {print ($3 > 900); exit}' $d); kill $sp; \
                   read up rest </proc/uptime; echo stat user,system $(awk '/^cpu / {print ($2 > 0) ($4 > 0)}' /proc/stat); \
                   echo stat cpus over uptime $(awk -v up=$up '/^cpu[0-9]/ {if ($2 + $4 + $5 > up * 100 + 2) bad++} END {print bad + 0}' /proc/stat); true";
     let run = run_sh("2", script);
@@ -384,6 +386,9 @@ fn sched_debug_schedstat_interrupts_vmstat() {
         // Both columns filled: a shell loop is user time, dd's zeroing system time (the
         // system column was always 0, everything non-idle was user).
         "stat user,system 11",
+        // A second of a CPU-bound task on CPU 1: its root queue's PELT utilization is near
+        // 1024 (1 − y^1000 of it; Linux's `util_avg` in the same file).
+        "util1 1",
         "stat cpus over uptime 0",
     ] {
         run.check(has(want), format!("expected a line `{want}`"));

@@ -286,6 +286,46 @@ pub(super) fn refresh_idle(cpu: u32) {
     }
 }
 
+/// SIS_UTIL in `kernel.sched_features`: a wakeup does not search a busy LLC for an idle CPU
+/// ([`llc_busy`]). Linux's default is on; Cadence's is off until the utilization it reads is
+/// Linux's: `RqInner::cpu_avg` is each CPU's own running signal, and a task's utilization does
+/// not yet move with it when it migrates (issue 61). Measured on at 8node (hackbench -p -l 200,
+/// single runs): 1.13 / 9.09 / 80.2 s at 1 / 4 / 16 groups against 1.18 / 9.90 / 52.9 off,
+/// within the 16-group row's run-to-run spread (51 to 75 s) and no gain
+/// (docs/results/2026-12-07-tsc-and-messaging.md).
+static SIS_UTIL: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+pub fn sis_util_enabled() -> bool {
+    SIS_UTIL.load(Ordering::Relaxed)
+}
+
+pub fn set_sis_util(on: bool) {
+    SIS_UTIL.store(on, Ordering::Relaxed);
+}
+
+/// CPU `cpu`'s fair utilization at `now` (out of 1024): its last published `util_avg`, decayed
+/// over the PELT periods since (a CPU that went idle stops updating it; Linux decays such
+/// blocked averages from the nohz balance).
+fn cpu_util(cpu: u32, now: u64) -> u64 {
+    let rq = rq_of(cpu);
+    let stamp = rq.util_stamp.load(Ordering::Acquire);
+    let util = rq.util_avg.load(Ordering::Relaxed);
+    let periods = (now.saturating_sub(stamp) >> 10) / 1024;
+    cadence_sched::pelt::decay_load(util, periods)
+}
+
+/// Is `cpu`'s LLC too busy for a wakeup to search for an idle CPU (SIS_UTIL: Linux's
+/// `nr_idle_scan` is 0)? The LLC's utilization is summed here, at the wakeup, over its CPUs
+/// (Linux sums it during load balancing; the search this saves is as long).
+fn llc_busy(t: &Topology, cpu: usize, now: u64) -> bool {
+    if !sis_util_enabled() {
+        return false;
+    }
+    let llc = t.llc(cpu);
+    let sum: u64 = llc.iter().map(|c| cpu_util(c as u32, now)).sum();
+    policy::sis_util_nr_scan(sum, llc.count() as usize, policy::IMBALANCE_PCT) == 0
+}
+
 fn idle_mask() -> CpuMask {
     IDLE_CPUS.load(Ordering::Acquire) & online_mask()
 }
@@ -328,8 +368,10 @@ pub fn select_cpu_fair(task: &Task, prev: u32, waker_cpu: u32, allowed: CpuMask)
             let cookie = task.core_cookie.load(Ordering::Relaxed);
             let idle = idle_mask();
             let idle = idle & !core_excluded(cookie, idle, running_for_fair);
-            let cpu =
-                policy::select_task_rq_fair(allowed, prev as usize, Some(waker_cpu as usize), idle, t).map(|c| c as u32).unwrap_or(prev);
+            let now = crate::time::uptime_ns();
+            let cpu = policy::select_task_rq_fair(allowed, prev as usize, Some(waker_cpu as usize), idle, t, |c| llc_busy(t, c, now))
+                .map(|c| c as u32)
+                .unwrap_or(prev);
             // No idle CPU fits: the task queues on `prev`. If `prev`'s core runs another
             // cookie and the waker's runs the task's own, the waker's CPU is the better queue
             // (a cookie-aware `wake_affine`): at `prev` the task would wait for its core to

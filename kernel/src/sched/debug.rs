@@ -57,6 +57,8 @@ struct CpuRow {
     rt_throttled: bool,
     rt_time: u64,
     dl_nr_running: usize,
+    /// The root fair queue's PELT averages (`RqInner::cpu_avg`): (runnable_avg, util_avg).
+    root_avg: (u64, u64),
 }
 
 fn cfs_row(q: &cadence_sched::FairRq<super::SeKey>, throttled: bool) -> CfsRow {
@@ -81,6 +83,7 @@ fn cpu_row(cpu: u32) -> CpuRow {
         rt_throttled: g.rt_bw.throttled,
         rt_time: g.rt_bw.rt_time,
         dl_nr_running: g.dl.nr_running(),
+        root_avg: (g.cpu_avg.runnable_avg, g.cpu_avg.util_avg),
     };
     drop(g);
     // Group paths are looked up with the queue's lock released (the group table has its own).
@@ -107,6 +110,7 @@ fn feature_bits() -> u32 {
         super::ttwu_queue_enabled(),
         super::rt_push_ipi_enabled(),
         super::timer_kick_enabled(),
+        super::balance::sis_util_enabled(),
     ]
     .iter()
     .enumerate()
@@ -176,10 +180,15 @@ pub fn text() -> String {
             int(&mut s, "idle_nr_running", 0);
             int(&mut s, "idle_h_nr_running", 0);
             int(&mut s, "load", (q.load << 10) as i64);
-            for name in [
-                "load_avg", "runnable_avg", "util_avg", "util_est_enqueued", "removed.load_avg", "removed.util_avg",
-                "removed.runnable_avg", "tg_load_avg_contrib", "tg_load_avg",
-            ] {
+            // The root queue's runnable and utilization averages are kept (the CPU's own PELT
+            // signal, `RqInner::cpu_avg`); the rest are not computed yet and print 0.
+            let (runnable, util) = if i == 0 { r.root_avg } else { (0, 0) };
+            int(&mut s, "load_avg", 0);
+            int(&mut s, "runnable_avg", runnable as i64);
+            int(&mut s, "util_avg", util as i64);
+            for name in
+                ["util_est_enqueued", "removed.load_avg", "removed.util_avg", "removed.runnable_avg", "tg_load_avg_contrib", "tg_load_avg"]
+            {
                 int(&mut s, name, 0);
             }
             int(&mut s, "throttled", i64::from(q.throttled));

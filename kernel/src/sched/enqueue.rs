@@ -13,6 +13,7 @@ use core::sync::atomic::Ordering;
 pub(super) fn update_curr(g: &mut RqInner, now: u64) -> bool {
     let delta = now.saturating_sub(g.exec_start);
     g.exec_start = now;
+    update_cpu_avg(g, now);
     let Some(curr) = g.curr.clone() else { return false };
     if curr.is_idle {
         rq_of(g.cpu).idle_ns.fetch_add(delta, Ordering::Relaxed);
@@ -20,6 +21,20 @@ pub(super) fn update_curr(g: &mut RqInner, now: u64) -> bool {
     }
     curr.stats.sum_exec_runtime.fetch_add(delta, Ordering::Relaxed);
     class::of(&curr).update_curr(g, &curr, delta, now)
+}
+
+/// Brings this CPU's fair PELT signal (`RqInner::cpu_avg`) up to `now`: the stretch since its
+/// last update had `curr` running throughout (every change of `curr` charges it first), so a
+/// fair `curr` made it running time, and queued fair tasks made it runnable. Published for
+/// lock-free readers at each period boundary crossed (about every millisecond of update).
+fn update_cpu_avg(g: &mut RqInner, now: u64) {
+    let running = g.curr.as_ref().is_some_and(|c| !c.is_idle && c.class() == super::task::ClassId::Fair);
+    let nr = g.nr_fair_tasks as u64;
+    if g.cpu_avg.update(now, nr.min(1), nr, running, 1) {
+        let rq = rq_of(g.cpu);
+        rq.util_avg.store(g.cpu_avg.util_avg, Ordering::Relaxed);
+        rq.util_stamp.store(g.cpu_avg.last_update_time, Ordering::Release);
+    }
 }
 
 /// The enqueue halves of a requeue (`ENQUEUE_RESTORE`) or migration (`ENQUEUE_MIGRATING`): the

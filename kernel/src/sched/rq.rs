@@ -39,6 +39,10 @@ pub struct RqInner {
     pub fair_pending_ns: u64,
     /// When `curr` last had its runtime accounted.
     pub exec_start: u64,
+    /// This CPU's PELT signal of fair work (Linux's root `cfs_rq->avg`, kept by `update_curr`
+    /// over every stretch of `curr`): `util_avg` is the decayed share of time a fair task ran
+    /// here. Unlike Linux's, a task's contribution does not move with it when it migrates.
+    pub cpu_avg: cadence_sched::pelt::SchedAvg,
     /// Storage for the next group queues created on this CPU (see `reserve`).
     pub spare_groups: arrayvec::ArrayVec<cadence_sched::FairStorage<SeKey>, { reserve::SPARE_GROUPS }>,
     /// Candidate lists of the core-wide pick (`coresched::pick`), allocated with the queue.
@@ -149,6 +153,11 @@ pub struct Rq {
     pub forced_idle_ns: AtomicU64,
     /// Time this CPU ran its idle task (ns), charged by `update_curr`.
     pub idle_ns: AtomicU64,
+    /// This CPU's fair utilization (`RqInner::cpu_avg.util_avg`, out of 1024) and the time
+    /// it was last brought up to (`last_update_time`, ns), for lock-free readers, which decay
+    /// it over the time since (`balance::cpu_util`).
+    pub util_avg: AtomicU64,
+    pub util_stamp: AtomicU64,
     /// When this CPU came online (ns of uptime): `/proc/stat` counts its time from there.
     pub online_at_ns: AtomicU64,
     /// Ticks that found a task in user mode here, as ns (Linux's `CPUTIME_USER`, sampled by
@@ -183,6 +192,7 @@ impl Rq {
                 bw_nr_throttled: 0,
                 fair_pending_ns: 0,
                 exec_start: 0,
+                cpu_avg: cadence_sched::pelt::SchedAvg::default(),
                 balance_cursor: 0,
                 hrtick_timer: None,
                 hrtick_seq: 0,
@@ -219,6 +229,8 @@ impl Rq {
             core_wait: AtomicBool::new(false),
             forced_idle_ns: AtomicU64::new(0),
             idle_ns: AtomicU64::new(0),
+            util_avg: AtomicU64::new(0),
+            util_stamp: AtomicU64::new(0),
             online_at_ns: AtomicU64::new(0),
             user_ns: AtomicU64::new(0),
             run_delay_ns: AtomicU64::new(0),

@@ -9,7 +9,8 @@
 //!   previous CPU if idle; else an idle CPU sharing cache with the previous (then the
 //!   waker's) CPU, preferring a fully idle core, then an idle SMT sibling, then any idle
 //!   CPU of the LLC; else any idle allowed CPU, fully idle cores first; else the previous
-//!   CPU if allowed, else the first allowed one.
+//!   CPU if allowed, else the first allowed one. With SIS_UTIL, a busy `prev` whose LLC is
+//!   too loaded to search ([`sis_util_nr_scan`] is 0) keeps the task.
 //! * Fair load balancing ([`find_busiest`]): pull from the CPU with the most load when it
 //!   exceeds ours by more than `IMBALANCE_PCT` (117%, Linux's default `imbalance_pct`)
 //!   and has a task that is not running. A task of load `t` is worth moving iff it
@@ -94,14 +95,47 @@ impl Topology {
     }
 }
 
+/// Linux's SIS_UTIL (`update_idle_cpu_scan`): how many CPUs of an LLC a wakeup may examine
+/// for an idle one, from the LLC's summed utilization `sum_util` (each CPU's `util_avg`, out
+/// of [`SCHED_CAPACITY_SCALE`](crate::pelt::SCHED_CAPACITY_SCALE)) over `llc_weight` CPUs:
+/// `llc_weight · (1 − min(1, x'² · pct² / (10⁴ · 1024)) / 1024)` with `x' = sum_util /
+/// llc_weight`. The search shrinks as the LLC fills and stops (0) once it is about
+/// `100 / pct` busy (85% at the default 117): there an idle CPU is rare, and looking for one
+/// costs more than it brings.
+pub fn sis_util_nr_scan(sum_util: u64, llc_weight: usize, imbalance_pct: u64) -> usize {
+    const SCALE: u128 = crate::pelt::SCHED_CAPACITY_SCALE as u128;
+    if llc_weight == 0 {
+        return 0;
+    }
+    let x = sum_util as u128 / llc_weight as u128;
+    let pct = imbalance_pct as u128;
+    let tmp = (x * x * pct * pct / (10_000 * SCALE)).min(SCALE);
+    ((SCALE - tmp) * llc_weight as u128 / SCALE) as usize
+}
+
 /// Picks the CPU a waking (or new) fair task should be queued on; see the module docs
 /// for the order of preference. `None` only if `affinity` is empty.
-pub fn select_task_rq_fair(affinity: CpuMask, prev_cpu: usize, waker_cpu: Option<usize>, idle: CpuMask, topo: &Topology) -> Option<usize> {
+///
+/// `llc_busy(cpu)` says whether `cpu`'s LLC is too busy to search (SIS_UTIL's
+/// [`sis_util_nr_scan`] is 0): a task whose `prev_cpu` is busy, allowed, and in such an LLC
+/// stays there (Linux's `select_idle_sibling` returns its target when the scan is empty), and
+/// the load balancer moves it if an idle CPU turns up. `|_| false` searches as before.
+pub fn select_task_rq_fair(
+    affinity: CpuMask,
+    prev_cpu: usize,
+    waker_cpu: Option<usize>,
+    idle: CpuMask,
+    topo: &Topology,
+    llc_busy: impl Fn(usize) -> bool,
+) -> Option<usize> {
     if affinity.is_empty() {
         return None;
     }
     let idle_ok = idle & affinity;
     if idle_ok.contains(prev_cpu) {
+        return Some(prev_cpu);
+    }
+    if affinity.contains(prev_cpu) && llc_busy(prev_cpu) {
         return Some(prev_cpu);
     }
     // A core is fully idle when all of its threads are idle, allowed or not.
@@ -233,18 +267,18 @@ mod tests {
     #[test]
     fn prev_cpu_when_idle() {
         let t = Topology::flat(4);
-        assert_eq!(select_task_rq_fair(CpuMask::all(4), 2, Some(0), mask(&[0, 2]), &t), Some(2));
+        assert_eq!(select_task_rq_fair(CpuMask::all(4), 2, Some(0), mask(&[0, 2]), &t, |_| false), Some(2));
     }
 
     #[test]
     fn idle_cpu_preferred_over_busy_prev() {
         let t = Topology::flat(4);
-        assert_eq!(select_task_rq_fair(CpuMask::all(4), 2, None, mask(&[3]), &t), Some(3));
+        assert_eq!(select_task_rq_fair(CpuMask::all(4), 2, None, mask(&[3]), &t, |_| false), Some(3));
         // Nothing idle: stay on prev.
-        assert_eq!(select_task_rq_fair(CpuMask::all(4), 2, None, CpuMask::EMPTY, &t), Some(2));
+        assert_eq!(select_task_rq_fair(CpuMask::all(4), 2, None, CpuMask::EMPTY, &t, |_| false), Some(2));
         // prev not allowed and nothing idle: first allowed.
-        assert_eq!(select_task_rq_fair(mask(&[1, 3]), 2, None, CpuMask::EMPTY, &t), Some(1));
-        assert_eq!(select_task_rq_fair(CpuMask::EMPTY, 2, None, CpuMask::all(4), &t), None);
+        assert_eq!(select_task_rq_fair(mask(&[1, 3]), 2, None, CpuMask::EMPTY, &t, |_| false), Some(1));
+        assert_eq!(select_task_rq_fair(CpuMask::EMPTY, 2, None, CpuMask::all(4), &t, |_| false), None);
     }
 
     #[test]
@@ -254,16 +288,38 @@ mod tests {
         let all = CpuMask::all(8);
         // prev=0 busy; sibling 1 idle; a fully idle core far away (6,7): sibling wins
         // over leaving the cache, since the local LLC has no idle core.
-        assert_eq!(select_task_rq_fair(all, 0, None, mask(&[1, 6, 7]), &t), Some(1));
+        assert_eq!(select_task_rq_fair(all, 0, None, mask(&[1, 6, 7]), &t, |_| false), Some(1));
         // A fully idle core in the same LLC beats the half-busy sibling.
-        assert_eq!(select_task_rq_fair(all, 0, None, mask(&[1, 2, 3]), &t), Some(2));
+        assert_eq!(select_task_rq_fair(all, 0, None, mask(&[1, 2, 3]), &t, |_| false), Some(2));
         // Nothing idle near prev: try the waker's LLC, fully idle core first.
-        assert_eq!(select_task_rq_fair(all, 0, Some(4), mask(&[5, 6, 7]), &t), Some(6));
+        assert_eq!(select_task_rq_fair(all, 0, Some(4), mask(&[5, 6, 7]), &t, |_| false), Some(6));
         // No cache-sharing idle CPU: any idle CPU, fully idle cores first.
-        assert_eq!(select_task_rq_fair(all, 0, None, mask(&[5, 6, 7]), &t), Some(6));
-        assert_eq!(select_task_rq_fair(all, 0, None, mask(&[5]), &t), Some(5));
+        assert_eq!(select_task_rq_fair(all, 0, None, mask(&[5, 6, 7]), &t, |_| false), Some(6));
+        assert_eq!(select_task_rq_fair(all, 0, None, mask(&[5]), &t, |_| false), Some(5));
         // Affinity excludes the idle sibling.
-        assert_eq!(select_task_rq_fair(all.without(1), 0, None, mask(&[1, 5]), &t), Some(5));
+        assert_eq!(select_task_rq_fair(all.without(1), 0, None, mask(&[1, 5]), &t, |_| false), Some(5));
+    }
+
+    #[test]
+    fn sis_util_scan_shrinks_and_stops_at_85_percent() {
+        // An idle LLC is searched whole; Linux's threshold: x = 100 / 117 of capacity stops it.
+        assert_eq!(sis_util_nr_scan(0, 8, 117), 8);
+        assert_eq!(sis_util_nr_scan(8 * 1024, 8, 117), 0);
+        assert_eq!(sis_util_nr_scan(8 * 876, 8, 117), 0); // 85.5% busy
+        assert_eq!(sis_util_nr_scan(8 * 512, 8, 117), 5); // half busy: 1 - (0.5 * 1.17)^2 = 0.66
+        let mut last = usize::MAX;
+        for util in (0..=1024).step_by(16) {
+            let n = sis_util_nr_scan(28 * util, 28, 117);
+            assert!(n <= last && n <= 28, "monotonic in the load: {util} gave {n} after {last}");
+            last = n;
+        }
+        assert_eq!(sis_util_nr_scan(123, 0, 117), 0);
+        // A busy LLC keeps a busy prev; an idle prev is still taken first.
+        let t = Topology::uniform(8, 1, 4).unwrap();
+        let all = CpuMask::all(8);
+        assert_eq!(select_task_rq_fair(all, 1, Some(5), mask(&[2, 6]), &t, |c| c < 4), Some(1));
+        assert_eq!(select_task_rq_fair(all, 1, Some(5), mask(&[1, 6]), &t, |_| true), Some(1));
+        assert_eq!(select_task_rq_fair(all.without(1), 1, Some(5), mask(&[2, 6]), &t, |_| true), Some(2));
     }
 
     #[test]

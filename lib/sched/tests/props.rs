@@ -165,7 +165,7 @@ proptest! {
             Topology::uniform(6, 2, 2).unwrap(),
         ];
         let affinity = CpuMask::from_u64(affinity);
-        let got = select_task_rq_fair(affinity, prev, waker, CpuMask::from_u64(idle), &topo[shape]);
+        let got = select_task_rq_fair(affinity, prev, waker, CpuMask::from_u64(idle), &topo[shape], |_| false);
         match got {
             None => prop_assert!(affinity.is_empty()),
             Some(c) => {
