@@ -37,6 +37,8 @@
 #                                   big machines (seed 003's 224 vCPUs, 255, 1,024 with x2APIC), domains
 #                                   and NUMA files against Linux 6.12 on five topologies, idle CPUs'
 #                                   timer interrupts, hackbench; tables with host wall times (issue 60)
+#   make bench-scale-cpus [MACHINES='flat 8node seed003 x255 x1024']  µs per switch and per pipe
+#                                   wakeup as the CPU count grows (in-kernel bench scale and pipe)
 #   make test-stress-ng [CLASSES='interrupt scheduler'] [SMPS='2 4,...'] [RUNS=3] [SECS=2] [LINUX=6.12|none]
 #                                   Debian's stress-ng, every stressor of each class, on Cadence (RUNS
 #                                   boots) and the Linux peer: a table, and failure on any stressor that
@@ -100,7 +102,7 @@ DISK_OPTS_OPT = $(if $(DISK_OPTS),$(if $(findstring --,$(DISK_OPT)),--disk-opts 
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool initramfs rootfs-stress-ng test-stress-ng bench-timer-storm bench-topology syscall-table hot-layout run test lint test-stress test-repeat test-fuzz bench bench-user bench-coresched bench-coresched-user compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests suite compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
+.PHONY: help setup kernel boot-tool initramfs rootfs-stress-ng test-stress-ng bench-timer-storm bench-topology bench-scale-cpus syscall-table hot-layout run test lint test-stress test-repeat test-fuzz bench bench-user bench-coresched bench-coresched-user compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests suite compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
 
 help:
 	@sed -n '4,/^#   make clean/s/^# \{0,1\}//p' '$(ROOT)/Makefile'
@@ -325,6 +327,10 @@ PARTS ?= boot domains idle messaging
 BOOTS ?= 10
 bench-topology: kernel boot-tool initramfs
 	'$(ROOT)/tools/bench-topology.sh' '$(PARTS)' '$(BOOTS)' '$(ROUNDS)'
+
+# The switch and wakeup paths' cost at 4 to 255 (or 1,024) vCPUs (issue 60, item 7).
+bench-scale-cpus: kernel boot-tool
+	'$(ROOT)/tools/bench-scale-cpus.sh' '$(MACHINES)'
 
 bench-timer-storm: kernel boot-tool initramfs
 	'$(ROOT)/tools/bench-timer-storm.sh' '$(ROUNDS)' '$(if $(SMP),$(SMP),2)'
