@@ -30,7 +30,10 @@ pub(super) fn update_curr(g: &mut RqInner, now: u64) -> bool {
 fn update_cpu_avg(g: &mut RqInner, now: u64) {
     let running = g.curr.as_ref().is_some_and(|c| !c.is_idle && c.class() == super::task::ClassId::Fair);
     let nr = g.nr_fair_tasks as u64;
-    if g.cpu_avg.update(now, nr.min(1), nr, running, 1) {
+    // A fair `curr` counts as queued even once dequeued (going to sleep, charged at the switch):
+    // with load 0 PELT would drop the stretch it ran.
+    let load = u64::from(nr > 0 || running);
+    if g.cpu_avg.update(now, load, nr.max(u64::from(running)), running, 1) {
         let rq = rq_of(g.cpu);
         rq.util_avg.store(g.cpu_avg.util_avg, Ordering::Relaxed);
         rq.util_stamp.store(g.cpu_avg.last_update_time, Ordering::Release);
