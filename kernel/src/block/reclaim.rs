@@ -9,7 +9,8 @@
 //!
 //! Waking from an allocation: with interrupts on the caller holds no `IrqLock`, so the wait
 //! queue and the run queues can be taken; with interrupts off (atomic context, possibly inside
-//! the scheduler) only a flag is set, and `kswapd0` finds it within its 1 s period.
+//! the scheduler) only a flag is set: `kswapd0` finds it at the next wakeup with interrupts
+//! on, or, while memory stays below `low`, within its 1 s period.
 
 use super::pagecache;
 use crate::sched::wait::WaitQueue;
@@ -21,7 +22,8 @@ static STARTED: AtomicBool = AtomicBool::new(false);
 /// Pages freed by `kswapd0` and by direct reclaim since boot (vmstat's `pgsteal_*`).
 static STEAL_KSWAPD: AtomicU64 = AtomicU64::new(0);
 static STEAL_DIRECT: AtomicU64 = AtomicU64::new(0);
-/// How often `kswapd0` looks even unwoken (a wakeup from atomic context is only a flag).
+/// How often `kswapd0` looks even unwoken while memory is below `low` (a wakeup from atomic
+/// context is only a flag).
 const PERIOD_NS: u64 = 1_000_000_000;
 /// The pause after a pass that freed nothing.
 const BACKOFF_NS: u64 = 100_000_000;
@@ -61,8 +63,18 @@ pub fn start() {
 
 fn kswapd() -> i32 {
     loop {
-        let deadline = crate::time::uptime_ns().saturating_add(PERIOD_NS);
-        KSWAPD_WAIT.wait_until_uninterruptible_deadline(|| KSWAPD_KICK.load(Ordering::Acquire), deadline);
+        // Under pressure (fewer than `low` pages free) it looks every period even unwoken, as a
+        // wakeup from atomic context is only a flag. Otherwise it sleeps until woken, as Linux's
+        // kswapd sleeps until `wakeup_kswapd`: the allocation that takes memory below `low`
+        // sets the flag, and the first one with interrupts on wakes it. A periodic look on an
+        // idle machine cost the CPU it slept on a timer interrupt a second, which tickless
+        // idle exists to avoid (the nohz scenario's idle CPU at 2.3 interrupts a second).
+        let kicked = || KSWAPD_KICK.load(Ordering::Acquire);
+        if crate::mm::frame::watermarks().0.wakes_reclaim(crate::mm::frame::free_frames()) {
+            KSWAPD_WAIT.wait_until_uninterruptible_deadline(kicked, crate::time::uptime_ns().saturating_add(PERIOD_NS));
+        } else {
+            KSWAPD_WAIT.wait_until_uninterruptible(kicked);
+        }
         let kicked = KSWAPD_KICK.swap(false, Ordering::AcqRel);
         let wm = crate::mm::frame::watermarks().0;
         let free = crate::mm::frame::free_frames();
