@@ -10,9 +10,10 @@ pub const PIT_HZ: u64 = 1_193_182;
 /// One PIT window measured in TSC ticks, bracketed: the window's true length lies in
 /// `[shortest, longest]`. Its start is the count's write, known only to lie between the TSC reads
 /// just before and just after it; its end lies between the TSC read taken before the last poll
-/// that saw the count running and the read taken after the poll that saw it expire. A vCPU descheduled by the
-/// host inside either bracket widens it (and only that sample is spoiled): the caller keeps the
-/// tightest window, as Linux's `pit_calibrate_tsc` discards samples whose reads were disturbed.
+/// that saw the count running and the read taken after the poll that saw it expire. A vCPU
+/// descheduled by the host inside either bracket widens it (and only that sample is spoiled):
+/// the caller keeps the tightest window, as Linux's `pit_calibrate_tsc` discards samples whose
+/// reads were disturbed.
 #[derive(Clone, Copy, Debug)]
 pub struct PitWindow {
     /// The window's length if it began at the last moment and ended at the first one possible.
