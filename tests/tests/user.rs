@@ -366,7 +366,10 @@ fn sched_debug_schedstat_interrupts_vmstat() {
                   [ $(cat /sys/kernel/debug/sched/wakeup_granularity_ns) = $(cat /proc/sys/kernel/sched_wakeup_granularity_ns) ] && echo wakeup granularity ok; \
                   i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; dd if=/dev/zero of=/dev/null bs=65536 count=2000 2>/dev/null; \
                   taskset -c 1 sh -c 'while :; do :; done' & sp=$!; sleep 1; \
-                  echo util1 $(awk '/^cfs_rq.1.:.$/ {on = 1} on && /[.]util_avg / {print ($3 > 900); exit}' $d); kill $sp; \
+                  echo util1 $(awk '/^cfs_rq.1.:.$/ {on = 1} on && /[.]util_avg / {print ($3 > 900); exit}' $d); \
+                  echo task util $(awk '/^se[.]avg[.]util_avg / {print ($3 > 900)}' /proc/$sp/sched); \
+                  taskset -p -c 0 $sp > /dev/null; sleep 0.05; \
+                  echo util0 moved $(awk '/^cfs_rq.0.:.$/ {on = 1} on && /[.]util_avg / {print ($3 > 850); exit}' $d); kill $sp; \
                   read up rest </proc/uptime; echo stat user,system $(awk '/^cpu / {print ($2 > 0) ($4 > 0)}' /proc/stat); \
                   echo stat cpus over uptime $(awk -v up=$up '/^cpu[0-9]/ {if ($2 + $4 + $5 > up * 100 + 2) bad++} END {print bad + 0}' /proc/stat); true";
     let run = run_sh("2", script);
@@ -389,6 +392,11 @@ fn sched_debug_schedstat_interrupts_vmstat() {
         // A second of a CPU-bound task on CPU 1: its root queue's PELT utilization is near
         // 1024 (1 − y^1000 of it; Linux's `util_avg` in the same file).
         "util1 1",
+        // The task's own signal (`/proc/PID/sched`), and it moves with the task: 50 ms after
+        // it migrates to CPU 0, that CPU's utilization holds it (grown from 0 over 50 ms, it
+        // would be 1 − y^50 ≈ 0.66 of it).
+        "task util 1",
+        "util0 moved 1",
         "stat cpus over uptime 0",
     ] {
         run.check(has(want), format!("expected a line `{want}`"));

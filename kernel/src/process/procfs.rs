@@ -612,6 +612,20 @@ fn sched(t: &Task) -> String {
     int(&mut s, "nr_voluntary_switches", vol as i64);
     int(&mut s, "nr_involuntary_switches", invol as i64);
     int(&mut s, "se.load.weight", fair.map_or(0, |f| f.1 as i64) << 10);
+    // PELT (`sched::pelt`), as of the task's last update, as Linux prints it. Linux's next
+    // line, `se.avg.util_est`, is left out: util_est is not kept.
+    let avg = crate::sched::pelt::task_avg(t);
+    for (name, v) in [
+        ("se.avg.load_sum", avg.load_sum),
+        ("se.avg.runnable_sum", avg.runnable_sum),
+        ("se.avg.util_sum", avg.util_sum),
+        ("se.avg.load_avg", avg.load_avg),
+        ("se.avg.runnable_avg", avg.runnable_avg),
+        ("se.avg.util_avg", avg.util_avg),
+        ("se.avg.last_update_time", avg.last_update_time),
+    ] {
+        int(&mut s, name, v as i64);
+    }
     let attr = t.attr();
     int(&mut s, "policy", i64::from(attr.policy.raw()));
     int(&mut s, "prio", i64::from(task_prio(t) + 100));

@@ -57,8 +57,9 @@ struct CpuRow {
     rt_throttled: bool,
     rt_time: u64,
     dl_nr_running: usize,
-    /// The root fair queue's PELT averages (`RqInner::cpu_avg`): (runnable_avg, util_avg).
-    root_avg: (u64, u64),
+    /// The root fair queue's PELT averages (`RqInner::cpu_avg`) and its pending removals.
+    root_avg: cadence_sched::pelt::SchedAvg,
+    root_removed: cadence_sched::pelt::Removed,
 }
 
 fn cfs_row(q: &cadence_sched::FairRq<super::SeKey>, throttled: bool) -> CfsRow {
@@ -83,7 +84,8 @@ fn cpu_row(cpu: u32) -> CpuRow {
         rt_throttled: g.rt_bw.throttled,
         rt_time: g.rt_bw.rt_time,
         dl_nr_running: g.dl.nr_running(),
-        root_avg: (g.cpu_avg.runnable_avg, g.cpu_avg.util_avg),
+        root_avg: g.cpu_avg,
+        root_removed: *rq_of(cpu).pelt_removed.lock(),
     };
     drop(g);
     // Group paths are looked up with the queue's lock released (the group table has its own).
@@ -180,15 +182,17 @@ pub fn text() -> String {
             int(&mut s, "idle_nr_running", 0);
             int(&mut s, "idle_h_nr_running", 0);
             int(&mut s, "load", (q.load << 10) as i64);
-            // The root queue's runnable and utilization averages are kept (the CPU's own PELT
-            // signal, `RqInner::cpu_avg`); the rest are not computed yet and print 0.
-            let (runnable, util) = if i == 0 { r.root_avg } else { (0, 0) };
-            int(&mut s, "load_avg", 0);
-            int(&mut s, "runnable_avg", runnable as i64);
-            int(&mut s, "util_avg", util as i64);
-            for name in
-                ["util_est_enqueued", "removed.load_avg", "removed.util_avg", "removed.runnable_avg", "tg_load_avg_contrib", "tg_load_avg"]
-            {
+            // The root queue's PELT signal is kept (`sched::pelt`); group queues' signals,
+            // util_est and the task-group load sums are not, and print 0.
+            let (avg, removed) = if i == 0 { (r.root_avg, r.root_removed) } else { Default::default() };
+            int(&mut s, "load_avg", avg.load_avg as i64);
+            int(&mut s, "runnable_avg", avg.runnable_avg as i64);
+            int(&mut s, "util_avg", avg.util_avg as i64);
+            int(&mut s, "util_est_enqueued", 0);
+            int(&mut s, "removed.load_avg", removed.load_avg as i64);
+            int(&mut s, "removed.util_avg", removed.util_avg as i64);
+            int(&mut s, "removed.runnable_avg", removed.runnable_avg as i64);
+            for name in ["tg_load_avg_contrib", "tg_load_avg"] {
                 int(&mut s, name, 0);
             }
             int(&mut s, "throttled", i64::from(q.throttled));

@@ -1,6 +1,7 @@
 //! Putting tasks on and off a run queue's class queues ([`enqueue_task`], [`dequeue_task`],
 //! [`requeue_locked`]), charging the running task ([`update_curr`]) and wakeup preemption.
 
+use super::pelt;
 use super::task::Task;
 use super::{
     balance_callbacks, class, cpu_prio, reserve, rq_of, rqlock, set_need_resched, start_wait, update_counts, RqInner, BAD_ENQUEUES,
@@ -13,7 +14,7 @@ use core::sync::atomic::Ordering;
 pub(super) fn update_curr(g: &mut RqInner, now: u64) -> bool {
     let delta = now.saturating_sub(g.exec_start);
     g.exec_start = now;
-    update_cpu_avg(g, now);
+    super::pelt::update_cpu(g, now);
     let Some(curr) = g.curr.clone() else { return false };
     if curr.is_idle {
         rq_of(g.cpu).idle_ns.fetch_add(delta, Ordering::Relaxed);
@@ -21,23 +22,6 @@ pub(super) fn update_curr(g: &mut RqInner, now: u64) -> bool {
     }
     curr.stats.sum_exec_runtime.fetch_add(delta, Ordering::Relaxed);
     class::of(&curr).update_curr(g, &curr, delta, now)
-}
-
-/// Brings this CPU's fair PELT signal (`RqInner::cpu_avg`) up to `now`: the stretch since its
-/// last update had `curr` running throughout (every change of `curr` charges it first), so a
-/// fair `curr` made it running time, and queued fair tasks made it runnable. Published for
-/// lock-free readers at each period boundary crossed (about every millisecond of update).
-fn update_cpu_avg(g: &mut RqInner, now: u64) {
-    let running = g.curr.as_ref().is_some_and(|c| !c.is_idle && c.class() == super::task::ClassId::Fair);
-    let nr = g.nr_fair_tasks as u64;
-    // A fair `curr` counts as queued even once dequeued (going to sleep, charged at the switch):
-    // with load 0 PELT would drop the stretch it ran.
-    let load = u64::from(nr > 0 || running);
-    if g.cpu_avg.update(now, load, nr.max(u64::from(running)), running, 1) {
-        let rq = rq_of(g.cpu);
-        rq.util_avg.store(g.cpu_avg.util_avg, Ordering::Relaxed);
-        rq.util_stamp.store(g.cpu_avg.last_update_time, Ordering::Release);
-    }
 }
 
 /// The enqueue halves of a requeue (`ENQUEUE_RESTORE`) or migration (`ENQUEUE_MIGRATING`): the
@@ -49,6 +33,9 @@ const DEQUEUE_KEEPS_ON_RQ: u32 = cadence_sched::eevdf::DEQUEUE_SAVE | cadence_sc
 /// Puts a runnable task on `g`'s queues (Linux `activate_task` → class `enqueue`).
 pub(super) fn enqueue_task(g: &mut RqInner, task: &Arc<Task>, flags: u32, now: u64) {
     task.cpu.store(g.cpu, Ordering::Release);
+    // PELT first, with the queue as it was (Linux's `update_load_avg` in `enqueue_entity`).
+    pelt::update_cpu(g, now);
+    pelt::enqueue(g, task, now, flags & ENQUEUE_KEEPS_ON_RQ != 0);
     class::of(task).enqueue(g, task, flags);
     let was_queued = task.on_rq.swap(true, Ordering::AcqRel);
     if was_queued != (flags & ENQUEUE_KEEPS_ON_RQ != 0) {
@@ -79,6 +66,11 @@ pub(super) fn enqueue_task(g: &mut RqInner, task: &Arc<Task>, flags: u32, now: u
 /// ("a dead task was scheduled again": the chaos stress at -smp 8, 300,000 operations). Kept
 /// set, the waker locks the task's run queue, which the mover holds, and follows the task.
 pub(super) fn dequeue_task(g: &mut RqInner, task: &Arc<Task>, flags: u32) {
+    // PELT first, with the task still queued (Linux's `update_load_avg` in `dequeue_entity`).
+    let now = crate::time::uptime_ns();
+    pelt::update_cpu(g, now);
+    let running = g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, task));
+    pelt::update_task(g, task, now, true, running);
     class::of(task).dequeue(g, task, flags);
     if flags & DEQUEUE_KEEPS_ON_RQ == 0 {
         task.on_rq.store(false, Ordering::Release);

@@ -41,8 +41,8 @@
 //! # Lock order
 //! 1. `task.params` (Linux `pi_lock`)
 //! 2. run-queue locks, two of them always in ascending CPU order ([`rqlock::lock_two`])
-//! 3. leaf locks: `task.parked_se`, wait-queue lists, timer queues (a CPU's tick state, then its
-//!    queue), the task table.
+//! 3. leaf locks: `task.parked_se`, `task.pelt` then `Rq::pelt_removed` (`pelt`), wait-queue
+//!    lists, timer queues (a CPU's tick state, then its queue), the task table.
 //!
 //! Interrupts are disabled while any of these is held.
 //!
@@ -63,6 +63,7 @@ pub mod group;
 pub mod hrtick;
 pub mod lockup;
 pub mod nohz;
+pub mod pelt;
 pub mod pi;
 pub mod pipe;
 pub mod process;

@@ -21,6 +21,8 @@ pub fn scheduler_tick() {
         resched |= super::bandwidth::tick(&mut g, now);
         let curr = g.curr.clone();
         if let Some(curr) = &curr {
+            // Linux's `entity_tick`: the running task's signal, fresh for readers.
+            super::pelt::update_task(&g, curr, now, curr.is_on_rq(), true);
             resched |= class::of(curr).task_tick(&mut g, curr);
         }
         (resched, curr)

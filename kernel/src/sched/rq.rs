@@ -39,10 +39,14 @@ pub struct RqInner {
     pub fair_pending_ns: u64,
     /// When `curr` last had its runtime accounted.
     pub exec_start: u64,
-    /// This CPU's PELT signal of fair work (Linux's root `cfs_rq->avg`, kept by `update_curr`
-    /// over every stretch of `curr`): `util_avg` is the decayed share of time a fair task ran
-    /// here. Unlike Linux's, a task's contribution does not move with it when it migrates.
+    /// This CPU's PELT signal of fair work (Linux's root `cfs_rq->avg`; see `sched::pelt`):
+    /// `util_avg` is the decayed share of time the fair tasks attached here ran, blocked ones
+    /// included; a task's part moves with it when it migrates.
     pub cpu_avg: cadence_sched::pelt::SchedAvg,
+    /// The time RT tasks ran here, as a PELT signal (Linux's `rq->avg_rt`).
+    pub avg_rt: cadence_sched::pelt::SchedAvg,
+    /// The time DEADLINE tasks ran here (Linux's `rq->avg_dl`).
+    pub avg_dl: cadence_sched::pelt::SchedAvg,
     /// Storage for the next group queues created on this CPU (see `reserve`).
     pub spare_groups: arrayvec::ArrayVec<cadence_sched::FairStorage<SeKey>, { reserve::SPARE_GROUPS }>,
     /// Candidate lists of the core-wide pick (`coresched::pick`), allocated with the queue.
@@ -158,6 +162,14 @@ pub struct Rq {
     /// it over the time since (`balance::cpu_util`).
     pub util_avg: AtomicU64,
     pub util_stamp: AtomicU64,
+    /// `RqInner::cpu_avg.last_update_time` at every update: a task leaving without the lock
+    /// brings its signal to it before handing it to `pelt_removed` (`sched::pelt`).
+    pub pelt_stamp: AtomicU64,
+    /// What left this CPU's fair signal without its lock, subtracted at its next update
+    /// (Linux's `cfs_rq->removed`; a leaf lock).
+    pub pelt_removed: crate::sync::IrqLock<cadence_sched::pelt::Removed>,
+    /// Removals pending in `pelt_removed` (Linux's `removed.nr`): the update's lock-free check.
+    pub pelt_removed_nr: AtomicU32,
     /// When this CPU came online (ns of uptime): `/proc/stat` counts its time from there.
     pub online_at_ns: AtomicU64,
     /// Ticks that found a task in user mode here, as ns (Linux's `CPUTIME_USER`, sampled by
@@ -193,6 +205,8 @@ impl Rq {
                 fair_pending_ns: 0,
                 exec_start: 0,
                 cpu_avg: cadence_sched::pelt::SchedAvg::default(),
+                avg_rt: cadence_sched::pelt::SchedAvg::default(),
+                avg_dl: cadence_sched::pelt::SchedAvg::default(),
                 balance_cursor: 0,
                 hrtick_timer: None,
                 hrtick_seq: 0,
@@ -230,6 +244,9 @@ impl Rq {
             forced_idle_ns: AtomicU64::new(0),
             idle_ns: AtomicU64::new(0),
             util_avg: AtomicU64::new(0),
+            pelt_stamp: AtomicU64::new(0),
+            pelt_removed: crate::sync::IrqLock::new(cadence_sched::pelt::Removed { load_avg: 0, util_avg: 0, runnable_avg: 0 }),
+            pelt_removed_nr: AtomicU32::new(0),
             util_stamp: AtomicU64::new(0),
             online_at_ns: AtomicU64::new(0),
             user_ns: AtomicU64::new(0),

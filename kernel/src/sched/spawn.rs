@@ -179,6 +179,7 @@ pub(super) fn task_dead(task: Arc<Task>) {
     // The parked entity (if any) goes with the task; its class lets go of what it kept (a
     // deadline task's bandwidth and timer).
     let _ = task.parked_se.lock().take();
+    super::pelt::task_dead(&task);
     autogroup::exit(&task);
     // Under `params`, with `left_group` set, so that a `group::move_task` racing with the
     // exit cannot join the task to a group after it left its last one. The cookie reference

@@ -141,6 +141,8 @@ fn __schedule_irqs_off(preempted: bool) {
         rq.polling.store(false, Ordering::SeqCst);
     }
     update_curr(&mut g, now);
+    // `prev`'s running stretch, before a sleep dequeues it or the pick puts it.
+    super::pelt::update_task(&g, &prev, now, prev.is_on_rq(), true);
     // The preemption points' flag goes first (`request_preempt_point`'s contract): a request
     // made after it is seen again, one made before is taken now.
     framework::preempt::clear_preempt_work();
@@ -217,6 +219,10 @@ fn __schedule_irqs_off(preempted: bool) {
     core_guards.clear(); // the siblings' locks, released
     if !fast {
         class::of(&next).set_next(&mut g, &next);
+    }
+    if !Arc::ptr_eq(&prev, &next) {
+        // `next`'s waiting stretch (Linux's `set_next_entity` updates it before it runs).
+        super::pelt::update_task(&g, &next, now, true, false);
     }
     hrtick::update(&mut g, &next, now);
     end_wait(&next, now, cpu.cpu_id);

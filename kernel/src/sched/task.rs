@@ -166,6 +166,9 @@ pub struct Task {
     pub(super) wake_queued: AtomicBool,
     /// Fair entity while the task is not queued (a queued task's lives in the run queue).
     pub(super) parked_se: IrqLock<Option<FairEntity>>,
+    /// Its PELT signal (`se.avg`) and the CPU it is attached to (`sched::pelt`; taken after
+    /// a run-queue lock).
+    pub(super) pelt: IrqLock<super::pelt::TaskPelt>,
     /// Its deadline-class state (`class::deadline`; taken under its run-queue lock).
     pub(super) dl: IrqLock<super::class::deadline::DlState>,
     /// Manual task group (`group move`; root = 0), like a cgroup.
@@ -655,6 +658,7 @@ pub(super) fn new_task(
         core_exited: AtomicBool::new(false),
         left_group: AtomicBool::new(false),
         parked_se: IrqLock::new(None),
+        pelt: IrqLock::new(super::pelt::TaskPelt { avg: cadence_sched::pelt::SchedAvg::default(), attached: None, initialized: false }),
         dl: IrqLock::new(super::class::deadline::DlState::new()),
         group: AtomicU32::new(0),
         autogroup: AtomicU32::new(0),

@@ -174,6 +174,108 @@ impl SchedAvg {
     }
 }
 
+/// What migrated or dead entities took from a run queue's signal, not yet subtracted (Linux's
+/// `cfs_rq->removed`): added by a CPU that does not hold the run queue's lock
+/// ([`SchedAvg::removal`]), taken by the queue's next update ([`SchedAvg::apply_removed`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Removed {
+    /// Sum of the leavers' `load_avg`.
+    pub load_avg: u64,
+    /// Sum of their `util_avg`.
+    pub util_avg: u64,
+    /// Sum of their `runnable_avg`.
+    pub runnable_avg: u64,
+}
+
+/// `*a = a.saturating_sub(b)`: Linux's `sub_positive` (an average never goes below 0 when
+/// the truncations of what is subtracted and what it was part of differ).
+fn sub_positive(a: &mut u64, b: u64) {
+    *a = a.saturating_sub(b);
+}
+
+impl SchedAvg {
+    /// Brings a blocked entity (off every queue) to `now` (Linux's `__update_load_avg_blocked_se`):
+    /// its sums decay, nothing is added.
+    pub fn update_blocked(&mut self, now: u64, weight: u64) -> bool {
+        self.update(now, 0, 0, false, weight)
+    }
+
+    /// Linux's `post_init_entity_util_avg` for a new fair task placed on a queue whose signal is
+    /// `cfs` (at that queue's CPU capacity `cpu_scale`, 1024 here): its utilization starts at
+    /// its weight's share of the queue's, at most half the capacity the queue leaves, or that
+    /// half on an idle queue; its runnable average equals it.
+    pub fn post_init_util(&mut self, cfs: &SchedAvg, weight: u64, cpu_scale: u64) {
+        let cap = cpu_scale.saturating_sub(cfs.util_avg) / 2;
+        if cap > 0 {
+            self.util_avg = if cfs.util_avg != 0 { (cfs.util_avg * weight / (cfs.load_avg + 1)).min(cap) } else { cap };
+        }
+        self.runnable_avg = self.util_avg;
+    }
+
+    /// Attaches an entity's signal to this run queue's (Linux's `attach_entity_load_avg`, 6.12):
+    /// the entity's decay window is aligned to the queue's (same `last_update_time` and
+    /// `period_contrib`), its sums recomputed from its averages, and both added to the queue's.
+    /// The queue must be up to date (updated at the same `now` first).
+    pub fn attach(&mut self, se: &mut SchedAvg, se_weight: u64) {
+        let divider = self.divider();
+        se.last_update_time = self.last_update_time;
+        se.period_contrib = self.period_contrib;
+        se.util_sum = se.util_avg * divider;
+        se.runnable_sum = se.runnable_avg * divider;
+        se.load_sum = se.load_avg * divider;
+        se.load_sum = if se_weight < se.load_sum { se.load_sum / se_weight } else { 1 };
+        // `enqueue_load_avg`
+        self.load_avg += se.load_avg;
+        self.load_sum += se_weight * se.load_sum;
+        self.util_avg += se.util_avg;
+        self.util_sum += se.util_sum;
+        self.runnable_avg += se.runnable_avg;
+        self.runnable_sum += se.runnable_sum;
+    }
+
+    /// Detaches an entity's signal from this run queue's (Linux's `detach_entity_load_avg`):
+    /// the entity must be up to date at the queue's `last_update_time`. Sums stay at least
+    /// their averages times [`PELT_MIN_DIVIDER`], so no sum reaches 0 under a non-zero average.
+    pub fn detach(&mut self, se: &SchedAvg, se_weight: u64) {
+        // `dequeue_load_avg`
+        sub_positive(&mut self.load_avg, se.load_avg);
+        sub_positive(&mut self.load_sum, se_weight * se.load_sum);
+        self.load_sum = self.load_sum.max(self.load_avg * PELT_MIN_DIVIDER);
+        sub_positive(&mut self.util_avg, se.util_avg);
+        sub_positive(&mut self.util_sum, se.util_sum);
+        self.util_sum = self.util_sum.max(self.util_avg * PELT_MIN_DIVIDER);
+        sub_positive(&mut self.runnable_avg, se.runnable_avg);
+        sub_positive(&mut self.runnable_sum, se.runnable_sum);
+        self.runnable_sum = self.runnable_sum.max(self.runnable_avg * PELT_MIN_DIVIDER);
+    }
+
+    /// What an entity leaving a run queue without its lock hands it (Linux's
+    /// `remove_entity_load_avg`): first brought, blocked, to the queue's `queue_last_update`
+    /// (`sync_entity_load_avg`), then its averages.
+    pub fn removal(&mut self, queue_last_update: u64, weight: u64) -> Removed {
+        if queue_last_update > self.last_update_time {
+            self.update_blocked(queue_last_update, weight);
+        }
+        Removed { load_avg: self.load_avg, util_avg: self.util_avg, runnable_avg: self.runnable_avg }
+    }
+
+    /// Subtracts what left (Linux's `update_cfs_rq_load_avg`, its `removed` part, 6.12): the
+    /// averages directly, the sums by the averages times the current divider, never below the
+    /// averages times [`PELT_MIN_DIVIDER`].
+    pub fn apply_removed(&mut self, r: Removed) {
+        let divider = self.divider();
+        sub_positive(&mut self.load_avg, r.load_avg);
+        sub_positive(&mut self.load_sum, r.load_avg * divider);
+        self.load_sum = self.load_sum.max(self.load_avg * PELT_MIN_DIVIDER);
+        sub_positive(&mut self.util_avg, r.util_avg);
+        sub_positive(&mut self.util_sum, r.util_avg * divider);
+        self.util_sum = self.util_sum.max(self.util_avg * PELT_MIN_DIVIDER);
+        sub_positive(&mut self.runnable_avg, r.runnable_avg);
+        sub_positive(&mut self.runnable_sum, r.runnable_avg * divider);
+        self.runnable_sum = self.runnable_sum.max(self.runnable_avg * PELT_MIN_DIVIDER);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,5 +404,97 @@ mod tests {
             let tol = 2.0 + 3.0 * steps.len() as f64 + DEFICIT as f64 * (model / LOAD_AVG_MAX as f64 + 0.05);
             prop_assert!(err <= tol, "pelt {} model {:.1} (tolerance {:.1})", a.load_sum, model, tol);
         }
+    }
+
+    /// A run queue and the tasks attached to it, as the kernel drives them: the queue's own
+    /// signal (weights of queued tasks, their count, one running) and each task's, with
+    /// migrations by attach and removal.
+    #[derive(Clone, Debug)]
+    struct Model {
+        cfs: [SchedAvg; 2],
+        tasks: Vec<(SchedAvg, usize, bool)>, // (signal, queue, runnable)
+    }
+
+    const W: u64 = 1024;
+
+    impl Model {
+        fn step(&mut self, now: u64) {
+            for q in 0..2 {
+                let nr = self.tasks.iter().filter(|t| t.1 == q && t.2).count() as u64;
+                self.cfs[q].update(now, nr * W, nr, nr > 0, 1);
+            }
+            for t in &mut self.tasks {
+                let running = t.2; // one task per queue runs in the test's schedules
+                t.0.update(now, u64::from(t.2), u64::from(t.2), running, W);
+            }
+        }
+    }
+
+    proptest! {
+        /// A task's utilization moves with it: after it migrates, the old queue's `util_avg`
+        /// falls by the task's and the new one's rises by it (up to the truncations Linux has
+        /// too), and nothing goes negative or out of step with its sum.
+        #[test]
+        fn attach_and_removal_move_a_task_signal(
+            run_periods in 1u64..200, idle_periods in 0u64..100, later in 1u64..100,
+        ) {
+            let mut m = Model { cfs: [SchedAvg::default(); 2], tasks: vec![(SchedAvg::new_task(W), 0, true)] };
+            m.cfs[0].attach(&mut m.tasks[0].0, W);
+            let mut t = 0;
+            t += run_periods * PERIOD_NS;
+            m.step(t);
+            m.tasks[0].2 = false; // sleeps
+            t += idle_periods * PERIOD_NS;
+            m.step(t);
+            let before = (m.cfs[0].util_avg, m.tasks[0].0.util_avg);
+            // Wakes on queue 1: removal from 0 at 0's last update, attach to 1.
+            let r = m.tasks[0].0.removal(m.cfs[0].last_update_time, W);
+            m.cfs[0].apply_removed(r);
+            m.cfs[1].update(t, 0, 0, false, 1);
+            let mut se = m.tasks[0].0;
+            m.cfs[1].attach(&mut se, W);
+            m.tasks[0] = (se, 1, true);
+            prop_assert!(m.cfs[0].util_avg <= before.0.saturating_sub(before.1) + 2, "{:?}", m.cfs[0]);
+            prop_assert_eq!(m.cfs[1].util_avg, before.1);
+            t += later * PERIOD_NS;
+            m.step(t);
+            for a in m.cfs.iter().chain(m.tasks.iter().map(|t| &t.0)) {
+                prop_assert!(a.util_avg <= SCHED_CAPACITY_SCALE, "{:?}", a);
+                prop_assert!(a.util_sum >= a.util_avg * PELT_MIN_DIVIDER || a.util_avg == 0, "{:?}", a);
+            }
+            // The queue the task runs on tracks it: within a few units once attached.
+            prop_assert!(m.cfs[1].util_avg.abs_diff(m.tasks[0].0.util_avg) <= 4, "{:?} vs {:?}", m.cfs[1], m.tasks[0].0);
+        }
+
+        /// Attach then detach at the same moment leaves a queue's averages as they were.
+        #[test]
+        fn attach_then_detach_is_identity(util in 0u64..1024, load in 0u64..1024, q_util in 0u64..1024, contrib in 0u64..1024) {
+            let mut q = SchedAvg { period_contrib: contrib, util_avg: q_util, load_avg: q_util, runnable_avg: q_util, ..SchedAvg::default() };
+            q.util_sum = q.util_avg * q.divider();
+            q.load_sum = q.load_avg * q.divider();
+            q.runnable_sum = q.runnable_avg * q.divider();
+            let before = q;
+            let mut se = SchedAvg { util_avg: util, load_avg: load, runnable_avg: util, ..SchedAvg::default() };
+            q.attach(&mut se, W);
+            q.detach(&se, W);
+            prop_assert_eq!((q.util_avg, q.load_avg, q.runnable_avg), (before.util_avg, before.load_avg, before.runnable_avg));
+            prop_assert!(q.util_sum >= q.util_avg * PELT_MIN_DIVIDER);
+        }
+    }
+
+    #[test]
+    fn post_init_util_follows_linux() {
+        let idle = SchedAvg::default();
+        let mut se = SchedAvg::new_task(1024);
+        se.post_init_util(&idle, 1024, 1024);
+        assert_eq!((se.util_avg, se.runnable_avg), (512, 512), "half the capacity of an idle CPU");
+        let busy = SchedAvg { util_avg: 800, load_avg: 2047, ..SchedAvg::default() };
+        let mut se = SchedAvg::new_task(1024);
+        se.post_init_util(&busy, 1024, 1024);
+        assert_eq!(se.util_avg, 112, "800·1024/2048 = 400, capped at (1024 − 800)/2");
+        let full = SchedAvg { util_avg: 1024, load_avg: 1024, ..SchedAvg::default() };
+        let mut se = SchedAvg::new_task(1024);
+        se.post_init_util(&full, 1024, 1024);
+        assert_eq!(se.util_avg, 0);
     }
 }
