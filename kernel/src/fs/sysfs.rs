@@ -9,7 +9,8 @@
 //! * `/sys/devices/system/node/{online,possible,has_cpu,has_memory}` and
 //!   `node0/{cpumap,cpulist,meminfo}` (one node).
 //!
-//! * debugfs at `/sys/kernel/debug`: `sched/features`, `sched/debug` and `sched/base_slice_ns` (see [`debugfs`]);
+//! * debugfs at `/sys/kernel/debug`: `sched/features`, `sched/debug`, `sched/base_slice_ns` and
+//!   Cadence's `sched/work_conservation` (see [`debugfs`]);
 //!   tracefs at `/sys/kernel/tracing` (see [`super::tracefs`]).
 //!
 //! CPUs do not come and go after boot, so the CPU directories are made once, at the first look.
@@ -99,6 +100,8 @@ pub fn debugfs() -> Node {
             ),
             (String::from("features"), features),
             (String::from("wakeup_granularity_ns"), sysctl_file("kernel.sched_wakeup_granularity_ns")),
+            // Cadence's own (no Linux counterpart): the work-conservation monitor's counters.
+            (String::from("work_conservation"), Node::ro(|| Ok(crate::sched::wc::text()))),
         ])),
     );
     Node::Dir(

@@ -326,6 +326,23 @@ fn llc_busy(t: &Topology, cpu: usize, now: u64) -> bool {
     policy::sis_util_nr_scan(sum, llc.count() as usize, policy::IMBALANCE_PCT) == 0
 }
 
+/// The online CPUs [`IDLE_CPUS`] says are idle (a hint: see [`refresh_idle`]).
+pub(super) fn idle_cpus() -> CpuMask {
+    idle_mask()
+}
+
+/// Is `t`, queued on `g` and not running, waiting to run — not held back by design (a
+/// throttled group queue or RT throttling; deadline tasks, whose throttling is CBS's, are left
+/// to `trace check rt`)? The work-conservation monitor's test (`wc`).
+pub(super) fn waits_runnable(g: &RqInner, t: &Arc<Task>) -> bool {
+    !t.on_cpu.load(Ordering::Acquire)
+        && match t.class() {
+            ClassId::Fair => !super::bandwidth::throttled_hierarchy(g, t),
+            ClassId::Rt => !g.rt_bw.throttled,
+            _ => false,
+        }
+}
+
 fn idle_mask() -> CpuMask {
     IDLE_CPUS.load(Ordering::Acquire) & online_mask()
 }

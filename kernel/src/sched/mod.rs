@@ -75,6 +75,7 @@ pub mod signal;
 pub mod task;
 pub mod topology;
 pub mod wait;
+pub mod wc;
 
 mod accounting;
 mod enqueue;

@@ -18,6 +18,7 @@ pub fn scheduler_tick() {
         let now = crate::time::uptime_ns();
         let mut resched = update_curr(&mut g, now);
         resched |= rt_limits::check_throttle(&mut g, now);
+        super::wc::tick(&mut g, now);
         resched |= super::bandwidth::tick(&mut g, now);
         let curr = g.curr.clone();
         if let Some(curr) = &curr {

@@ -47,6 +47,8 @@ pub struct RqInner {
     pub avg_rt: cadence_sched::pelt::SchedAvg,
     /// The time DEADLINE tasks ran here (Linux's `rq->avg_dl`).
     pub avg_dl: cadence_sched::pelt::SchedAvg,
+    /// The work-conservation monitor's state and counters (`sched::wc`).
+    pub wc: super::wc::WcState,
     /// Storage for the next group queues created on this CPU (see `reserve`).
     pub spare_groups: arrayvec::ArrayVec<cadence_sched::FairStorage<SeKey>, { reserve::SPARE_GROUPS }>,
     /// Candidate lists of the core-wide pick (`coresched::pick`), allocated with the queue.
@@ -206,6 +208,7 @@ impl Rq {
                 exec_start: 0,
                 cpu_avg: cadence_sched::pelt::SchedAvg::default(),
                 avg_rt: cadence_sched::pelt::SchedAvg::default(),
+                wc: super::wc::WcState::default(),
                 avg_dl: cadence_sched::pelt::SchedAvg::default(),
                 balance_cursor: 0,
                 hrtick_timer: None,
