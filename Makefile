@@ -39,6 +39,10 @@
 #                                   timer interrupts, hackbench; tables with host wall times (issue 60)
 #   make bench-scale-cpus [MACHINES='flat 8node seed003 x255 x1024']  µs per switch and per pipe
 #                                   wakeup as the CPU count grows (in-kernel bench scale and pipe)
+#   make bench-balance [MACHINE=8node] [SCENARIOS='group pinned wakeup mixed'] [ROUNDS=3]
+#                                   the wasted-cores scenarios on Cadence and Linux 6.12, each trace
+#                                   checked by `trace check wc`: wasted fraction, longest violation,
+#                                   completion times (issue 61)
 #   make test-stress-ng [CLASSES='interrupt scheduler'] [SMPS='2 4,...'] [RUNS=3] [SECS=2] [LINUX=6.12|none]
 #                                   Debian's stress-ng, every stressor of each class, on Cadence (RUNS
 #                                   boots) and the Linux peer: a table, and failure on any stressor that
@@ -102,7 +106,7 @@ DISK_OPTS_OPT = $(if $(DISK_OPTS),$(if $(findstring --,$(DISK_OPT)),--disk-opts 
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool initramfs rootfs-stress-ng test-stress-ng bench-timer-storm bench-topology bench-scale-cpus syscall-table hot-layout run test lint test-stress test-repeat test-fuzz bench bench-user bench-coresched bench-coresched-user compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests suite compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
+.PHONY: help setup kernel boot-tool initramfs rootfs-stress-ng test-stress-ng bench-timer-storm bench-topology bench-scale-cpus bench-balance syscall-table hot-layout run test lint test-stress test-repeat test-fuzz bench bench-user bench-coresched bench-coresched-user compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests suite compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
 
 help:
 	@sed -n '4,/^#   make clean/s/^# \{0,1\}//p' '$(ROOT)/Makefile'
@@ -157,7 +161,7 @@ USER_SRCS := $(wildcard $(ROOT)/tests/user/*.c)
 USER_BINS := $(patsubst $(ROOT)/tests/user/%.c,$(ROOT)/target/user/%,$(USER_SRCS)) $(ROOT)/target/user/pipetest-dyn
 # Shell scripts of the experiments (seed 001, autogroup), installed in /bin beside them.
 USER_SCRIPTS := $(wildcard $(ROOT)/tests/scripts/*.sh)
-USER_STATIC := hello crash pipetest pipethr kaddr memload limits
+USER_STATIC := hello crash pipetest pipethr kaddr memload limits wcload
 INITRAMFS := $(ROOT)/target/user/initramfs.cpio
 $(ROOT)/target/user/%: $(ROOT)/tests/user/%.c $(ROOT)/tests/user/conform.h
 	@mkdir -p '$(ROOT)/target/user'
@@ -331,6 +335,12 @@ bench-topology: kernel boot-tool initramfs
 # The switch and wakeup paths' cost at 4 to 255 (or 1,024) vCPUs (issue 60, item 7).
 bench-scale-cpus: kernel boot-tool
 	'$(ROOT)/tools/bench-scale-cpus.sh' '$(MACHINES)'
+
+# The wasted-cores scenarios on both kernels (issue 61).
+MACHINE ?= 8node
+SCENARIOS ?= group pinned wakeup mixed
+bench-balance: kernel boot-tool initramfs
+	'$(ROOT)/tools/bench-balance.sh' '$(MACHINE)' '$(SCENARIOS)' '$(ROUNDS)'
 
 bench-timer-storm: kernel boot-tool initramfs
 	'$(ROOT)/tools/bench-timer-storm.sh' '$(ROUNDS)' '$(if $(SMP),$(SMP),2)'

@@ -25,24 +25,18 @@ for f in "$boot" "$kernel"; do
 done
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 now() { date +%s.%N; }
+. "$root/tools/topology-run.sh"
 
 echo "## bench scale over CPU counts (Cadence $(git -C "$root" rev-parse --short HEAD), $(qemu-system-x86_64 --version | head -n1))"
 echo
 echo "| machine | vCPUs | µs/switch, 2 tasks | µs/switch, 100 tasks | pipe, one CPU µs | pipe, two cores µs | host wall s |"
 echo "|---|---|---|---|---|---|---|"
 for name in $machines; do
-  mib=1024; fw=uefi
-  [ "$name" = x1024 ] && { mib=2048; fw=bios; }
-  mapfile -t extra < <("$root/tools/topology.sh" "$name" "$mib")
-  q=(); for a in "${extra[@]}"; do q+=(--qemu-arg="$a"); done
+  mib=1024; [ "$name" = x1024 ] && mib=2048
   smp=$("$root/tools/topology.sh" --smp "$name")
   t=$(now)
-  set +e
-  "$boot" run --"$fw" --kernel "$kernel" --smp "$smp" --memory "${mib}M" \
-    --args 'run="bench scale -n 2,100 -d 1000; bench pipe -l 5000" poweroff' \
-    --timeout "${TIMEOUT:-1500}" "${q[@]}" 2>/dev/null | tr -d '\r' > "$work/out"
-  rc=$?
-  set -e
+  rc=0
+  topology_cadence "$name" "$mib" 'run="bench scale -n 2,100 -d 1000; bench pipe -l 5000" poweroff' "$work/out" none || rc=$?
   wall=$(echo "$(now) - $t" | bc | xargs printf '%.0f')
   [ $rc = 0 ] || { echo "bench-scale-cpus: $name exited $rc; its console's end:" >&2; tail -n 15 "$work/out" >&2; }
   sw() { sed -n "s/.*scale: tasks=$1 .*us_per_switch=\([0-9.]*\).*/\1/p" "$work/out" | head -n1; }

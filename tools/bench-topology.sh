@@ -33,22 +33,11 @@ work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 now() { date +%s.%N; }
 since() { echo "$(now) - $1" | bc | xargs printf '%.0f'; }
 
+. "$root/tools/topology-run.sh"
 # cadence NAME MIB ARGS: boots Cadence on topology NAME with kernel ARGS; the console in $work/out.
-cadence() {
-  local name=$1 mib=$2 args=$3 q=() a
-  mapfile -t extra < <("$root/tools/topology.sh" "$name" "$mib")
-  for a in "${extra[@]}"; do q+=(--qemu-arg="$a"); done
-  # x1024 through SeaBIOS: OVMF takes many minutes to bring its 1,023 APs up and down.
-  local fw=uefi; [ "$name" = x1024 ] && fw=bios
-  "$boot" run --"$fw" --kernel "$kernel" --initrd "$initrd" --smp "$("$root/tools/topology.sh" --smp "$name")" \
-    --memory "${mib}M" --args "$args" --timeout "${TIMEOUT:-1500}" "${q[@]}" 2>/dev/null | tr -d '\r' > "$work/out"
-}
-
+cadence() { topology_cadence "$1" "$2" "$3" "$work/out"; }
 # linux NAME CMD: runs CMD in the Linux 6.12 peer on topology NAME; its output in $work/out.
-linux() {
-  QEMU_EXTRA="$("$root/tools/topology.sh" --words "$1" 1024)" PEER_TIMEOUT=${PEER_TIMEOUT:-1500} \
-    "$PEER_RUN" --linux 6.12 --smp "$("$root/tools/topology.sh" --smp "$1")" "$2" > "$work/out" 2>/dev/null || true
-}
+linux() { topology_linux "$1" "$work/out" "$2"; }
 
 cpus_of() { "$root/tools/topology.sh" --smp "$1" | cut -d, -f1; }
 

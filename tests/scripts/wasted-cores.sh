@@ -1,0 +1,59 @@
+#!/bin/sh
+# The "wasted cores" scenarios of issue 61 (Lozi et al., EuroSys 2016), one per run, the same
+# script on Cadence and on the Linux peer (with wcload, tests/user/wcload.c, in PATH or /):
+#   group   group imbalance: a build-like load (wcload build, JOBS jobs at a time) in one
+#           session (autogroup) beside two single-threaded hogs, each in a session of its own
+#   pinned  a build-like load pinned to two nodes two hops apart (CPUS, a taskset list)
+#   wakeup  a wakeup storm: hogs pinned to every CPU of one node (CPUS) and THREADS threads
+#           started there that sleep and are woken together each round (wcload wake)
+#   mixed   pinned hogs on CPU 0 and unpinned shell loops: the balancer must not keep
+#           choosing a CPU whose tasks are all pinned
+# The scheduler's events are traced while it runs (sched_switch, sched_wakeup, sched_wakeup_new,
+# sched_migrate_task, sched_process_exit) and printed between `wc-trace-begin SCENARIO` and
+# `wc-trace-end` for the host's `cadence-boot trace check wc` (tools/bench-balance.sh), after
+# the wcload lines and `wc-cpus N`.
+# Usage: wasted-cores.sh SCENARIO [JOBS] [CPUS] [THREADS]  (KB: trace buffer per CPU, default 2048)
+scenario="${1:?usage: wasted-cores.sh group|pinned|wakeup|mixed [JOBS] [CPUS] [THREADS]}"
+jobs="${2:-16}"
+cpus="${3:-0-1}"
+threads="${4:-16}"
+W=wcload; command -v wcload > /dev/null || W=/wcload
+T=/sys/kernel/tracing
+[ -d $T/events ] || mount -t tracefs none $T 2> /dev/null
+echo 0 > $T/tracing_on
+echo "${KB:-2048}" > $T/buffer_size_kb
+echo > $T/set_event
+for e in sched_switch sched_wakeup sched_wakeup_new sched_migrate_task sched_process_exit; do
+  echo 1 > $T/events/sched/$e/enable
+done
+echo > $T/trace
+echo 1 > $T/tracing_on
+case "$scenario" in
+  group)
+    setsid $W hog 6 &
+    setsid $W hog 6 &
+    sleep 0.2
+    setsid $W build "$jobs" $((jobs * 8)) 40
+    wait ;;
+  pinned)
+    taskset -c "$cpus" $W build "$jobs" $((jobs * 8)) 40 ;;
+  wakeup)
+    for c in $(echo "$cpus" | tr ',' ' '); do
+      lo=${c%-*}; hi=${c#*-}
+      i=$lo; while [ "$i" -le "$hi" ]; do taskset -c "$i" $W hog 4 > /dev/null & i=$((i + 1)); done
+    done
+    sleep 0.2
+    taskset -c "$cpus" $W wake "$threads" 200 2
+    wait ;;
+  mixed)
+    for i in 1 2 3 4; do taskset -c 0 $W hog 3 > /dev/null & done
+    sleep 0.2
+    $W build "$jobs" $((jobs * 8)) 40
+    wait ;;
+  *) echo "wasted-cores: unknown scenario $scenario" >&2; exit 2 ;;
+esac
+echo 0 > $T/tracing_on
+echo "wc-cpus $(grep -c '^processor' /proc/cpuinfo)"
+echo "wc-trace-begin $scenario"
+cat $T/trace
+echo wc-trace-end
