@@ -26,6 +26,7 @@
 #                              Cadence and the Linux peer in one sitting, with ratios
 #   make bench BENCH=name      boots with ARGS='run="bench NAME" poweroff' (no disk unless DISK=)
 #   make test-stress           the core-scheduling stress with 1,000,000 switches
+#   make test-wc-proof         the load balancer's work-conservation proof on every shape up to 8 CPUs
 #   make test-repeat TEST=name N=n [SMP=spec] [DISK=img]  boots the matching in-kernel tests n
 #                                   times (DISK: attach a virtio disk, for the blk tests)
 #   make bench-coresched [SMP=spec] [SECS=n]  core scheduling's cost: an SMT boot and a nosmt boot
@@ -106,7 +107,7 @@ DISK_OPTS_OPT = $(if $(DISK_OPTS),$(if $(findstring --,$(DISK_OPT)),--disk-opts 
 # in it reach cadence-boot untouched.
 export CADENCE_RUN_ARGS = $(ARGS)
 
-.PHONY: help setup kernel boot-tool initramfs rootfs-stress-ng test-stress-ng bench-timer-storm bench-topology bench-scale-cpus bench-balance syscall-table hot-layout run test lint test-stress test-repeat test-fuzz bench bench-user bench-coresched bench-coresched-user compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests suite compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
+.PHONY: test-wc-proof help setup kernel boot-tool initramfs rootfs-stress-ng test-stress-ng bench-timer-storm bench-topology bench-scale-cpus bench-balance syscall-table hot-layout run test lint test-stress test-repeat test-fuzz bench bench-user bench-coresched bench-coresched-user compare compare-inkernel compare-pi compare-rtapp rtapp-all compare-rttests suite compare-bandwidth compare-autogroup bench-dirty bench-alloc compare-vm compare-group clean
 
 help:
 	@sed -n '4,/^#   make clean/s/^# \{0,1\}//p' '$(ROOT)/Makefile'
@@ -317,6 +318,11 @@ test: kernel initramfs
 	rm -f "$$disk"; \
 	step cargo test --release -p cadence-tests --no-fail-fast; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi
+
+# The exhaustive work-conservation check of cadence_sched::load_balance on every machine shape up
+# to 8 CPUs (docs/design/balancing.md); make test runs the shapes up to 4 CPUs.
+test-wc-proof:
+	cd '$(ROOT)' && cargo test --release -p cadence-sched --test work_conservation work_conservation_full -- --ignored --nocapture
 
 # The long stress runs (kernel option test_stress): the core-scheduling stress with 1,000,000
 # switches instead of make test's 200,000 (~3 min under TCG), in a 1536 MiB guest (its checked trace copy);

@@ -28,6 +28,8 @@
 //!   boosted down the chain, EDEADLK on a cycle.
 //! * [`core_sched`]: SMT core scheduling: cookies, `PR_SCHED_CORE`, the core-wide pick,
 //!   forced-idle accounting and the trace checker.
+//! * [`load_balance`]: Linux 6.12's hierarchical fair load balancer over [`topology`]'s domains
+//!   (`find_busiest_group`, `calculate_imbalance`, `detach_tasks`, ...), plus an idle fallback.
 //! * [`topology`]: scheduling domains and groups as Linux 6.12 builds them on x86 (SMT, CLS,
 //!   MC, PKG, NODE, NUMA levels from CPUID/SRAT/SLIT facts), with the `/proc/schedstat` and
 //!   debugfs text Linux prints for them.
@@ -52,6 +54,7 @@ pub mod eevdf;
 pub mod errno;
 pub mod fair_group;
 pub mod haltpoll;
+pub mod load_balance;
 pub mod loadavg;
 pub mod lockup;
 pub mod pelt;
