@@ -168,6 +168,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     kprintln!("cadence: tsc {} MHz, lapic timer {} MHz, hz {}", tsc_hz / 1_000_000, lapic_hz / 1_000_000, arch::apic::tick_hz());
     sched::balance::init_topology();
     sched::topology::build_domains();
+    sched::load_balance::init();
     sched::topology::init_memory_nodes();
     sched::init_tunables(cpus);
     kprintln!("cadence: boot ok in {} ms", time::uptime_ms());

@@ -20,6 +20,7 @@ pub(super) fn update_counts(rq: &Rq, g: &RqInner) {
     balance::refresh_idle(g.cpu);
     super::nohz::note_nr_running(g.cpu, g.nr_queued() as u32);
     rq.fair_load.store(g.fair.load(), Ordering::Release);
+    rq.h_nr_running.store(g.nr_fair_tasks as u32, Ordering::Release);
     let curr = g.curr.as_ref();
     let running_rt = curr.is_some_and(|c| c.class() == ClassId::Rt && c.is_on_rq());
     let waiting = g.rt.nr_running().saturating_sub(running_rt as usize);

@@ -287,9 +287,9 @@ pub(super) fn refresh_idle(cpu: u32) {
 }
 
 /// SIS_UTIL in `kernel.sched_features`: a wakeup does not search a busy LLC for an idle CPU
-/// ([`llc_busy`]). Linux's default is on; Cadence's is off until the utilization it reads is
-/// Linux's: `RqInner::cpu_avg` is each CPU's own running signal, and a task's utilization does
-/// not yet move with it when it migrates (issue 61). Measured on at 8node (hackbench -p -l 200,
+/// ([`llc_busy`]). Linux's default is on; Cadence's is off: measured before tasks' utilization
+/// moved with them (per-task PELT, `sched::pelt`), it brought no gain, and it has not been
+/// measured again since (issue 61). Measured on at 8node (hackbench -p -l 200,
 /// single runs): 1.13 / 9.09 / 80.2 s at 1 / 4 / 16 groups against 1.18 / 9.90 / 52.9 off,
 /// within the 16-group row's run-to-run spread (51 to 75 s) and no gain
 /// (docs/results/2026-12-07-tsc-and-messaging.md).
@@ -306,12 +306,21 @@ pub fn set_sis_util(on: bool) {
 /// CPU `cpu`'s fair utilization at `now` (out of 1024): its last published `util_avg`, decayed
 /// over the PELT periods since (a CPU that went idle stops updating it; Linux decays such
 /// blocked averages from the nohz balance).
-fn cpu_util(cpu: u32, now: u64) -> u64 {
+pub(super) fn cpu_util(cpu: u32, now: u64) -> u64 {
     let rq = rq_of(cpu);
     let stamp = rq.util_stamp.load(Ordering::Acquire);
     let util = rq.util_avg.load(Ordering::Relaxed);
     let periods = (now.saturating_sub(stamp) >> 10) / 1024;
     cadence_sched::pelt::decay_load(util, periods)
+}
+
+/// CPU `cpu`'s fair `runnable_avg` at `now`, decayed as [`cpu_util`].
+pub(super) fn cpu_runnable(cpu: u32, now: u64) -> u64 {
+    let rq = rq_of(cpu);
+    let stamp = rq.util_stamp.load(Ordering::Acquire);
+    let runnable = rq.runnable_avg.load(Ordering::Relaxed);
+    let periods = (now.saturating_sub(stamp) >> 10) / 1024;
+    cadence_sched::pelt::decay_load(runnable, periods)
 }
 
 /// Is `cpu`'s LLC too busy for a wakeup to search for an idle CPU (SIS_UTIL: Linux's
@@ -459,7 +468,7 @@ fn core_runs_another_cookie(cookie: u64, cpu: u32) -> bool {
 /// Without this, a CPU forced idle beside a pipe task pulled the CPU hogs of another cookie
 /// queued on its sibling, and the core turned to the hogs' cookie for their whole slices
 /// while the pipe pair waited (`coresched-bench pipe+cpu`, traced).
-fn cookie_hot(task: &Task, dst: u32) -> bool {
+pub(super) fn cookie_hot(task: &Task, dst: u32) -> bool {
     core_runs_another_cookie(task.core_cookie.load(Ordering::Relaxed), dst)
 }
 
@@ -559,6 +568,32 @@ pub fn pull_fair(this: u32, kind: PullKind) -> usize {
         set_need_resched(this);
     }
     moved
+}
+
+/// Moves one waiting fair task allowed on `dst` from `src` to `dst` (the hierarchical
+/// balancer's idle fallback, `load_balance::KernelRqs::pull_waiting`): the first of at most
+/// [`NR_MIGRATE_SCAN`] queued tasks that is movable and not cookie-hot. Never spins on a lock.
+pub(super) fn pull_one_waiting(src_cpu: u32, dst: u32, _now: u64) -> bool {
+    let (src_rq, dst_rq) = (rq_of(src_cpu), rq_of(dst));
+    let Some(mut guards) = try_lock_two(&src_rq.lock, src_cpu, &dst_rq.lock, dst) else { return false };
+    let (src, dstg) = guards.pair();
+    if dstg.nr_queued() != 0 || super::reserve::room(dstg) == 0 {
+        return false;
+    }
+    let task = src
+        .tasks
+        .iter()
+        .take(NR_MIGRATE_SCAN)
+        .map(|(_, t)| t)
+        .find(|t| t.class() == ClassId::Fair && movable(src, t, dst) && !cookie_hot(t, dst))
+        .cloned();
+    let Some(t) = task else { return false };
+    move_task(src, dstg, &t);
+    update_counts(src_rq, src);
+    update_counts(dst_rq, dstg);
+    drop(guards);
+    set_need_resched(dst);
+    true
 }
 
 /// Periodic balancing from the tick: every class's `balance` hook.

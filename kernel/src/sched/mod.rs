@@ -63,6 +63,7 @@ pub mod group;
 pub mod hrtick;
 pub mod lockup;
 pub mod nohz;
+pub mod load_balance;
 pub mod pelt;
 pub mod pi;
 pub mod pipe;

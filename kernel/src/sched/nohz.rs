@@ -159,6 +159,12 @@ pub fn counters(cpu: u32) -> [u64; 3] {
     CPUS.get(cpu).map_or([0; 3], |c| [&c.idle_calls, &c.ilb_runs, &c.ilb_moved].map(|v| v.load(Ordering::Relaxed)))
 }
 
+/// Some CPU has two tasks or more queued (Linux's `rd->overloaded`): a newly idle CPU has
+/// something to look for.
+pub fn overloaded() -> bool {
+    NR_OVERLOADED.load(Ordering::Acquire) != 0
+}
+
 /// Whether an idle balance is asked of this CPU (the idle loop checks it before halting).
 pub(super) fn kicked() -> bool {
     CPUS.this().kick.load(Ordering::Acquire)
@@ -320,16 +326,24 @@ pub(super) fn idle_balance(this: u32) -> bool {
         {
             continue;
         }
-        moved |= balance_for(cpu);
+        if balance_for(cpu) && !moved {
+            moved = true;
+            me.ilb_moved.fetch_add(1, Ordering::Relaxed);
+        }
     }
     let mut mine = false;
     if !here.need_resched.load(Ordering::Acquire) && NR_OVERLOADED.load(Ordering::Acquire) != 0 {
+        // Without preemption until it is counted: a task pulled here would otherwise preempt
+        // this idle loop at once, and the count would wait until this CPU is idle again.
+        let guard = super::preempt_disable();
         mine = balance_for(this);
+        if mine && !moved {
+            me.ilb_moved.fetch_add(1, Ordering::Relaxed);
+        }
         moved |= mine;
+        drop(guard);
     }
-    if moved {
-        me.ilb_moved.fetch_add(1, Ordering::Relaxed);
-    } else {
+    if !moved {
         // Nothing movable: the next kick waits longer (the kick set one period).
         let later = crate::time::uptime_ns() + BALANCE_BACKOFF_TICKS * crate::timer::tick_period_ns();
         NEXT_BALANCE.fetch_max(later, Ordering::AcqRel);
@@ -345,7 +359,9 @@ pub(super) fn idle_balance(this: u32) -> bool {
 /// `kicked_idle_balance_spreads_tasks_piled_on_one_cpu`, 157 ms).
 fn balance_for(cpu: u32) -> bool {
     rq_of(cpu).balance_skip.store(0, Ordering::Relaxed);
-    class::balance(cpu, class::BalancePoint::NewIdle)
+    // Then, as Linux's `_nohz_idle_balance`, the CPU's periodic balance as an idle CPU (its
+    // domains whose interval passed, and the idle fallback), which its stopped tick skips.
+    class::balance(cpu, class::BalancePoint::NewIdle) || super::load_balance::periodic(cpu, true) > 0
 }
 
 /// `debug.nohz`'s value: the mode, the duty, the tickless CPUs, the kicks, then per CPU its

@@ -80,15 +80,21 @@ pub(super) fn update_cpu(g: &mut RqInner, now: u64) {
     let before = g.cpu_avg.last_update_time;
     if g.cpu_avg.update(now, load, nr.max(u64::from(running)), running, 1) {
         rq.util_avg.store(g.cpu_avg.util_avg, Ordering::Relaxed);
+        rq.runnable_avg.store(g.cpu_avg.runnable_avg, Ordering::Relaxed);
         rq.util_stamp.store(g.cpu_avg.last_update_time, Ordering::Release);
     }
     if g.cpu_avg.last_update_time != before {
         rq.pelt_stamp.store(g.cpu_avg.last_update_time, Ordering::Release);
     }
     let rt = u64::from(class == Some(ClassId::Rt));
-    g.avg_rt.update(now, rt, rt, rt != 0, 1);
     let dl = u64::from(class == Some(ClassId::Dl));
-    g.avg_dl.update(now, dl, dl, dl != 0, 1);
+    let mut changed = g.avg_rt.update(now, rt, rt, rt != 0, 1);
+    changed |= g.avg_dl.update(now, dl, dl, dl != 0, 1);
+    if changed {
+        // Linux's `scale_rt_capacity` (no IRQ time or thermal pressure here).
+        let used = g.avg_rt.util_avg + g.avg_dl.util_avg;
+        rq.capacity.store(SCHED_CAPACITY_SCALE.saturating_sub(used).max(1), Ordering::Relaxed);
+    }
 }
 
 /// Brings a fair task's signal attached to `g`'s CPU up to `now`, with what it was doing

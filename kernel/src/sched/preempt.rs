@@ -39,7 +39,9 @@ pub fn scheduler_tick() {
         super::flag_need_resched(cpu.cpu_id);
     }
     lockup::tick(cpu);
-    if ticks % balance::BALANCE_INTERVAL_TICKS == (cpu.cpu_id as u64 % balance::BALANCE_INTERVAL_TICKS) {
+    // The hierarchical balancer keeps each domain's interval itself (`next_balance`); the flat
+    // one runs every BALANCE_INTERVAL_TICKS, staggered.
+    if super::load_balance::active() || ticks % balance::BALANCE_INTERVAL_TICKS == (cpu.cpu_id as u64 % balance::BALANCE_INTERVAL_TICKS) {
         rq_of(cpu.cpu_id).balance_due.store(true, Ordering::Relaxed);
     }
     // Not while a reschedule is pending: whatever woke here (an RT task, typically, from the

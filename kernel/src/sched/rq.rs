@@ -164,6 +164,14 @@ pub struct Rq {
     /// it over the time since (`balance::cpu_util`).
     pub util_avg: AtomicU64,
     pub util_stamp: AtomicU64,
+    /// The same signal's `runnable_avg` (published with `util_avg`).
+    pub runnable_avg: AtomicU64,
+    /// Fair tasks queued here at any group level, running one included (Linux's
+    /// `cfs.h_nr_running`; published by `update_counts`).
+    pub h_nr_running: AtomicU32,
+    /// Capacity left to fair tasks (Linux's `capacity_of`): 1024 less the RT and DEADLINE
+    /// signals' utilization, at least 1 (published by `pelt::update_cpu`).
+    pub capacity: AtomicU64,
     /// `RqInner::cpu_avg.last_update_time` at every update: a task leaving without the lock
     /// brings its signal to it before handing it to `pelt_removed` (`sched::pelt`).
     pub pelt_stamp: AtomicU64,
@@ -248,6 +256,9 @@ impl Rq {
             idle_ns: AtomicU64::new(0),
             util_avg: AtomicU64::new(0),
             pelt_stamp: AtomicU64::new(0),
+            runnable_avg: AtomicU64::new(0),
+            h_nr_running: AtomicU32::new(0),
+            capacity: AtomicU64::new(cadence_sched::pelt::SCHED_CAPACITY_SCALE),
             pelt_removed: crate::sync::IrqLock::new(cadence_sched::pelt::Removed { load_avg: 0, util_avg: 0, runnable_avg: 0 }),
             pelt_removed_nr: AtomicU32::new(0),
             util_stamp: AtomicU64::new(0),

@@ -96,7 +96,10 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Re
     // grows the queue under the lock (counted by `trace atomic-alloc`).
     for tries in 1.. {
         let _p = task.params.lock();
-        let cpu = select_cpu(&task, percpu::cpu_id());
+        // A fair task goes where Linux's fork balancing puts it (the idlest group, level by
+        // level: `load_balance::select_cpu_fork`), others as a wakeup would.
+        let here = percpu::cpu_id();
+        let cpu = super::load_balance::select_cpu_fork(&task, here).unwrap_or_else(|| select_cpu(&task, here));
         if activate_on_if(&task, cpu, ENQUEUE_INITIAL, |g| tries > SPAWN_REFILLS || reserve::fits(g, &task)) {
             break;
         }

@@ -223,6 +223,8 @@ fn __schedule_irqs_off(preempted: bool) {
     if !Arc::ptr_eq(&prev, &next) {
         // `next`'s waiting stretch (Linux's `set_next_entity` updates it before it runs).
         super::pelt::update_task(&g, &next, now, true, false);
+        next.stats.exec_start.store(now, Ordering::Relaxed);
+        prev.stats.exec_start.store(now, Ordering::Relaxed);
     }
     hrtick::update(&mut g, &next, now);
     end_wait(&next, now, cpu.cpu_id);

@@ -78,6 +78,10 @@ pub struct TaskStats {
     pub nr_voluntary_switches: AtomicU64,
     pub nr_involuntary_switches: AtomicU64,
     pub nr_migrations: AtomicU64,
+    /// When it last started or stopped running (Linux's `se.exec_start` as `task_hot` reads it
+    /// for a waiting task: the balancer leaves one that ran within
+    /// `sysctl_sched_migration_cost` where it is).
+    pub exec_start: AtomicU64,
     pub nr_wakeups: AtomicU64,
     /// User and system time, charged a tick at a time (`sched::cputimer`; the process's
     /// totals are its `ThreadGroup`'s), ns.

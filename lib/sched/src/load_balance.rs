@@ -1379,10 +1379,189 @@ pub fn sched_balance_newidle(
     pulled
 }
 
+/// `update_sg_wakeup_stats` for a task not yet on any queue (a fork or exec): group `g`'s
+/// statistics over the CPUs of its span that `allowed` contains.
+fn update_sg_wakeup_stats(
+    topo: &LbTopology,
+    shared: &LbShared,
+    sd: &SchedDomain,
+    g: usize,
+    allowed: CpuMask,
+    rqs: &impl LbRunQueues,
+) -> SgLbStats {
+    let group = topo.domains.group(g);
+    let mut sgs = SgLbStats::default();
+    let mut capacity = 0u64;
+    for_each_cpu(group.span, |i| capacity += rqs.cpu_stats(i).capacity_of());
+    for_each_cpu(group.span & allowed, |i| {
+        let s = rqs.cpu_stats(i);
+        sgs.group_load = sgs.group_load.wrapping_add(s.load);
+        sgs.group_util = sgs.group_util.wrapping_add(s.util_cfs());
+        sgs.group_runnable = sgs.group_runnable.wrapping_add(s.runnable);
+        sgs.sum_h_nr_running += s.h_nr_running;
+        sgs.sum_nr_running += s.nr_running;
+        if s.nr_running == 0 && s.idle {
+            sgs.idle_cpus += 1;
+        }
+    });
+    sgs.group_capacity = capacity.max(1);
+    sgs.group_weight = topo.group_weight(g);
+    sgs.group_type = group_classify(sd.imbalance_pct, shared.imbalance(topo.sgc_of(g)), &sgs);
+    if matches!(sgs.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
+        sgs.avg_load = sgs.group_load.wrapping_mul(SCHED_CAPACITY_SCALE) / sgs.group_capacity;
+    }
+    sgs
+}
+
+/// `update_pick_idlest`: is `sgs` idler than the idlest so far?
+fn update_pick_idlest(idlest: &SgLbStats, sgs: &SgLbStats) -> bool {
+    if sgs.group_type != idlest.group_type {
+        return sgs.group_type < idlest.group_type;
+    }
+    match sgs.group_type {
+        GroupType::Overloaded | GroupType::FullyBusy => idlest.avg_load > sgs.avg_load,
+        GroupType::HasSpare => {
+            idlest.idle_cpus < sgs.idle_cpus || (idlest.idle_cpus == sgs.idle_cpus && idlest.group_util > sgs.group_util)
+        }
+        _ => false,
+    }
+}
+
+/// `sched_balance_find_dst_group` (`find_idlest_group`, 6.12): the group of `sd` a new task
+/// allowed on `allowed` should go to, or `None` to stay in `this_cpu`'s own group.
+pub fn sched_balance_find_dst_group(
+    topo: &LbTopology,
+    shared: &LbShared,
+    sd: &SchedDomain,
+    this_cpu: usize,
+    allowed: CpuMask,
+    rqs: &impl LbRunQueues,
+) -> Option<usize> {
+    let mut idlest: Option<(usize, SgLbStats)> = None;
+    let mut local: Option<SgLbStats> = None;
+    for &g in &sd.groups {
+        let span = topo.domains.group(g).span;
+        if (span & allowed).is_empty() {
+            continue;
+        }
+        let sgs = update_sg_wakeup_stats(topo, shared, sd, g, allowed, rqs);
+        if span.contains(this_cpu) {
+            local = Some(sgs);
+        } else if idlest.as_ref().is_none_or(|(_, i)| update_pick_idlest(i, &sgs)) {
+            idlest = Some((g, sgs));
+        }
+    }
+    let (idlest, idlest_sgs) = idlest?;
+    let Some(local) = local else { return Some(idlest) };
+    if local.group_type != idlest_sgs.group_type {
+        return (local.group_type > idlest_sgs.group_type).then_some(idlest);
+    }
+    match local.group_type {
+        GroupType::Overloaded | GroupType::FullyBusy => {
+            let imbalance = SCHED_CAPACITY_SCALE * u64::from(sd.imbalance_pct.saturating_sub(100)) / 100;
+            if idlest_sgs.avg_load >= local.avg_load + imbalance
+                || 100 * local.avg_load <= u64::from(sd.imbalance_pct) * idlest_sgs.avg_load
+            {
+                return None;
+            }
+        }
+        GroupType::HasSpare => {
+            if sd.flags.contains(SD_NUMA) {
+                // No NUMA balancing (no preferred node); `imb_numa_nr` bounded by the affinity.
+                let imb_numa_nr = (allowed & sd.span).count().min(sd.imb_numa_nr) as i32;
+                let imbalance = (local.idle_cpus as i32 - idlest_sgs.idle_cpus as i32).abs();
+                if adjust_numa_imbalance(imbalance, local.sum_nr_running as i32 + 1, imb_numa_nr) == 0 {
+                    return None;
+                }
+            }
+            if local.idle_cpus >= idlest_sgs.idle_cpus {
+                return None;
+            }
+        }
+        _ => {}
+    }
+    Some(idlest)
+}
+
+/// `sched_balance_find_dst_group_cpu` (`find_idlest_group_cpu`): in group `g`, the first idle
+/// allowed CPU, else the least loaded allowed one.
+pub fn sched_balance_find_dst_group_cpu(topo: &LbTopology, g: usize, this_cpu: usize, allowed: CpuMask, rqs: &impl LbRunQueues) -> usize {
+    let span = topo.domains.group(g).span & allowed;
+    if topo.group_weight(g) == 1 {
+        return topo.domains.group(g).span.first().unwrap_or(this_cpu);
+    }
+    let mut least: Option<(u64, usize)> = None;
+    for i in span.iter() {
+        let s = rqs.cpu_stats(i);
+        if s.idle && s.nr_running == 0 {
+            return i;
+        }
+        if least.is_none_or(|(l, _)| s.load < l) {
+            least = Some((s.load, i));
+        }
+    }
+    least.map_or(this_cpu, |(_, i)| i)
+}
+
+/// `sched_balance_find_dst_cpu` (`find_idlest_cpu`, 6.12) for a new task (`flag`:
+/// `SD_BALANCE_FORK`, or `SD_BALANCE_EXEC` at exec) allowed on `allowed`: from the highest
+/// domain of `cpu` with `flag` down, the idlest group, then its idlest CPU, then again at that
+/// CPU's domains below the level just looked at. `prev` when no domain spans an allowed CPU.
+pub fn sched_balance_find_dst_cpu(
+    topo: &LbTopology,
+    shared: &LbShared,
+    cpu: usize,
+    prev: usize,
+    allowed: CpuMask,
+    flag: crate::topology::SdFlags,
+    rqs: &impl LbRunQueues,
+) -> usize {
+    let domains = topo.domains.domains(cpu);
+    // `select_task_rq_fair`'s walk: the highest domain with `flag` among the bottom ones that
+    // all have it.
+    let Some(top) = domains.iter().take_while(|sd| sd.flags.contains(flag)).count().checked_sub(1) else { return prev };
+    if (domains[top].span & allowed).is_empty() {
+        return prev;
+    }
+    let mut cpu = cpu;
+    let mut new_cpu = cpu;
+    let mut level = Some(top);
+    while let Some(l) = level {
+        let sd = &topo.domains.domains(cpu)[l];
+        let child = l.checked_sub(1);
+        if !sd.flags.contains(flag) {
+            level = child;
+            continue;
+        }
+        let Some(group) = sched_balance_find_dst_group(topo, shared, sd, cpu, allowed, rqs) else {
+            level = child;
+            continue;
+        };
+        new_cpu = sched_balance_find_dst_group_cpu(topo, group, cpu, allowed, rqs);
+        if new_cpu == cpu {
+            level = child;
+            continue;
+        }
+        // Now at the new CPU, its domains below this one's size.
+        let weight = sd.span.count();
+        cpu = new_cpu;
+        level = topo
+            .domains
+            .domains(cpu)
+            .iter()
+            .enumerate()
+            .take_while(|(_, d)| d.span.count() < weight)
+            .filter(|(_, d)| d.flags.contains(flag))
+            .map(|(i, _)| i)
+            .last();
+    }
+    new_cpu
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::{CpuTopo, MachineTopology, NodeDistances};
+    use crate::topology::{CpuTopo, MachineTopology, NodeDistances, SD_BALANCE_FORK};
     use proptest::prelude::*;
 
     fn machine(sockets: u32, cores: u32, threads: u32, nodes: u32) -> LbTopology {
@@ -1648,5 +1827,26 @@ mod tests {
             prop_assert!(moved < i64::from(nr), "emptied the source");
             if idle == CpuIdleType::NewlyIdle { prop_assert!(moved <= 1); }
         }
+    }
+
+    /// A fork on a machine whose CPU 0 runs everything goes to an idle CPU in another group,
+    /// and a fork when every CPU is equally busy stays local.
+    #[test]
+    fn fork_goes_to_the_idlest_group() {
+        let topo = machine(2, 2, 2, 2); // 2 nodes x 2 cores x 2 threads
+        let shared = LbShared::new(&topo);
+        let mut rqs = Rqs { tasks: vec![3, 0, 0, 0, 0, 0, 0, 0], moves: Vec::new() };
+        let all = CpuMask::all(8);
+        let cpu = sched_balance_find_dst_cpu(&topo, &shared, 0, 0, all, SD_BALANCE_FORK, &rqs);
+        assert_ne!(cpu, 0);
+        assert!(rqs.tasks[cpu] == 0, "{cpu}");
+        // Node 0 runs 3 tasks, more than its `imb_numa_nr`: the other node (Linux's answer).
+        assert!(cpu >= 4, "{cpu}");
+        rqs.tasks = vec![2; 8];
+        assert_eq!(sched_balance_find_dst_cpu(&topo, &shared, 5, 5, all, SD_BALANCE_FORK, &rqs), 5);
+        // Affinity: only CPUs 6 and 7.
+        rqs.tasks = vec![0, 0, 0, 0, 0, 0, 1, 0];
+        let only = CpuMask::single(6) | CpuMask::single(7);
+        assert_eq!(sched_balance_find_dst_cpu(&topo, &shared, 0, 0, only, SD_BALANCE_FORK, &rqs), 7);
     }
 }

@@ -468,6 +468,12 @@ impl SchedClass for FairClass {
     /// Load balancing: a pull from the busiest CPU on the tick and when going idle.
     fn balance(&self, cpu: u32, at: BalancePoint) -> bool {
         match at {
+            // The hierarchical balancer once the domains are built (`sched::load_balance`),
+            // the flat one before (and on a machine without domains).
+            BalancePoint::Tick { idle } if crate::sched::load_balance::active() => crate::sched::load_balance::periodic(cpu, idle) > 0,
+            BalancePoint::NewIdle if crate::sched::load_balance::active() => {
+                crate::sched::load_balance::newidle(cpu, crate::sched::nohz::overloaded()) > 0
+            }
             BalancePoint::Tick { idle } => crate::sched::balance::pull_fair(cpu, crate::sched::balance::PullKind::Periodic { idle }) > 0,
             BalancePoint::NewIdle => crate::sched::balance::pull_fair(cpu, crate::sched::balance::PullKind::NewIdle) > 0,
             BalancePoint::Decision { .. } | BalancePoint::Woken => false,

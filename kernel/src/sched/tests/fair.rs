@@ -27,7 +27,11 @@ fn fairness_nice0_vs_nice5_on_one_cpu() {
 fn eight_hogs_on_four_cpus_get_half_a_cpu_each() {
     let stop = Arc::new(AtomicBool::new(false));
     let hogs: Vec<_> = (0..8).map(|_| hog("hog", SpawnOptions::new("hog").policy(Policy::Normal, 0, 0), &stop)).collect();
-    crate::sched::sleep_ns(200 * MS);
+    // Settling time: forks stack on this CPU once every CPU has one task (Linux's
+    // `sched_balance_find_dst_group` keeps a fork local while the groups have spare
+    // capacity), and busy CPUs balance every `balance_interval × busy_factor` (32 and 64 ms
+    // at 4 CPUs), a level at a time, as Linux's do: 500 ms, not the flat balancer's 200.
+    crate::sched::sleep_ns(500 * MS);
     let before: Vec<u64> = hogs.iter().map(|t| runtime(t)).collect();
     let t0 = crate::time::uptime_ns();
     crate::sched::sleep_ns(1000 * MS);

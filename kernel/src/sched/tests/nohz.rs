@@ -93,8 +93,9 @@ fn sleeps_on_a_tickless_cpu_wake_on_time() {
 }
 
 /// N + 1 spinners piled on one CPU, then allowed everywhere: within ~100 ms every CPU runs one.
-/// The other CPUs are idle and tickless, so only the busy CPU's kick brings them work
-/// (`nohz::idle_balance` on their behalf); with `nohz=off` their own ticks pull.
+/// The other CPUs are idle and tickless, so the busy CPU's kick brings them work
+/// (`nohz::idle_balance` on their behalf, or their own newly-idle balance once woken); with
+/// `nohz=off` their own ticks pull.
 #[test_case]
 fn kicked_idle_balance_spreads_tasks_piled_on_one_cpu() {
     let online = online_mask();
@@ -120,12 +121,14 @@ fn kicked_idle_balance_spreads_tasks_piled_on_one_cpu() {
     let kicks = nohz::kicks() - kicks_before;
     let moved: u64 = online.iter().map(|c| nohz::counters(c as u32)[2]).sum::<u64>() - moved_before;
     stop_and_reap(&stop, &spinners);
-    crate::kprint!("(spread in {} ms, {} kicks) ", took / MS, kicks);
+    crate::kprint!("(spread in {} ms, {} kicks, {} kicked balances moved) ", took / MS, kicks, moved);
     assert!(spread(), "after {} ms the spinners are on cpus {:?} ({} kicks)", took / MS, cpus, kicks);
     assert!(took <= 100 * MS, "spreading took {} ms ({} kicks)", took / MS, kicks);
-    if nohz::enabled() {
-        assert!(kicks >= 1 && moved >= 1, "{kicks} kicks, {moved} idle balances that moved a task");
-    }
+    // Which path moves the spinners varies since the hierarchical balancer (issue 61): the
+    // pile's kicks (the kicked CPU balancing on behalf of the others), or a CPU's own
+    // newly-idle pass once something wakes it (this test's 2 ms sleeps, the affinity change's
+    // IPIs); both pull one task per idle CPU as soon as they run. The bound above is the
+    // property; the kicks and the kicked balances that moved are printed.
 }
 
 /// Idle tickless CPUs are neither hard lockups (their tick count stands still) nor make hung

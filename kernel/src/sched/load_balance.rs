@@ -1,0 +1,296 @@
+//! Hierarchical fair load balancing (Linux's `sched_balance_domains`, `sched_balance_rq`,
+//! `sched_balance_newidle`): the decisions are `cadence_sched::load_balance`'s, pure and
+//! host-tested over the domains `sched::topology` built; this module gives them the run queues
+//! ([`KernelRqs`], its `LbRunQueues`) and calls them from the tick, the idle loop and the nohz
+//! idle balance.
+//!
+//! # State
+//! [`Lb`], built once the domains are (`init`): the balancer's view of the domains, the
+//! `sched_group_capacity` imbalance flags shared by all CPUs, the tunables, and per CPU its
+//! `SdState` per domain level and `next_balance`, under a per-CPU lock ([`LbCpu`]) that a CPU
+//! takes for its own balance and the nohz idle balancer takes for the tickless CPUs it balances
+//! for. Lock order: an `LbCpu` lock, then run-queue locks (two at a time, `try_lock_two`: a
+//! balance never spins on a run-queue lock; a busy one is skipped and retried next interval).
+//!
+//! # What the balancer reads (`CpuStats`)
+//! Lock-free, from what each CPU publishes: `nr_running`, fair tasks (`h_nr_running`), idle
+//! (`balance::IDLE_CPUS`), load = the root fair queue's weight now (`Rq::fair_load`, Linux's
+//! `load.weight`; a task weighs its `task_h_load` in the same units: its weight scaled down
+//! by each group level's share), the PELT utilization and runnable averages decayed to now, and
+//! capacity = 1024 less the RT and DEADLINE signals' utilization (Linux's `scale_rt_capacity`).
+//! Instantaneous load rather than PELT's `load_avg`: Cadence's PELT attaches grouped tasks to
+//! the root directly (no group-entity propagation yet), so its `load_avg` is not Linux's for
+//! grouped tasks, while `load.weight` is.
+//!
+//! # Not yet
+//! Active balancing (pushing a running task with Linux's stopper): `active_balance` answers
+//! "pinned", so a pass that finds only running tasks moves nothing; the idle fallback
+//! (`LbConfig::idle_fallback`) still brings any waiting task to an idle CPU.
+
+use super::balance::{self, movable, move_task};
+use super::rqlock::try_lock_two;
+use super::task::{ClassId, Task};
+use super::{online_mask, rq_of, set_need_resched, update_counts, RqInner};
+use crate::sync::IrqLock;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use cadence_sched::load_balance::{
+    self as lb, ActiveBalance, CpuIdleType, CpuStats, LbConfig, LbEnv, LbRunQueues, LbShared, LbTask, LbTopology, SdState, Verdict,
+};
+use cadence_sched::topology::{SD_BALANCE_FORK, SD_SHARE_CPUCAPACITY};
+use cadence_sched::CpuMask;
+use core::sync::atomic::Ordering;
+
+/// The balancer's per-CPU state.
+pub struct LbCpu {
+    states: Vec<SdState>,
+    /// `rq->next_balance`, in jiffies.
+    next_balance: u64,
+}
+
+/// Everything the hierarchical balancer keeps.
+pub struct Lb {
+    topo: LbTopology,
+    shared: LbShared,
+    cfg: LbConfig,
+    cpus: Vec<IrqLock<LbCpu>>,
+}
+
+static LB: spin::Once<Option<Lb>> = spin::Once::new();
+
+/// Builds the balancer over the domains, once they exist (boot, after `topology::build_domains`).
+/// Without domains the flat balancer (`balance::pull_fair`) stays in charge.
+pub fn init() {
+    LB.call_once(|| {
+        let domains = super::topology::domains()?.clone();
+        let topo = LbTopology::new(domains);
+        let shared = LbShared::new(&topo);
+        let n = topo.domains().nr_cpus();
+        let cfg = LbConfig::new(n, u64::from(crate::arch::apic::tick_hz().max(1)));
+        let now = jiffies();
+        let cpus = (0..n)
+            .map(|c| {
+                let states = topo.domains().domains(c).iter().map(|sd| SdState::new(sd, now)).collect();
+                IrqLock::new(LbCpu { states, next_balance: now })
+            })
+            .collect();
+        Some(Lb { topo, shared, cfg, cpus })
+    });
+}
+
+fn lb() -> Option<&'static Lb> {
+    LB.get().and_then(|l| l.as_ref())
+}
+
+/// Is the hierarchical balancer in charge (domains built)?
+pub fn active() -> bool {
+    lb().is_some()
+}
+
+fn jiffies() -> u64 {
+    crate::time::uptime_ns() / crate::timer::tick_period_ns().max(1)
+}
+
+/// The periodic balance of `cpu` (its tick, or the nohz idle balancer on its behalf): every
+/// domain whose interval has passed (`sched_balance_domains`). Returns the tasks moved.
+pub fn periodic(cpu: u32, idle: bool) -> u32 {
+    let Some(lb) = lb() else { return 0 };
+    let Some(slot) = lb.cpus.get(cpu as usize) else { return 0 };
+    let now = jiffies();
+    let Some(mut st) = slot.try_lock() else { return 0 };
+    if now < st.next_balance {
+        return 0;
+    }
+    let idle = if idle { CpuIdleType::Idle } else { CpuIdleType::NotIdle };
+    let mut rqs = KernelRqs::new();
+    let (next, moved) = lb::sched_balance_domains(&lb.topo, &lb.cfg, &lb.shared, cpu as usize, idle, now, &mut st.states, &mut rqs);
+    st.next_balance = next;
+    moved
+}
+
+/// The newly-idle balance of `cpu` (`sched_balance_newidle`): domain by domain, bottom-up,
+/// until a task comes. Returns the tasks pulled.
+pub fn newidle(cpu: u32, overloaded: bool) -> u32 {
+    let Some(lb) = lb() else { return 0 };
+    let Some(slot) = lb.cpus.get(cpu as usize) else { return 0 };
+    let Some(mut st) = slot.try_lock() else { return 0 };
+    let mut rqs = KernelRqs::new();
+    lb::sched_balance_newidle(&lb.topo, &lb.cfg, &lb.shared, cpu as usize, overloaded, &mut st.states, &mut rqs)
+}
+
+/// Where a new fair task goes (Linux's `select_task_rq_fair` with `SD_BALANCE_FORK`:
+/// `sched_balance_find_dst_cpu` from the parent's CPU `this`): `None` to place it as a wakeup
+/// would (no domains yet, one allowed CPU, not fair, or a core-scheduling cookie, whose
+/// placement `balance::select_cpu_fair` knows).
+pub fn select_cpu_fork(task: &Task, this: u32) -> Option<u32> {
+    let lb = lb()?;
+    let allowed = task.affinity() & online_mask();
+    if allowed.count() <= 1 || task.class() != ClassId::Fair || task.core_cookie.load(Ordering::Relaxed) != 0 {
+        return None;
+    }
+    let rqs = KernelRqs::new();
+    let cpu = lb::sched_balance_find_dst_cpu(&lb.topo, &lb.shared, this as usize, this as usize, allowed, SD_BALANCE_FORK, &rqs);
+    allowed.contains(cpu).then_some(cpu as u32)
+}
+
+/// The run queues as the balancer sees them, at one moment (`now` for the PELT decays).
+pub struct KernelRqs {
+    now: u64,
+}
+
+impl KernelRqs {
+    fn new() -> Self {
+        KernelRqs { now: crate::time::uptime_ns() }
+    }
+}
+
+/// `task_h_load`: `t`'s weight scaled by each group level's share of its parent queue (its
+/// group entity's weight over the group queue's load), in the units of the root queue's
+/// `load.weight`.
+fn task_h_load(g: &RqInner, t: &Task) -> u64 {
+    let mut load = t.attr_weight_cached();
+    let mut gid = t.se_group.load(Ordering::Relaxed);
+    let mut depth = 0;
+    while gid != super::group::ROOT_GROUP && depth < 64 {
+        let Some(grq) = g.group_rqs.get(&gid) else { break };
+        let ent = grq.entity.map_or(0, |e| e.weight);
+        load = load * ent / grq.rq.load().max(1);
+        gid = grq.parent;
+        depth += 1;
+    }
+    load.max(1)
+}
+
+/// Linux's `task_hot` (6.12) with `sysctl_sched_migration_cost` (0.5 ms): it ran within that
+/// (`exec_start`: when it last started or stopped running). Never between SMT siblings (they
+/// share their caches) nor for a SCHED_IDLE task.
+fn task_hot(t: &Task, env: &LbEnv, now: u64) -> bool {
+    const MIGRATION_COST_NS: u64 = 500_000;
+    let smt_level = lb()
+        .and_then(|l| l.topo.domains().domains(env.this_cpu()).get(env.level()))
+        .is_some_and(|sd| sd.flags.contains(SD_SHARE_CPUCAPACITY));
+    !smt_level
+        && t.policy() != cadence_sched::Policy::Idle
+        && now.saturating_sub(t.stats.exec_start.load(Ordering::Relaxed)) < MIGRATION_COST_NS
+}
+
+impl LbRunQueues for KernelRqs {
+    fn cpu_stats(&self, cpu: usize) -> CpuStats {
+        let rq = rq_of(cpu as u32);
+        let nr = rq.nr_running.load(Ordering::Acquire);
+        CpuStats {
+            nr_running: nr,
+            h_nr_running: rq.h_nr_running.load(Ordering::Acquire),
+            idle: balance::idle_cpus().contains(cpu),
+            load: rq.fair_load.load(Ordering::Acquire),
+            util: balance::cpu_util(cpu as u32, self.now),
+            runnable: balance::cpu_runnable(cpu as u32, self.now),
+            capacity: rq.capacity.load(Ordering::Relaxed).max(1),
+        }
+    }
+
+    fn detach_tasks(&mut self, env: &mut LbEnv) -> u32 {
+        let (src_cpu, dst_cpu) = (env.src_cpu() as u32, env.dst_cpu() as u32);
+        if src_cpu == dst_cpu {
+            return 0;
+        }
+        let (src_rq, dst_rq) = (rq_of(src_cpu), rq_of(dst_cpu));
+        let Some(mut guards) = try_lock_two(&src_rq.lock, src_cpu, &dst_rq.lock, dst_cpu) else { return 0 };
+        let (src, dst) = guards.pair();
+        if !env.detach_start(src.nr_queued() as u32) {
+            return 0;
+        }
+        // Room without allocating (interrupts are off): at most what the destination holds.
+        let room = super::reserve::room(dst) as u32;
+        let mut candidates: [Option<Arc<Task>>; balance::NR_MIGRATE_SCAN] = [const { None }; balance::NR_MIGRATE_SCAN];
+        let cursor = src.balance_cursor;
+        let mut last = None;
+        let mut n = 0;
+        for (tid, t) in src.tasks.range_from(&cursor).chain(src.tasks.range_before(&cursor)) {
+            if n == candidates.len() {
+                break;
+            }
+            last = Some(*tid);
+            // A task whose core-scheduling cookie the destination's core does not run stays
+            // (Linux counts it cache-hot, so failed passes end up moving it; Cadence never
+            // does, `balance::cookie_hot`).
+            if t.class() == ClassId::Fair && !balance::cookie_hot(t, dst_cpu) {
+                candidates[n] = Some(t.clone());
+                n += 1;
+            }
+        }
+        if let Some(last) = last {
+            src.balance_cursor = last.wrapping_add(1);
+        }
+        let mut moved = 0;
+        for t in candidates.into_iter().flatten() {
+            if moved >= room {
+                super::reserve::note_short(dst_cpu);
+                break;
+            }
+            let allowed = t.affinity();
+            let running = src.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, &t)) || t.on_cpu.load(Ordering::Acquire);
+            let task = LbTask {
+                cpus_allowed: &allowed,
+                running,
+                cache_hot: task_hot(&t, env, self.now),
+                throttled: super::bandwidth::throttled_hierarchy(src, &t),
+                per_cpu_kthread: t.kthread && allowed.count() == 1,
+                sched_delayed: false,
+                load: task_h_load(src, &t),
+                util: super::pelt::task_avg(&t).util_avg,
+            };
+            let verdict = env.consider(&task);
+            if matches!(verdict, Verdict::Detach | Verdict::DetachStop) && movable(src, &t, dst_cpu) {
+                move_task(src, dst, &t);
+                moved += 1;
+            }
+            if matches!(verdict, Verdict::Stop | Verdict::DetachStop) {
+                break;
+            }
+        }
+        if moved > 0 {
+            update_counts(src_rq, src);
+            update_counts(dst_rq, dst);
+        }
+        drop(guards);
+        if moved > 0 {
+            set_need_resched(dst_cpu);
+        }
+        moved
+    }
+
+    fn active_balance(&mut self, _src: usize, _dst: usize) -> ActiveBalance {
+        ActiveBalance::CurrPinned
+    }
+
+    /// The idle fallback: one waiting fair task allowed on `dst`, from the CPU of `span` with
+    /// the most tasks queued that has one.
+    fn pull_waiting(&mut self, dst: usize, span: CpuMask) -> bool {
+        let dst_cpu = dst as u32;
+        let span = span & online_mask();
+        let mut order: [(u32, u32); 8] = [(0, 0); 8];
+        let mut k = 0;
+        // The busiest few (a bounded pass: 8 sources examined).
+        for c in span.without(dst).iter() {
+            let nr = rq_of(c as u32).nr_running.load(Ordering::Acquire);
+            if nr < 2 {
+                continue;
+            }
+            if k < order.len() {
+                order[k] = (nr, c as u32);
+                k += 1;
+            } else if let Some(min) = order.iter_mut().min_by_key(|e| e.0).filter(|m| m.0 < nr) {
+                *min = (nr, c as u32);
+            }
+        }
+        let order = &mut order[..k];
+        order.sort_unstable_by_key(|e| core::cmp::Reverse(e.0));
+        for &(_, src_cpu) in order.iter() {
+            if balance::pull_one_waiting(src_cpu, dst_cpu, self.now) {
+                return true;
+            }
+        }
+        false
+    }
+}
