@@ -307,20 +307,21 @@ pub fn set_sis_util(on: bool) {
 /// over the PELT periods since (a CPU that went idle stops updating it; Linux decays such
 /// blocked averages from the nohz balance).
 pub(super) fn cpu_util(cpu: u32, now: u64) -> u64 {
-    let rq = rq_of(cpu);
-    let stamp = rq.util_stamp.load(Ordering::Acquire);
-    let util = rq.util_avg.load(Ordering::Relaxed);
-    let periods = (now.saturating_sub(stamp) >> 10) / 1024;
-    cadence_sched::pelt::decay_load(util, periods)
+    published_avg(cpu, |rq| &rq.util_avg, now)
 }
 
 /// CPU `cpu`'s fair `runnable_avg` at `now`, decayed as [`cpu_util`].
 pub(super) fn cpu_runnable(cpu: u32, now: u64) -> u64 {
+    published_avg(cpu, |rq| &rq.runnable_avg, now)
+}
+
+/// One of `cpu`'s published PELT averages, decayed over the periods since `Rq::util_stamp`.
+fn published_avg(cpu: u32, avg: impl Fn(&super::Rq) -> &core::sync::atomic::AtomicU64, now: u64) -> u64 {
     let rq = rq_of(cpu);
     let stamp = rq.util_stamp.load(Ordering::Acquire);
-    let runnable = rq.runnable_avg.load(Ordering::Relaxed);
+    let value = avg(rq).load(Ordering::Relaxed);
     let periods = (now.saturating_sub(stamp) >> 10) / 1024;
-    cadence_sched::pelt::decay_load(runnable, periods)
+    cadence_sched::pelt::decay_load(value, periods)
 }
 
 /// Is `cpu`'s LLC too busy for a wakeup to search for an idle CPU (SIS_UTIL: Linux's

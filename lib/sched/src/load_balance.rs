@@ -791,6 +791,37 @@ fn check_cpu_capacity(s: &CpuStats, imbalance_pct: u32) -> bool {
     s.capacity_of() * u64::from(imbalance_pct) < SCHED_CAPACITY_SCALE * 100
 }
 
+/// The sums of `update_sg_lb_stats` and `update_sg_wakeup_stats` over the CPUs of `cpus` (load,
+/// utilization, runnable, task counts, idle CPUs; `busy` is told of each CPU that is not idle),
+/// with group `g`'s capacity (over its whole span, as `sgc->capacity`) and weight.
+fn sum_group(
+    topo: &LbTopology,
+    g: usize,
+    cpus: CpuMask,
+    rqs: &impl LbRunQueues,
+    mut busy: impl FnMut(&mut SgLbStats, &CpuStats),
+) -> SgLbStats {
+    let mut sgs = SgLbStats::default();
+    let mut capacity = 0u64;
+    for_each_cpu(topo.domains.group(g).span, |i| capacity += rqs.cpu_stats(i).capacity_of());
+    for_each_cpu(cpus, |i| {
+        let s = rqs.cpu_stats(i);
+        sgs.group_load = sgs.group_load.wrapping_add(s.load);
+        sgs.group_util = sgs.group_util.wrapping_add(s.util_cfs());
+        sgs.group_runnable = sgs.group_runnable.wrapping_add(s.runnable);
+        sgs.sum_h_nr_running += s.h_nr_running;
+        sgs.sum_nr_running += s.nr_running;
+        if s.nr_running == 0 && s.idle {
+            sgs.idle_cpus += 1;
+        } else {
+            busy(&mut sgs, &s);
+        }
+    });
+    sgs.group_capacity = capacity.max(1);
+    sgs.group_weight = topo.group_weight(g);
+    sgs
+}
+
 /// `update_sg_lb_stats` for group `g` of `env`'s domain.
 pub fn update_sg_lb_stats(
     topo: &LbTopology,
@@ -801,30 +832,17 @@ pub fn update_sg_lb_stats(
     rqs: &impl LbRunQueues,
 ) -> SgLbStats {
     let group = topo.domains.group(g);
-    let mut sgs = SgLbStats::default();
-    let mut capacity = 0u64;
-    for_each_cpu(group.span, |i| capacity += rqs.cpu_stats(i).capacity_of());
-    for_each_cpu(group.span & env.cpus, |i| {
-        let s = rqs.cpu_stats(i);
-        sgs.group_load = sgs.group_load.wrapping_add(s.load);
-        sgs.group_util = sgs.group_util.wrapping_add(s.util_cfs());
-        sgs.group_runnable = sgs.group_runnable.wrapping_add(s.runnable);
-        sgs.sum_h_nr_running += s.h_nr_running;
-        sgs.sum_nr_running += s.nr_running;
-        if s.nr_running == 0 && s.idle {
-            sgs.idle_cpus += 1;
-            return;
-        }
-        if local_group {
-            return;
-        }
+    let mut sgs = sum_group(topo, g, group.span & env.cpus, rqs, |sgs, s| {
         // Not SD_ASYM_CPUCAPACITY: a reduced-capacity CPU running one fair task.
-        if env.idle.is_idle() && s.h_nr_running == 1 && check_cpu_capacity(&s, env.imbalance_pct) && sgs.group_misfit_task_load < s.load {
+        if !local_group
+            && env.idle.is_idle()
+            && s.h_nr_running == 1
+            && check_cpu_capacity(s, env.imbalance_pct)
+            && sgs.group_misfit_task_load < s.load
+        {
             sgs.group_misfit_task_load = s.load;
         }
     });
-    sgs.group_capacity = capacity.max(1);
-    sgs.group_weight = topo.group_weight(g);
     if !local_group && env.idle.is_idle() && group.flags.contains(SD_SHARE_CPUCAPACITY) && sgs.sum_h_nr_running > 1 {
         sgs.group_smt_balance = true;
     }
@@ -1389,23 +1407,7 @@ fn update_sg_wakeup_stats(
     allowed: CpuMask,
     rqs: &impl LbRunQueues,
 ) -> SgLbStats {
-    let group = topo.domains.group(g);
-    let mut sgs = SgLbStats::default();
-    let mut capacity = 0u64;
-    for_each_cpu(group.span, |i| capacity += rqs.cpu_stats(i).capacity_of());
-    for_each_cpu(group.span & allowed, |i| {
-        let s = rqs.cpu_stats(i);
-        sgs.group_load = sgs.group_load.wrapping_add(s.load);
-        sgs.group_util = sgs.group_util.wrapping_add(s.util_cfs());
-        sgs.group_runnable = sgs.group_runnable.wrapping_add(s.runnable);
-        sgs.sum_h_nr_running += s.h_nr_running;
-        sgs.sum_nr_running += s.nr_running;
-        if s.nr_running == 0 && s.idle {
-            sgs.idle_cpus += 1;
-        }
-    });
-    sgs.group_capacity = capacity.max(1);
-    sgs.group_weight = topo.group_weight(g);
+    let mut sgs = sum_group(topo, g, topo.domains.group(g).span & allowed, rqs, |_, _| {});
     sgs.group_type = group_classify(sd.imbalance_pct, shared.imbalance(topo.sgc_of(g)), &sgs);
     if matches!(sgs.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
         sgs.avg_load = sgs.group_load.wrapping_mul(SCHED_CAPACITY_SCALE) / sgs.group_capacity;
