@@ -79,7 +79,7 @@ const COMMANDS: &[(&str, &[&str])] = &[
     ("prlimit", &["--pid", "--rttime=", "--rttime=1:0", "unlimited", "--nofile"]),
     ("group", &["create", "move", "weight", "destroy", "/", "g", "0", "262145"]),
     ("coresched", &["get", "create", "share-to", "share-from", "stat", "--type", "pgid", "tid"]),
-    ("trace", &["report", "check", "rt", "coresched", "-b", "events", "irqsoff", "stop", "clear"]),
+    ("trace", &["report", "check", "rt", "wc", "coresched", "-b", "events", "irqsoff", "stop", "clear"]),
     // The virtio disk (a scratch image under `make test-chaos`; without one every call is
     // ENODEV): counts run from in range to past the end and overflowing.
     // 4 KiB blocks, 512-byte sectors: a 256 MiB scratch image has 65,536 and 524,288.

@@ -9,6 +9,7 @@
 //! cadence-boot trace report FILE [--svg OUT]  # tracer report of a COM2 ftrace capture
 //! cadence-boot trace check coresched FILE [--smt 0,1:2,3]  # core-scheduling checker
 //! cadence-boot trace check rt FILE [-b US] [--smt 0,1:2,3]   # RT-guarantee checker (exit 1 on violations)
+//! cadence-boot trace check wc FILE [-b US] [--cpus N]        # work-conservation checker (exit 1 on violations)
 //! cadence-boot plot cyclic OUT.svg LABEL=FILE[,FILE...]...  # cyclictest -h histograms, overlaid
 //! cadence-boot plot wakeup OUT.svg LABEL=TRACE[,TRACE...]... # RT wakeup->switch, from traces
 //! cadence-boot fuzz-console --kernel ELF [--smp SPEC] [--seconds N] [--seed N] [--log FILE]
@@ -62,6 +63,7 @@ usage: cadence-boot run --kernel ELF [--uefi|--bios] [--smp SPEC] [--memory SIZE
        cadence-boot trace report FILE [--svg OUT]
        cadence-boot trace check coresched FILE [--smt 0,1:2,3]
        cadence-boot trace check rt FILE [-b US] [--smt 0,1:2,3]
+       cadence-boot trace check wc FILE [-b US] [--cpus N]
        cadence-boot plot cyclic|wakeup OUT.svg LABEL=FILE[,FILE...]...
        cadence-boot fuzz-console --kernel ELF [--smp SPEC] [--seconds N] [--seed N] [--log FILE] [--timeout SECS]
                                    [--disk IMG | --scratch-disk IMG]";
@@ -480,7 +482,7 @@ fn cmd_trace(argv: &[String]) -> Exit {
         [r, f] if r == "report" => (f, None),
         [r, f, s, out] if r == "report" && s == "--svg" => (f, Some(out)),
         [r, s, out, f] if r == "report" && s == "--svg" => (f, Some(out)),
-        _ => return usage("trace wants: report FILE [--svg OUT] | check coresched FILE [--smt 0,1:2,3] | check rt FILE [-b US]"),
+        _ => return usage(TRACE_USAGE),
     };
     let bytes = match std::fs::read(file) {
         Ok(b) => b,
@@ -503,15 +505,21 @@ fn cmd_trace(argv: &[String]) -> Exit {
     Exit(0, None)
 }
 
+/// What `trace` takes.
+const TRACE_USAGE: &str =
+    "trace wants: report FILE [--svg OUT] | check coresched FILE [--smt 0,1:2,3] | check rt FILE [-b US] [--smt 0,1:2,3] | check wc FILE [-b US] [--cpus N]";
+
 /// `trace check coresched FILE [--smt GROUPS]`: the core-scheduling checker on an exported trace.
 fn cmd_trace_check(argv: &[String]) -> Exit {
-    if argv.first().map(String::as_str) == Some("rt") {
-        return cmd_trace_check_rt(&argv[1..]);
+    match argv.first().map(String::as_str) {
+        Some("rt") => return cmd_trace_check_rt(&argv[1..]),
+        Some("wc") => return cmd_trace_check_wc(&argv[1..]),
+        _ => {}
     }
     let (file, smt) = match argv {
         [c, f] if c == "coresched" => (f, None),
         [c, f, s, g] if c == "coresched" && s == "--smt" => (f, Some(g.as_str())),
-        _ => return usage("trace wants: check coresched FILE [--smt 0,1:2,3] | check rt FILE [-b US]"),
+        _ => return usage(TRACE_USAGE),
     };
     let bytes = match std::fs::read(file) {
         Ok(b) => b,
@@ -565,6 +573,52 @@ fn cmd_trace_check_rt(argv: &[String]) -> Exit {
         Err(e) => return Exit(3, Some(format!("{file}: {e}"))),
     };
     let (r, errors) = cadence_boot::trace::check_rt_text(&String::from_utf8_lossy(&bytes), bound_ns, &smt);
+    if !errors.is_empty() {
+        eprintln!("cadence-boot: {file}: {} malformed lines skipped", errors.len());
+    }
+    let mut out = String::new();
+    let _ = r.write(&mut out);
+    print!("{out}");
+    Exit(if r.violations == 0 { 0 } else { 1 }, None)
+}
+
+/// `trace check wc FILE [-b US] [--cpus N]`: the work-conservation checker on an exported trace
+/// (exit 1 when it finds violations, like `check rt`). `--cpus` gives the machine's CPU count
+/// when the trace's header does not (a CPU that records nothing is still capacity).
+fn cmd_trace_check_wc(argv: &[String]) -> Exit {
+    const WANTS: &str = "trace wants: check wc FILE [-b US] [--cpus N]";
+    let (mut file, mut bound, mut cpus) = (None, None, None);
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-b" => bound = Some(it.next()),
+            "--cpus" => cpus = Some(it.next()),
+            _ if file.is_none() && !a.starts_with('-') => file = Some(a),
+            _ => return usage(WANTS),
+        }
+    }
+    let Some(file) = file else { return usage(WANTS) };
+    let bound_ns = match bound {
+        None => cadence_trace::wccheck::DEFAULT_BOUND_NS,
+        Some(None) => return usage(WANTS),
+        Some(Some(us)) => match cadence_boot::trace::parse_bound_us(us) {
+            Ok(ns) => ns,
+            Err(e) => return usage(e),
+        },
+    };
+    let cpus = match cpus {
+        None => None,
+        Some(None) => return usage(WANTS),
+        Some(Some(n)) => match cadence_boot::trace::parse_cpus(n) {
+            Ok(n) => Some(n),
+            Err(e) => return usage(e),
+        },
+    };
+    let bytes = match std::fs::read(file) {
+        Ok(b) => b,
+        Err(e) => return Exit(3, Some(format!("{file}: {e}"))),
+    };
+    let (r, errors) = cadence_boot::trace::check_wc_text(&String::from_utf8_lossy(&bytes), bound_ns, cpus);
     if !errors.is_empty() {
         eprintln!("cadence-boot: {file}: {} malformed lines skipped", errors.len());
     }

@@ -57,10 +57,10 @@ pub fn check_coresched_text(
     Ok((r, parsed.errors))
 }
 
-/// Largest `-b` of `trace check rt` (µs): a minute, as the kernel's.
+/// Largest `-b` of `trace check rt` and `trace check wc` (µs): a minute, as the kernel's.
 pub const MAX_BOUND_US: u64 = 60_000_000;
 
-/// Parses the `-b US` of `trace check rt` into ns.
+/// Parses the `-b US` of `trace check rt` and `trace check wc` into ns.
 pub fn parse_bound_us(us: &str) -> Result<u64, String> {
     match us.parse::<u64>() {
         Ok(n) if n <= MAX_BOUND_US => Ok(n * 1000),
@@ -78,8 +78,7 @@ pub fn check_rt_text(
     smt: &[cadence_sched::CpuMask],
 ) -> (cadence_trace::rtcheck::RtReport, Vec<(usize, ParseError)>) {
     let parsed = ftrace::parse_text(text);
-    let seen = parsed.events.iter().map(|e| e.cpu.saturating_add(1)).max().unwrap_or(0);
-    let ncpus = parsed.entries.map_or(seen, |(_, _, p)| p.max(seen));
+    let ncpus = trace_cpus(&parsed);
     let opts = cadence_trace::rtcheck::Options {
         bound_ns,
         end_ns: parsed.events.iter().map(|e| e.ts_ns).max(),
@@ -87,6 +86,39 @@ pub fn check_rt_text(
     }
     .with_smt(smt);
     let r = cadence_trace::rtcheck::check(&parsed.events, &opts, |pid| parsed.affinity.get(&pid).copied());
+    (r, parsed.errors)
+}
+
+/// The CPU count of a trace: the header's `#P` (never fewer than the highest CPU seen + 1),
+/// else the highest CPU seen + 1.
+fn trace_cpus(parsed: &ftrace::Parsed) -> u32 {
+    let seen = parsed.events.iter().map(|e| e.cpu.saturating_add(1)).max().unwrap_or(0);
+    parsed.entries.map_or(seen, |(_, _, p)| p.max(seen))
+}
+
+/// Parses the `--cpus N` of `trace check wc` (N >= 1).
+pub fn parse_cpus(n: &str) -> Result<u32, String> {
+    match n.parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("--cpus needs a CPU count of at least 1, got '{n}'")),
+    }
+}
+
+/// `cadence-boot trace check wc FILE [-b US] [--cpus N]`: the work-conservation checker
+/// (`cadence_trace::wccheck`) on an exported trace (Cadence's or Linux's), with the affinities
+/// of its `# cadence-affinity:` lines (none: every task may use every CPU). The CPU count is
+/// `cpus` if given (events of CPUs beyond it are ignored), else the header's `#P`, else the
+/// highest CPU seen + 1: a CPU that records no event is still capacity (the denominator of the
+/// wasted fractions), so a Linux trace without its header wants `--cpus`. The end is the
+/// last event. Returns the report and the malformed lines.
+pub fn check_wc_text(text: &str, bound_ns: u64, cpus: Option<u32>) -> (cadence_trace::wccheck::WcReport, Vec<(usize, ParseError)>) {
+    let parsed = ftrace::parse_text(text);
+    let opts = cadence_trace::wccheck::Options {
+        bound_ns,
+        end_ns: parsed.events.iter().map(|e| e.ts_ns).max(),
+        ..cadence_trace::wccheck::Options::new(cpus.unwrap_or_else(|| trace_cpus(&parsed)))
+    };
+    let r = cadence_trace::wccheck::check(&parsed.events, &opts, |pid| parsed.affinity.get(&pid).copied());
     (r, parsed.errors)
 }
 
@@ -247,6 +279,88 @@ mod tests {
         assert_eq!(check_rt_text(&unpinned, 500_000, &[]).0.violations, 0);
         assert_eq!(parse_bound_us("250"), Ok(250_000));
         assert!(parse_bound_us("x").is_err() && parse_bound_us("-1").is_err() && parse_bound_us("60000001").is_err());
+    }
+
+    fn wc_text(text: &str, bound_ns: u64, cpus: Option<u32>) -> String {
+        let (r, errors) = check_wc_text(text, bound_ns, cpus);
+        assert!(errors.is_empty(), "{:?}", &errors[..errors.len().min(5)]);
+        let mut out = String::new();
+        let _ = r.write(&mut out);
+        out
+    }
+
+    #[test]
+    fn wc_check_of_text_uses_the_header_the_affinity_lines_and_cpus() {
+        // CPU 1 idles from 1.000000; fair pid 3 (allowed on CPUs 0 and 1) waits on busy CPU 0
+        // from 1.001000 to 1.008000. CPU 2 and 3 record nothing (the header says #P:4).
+        let text = "\
+# tracer: nop
+#
+# entries-in-buffer/entries-written: 4/4   #P:4
+# cadence-affinity: pid=3 mask=0x3
+          <idle>-0       [000] d..2.     1.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=burn next_pid=2 next_prio=120
+            idle-9       [001] d..2.     1.000000: sched_switch: prev_comm=idle prev_pid=9 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+            burn-2       [000] d..2.     1.001000: sched_wakeup: comm=sh pid=3 prio=120 target_cpu=000
+            burn-2       [000] d..2.     1.008000: sched_switch: prev_comm=burn prev_pid=2 prev_prio=120 prev_state=R ==> next_comm=sh next_pid=3 next_prio=120
+";
+        assert_eq!(
+            wc_text(text, cadence_trace::wccheck::DEFAULT_BOUND_NS, None),
+            "violation: 1.001000 cpu 1: idle 7000 us while sh:3 (prio 120) waited (1 waiting at most)\n\
+             wc: cpus=4 bound_us=4000 wasted_us=7000 idle_waiting_us=7000 window=1.000000..1.008000\n\
+             wc check: violations=1 longest_us=7000 wasted_permille=218.750 idle_waiting_permille=218.750 checked_ns=8000000\n"
+        );
+        // 7 ms of 2 CPUs x 8 ms without the header; CPU 1 ignored with --cpus 1.
+        let headless = text.replace("# entries-in-buffer/entries-written: 4/4   #P:4\n", "");
+        assert!(
+            wc_text(&headless, 4_000_000, None).ends_with(" wasted_permille=437.500 idle_waiting_permille=437.500 checked_ns=8000000\n")
+        );
+        assert!(wc_text(text, 4_000_000, Some(1))
+            .ends_with("wc check: violations=0 longest_us=0 wasted_permille=0.000 idle_waiting_permille=0.000 checked_ns=8000000\n"));
+        // Pinned to CPU 0: nothing; a longer bound: not a violation, still idle-waiting time.
+        let pinned = text.replace("mask=0x3", "mask=0x1");
+        assert!(wc_text(&pinned, 4_000_000, None).starts_with("wc: cpus=4 bound_us=4000 wasted_us=0 idle_waiting_us=0 "));
+        assert!(wc_text(text, 7_000_000, None).starts_with("wc: cpus=4 bound_us=7000 wasted_us=0 idle_waiting_us=7000 "));
+        assert_eq!(parse_cpus("8"), Ok(8));
+        assert!(parse_cpus("0").is_err() && parse_cpus("-1").is_err() && parse_cpus("x").is_err());
+    }
+
+    /// `tools/capture-wc-trace.sh tests/fixtures/linux-6.12-wc.txt`: Debian's Linux 6.12 (EEVDF)
+    /// on the peer at `-smp 4`, six busybox `sh` counting loops (more hogs than CPUs, ending one
+    /// by one) and two sleepers (4 ms `usleep` naps); events sched_switch, sched_wakeup,
+    /// sched_wakeup_new, sched_migrate_task, sched_process_exit; affinity lines for the tasks
+    /// alive at the end with a narrower Cpus_allowed (the per-CPU kernel threads). Linux left
+    /// CPU 2 idle for 5.7 ms while a sleeper's shell it had woken on busy CPU 0 waited there.
+    #[test]
+    fn linux_6_12_trace_checks_work_conservation() {
+        let text = fixture("linux-6.12-wc.txt");
+        assert!(text.len() < 300_000);
+        assert!(ftrace::parse_text(&text).affinity.len() > 4, "per-CPU kernel threads are pinned");
+        assert_eq!(
+            wc_text(&text, cadence_trace::wccheck::DEFAULT_BOUND_NS, None),
+            "violation: 3.876042 cpu 2: idle 5736 us while sh:194 (prio 120) waited (2 waiting at most)\n\
+             wc: cpus=4 bound_us=4000 wasted_us=5736 idle_waiting_us=36043 window=3.581714..4.074358\n\
+             wc check: violations=1 longest_us=5736 wasted_permille=2.910 idle_waiting_permille=18.290 checked_ns=492644000\n"
+        );
+        // Without the affinity lines the pinned threads' waits count as idle-waiting time too.
+        let unpinned: String = text.lines().filter(|l| !l.starts_with("# cadence-affinity:")).map(|l| format!("{l}\n")).collect();
+        assert!(wc_text(&unpinned, 4_000_000, None).ends_with(" idle_waiting_permille=21.321 checked_ns=492644000\n"));
+        // The RT check of the same trace: no RT task ever waited.
+        assert_eq!(check_rt_text(&text, 100_000, &[]).0.to_string(), "rt check: violations=0 checked_ns=492644000");
+    }
+
+    /// The 6.1 PREEMPT_RT pipetest trace (see `linux_ftrace_reads_with_the_same_analysis`): its
+    /// `rcuc/N` threads are per-CPU but the trace has no affinity lines, so their waits behind
+    /// busy CPUs count (a Linux trace's limit, documented).
+    #[test]
+    fn linux_6_1_trace_checks_work_conservation() {
+        let out = wc_text(&fixture("linux-6.1-rt-pipetest.txt"), cadence_trace::wccheck::DEFAULT_BOUND_NS, None);
+        assert_eq!(out.lines().filter(|l| l.starts_with("violation: ")).count(), cadence_trace::wccheck::MAX_WORST);
+        assert!(
+            out.ends_with(
+                "wc check: violations=15 longest_us=7711 wasted_permille=213.031 idle_waiting_permille=387.447 checked_ns=104487000\n"
+            ),
+            "{out}"
+        );
     }
 
     #[test]

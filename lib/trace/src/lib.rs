@@ -15,6 +15,11 @@
 //! * [`coresched`]: the core-scheduling checker (`trace check coresched`).
 //! * [`rtcheck`]: the RT-guarantee checker (`trace check rt`): intervals in which an RT task
 //!   waited while a CPU it may use ran something less important.
+//! * [`wccheck`]: the work-conservation checker (`trace check wc`): intervals in which a CPU
+//!   stayed idle while a task that may run on it waited.
+//!
+//! The two replaying checkers share `replay` (crate-private): the window, the event order,
+//! what each CPU runs, which tasks wait, the affinities.
 //!
 //! No `unsafe`, no panics on any input (parsers return errors, arithmetic saturates).
 
@@ -26,8 +31,10 @@ extern crate alloc;
 pub mod coresched;
 pub mod event;
 pub mod ftrace;
+mod replay;
 pub mod report;
 pub mod ring;
 pub mod rtcheck;
+pub mod wccheck;
 
 pub use event::{Comm, Event, EventKind, EventType, TaskInfo};

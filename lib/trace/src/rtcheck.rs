@@ -69,7 +69,8 @@
 //! `rt check: violations=<n> checked_ns=<n>`, and [`RtReport::write`] with the longest
 //! intervals (at most [`MAX_WORST`]) above it.
 
-use crate::event::{Comm, Event, EventKind, TaskInfo};
+use crate::event::{Event, EventKind, TaskInfo};
+use crate::replay::{keep_worst, replay, Checker, Sched, Secs};
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
 use cadence_sched::CpuMask;
@@ -127,12 +128,10 @@ pub struct Interval {
 
 impl fmt::Display for Interval {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let us = self.start_ns / 1000;
         write!(
             f,
-            "violation: {}.{:06} cpu {}: rt {}:{} (prio {}) waited {} us while {}:{} (prio {}) ran",
-            us / 1_000_000,
-            us % 1_000_000,
+            "violation: {} cpu {}: rt {}:{} (prio {}) waited {} us while {}:{} (prio {}) ran",
+            Secs(self.start_ns),
             self.cpu,
             self.waiting.comm,
             self.waiting.pid,
@@ -175,10 +174,6 @@ impl fmt::Display for RtReport {
     }
 }
 
-fn trunc(ns: u64) -> u64 {
-    ns / 1000 * 1000
-}
-
 /// Importance rank: lower is more important; idle below everything.
 fn rank(t: &TaskInfo) -> i64 {
     if t.pid == 0 {
@@ -188,16 +183,6 @@ fn rank(t: &TaskInfo) -> i64 {
     }
 }
 
-fn idle(cpu: u32) -> TaskInfo {
-    TaskInfo { comm: Comm::with_number("swapper/", cpu), pid: 0, prio: 120 }
-}
-
-/// A task whose state the window has shown.
-struct Known {
-    info: TaskInfo,
-    waiting: bool,
-}
-
 /// An open (W, c) interval.
 struct Open {
     since: u64,
@@ -205,18 +190,13 @@ struct Open {
     running: TaskInfo,
 }
 
-struct Replay<F> {
-    affinity: F,
-    /// Affinities set by `sched_set_affinity` events (they override `affinity`).
-    affinity_set: BTreeMap<u32, CpuMask>,
+/// The RT checker's state beside the shared replay's.
+struct Rt {
     /// Core cookie of each task and of what each CPU runs (`sched_core_switch` events).
     task_cookie: BTreeMap<u32, u64>,
     cpu_cookie: BTreeMap<u32, u64>,
     siblings: Vec<CpuMask>,
     bound_ns: u64,
-    /// What each CPU runs (CPUs not yet known are absent).
-    cpus: BTreeMap<u32, TaskInfo>,
-    tasks: BTreeMap<u32, Known>,
     /// Known waiting RT tasks.
     waiting_rt: BTreeSet<u32>,
     /// Deadline tasks throttled (between `sched_dl_throttle` and `sched_dl_replenish`).
@@ -226,14 +206,7 @@ struct Replay<F> {
     report: RtReport,
 }
 
-impl<F: Fn(u32) -> Option<CpuMask>> Replay<F> {
-    fn allowed(&self, pid: u32, cpu: u32) -> bool {
-        match self.affinity_set.get(&pid) {
-            Some(m) => m.contains(cpu as usize),
-            None => (self.affinity)(pid).is_none_or(|m| m.contains(cpu as usize)),
-        }
-    }
-
+impl Rt {
     /// The other SMT siblings of `cpu`.
     fn siblings_of(&self, cpu: u32) -> impl Iterator<Item = u32> + '_ {
         let m = self.siblings.get(cpu as usize).copied().unwrap_or(CpuMask::EMPTY).without(cpu as usize);
@@ -243,32 +216,32 @@ impl<F: Fn(u32) -> Option<CpuMask>> Replay<F> {
     /// Could W (`pid`, importance `w_prio`) run on `cpu` under core scheduling? Not while a
     /// sibling runs a task with another cookie that is at least as important (the core-wide
     /// pick keeps that one and forces `cpu` idle or onto a matching task).
-    fn core_allows(&self, pid: u32, w_prio: i32, cpu: u32) -> bool {
+    fn core_allows(&self, s: &Sched<'_>, pid: u32, w_prio: i32, cpu: u32) -> bool {
         let cookie = self.task_cookie.get(&pid).copied().unwrap_or(0);
-        self.siblings_of(cpu).all(|s| match self.cpus.get(&s) {
-            Some(r) if r.pid != 0 => self.cpu_cookie.get(&s).copied().unwrap_or(0) == cookie || rank(r) > w_prio as i64,
+        self.siblings_of(cpu).all(|sib| match s.cpus.get(&sib) {
+            Some(r) if r.pid != 0 => self.cpu_cookie.get(&sib).copied().unwrap_or(0) == cookie || rank(r) > w_prio as i64,
             _ => true,
         })
     }
 
     /// Does (W = `pid`, `cpu`) violate the guarantee now?
-    fn holds(&self, pid: u32, cpu: u32) -> bool {
-        let Some(w) = self.tasks.get(&pid) else { return false };
-        let Some(r) = self.cpus.get(&cpu) else { return false };
+    fn holds(&self, s: &Sched<'_>, pid: u32, cpu: u32) -> bool {
+        let Some(w) = s.tasks.get(&pid) else { return false };
+        let Some(r) = s.cpus.get(&cpu) else { return false };
         w.waiting
             && pid != 0
             && w.info.prio < 100
             && !self.throttled.contains(&pid)
             && rank(r) > w.info.prio as i64
-            && self.allowed(pid, cpu)
-            && self.core_allows(pid, w.info.prio, cpu)
+            && s.allowed(pid, cpu)
+            && self.core_allows(s, pid, w.info.prio, cpu)
     }
 
-    fn refresh_pair(&mut self, pid: u32, cpu: u32, t: u64) {
-        let holds = self.holds(pid, cpu);
+    fn refresh_pair(&mut self, s: &Sched<'_>, pid: u32, cpu: u32, t: u64) {
+        let holds = self.holds(s, pid, cpu);
         let is_open = self.open.contains_key(&(pid, cpu));
         if holds && !is_open {
-            let (Some(w), Some(r)) = (self.tasks.get(&pid), self.cpus.get(&cpu)) else { return };
+            let (Some(w), Some(r)) = (s.tasks.get(&pid), s.cpus.get(&cpu)) else { return };
             self.open.insert((pid, cpu), Open { since: t, waiting: w.info, running: *r });
         } else if !holds && is_open {
             self.close(pid, cpu, t);
@@ -283,115 +256,50 @@ impl<F: Fn(u32) -> Option<CpuMask>> Replay<F> {
         }
         self.report.violations += 1;
         let v = Interval { start_ns: o.since, duration_ns, cpu, waiting: o.waiting, running: o.running };
-        let worst = &mut self.report.worst;
-        let at = worst
-            .iter()
-            .position(|w| (w.duration_ns, core::cmp::Reverse(w.start_ns)) < (v.duration_ns, core::cmp::Reverse(v.start_ns)))
-            .unwrap_or(worst.len());
-        if at < MAX_WORST {
-            worst.insert(at, v);
-            worst.truncate(MAX_WORST);
-        }
+        keep_worst(&mut self.report.worst, v, MAX_WORST, |w| (w.duration_ns, w.start_ns));
     }
 
     /// Re-evaluates every pair of task `pid`.
-    fn refresh_task(&mut self, pid: u32, t: u64) {
-        let cpus: Vec<u32> = self.cpus.keys().copied().collect();
-        for c in cpus {
-            self.refresh_pair(pid, c, t);
+    fn refresh_task(&mut self, s: &Sched<'_>, pid: u32, t: u64) {
+        for &c in s.cpus.keys() {
+            self.refresh_pair(s, pid, c, t);
         }
     }
 
     /// Re-evaluates every pair of CPU `cpu`.
-    fn refresh_cpu(&mut self, cpu: u32, t: u64) {
+    fn refresh_cpu(&mut self, s: &Sched<'_>, cpu: u32, t: u64) {
         let waiting: Vec<u32> = self.waiting_rt.iter().copied().collect();
         for w in waiting {
-            self.refresh_pair(w, cpu, t);
+            self.refresh_pair(s, w, cpu, t);
         }
-    }
-
-    fn set_task(&mut self, info: TaskInfo, waiting: bool, t: u64) {
-        if info.pid == 0 {
-            return;
-        }
-        self.tasks.insert(info.pid, Known { info, waiting });
-        if waiting && info.prio < 100 {
-            self.waiting_rt.insert(info.pid);
-        } else {
-            self.waiting_rt.remove(&info.pid);
-        }
-        self.refresh_task(info.pid, t);
-    }
-
-    fn set_cpu(&mut self, cpu: u32, running: TaskInfo, t: u64) {
-        self.cpus.insert(cpu, running);
-        self.refresh_cpu(cpu, t);
-        self.refresh_siblings(cpu, t);
     }
 
     /// What `cpu` runs decides what its SMT siblings may run: re-evaluate their pairs.
-    fn refresh_siblings(&mut self, cpu: u32, t: u64) {
+    fn refresh_siblings(&mut self, s: &Sched<'_>, cpu: u32, t: u64) {
         let sibs: Vec<u32> = self.siblings_of(cpu).collect();
-        for s in sibs {
-            self.refresh_cpu(s, t);
+        for sib in sibs {
+            self.refresh_cpu(s, sib, t);
         }
     }
 
-    fn is_running(&self, pid: u32) -> bool {
-        self.cpus.values().any(|r| r.pid == pid)
-    }
-
-    /// One event inside the window, at (truncated) time `t`.
-    fn apply(&mut self, e: &Event, t: u64) {
-        if e.pid == 0 && !self.cpus.contains_key(&e.cpu) {
-            self.set_cpu(e.cpu, idle(e.cpu), t);
+    fn core_switch(&mut self, cpu: u32, pid: u32, cookie: u64) {
+        self.cpu_cookie.insert(cpu, cookie);
+        if pid != 0 {
+            self.task_cookie.insert(pid, cookie);
         }
+    }
+}
+
+impl Checker for Rt {
+    fn event(&mut self, s: &Sched<'_>, e: &Event, t: u64) {
         match e.kind {
-            EventKind::Switch { prev, prev_state, next } => {
-                // Running, it is not throttled (even if the trace lost the replenishment).
+            // Running, it is not throttled (even if the trace lost the replenishment).
+            EventKind::Switch { next, .. } => {
                 self.throttled.remove(&next.pid);
-                self.set_cpu(e.cpu, next, t);
-                self.set_task(prev, prev_state == b'R', t);
-                self.set_task(next, false, t);
-            }
-            EventKind::Wakeup { task, .. } => {
-                let waiting = !self.is_running(task.pid);
-                self.set_task(task, waiting, t);
-            }
-            EventKind::Migrate { task, .. } => {
-                if let Some(k) = self.tasks.get(&task.pid) {
-                    let waiting = k.waiting;
-                    self.set_task(task, waiting, t);
-                }
-            }
-            EventKind::Exit { task } => self.set_task(task, false, t),
-            EventKind::Prio { task, .. } => {
-                if let Some(k) = self.tasks.get(&task.pid) {
-                    let waiting = k.waiting;
-                    self.set_task(task, waiting, t);
-                }
-                // What a CPU runs has a new importance too.
-                let on: Vec<u32> = self.cpus.iter().filter(|(_, r)| r.pid == task.pid).map(|(&c, _)| c).collect();
-                for c in on {
-                    self.set_cpu(c, task, t);
-                }
-            }
-            EventKind::Affinity { task, mask, wide } => {
-                // A mask reaching past CPU 63 is not in the event: the caller's affinity
-                // (the task's mask now) stands in for it.
-                if wide {
-                    self.affinity_set.remove(&task.pid);
-                } else {
-                    self.affinity_set.insert(task.pid, CpuMask::from_u64(mask));
-                }
-                self.refresh_task(task.pid, t);
             }
             EventKind::CoreSwitch { pid, cookie, .. } => {
-                self.cpu_cookie.insert(e.cpu, cookie);
-                if pid != 0 {
-                    self.task_cookie.insert(pid, cookie);
-                }
-                self.refresh_siblings(e.cpu, t);
+                self.core_switch(e.cpu, pid, cookie);
+                self.refresh_siblings(s, e.cpu, t);
             }
             EventKind::Dl { task, replenish, .. } => {
                 if replenish {
@@ -399,126 +307,64 @@ impl<F: Fn(u32) -> Option<CpuMask>> Replay<F> {
                 } else {
                     self.throttled.insert(task.pid);
                 }
-                self.refresh_task(task.pid, t);
+                self.refresh_task(s, task.pid, t);
             }
             _ => {}
         }
     }
 
-    /// One event before the window: only what its CPU runs.
-    fn apply_before(&mut self, e: &Event) {
-        match e.kind {
-            EventKind::Switch { next, .. } => {
-                self.cpus.insert(e.cpu, next);
-            }
-            EventKind::CoreSwitch { pid, cookie, .. } => {
-                self.cpu_cookie.insert(e.cpu, cookie);
-                if pid != 0 {
-                    self.task_cookie.insert(pid, cookie);
-                }
-            }
-            _ if e.pid == 0 => {
-                self.cpus.entry(e.cpu).or_insert_with(|| idle(e.cpu));
-            }
-            _ => {}
+    fn event_before(&mut self, e: &Event) {
+        if let EventKind::CoreSwitch { pid, cookie, .. } = e.kind {
+            self.core_switch(e.cpu, pid, cookie);
         }
+    }
+
+    fn cpu_changed(&mut self, s: &Sched<'_>, cpu: u32, t: u64) {
+        self.refresh_cpu(s, cpu, t);
+        self.refresh_siblings(s, cpu, t);
+    }
+
+    fn task_changed(&mut self, s: &Sched<'_>, pid: u32, t: u64) {
+        match s.tasks.get(&pid) {
+            Some(k) if k.waiting && k.info.prio < 100 => self.waiting_rt.insert(pid),
+            _ => self.waiting_rt.remove(&pid),
+        };
+        self.refresh_task(s, pid, t);
     }
 }
 
 /// Checks `events` (see the module docs) with `affinity` (pid → allowed CPUs; `None`: all).
 /// Never fails and never panics: a trace that makes no sense gives a report that says so.
 pub fn check<F: Fn(u32) -> Option<CpuMask>>(events: &[Event], opts: &Options, affinity: F) -> RtReport {
-    let mine = |e: &&Event| e.cpu < opts.ncpus;
-    let mut first: BTreeMap<u32, u64> = BTreeMap::new();
-    let mut last = None::<u64>;
-    for e in events.iter().filter(mine) {
-        let t = trunc(e.ts_ns);
-        first.entry(e.cpu).and_modify(|f| *f = (*f).min(t)).or_insert(t);
-        last = Some(last.map_or(t, |l: u64| l.max(t)));
-    }
-    let start = first.values().copied().max().unwrap_or(0);
-    let end = opts.end_ns.map(trunc).or(last).unwrap_or(0).max(start);
-    let report =
-        RtReport { checked_ns: end - start, window_start_ns: start, window_end_ns: end, bound_ns: opts.bound_ns, ..RtReport::default() };
-    let mut r = Replay {
-        affinity,
-        affinity_set: BTreeMap::new(),
+    let (mut r, _, w) = replay(events, opts.ncpus, opts.end_ns, &affinity, |w| Rt {
         task_cookie: BTreeMap::new(),
         cpu_cookie: BTreeMap::new(),
         siblings: opts.siblings.clone(),
         bound_ns: opts.bound_ns,
-        cpus: BTreeMap::new(),
-        tasks: BTreeMap::new(),
         waiting_rt: BTreeSet::new(),
         throttled: BTreeSet::new(),
         open: BTreeMap::new(),
-        report,
-    };
-    let in_order = events.iter().filter(mine).is_sorted_by_key(|e| trunc(e.ts_ns));
-    if in_order {
-        replay(&mut r, events.iter().filter(mine), start, end);
-    } else {
-        let mut sorted: Vec<&Event> = events.iter().filter(mine).collect();
-        sorted.sort_by_key(|e| trunc(e.ts_ns)); // stable: ties keep the given order
-        replay(&mut r, sorted.into_iter(), start, end);
-    }
+        report: RtReport {
+            checked_ns: w.end - w.start,
+            window_start_ns: w.start,
+            window_end_ns: w.end,
+            bound_ns: opts.bound_ns,
+            ..RtReport::default()
+        },
+    });
     let open: Vec<(u32, u32)> = r.open.keys().copied().collect();
     for (pid, cpu) in open {
-        r.close(pid, cpu, end);
+        r.close(pid, cpu, w.end);
     }
     r.report
-}
-
-fn replay<'a, F: Fn(u32) -> Option<CpuMask>>(r: &mut Replay<F>, events: impl Iterator<Item = &'a Event>, start: u64, end: u64) {
-    for e in events {
-        let t = trunc(e.ts_ns);
-        if t > end {
-            break;
-        }
-        if t < start {
-            r.apply_before(e);
-        } else {
-            r.apply(e, t);
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::Comm;
+    use crate::replay::test_util::{all, ev_at, sw, task, wake, US};
     use alloc::string::String;
-
-    const US: u64 = 1000;
-
-    fn task(pid: u32, prio: i32) -> TaskInfo {
-        let comm = if pid == 0 { Comm::new("swapper") } else { Comm::with_number("t", pid) };
-        TaskInfo { comm, pid, prio }
-    }
-
-    fn sw(ts: u64, cpu: u32, prev: (u32, i32), state: u8, next: (u32, i32)) -> Event {
-        let prev = task(prev.0, prev.1);
-        Event {
-            ts_ns: ts,
-            cpu,
-            comm: prev.comm,
-            pid: prev.pid,
-            kind: EventKind::Switch { prev, prev_state: state, next: task(next.0, next.1) },
-        }
-    }
-
-    fn wake(ts: u64, cpu: u32, ctx: u32, w: (u32, i32)) -> Event {
-        Event {
-            ts_ns: ts,
-            cpu,
-            comm: Comm::new("waker"),
-            pid: ctx,
-            kind: EventKind::Wakeup { task: task(w.0, w.1), target_cpu: cpu, new: false },
-        }
-    }
-
-    fn all(_: u32) -> Option<CpuMask> {
-        None
-    }
 
     fn opts(ncpus: u32) -> Options {
         Options::new(ncpus)
@@ -678,10 +524,6 @@ mod tests {
         let pinned = |pid: u32| (pid == 3).then_some(CpuMask::single(0));
         assert_eq!(check(&p.events, &opts(2), |pid| p.affinity.get(&pid).copied()), check(&e, &opts(2), pinned));
         assert_eq!(check(&p.events, &opts(2), |pid| p.affinity.get(&pid).copied()).violations, 0);
-    }
-
-    fn ev_at(ts: u64, cpu: u32, kind: EventKind) -> Event {
-        Event { ts_ns: ts, cpu, comm: Comm::new("x"), pid: 99, kind }
     }
 
     #[test]
