@@ -25,6 +25,9 @@
 //! * `check rt [-b US]`: the RT-guarantee checker (`cadence_trace::rtcheck`): every interval
 //!   longer than US µs (default 100) in which an RT task waited while a CPU it may use ran
 //!   something less important; affinities come from the side table below;
+//! * `check wc [-b US]`: the work-conservation checker (`cadence_trace::wccheck`): every
+//!   interval longer than US µs (default 4000) in which a CPU stayed idle while a task that may
+//!   use it waited; the same affinities;
 //! * `events [NAME|all on|off]`: list or switch events (ftrace names, e.g. `sched_switch`).
 //!
 //! # Affinity side table
@@ -52,7 +55,7 @@ use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 use cadence_sched::CpuMask;
-use cadence_trace::{ftrace, report, rtcheck, Comm, Event, EventKind, EventType, TaskInfo};
+use cadence_trace::{ftrace, report, rtcheck, wccheck, Comm, Event, EventKind, EventType, TaskInfo};
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 pub use framework::trace::{
     clear, event_mask, hrtick_fire, hrtick_start, ipi_send, irqsoff, on, record, sched_core_force_idle, sched_core_switch, set_event_mask,
@@ -393,6 +396,24 @@ pub fn check_coresched() -> Result<cadence_sched::core_sched::CheckReport, Strin
 /// CPU it may use (per the affinity table; unknown tasks: all CPUs) ran something less
 /// important, over the live rings (the window where every CPU's trace is complete).
 pub fn check_rt(bound_ns: u64) -> Result<rtcheck::RtReport, String> {
+    let (s, affinity) = replay_input()?;
+    let opts = rtcheck::Options { bound_ns, end_ns: s.events.last().map(|e| e.ts_ns), ..rtcheck::Options::new(crate::percpu::nr_cpus()) }
+        .with_smt(&smt_groups());
+    Ok(rtcheck::check(&s.events, &opts, |pid| affinity.get(&pid).copied()))
+}
+
+/// `trace check wc`: every interval longer than `bound_ns` in which a CPU stayed idle while a
+/// task that may use it (per the affinity table; unknown tasks: all CPUs) waited, over the
+/// live rings (the window where every CPU's trace is complete).
+pub fn check_wc(bound_ns: u64) -> Result<wccheck::WcReport, String> {
+    let (s, affinity) = replay_input()?;
+    let opts = wccheck::Options { bound_ns, end_ns: s.events.last().map(|e| e.ts_ns), ..wccheck::Options::new(crate::percpu::nr_cpus()) };
+    Ok(wccheck::check(&s.events, &opts, |pid| affinity.get(&pid).copied()))
+}
+
+/// What the replaying checkers take: the live rings and the affinity table (saying so when
+/// events were lost or affinities not recorded).
+fn replay_input() -> Result<(Snapshot, BTreeMap<u32, CpuMask>), String> {
     let s = snapshot()?;
     if s.lost() > 0 {
         crate::kprintln!("trace: {} events were lost: checking the window where every CPU's trace is complete", s.lost());
@@ -402,9 +423,7 @@ pub fn check_rt(bound_ns: u64) -> Result<rtcheck::RtReport, String> {
         crate::kprintln!("trace: affinity of {} tasks not recorded (table full): taken as all CPUs", full);
     }
     let affinity: BTreeMap<u32, CpuMask> = s.affinity.iter().copied().collect();
-    let opts = rtcheck::Options { bound_ns, end_ns: s.events.last().map(|e| e.ts_ns), ..rtcheck::Options::new(crate::percpu::nr_cpus()) }
-        .with_smt(&smt_groups());
-    Ok(rtcheck::check(&s.events, &opts, |pid| affinity.get(&pid).copied()))
+    Ok((s, affinity))
 }
 
 /// Prints (ftrace text, on the console) the events of `cpus` between `from_ns` and `to_ns`:
@@ -521,18 +540,22 @@ fn parse_on_off(w: &str) -> Option<bool> {
     }
 }
 
-/// Largest `trace check rt -b` (µs): a minute.
+/// Largest `trace check rt -b` and `trace check wc -b` (µs): a minute.
 pub const MAX_BOUND_US: u64 = 60_000_000;
 
-/// The `-b US` of `trace check rt`, in ns.
-fn parse_bound_us(us: &str) -> Result<u64, String> {
-    match us.parse::<u64>() {
-        Ok(n) if n <= MAX_BOUND_US => Ok(n * 1000),
-        _ => Err(alloc::format!("-b needs a bound in microseconds in 0..={}, got '{}'", MAX_BOUND_US, us)),
+/// The `[-b US]` of `trace check rt` and `trace check wc`, in ns (`default_ns` without it).
+fn parse_bound(args: &[&str], default_ns: u64) -> Result<u64, String> {
+    match args {
+        [] => Ok(default_ns),
+        ["-b", us] => match us.parse::<u64>() {
+            Ok(n) if n <= MAX_BOUND_US => Ok(n * 1000),
+            _ => Err(alloc::format!("-b needs a bound in microseconds in 0..={}, got '{}'", MAX_BOUND_US, us)),
+        },
+        _ => Err(String::from("usage")),
     }
 }
 
-/// `trace start [-b ENTRIES] | stop | clear | report | check coresched | check rt [-b US] |
+/// `trace start [-b ENTRIES] | stop | clear | report | check coresched | check rt [-b US] | check wc [-b US] |
 /// irqsoff [start|stop|report] | atomic-alloc [report|reset] | dump | events [NAME|all on|off]`.
 pub fn cmd_trace(args: &[&str]) -> Result<(), String> {
     match args {
@@ -578,12 +601,14 @@ pub fn cmd_trace(args: &[&str]) -> Result<(), String> {
             Ok(())
         }
         ["check", "rt", rest @ ..] => {
-            let bound_ns = match rest {
-                [] => rtcheck::DEFAULT_BOUND_NS,
-                ["-b", us] => parse_bound_us(us)?,
-                _ => return Err(String::from("usage")),
-            };
-            let r = check_rt(bound_ns)?;
+            let r = check_rt(parse_bound(rest, rtcheck::DEFAULT_BOUND_NS)?)?;
+            let mut out = String::new();
+            let _ = r.write(&mut out);
+            crate::kprint!("{}", out);
+            Ok(())
+        }
+        ["check", "wc", rest @ ..] => {
+            let r = check_wc(parse_bound(rest, wccheck::DEFAULT_BOUND_NS)?)?;
             let mut out = String::new();
             let _ = r.write(&mut out);
             crate::kprint!("{}", out);
@@ -637,4 +662,4 @@ pub fn cmd_trace(args: &[&str]) -> Result<(), String> {
 
 /// Usage line of `trace` (for the shell's command table).
 pub const USAGE: &str =
-    "trace start [-b ENTRIES] | stop | clear | report | check coresched | check rt [-b US] | irqsoff [start|stop|report] | atomic-alloc [report|reset] | dump | events [NAME|all on|off]";
+    "trace start [-b ENTRIES] | stop | clear | report | check coresched | check rt [-b US] | check wc [-b US] | irqsoff [start|stop|report] | atomic-alloc [report|reset] | dump | events [NAME|all on|off]";

@@ -216,6 +216,50 @@ fn rt_check_with_affinity_table() {
     restore();
 }
 
+/// `trace check wc` over a real workload (more fair spinners than CPUs, ending one by one,
+/// then idle CPUs): the host's check of the exported text (header, affinity lines, events) is
+/// the kernel's. The violation count is printed, not asserted (TCG timing).
+#[test_case]
+fn wc_check_of_the_rings_is_the_host_s() {
+    let ncpus = crate::percpu::online_cpus().count() as u32;
+    start(DEFAULT_ENTRIES).expect("start");
+    let mut tids = Vec::new();
+    for i in 0..ncpus + 2 {
+        let spin_ns = 2_000_000 * (1 + i as u64);
+        let t = spawn(SpawnOptions::new("wcck-spin"), move || {
+            let end = crate::time::uptime_ns() + spin_ns;
+            while crate::time::uptime_ns() < end {
+                core::hint::spin_loop();
+            }
+            crate::sched::sleep_ns(1_000_000);
+            0
+        });
+        tids.push(t.expect("spawn"));
+    }
+    for t in &tids {
+        assert_eq!(wait(t.tid), Ok(0));
+    }
+    assert!(stop());
+    let s = snapshot().expect("snapshot");
+    let r = check_wc(wccheck::DEFAULT_BOUND_NS).expect("check");
+    assert!(r.checked_ns > 0 && r.ncpus == crate::percpu::nr_cpus());
+    assert!(alloc::format!("{}", r).starts_with("wc check: violations="));
+    let mut text = String::new();
+    let _ = ftrace::write_header(&mut text, s.events.len() as u64, s.written, crate::percpu::nr_cpus());
+    for &(tid, mask) in &s.affinity {
+        let _ = ftrace::write_affinity(&mut text, tid, mask);
+    }
+    for e in &s.events {
+        let _ = ftrace::write_event(&mut text, e);
+    }
+    let parsed = ftrace::parse_text(&text);
+    assert!(parsed.errors.is_empty());
+    let opts = wccheck::Options { end_ns: s.events.last().map(|e| e.ts_ns), ..wccheck::Options::new(crate::percpu::nr_cpus()) };
+    assert_eq!(wccheck::check(&parsed.events, &opts, |pid| parsed.affinity.get(&pid).copied()), r);
+    crate::kprint!("({}) ", r);
+    restore();
+}
+
 #[test_case]
 fn command_arguments() {
     assert_eq!(cmd_trace(&[]), Err(String::from("usage")));
@@ -239,6 +283,10 @@ fn command_arguments() {
     assert!(cmd_trace(&["check", "rt", "-b", "-1"]).is_err());
     assert_eq!(cmd_trace(&["check", "rt", "-b"]), Err(String::from("usage")));
     assert_eq!(cmd_trace(&["check", "rt", "50"]), Err(String::from("usage")));
+    assert_eq!(cmd_trace(&["check", "wc"]), Ok(()));
+    assert_eq!(cmd_trace(&["check", "wc", "-b", "1000"]), Ok(()));
+    assert!(cmd_trace(&["check", "wc", "-b", "60000001"]).is_err_and(|e| e.contains("-b needs a bound")));
+    assert_eq!(cmd_trace(&["check", "wc", "--cpus", "4"]), Err(String::from("usage")));
     restore();
 }
 
