@@ -7,8 +7,9 @@
 # MACHINE (default 8node: 64 vCPUs, 8 nodes, tools/topology.sh). SCENARIOS (default
 # "group pinned wakeup mixed", tests/scripts/wasted-cores.sh): each boots both kernels ROUNDS
 # times (default 1), runs the scenario with the scheduler's events traced, and checks the trace
-# with `cadence-boot trace check wc` (the same checker for both kernels): the wasted fraction
-# (CPU time idle while a task allowed there waited, over CPUs × the trace's window), the longest
+# with `cadence-boot trace check wc` (the same checker for both kernels): the wasted fraction in
+# ‰ (`wasted_permille`: CPU time idle while a task allowed there waited, in intervals longer
+# than 4 ms, over CPUs × the trace's window), the longest
 # violation (over 4 ms: issue 61's bound) and their count, and the load's completion time
 # (wcload's elapsed_ms). Medians over the rounds. The fourth scenario of the paper, a CPU
 # taken offline and back, is not run: Cadence has no CPU hot-plug yet.
@@ -51,12 +52,12 @@ check() {
   [ -s "$t" ] || { echo "-"; return; }
   "$boot" trace check wc "$t" --cpus "$ncpus" 2>/dev/null | tail -n 1 || true
 }
-field() { sed -n "s/.*[ ^]$1=\([0-9.]*\).*/\1/p" <<< "$2" | head -n1; }
+field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<< "$2" | head -n1; }
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "-"}'; }
 
 echo "## Wasted cores at $machine ($ncpus vCPUs; Cadence $(git -C "$root" rev-parse --short HEAD), Linux 6.12, $(qemu-system-x86_64 --version | head -n1), $rounds round(s))"
 echo
-echo "| scenario | kernel | load completion ms | wasted fraction | longest violation µs | violations > 4 ms | host wall s |"
+echo "| scenario | kernel | load completion ms | wasted ‰ | longest violation µs | violations > 4 ms | host wall s |"
 echo "|---|---|---|---|---|---|---|"
 for s in $scenarios; do
   a=$(args_of "$s")
@@ -75,7 +76,7 @@ for s in $scenarios; do
       hw+=("$(since "$t")")
       sum=$(check "$f")
       el+=("$(sed -n 's/^wcload: \(build\|wake\) .*elapsed_ms=\([0-9]*\).*/\2/p' "$f" | head -n1)")
-      wf+=("$(field wasted_fraction "$sum")"); lo+=("$(field longest_us "$sum")"); nv+=("$(field violations "$sum")")
+      wf+=("$(field wasted_permille "$sum")"); lo+=("$(field longest_us "$sum")"); nv+=("$(field violations "$sum")")
     done
     echo "| $s | $k | $(echo "${el[*]}" | median) | $(echo "${wf[*]}" | median) | $(echo "${lo[*]}" | median) | $(echo "${nv[*]}" | median) | $(echo "${hw[*]}" | median) |"
   done

@@ -18,6 +18,16 @@ jobs="${2:-16}"
 cpus="${3:-0-1}"
 threads="${4:-16}"
 W=wcload; command -v wcload > /dev/null || W=/wcload
+# What each pinned task may run on, for the checker (a trace does not say): wcload's children
+# (WCLOAD_AFFINITY) and the pinned hogs (pin_note), printed with the trace.
+aff=/tmp/wc-affinity; : > $aff
+export WCLOAD_AFFINITY=$aff
+pin_note() {
+  for p in "$@"; do
+    m=$(sed -n 's/^Cpus_allowed:[[:space:]]*//p' /proc/$p/status 2> /dev/null | tr -d ,)
+    [ -n "$m" ] && echo "# cadence-affinity: pid=$p mask=0x$m" >> $aff
+  done
+}
 T=/sys/kernel/tracing
 [ -d $T/events ] || mount -t tracefs none $T 2> /dev/null
 echo 0 > $T/tracing_on
@@ -26,6 +36,10 @@ echo > $T/set_event
 for e in sched_switch sched_wakeup sched_wakeup_new sched_migrate_task sched_process_exit; do
   echo 1 > $T/events/sched/$e/enable
 done
+# Cadence's own event (no such file on Linux): each affinity change, which the checker prefers
+# to the affinity lines (Cadence reuses the pids of exited tasks, so a line written at the end
+# for a live task may name an exited hog's pid too).
+[ -d $T/events/sched/sched_set_affinity ] && echo 1 > $T/events/sched/sched_set_affinity/enable
 echo > $T/trace
 echo 1 > $T/tracing_on
 case "$scenario" in
@@ -40,14 +54,16 @@ case "$scenario" in
   wakeup)
     for c in $(echo "$cpus" | tr ',' ' '); do
       lo=${c%-*}; hi=${c#*-}
-      i=$lo; while [ "$i" -le "$hi" ]; do taskset -c "$i" $W hog 4 > /dev/null & i=$((i + 1)); done
+      i=$lo; while [ "$i" -le "$hi" ]; do taskset -c "$i" $W hog 4 > /dev/null & pins="$pins $!"; i=$((i + 1)); done
     done
     sleep 0.2
+    pin_note $pins
     taskset -c "$cpus" $W wake "$threads" 200 2
     wait ;;
   mixed)
-    for i in 1 2 3 4; do taskset -c 0 $W hog 3 > /dev/null & done
+    for i in 1 2 3 4; do taskset -c 0 $W hog 3 > /dev/null & pins="$pins $!"; done
     sleep 0.2
+    pin_note $pins
     $W build "$jobs" $((jobs * 8)) 40
     wait ;;
   *) echo "wasted-cores: unknown scenario $scenario" >&2; exit 2 ;;
@@ -56,4 +72,5 @@ echo 0 > $T/tracing_on
 echo "wc-cpus $(grep -c '^processor' /proc/cpuinfo)"
 echo "wc-trace-begin $scenario"
 cat $T/trace
+cat $aff
 echo wc-trace-end

@@ -14,6 +14,9 @@
  *                                them near their creator.
  *
  * Each prints one line: `wcload: <mode> ... elapsed_ms=<n>` (wall time from start to end).
+ * With WCLOAD_AFFINITY=FILE in the environment, `build` appends to FILE a line
+ * `# cadence-affinity: pid=<child> mask=0x<hex>` for each child (the affinity it inherits),
+ * for `cadence-boot trace check wc`: a trace does not say what a task was allowed to run on.
  * Bad arguments: a usage line on stderr and exit status 2. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -52,8 +55,29 @@ static long arg(const char *s, long min) {
     return v;
 }
 
+/* Appends the affinity line of `pid` (with this process's mask) to `f`. */
+static void note_affinity(FILE *f, pid_t pid) {
+    cpu_set_t set;
+    if (!f || sched_getaffinity(0, sizeof set, &set) != 0)
+        return;
+    int top = CPU_SETSIZE - 1;
+    while (top > 0 && !CPU_ISSET(top, &set))
+        top--;
+    fprintf(f, "# cadence-affinity: pid=%d mask=0x", (int)pid);
+    for (int d = top / 4; d >= 0; d--) {
+        int v = 0;
+        for (int b = 3; b >= 0; b--)
+            v = v * 2 + (CPU_ISSET(d * 4 + b, &set) ? 1 : 0);
+        fputc("0123456789abcdef"[v], f);
+    }
+    fputc('\n', f);
+    fflush(f);
+}
+
 static int build(long jobs, long tasks, long ms) {
     long long t0 = now_ns(CLOCK_MONOTONIC);
+    const char *aff = getenv("WCLOAD_AFFINITY");
+    FILE *affinity = aff ? fopen(aff, "a") : NULL;
     long started = 0, running = 0, failed = 0;
     while (started < tasks || running > 0) {
         while (running < jobs && started < tasks) {
@@ -66,6 +90,7 @@ static int build(long jobs, long tasks, long ms) {
                 spin_cpu_ms(ms);
                 _exit(0);
             }
+            note_affinity(affinity, pid);
             started++;
             running++;
         }

@@ -34,7 +34,8 @@
 //! retained event on: the check covers the window from the latest of those first events to the
 //! end (the last event, or `end_ns`), and `checked_ns` is the window's length (the whole trace
 //! when nothing was lost). Before the window only `sched_switch` events are used, to know what
-//! each CPU runs at the window's start (reliable: that CPU's own events are complete); a CPU
+//! each CPU runs at the window's start (reliable: that CPU's own events are complete), and
+//! `sched_set_affinity` events (an affinity set then still holds); a CPU
 //! whose running task is still unknown (no switch seen yet) is never in a violation, unless an
 //! event with the idle context shows it idle. Tasks are **unknown** until an event in the
 //! window says what they are doing (a wakeup, a switch, an exit): events before the window may

@@ -53,7 +53,7 @@
 //! # Window
 //! As [`crate::rtcheck`]'s: rings lose their oldest events, so the check covers the window from
 //! the latest of the CPUs' first retained events to the end; before it only what each CPU runs
-//! is taken; tasks are unknown until an event in the window shows what they do (a task
+//! and the affinities set are taken; tasks are unknown until an event in the window shows what they do (a task
 //! waiting since before the window and not seen in it is missed, never falsely reported).
 //! Intervals open at the window's end are closed there.
 //!
@@ -436,6 +436,21 @@ mod tests {
         e.insert(4, ev_at(3 * MS, 0, EventKind::Affinity { task: task(3, 120), mask: 0b11, wide: false }));
         let r = check(&e, &opts(2), all);
         assert_eq!((r.violations, r.worst[0].start_ns, r.worst[0].duration_ns, r.idle_waiting_ns), (1, 3 * MS, 5 * MS, 6 * MS));
+    }
+
+    /// An affinity set before the window (CPU 1's first event comes later than CPU 0's) still
+    /// holds in it: task 3, pinned to CPU 0 at 0.5 ms, is not waiting for CPU 1.
+    #[test]
+    fn an_affinity_set_before_the_window_holds_in_it() {
+        let e = [
+            ev_at(MS / 2, 0, EventKind::Affinity { task: task(3, 120), mask: 0b01, wide: false }),
+            sw(MS / 2, 0, (0, 120), b'R', (5, 120)),
+            sw(MS, 1, (6, 120), b'S', (0, 120)),
+            wake(2 * MS, 0, 5, (3, 120)),
+            sw(9 * MS, 1, (0, 120), b'R', (7, 120)),
+        ];
+        let r = check(&e, &opts(2), all);
+        assert_eq!((r.violations, r.idle_waiting_ns), (0, 0));
     }
 
     #[test]
