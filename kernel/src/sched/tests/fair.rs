@@ -27,11 +27,26 @@ fn fairness_nice0_vs_nice5_on_one_cpu() {
 fn eight_hogs_on_four_cpus_get_half_a_cpu_each() {
     let stop = Arc::new(AtomicBool::new(false));
     let hogs: Vec<_> = (0..8).map(|_| hog("hog", SpawnOptions::new("hog").policy(Policy::Normal, 0, 0), &stop)).collect();
-    // Settling time: forks stack on this CPU once every CPU has one task (Linux's
+    // Settling: forks stack on this CPU once every CPU has one task (Linux's
     // `sched_balance_find_dst_group` keeps a fork local while the groups have spare
-    // capacity), and busy CPUs balance every `balance_interval × busy_factor` (32 and 64 ms
-    // at 4 CPUs), a level at a time, as Linux's do: 500 ms, not the flat balancer's 200.
-    crate::sched::sleep_ns(500 * MS);
+    // capacity), and busy CPUs balance every `balance_interval × busy_factor`, a level at a
+    // time, as Linux's do; after the pinned tests before this one, `balance_interval` may have
+    // backed off to `MAX_PINNED_INTERVAL` (512 ms, 400 ms at this size once clamped) until a
+    // pass finds an imbalance. So: wait until every CPU runs two of them (at most 2 s), then
+    // measure with them settled.
+    let settle = crate::time::uptime_ns();
+    let settled = || {
+        let mut per_cpu = [0u32; 64];
+        hogs.iter().for_each(|t| per_cpu[t.cpu() as usize % 64] += 1);
+        crate::sched::online_mask().iter().all(|c| per_cpu[c % 64] == 2)
+    };
+    while !settled() && crate::time::uptime_ns() - settle < 2000 * MS {
+        crate::sched::sleep_ns(20 * MS);
+    }
+    let took = (crate::time::uptime_ns() - settle) / MS;
+    assert!(settled(), "8 hogs not 2 per CPU after {took} ms: cpus {:?}", hogs.iter().map(|t| t.cpu()).collect::<Vec<_>>());
+    crate::kprint!("(settled in {took} ms) ");
+    crate::sched::sleep_ns(50 * MS);
     let before: Vec<u64> = hogs.iter().map(|t| runtime(t)).collect();
     let t0 = crate::time::uptime_ns();
     crate::sched::sleep_ns(1000 * MS);
