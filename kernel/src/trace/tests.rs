@@ -196,6 +196,19 @@ fn rt_check_with_affinity_table() {
     assert!(r.checked_ns > 0);
     assert!(alloc::format!("{}", r).starts_with("rt check: violations="));
     // The exported text (header, affinity lines, events) checks the same on the host.
+    let parsed = exported_and_parsed(&s);
+    let opts = rtcheck::Options { end_ns: s.events.last().map(|e| e.ts_ns), ..rtcheck::Options::new(crate::percpu::nr_cpus()) }
+        .with_smt(&super::smt_groups());
+    assert_eq!(rtcheck::check(&parsed.events, &opts, |pid| parsed.affinity.get(&pid).copied()), r);
+    // Stopped: changes are no longer recorded.
+    task_affinity(pinned.tid, cadence_sched::CpuMask::all(cadence_sched::NR_CPUS));
+    assert_eq!(snapshot().expect("snapshot").affinity, s.affinity);
+    crate::kprint!("({}) ", r);
+    restore();
+}
+
+/// The snapshot as the host gets it (header, affinity lines, events), parsed back: no errors.
+fn exported_and_parsed(s: &Snapshot) -> ftrace::Parsed {
     let mut text = String::new();
     let _ = ftrace::write_header(&mut text, s.events.len() as u64, s.written, crate::percpu::nr_cpus());
     for &(tid, mask) in &s.affinity {
@@ -206,14 +219,7 @@ fn rt_check_with_affinity_table() {
     }
     let parsed = ftrace::parse_text(&text);
     assert!(parsed.errors.is_empty());
-    let opts = rtcheck::Options { end_ns: s.events.last().map(|e| e.ts_ns), ..rtcheck::Options::new(crate::percpu::nr_cpus()) }
-        .with_smt(&super::smt_groups());
-    assert_eq!(rtcheck::check(&parsed.events, &opts, |pid| parsed.affinity.get(&pid).copied()), r);
-    // Stopped: changes are no longer recorded.
-    task_affinity(pinned.tid, cadence_sched::CpuMask::all(cadence_sched::NR_CPUS));
-    assert_eq!(snapshot().expect("snapshot").affinity, s.affinity);
-    crate::kprint!("({}) ", r);
-    restore();
+    parsed
 }
 
 /// `trace check wc` over a real workload (more fair spinners than CPUs, ending one by one,
@@ -244,16 +250,7 @@ fn wc_check_of_the_rings_is_the_host_s() {
     let r = check_wc(wccheck::DEFAULT_BOUND_NS).expect("check");
     assert!(r.checked_ns > 0 && r.ncpus == crate::percpu::nr_cpus());
     assert!(alloc::format!("{}", r).starts_with("wc check: violations="));
-    let mut text = String::new();
-    let _ = ftrace::write_header(&mut text, s.events.len() as u64, s.written, crate::percpu::nr_cpus());
-    for &(tid, mask) in &s.affinity {
-        let _ = ftrace::write_affinity(&mut text, tid, mask);
-    }
-    for e in &s.events {
-        let _ = ftrace::write_event(&mut text, e);
-    }
-    let parsed = ftrace::parse_text(&text);
-    assert!(parsed.errors.is_empty());
+    let parsed = exported_and_parsed(&s);
     let opts = wccheck::Options { end_ns: s.events.last().map(|e| e.ts_ns), ..wccheck::Options::new(crate::percpu::nr_cpus()) };
     assert_eq!(wccheck::check(&parsed.events, &opts, |pid| parsed.affinity.get(&pid).copied()), r);
     crate::kprint!("({}) ", r);
