@@ -162,13 +162,11 @@ fn task_h_load(g: &RqInner, t: &Task) -> u64 {
 }
 
 /// Linux's `task_hot` (6.12) with `sysctl_sched_migration_cost` (0.5 ms): it ran within that
-/// (`exec_start`: when it last started or stopped running). Never between SMT siblings (they
-/// share their caches) nor for a SCHED_IDLE task.
-fn task_hot(t: &Task, env: &LbEnv, now: u64) -> bool {
+/// (`exec_start`: when it last started or stopped running). Never between SMT siblings
+/// (`smt_level`: the domain shares CPU capacity; they share their caches) nor for a SCHED_IDLE
+/// task.
+fn task_hot(t: &Task, smt_level: bool, now: u64) -> bool {
     const MIGRATION_COST_NS: u64 = 500_000;
-    let smt_level = lb()
-        .and_then(|l| l.topo.domains().domains(env.this_cpu()).get(env.level()))
-        .is_some_and(|sd| sd.flags.contains(SD_SHARE_CPUCAPACITY));
     !smt_level
         && t.policy() != cadence_sched::Policy::Idle
         && now.saturating_sub(t.stats.exec_start.load(Ordering::Relaxed)) < MIGRATION_COST_NS
@@ -222,6 +220,9 @@ impl LbRunQueues for KernelRqs {
         if let Some(last) = last {
             src.balance_cursor = last.wrapping_add(1);
         }
+        let smt_level = lb()
+            .and_then(|l| l.topo.domains().domains(env.this_cpu()).get(env.level()))
+            .is_some_and(|sd| sd.flags.contains(SD_SHARE_CPUCAPACITY));
         let mut moved = 0;
         for t in candidates.into_iter().flatten() {
             if moved >= room {
@@ -233,7 +234,7 @@ impl LbRunQueues for KernelRqs {
             let task = LbTask {
                 cpus_allowed: &allowed,
                 running,
-                cache_hot: task_hot(&t, env, self.now),
+                cache_hot: task_hot(&t, smt_level, self.now),
                 throttled: super::bandwidth::throttled_hierarchy(src, &t),
                 per_cpu_kthread: t.kthread && allowed.count() == 1,
                 sched_delayed: false,
