@@ -337,27 +337,29 @@ mod tests {
         assert!(ftrace::parse_text(&text).affinity.len() > 4, "per-CPU kernel threads are pinned");
         assert_eq!(
             wc_text(&text, cadence_trace::wccheck::DEFAULT_BOUND_NS, None),
-            "violation: 3.876042 cpu 2: idle 5736 us while sh:194 (prio 120) waited (2 waiting at most)\n\
-             wc: cpus=4 bound_us=4000 wasted_us=5736 idle_waiting_us=36043 window=3.581714..4.074358\n\
-             wc check: violations=1 longest_us=5736 wasted_permille=2.910 idle_waiting_permille=18.290 checked_ns=492644000\n"
+            "violation: 3.876042 cpu 2: idle 5620 us while sh:194 (prio 120) waited (2 waiting at most)\n\
+             wc: cpus=4 bound_us=4000 wasted_us=5620 idle_waiting_us=14711 window=3.581714..4.074358\n\
+             wc check: violations=1 longest_us=5620 wasted_permille=2.851 idle_waiting_permille=7.465 checked_ns=492644000\n"
         );
         // Without the affinity lines the pinned threads' waits count as idle-waiting time too.
         let unpinned: String = text.lines().filter(|l| !l.starts_with("# cadence-affinity:")).map(|l| format!("{l}\n")).collect();
-        assert!(wc_text(&unpinned, 4_000_000, None).ends_with(" idle_waiting_permille=21.321 checked_ns=492644000\n"));
+        assert!(wc_text(&unpinned, 4_000_000, None).ends_with(" idle_waiting_permille=10.479 checked_ns=492644000\n"));
         // The RT check of the same trace: no RT task ever waited.
         assert_eq!(check_rt_text(&text, 100_000, &[]).0.to_string(), "rt check: violations=0 checked_ns=492644000");
     }
 
     /// The 6.1 PREEMPT_RT pipetest trace (see `linux_ftrace_reads_with_the_same_analysis`): its
     /// `rcuc/N` threads are per-CPU but the trace has no affinity lines, so their waits behind
-    /// busy CPUs count (a Linux trace's limit, documented).
+    /// busy CPUs count (a Linux trace's limit, documented). The 15 violations counted before
+    /// tasks queued on idle CPUs were told apart were mostly `rcu_preempt` woken onto idle
+    /// CPU 0 and run there 4.6 ms later, continuing intervals that other waits had begun.
     #[test]
     fn linux_6_1_trace_checks_work_conservation() {
         let out = wc_text(&fixture("linux-6.1-rt-pipetest.txt"), cadence_trace::wccheck::DEFAULT_BOUND_NS, None);
-        assert_eq!(out.lines().filter(|l| l.starts_with("violation: ")).count(), cadence_trace::wccheck::MAX_WORST);
+        assert_eq!(out.lines().filter(|l| l.starts_with("violation: ")).count(), 1);
         assert!(
             out.ends_with(
-                "wc check: violations=15 longest_us=7711 wasted_permille=213.031 idle_waiting_permille=387.447 checked_ns=104487000\n"
+                "wc check: violations=1 longest_us=5900 wasted_permille=14.116 idle_waiting_permille=161.718 checked_ns=104487000\n"
             ),
             "{out}"
         );

@@ -26,7 +26,7 @@ fn task(pid: u32) -> TaskInfo {
 #[derive(Clone, Debug)]
 enum Gen {
     Switch { cpu: u32, prev: u32, running: bool, next: u32 },
-    Wake { cpu: u32, pid: u32, new: bool },
+    Wake { cpu: u32, pid: u32, new: bool, target: u32 },
     Exit { cpu: u32, pid: u32 },
     Migrate { cpu: u32, pid: u32 },
     Affinity { cpu: u32, pid: u32, mask: u64 },
@@ -37,7 +37,7 @@ fn gen_event(with_affinity_events: bool) -> impl Strategy<Value = Gen> {
     let pid = 1u32..=4;
     prop_oneof![
         4 => (cpu.clone(), 0u32..=4, any::<bool>(), 0u32..=4).prop_map(|(cpu, prev, running, next)| Gen::Switch { cpu, prev, running, next }),
-        3 => (cpu.clone(), pid.clone(), any::<bool>()).prop_map(|(cpu, pid, new)| Gen::Wake { cpu, pid, new }),
+        3 => (cpu.clone(), pid.clone(), any::<bool>(), cpu.clone()).prop_map(|(cpu, pid, new, target)| Gen::Wake { cpu, pid, new, target }),
         1 => (cpu.clone(), pid.clone()).prop_map(|(cpu, pid)| Gen::Exit { cpu, pid }),
         1 => (cpu.clone(), pid.clone()).prop_map(|(cpu, pid)| Gen::Migrate { cpu, pid }),
         if with_affinity_events { 1 } else { 0 } => (cpu, pid, 1u64..8).prop_map(|(cpu, pid, mask)| Gen::Affinity { cpu, pid, mask }),
@@ -69,7 +69,7 @@ fn trace(with_affinity_events: bool) -> impl Strategy<Value = Vec<Event>> {
                 Gen::Switch { cpu, prev, running, next } => {
                     (cpu, prev, EventKind::Switch { prev: task(prev), prev_state: if running { b'R' } else { b'S' }, next: task(next) })
                 }
-                Gen::Wake { cpu, pid, new } => (cpu, 0, EventKind::Wakeup { task: task(pid), target_cpu: cpu, new }),
+                Gen::Wake { cpu, pid, new, target } => (cpu, 0, EventKind::Wakeup { task: task(pid), target_cpu: target, new }),
                 Gen::Exit { cpu, pid } => (cpu, pid, EventKind::Exit { task: task(pid) }),
                 Gen::Migrate { cpu, pid } => (cpu, 0, EventKind::Migrate { task: task(pid), orig_cpu: 0, dest_cpu: cpu }),
                 Gen::Affinity { cpu, pid, mask } => (cpu, 0, EventKind::Affinity { task: task(pid), mask, wide: false }),
@@ -94,6 +94,7 @@ fn model(events: &[Event], aff: &BTreeMap<u32, u64>, bound_ns: u64) -> Summary {
     let mut cpus: BTreeMap<u32, u32> = BTreeMap::new();
     let mut waiting: BTreeMap<u32, u64> = BTreeMap::new(); // pid -> since
     let mut set: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut queued: BTreeMap<u32, u32> = BTreeMap::new(); // pid -> the CPU it was queued on
     let mut open: BTreeMap<u32, (u64, u32, u32)> = BTreeMap::new(); // cpu -> (since, first, most)
     let (mut all, mut totals) = (Vec::new(), (0u64, 0u64, 0u64, 0u64));
     let mut close = |o: (u64, u32, u32), cpu: u32, t: u64, all: &mut Vec<_>| {
@@ -113,11 +114,23 @@ fn model(events: &[Event], aff: &BTreeMap<u32, u64>, bound_ns: u64) -> Summary {
         match e.kind {
             EventKind::Switch { prev, prev_state, next } => {
                 cpus.insert(e.cpu, next.pid);
+                if prev_state == b'R' {
+                    queued.insert(prev.pid, e.cpu);
+                }
                 becomes.push((prev.pid, prev_state == b'R'));
                 becomes.push((next.pid, false));
             }
-            EventKind::Wakeup { task, .. } => becomes.push((task.pid, !cpus.values().any(|&p| p == task.pid))),
-            EventKind::Exit { task } => becomes.push((task.pid, false)),
+            EventKind::Wakeup { task, target_cpu, .. } => {
+                queued.insert(task.pid, target_cpu);
+                becomes.push((task.pid, !cpus.values().any(|&p| p == task.pid)));
+            }
+            EventKind::Migrate { task, dest_cpu, .. } => {
+                queued.insert(task.pid, dest_cpu);
+            }
+            EventKind::Exit { task } => {
+                queued.remove(&task.pid);
+                becomes.push((task.pid, false));
+            }
             EventKind::Affinity { task, mask, .. } => {
                 set.insert(task.pid, mask);
             }
@@ -134,10 +147,16 @@ fn model(events: &[Event], aff: &BTreeMap<u32, u64>, bound_ns: u64) -> Summary {
             }
         }
         let allowed = |pid: u32, cpu: u32| set.get(&pid).or(aff.get(&pid)).is_none_or(|m| m & (1 << cpu) != 0);
+        // A waiting task queued on an idle CPU is that CPU's next task: the CPU is not free,
+        // and the task waits nowhere else.
+        let idle = |cpu: u32| cpus.get(&cpu) == Some(&0);
+        let starting = |pid: u32| queued.get(&pid).is_some_and(|&c| idle(c));
         for cpu in 0..NCPUS {
-            let mut those: Vec<(u64, u32)> = waiting.iter().filter(|(&p, _)| allowed(p, cpu)).map(|(&p, &s)| (s, p)).collect();
+            let mut those: Vec<(u64, u32)> =
+                waiting.iter().filter(|(&p, _)| allowed(p, cpu) && !starting(p)).map(|(&p, &s)| (s, p)).collect();
             those.sort();
-            let wasted = cpus.get(&cpu) == Some(&0) && !those.is_empty();
+            let free = idle(cpu) && !waiting.keys().any(|&p| queued.get(&p) == Some(&cpu));
+            let wasted = free && !those.is_empty();
             match (open.get_mut(&cpu), wasted) {
                 (Some(o), true) => o.2 = o.2.max(those.len() as u32),
                 (Some(_), false) => {
