@@ -271,44 +271,29 @@ pub static SYSCTLS: &[Sysctl] = &[
     },
     Sysctl {
         name: "kernel.sched_features",
-        help: "scheduler features, Linux-style: HRTICK, HRTICK_DL, TTWU_QUEUE, RT_PUSH_IPI, TIMER_KICK, SIS_UTIL; NO_<name> turns one off",
+        help: "scheduler features, Linux-style (a read lists them all: sched::features::FEATURES); NO_<name> turns one off",
         get: || {
-            let flag = |on: bool, name: &str| if on { String::from(name) } else { format!("NO_{name}") };
-            format!(
-                "{} {} {} {} {} {}",
-                flag(crate::sched::hrtick::enabled(), "HRTICK"),
-                flag(crate::sched::hrtick::dl_enabled(), "HRTICK_DL"),
-                flag(crate::sched::ttwu_queue_enabled(), "TTWU_QUEUE"),
-                flag(crate::sched::rt_push_ipi_enabled(), "RT_PUSH_IPI"),
-                flag(crate::sched::timer_kick_enabled(), "TIMER_KICK"),
-                flag(crate::sched::balance::sis_util_enabled(), "SIS_UTIL")
-            )
+            let names: alloc::vec::Vec<String> = crate::sched::features::FEATURES
+                .iter()
+                .map(|f| if (f.get)() { String::from(f.name) } else { format!("NO_{}", f.name) })
+                .collect();
+            names.join(" ")
         },
         // Like writing `/sys/kernel/debug/sched/features`: one or more names, each applied.
         set: |v| {
-            let mut changes: alloc::vec::Vec<(&str, bool)> = alloc::vec::Vec::new();
+            let mut changes = alloc::vec::Vec::new();
             for word in v.split_whitespace() {
                 let (name, on) = match word.strip_prefix("NO_") {
                     Some(n) => (n, false),
                     None => (word, true),
                 };
-                match name {
-                    "HRTICK" | "HRTICK_DL" | "TTWU_QUEUE" | "RT_PUSH_IPI" | "TIMER_KICK" | "SIS_UTIL" => changes.push((name, on)),
-                    _ => return Err(Errno::EINVAL),
-                }
+                changes.push((crate::sched::features::find(name).ok_or(Errno::EINVAL)?, on));
             }
             if changes.is_empty() {
                 return Err(Errno::EINVAL);
             }
-            for (name, on) in changes {
-                match name {
-                    "HRTICK" => crate::sched::hrtick::set_enabled(on),
-                    "HRTICK_DL" => crate::sched::hrtick::set_dl_enabled(on),
-                    "TTWU_QUEUE" => crate::sched::set_ttwu_queue(on),
-                    "TIMER_KICK" => crate::sched::set_timer_kick(on),
-                    "SIS_UTIL" => crate::sched::balance::set_sis_util(on),
-                    _ => crate::sched::set_rt_push_ipi(on),
-                }
+            for (f, on) in changes {
+                (f.set)(on);
             }
             Ok(())
         },

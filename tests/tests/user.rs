@@ -246,9 +246,9 @@ fn debugfs_sched_features_and_tracefs_trace_marker() {
     let run = run_sh("2", script);
     let out = run.lines();
     for want in [
-        "NO_HRTICK HRTICK_DL TTWU_QUEUE NO_RT_PUSH_IPI TIMER_KICK NO_SIS_UTIL ",
-        "NO_HRTICK NO_HRTICK_DL TTWU_QUEUE NO_RT_PUSH_IPI TIMER_KICK NO_SIS_UTIL ",
-        "NO_HRTICK NO_HRTICK_DL TTWU_QUEUE NO_RT_PUSH_IPI TIMER_KICK NO_SIS_UTIL",
+        "NO_HRTICK HRTICK_DL TTWU_QUEUE NO_RT_PUSH_IPI TIMER_KICK NO_SIS_UTIL WC_PULL ",
+        "NO_HRTICK NO_HRTICK_DL TTWU_QUEUE NO_RT_PUSH_IPI TIMER_KICK NO_SIS_UTIL WC_PULL ",
+        "NO_HRTICK NO_HRTICK_DL TTWU_QUEUE NO_RT_PUSH_IPI TIMER_KICK NO_SIS_UTIL WC_PULL",
         "bogus refused",
         "two refused",
         "2",

@@ -77,6 +77,12 @@ fn topology() -> Option<&'static Topology> {
     TOPOLOGY.get()
 }
 
+/// The CPUs sharing `cpu`'s last-level cache (itself included), once the topology is known.
+pub fn llc_cpus(cpu: u32) -> Option<CpuMask> {
+    let t = topology()?;
+    ((cpu as usize) < t.nr_cpus()).then(|| t.llc(cpu as usize))
+}
+
 /// The SMT siblings of `cpu` (itself included), once the topology is known.
 pub fn smt_siblings(cpu: u32) -> Option<CpuMask> {
     let t = topology()?;
@@ -571,12 +577,27 @@ pub fn pull_fair(this: u32, kind: PullKind) -> usize {
     moved
 }
 
+/// How long [`pull_one_waiting`] waits for the two run-queue locks (ns).
+const PULL_LOCK_WAIT_NS: u64 = 50_000;
+
 /// Moves one waiting fair task allowed on `dst` from `src` to `dst` (the hierarchical
 /// balancer's idle fallback, `load_balance::KernelRqs::pull_waiting`): the first of at most
 /// [`NR_MIGRATE_SCAN`] queued tasks that is movable and not cookie-hot. Never spins on a lock.
 pub(super) fn pull_one_waiting(src_cpu: u32, dst: u32, _now: u64) -> bool {
     let (src_rq, dst_rq) = (rq_of(src_cpu), rq_of(dst));
-    let Some(mut guards) = try_lock_two(&src_rq.lock, src_cpu, &dst_rq.lock, dst) else { return false };
+    // A short bounded wait, not a spin for as long as a holder's vCPU is descheduled: the CPU
+    // asked to pull (`WC_PULL`) is kicked by an enqueue that still holds `src`'s lock, and
+    // came back at once to find it held (`load_balance::note_waiting`).
+    let until = crate::time::uptime_ns() + PULL_LOCK_WAIT_NS;
+    let mut guards = loop {
+        if let Some(g) = try_lock_two(&src_rq.lock, src_cpu, &dst_rq.lock, dst) {
+            break g;
+        }
+        if crate::time::uptime_ns() >= until {
+            return false;
+        }
+        core::hint::spin_loop();
+    };
     let (src, dstg) = guards.pair();
     if dstg.nr_queued() != 0 || super::reserve::room(dstg) == 0 {
         return false;
@@ -608,7 +629,10 @@ pub fn idle_balance(this: u32) -> bool {
     let rq = rq_of(this);
     let tick = rq.ticks.load(Ordering::Relaxed);
     if rq.last_idle_balance.swap(tick, Ordering::Relaxed) == tick {
-        return false; // at most once per tick
+        // At most one new-idle balance per tick; a task waiting elsewhere is still taken
+        // (`WC_PULL`): a CPU that pulled one, ran it briefly and idled again within the tick
+        // halted beside a waiting fork for 16 ms until a busy CPU's tick kicked it.
+        return super::load_balance::wc_fallback(this);
     }
     super::class::balance(this, BalancePoint::NewIdle)
 }

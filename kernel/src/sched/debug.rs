@@ -106,17 +106,7 @@ fn cpu_row(cpu: u32) -> CpuRow {
 
 /// `.sysctl_sched_features`: the features on, one bit each in `kernel.sched_features`'s order.
 fn feature_bits() -> u32 {
-    [
-        super::hrtick::enabled(),
-        super::hrtick::dl_enabled(),
-        super::ttwu_queue_enabled(),
-        super::rt_push_ipi_enabled(),
-        super::timer_kick_enabled(),
-        super::balance::sis_util_enabled(),
-    ]
-    .iter()
-    .enumerate()
-    .fold(0, |m, (i, &on)| m | (u32::from(on) << i))
+    super::features::bits()
 }
 
 /// Linux's `task_state_to_char` of what Cadence keeps.
@@ -263,9 +253,16 @@ pub fn schedstat(cpumask_hex: impl Fn(cadence_sched::CpuMask) -> String) -> Stri
             rq.run_delay_ns.load(Ordering::Relaxed),
             rq.pcount.load(Ordering::Relaxed)
         );
+        // Version 15's 36 fields: lb_* per idle type (8 × 3), alb_* (3), then sbe_*, sbf_* and
+        // ttwu_* (9), which Cadence does not count yet.
+        let stats = super::load_balance::sd_stats(c.cpu_id);
         for (level, sd) in domains.map(|d| d.domains(c.cpu_id as usize)).unwrap_or(&[]).iter().enumerate() {
             let _ = write!(s, "domain{} {}", level, cpumask_hex(sd.span));
-            for _ in 0..36 {
+            let st = stats.get(level).copied().unwrap_or_default();
+            for v in st.lb.iter().flatten().chain(st.alb.iter()) {
+                let _ = write!(s, " {v}");
+            }
+            for _ in 0..9 {
                 s.push_str(" 0");
             }
             s.push('\n');

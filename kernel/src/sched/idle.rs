@@ -48,6 +48,10 @@ pub fn idle_loop() -> ! {
             continue;
         }
         crate::irqflags::enable();
+        // Asked to pull a task waiting behind another (`WC_PULL`).
+        if super::load_balance::wc_pull(cpu.cpu_id) {
+            continue;
+        }
         // Kicked by a busy CPU: balance for the tickless idle CPUs, then for this one.
         if nohz::kicked() {
             nohz::idle_balance(cpu.cpu_id);
@@ -67,13 +71,19 @@ pub fn idle_loop() -> ! {
         if limit > 0 {
             rq_of(cpu.cpu_id).polling.store(true, Ordering::SeqCst);
             let until = idle_start + limit;
-            while !rq_of(cpu.cpu_id).need_resched.load(Ordering::SeqCst) && !nohz::kicked() && crate::time::uptime_ns() < until {
+            while !rq_of(cpu.cpu_id).need_resched.load(Ordering::SeqCst)
+                && !nohz::kicked()
+                && !rq_of(cpu.cpu_id).wc_kick.load(Ordering::Relaxed)
+                && crate::time::uptime_ns() < until
+            {
                 core::hint::spin_loop();
             }
             rq_of(cpu.cpu_id).polling.store(false, Ordering::SeqCst);
         }
         crate::irqflags::disable();
-        let nothing_to_do = || !rq_of(cpu.cpu_id).need_resched.load(Ordering::SeqCst) && !nohz::kicked();
+        let nothing_to_do = || {
+            !rq_of(cpu.cpu_id).need_resched.load(Ordering::SeqCst) && !nohz::kicked() && !rq_of(cpu.cpu_id).wc_kick.load(Ordering::SeqCst)
+        };
         if nothing_to_do() {
             // The tick stops if nothing needs it (`nohz`; which may find a reason to
             // reschedule, hence the second check).

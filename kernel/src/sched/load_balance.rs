@@ -22,6 +22,12 @@
 //! the root directly (no group-entity propagation yet), so its `load_avg` is not Linux's for
 //! grouped tasks, while `load.weight` is.
 //!
+//! # Work conservation beyond Linux (`WC_PULL`)
+//! A fair task that starts waiting behind another while an idle CPU may run it gets that CPU
+//! asked to pull ([`note_waiting`], [`wc_pull`]), and an idle CPU's newly-idle balance ends with
+//! the idle fallback (also when the once-per-tick gate skips the domains: [`wc_fallback`]).
+//! docs/design/balancing.md has why and what it measured.
+//!
 //! # Not yet
 //! Active balancing (pushing a running task with Linux's stopper): `active_balance` answers
 //! "pinned", so a pass that finds only running tasks moves nothing; the idle fallback
@@ -35,11 +41,11 @@ use crate::sync::IrqLock;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use cadence_sched::load_balance::{
-    self as lb, ActiveBalance, CpuIdleType, CpuStats, LbConfig, LbEnv, LbRunQueues, LbShared, LbTask, LbTopology, SdState, Verdict,
+    self as lb, ActiveBalance, CpuIdleType, CpuStats, LbConfig, LbEnv, LbRunQueues, LbShared, LbTask, LbTopology, SdState, SdStats, Verdict,
 };
 use cadence_sched::topology::{SD_BALANCE_FORK, SD_SHARE_CPUCAPACITY};
 use cadence_sched::CpuMask;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The balancer's per-CPU state.
 pub struct LbCpu {
@@ -116,6 +122,99 @@ pub fn newidle(cpu: u32, overloaded: bool) -> u32 {
     let Some(mut st) = slot.try_lock() else { return 0 };
     let mut rqs = KernelRqs::new();
     lb::sched_balance_newidle(&lb.topo, &lb.cfg, &lb.shared, cpu as usize, overloaded, &mut st.states, &mut rqs)
+}
+
+/// `WC_PULL` in `kernel.sched_features` (Cadence's; default on): see [`note_waiting`].
+static WC_PULL: AtomicBool = AtomicBool::new(true);
+
+pub fn wc_pull_enabled() -> bool {
+    WC_PULL.load(Ordering::Relaxed)
+}
+
+pub fn set_wc_pull(on: bool) {
+    WC_PULL.store(on, Ordering::Relaxed);
+}
+
+/// Fair `task` starts waiting on `g`'s CPU, behind what runs there (an enqueue, or a preempted
+/// task put back; `g` locked): if an idle CPU may run it, that CPU is asked to pull
+/// (`Rq::wc_kick` and a reschedule IPI; its idle loop runs [`newidle`], Linux's domains, then
+/// the idle fallback). One idle CPU per wait, the waiting CPU's LLC first, none already asked.
+///
+/// Why (Cadence's `WC_PULL`; `NO_WC_PULL` is Linux's behaviour): Linux's idle CPUs balance at
+/// idle entry and then only when a busy CPU's tick kicks the nohz balancer, rate-limited and
+/// backed off after passes that found the domains "balanced" by their load arithmetic (pinned
+/// load on a sibling, an allowed NUMA imbalance). At HZ=250 that left CPUs idle for 16 to 60 ms
+/// beside waiting tasks in the wasted-cores scenarios, on Linux 6.12 and on Cadence alike
+/// (`tools/bench-balance.sh`). Cost: a few atomic loads per wait when no CPU is idle (the
+/// common case under load); a task with a core-scheduling cookie is left to the cookie-aware
+/// paths.
+pub(super) fn note_waiting(g: &RqInner, task: &Task) {
+    if !wc_pull_enabled() || task.class() != ClassId::Fair || task.core_cookie.load(Ordering::Relaxed) != 0 || !active() {
+        return;
+    }
+    let idle = balance::idle_cpus();
+    if idle.is_empty() {
+        return;
+    }
+    let here = g.cpu;
+    let allowed = (idle & task.affinity()).without(here as usize);
+    if allowed.is_empty() {
+        return;
+    }
+    let near = balance::llc_cpus(here).map_or(CpuMask::EMPTY, |llc| allowed & llc);
+    let free = |c: usize| !rq_of(c as u32).wc_kick.load(Ordering::Relaxed);
+    let Some(target) = near.iter_wrap(here as usize).find(|&c| free(c)).or_else(|| allowed.iter_wrap(here as usize).find(|&c| free(c)))
+    else {
+        return;
+    };
+    rq_of(target as u32).wc_src.store(here, Ordering::Relaxed);
+    if !rq_of(target as u32).wc_kick.swap(true, Ordering::AcqRel) {
+        WC_KICKS.fetch_add(1, Ordering::Relaxed);
+        super::send_reschedule_ipi(target as u32);
+    }
+}
+
+/// Work-conservation kicks sent ([`note_waiting`]).
+static WC_KICKS: AtomicU64 = AtomicU64::new(0);
+
+/// Work-conservation kicks sent so far (debugfs `sched/work_conservation`).
+pub fn wc_kicks() -> u64 {
+    WC_KICKS.load(Ordering::Relaxed)
+}
+
+/// The idle loop of a CPU asked to pull ([`note_waiting`]): a waiting task of the CPU it was
+/// asked for, else a new-idle balance. True if it has a task now.
+///
+/// The queue it was asked for comes first, read under its lock: the kick is sent from inside
+/// the enqueue, before the queue's counts are published, and a CPU that answered at once found
+/// the queue not yet overloaded by the counts the balancer reads, pulled nothing and halted
+/// (three forks queued behind their parent on one CPU waited 8.5 ms beside an idle one,
+/// `wasted-cores.sh mixed`, traced).
+pub(super) fn wc_pull(cpu: u32) -> bool {
+    let rq = rq_of(cpu);
+    if !rq.wc_kick.swap(false, Ordering::AcqRel) {
+        return false;
+    }
+    let src = rq.wc_src.load(Ordering::Relaxed);
+    if src != cpu && balance::pull_one_waiting(src, cpu, crate::time::uptime_ns()) {
+        return true;
+    }
+    newidle(cpu, true) > 0
+}
+
+/// Idle `cpu` pulls one waiting fair task it may run, if some CPU has one (`WC_PULL`; the
+/// balancer's idle fallback without its domains). True if it has a task now.
+pub(super) fn wc_fallback(cpu: u32) -> bool {
+    if !wc_pull_enabled() || !active() || !super::nohz::overloaded() || rq_of(cpu).nr_running.load(Ordering::Acquire) != 0 {
+        return false;
+    }
+    KernelRqs::new().pull_waiting(cpu as usize, online_mask())
+}
+
+/// `cpu`'s schedstat counters per domain level (empty without the balancer).
+pub fn sd_stats(cpu: u32) -> Vec<SdStats> {
+    let Some(slot) = lb().and_then(|lb| lb.cpus.get(cpu as usize)) else { return Vec::new() };
+    slot.lock().states.iter().map(|st| st.stats).collect()
 }
 
 /// Where a new fair task goes (Linux's `select_task_rq_fair` with `SD_BALANCE_FORK`:

@@ -59,6 +59,7 @@ pub mod class;
 pub mod coresched;
 pub mod cputimer;
 pub mod debug;
+pub mod features;
 pub mod group;
 pub mod hrtick;
 pub mod load_balance;

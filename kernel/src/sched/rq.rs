@@ -147,6 +147,11 @@ pub struct Rq {
     pub push_ipi_pending: AtomicBool,
     /// Tick count at the last new-idle balance (at most one per tick).
     pub last_idle_balance: AtomicU64,
+    /// A work-conservation pull was asked of this idle CPU (`load_balance::note_waiting`):
+    /// its idle loop runs a new-idle balance, whatever the tick.
+    pub wc_kick: AtomicBool,
+    /// The CPU whose queue the last [`Rq::wc_kick`] was for.
+    pub wc_src: AtomicU32,
     /// The idle loop is polling `need_resched` (no IPI needed to wake it).
     pub polling: AtomicBool,
     /// This CPU's RT class is throttled (lock-free copy of `RqInner::rt_bw.throttled`).
@@ -248,6 +253,8 @@ impl Rq {
             spare_hint: AtomicU32::new(0),
             push_ipi_pending: AtomicBool::new(false),
             last_idle_balance: AtomicU64::new(u64::MAX),
+            wc_kick: AtomicBool::new(false),
+            wc_src: AtomicU32::new(0),
             polling: AtomicBool::new(false),
             rt_throttled: AtomicBool::new(false),
             nr_cookied: AtomicU32::new(0),

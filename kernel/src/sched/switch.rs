@@ -187,6 +187,7 @@ fn __schedule_irqs_off(preempted: bool) {
     }
     if prev.is_on_rq() && !prev.is_idle {
         start_wait(&prev, now);
+        super::load_balance::note_waiting(&g, &prev);
     }
     let (next, forced_idle) = match core_locked {
         true => coresched::pick(cpu.cpu_id, &mut g, &mut core_guards),

@@ -124,6 +124,8 @@ pub fn text() -> String {
         total.wasted_ns += w.wasted_ns;
     }
     let _ = writeln!(s, "bound_us {}", BOUND_NS / 1000);
+    // Idle CPUs asked to pull a waiting task (`WC_PULL`, `load_balance::note_waiting`).
+    let _ = writeln!(s, "wc_pull_kicks {}", super::load_balance::wc_kicks());
     let _ = writeln!(s, "# cpu episodes violations longest_us wasted_us");
     let _ = writeln!(s, "all {} {} {} {}", total.episodes, total.violations, total.longest_ns / 1000, total.wasted_ns / 1000);
     s.push_str(&rows);

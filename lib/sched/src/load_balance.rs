@@ -127,6 +127,16 @@ impl CpuIdleType {
     pub const fn is_idle(self) -> bool {
         !matches!(self, CpuIdleType::NotIdle)
     }
+
+    /// The idle type's place in `/proc/schedstat` version 15's domain lines: `CPU_IDLE`,
+    /// `CPU_NOT_IDLE`, `CPU_NEWLY_IDLE` (the enum's order before 6.11 renumbered it).
+    pub const fn schedstat_index(self) -> usize {
+        match self {
+            CpuIdleType::Idle => 0,
+            CpuIdleType::NotIdle => 1,
+            CpuIdleType::NewlyIdle => 2,
+        }
+    }
 }
 
 /// `enum group_type`, ordered by pulling priority (asym packing left out).
@@ -206,13 +216,65 @@ pub struct SdState {
     pub nr_balance_failed: u32,
     /// `last_balance`, in jiffies.
     pub last_balance: u64,
+    /// The domain's schedstat counters (`/proc/schedstat`'s domain lines).
+    pub stats: SdStats,
 }
 
 impl SdState {
     /// As `sd_init` leaves it: `balance_interval = span weight` (`min_interval`).
     pub fn new(sd: &SchedDomain, now: u64) -> SdState {
-        SdState { balance_interval: sd.min_interval.max(1), nr_balance_failed: 0, last_balance: now }
+        SdState { balance_interval: sd.min_interval.max(1), nr_balance_failed: 0, last_balance: now, stats: SdStats::default() }
     }
+}
+
+/// `struct sched_domain`'s schedstat counters, per idle type as `/proc/schedstat` version 15
+/// orders them ([`CpuIdleType::schedstat_index`]). Counters, not state: equal and hashed alike
+/// whatever they hold, so that states compare by what steers the balancer (the exhaustive
+/// check of `tests/work_conservation.rs` keys states by them).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SdStats {
+    /// Per idle type: `lb_count`, `lb_balanced`, `lb_failed`, `lb_imbalance`, `lb_gained`,
+    /// `lb_hot_gained`, `lb_nobusyq`, `lb_nobusyg` (the [`SdStats::LB_COUNT`]... indices).
+    pub lb: [[u64; 8]; 3],
+    /// `alb_count`, `alb_failed`, `alb_pushed`: the stopper's active balances run, that moved
+    /// nothing, that moved a task (the kernel's, which runs them).
+    pub alb: [u64; 3],
+}
+
+impl SdStats {
+    /// `lb_count`: passes of `sched_balance_rq`.
+    pub const LB_COUNT: usize = 0;
+    /// `lb_balanced`: passes that found the domain balanced (or everything pinned).
+    pub const LB_BALANCED: usize = 1;
+    /// `lb_failed`: passes that found an imbalance and moved nothing.
+    pub const LB_FAILED: usize = 2;
+    /// `lb_imbalance`: the imbalances found, summed (in the migration type's units).
+    pub const LB_IMBALANCE: usize = 3;
+    /// `lb_gained`: tasks moved.
+    pub const LB_GAINED: usize = 4;
+    /// `lb_hot_gained`: cache-hot tasks moved anyway (not counted yet: always 0).
+    pub const LB_HOT_GAINED: usize = 5;
+    /// `lb_nobusyq`: passes that found a busiest group but no busiest run queue in it.
+    pub const LB_NOBUSYQ: usize = 6;
+    /// `lb_nobusyg`: passes that found no busiest group.
+    pub const LB_NOBUSYG: usize = 7;
+
+    fn add(&mut self, idle: CpuIdleType, field: usize, n: u64) {
+        let c = &mut self.lb[idle.schedstat_index()][field];
+        *c = c.saturating_add(n);
+    }
+}
+
+impl PartialEq for SdStats {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for SdStats {}
+
+impl core::hash::Hash for SdStats {
+    fn hash<H: core::hash::Hasher>(&self, _: &mut H) {}
 }
 
 /// Tunables and machine facts the balancer needs besides the domains.
@@ -1195,17 +1257,21 @@ pub fn sched_balance_rq(
         AllPinned,
         OnePinned,
     }
+    state.stats.add(idle, SdStats::LB_COUNT, 1);
     let exit = 'redo: loop {
         if !should_we_balance(topo, &env, rqs) {
             out.stop = true;
             break 'redo Exit::Balanced;
         }
         let Some((group, sds)) = find_busiest_group(topo, shared, &mut env, rqs) else {
+            state.stats.add(idle, SdStats::LB_NOBUSYG, 1);
             break 'redo Exit::Balanced;
         };
         let Some(busiest) = find_busiest_queue(&env, &group, rqs) else {
+            state.stats.add(idle, SdStats::LB_NOBUSYQ, 1);
             break 'redo Exit::Balanced;
         };
+        state.stats.add(idle, SdStats::LB_IMBALANCE, env.imbalance.max(0) as u64);
         out.decision = Some(LbDecision {
             busiest_cpu: busiest,
             busiest_group: group.index,
@@ -1250,7 +1316,9 @@ pub fn sched_balance_rq(
                 break 'redo Exit::AllPinned;
             }
         }
+        state.stats.add(idle, SdStats::LB_GAINED, u64::from(ld_moved));
         if ld_moved == 0 {
+            state.stats.add(idle, SdStats::LB_FAILED, 1);
             if idle != CpuIdleType::NewlyIdle {
                 state.nr_balance_failed = state.nr_balance_failed.saturating_add(1);
                 env.nr_balance_failed = state.nr_balance_failed;
@@ -1270,6 +1338,9 @@ pub fn sched_balance_rq(
         }
         break 'redo Exit::Unbalanced;
     };
+    if matches!(exit, Exit::Balanced | Exit::AllPinned) {
+        state.stats.add(idle, SdStats::LB_BALANCED, 1);
+    }
     match exit {
         Exit::Unbalanced => {
             state.balance_interval = sd.min_interval.max(1);
@@ -1369,6 +1440,12 @@ pub fn idle_fallback(cfg: &LbConfig, cpu: usize, idle: CpuIdleType, span: CpuMas
 /// `sched_balance_newidle` (`newidle_balance`): `this_cpu` is about to idle; balance each
 /// domain with `SD_BALANCE_NEWIDLE` bottom-up until a task came. `overloaded` is
 /// `rd->overloaded` (some CPU has two tasks or more). Returns the tasks pulled.
+///
+/// With [`LbConfig::idle_fallback`], a CPU still idle after the domains pulls one waiting task
+/// it may run from anywhere in its top domain ([`LbRunQueues::pull_waiting`]): Linux goes idle
+/// beside a waiting task whenever its load arithmetic calls the domains balanced (pinned load
+/// on a sibling, a NUMA imbalance it allows), which is how the wasted-cores scenarios leave
+/// CPUs idle for tens of milliseconds on both kernels.
 pub fn sched_balance_newidle(
     topo: &LbTopology,
     cfg: &LbConfig,
@@ -1392,6 +1469,11 @@ pub fn sched_balance_newidle(
         }
         if pulled > 0 || stop || rqs.cpu_stats(this_cpu).nr_running > 0 {
             break;
+        }
+    }
+    if pulled == 0 && cfg.idle_fallback && rqs.cpu_stats(this_cpu).nr_running == 0 {
+        if let Some(top) = topo.domains.domains(this_cpu).last() {
+            pulled += u32::from(rqs.pull_waiting(this_cpu, top.span & cfg.active));
         }
     }
     pulled

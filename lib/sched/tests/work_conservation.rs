@@ -344,6 +344,7 @@ impl Model {
                 balance_interval: self.topo.domains().domains(cpu)[l].min_interval,
                 nr_balance_failed: u32::from(st.nbf[cpu * MAXLVL + l]),
                 last_balance: 0,
+                stats: Default::default(),
             })
             .collect()
     }
