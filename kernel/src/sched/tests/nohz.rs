@@ -159,3 +159,45 @@ fn tickless_cpus_are_not_reported_as_locked_up() {
     assert_eq!(reports, 0, "lockups reported with the idle CPUs tickless");
     assert_eq!(hung, 0, "hung tasks found with the idle CPUs tickless");
 }
+
+/// `WC_PULL` (issue 61): a fair spinner allowed everywhere, preempted on its CPU by a SCHED_FIFO
+/// spinner pinned there, starts waiting while other CPUs idle tickless: an idle CPU is asked to
+/// pull it and does, long before the FIFO task ends (50 ms). Without the ask the spinner waited
+/// for a kick from the busy CPU's tick, rate-limited and backed off (16–60 ms idle beside waiting
+/// tasks in `tools/bench-balance.sh`'s scenarios).
+#[test_case]
+fn an_idle_cpu_pulls_a_task_preempted_beside_it() {
+    let online = online_mask();
+    let me = crate::percpu::cpu_id();
+    let busy = other_cpu(me);
+    let stop = Arc::new(AtomicBool::new(false));
+    let spinner = hog("spin", SpawnOptions::new("spin").pin(busy), &stop);
+    crate::sched::sleep_ns(30 * MS);
+    // Allowed everywhere while it runs: it stays where it is (nothing waits there).
+    api::sched_setaffinity(spinner.tid, online).expect("widen");
+    crate::sched::sleep_ns(10 * MS);
+    let kicks_before = crate::sched::load_balance::wc_kicks();
+    let start = crate::time::uptime_ns();
+    let fifo = spawn(SpawnOptions::new("fifo").policy(cadence_sched::Policy::Fifo, 60, 0).pin(busy), move || {
+        let end = crate::time::uptime_ns() + 50 * MS;
+        while crate::time::uptime_ns() < end {
+            core::hint::spin_loop();
+        }
+        0
+    })
+    .expect("fifo");
+    let mut moved_at = None;
+    while crate::time::uptime_ns() - start < 45 * MS {
+        if spinner.cpu() != busy {
+            moved_at = Some(crate::time::uptime_ns() - start);
+            break;
+        }
+        crate::sched::sleep_ns(MS / 2);
+    }
+    let kicks = crate::sched::load_balance::wc_kicks() - kicks_before;
+    assert_eq!(wait(fifo.tid), Ok(0));
+    stop_and_reap(&stop, &[spinner]);
+    crate::kprint!("(pulled after {:?} us, {} asks) ", moved_at.map(|t| t / 1000), kicks);
+    assert!(kicks > 0, "no idle CPU was asked to pull");
+    assert!(moved_at.is_some(), "the preempted spinner stayed on cpu {busy} beside idle CPUs for 45 ms");
+}
