@@ -577,23 +577,19 @@ pub fn pull_fair(this: u32, kind: PullKind) -> usize {
     moved
 }
 
-/// How long [`pull_one_waiting`] waits for the two run-queue locks (ns).
-const PULL_LOCK_WAIT_NS: u64 = 50_000;
-
 /// Moves one waiting fair task allowed on `dst` from `src` to `dst` (the hierarchical
-/// balancer's idle fallback, `load_balance::KernelRqs::pull_waiting`): the first of at most
-/// [`NR_MIGRATE_SCAN`] queued tasks that is movable and not cookie-hot. Never spins on a lock.
-pub(super) fn pull_one_waiting(src_cpu: u32, dst: u32, _now: u64) -> bool {
+/// balancer's idle fallback, `load_balance::KernelRqs::pull_waiting`, and a `WC_PULL` ask,
+/// `load_balance::wc_pull`): the first of at most [`NR_MIGRATE_SCAN`] queued tasks that is
+/// movable and not cookie-hot. Waits at most `lock_wait_ns` for the two run-queue locks (0:
+/// one try), never for as long as a holder's vCPU is descheduled.
+pub(super) fn pull_one_waiting(src_cpu: u32, dst: u32, lock_wait_ns: u64) -> bool {
     let (src_rq, dst_rq) = (rq_of(src_cpu), rq_of(dst));
-    // A short bounded wait, not a spin for as long as a holder's vCPU is descheduled: the CPU
-    // asked to pull (`WC_PULL`) is kicked by an enqueue that still holds `src`'s lock, and
-    // came back at once to find it held (`load_balance::note_waiting`).
-    let until = crate::time::uptime_ns() + PULL_LOCK_WAIT_NS;
+    let until = crate::time::uptime_ns().saturating_add(lock_wait_ns);
     let mut guards = loop {
         if let Some(g) = try_lock_two(&src_rq.lock, src_cpu, &dst_rq.lock, dst) {
             break g;
         }
-        if crate::time::uptime_ns() >= until {
+        if lock_wait_ns == 0 || crate::time::uptime_ns() >= until {
             return false;
         }
         core::hint::spin_loop();

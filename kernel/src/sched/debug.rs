@@ -104,11 +104,6 @@ fn cpu_row(cpu: u32) -> CpuRow {
     CpuRow { cfs, ..row }
 }
 
-/// `.sysctl_sched_features`: the features on, one bit each in `kernel.sched_features`'s order.
-fn feature_bits() -> u32 {
-    super::features::bits()
-}
-
 /// Linux's `task_state_to_char` of what Cadence keeps.
 fn state_char(t: &Task) -> char {
     match t.state() {
@@ -132,7 +127,7 @@ pub fn text() -> String {
     s.push_str("sysctl_sched\n");
     let t = super::fair_tunables();
     let _ = writeln!(s, "  .{:<40}: {}", "sysctl_sched_base_slice", split_ns(t.base_slice_ns as i64));
-    let _ = writeln!(s, "  .{:<40}: {}", "sysctl_sched_features", feature_bits());
+    let _ = writeln!(s, "  .{:<40}: {}", "sysctl_sched_features", super::features::bits());
     let _ = writeln!(s, "  .{:<40}: 1 (logarithmic)", "sysctl_sched_tunable_scaling");
     let mhz = crate::arch::tsc::hz() / 1000;
     let root0 = cpu_row(0).cfs.first().map_or(0, |c| c.min_vruntime);

@@ -48,8 +48,9 @@ pub(super) fn enqueue_task(g: &mut RqInner, task: &Arc<Task>, flags: u32, now: u
     reserve::note_insert(g, Some(task));
     if !g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, task)) {
         start_wait(task, now);
-        // Behind a running task or another queued one: it waits here.
-        if g.nr_queued() >= 2 || g.curr.as_ref().is_some_and(|c| !c.is_idle) {
+        // Another task is queued (or runs) here: it waits behind it. (A sleeping `curr` on its
+        // way out is no longer queued: the task runs next and waits for nothing.)
+        if g.nr_queued() >= 2 {
             super::load_balance::note_waiting(g, task);
         }
     }

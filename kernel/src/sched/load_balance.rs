@@ -195,8 +195,11 @@ pub(super) fn wc_pull(cpu: u32) -> bool {
     if !rq.wc_kick.swap(false, Ordering::AcqRel) {
         return false;
     }
+    // A short bounded wait for `src`'s lock: the enqueue that asked still holds it, and this
+    // CPU may answer at once.
+    const LOCK_WAIT_NS: u64 = 50_000;
     let src = rq.wc_src.load(Ordering::Relaxed);
-    if src != cpu && balance::pull_one_waiting(src, cpu, crate::time::uptime_ns()) {
+    if src != cpu && balance::pull_one_waiting(src, cpu, LOCK_WAIT_NS) {
         return true;
     }
     newidle(cpu, true) > 0
@@ -205,10 +208,12 @@ pub(super) fn wc_pull(cpu: u32) -> bool {
 /// Idle `cpu` pulls one waiting fair task it may run, if some CPU has one (`WC_PULL`; the
 /// balancer's idle fallback without its domains). True if it has a task now.
 pub(super) fn wc_fallback(cpu: u32) -> bool {
-    if !wc_pull_enabled() || !active() || !super::nohz::overloaded() || rq_of(cpu).nr_running.load(Ordering::Acquire) != 0 {
+    let Some(lb) = lb() else { return false };
+    let Some(top) = lb.topo.domains().domains(cpu as usize).last() else { return false };
+    if !wc_pull_enabled() || !super::nohz::overloaded() {
         return false;
     }
-    KernelRqs::new().pull_waiting(cpu as usize, online_mask())
+    lb::idle_fallback(&lb.cfg, cpu as usize, CpuIdleType::Idle, top.span, &mut KernelRqs::new()) > 0
 }
 
 /// `cpu`'s schedstat counters per domain level (empty without the balancer).
@@ -387,7 +392,7 @@ impl LbRunQueues for KernelRqs {
         let order = &mut order[..k];
         order.sort_unstable_by_key(|e| core::cmp::Reverse(e.0));
         for &(_, src_cpu) in order.iter() {
-            if balance::pull_one_waiting(src_cpu, dst_cpu, self.now) {
+            if balance::pull_one_waiting(src_cpu, dst_cpu, 0) {
                 return true;
             }
         }

@@ -187,7 +187,6 @@ fn __schedule_irqs_off(preempted: bool) {
     }
     if prev.is_on_rq() && !prev.is_idle {
         start_wait(&prev, now);
-        super::load_balance::note_waiting(&g, &prev);
     }
     let (next, forced_idle) = match core_locked {
         true => coresched::pick(cpu.cpu_id, &mut g, &mut core_guards),
@@ -226,6 +225,11 @@ fn __schedule_irqs_off(preempted: bool) {
         super::pelt::update_task(&g, &next, now, true, false);
         next.stats.exec_start.store(now, Ordering::Relaxed);
         prev.stats.exec_start.store(now, Ordering::Relaxed);
+        // `prev` stays queued behind `next`: an idle CPU may take it (`WC_PULL`). Not when it
+        // is picked again (nothing else to run): it would be asked for a running task.
+        if prev.is_on_rq() && !prev.is_idle {
+            super::load_balance::note_waiting(&g, &prev);
+        }
     }
     hrtick::update(&mut g, &next, now);
     end_wait(&next, now, cpu.cpu_id);

@@ -1471,9 +1471,10 @@ pub fn sched_balance_newidle(
             break;
         }
     }
-    if pulled == 0 && cfg.idle_fallback && rqs.cpu_stats(this_cpu).nr_running == 0 {
+    if pulled == 0 {
         if let Some(top) = topo.domains.domains(this_cpu).last() {
-            pulled += u32::from(rqs.pull_waiting(this_cpu, top.span & cfg.active));
+            // Still idle after the pass: the fallback's own idle check decides.
+            pulled += idle_fallback(cfg, this_cpu, CpuIdleType::Idle, top.span, rqs);
         }
     }
     pulled
