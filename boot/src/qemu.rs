@@ -5,7 +5,8 @@
 //! ```text
 //! -accel tcg -cpu max,vendor=GenuineIntel -smp 4,sockets=1,cores=2,threads=2 -m 512M
 //! -serial stdio -display none -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04
-//! -drive format=raw,file=IMG,snapshot=on
+//! -drive if=none,id=boot,format=raw,file=IMG,snapshot=on
+//! -device ahci,id=ahci -device ide-hd,drive=boot,bus=ahci.0,bootindex=0
 //! ```
 //!
 //! plus OVMF for UEFI, `-fw_cfg name=opt/cadence/cmdline,file=TMP` for a
@@ -382,9 +383,16 @@ impl Qemu {
         }
         // snapshot=on: writes go to a throwaway overlay, so parallel runs can share
         // the cached image (otherwise QEMU refuses: "Failed to get \"write\" lock").
-        let mut drive = opt("format=raw,file=", &image);
+        // On an AHCI port, not the default IDE one: the firmware reads the boot image by DMA
+        // there, by port I/O (a TCG exit per word) on IDE, which took 15 of a BIOS boot's
+        // 18 host seconds with the 5 MiB kernel image (6 s on AHCI; UEFI with the
+        // initramfs: 4.3 s instead of 6.8 s). The kernel has no AHCI driver and ignores it.
+        let mut drive = opt("if=none,id=boot,format=raw,file=", &image);
         drive.push(",snapshot=on");
         push(&["-drive".as_ref(), &drive]);
+        for a in ["-device", "ahci,id=ahci", "-device", "ide-hd,drive=boot,bus=ahci.0,bootindex=0"] {
+            push(&[a.as_ref()]);
+        }
         if !self.args.is_empty() {
             let file = tmp.path.join("cmdline");
             std::fs::write(&file, self.args.as_bytes()).map_err(|e| Error::new(format!("cannot write {}: {e}", file.display())))?;
