@@ -5,21 +5,21 @@
 #   tools/bench-balance.sh [MACHINE] [SCENARIOS] [ROUNDS]      (make bench-balance)
 #
 # MACHINE (default 8node: 64 vCPUs, 8 nodes, tools/topology.sh). SCENARIOS (default
-# "group pinned wakeup mixed", tests/scripts/wasted-cores.sh): each boots both kernels ROUNDS
+# "group pinned wakeup mixed hotplug", tests/scripts/wasted-cores.sh): each boots both kernels ROUNDS
 # times (default 1), runs the scenario with the scheduler's events traced, and checks the trace
 # with `cadence-boot trace check wc` (the same checker for both kernels): the wasted fraction in
 # ‰ (`wasted_permille`: CPU time idle while a task allowed there waited, in intervals longer
 # than 4 ms, over CPUs × the trace's window), the longest
 # violation (over 4 ms: issue 61's bound) and their count, and the load's completion time
-# (wcload's elapsed_ms). Medians over the rounds. The fourth scenario of the paper, a CPU
-# taken offline and back, is not run: Cadence has no CPU hot-plug yet.
+# (wcload's elapsed_ms). Medians over the rounds. `hotplug` takes CPUs offline and back
+# (one in each of two nodes) before its load, outside the trace.
 #
 # Host wall time per boot is printed beside the guest's figures (64 vCPUs on 2 host cores).
 # Never run this beside another QEMU. Raw consoles stay in target/bench-balance/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 machine=${1:-8node}
-scenarios=${2:-group pinned wakeup mixed}
+scenarios=${2:-group pinned wakeup mixed hotplug}
 rounds=${3:-1}
 boot=$root/target/release/cadence-boot
 . "$root/tools/peer-env.sh"
@@ -33,15 +33,16 @@ ncpus=$("$root/tools/topology.sh" --smp "$machine" | cut -d, -f1)
 
 # Per machine: JOBS (one per CPU), the two-node CPU list two hops apart, the loaded node.
 case $machine in
-  8node) jobs=64; two_nodes=0-7,32-39; one_node=0-7 ;;   # nodes 0 and 4: distance 28
-  2node) jobs=8; two_nodes=0-7; one_node=0-3 ;;
-  *) jobs=$ncpus; two_nodes=0-$((ncpus - 1)); one_node=0-$((ncpus / 2 - 1)) ;;
+  8node) jobs=64; two_nodes=0-7,32-39; one_node=0-7; cycled=9,41 ;;   # nodes 0 and 4: distance 28
+  2node) jobs=8; two_nodes=0-7; one_node=0-3; cycled=5 ;;
+  *) jobs=$ncpus; two_nodes=0-$((ncpus - 1)); one_node=0-$((ncpus / 2 - 1)); cycled=$((ncpus - 1)) ;;
 esac
 args_of() {
   case $1 in
     group|mixed) echo "$1 $jobs" ;;
     pinned) echo "pinned $((jobs / 4)) $two_nodes" ;;
     wakeup) echo "wakeup $jobs $one_node $((jobs / 2))" ;;
+    hotplug) echo "hotplug $jobs $cycled" ;;
   esac
 }
 

@@ -8,12 +8,15 @@
 #           started there that sleep and are woken together each round (wcload wake)
 #   mixed   pinned hogs on CPU 0 and unpinned shell loops: the balancer must not keep
 #           choosing a CPU whose tasks are all pinned
+#   hotplug the CPUs of CPUS (a list, no ranges) taken offline and back through
+#           /sys/devices/system/cpu/cpuN/online, then the build-like load on every CPU: a CPU
+#           back online must be balanced onto (the paper's "missing scheduling domains")
 # The scheduler's events are traced while it runs (sched_switch, sched_wakeup, sched_wakeup_new,
 # sched_migrate_task, sched_process_exit) and printed between `wc-trace-begin SCENARIO` and
 # `wc-trace-end` for the host's `cadence-boot trace check wc` (tools/bench-balance.sh), after
 # the wcload lines and `wc-cpus N`.
 # Usage: wasted-cores.sh SCENARIO [JOBS] [CPUS] [THREADS]  (KB: trace buffer per CPU, default 2048)
-scenario="${1:?usage: wasted-cores.sh group|pinned|wakeup|mixed [JOBS] [CPUS] [THREADS]}"
+scenario="${1:?usage: wasted-cores.sh group|pinned|wakeup|mixed|hotplug [JOBS] [CPUS] [THREADS]}"
 jobs="${2:-16}"
 cpus="${3:-0-1}"
 threads="${4:-16}"
@@ -40,6 +43,15 @@ done
 # to the affinity lines (Cadence reuses the pids of exited tasks, so a line written at the end
 # for a live task may name an exited hog's pid too).
 [ -d $T/events/sched/sched_set_affinity ] && echo 1 > $T/events/sched/sched_set_affinity/enable
+if [ "$scenario" = hotplug ]; then
+  # Before the trace: the checker would count an offline CPU as an idle one.
+  for c in $(echo "$cpus" | tr ',' ' '); do echo 0 > /sys/devices/system/cpu/cpu$c/online || echo "wasted-cores: cpu$c: offline failed"; done
+  echo "wc-offline $(cat /sys/devices/system/cpu/offline)"
+  sleep 0.2
+  for c in $(echo "$cpus" | tr ',' ' '); do echo 1 > /sys/devices/system/cpu/cpu$c/online || echo "wasted-cores: cpu$c: online failed"; done
+  echo "wc-online $(cat /sys/devices/system/cpu/online)"
+  sleep 0.2
+fi
 echo > $T/trace
 echo 1 > $T/tracing_on
 case "$scenario" in
@@ -66,6 +78,8 @@ case "$scenario" in
     pin_note $pins
     $W build "$jobs" $((jobs * 8)) 40
     wait ;;
+  hotplug)
+    $W build "$jobs" $((jobs * 8)) 40 ;;
   *) echo "wasted-cores: unknown scenario $scenario" >&2; exit 2 ;;
 esac
 echo 0 > $T/tracing_on

@@ -470,6 +470,26 @@ fn cgroup_v1_quota_hierarchy_matches_linux() {
     run.check(out == linux, format!("Linux 6.1 printed {linux:?}, Cadence {out:?}"));
 }
 
+/// CPU hot-plug through sysfs (`tests/scripts/hotplug.sh`: `cpuN/online`, the online and
+/// offline lists, a task pinned to the CPU taken offline, `nproc`, `taskset` onto it, bad
+/// writes, the CPU back): every `hp:` line is the one Linux 6.12 printed on the peer at the same
+/// topology (`tests/fixtures/hotplug.linux-6.12.txt`), and the pinned task's widened affinity is
+/// said as Linux says it.
+#[test]
+fn cpu_hotplug_through_sysfs_matches_linux() {
+    let run = run_sh("4,sockets=1,cores=2,threads=2", "sh /bin/hotplug.sh");
+    let out: Vec<String> = run.lines().into_iter().filter(|l| l.starts_with("hp: ")).collect();
+    let linux: Vec<&str> = include_str!("../fixtures/hotplug.linux-6.12.txt").lines().collect();
+    for (i, want) in linux.iter().enumerate() {
+        run.check(out.get(i).map(String::as_str) == Some(*want), format!("hp line {i}: Linux 6.12 `{want}`, Cadence {:?}", out.get(i)));
+    }
+    run.check(out.len() == linux.len(), format!("{} hp lines, Linux {}", out.len(), linux.len()));
+    run.check(
+        run.lines().iter().any(|l| l.starts_with("process ") && l.ends_with(" (sh) no longer affine to cpu3")),
+        "the widened affinity said as Linux's select_fallback_rq",
+    );
+}
+
 /// util-linux `lscpu` and `lscpu -e` read `/proc/cpuinfo` (CPUID's family, model, stepping,
 /// flags, address sizes) and `cpuN/cache/indexM` (leaf 4) and print the fields Linux 6.1 prints
 /// on the same QEMU CPU and topology, with the boot report's topology; `lscpu -e`'s rows are

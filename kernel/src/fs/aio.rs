@@ -629,7 +629,7 @@ fn start_worker() {
     let opts = crate::sched::task::SpawnOptions::new("kworker/aio")
         .kthread()
         .policy(cadence_sched::Policy::Normal, 0, 0)
-        .affinity(crate::sched::online_mask());
+        .affinity(crate::sched::possible_mask());
     match crate::sched::spawn(opts, || {
         worker();
         0

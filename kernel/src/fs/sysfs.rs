@@ -19,6 +19,7 @@ use super::pseudo::{cpumask_hex, Fixed, Node};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
+use cadence_sched::errno::Errno;
 use cadence_sched::CpuMask;
 
 /// The `/sys` directory.
@@ -143,19 +144,34 @@ fn cache_dir(c: &framework::percpu::PerCpu, cpus: &[&framework::percpu::PerCpu])
     Node::dir(Fixed(dirs))
 }
 
+/// Linux's `kstrtobool` (what `cpuN/online` takes): the first character `y`, `Y`, `1` or `n`,
+/// `N`, `0`, or `on` / `off` in any case; the rest is not looked at. Else `EINVAL`.
+fn kstrtobool(v: &str) -> Result<bool, Errno> {
+    let b = v.as_bytes();
+    match (b.first(), b.get(1)) {
+        (Some(b'y' | b'Y' | b'1'), _) => Ok(true),
+        (Some(b'n' | b'N' | b'0'), _) => Ok(false),
+        (Some(b'o' | b'O'), Some(b'n' | b'N')) => Ok(true),
+        (Some(b'o' | b'O'), Some(b'f' | b'F')) => Ok(false),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
 fn list(m: CpuMask) -> String {
     format!("{}\n", m.to_list())
 }
 
 fn system() -> Node {
-    let on = crate::sched::online_mask();
     let cpus: Vec<_> = crate::percpu::online_cpus().collect();
+    // Present and possible: the CPUs that came up at boot; online: those the scheduler uses now
+    // (`cpuN/online`, `sched::hotplug`).
+    let present: CpuMask = cpus.iter().map(|c| c.cpu_id as usize).collect();
     let mut cpu_dir: Vec<(String, Node)> = alloc::vec![
         (String::from("kernel_max"), Node::text(format!("{}\n", cadence_sched::NR_CPUS - 1))),
-        (String::from("offline"), Node::text(String::from("\n"))),
-        (String::from("online"), Node::text(list(on))),
-        (String::from("possible"), Node::text(list(on))),
-        (String::from("present"), Node::text(list(on))),
+        (String::from("offline"), Node::ro(move || Ok(list(present & !crate::sched::online_mask())))),
+        (String::from("online"), Node::ro(|| Ok(list(crate::sched::online_mask())))),
+        (String::from("possible"), Node::text(list(present))),
+        (String::from("present"), Node::text(list(present))),
     ];
     let smt = cpus.iter().any(|c| crate::smp::smt_siblings(c).len() > 1);
     cpu_dir.push((
@@ -199,9 +215,25 @@ impl super::pseudo::GenDir for CpuDir {
     }
 }
 
-/// `cpuN`: its `online` file (not CPU 0's, as Linux), `cache/` and `topology/`.
+/// `cpuN`: its `online` file (not CPU 0's, as Linux: 1 or 0, and writing 0 or 1 takes it
+/// offline or back, `sched::hotplug`), `cache/` and `topology/` (not while it is offline, as
+/// Linux removes them; their sibling masks hold the CPUs online).
 fn cpu_node(c: &'static framework::percpu::PerCpu) -> Node {
-    let cpus: Vec<_> = crate::percpu::online_cpus().collect();
+    let id = c.cpu_id;
+    let online_file = move || {
+        Node::rw(
+            move || Ok(format!("{}\n", u8::from(crate::sched::online_mask().contains(id as usize)))),
+            move |v| match kstrtobool(v)? {
+                true => crate::sched::hotplug::cpu_up(id),
+                false => crate::sched::hotplug::cpu_down(id),
+            },
+        )
+    };
+    let online = crate::sched::online_mask();
+    if !online.contains(id as usize) {
+        return Node::dir(Fixed(alloc::vec![(String::from("online"), online_file())]));
+    }
+    let cpus: Vec<_> = crate::percpu::online_cpus().filter(|o| online.contains(o.cpu_id as usize)).collect();
     let mask =
         |pred: &dyn Fn(&&&framework::percpu::PerCpu) -> bool| cpus.iter().filter(pred).map(|o| o.cpu_id as usize).collect::<CpuMask>();
     let siblings = mask(&|o| o.topology.package == c.topology.package && o.topology.core == c.topology.core);
@@ -222,7 +254,7 @@ fn cpu_node(c: &'static framework::percpu::PerCpu) -> Node {
     let mut entries = alloc::vec![(String::from("cache"), cache_dir(c, &cpus)), (String::from("topology"), Node::dir(Fixed(topo)))];
     if c.cpu_id != 0 {
         // Linux's CPU 0 cannot go offline and has no `online` file.
-        entries.insert(0, (String::from("online"), Node::text(String::from("1\n"))));
+        entries.insert(0, (String::from("online"), online_file()));
     }
     Node::dir(Fixed(entries))
 }
@@ -247,8 +279,9 @@ fn node_dir() -> Node {
         entries.push((
             format!("node{node}"),
             Node::dir(Fixed(alloc::vec![
-                (String::from("cpulist"), Node::text(list(cpus))),
-                (String::from("cpumap"), Node::text(format!("{}\n", cpumask_hex(cpus)))),
+                // The node's CPUs online (Linux's `cpumask_of_node` loses an offline one).
+                (String::from("cpulist"), Node::ro(move || Ok(list(cpus & crate::sched::online_mask())))),
+                (String::from("cpumap"), Node::ro(move || Ok(format!("{}\n", cpumask_hex(cpus & crate::sched::online_mask()))))),
                 (String::from("distance"), Node::text(format!("{distance}\n"))),
                 (String::from("meminfo"), Node::ro(move || Ok(node_meminfo(node)))),
             ])),

@@ -147,8 +147,11 @@ pub fn sched_yield() {
 /// at its next switch (its CPU is kicked now).
 pub fn sched_setaffinity(pid: Tid, mask: CpuMask) -> Result<(), Errno> {
     let _defer = super::signal::DeferFatal::new();
-    let effective = mask & online_mask();
-    if effective.is_empty() {
+    // Kept with the CPUs offline for now (Linux 6.12's `cpuset_cpus_allowed` for the top
+    // cpuset: the possible CPUs), so the task uses them again once they are back; EINVAL if
+    // none of it is up (`__set_cpus_allowed_ptr_locked`).
+    let effective = mask & super::possible_mask();
+    if (effective & online_mask()).is_empty() {
         return Err(Errno::EINVAL);
     }
     let t = task_of(pid)?;
@@ -192,6 +195,16 @@ pub fn sched_setaffinity(pid: Tid, mask: CpuMask) -> Result<(), Errno> {
         super::set_need_resched(cpu);
     }
     Ok(())
+}
+
+/// Linux's `select_fallback_rq` last resort: `t`, allowed on no CPU up any more (its CPUs went
+/// offline), may run on every CPU of `mask`. Unlike `sched_setaffinity`, the mask is kept whole
+/// (offline CPUs included: the task may use them again once back). A task waiting on an
+/// offline CPU is moved by `hotplug`, a running one by its CPU's next switch.
+pub(super) fn widen_affinity(t: &Arc<Task>, mask: CpuMask) {
+    let p = t.params.lock();
+    apply_params(t, p, |p| p.affinity = mask);
+    crate::trace::task_affinity(t.tid, mask);
 }
 
 /// `sched_getaffinity(pid)`.

@@ -369,7 +369,11 @@ pub fn select_cpu(task: &Task, waker_cpu: u32) -> u32 {
     let allowed = task.affinity() & online_mask();
     let prev = task.cpu();
     if allowed.is_empty() {
-        return prev; // cannot happen: affinity is validated against online CPUs
+        // Its CPUs went offline and `hotplug` has not widened its affinity yet (Linux's
+        // `select_fallback_rq`): a CPU up near `prev`, for now.
+        let online = online_mask();
+        let node = super::topology::cpus_of_node(super::topology::cpu_to_node(prev)) & online;
+        return node.first().or_else(|| online.first()).map_or(prev, |c| c as u32);
     }
     // One CPU allowed: no class has a choice to make (Linux's `select_task_rq` calls the
     // class only if `nr_cpus_allowed > 1`). A pinned pipe pair's wakeup skipped ~400

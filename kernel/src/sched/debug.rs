@@ -251,7 +251,7 @@ pub fn schedstat(cpumask_hex: impl Fn(cadence_sched::CpuMask) -> String) -> Stri
         // Version 15's 36 fields: lb_* per idle type (8 × 3), alb_* (3), then sbe_*, sbf_* and
         // ttwu_* (9), which Cadence does not count yet.
         let stats = super::load_balance::sd_stats(c.cpu_id);
-        for (level, sd) in domains.map(|d| d.domains(c.cpu_id as usize)).unwrap_or(&[]).iter().enumerate() {
+        for (level, sd) in domains.as_ref().map(|d| d.domains(c.cpu_id as usize)).unwrap_or(&[]).iter().enumerate() {
             let _ = write!(s, "domain{} {}", level, cpumask_hex(sd.span));
             let st = stats.get(level).copied().unwrap_or_default();
             for v in st.lb.iter().flatten().chain(st.alb.iter()) {

@@ -12,6 +12,24 @@ pub fn online_mask() -> CpuMask {
 
 static ONLINE_MASK: AtomicCpuMask = AtomicCpuMask::new();
 
+/// Mask of the CPUs that came up at boot (Linux's `cpu_possible_mask` here: no CPU is added
+/// later), online now or not. What a task's affinity may hold: a CPU offline for now stays in
+/// it (Linux's `cpuset_cpus_allowed` for the top cpuset).
+pub fn possible_mask() -> CpuMask {
+    POSSIBLE_MASK.load(Ordering::Acquire)
+}
+
+static POSSIBLE_MASK: AtomicCpuMask = AtomicCpuMask::new();
+
+/// Puts `cpu` in or out of [`online_mask`] (`hotplug`).
+pub(super) fn set_online(cpu: u32, on: bool) {
+    if on {
+        ONLINE_MASK.set(cpu as usize, Ordering::AcqRel);
+    } else {
+        ONLINE_MASK.clear(cpu as usize, Ordering::AcqRel);
+    }
+}
+
 /// Turns the calling context into this CPU's idle task and starts scheduling on it.
 pub fn init_this_cpu() {
     let cpu = this_cpu();
@@ -32,6 +50,7 @@ pub fn init_this_cpu() {
         drop(CURRENT.set(&idle));
     }
     reserve::refill(cpu.cpu_id); // the queues' first storage, before anything is queued
+    POSSIBLE_MASK.set(cpu.cpu_id as usize, Ordering::AcqRel);
     ONLINE_MASK.set(cpu.cpu_id as usize, Ordering::AcqRel);
     super::balance::refresh_idle(cpu.cpu_id); // idle until something is queued
     rq_of(cpu.cpu_id).ready.store(true, Ordering::Release);
@@ -48,6 +67,15 @@ pub fn idle_loop() -> ! {
             continue;
         }
         crate::irqflags::enable();
+        // Offline (`hotplug`): whatever waits here goes elsewhere; no balancing.
+        if !online_mask().contains(cpu.cpu_id as usize) {
+            if rq_of(cpu.cpu_id).nr_running.load(Ordering::Acquire) > 0 {
+                super::hotplug::push_queued_away(cpu.cpu_id);
+            }
+            rq_of(cpu.cpu_id).wc_kick.store(false, Ordering::Relaxed);
+            halt_offline(cpu.cpu_id);
+            continue;
+        }
         // Asked to pull a task waiting behind another (`WC_PULL`).
         if super::load_balance::wc_pull(cpu.cpu_id) {
             continue;
@@ -101,5 +129,24 @@ pub fn idle_loop() -> ! {
             let next = cadence_sched::haltpoll::adjust(limit, block_ns, ceiling);
             rq_of(cpu.cpu_id).idle_poll_limit.store(next, Ordering::Relaxed);
         }
+    }
+}
+
+/// An offline CPU's wait (`hotplug`): its tick stopped, halted until an interrupt (its
+/// timers, or the reschedule IPI of a task queued here or of `cpu_up`).
+fn halt_offline(cpu: u32) {
+    crate::irqflags::disable();
+    let rq = rq_of(cpu);
+    if !rq.need_resched.load(Ordering::SeqCst) {
+        nohz::idle_stop_tick(cpu);
+    }
+    if !rq.need_resched.load(Ordering::SeqCst) {
+        // `sti; hlt`, as the idle loop's halt. A task that could not be pushed away yet keeps
+        // the tick running (`idle_stop_tick` leaves it on): the next tick tries again.
+        crate::timer::halt_prepare();
+        crate::arch::wait_for_interrupt();
+        crate::timer::halt_done();
+    } else {
+        crate::irqflags::enable();
     }
 }

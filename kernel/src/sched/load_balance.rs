@@ -47,8 +47,18 @@ use cadence_sched::topology::{SD_BALANCE_FORK, SD_SHARE_CPUCAPACITY};
 use cadence_sched::CpuMask;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+/// The domains of the moment as the balancer uses them, with their groups' shared state;
+/// replaced whole when a CPU goes offline or comes back ([`domains_changed`]).
+struct LbDomains {
+    topo: LbTopology,
+    shared: LbShared,
+}
+
 /// The balancer's per-CPU state.
 pub struct LbCpu {
+    /// The domains this CPU balances over, and its state per level of them (replaced
+    /// together, under this lock).
+    dom: Arc<LbDomains>,
     states: Vec<SdState>,
     /// `rq->next_balance`, in jiffies.
     next_balance: u64,
@@ -56,10 +66,12 @@ pub struct LbCpu {
 
 /// Everything the hierarchical balancer keeps.
 pub struct Lb {
-    topo: LbTopology,
-    shared: LbShared,
     cfg: LbConfig,
     cpus: Vec<IrqLock<LbCpu>>,
+}
+
+fn states_of(dom: &LbDomains, cpu: usize, now: u64) -> Vec<SdState> {
+    dom.topo.domains().domains(cpu).iter().map(|sd| SdState::new(sd, now)).collect()
 }
 
 static LB: spin::Once<Option<Lb>> = spin::Once::new();
@@ -68,20 +80,47 @@ static LB: spin::Once<Option<Lb>> = spin::Once::new();
 /// Without domains the flat balancer (`balance::pull_fair`) stays in charge.
 pub fn init() {
     LB.call_once(|| {
-        let domains = super::topology::domains()?.clone();
-        let topo = LbTopology::new(domains);
-        let shared = LbShared::new(&topo);
-        let n = topo.domains().nr_cpus();
+        let dom = Arc::new(LbDomains::new(&*super::topology::domains()?));
+        let n = dom.topo.domains().nr_cpus();
         let cfg = LbConfig::new(n, u64::from(crate::arch::apic::tick_hz().max(1)));
         let now = jiffies();
-        let cpus = (0..n)
-            .map(|c| {
-                let states = topo.domains().domains(c).iter().map(|sd| SdState::new(sd, now)).collect();
-                IrqLock::new(LbCpu { states, next_balance: now })
-            })
-            .collect();
-        Some(Lb { topo, shared, cfg, cpus })
+        let cpus = (0..n).map(|c| IrqLock::new(LbCpu { states: states_of(&dom, c, now), dom: dom.clone(), next_balance: now })).collect();
+        Some(Lb { cfg, cpus })
     });
+}
+
+impl LbDomains {
+    fn new(domains: &cadence_sched::topology::SchedDomains) -> Self {
+        let topo = LbTopology::new(domains.clone());
+        let shared = LbShared::new(&topo);
+        LbDomains { topo, shared }
+    }
+}
+
+/// The domains were rebuilt (`topology::rebuild_domains`: a CPU went offline or came back):
+/// every CPU balances over the new ones from its next balance, with fresh per-level state
+/// (Linux builds new `sched_domain`s, counters at 0). Made here, in process context, and
+/// swapped in under each CPU's lock (nothing allocates with interrupts off).
+pub fn domains_changed(domains: Arc<cadence_sched::topology::SchedDomains>) {
+    let Some(lb) = lb() else { return }; // boot: `init` builds from them
+    let dom = Arc::new(LbDomains::new(&domains));
+    let now = jiffies();
+    for (c, slot) in lb.cpus.iter().enumerate() {
+        let mut states = states_of(&dom, c, now);
+        let mut old = dom.clone();
+        {
+            let mut st = slot.lock();
+            core::mem::swap(&mut st.states, &mut states);
+            core::mem::swap(&mut st.dom, &mut old);
+            st.next_balance = now;
+        }
+        drop((states, old)); // the old ones, freed with the lock released
+    }
+}
+
+/// `cpu`'s domains of the moment (`None` without the balancer).
+fn domains_of(cpu: u32) -> Option<Arc<LbDomains>> {
+    Some(lb()?.cpus.get(cpu as usize)?.lock().dom.clone())
 }
 
 fn lb() -> Option<&'static Lb> {
@@ -108,9 +147,10 @@ pub fn periodic(cpu: u32, idle: bool) -> u32 {
         return 0;
     }
     let idle = if idle { CpuIdleType::Idle } else { CpuIdleType::NotIdle };
-    let mut rqs = KernelRqs::new();
-    let (next, moved) = lb::sched_balance_domains(&lb.topo, &lb.cfg, &lb.shared, cpu as usize, idle, now, &mut st.states, &mut rqs);
-    st.next_balance = next;
+    let LbCpu { dom, states, next_balance } = &mut *st;
+    let mut rqs = KernelRqs::new(Some(dom));
+    let (next, moved) = lb::sched_balance_domains(&dom.topo, &lb.cfg, &dom.shared, cpu as usize, idle, now, states, &mut rqs);
+    *next_balance = next;
     moved
 }
 
@@ -120,8 +160,9 @@ pub fn newidle(cpu: u32, overloaded: bool) -> u32 {
     let Some(lb) = lb() else { return 0 };
     let Some(slot) = lb.cpus.get(cpu as usize) else { return 0 };
     let Some(mut st) = slot.try_lock() else { return 0 };
-    let mut rqs = KernelRqs::new();
-    lb::sched_balance_newidle(&lb.topo, &lb.cfg, &lb.shared, cpu as usize, overloaded, &mut st.states, &mut rqs)
+    let LbCpu { dom, states, .. } = &mut *st;
+    let mut rqs = KernelRqs::new(Some(dom));
+    lb::sched_balance_newidle(&dom.topo, &lb.cfg, &dom.shared, cpu as usize, overloaded, states, &mut rqs)
 }
 
 /// `WC_PULL` in `kernel.sched_features` (Cadence's; default on): see [`note_waiting`].
@@ -209,11 +250,12 @@ pub(super) fn wc_pull(cpu: u32) -> bool {
 /// balancer's idle fallback without its domains). True if it has a task now.
 pub(super) fn wc_fallback(cpu: u32) -> bool {
     let Some(lb) = lb() else { return false };
-    let Some(top) = lb.topo.domains().domains(cpu as usize).last() else { return false };
     if !wc_pull_enabled() || !super::nohz::overloaded() {
         return false;
     }
-    lb::idle_fallback(&lb.cfg, cpu as usize, CpuIdleType::Idle, top.span, &mut KernelRqs::new()) > 0
+    let Some(dom) = domains_of(cpu) else { return false };
+    let Some(top) = dom.topo.domains().domains(cpu as usize).last() else { return false };
+    lb::idle_fallback(&lb.cfg, cpu as usize, CpuIdleType::Idle, top.span, &mut KernelRqs::new(None)) > 0
 }
 
 /// `cpu`'s schedstat counters per domain level (empty without the balancer).
@@ -227,24 +269,26 @@ pub fn sd_stats(cpu: u32) -> Vec<SdStats> {
 /// would (no domains yet, one allowed CPU, not fair, or a core-scheduling cookie, whose
 /// placement `balance::select_cpu_fair` knows).
 pub fn select_cpu_fork(task: &Task, this: u32) -> Option<u32> {
-    let lb = lb()?;
     let allowed = task.affinity() & online_mask();
     if allowed.count() <= 1 || task.class() != ClassId::Fair || task.core_cookie.load(Ordering::Relaxed) != 0 {
         return None;
     }
-    let rqs = KernelRqs::new();
-    let cpu = lb::sched_balance_find_dst_cpu(&lb.topo, &lb.shared, this as usize, this as usize, allowed, SD_BALANCE_FORK, &rqs);
+    let dom = domains_of(this)?;
+    let rqs = KernelRqs::new(None);
+    let cpu = lb::sched_balance_find_dst_cpu(&dom.topo, &dom.shared, this as usize, this as usize, allowed, SD_BALANCE_FORK, &rqs);
     allowed.contains(cpu).then_some(cpu as u32)
 }
 
-/// The run queues as the balancer sees them, at one moment (`now` for the PELT decays).
-pub struct KernelRqs {
+/// The run queues as the balancer sees them, at one moment (`now` for the PELT decays), and
+/// the domains of the balance that asks (`dom`; for the cache-hotness of a level).
+pub struct KernelRqs<'a> {
     now: u64,
+    dom: Option<&'a LbDomains>,
 }
 
-impl KernelRqs {
-    fn new() -> Self {
-        KernelRqs { now: crate::time::uptime_ns() }
+impl<'a> KernelRqs<'a> {
+    fn new(dom: Option<&'a LbDomains>) -> Self {
+        KernelRqs { now: crate::time::uptime_ns(), dom }
     }
 }
 
@@ -276,7 +320,7 @@ fn task_hot(t: &Task, smt_level: bool, now: u64) -> bool {
         && now.saturating_sub(t.stats.exec_start.load(Ordering::Relaxed)) < MIGRATION_COST_NS
 }
 
-impl LbRunQueues for KernelRqs {
+impl LbRunQueues for KernelRqs<'_> {
     fn cpu_stats(&self, cpu: usize) -> CpuStats {
         let rq = rq_of(cpu as u32);
         let nr = rq.nr_running.load(Ordering::Acquire);
@@ -324,8 +368,9 @@ impl LbRunQueues for KernelRqs {
         if let Some(last) = last {
             src.balance_cursor = last.wrapping_add(1);
         }
-        let smt_level = lb()
-            .and_then(|l| l.topo.domains().domains(env.this_cpu()).get(env.level()))
+        let smt_level = self
+            .dom
+            .and_then(|d| d.topo.domains().domains(env.this_cpu()).get(env.level()))
             .is_some_and(|sd| sd.flags.contains(SD_SHARE_CPUCAPACITY));
         let mut moved = 0;
         for t in candidates.into_iter().flatten() {

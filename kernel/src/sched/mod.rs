@@ -61,6 +61,7 @@ pub mod cputimer;
 pub mod debug;
 pub mod features;
 pub mod group;
+pub mod hotplug;
 pub mod hrtick;
 pub mod load_balance;
 pub mod lockup;
@@ -99,7 +100,7 @@ mod tests;
 use task::{ClassId, Tid};
 
 pub use accounting::{bad_enqueues, check_accounting, cpu_times, fair_snapshot, idle_ns, idle_ns_total, loadavg};
-pub use idle::{idle_loop, init_this_cpu, online_mask};
+pub use idle::{idle_loop, init_this_cpu, online_mask, possible_mask};
 pub use preempt::{
     irq_exit, preempt_disable, preempt_point, scheduler_tick, sleep_ns, sleep_until, sleep_until_interruptible, yield_now, Interrupted,
     PreemptGuard,

@@ -225,8 +225,11 @@ pub(super) fn idle_stop_tick(cpu: u32) {
         return;
     }
     if !me.stopped.swap(true, Ordering::Relaxed) {
-        IDLE_CPUS.set(cpu as usize, Ordering::Release);
-        NR_IDLE.fetch_add(1, Ordering::AcqRel);
+        // An offline CPU (`hotplug`) balances for no one: never the one kicked.
+        if super::online_mask().contains(cpu as usize) {
+            IDLE_CPUS.set(cpu as usize, Ordering::Release);
+            NR_IDLE.fetch_add(1, Ordering::AcqRel);
+        }
         // A ticking CPU takes the duty at its next tick.
         let _ = DO_TIMER_CPU.compare_exchange(cpu, NONE, Ordering::AcqRel, Ordering::Relaxed);
     }

@@ -42,9 +42,10 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Re
         // Linux: reset-on-fork children get SCHED_NORMAL (and nice 0 if the parent's was < 0).
         attr = ValidAttr { nice: attr.nice.max(0), ..ValidAttr::default() };
     }
-    let online = online_mask();
-    let affinity = opts.affinity.unwrap_or(inherited.affinity) & online;
-    if affinity.is_empty() {
+    // Inherited whole (Linux's `dup_task_struct`): a CPU offline for now stays in it, to be
+    // used once back. Some CPU of it must be up.
+    let affinity = opts.affinity.unwrap_or(inherited.affinity) & super::possible_mask();
+    if (affinity & online_mask()).is_empty() {
         return Err(SpawnError::BadAffinity);
     }
     // A deadline child: only explicitly, within the root domain's bandwidth, on every CPU.

@@ -127,7 +127,9 @@ fn __schedule_irqs_off(preempted: bool) {
     let mut core_guards = coresched::SiblingGuards::new();
     let mut core_locked = false;
     let cookie_change = coresched::has_pending(g.curr.as_ref().expect("curr exists"));
-    if coresched::active(cpu) || (cookie_change && coresched::enabled() && coresched::siblings(cpu.cpu_id).count() > 1) {
+    // An offline CPU (`hotplug`) runs its idle task only: what runs here is moved away.
+    let offline = !super::online_mask().contains(cpu.cpu_id as usize);
+    if !offline && (coresched::active(cpu) || (cookie_change && coresched::enabled() && coresched::siblings(cpu.cpu_id).count() > 1)) {
         drop(g);
         g = coresched::lock_core(cpu.cpu_id, &mut core_guards);
         core_locked = true;
@@ -164,7 +166,7 @@ fn __schedule_irqs_off(preempted: bool) {
     if !prev.is_idle && prev.is_on_rq() {
         if !preempted && prev.state() != TaskState::Running {
             dequeue_task(&mut g, &prev, DEQUEUE_SLEEP);
-        } else if prev.state() != TaskState::Dead && !prev.affinity().contains(g.cpu as usize) {
+        } else if prev.state() != TaskState::Dead && (offline || !prev.affinity().contains(g.cpu as usize)) {
             // A task preempted on its way out (Dead set, its last `schedule()` not reached)
             // stays queued here, affinity or not, to finish exiting: migrated, it was
             // disposed of by `finish_task_switch` (dead, not queued) and never ran again,
@@ -180,7 +182,7 @@ fn __schedule_irqs_off(preempted: bool) {
     // the common ancestor). Not on a core-wide pick, which needs every sibling's `prev` put.
     // (Moved into `next` below: a local still holding a reference across the switch would
     // keep the task alive for as long as `prev` is switched out — for ever if it exits.)
-    let mut fast_next = if core_locked || prev.is_idle { None } else { class::of(&prev).pick_next_task(&mut g, &prev) };
+    let mut fast_next = if core_locked || prev.is_idle || offline { None } else { class::of(&prev).pick_next_task(&mut g, &prev) };
     let fast = fast_next.is_some();
     if !fast {
         class::of(&prev).put_prev(&mut g, &prev);
@@ -191,12 +193,15 @@ fn __schedule_irqs_off(preempted: bool) {
     let (next, forced_idle) = match core_locked {
         true => coresched::pick(cpu.cpu_id, &mut g, &mut core_guards),
         false => {
-            let next = fast_next.take().unwrap_or_else(|| pick_next(&mut g));
+            let next = match offline {
+                true => g.idle.clone().expect("idle task exists"),
+                false => fast_next.take().unwrap_or_else(|| pick_next(&mut g)),
+            };
             coresched::check_alone_pick(cpu.cpu_id, &next);
             (next, false)
         }
     };
-    check_rt_pick(&g, &next, forced_idle, core_locked.then_some(&core_guards[..]));
+    check_rt_pick(&g, &next, forced_idle || offline, core_locked.then_some(&core_guards[..]));
     if forced_idle {
         if g.forced_since == 0 {
             g.forced_since = now;

@@ -3,10 +3,12 @@
 //! (`cadence_sched::topology`, docs/design/topology.md).
 //!
 //! [`init_numa`] reads the firmware's tables at boot, before the APs start; [`build_domains`]
-//! builds every CPU's domains once they are all up. Both are set once and read lock-free after.
+//! builds every CPU's domains once they are all up, [`rebuild_domains`] again when a CPU goes
+//! offline or comes back (`super::hotplug`). Readers take an `Arc` of the domains of the moment.
 //! Shown as Linux shows them: `/proc/schedstat`'s domain lines ([`super::debug::schedstat`]),
 //! debugfs `sched/domains/cpuN/domainM/` and `/sys/devices/system/node` (`fs::sysfs`).
 
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use cadence_firmware::numa::{Fallback, Numa, SlitUse};
 use cadence_sched::topology::{CpuTopo, MachineTopology, NodeDistances, SchedDomains};
@@ -26,7 +28,9 @@ pub fn verbose() -> bool {
 pub fn set_verbose(on: bool) {
     VERBOSE.store(on, core::sync::atomic::Ordering::Relaxed)
 }
-static DOMAINS: spin::Once<Option<SchedDomains>> = spin::Once::new();
+/// The machine the domains are built from (boot), and the domains of the CPUs now up.
+static MACHINE: spin::Once<Option<MachineTopology>> = spin::Once::new();
+static DOMAINS: crate::sync::IrqLock<Option<Arc<SchedDomains>>> = crate::sync::IrqLock::new(None);
 
 /// Reads the SRAT and SLIT the firmware gave (either may be absent: one node then) and says
 /// what was found, as Linux's boot log does. Boot, before the APs start.
@@ -128,11 +132,11 @@ fn cpu_topo(c: &framework::percpu::PerCpu) -> CpuTopo {
     }
 }
 
-/// Builds every online CPU's scheduling domains (once, when all CPUs are up). A machine the
+/// Builds every online CPU's scheduling domains (at boot, when all CPUs are up). A machine the
 /// builder refuses (CPU ids with gaps, inconsistent CPUID) gets no domains, said on the
 /// console: the files that show them are then empty, as on a Linux without domains.
 pub fn build_domains() {
-    DOMAINS.call_once(|| {
+    let machine = MACHINE.call_once(|| {
         let n = crate::percpu::nr_cpus();
         let cpus: Option<Vec<CpuTopo>> = (0..n)
             .map(|id| crate::percpu::get(id).filter(|c| c.online.load(core::sync::atomic::Ordering::Acquire)).map(cpu_topo))
@@ -145,28 +149,45 @@ pub fn build_domains() {
         let matrix: Vec<u8> = (0..nodes * nodes).map(|k| node_distance((k / nodes) as u32, (k % nodes) as u32) as u8).collect();
         let distances = NodeDistances::try_from_matrix(nodes, &matrix).unwrap_or_else(|_| NodeDistances::without_slit(nodes));
         match MachineTopology::new(cpus, distances) {
-            Ok(m) => {
-                let d = SchedDomains::build(&m);
-                crate::klog!("sched domains: levels {}", d.level_names().join(" "));
-                if verbose() {
-                    // Linux's sched_verbose log, line for line (without `cap=`).
-                    for cpu in 0..m.nr_cpus() {
-                        for line in d.sched_domain_debug(cpu) {
-                            crate::kprintln!("{}", line);
-                        }
-                    }
-                }
-                Some(d)
-            }
+            Ok(m) => Some(m),
             Err(e) => {
                 crate::kprintln!("cadence: warning: sched domains not built ({:?})", e);
                 None
             }
         }
     });
+    if let Some(m) = machine {
+        let d = SchedDomains::build(m);
+        crate::klog!("sched domains: levels {}", d.level_names().join(" "));
+        install(d);
+    }
 }
 
-/// Every CPU's domains, once built.
-pub fn domains() -> Option<&'static SchedDomains> {
-    DOMAINS.get().and_then(|d| d.as_ref())
+/// Rebuilds the domains over the CPUs in `active` (a CPU went offline or came back: Linux's
+/// `partition_sched_domains` over `cpu_active_mask`) and hands them to the load balancer.
+/// Callers serialize (the hot-plug lock, `super::hotplug`).
+pub fn rebuild_domains(active: CpuMask) {
+    if let Some(Some(m)) = MACHINE.get() {
+        install(SchedDomains::build_for(m, active));
+    }
+}
+
+fn install(d: SchedDomains) {
+    if verbose() {
+        // Linux's sched_verbose log, line for line (without `cap=`).
+        for cpu in 0..d.nr_cpus() {
+            for line in d.sched_domain_debug(cpu) {
+                crate::kprintln!("{}", line);
+            }
+        }
+    }
+    let d = Arc::new(d);
+    *DOMAINS.lock() = Some(d.clone());
+    super::load_balance::domains_changed(d);
+}
+
+/// Every CPU's domains as last built (they change when a CPU goes offline or comes back: hold
+/// the `Arc` for one consistent view). `None` before the boot builds them or if it could not.
+pub fn domains() -> Option<Arc<SchedDomains>> {
+    DOMAINS.lock().clone()
 }

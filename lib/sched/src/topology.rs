@@ -502,7 +502,17 @@ impl SchedDomains {
     /// Builds every CPU's domains as Linux 6.12 does at boot (`sched_init_numa`, then
     /// `sched_init_domains` over every CPU).
     pub fn build(machine: &MachineTopology) -> SchedDomains {
-        Builder::new(machine).run()
+        Self::build_for(machine, CpuMask::all(machine.nr_cpus()))
+    }
+
+    /// Builds the domains of the CPUs in `cpu_map` (Linux's `build_sched_domains` over
+    /// `cpu_active_mask`, after a CPU went offline or came back): every topology mask is
+    /// limited to `cpu_map`, as Linux's sibling, core, node and NUMA masks hold only the CPUs
+    /// that are up, and a CPU outside it has no domains (Linux attaches it to the NULL
+    /// domain). The NUMA distance levels stay those of the whole machine (`sched_init_numa`
+    /// runs once, at boot).
+    pub fn build_for(machine: &MachineTopology, cpu_map: CpuMask) -> SchedDomains {
+        Builder::new(machine, cpu_map & CpuMask::all(machine.nr_cpus())).run()
     }
 
     /// Number of CPUs.
@@ -706,9 +716,8 @@ struct Builder {
 }
 
 impl Builder {
-    fn new(m: &MachineTopology) -> Builder {
+    fn new(m: &MachineTopology, cpu_map: CpuMask) -> Builder {
         let n = m.cpus.len();
-        let cpu_map = CpuMask::all(n);
         let cpus = &m.cpus;
         let dist = &m.distances;
         let node = |c: usize| cpus[c].node as usize;
@@ -776,6 +785,12 @@ impl Builder {
             }
         }
 
+        // Only the CPUs that are up are in a topology mask.
+        for tl in &mut tls {
+            for m in &mut tl.mask {
+                *m = *m & cpu_map;
+            }
+        }
         let ntl = tls.len();
         Builder {
             n,
@@ -851,9 +866,9 @@ impl Builder {
     }
 
     fn run(mut self) -> SchedDomains {
-        let n = self.n;
+        let cpus = self.cpu_map;
         // Set up domains for every CPU (build_sched_domains, first loop).
-        for cpu in 0..n {
+        for cpu in cpus.iter() {
             let mut child: Option<usize> = None;
             for tl in 0..self.tls.len() {
                 let mut sd = self.sd_init(tl, cpu, child);
@@ -878,7 +893,7 @@ impl Builder {
         }
 
         // Build the groups (second loop), CPU by CPU, bottom-up.
-        for cpu in 0..n {
+        for cpu in cpus.iter() {
             let mut tl = Some(0);
             while let Some(t) = tl {
                 if self.tls[t].overlap {
@@ -891,12 +906,12 @@ impl Builder {
         }
 
         // The allowed NUMA imbalance (third loop).
-        for cpu in 0..n {
+        for cpu in cpus.iter() {
             self.set_imb_numa_nr(cpu);
         }
 
         // Attach the domains.
-        for cpu in 0..n {
+        for cpu in cpus.iter() {
             self.cpu_attach_domain(cpu);
         }
 
@@ -1612,12 +1627,22 @@ mod tests {
     /// The properties every CPU's domains must have (Linux's sched_domain_debug checks
     /// and the load balancer's assumptions).
     fn check_invariants(d: &SchedDomains) -> Result<(), String> {
+        check_invariants_on(d, CpuMask::all(d.nr_cpus()))
+    }
+
+    /// [`check_invariants`] of domains built for the CPUs in `all` (the others offline).
+    fn check_invariants_on(d: &SchedDomains, all: CpuMask) -> Result<(), String> {
         let n = d.nr_cpus();
-        let all = CpuMask::all(n);
         for cpu in 0..n {
             let sds = d.domains(cpu);
             let at = |k: usize, what: &str| format!("cpu{cpu} domain{k} {}: {what}", sds[k].name);
-            if n == 1 {
+            if !all.contains(cpu) {
+                if !sds.is_empty() {
+                    return Err(format!("cpu{cpu}: an offline CPU has domains"));
+                }
+                continue;
+            }
+            if all.count() == 1 {
                 if !sds.is_empty() {
                     return Err(format!("cpu{cpu}: a lone CPU has domains"));
                 }
@@ -1874,6 +1899,33 @@ mod tests {
                 }
                 prop_assert!(d.debugfs_files(cpu, d.domains(cpu).len()).is_none());
             }
+        }
+
+        /// Domains built without some CPUs (offline) keep every invariant over the others:
+        /// no span or group holds an offline CPU, the top level reaches every online one (the
+        /// wasted-cores paper's "missing scheduling domains" bug is a CPU back online that no
+        /// domain reaches), and bringing every CPU back builds the boot domains again.
+        #[test]
+        fn invariants_hold_with_cpus_offline(m in arb_machine(), offline in prop::collection::vec(any::<prop::sample::Index>(), 1..=4)) {
+            let n = m.nr_cpus();
+            let mut map = CpuMask::all(n);
+            for i in &offline {
+                map = map.without(i.index(n));
+            }
+            prop_assume!(!map.is_empty());
+            let d = SchedDomains::build_for(&m, map);
+            if let Err(e) = check_invariants_on(&d, map) {
+                return Err(TestCaseError::fail(format!("{e}\nonline {}\n{:?}", list(map), m)));
+            }
+            for cpu in 0..n {
+                for sd in d.domains(cpu) {
+                    prop_assert!(sd.span.is_subset_of(map));
+                    for g in d.groups_of(sd) {
+                        prop_assert!(g.span.is_subset_of(map));
+                    }
+                }
+            }
+            prop_assert_eq!(SchedDomains::build_for(&m, CpuMask::all(n)), SchedDomains::build(&m));
         }
 
         /// `%*pb` has Linux's width and reads back as the same set.

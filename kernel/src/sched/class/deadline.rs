@@ -156,6 +156,16 @@ pub fn admit(old: Option<DlParams>, new: Option<DlParams>) -> Result<(), Errno> 
     Ok(())
 }
 
+/// May the root domain lose one CPU with the deadline bandwidth admitted now (Linux's
+/// `dl_bw_check_overflow` before a CPU goes offline)? No if the admitted tasks would pass the
+/// limit on the CPUs left.
+pub fn fits_one_cpu_fewer() -> bool {
+    let cpus = crate::sched::online_mask().count().saturating_sub(1);
+    let mut adm = DlAdmission::new(crate::sched::rt_limits::rt_runtime_us(), crate::sched::rt_limits::rt_period_us(), cpus);
+    adm.total_bw = DL_BW.lock().0;
+    !adm.overflows(0, 0)
+}
+
 /// The admitted deadline bandwidth (`BW_SHIFT` fixed point) and task count.
 pub fn admitted() -> (u64, usize) {
     *DL_BW.lock()

@@ -9,6 +9,7 @@
 mod basics;
 mod deadline;
 mod fair;
+mod hotplug;
 mod lifetime;
 mod nohz;
 mod rt;

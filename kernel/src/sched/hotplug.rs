@@ -1,0 +1,172 @@
+//! Taking a CPU offline and bringing it back (`/sys/devices/system/cpu/cpuN/online`, Linux's
+//! `cpu_device_down` / `cpu_device_up`), as far as the scheduler goes.
+//!
+//! # What offline means here
+//! Linux's scheduler steps of a CPU hot-unplug (`sched_cpu_deactivate`, `sched_cpu_dying`):
+//! the CPU leaves the active mask (no task is placed there, no balancer looks at it), the
+//! domains are rebuilt over the CPUs left, its tasks are pushed to CPUs they may run on (a task
+//! allowed nowhere else has its affinity widened to every CPU: "process N (comm) no longer affine
+//! to cpuN"), and a deadline bandwidth that would not fit on the CPUs left refuses it (`EBUSY`).
+//! Linux then takes the CPU out of the hardware's way (`play_dead`); Cadence leaves it in its
+//! idle loop, halted with its tick stopped, still serving the interrupts routed to it (its
+//! timers) — so nothing but the scheduler needs to know. Bringing it back reverses the first
+//! two steps: in the active mask, domains rebuilt over every CPU up (the wasted-cores paper's
+//! fourth bug was a CPU back online that no domain reached).
+//!
+//! # Invariant
+//! An offline CPU runs only its idle task: its `schedule()` picks nothing else and moves a
+//! preempted task away ([`super::switch`]), and its idle loop pushes away anything queued
+//! there ([`push_queued_away`]: a wakeup that chose it before it left the mask, a task whose
+//! group queue was throttled when it left). `cpu_down` returns once that holds.
+//!
+//! # Locking
+//! One operation at a time (`HOTPLUG`, a sleeping try-lock; Linux's `cpu_add_remove_lock`).
+//! The moves take two run-queue locks in CPU order (`rqlock::lock_two`).
+
+use super::balance::{movable, move_task, select_cpu};
+use super::rqlock::lock_two;
+use super::{online_mask, rq_of, set_need_resched, update_counts};
+use crate::sched::task::{self, Task};
+use alloc::sync::Arc;
+use cadence_sched::errno::Errno;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+/// Held while a CPU goes down or up.
+static HOTPLUG: AtomicBool = AtomicBool::new(false);
+
+struct HotplugGuard;
+
+impl HotplugGuard {
+    fn take() -> HotplugGuard {
+        while HOTPLUG.swap(true, Ordering::Acquire) {
+            super::sleep_ns(1_000_000);
+        }
+        HotplugGuard
+    }
+}
+
+impl Drop for HotplugGuard {
+    fn drop(&mut self) {
+        HOTPLUG.store(false, Ordering::Release);
+    }
+}
+
+/// How long `cpu_down` waits for the CPU to be left with its idle task alone.
+const DRAIN_TIMEOUT_NS: u64 = 2_000_000_000;
+
+/// Is `cpu` a CPU that came up at boot (hot-pluggable or not)?
+fn present(cpu: u32) -> bool {
+    crate::percpu::get(cpu).is_some_and(|c| c.online.load(Ordering::Acquire))
+}
+
+/// Takes `cpu` out of the scheduler (see the module docs). Already offline: nothing to do.
+/// `EINVAL` for no such CPU, `EBUSY` for the last one up or when the deadline tasks admitted
+/// would not fit on the others, `EPERM` for CPU 0 (Linux x86 cannot take it down and shows
+/// no `online` file for it).
+pub fn cpu_down(cpu: u32) -> Result<(), Errno> {
+    if !present(cpu) {
+        return Err(Errno::EINVAL);
+    }
+    if cpu == 0 {
+        return Err(Errno::EPERM);
+    }
+    let _hp = HotplugGuard::take();
+    let online = online_mask();
+    if !online.contains(cpu as usize) {
+        return Ok(());
+    }
+    if online.count() <= 1 || !super::class::deadline::fits_one_cpu_fewer() {
+        return Err(Errno::EBUSY);
+    }
+    super::idle::set_online(cpu, false);
+    super::topology::rebuild_domains(online_mask());
+    break_affinities(cpu);
+    // Its `schedule()` now moves what runs there away, its idle loop what waits there.
+    set_need_resched(cpu);
+    let deadline = crate::time::uptime_ns() + DRAIN_TIMEOUT_NS;
+    while !drained(cpu) {
+        if crate::time::uptime_ns() > deadline {
+            crate::kprintln!("cadence: warning: cpu{}: tasks did not leave in 2 s; brought back online", cpu);
+            super::idle::set_online(cpu, true);
+            super::topology::rebuild_domains(online_mask());
+            return Err(Errno::EBUSY);
+        }
+        push_queued_away(cpu);
+        set_need_resched(cpu);
+        super::sleep_ns(1_000_000);
+    }
+    crate::klog!("smpboot: CPU {} is now offline", cpu);
+    Ok(())
+}
+
+/// Brings `cpu` back (see the module docs). Already online: nothing to do. `EINVAL` for no
+/// such CPU.
+pub fn cpu_up(cpu: u32) -> Result<(), Errno> {
+    if !present(cpu) {
+        return Err(Errno::EINVAL);
+    }
+    let _hp = HotplugGuard::take();
+    if online_mask().contains(cpu as usize) {
+        return Ok(());
+    }
+    super::idle::set_online(cpu, true);
+    super::topology::rebuild_domains(online_mask());
+    // Out of its offline halt: its tick restarts and its idle loop balances again.
+    set_need_resched(cpu);
+    crate::klog!("smpboot: CPU {} is now online", cpu);
+    Ok(())
+}
+
+/// Only the idle task runs on `cpu` and nothing waits there.
+fn drained(cpu: u32) -> bool {
+    let g = rq_of(cpu).lock.lock();
+    g.tasks.is_empty() && g.curr.as_ref().is_some_and(|c| c.is_idle)
+}
+
+/// Linux's `select_fallback_rq` for every task allowed on no CPU left: its affinity becomes
+/// every CPU (the top cpuset's: the possible ones), said as Linux says it for a user task.
+fn break_affinities(cpu: u32) {
+    let online = online_mask();
+    for t in task::all() {
+        if t.is_idle || !(t.affinity() & online).is_empty() {
+            continue;
+        }
+        super::api::widen_affinity(&t, super::possible_mask());
+        if !t.kthread {
+            crate::kprintln!("process {} ({}) no longer affine to cpu{}", t.tid, t.comm_string(), cpu);
+        }
+    }
+}
+
+/// Pushes every task waiting on offline `cpu` to a CPU it may run on (`select_cpu`, over the
+/// CPUs up). From `cpu_down` and from the offline CPU's idle loop. Returns how many moved.
+pub(super) fn push_queued_away(cpu: u32) -> u32 {
+    let mut moved = 0;
+    // Bounded: a task that cannot move now (throttled group queue, still switching out) is
+    // tried again at the next call.
+    for _ in 0..64 {
+        let candidate: Option<Arc<Task>> = {
+            let g = rq_of(cpu).lock.lock();
+            let found = g.tasks.values().find(|t| !t.is_idle && !g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, t))).cloned();
+            found
+        };
+        let Some(task) = candidate else { break };
+        let target = select_cpu(&task, cpu);
+        if target == cpu || !online_mask().contains(target as usize) {
+            break;
+        }
+        let mut guards = lock_two(&rq_of(cpu).lock, cpu, &rq_of(target).lock, target);
+        let (src, dst) = guards.pair();
+        let still_there = src.tasks.get(&task.tid).is_some_and(|t| Arc::ptr_eq(t, &task));
+        if !still_there || !movable(src, &task, target) {
+            break;
+        }
+        move_task(src, dst, &task);
+        update_counts(rq_of(cpu), src);
+        update_counts(rq_of(target), dst);
+        drop(guards);
+        set_need_resched(target);
+        moved += 1;
+    }
+    moved
+}
