@@ -27,6 +27,11 @@ say "nproc $(nproc)"
 say "cpu3 entries: $(ls $C/cpu3 | grep -E '^(online|topology|cache)$' | tr '\n' ' ')"
 echo off > $C/cpu2/online; say "off cpu2 rc=$? online $(cat $C/online)"
 echo on > $C/cpu2/online; say "on cpu2 rc=$? online $(cat $C/online)"
+# Linux's kstrtobool spellings beyond 0/1 and on/off.
+for w in false true disable enable; do
+  echo $w > $C/cpu2/online 2> /dev/null; say "write $w rc=$? online $(cat $C/online)"
+done
+echo 1 > $C/cpu2/online
 kill $p
 wait $p 2> /dev/null
 say done

@@ -144,13 +144,14 @@ fn cache_dir(c: &framework::percpu::PerCpu, cpus: &[&framework::percpu::PerCpu])
     Node::dir(Fixed(dirs))
 }
 
-/// Linux's `kstrtobool` (what `cpuN/online` takes): the first character `y`, `Y`, `1` or `n`,
-/// `N`, `0`, or `on` / `off` in any case; the rest is not looked at. Else `EINVAL`.
+/// Linux 6.12's `kstrtobool` (what `cpuN/online` takes): the first character `y`, `Y`, `t`,
+/// `T`, `1` or `n`, `N`, `f`, `F`, `0`, or `on` / `off` in any case; the rest is not looked at.
+/// Else `EINVAL`.
 fn kstrtobool(v: &str) -> Result<bool, Errno> {
     let b = v.as_bytes();
     match (b.first(), b.get(1)) {
-        (Some(b'y' | b'Y' | b'1'), _) => Ok(true),
-        (Some(b'n' | b'N' | b'0'), _) => Ok(false),
+        (Some(b'y' | b'Y' | b't' | b'T' | b'1'), _) => Ok(true),
+        (Some(b'n' | b'N' | b'f' | b'F' | b'0'), _) => Ok(false),
         (Some(b'o' | b'O'), Some(b'n' | b'N')) => Ok(true),
         (Some(b'o' | b'O'), Some(b'f' | b'F')) => Ok(false),
         _ => Err(Errno::EINVAL),

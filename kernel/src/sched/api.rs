@@ -157,6 +157,11 @@ pub fn sched_setaffinity(pid: Tid, mask: CpuMask) -> Result<(), Errno> {
     let t = task_of(pid)?;
     {
         let p = t.params.lock();
+        // Again under `params`: a CPU that went offline meanwhile was widened away by
+        // `hotplug` only from the masks it saw (`hotplug::break_affinities`).
+        if (effective & online_mask()).is_empty() {
+            return Err(Errno::EINVAL);
+        }
         // A deadline task may not narrow its affinity below the root domain (Linux: EBUSY).
         if p.attr.dl.is_some() && !super::class::deadline::spans_root_domain(effective) {
             return Err(Errno::EBUSY);
@@ -201,10 +206,15 @@ pub fn sched_setaffinity(pid: Tid, mask: CpuMask) -> Result<(), Errno> {
 /// offline), may run on every CPU of `mask`. Unlike `sched_setaffinity`, the mask is kept whole
 /// (offline CPUs included: the task may use them again once back). A task waiting on an
 /// offline CPU is moved by `hotplug`, a running one by its CPU's next switch.
-pub(super) fn widen_affinity(t: &Arc<Task>, mask: CpuMask) {
+/// Only if `stuck` says so of its affinity, read under `params`; true if it widened it.
+pub(super) fn widen_affinity_if(t: &Arc<Task>, mask: CpuMask, stuck: impl FnOnce(CpuMask) -> bool) -> bool {
     let p = t.params.lock();
+    if !stuck(p.affinity) {
+        return false;
+    }
     apply_params(t, p, |p| p.affinity = mask);
     crate::trace::task_affinity(t.tid, mask);
+    true
 }
 
 /// `sched_getaffinity(pid)`.

@@ -445,12 +445,14 @@ pub(super) fn move_task(src: &mut RqInner, dst: &mut RqInner, task: &Arc<Task>) 
     super::enqueue_task(dst, task, ENQUEUE_MIGRATED | ENQUEUE_MIGRATING, now);
 }
 
-/// May `task`, queued on `g`, move to CPU `dst`? Not if it runs, may not run there, or waits
-/// below a throttled group queue here (`bandwidth::throttled_hierarchy`).
+/// May `task`, queued on `g`, move to CPU `dst`? Not if it runs, may not run there (its
+/// affinity, or `dst` offline: every push, pull and steal goes through here), or waits below a
+/// throttled group queue here (`bandwidth::throttled_hierarchy`).
 pub(super) fn movable(g: &RqInner, task: &Arc<Task>, dst: u32) -> bool {
     !g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, task))
         && !task.on_cpu.load(Ordering::Acquire)
         && task.affinity().contains(dst as usize)
+        && online_mask().contains(dst as usize)
         && !(task.class() == ClassId::Fair && super::bandwidth::throttled_hierarchy(g, task))
 }
 

@@ -39,9 +39,17 @@ struct HotplugGuard;
 impl HotplugGuard {
     fn take() -> HotplugGuard {
         while HOTPLUG.swap(true, Ordering::Acquire) {
-            super::sleep_ns(1_000_000);
+            pause();
         }
         HotplugGuard
+    }
+}
+
+/// A millisecond's wait that no signal ends early into a panic: a pending signal (the writer is
+/// a user process; its signals are acted on when the write returns) turns it into a yield.
+fn pause() {
+    if super::sleep_until_interruptible(crate::time::uptime_ns() + 1_000_000).is_err() {
+        super::yield_now();
     }
 }
 
@@ -64,6 +72,8 @@ fn present(cpu: u32) -> bool {
 /// would not fit on the others, `EPERM` for CPU 0 (Linux x86 cannot take it down and shows
 /// no `online` file for it).
 pub fn cpu_down(cpu: u32) -> Result<(), Errno> {
+    // A fatal signal is acted on after the operation, not in the middle of it.
+    let _defer = super::signal::DeferFatal::new();
     if !present(cpu) {
         return Err(Errno::EINVAL);
     }
@@ -75,10 +85,12 @@ pub fn cpu_down(cpu: u32) -> Result<(), Errno> {
     if !online.contains(cpu as usize) {
         return Ok(());
     }
-    if online.count() <= 1 || !super::class::deadline::fits_one_cpu_fewer() {
+    if online.count() <= 1 {
         return Err(Errno::EBUSY);
     }
-    super::idle::set_online(cpu, false);
+    // Checked and taken out under the deadline admission's lock: no task is admitted against
+    // the CPUs of before meanwhile.
+    super::class::deadline::without_one_cpu(|| super::idle::set_online(cpu, false))?;
     super::topology::rebuild_domains(online_mask());
     break_affinities(cpu);
     // Its `schedule()` now moves what runs there away, its idle loop what waits there.
@@ -89,11 +101,12 @@ pub fn cpu_down(cpu: u32) -> Result<(), Errno> {
             crate::kprintln!("cadence: warning: cpu{}: tasks did not leave in 2 s; brought back online", cpu);
             super::idle::set_online(cpu, true);
             super::topology::rebuild_domains(online_mask());
+            set_need_resched(cpu);
             return Err(Errno::EBUSY);
         }
         push_queued_away(cpu);
         set_need_resched(cpu);
-        super::sleep_ns(1_000_000);
+        pause();
     }
     crate::klog!("smpboot: CPU {} is now offline", cpu);
     Ok(())
@@ -102,6 +115,7 @@ pub fn cpu_down(cpu: u32) -> Result<(), Errno> {
 /// Brings `cpu` back (see the module docs). Already online: nothing to do. `EINVAL` for no
 /// such CPU.
 pub fn cpu_up(cpu: u32) -> Result<(), Errno> {
+    let _defer = super::signal::DeferFatal::new();
     if !present(cpu) {
         return Err(Errno::EINVAL);
     }
@@ -125,48 +139,67 @@ fn drained(cpu: u32) -> bool {
 
 /// Linux's `select_fallback_rq` for every task allowed on no CPU left: its affinity becomes
 /// every CPU (the top cpuset's: the possible ones), said as Linux says it for a user task.
+///
+/// Race-free with `sched_setaffinity` and `spawn` because each side checks under the task's
+/// `params` lock after its own first step (the CPU out of the mask here, the task registered
+/// there): whichever comes second sees the other ([`fix_affinity`]).
 fn break_affinities(cpu: u32) {
-    let online = online_mask();
     for t in task::all() {
-        if t.is_idle || !(t.affinity() & online).is_empty() {
-            continue;
-        }
-        super::api::widen_affinity(&t, super::possible_mask());
-        if !t.kthread {
+        if !t.is_idle && fix_affinity(&t) && !t.kthread {
             crate::kprintln!("process {} ({}) no longer affine to cpu{}", t.tid, t.comm_string(), cpu);
         }
     }
 }
 
+/// Widens `t`'s affinity to the possible CPUs if none of it is up (`params` taken here). True
+/// if it did.
+pub(super) fn fix_affinity(t: &Arc<Task>) -> bool {
+    super::api::widen_affinity_if(t, super::possible_mask(), |m| (m & online_mask()).is_empty())
+}
+
 /// Pushes every task waiting on offline `cpu` to a CPU it may run on (`select_cpu`, over the
 /// CPUs up). From `cpu_down` and from the offline CPU's idle loop. Returns how many moved.
 pub(super) fn push_queued_away(cpu: u32) -> u32 {
+    const BATCH: usize = 16;
     let mut moved = 0;
-    // Bounded: a task that cannot move now (throttled group queue, still switching out) is
-    // tried again at the next call.
-    for _ in 0..64 {
-        let candidate: Option<Arc<Task>> = {
+    // Bounded: a task that cannot move now (throttled group queue, still switching out, no
+    // room on its target) is skipped and tried again at the next call.
+    for _ in 0..4 {
+        // Taken without allocating (interrupts are off under the lock).
+        let mut batch: [Option<Arc<Task>>; BATCH] = [const { None }; BATCH];
+        {
             let g = rq_of(cpu).lock.lock();
-            let found = g.tasks.values().find(|t| !t.is_idle && !g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, t))).cloned();
-            found
-        };
-        let Some(task) = candidate else { break };
-        let target = select_cpu(&task, cpu);
-        if target == cpu || !online_mask().contains(target as usize) {
+            let queued = g.tasks.values().filter(|t| !t.is_idle && !g.curr.as_ref().is_some_and(|c| Arc::ptr_eq(c, t)));
+            for (slot, t) in batch.iter_mut().zip(queued) {
+                *slot = Some(t.clone());
+            }
+        }
+        if batch[0].is_none() {
             break;
         }
-        let mut guards = lock_two(&rq_of(cpu).lock, cpu, &rq_of(target).lock, target);
-        let (src, dst) = guards.pair();
-        let still_there = src.tasks.get(&task.tid).is_some_and(|t| Arc::ptr_eq(t, &task));
-        if !still_there || !movable(src, &task, target) {
+        let mut moved_now = 0;
+        for task in batch.into_iter().flatten() {
+            let target = select_cpu(&task, cpu);
+            if target == cpu || !online_mask().contains(target as usize) {
+                continue;
+            }
+            let mut guards = lock_two(&rq_of(cpu).lock, cpu, &rq_of(target).lock, target);
+            let (src, dst) = guards.pair();
+            let still_there = src.tasks.get(&task.tid).is_some_and(|t| Arc::ptr_eq(t, &task));
+            if !still_there || !movable(src, &task, target) || !super::reserve::fits(dst, &task) {
+                continue;
+            }
+            move_task(src, dst, &task);
+            update_counts(rq_of(cpu), src);
+            update_counts(rq_of(target), dst);
+            drop(guards);
+            set_need_resched(target);
+            moved_now += 1;
+        }
+        moved += moved_now;
+        if moved_now == 0 {
             break;
         }
-        move_task(src, dst, &task);
-        update_counts(rq_of(cpu), src);
-        update_counts(rq_of(target), dst);
-        drop(guards);
-        set_need_resched(target);
-        moved += 1;
     }
     moved
 }

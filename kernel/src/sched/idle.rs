@@ -73,6 +73,7 @@ pub fn idle_loop() -> ! {
                 super::hotplug::push_queued_away(cpu.cpu_id);
             }
             rq_of(cpu.cpu_id).wc_kick.store(false, Ordering::Relaxed);
+            nohz::drop_kick(); // a kick sent before it left the idle set: not its to answer
             halt_offline(cpu.cpu_id);
             continue;
         }

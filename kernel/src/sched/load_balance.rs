@@ -118,11 +118,6 @@ pub fn domains_changed(domains: Arc<cadence_sched::topology::SchedDomains>) {
     }
 }
 
-/// `cpu`'s domains of the moment (`None` without the balancer).
-fn domains_of(cpu: u32) -> Option<Arc<LbDomains>> {
-    Some(lb()?.cpus.get(cpu as usize)?.lock().dom.clone())
-}
-
 fn lb() -> Option<&'static Lb> {
     LB.get().and_then(|l| l.as_ref())
 }
@@ -253,8 +248,9 @@ pub(super) fn wc_fallback(cpu: u32) -> bool {
     if !wc_pull_enabled() || !super::nohz::overloaded() {
         return false;
     }
-    let Some(dom) = domains_of(cpu) else { return false };
-    let Some(top) = dom.topo.domains().domains(cpu as usize).last() else { return false };
+    let Some(slot) = lb.cpus.get(cpu as usize) else { return false };
+    let Some(st) = slot.try_lock() else { return false };
+    let Some(top) = st.dom.topo.domains().domains(cpu as usize).last() else { return false };
     lb::idle_fallback(&lb.cfg, cpu as usize, CpuIdleType::Idle, top.span, &mut KernelRqs::new(None)) > 0
 }
 
@@ -273,9 +269,12 @@ pub fn select_cpu_fork(task: &Task, this: u32) -> Option<u32> {
     if allowed.count() <= 1 || task.class() != ClassId::Fair || task.core_cookie.load(Ordering::Relaxed) != 0 {
         return None;
     }
-    let dom = domains_of(this)?;
+    // Under this CPU's balancer lock, not a clone of its domains: the `Arc`'s last reference
+    // must not go here, with interrupts off (`params`).
+    let st = lb()?.cpus.get(this as usize)?.lock();
     let rqs = KernelRqs::new(None);
-    let cpu = lb::sched_balance_find_dst_cpu(&dom.topo, &dom.shared, this as usize, this as usize, allowed, SD_BALANCE_FORK, &rqs);
+    let cpu = lb::sched_balance_find_dst_cpu(&st.dom.topo, &st.dom.shared, this as usize, this as usize, allowed, SD_BALANCE_FORK, &rqs);
+    drop(st);
     allowed.contains(cpu).then_some(cpu as u32)
 }
 

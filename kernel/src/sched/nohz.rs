@@ -165,6 +165,11 @@ pub fn overloaded() -> bool {
     NR_OVERLOADED.load(Ordering::Acquire) != 0
 }
 
+/// Drops an idle-balance request of this CPU (an offline CPU balances for no one).
+pub(super) fn drop_kick() {
+    CPUS.this().kick.store(false, Ordering::Release);
+}
+
 /// Whether an idle balance is asked of this CPU (the idle loop checks it before halting).
 pub(super) fn kicked() -> bool {
     CPUS.this().kick.load(Ordering::Acquire)

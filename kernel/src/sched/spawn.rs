@@ -75,6 +75,8 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() -> i32 + Send + 'static) -> Re
     let params = SchedParams::new(attr, affinity);
     let task = task::new_task(&opts, Some(&parent), params, Some(stack), false, parent.cpu());
     crate::trace::task_affinity(task.tid, affinity);
+    // Registered now: if its CPUs went offline since the check above, `hotplug` did not see it.
+    super::hotplug::fix_affinity(&task);
     task::set_entry(&task, entry_of(f));
     // Groups, like cgroups and autogroups, are inherited.
     let manual = parent.group.load(Ordering::Acquire);

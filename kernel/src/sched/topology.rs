@@ -182,7 +182,8 @@ fn install(d: SchedDomains) {
         }
     }
     let d = Arc::new(d);
-    *DOMAINS.lock() = Some(d.clone());
+    let old = core::mem::replace(&mut *DOMAINS.lock(), Some(d.clone()));
+    drop(old); // freed with the lock released
     super::load_balance::domains_changed(d);
 }
 

@@ -143,8 +143,9 @@ pub fn bandwidth() -> (Option<u64>, u64) {
 /// always succeeds.
 pub fn admit(old: Option<DlParams>, new: Option<DlParams>) -> Result<(), Errno> {
     let bw = |p: Option<DlParams>| p.map_or(0, |p| p.bandwidth());
-    let cpus = crate::sched::online_mask().count();
     let mut g = DL_BW.lock();
+    // Read under the lock: `without_one_cpu` takes a CPU away under it.
+    let cpus = crate::sched::online_mask().count();
     let mut adm = DlAdmission::new(crate::sched::rt_limits::rt_runtime_us(), crate::sched::rt_limits::rt_period_us(), cpus);
     adm.total_bw = g.0;
     adm.change(bw(old), bw(new))?;
@@ -156,14 +157,20 @@ pub fn admit(old: Option<DlParams>, new: Option<DlParams>) -> Result<(), Errno> 
     Ok(())
 }
 
-/// May the root domain lose one CPU with the deadline bandwidth admitted now (Linux's
-/// `dl_bw_check_overflow` before a CPU goes offline)? No if the admitted tasks would pass the
-/// limit on the CPUs left.
-pub fn fits_one_cpu_fewer() -> bool {
+/// Takes a CPU out of the root domain (`take_out`, which clears it from the online mask) if
+/// the deadline bandwidth admitted still fits on the CPUs left (Linux's `dl_bw_check_overflow`
+/// before a CPU goes offline), else `EBUSY`. Under the admission lock: no task is admitted
+/// against the CPUs of before meanwhile.
+pub fn without_one_cpu(take_out: impl FnOnce()) -> Result<(), Errno> {
+    let g = DL_BW.lock();
     let cpus = crate::sched::online_mask().count().saturating_sub(1);
     let mut adm = DlAdmission::new(crate::sched::rt_limits::rt_runtime_us(), crate::sched::rt_limits::rt_period_us(), cpus);
-    adm.total_bw = DL_BW.lock().0;
-    !adm.overflows(0, 0)
+    adm.total_bw = g.0;
+    if adm.overflows(0, 0) {
+        return Err(Errno::EBUSY);
+    }
+    take_out();
+    Ok(())
 }
 
 /// The admitted deadline bandwidth (`BW_SHIFT` fixed point) and task count.

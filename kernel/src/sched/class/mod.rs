@@ -139,6 +139,10 @@ pub fn stay_or_first(prev: u32, allowed: CpuMask) -> u32 {
 /// Every class's balance hook at `at`, in [`CLASSES`] order; true if a task came to `cpu`.
 /// At [`BalancePoint::NewIdle`], stops at the first class that brought one.
 pub fn balance(cpu: u32, at: BalancePoint) -> bool {
+    // An offline CPU (`hotplug`) takes nothing (`balance::movable` refuses it as a target too).
+    if !crate::sched::online_mask().contains(cpu as usize) {
+        return false;
+    }
     let mut moved = false;
     for c in CLASSES {
         moved |= c.balance(cpu, at);

@@ -11,6 +11,7 @@ use crate::sched::{online_mask, rq_of, topology};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use cadence_sched::errno::Errno;
+use cadence_sched::CpuMask;
 use core::sync::atomic::AtomicBool;
 
 /// The highest online CPU other than the caller's and CPU 0.
@@ -88,4 +89,43 @@ fn bad_hotplug_requests_get_linuxs_errors() {
     assert_eq!(cpu_down(cadence_sched::NR_CPUS as u32), Err(Errno::EINVAL));
     assert_eq!(cpu_up(cadence_sched::NR_CPUS as u32 + 7), Err(Errno::EINVAL));
     assert_eq!(online_mask().count(), crate::percpu::online_cpus().count() as u32);
+}
+
+/// A CPU going offline and back twenty times while a task keeps pinning itself to it and
+/// spawning children pinned to it: after each `cpu_down`, no task is left allowed only on
+/// offline CPUs (each side checks under the task's `params`, after its own first step).
+#[test_case]
+fn hotplug_beside_pinning_and_spawning_strands_no_task() {
+    let cpu = victim();
+    let stop = Arc::new(AtomicBool::new(false));
+    let churn = {
+        let stop = stop.clone();
+        crate::sched::spawn(SpawnOptions::new("churn"), move || {
+            while !stop.load(core::sync::atomic::Ordering::Relaxed) {
+                let _ = crate::sched::api::sched_setaffinity(crate::sched::current_tid(), CpuMask::single(cpu as usize));
+                if let Ok(child) = crate::sched::spawn(SpawnOptions::new("child"), || 0) {
+                    let _ = crate::sched::wait(child.tid);
+                }
+                let _ = crate::sched::api::sched_setaffinity(crate::sched::current_tid(), crate::sched::possible_mask());
+            }
+            0
+        })
+        .expect("spawn churn")
+    };
+    for round in 0..20 {
+        assert_eq!(cpu_down(cpu), Ok(()));
+        let online = online_mask();
+        for t in crate::sched::task::all() {
+            assert!(
+                t.is_idle || !(t.affinity() & online).is_empty(),
+                "round {round}: {} ({}) allowed only offline",
+                t.tid,
+                t.comm_string()
+            );
+        }
+        crate::sched::sleep_ns(MS);
+        assert_eq!(cpu_up(cpu), Ok(()));
+        crate::sched::sleep_ns(MS);
+    }
+    stop_and_reap(&stop, &[churn]);
 }
