@@ -182,7 +182,7 @@ fn install(d: SchedDomains) {
         }
     }
     let d = Arc::new(d);
-    let old = core::mem::replace(&mut *DOMAINS.lock(), Some(d.clone()));
+    let old = DOMAINS.lock().replace(d.clone());
     drop(old); // freed with the lock released
     super::load_balance::domains_changed(d);
 }
