@@ -587,7 +587,8 @@ pub fn pull_fair(this: u32, kind: PullKind) -> usize {
 /// balancer's idle fallback, `load_balance::KernelRqs::pull_waiting`, and a `WC_PULL` ask,
 /// `load_balance::wc_pull`): the first of at most [`NR_MIGRATE_SCAN`] queued tasks that is
 /// movable and not cookie-hot. Waits at most `lock_wait_ns` for the two run-queue locks (0:
-/// one try), never for as long as a holder's vCPU is descheduled.
+/// one try), never for as long as a holder's vCPU is descheduled; when the wait runs out, `dst`
+/// keeps its tick to try again at the next one (`Rq::lb_retry`).
 pub(super) fn pull_one_waiting(src_cpu: u32, dst: u32, lock_wait_ns: u64) -> bool {
     let (src_rq, dst_rq) = (rq_of(src_cpu), rq_of(dst));
     let until = crate::time::uptime_ns().saturating_add(lock_wait_ns);
@@ -596,6 +597,8 @@ pub(super) fn pull_one_waiting(src_cpu: u32, dst: u32, lock_wait_ns: u64) -> boo
             break g;
         }
         if lock_wait_ns == 0 || crate::time::uptime_ns() >= until {
+            // Tried again at `dst`'s next tick (`Rq::lb_retry`).
+            dst_rq.lb_retry.store(true, Ordering::Relaxed);
             return false;
         }
         core::hint::spin_loop();
@@ -629,6 +632,8 @@ pub fn periodic_balance(this: u32) {
 /// one brings a task. True if something moved.
 pub fn idle_balance(this: u32) -> bool {
     let rq = rq_of(this);
+    // Set again below if a queue's lock is still held past the pull's wait.
+    rq.lb_retry.store(false, Ordering::Relaxed);
     let tick = rq.ticks.load(Ordering::Relaxed);
     if rq.last_idle_balance.swap(tick, Ordering::Relaxed) == tick {
         // At most one new-idle balance per tick; a task waiting elsewhere is still taken

@@ -278,6 +278,9 @@ pub fn select_cpu_fork(task: &Task, this: u32) -> Option<u32> {
     allowed.contains(cpu).then_some(cpu as u32)
 }
 
+/// How long the idle fallback waits for a source queue's lock (per source, 8 at most).
+const FALLBACK_LOCK_WAIT_NS: u64 = 50_000;
+
 /// The run queues as the balancer sees them, at one moment (`now` for the PELT decays), and
 /// the domains of the balance that asks (`dom`; for the cache-hotness of a level).
 pub struct KernelRqs<'a> {
@@ -436,7 +439,10 @@ impl LbRunQueues for KernelRqs<'_> {
         let order = &mut order[..k];
         order.sort_unstable_by_key(|e| core::cmp::Reverse(e.0));
         for &(_, src_cpu) in order.iter() {
-            if balance::pull_one_waiting(src_cpu, dst_cpu, 0) {
+            // A short wait for the lock: the CPU is idle, and a holder busy for a moment would
+            // otherwise leave it halted beside the waiting task (pull_one_waiting's `lb_retry`
+            // covers a longer hold).
+            if balance::pull_one_waiting(src_cpu, dst_cpu, FALLBACK_LOCK_WAIT_NS) {
                 return true;
             }
         }

@@ -206,6 +206,7 @@ pub(super) fn idle_stop_tick(cpu: u32) {
             || me.kick.load(Ordering::Acquire)
             || rq.nr_running.load(Ordering::Acquire) != 0
             || rq.wake_pending.load(Ordering::Acquire) != 0
+            || rq.lb_retry.load(Ordering::Relaxed)
     };
     if busy() {
         return;

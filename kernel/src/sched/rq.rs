@@ -152,6 +152,11 @@ pub struct Rq {
     pub wc_kick: AtomicBool,
     /// The CPU whose queue the last [`Rq::wc_kick`] was for.
     pub wc_src: AtomicU32,
+    /// This idle CPU's last pull of a waiting task found a queue's lock held past its wait
+    /// (its holder's vCPU descheduled by the host, typically): its tick keeps running so the
+    /// next tick tries again, instead of halting tickless until a busy CPU's kick
+    /// (`balance::idle_balance`, `nohz::idle_stop_tick`).
+    pub lb_retry: AtomicBool,
     /// The idle loop is polling `need_resched` (no IPI needed to wake it).
     pub polling: AtomicBool,
     /// This CPU's RT class is throttled (lock-free copy of `RqInner::rt_bw.throttled`).
@@ -254,6 +259,7 @@ impl Rq {
             push_ipi_pending: AtomicBool::new(false),
             last_idle_balance: AtomicU64::new(u64::MAX),
             wc_kick: AtomicBool::new(false),
+            lb_retry: AtomicBool::new(false),
             wc_src: AtomicU32::new(0),
             polling: AtomicBool::new(false),
             rt_throttled: AtomicBool::new(false),
