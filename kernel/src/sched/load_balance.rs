@@ -28,10 +28,12 @@
 //! the idle fallback (also when the once-per-tick gate skips the domains: [`wc_fallback`]).
 //! docs/design/balancing.md has why and what it measured.
 //!
-//! # Not yet
-//! Active balancing (pushing a running task with Linux's stopper): `active_balance` answers
-//! "pinned", so a pass that finds only running tasks moves nothing; the idle fallback
-//! (`LbConfig::idle_fallback`) still brings any waiting task to an idle CPU.
+//! # Active balance
+//! When a pass finds only running tasks to move and fails long enough (`need_active_balance`),
+//! `active_balance` asks the busiest CPU to push its running fair task to the balancing CPU
+//! (`Rq::active_balance_to` and a reschedule IPI): that CPU's next switch moves it
+//! (`switch.rs`, the path of a task that may no longer run where it is), as Linux's stopper
+//! (`active_load_balance_cpu_stop`) does; `alb_*` in `/proc/schedstat` count them.
 
 use super::balance::{self, movable, move_task};
 use super::rqlock::try_lock_two;
@@ -254,6 +256,20 @@ pub(super) fn wc_fallback(cpu: u32) -> bool {
     lb::idle_fallback(&lb.cfg, cpu as usize, CpuIdleType::Idle, top.span, &mut KernelRqs::new(None)) > 0
 }
 
+/// An active balance asked of `src` towards `dst` ran (`switch.rs`): `alb_count`, and
+/// `alb_pushed` or `alb_failed`, in `src`'s lowest domain spanning `dst` (Linux counts them in
+/// the stopper's `sd`). Not counted if the balancer's lock is busy at that moment.
+pub(super) fn note_active_balance(src: u32, dst: u32, pushed: bool) {
+    let Some(slot) = lb().and_then(|lb| lb.cpus.get(src as usize)) else { return };
+    let Some(mut st) = slot.try_lock() else { return };
+    let LbCpu { dom, states, .. } = &mut *st;
+    let level = dom.topo.domains().domains(src as usize).iter().position(|sd| sd.span.contains(dst as usize));
+    if let Some(stats) = level.and_then(|l| states.get_mut(l)).map(|s| &mut s.stats) {
+        stats.alb[0] += 1;
+        stats.alb[if pushed { 2 } else { 1 }] += 1;
+    }
+}
+
 /// `cpu`'s schedstat counters per domain level (empty without the balancer).
 pub fn sd_stats(cpu: u32) -> Vec<SdStats> {
     let Some(slot) = lb().and_then(|lb| lb.cpus.get(cpu as usize)) else { return Vec::new() };
@@ -412,8 +428,33 @@ impl LbRunQueues for KernelRqs<'_> {
         moved
     }
 
-    fn active_balance(&mut self, _src: usize, _dst: usize) -> ActiveBalance {
-        ActiveBalance::CurrPinned
+    /// Linux's stopper push, by the next switch of `src` (`Rq::active_balance_to`, a
+    /// reschedule IPI): its running task moves to `dst` if it is a fair task allowed there
+    /// without a core-scheduling cookie (those are the cookie paths'), else "pinned".
+    fn active_balance(&mut self, src: usize, dst: usize) -> ActiveBalance {
+        let (src_cpu, dst_cpu) = (src as u32, dst as u32);
+        if src == dst || !online_mask().contains(dst) {
+            return ActiveBalance::CurrPinned;
+        }
+        let rq = rq_of(src_cpu);
+        // What runs there, under its lock (tried once: a balance never spins on one).
+        let Some(g) = rq.lock.try_lock() else { return ActiveBalance::CurrPinned };
+        let pushable = g.curr.as_ref().is_some_and(|c| {
+            !c.is_idle
+                && c.class() == ClassId::Fair
+                && c.affinity().contains(dst)
+                && c.core_cookie.load(Ordering::Relaxed) == 0
+                && !(c.kthread && c.affinity().count() == 1)
+        });
+        drop(g);
+        if !pushable {
+            return ActiveBalance::CurrPinned;
+        }
+        // One push at a time per CPU (Linux's `busiest->active_balance`).
+        if rq.active_balance_to.compare_exchange(super::rq::NO_CPU, dst_cpu, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+            set_need_resched(src_cpu);
+        }
+        ActiveBalance::Started
     }
 
     /// The idle fallback: one waiting fair task allowed on `dst`, from the CPU of `span` with

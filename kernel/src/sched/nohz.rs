@@ -269,9 +269,18 @@ pub(super) fn tick(cpu: u32, now: u64, nr_running: u32) {
     if DO_TIMER_CPU.load(Ordering::Relaxed) == cpu {
         do_timer(cpu, now);
     }
-    if nr_running >= 2 && enabled() {
+    if enabled() && (nr_running >= 2 || (nr_running == 1 && llc_busy_beside(cpu))) {
         kick(cpu, now);
     }
+}
+
+/// Another CPU of `cpu`'s LLC is busy too (Linux's `nohz_balancer_kick`: `nr_busy_cpus > 1` in
+/// `sd_llc_shared`): an idle CPU elsewhere may take one of them, and with only running tasks
+/// to move, only a balance that fails long enough gets there (active balance). Without it, two
+/// CPU hogs on the SMT siblings of one core stayed there beside an idle core.
+fn llc_busy_beside(cpu: u32) -> bool {
+    let Some(llc) = super::balance::llc_cpus(cpu) else { return false };
+    (llc & super::online_mask() & !super::balance::idle_cpus()).count() > 1
 }
 
 /// The machine-wide part of the tick, on the CPU with the duty.
@@ -321,9 +330,11 @@ pub(super) fn idle_balance(this: u32) -> bool {
     let here = rq_of(this);
     let mut moved = false;
     for cpu in IDLE_CPUS.load(Ordering::Acquire).iter_wrap(this as usize + 1) {
-        // Work came here (it runs first; the busy CPUs' next tick kicks again), or nothing is
-        // left to spread.
-        if here.need_resched.load(Ordering::Acquire) || NR_OVERLOADED.load(Ordering::Acquire) == 0 {
+        // Work came here (it runs first; the busy CPUs' next tick kicks again). Not stopped
+        // when no CPU has two tasks: busy CPUs with one task each may still be misplaced (two
+        // hogs on one core's SMT siblings), which only the domains' passes, failing until an
+        // active balance, resolve (Linux's `_nohz_idle_balance` does not look at overload).
+        if here.need_resched.load(Ordering::Acquire) {
             break;
         }
         let cpu = cpu as u32;
@@ -341,7 +352,7 @@ pub(super) fn idle_balance(this: u32) -> bool {
         }
     }
     let mut mine = false;
-    if !here.need_resched.load(Ordering::Acquire) && NR_OVERLOADED.load(Ordering::Acquire) != 0 {
+    if !here.need_resched.load(Ordering::Acquire) {
         // Without preemption until it is counted: a task pulled here would otherwise preempt
         // this idle loop at once, and the count would wait until this CPU is idle again.
         let guard = super::preempt_disable();

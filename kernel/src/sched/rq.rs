@@ -75,9 +75,10 @@ pub struct RqInner {
     pub bw_check: bool,
     /// Group queues throttled here (`bandwidth`); the tick unthrottles them.
     pub bw_nr_throttled: u32,
-    /// A runnable task switched out because it may no longer run here (affinity change):
-    /// moved to an allowed CPU after the switch.
-    pub(super) migrate_out: Option<Arc<Task>>,
+    /// A runnable task switched out because it may no longer run here (affinity change, the
+    /// CPU offline) or is pushed (active balance): moved after the switch, to the CPU given or
+    /// else to one `select_cpu` picks.
+    pub(super) migrate_out: Option<(Arc<Task>, Option<u32>)>,
 }
 
 impl RqInner {
@@ -88,6 +89,9 @@ impl RqInner {
         self.rt.nr_running() + self.nr_fair_tasks + self.dl.nr_running()
     }
 }
+
+/// "No CPU" in a CPU-valued atomic ([`Rq::active_balance_to`]).
+pub const NO_CPU: u32 = u32::MAX;
 
 /// One CPU's run queue.
 pub struct Rq {
@@ -157,6 +161,10 @@ pub struct Rq {
     /// next tick tries again, instead of halting tickless until a busy CPU's kick
     /// (`balance::idle_balance`, `nohz::idle_stop_tick`).
     pub lb_retry: AtomicBool,
+    /// Active balance (Linux's stopper, `active_load_balance_cpu_stop`): the CPU the task
+    /// running here is to be pushed to at this CPU's next switch ([`NO_CPU`]: none), set by
+    /// `load_balance`'s `active_balance` when the balancer found only running tasks to move.
+    pub active_balance_to: AtomicU32,
     /// The idle loop is polling `need_resched` (no IPI needed to wake it).
     pub polling: AtomicBool,
     /// This CPU's RT class is throttled (lock-free copy of `RqInner::rt_bw.throttled`).
@@ -260,6 +268,7 @@ impl Rq {
             last_idle_balance: AtomicU64::new(u64::MAX),
             wc_kick: AtomicBool::new(false),
             lb_retry: AtomicBool::new(false),
+            active_balance_to: AtomicU32::new(NO_CPU),
             wc_src: AtomicU32::new(0),
             polling: AtomicBool::new(false),
             rt_throttled: AtomicBool::new(false),

@@ -163,6 +163,10 @@ fn __schedule_irqs_off(preempted: bool) {
     let cookie_changed = cookie_change && coresched::apply_pending(&prev, cpu.cpu_id);
 
     let mut migrate = false;
+    // An active balance asked of this CPU (`load_balance`'s `active_balance`): taken by this
+    // switch whatever it finds (Linux's stopper moves a task or reports that it could not).
+    let push_to = rq.active_balance_to.swap(super::rq::NO_CPU, Ordering::AcqRel);
+    let mut migrate_to = None;
     if !prev.is_idle && prev.is_on_rq() {
         if !preempted && prev.state() != TaskState::Running {
             dequeue_task(&mut g, &prev, DEQUEUE_SLEEP);
@@ -175,7 +179,20 @@ fn __schedule_irqs_off(preempted: bool) {
             // `drop(me)`).
             dequeue_task(&mut g, &prev, 0);
             migrate = true;
+        } else if push_to != super::rq::NO_CPU
+            && prev.state() == TaskState::Running
+            && prev.class() == ClassId::Fair
+            && prev.affinity().contains(push_to as usize)
+            && super::online_mask().contains(push_to as usize)
+        {
+            // Pushed by the active balance: it moves after the switch, to the CPU that asked.
+            dequeue_task(&mut g, &prev, 0);
+            migrate = true;
+            migrate_to = Some(push_to);
         }
+    }
+    if push_to != super::rq::NO_CPU {
+        super::load_balance::note_active_balance(cpu.cpu_id, push_to, migrate_to.is_some());
     }
     // The class's fast path (Linux's `pick_next_task_fair(rq, prev)`): it picks with `prev`
     // still current and switches only what differs (for a fair task: the group levels below
@@ -246,7 +263,7 @@ fn __schedule_irqs_off(preempted: bool) {
         next.stats.max_wakeup_latency.fetch_max(lat, Ordering::Relaxed);
     }
     if migrate {
-        g.migrate_out = Some(prev.clone());
+        g.migrate_out = Some((prev.clone(), migrate_to));
     }
     rq.curr_cookie.store(next.core_cookie.load(Ordering::Relaxed), Ordering::Release);
     rq.curr_prio.store(cpu_prio(&next), Ordering::Release);
@@ -302,14 +319,15 @@ pub(super) fn finish_task_switch() {
     if dead {
         task_dead(prev);
     }
-    if let Some(t) = migrate {
+    if let Some((t, to)) = migrate {
         // The task left a CPU it may no longer use and is on no run queue. A wakeup may have
         // queued it meanwhile (it could have been preempted while going to sleep): both paths
         // hold its `params` lock, so whoever comes second sees it queued and leaves it.
         let _p = t.params.lock();
         // A wakeup handed to a wake list (it was still switching out) is the drain's to queue.
         if !t.is_on_rq() && t.state() != TaskState::Dead && !t.wake_queued.load(Ordering::Acquire) {
-            activate_on(&t, select_cpu(&t, cpu.cpu_id), 0);
+            let target = to.filter(|&c| t.affinity().contains(c as usize) && super::online_mask().contains(c as usize));
+            activate_on(&t, target.unwrap_or_else(|| select_cpu(&t, cpu.cpu_id)), 0);
         }
     }
     // A preempted RT task may run elsewhere; a CPU that dropped in priority may pull.

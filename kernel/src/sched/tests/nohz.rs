@@ -131,6 +131,44 @@ fn kicked_idle_balance_spreads_tasks_piled_on_one_cpu() {
     // property; the kicks and the kicked balances that moved are printed.
 }
 
+/// Two CPU hogs on the SMT siblings of one core, then allowed everywhere, beside an idle core:
+/// neither ever waits, so only an active balance moves one (Linux's stopper push: the idle
+/// core's balance fails on running tasks until `need_active_balance`, then the busy CPU's next
+/// switch pushes its task there). Within a second the hogs are on two cores. Skipped without
+/// SMT siblings.
+#[test_case]
+fn active_balance_moves_a_hog_off_a_busy_core_to_an_idle_one() {
+    let online = online_mask();
+    let Some(core) = crate::sched::balance::smt_siblings(0).map(|m| m & online).filter(|m| m.count() == 2) else {
+        crate::kprint!("(no SMT siblings: skipped) ");
+        return;
+    };
+    if (online & !core).count() < 2 {
+        crate::kprint!("(no second core: skipped) ");
+        return;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let hogs: Vec<_> = core.iter().map(|c| hog("spin", SpawnOptions::new("spin").pin(c as u32), &stop)).collect();
+    crate::sched::sleep_ns(20 * MS);
+    for t in &hogs {
+        api::sched_setaffinity(t.tid, online).expect("widen");
+    }
+    let start = crate::time::uptime_ns();
+    let apart = || hogs.iter().any(|t| !core.contains(t.cpu() as usize));
+    while !apart() && crate::time::uptime_ns() - start < 1000 * MS {
+        crate::sched::sleep_ns(2 * MS);
+    }
+    let took = crate::time::uptime_ns() - start;
+    let cpus: Vec<u32> = hogs.iter().map(|t| t.cpu()).collect();
+    let moved = apart();
+    // The pushes, counted where Linux counts them (`alb_pushed` of the pushing CPU's domain).
+    let pushed: u64 = online.iter().flat_map(|c| crate::sched::load_balance::sd_stats(c as u32)).map(|st| st.alb[2]).sum();
+    stop_and_reap(&stop, &hogs);
+    crate::kprint!("(one hog moved to another core in {} ms, alb_pushed {}) ", took / MS, pushed);
+    assert!(!moved || pushed >= 1, "a hog moved without an active balance");
+    assert!(moved, "after {} ms both hogs are still on core {:?}: cpus {:?}", took / MS, core, cpus);
+}
+
 /// Idle tickless CPUs are neither hard lockups (their tick count stands still) nor make hung
 /// tasks: with a 1 s threshold (reports after 2 s) and 3 s of quiet, nothing is reported, and
 /// a hung-task scan with a 1 s timeout finds nothing.
