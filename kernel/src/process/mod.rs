@@ -518,7 +518,10 @@ fn charge(parent: &Thread, tid: Tid, child: Option<&Arc<Process>>) -> Result<(),
     };
     let limit = parent.process.rlimits.lock_uninterruptible()[RLIMIT_NPROC].0;
     let mut procs = LIMITS.lock_uninterruptible();
-    if crate::sched::task::count() >= crate::sched::task::max_threads() {
+    // The forks charged but not yet in the task table count too: checked against the table
+    // alone, concurrent forks passed together (a root bomb at `threads-max` 2000 reached 2,125
+    // tasks on 2 CPUs). Linux counts `nr_threads` in the critical section of its check.
+    if crate::sched::task::count() + FORKS_IN_FLIGHT.load(Ordering::Acquire) >= crate::sched::task::max_threads() {
         return Err(Errno::EAGAIN);
     }
     if ruid != 0 && euid != 0 {
@@ -535,8 +538,13 @@ fn charge(parent: &Thread, tid: Tid, child: Option<&Arc<Process>>) -> Result<(),
     if let Some(p) = child {
         procs.insert(tid, p.clone());
     }
+    FORKS_IN_FLIGHT.fetch_add(1, Ordering::AcqRel);
     Ok(())
 }
+
+/// Forks [`charge`]d whose task is not in the task table yet (`clone` takes it back once its
+/// spawn returned, made or failed).
+static FORKS_IN_FLIGHT: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
 
 /// Illegal instruction.
 pub const SIGILL: i32 = 4;
@@ -1095,6 +1103,10 @@ pub fn clone(parent: &Thread, ctx: &UserContext, args: CloneArgs) -> Result<Tid,
         // parent's child (`sched_fork`) and anything else EAGAIN.
         .map_err(|e| if e == crate::sched::SpawnError::NoMemory { Errno::ENOMEM } else { Errno::EAGAIN })
     });
+    if charged.is_ok() {
+        // In the table now (or failed): no longer in flight.
+        FORKS_IN_FLIGHT.fetch_sub(1, Ordering::AcqRel);
+    }
     let task = match task {
         Ok(t) => t,
         Err(e) => {
