@@ -727,12 +727,16 @@ fn stat() -> String {
     let up = crate::time::uptime_ns();
     let mut lines = Vec::new();
     let (mut user_all, mut system_all, mut idle_all) = (0, 0, 0);
+    // As Linux's `show_stat`: the total over every CPU, a line per CPU online.
+    let online = crate::sched::online_mask();
     for c in crate::percpu::online_cpus() {
         let (user, system, idle) = crate::sched::cpu_times(c.cpu_id);
         user_all += ticks(user);
         system_all += ticks(system);
         idle_all += ticks(idle);
-        lines.push(format!("cpu{} {} 0 {} {} 0 0 0 0 0 0\n", c.cpu_id, ticks(user), ticks(system), ticks(idle)));
+        if online.contains(c.cpu_id as usize) {
+            lines.push(format!("cpu{} {} 0 {} {} 0 0 0 0 0 0\n", c.cpu_id, ticks(user), ticks(system), ticks(idle)));
+        }
     }
     let switches: u64 = crate::percpu::online_cpus().map(|c| crate::sched::rq_of(c.cpu_id).nr_switches.load(Ordering::Relaxed)).sum();
     let all = task::all();
@@ -783,7 +787,9 @@ fn meminfo() -> String {
 /// synthetic ones Linux adds (`constant_tsc`, `nopl`, ...).
 fn cpuinfo() -> String {
     let id = crate::arch::cpuid::identity();
-    let cpus: Vec<_> = crate::percpu::online_cpus().collect();
+    // The CPUs online (`sched::hotplug`), as Linux lists them.
+    let online = crate::sched::online_mask();
+    let cpus: Vec<_> = crate::percpu::online_cpus().filter(|c| online.contains(c.cpu_id as usize)).collect();
     let (_, _, cores, _) = crate::smp::topology_summary();
     let khz = crate::arch::tsc::hz() / 1000;
     let cache_kb = id.caches.iter().max_by_key(|c| c.level).map_or(0, |c| c.size() / 1024);
@@ -866,7 +872,8 @@ impl GenDir for SysDir {
 /// call-function (`CAL`) IPIs.
 fn interrupts() -> String {
     use crate::interrupts::IrqKind;
-    let cpus: Vec<u32> = crate::percpu::online_cpus().map(|c| c.cpu_id).collect();
+    let online = crate::sched::online_mask();
+    let cpus: Vec<u32> = crate::percpu::online_cpus().map(|c| c.cpu_id).filter(|&c| online.contains(c as usize)).collect();
     let mut s = String::from("    ");
     for c in &cpus {
         let _ = write!(s, "       CPU{:<4}", c);
