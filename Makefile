@@ -40,7 +40,7 @@
 #                                   timer interrupts, hackbench; tables with host wall times (issue 60)
 #   make bench-scale-cpus [MACHINES='flat 8node seed003 x255 x1024']  µs per switch and per pipe
 #                                   wakeup as the CPU count grows (in-kernel bench scale and pipe)
-#   make bench-balance [MACHINE=8node] [SCENARIOS='group pinned wakeup mixed'] [ROUNDS=3]
+#   make bench-balance [MACHINE=8node] [SCENARIOS='group pinned wakeup mixed hotplug'] [ROUNDS=3]
 #                                   the wasted-cores scenarios on Cadence and Linux 6.12, each trace
 #                                   checked by `trace check wc`: wasted fraction, longest violation,
 #                                   completion times (issue 61)
@@ -344,7 +344,7 @@ bench-scale-cpus: kernel boot-tool
 
 # The wasted-cores scenarios on both kernels (issue 61).
 MACHINE ?= 8node
-SCENARIOS ?= group pinned wakeup mixed
+SCENARIOS ?= group pinned wakeup mixed hotplug
 bench-balance: kernel boot-tool initramfs
 	'$(ROOT)/tools/bench-balance.sh' '$(MACHINE)' '$(SCENARIOS)' '$(ROUNDS)'
 
