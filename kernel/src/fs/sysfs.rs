@@ -166,7 +166,7 @@ fn system() -> Node {
     let cpus: Vec<_> = crate::percpu::online_cpus().collect();
     // Present and possible: the CPUs that came up at boot; online: those the scheduler uses now
     // (`cpuN/online`, `sched::hotplug`).
-    let present: CpuMask = cpus.iter().map(|c| c.cpu_id as usize).collect();
+    let present = crate::sched::possible_mask();
     let mut cpu_dir: Vec<(String, Node)> = alloc::vec![
         (String::from("kernel_max"), Node::text(format!("{}\n", cadence_sched::NR_CPUS - 1))),
         (String::from("offline"), Node::ro(move || Ok(list(present & !crate::sched::online_mask())))),

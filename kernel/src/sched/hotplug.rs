@@ -62,11 +62,6 @@ impl Drop for HotplugGuard {
 /// How long `cpu_down` waits for the CPU to be left with its idle task alone.
 const DRAIN_TIMEOUT_NS: u64 = 2_000_000_000;
 
-/// Is `cpu` a CPU that came up at boot (hot-pluggable or not)?
-fn present(cpu: u32) -> bool {
-    crate::percpu::get(cpu).is_some_and(|c| c.online.load(Ordering::Acquire))
-}
-
 /// Takes `cpu` out of the scheduler (see the module docs). Already offline: nothing to do.
 /// `EINVAL` for no such CPU, `EBUSY` for the last one up or when the deadline tasks admitted
 /// would not fit on the others, `EPERM` for CPU 0 (Linux x86 cannot take it down and shows
@@ -74,7 +69,7 @@ fn present(cpu: u32) -> bool {
 pub fn cpu_down(cpu: u32) -> Result<(), Errno> {
     // A fatal signal is acted on after the operation, not in the middle of it.
     let _defer = super::signal::DeferFatal::new();
-    if !present(cpu) {
+    if !super::possible_mask().contains(cpu as usize) {
         return Err(Errno::EINVAL);
     }
     if cpu == 0 {
@@ -116,7 +111,7 @@ pub fn cpu_down(cpu: u32) -> Result<(), Errno> {
 /// such CPU.
 pub fn cpu_up(cpu: u32) -> Result<(), Errno> {
     let _defer = super::signal::DeferFatal::new();
-    if !present(cpu) {
+    if !super::possible_mask().contains(cpu as usize) {
         return Err(Errno::EINVAL);
     }
     let _hp = HotplugGuard::take();
@@ -132,7 +127,7 @@ pub fn cpu_up(cpu: u32) -> Result<(), Errno> {
 }
 
 /// Only the idle task runs on `cpu` and nothing waits there.
-fn drained(cpu: u32) -> bool {
+pub(super) fn drained(cpu: u32) -> bool {
     let g = rq_of(cpu).lock.lock();
     g.tasks.is_empty() && g.curr.as_ref().is_some_and(|c| c.is_idle)
 }

@@ -20,10 +20,7 @@ fn victim() -> u32 {
     online_mask().iter().filter(|&c| c != 0 && c != me).last().expect("a CPU to take offline") as u32
 }
 
-fn runs_only_idle(cpu: u32) -> bool {
-    let g = rq_of(cpu).lock.lock();
-    g.tasks.is_empty() && g.curr.as_ref().is_some_and(|c| c.is_idle)
-}
+use crate::sched::hotplug::drained as runs_only_idle;
 
 #[test_case]
 fn an_offline_cpu_runs_nothing_and_its_pinned_task_moves_with_a_widened_affinity() {
